@@ -1,0 +1,180 @@
+//! The cluster model: pools of identical nodes, each node with a fixed number of GPUs of the
+//! pool's type, nodes grouped into racks. Built once from a [`ClusterSpec`] and then immutable;
+//! what changes at run time (which GPU is free) lives in [`crate::alloc::FreeGpus`].
+
+use crate::ids::{GpuId, NodeId, PoolId};
+use std::fmt;
+
+/// The most GPUs one node may carry: a node's free GPUs are kept in one `u64` bit mask.
+pub const MAX_GPUS_PER_NODE: u32 = 64;
+
+/// One pool as the user describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolSpec {
+    /// A name unique within the cluster (defaults to the GPU type in the shorthand).
+    pub name: String,
+    /// The GPU type, e.g. `V100`; a task that names a type runs only in pools of that type.
+    pub gpu_type: String,
+    pub nodes: u32,
+    pub gpus_per_node: u32,
+    /// Nodes per rack; `0` means the whole pool is one rack.
+    pub nodes_per_rack: u32,
+}
+
+/// A whole cluster as the user describes it: pools in a stated order (the order fixes node ids).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClusterSpec {
+    pub pools: Vec<PoolSpec>,
+}
+
+/// Why a cluster spec cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterError(pub String);
+
+impl fmt::Display for ClusterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ClusterError {}
+
+#[derive(Debug, Clone)]
+pub struct Pool {
+    pub id: PoolId,
+    pub name: String,
+    pub gpu_type: String,
+    pub gpus_per_node: u32,
+    /// Nodes of this pool, contiguous ids.
+    pub first_node: NodeId,
+    pub node_count: u32,
+}
+
+impl Pool {
+    pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (self.first_node.0..self.first_node.0 + self.node_count).map(NodeId)
+    }
+    pub fn gpu_count(&self) -> u32 {
+        self.gpus_per_node * self.node_count
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub id: NodeId,
+    pub pool: PoolId,
+    pub rack: u32,
+    /// GPUs of this node, contiguous ids starting here.
+    pub first_gpu: GpuId,
+    pub gpu_count: u32,
+}
+
+impl Node {
+    pub fn gpus(&self) -> impl Iterator<Item = GpuId> + '_ {
+        (self.first_gpu.0..self.first_gpu.0 + self.gpu_count).map(GpuId)
+    }
+    /// The GPU at `slot` (0-based position within the node).
+    pub fn gpu_at(&self, slot: u32) -> GpuId {
+        debug_assert!(slot < self.gpu_count);
+        GpuId(self.first_gpu.0 + slot)
+    }
+}
+
+/// The built, immutable cluster.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    pools: Vec<Pool>,
+    nodes: Vec<Node>,
+    /// For each GPU, the node that holds it.
+    gpu_node: Vec<NodeId>,
+}
+
+impl Cluster {
+    pub fn new(spec: &ClusterSpec) -> Result<Cluster, ClusterError> {
+        if spec.pools.is_empty() {
+            return Err(ClusterError("a cluster needs at least one pool".into()));
+        }
+        let mut pools = Vec::with_capacity(spec.pools.len());
+        let mut nodes = Vec::new();
+        let mut gpu_node = Vec::new();
+        let mut rack_base = 0u32;
+        for (index, p) in spec.pools.iter().enumerate() {
+            if p.name.is_empty() || p.gpu_type.is_empty() {
+                return Err(ClusterError(format!(
+                    "pool {index}: name and GPU type must not be empty"
+                )));
+            }
+            if spec.pools[..index].iter().any(|q| q.name == p.name) {
+                return Err(ClusterError(format!(
+                    "pool name `{}` appears twice; give each pool its own name",
+                    p.name
+                )));
+            }
+            if p.nodes == 0 {
+                return Err(ClusterError(format!("pool `{}`: nodes must be at least 1", p.name)));
+            }
+            if p.gpus_per_node == 0 || p.gpus_per_node > MAX_GPUS_PER_NODE {
+                return Err(ClusterError(format!(
+                    "pool `{}`: GPUs per node must be 1..={MAX_GPUS_PER_NODE}, got {}",
+                    p.name, p.gpus_per_node
+                )));
+            }
+            let id = PoolId::from_index(index);
+            let first_node = NodeId::from_index(nodes.len());
+            let per_rack = if p.nodes_per_rack == 0 { p.nodes } else { p.nodes_per_rack };
+            for n in 0..p.nodes {
+                let node = NodeId::from_index(nodes.len());
+                let first_gpu = GpuId::from_index(gpu_node.len());
+                for _ in 0..p.gpus_per_node {
+                    gpu_node.push(node);
+                }
+                nodes.push(Node {
+                    id: node,
+                    pool: id,
+                    rack: rack_base + n / per_rack,
+                    first_gpu,
+                    gpu_count: p.gpus_per_node,
+                });
+            }
+            rack_base += p.nodes.div_ceil(per_rack);
+            pools.push(Pool {
+                id,
+                name: p.name.clone(),
+                gpu_type: p.gpu_type.clone(),
+                gpus_per_node: p.gpus_per_node,
+                first_node,
+                node_count: p.nodes,
+            });
+        }
+        Ok(Cluster { pools, nodes, gpu_node })
+    }
+
+    pub fn pools(&self) -> &[Pool] {
+        &self.pools
+    }
+    pub fn pool(&self, id: PoolId) -> &Pool {
+        &self.pools[id.index()]
+    }
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+    pub fn gpu_count(&self) -> u32 {
+        self.gpu_node.len() as u32
+    }
+    pub fn node_of(&self, gpu: GpuId) -> NodeId {
+        self.gpu_node[gpu.index()]
+    }
+    pub fn pool_of(&self, gpu: GpuId) -> PoolId {
+        self.node(self.node_of(gpu)).pool
+    }
+    /// Pools a task may run in: those of its GPU type, or all pools when it names none.
+    pub fn eligible_pools<'a>(&'a self, gpu_type: Option<&'a str>) -> impl Iterator<Item = PoolId> + 'a {
+        self.pools
+            .iter()
+            .filter(move |p| gpu_type.is_none_or(|t| p.gpu_type.eq_ignore_ascii_case(t)))
+            .map(|p| p.id)
+    }
+}

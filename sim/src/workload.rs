@@ -1,0 +1,101 @@
+//! What users submit: jobs made of tasks. A task is a gang: it asks for `gpus` GPUs that must
+//! all be granted at once, inside one pool (one GPU type), and on one node when `single_node`.
+
+use crate::time::{SimDuration, SimTime};
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskSpec {
+    /// The task's name within its job (`0` for single-task jobs).
+    pub name: String,
+    pub gpus: u32,
+    /// Run only on this GPU type; `None` accepts any pool.
+    pub gpu_type: Option<String>,
+    /// All GPUs on one node (otherwise the gang may span nodes of one pool).
+    pub single_node: bool,
+    /// True work: how long the task runs on the reference GPU type, without interruption.
+    pub work: SimDuration,
+    /// What the user (or an estimator) said it would take; what non-oracle policies see.
+    pub estimate: Option<SimDuration>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSpec {
+    /// The job's id in its trace (kept verbatim for reports).
+    pub name: String,
+    pub submit: SimTime,
+    /// The queue (virtual cluster, team) the job was submitted to, if the trace says.
+    pub queue: Option<String>,
+    pub tasks: Vec<TaskSpec>,
+}
+
+impl JobSpec {
+    /// A job of one task: the common case in every public trace.
+    pub fn single(name: impl Into<String>, submit: SimTime, gpus: u32, work: SimDuration) -> JobSpec {
+        JobSpec {
+            name: name.into(),
+            submit,
+            queue: None,
+            tasks: vec![TaskSpec {
+                name: "0".into(),
+                gpus,
+                gpu_type: None,
+                single_node: false,
+                work,
+                estimate: None,
+            }],
+        }
+    }
+    pub fn gpus(&self) -> u64 {
+        self.tasks.iter().map(|t| u64::from(t.gpus)).sum()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadError(pub String);
+
+impl fmt::Display for WorkloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WorkloadError {}
+
+/// Jobs in arrival order: sorted by submit time, ties kept in the order they were given
+/// (file order), which fixes job ids and so every tie-break downstream.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Workload {
+    jobs: Vec<JobSpec>,
+}
+
+impl Workload {
+    pub fn new(mut jobs: Vec<JobSpec>) -> Result<Workload, WorkloadError> {
+        for job in &jobs {
+            if job.tasks.is_empty() {
+                return Err(WorkloadError(format!("job `{}` has no tasks", job.name)));
+            }
+            if let Some(t) = job.tasks.iter().find(|t| t.gpus == 0) {
+                return Err(WorkloadError(format!(
+                    "job `{}` task `{}` asks for 0 GPUs; a task needs at least 1",
+                    job.name, t.name
+                )));
+            }
+        }
+        // Stable: equal submit times keep the caller's order.
+        jobs.sort_by_key(|j| j.submit);
+        Ok(Workload { jobs })
+    }
+    pub fn jobs(&self) -> &[JobSpec] {
+        &self.jobs
+    }
+    pub fn task_count(&self) -> usize {
+        self.jobs.iter().map(|j| j.tasks.len()).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+}
