@@ -1,1 +1,18 @@
+//! schedlab's scheduling policies, one file each, and the registry that builds them from
+//! `name[key=value,...]`. Every policy implements `sim::Policy` and nothing else: it cannot
+//! tell simulation from live mode.
 
+mod easy_backfill;
+mod fifo;
+mod params;
+pub mod placement;
+mod registry;
+mod running;
+mod sjf;
+mod srtf;
+mod tracking;
+mod wait_queue;
+
+pub use params::{ParamInfo, SpecError};
+pub use placement::{Placement, Shape};
+pub use registry::{POLICIES, PolicyInfo, build};

@@ -7,6 +7,8 @@ use std::fmt;
 
 /// The most GPUs one node may carry: a node's free GPUs are kept in one `u64` bit mask.
 pub const MAX_GPUS_PER_NODE: u32 = 64;
+/// The most pools a cluster may have: a task's eligible pools are kept in one `u64` bit mask.
+pub const MAX_POOLS: usize = 64;
 
 /// One pool as the user describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +96,12 @@ impl Cluster {
         if spec.pools.is_empty() {
             return Err(ClusterError("a cluster needs at least one pool".into()));
         }
+        if spec.pools.len() > MAX_POOLS {
+            return Err(ClusterError(format!(
+                "a cluster may have at most {MAX_POOLS} pools, got {}",
+                spec.pools.len()
+            )));
+        }
         let mut pools = Vec::with_capacity(spec.pools.len());
         let mut nodes = Vec::new();
         let mut gpu_node = Vec::new();
@@ -170,11 +178,44 @@ impl Cluster {
     pub fn pool_of(&self, gpu: GpuId) -> PoolId {
         self.node(self.node_of(gpu)).pool
     }
-    /// Pools a task may run in: those of its GPU type, or all pools when it names none.
-    pub fn eligible_pools<'a>(&'a self, gpu_type: Option<&'a str>) -> impl Iterator<Item = PoolId> + 'a {
-        self.pools
-            .iter()
-            .filter(move |p| gpu_type.is_none_or(|t| p.gpu_type.eq_ignore_ascii_case(t)))
-            .map(|p| p.id)
+    /// Pools a task may run in: those of its GPU type (compared case-insensitively), or all
+    /// pools when it names none.
+    pub fn eligible_pools(&self, gpu_type: Option<&str>) -> PoolMask {
+        let mut mask = PoolMask::EMPTY;
+        for p in &self.pools {
+            if gpu_type.is_none_or(|t| p.gpu_type.eq_ignore_ascii_case(t)) {
+                mask = mask.with(p.id);
+            }
+        }
+        mask
+    }
+}
+
+/// A set of pools as a bit mask (at most [`MAX_POOLS`]); iteration is in pool id order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct PoolMask(pub u64);
+
+impl PoolMask {
+    pub const EMPTY: PoolMask = PoolMask(0);
+
+    pub fn with(self, pool: PoolId) -> PoolMask {
+        PoolMask(self.0 | (1u64 << pool.0))
+    }
+    pub fn contains(self, pool: PoolId) -> bool {
+        pool.0 < 64 && self.0 & (1u64 << pool.0) != 0
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    pub fn iter(self) -> impl Iterator<Item = PoolId> {
+        let mut rest = self.0;
+        std::iter::from_fn(move || {
+            if rest == 0 {
+                return None;
+            }
+            let pool = rest.trailing_zeros();
+            rest &= rest - 1;
+            Some(PoolId(pool))
+        })
     }
 }

@@ -2,14 +2,32 @@
 //! [`Policy`] contract, the [`Controller`] that applies events and commits validated plans,
 //! and the virtual-time engine. No IO, no clock, no threads: see ARCHITECTURE.md.
 
+pub mod alloc;
 pub mod cluster;
+pub mod controller;
 pub mod digest;
+pub mod engine;
+pub mod event;
 pub mod ids;
+mod invariants;
+pub mod plan;
+pub mod policy;
+pub mod record;
 pub mod rng;
+pub mod state;
 pub mod time;
+pub mod view;
 pub mod workload;
 
-pub use cluster::{Cluster, ClusterError, ClusterSpec, Node, Pool, PoolSpec};
+pub use alloc::FreeGpus;
+pub use cluster::{Cluster, ClusterError, ClusterSpec, Node, Pool, PoolMask, PoolSpec};
+pub use controller::{Controller, ControllerConfig, Effect};
+pub use engine::{SimError, simulate};
 pub use ids::{GpuId, JobId, NodeId, PoolId, TaskId};
+pub use plan::{Decision, Plan, PlanError, Savepoint};
+pub use policy::Policy;
+pub use record::{DecisionKind, DecisionRecord, JobRecord, RunResult, RunStats};
+pub use state::{JobOutcome, JobState, TaskState, TaskStatus};
 pub use time::{SimDuration, SimTime};
+pub use view::{Change, ClusterView, DurationSource};
 pub use workload::{JobSpec, TaskSpec, Workload, WorkloadError};

@@ -1,0 +1,64 @@
+//! `fifo`: first in, first out, in arrival order (ties in trace order).
+//!
+//! Strict by default: the head of the queue blocks everything behind it until it fits.
+//! `fifo[skip=true]` lets later tasks that fit start past a blocked head, with no
+//! reservation for the head (so a big head can starve; `easy-backfill` is the fix).
+//!
+//! Decision cost: O(starts x log n) strict; O((starts + 1) x shapes x log n) with skip.
+
+use crate::params::{PLACEMENT, ParamInfo, Params, SpecError};
+use crate::placement::{Placement, Shape};
+use crate::tracking::sync_waiting;
+use crate::wait_queue::WaitQueue;
+use sim::{ClusterView, Plan, Policy};
+
+pub const PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        key: "skip",
+        values: "true|false",
+        default: "false",
+        help: "let later tasks that fit start past a blocked head (no reservation)",
+    },
+    PLACEMENT,
+];
+
+pub struct Fifo {
+    name: String,
+    skip: bool,
+    placement: Placement,
+    waiting: WaitQueue,
+}
+
+impl Fifo {
+    pub fn new(params: &Params) -> Result<Fifo, SpecError> {
+        let skip: bool = params.get("skip")?;
+        let placement: Placement = params.get("placement")?;
+        Ok(Fifo {
+            name: format!("fifo[skip={skip},placement={placement}]"),
+            skip,
+            placement,
+            waiting: WaitQueue::default(),
+        })
+    }
+}
+
+impl Policy for Fifo {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn decide(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
+        // Every task has key 0, so the queue orders by task id: arrival order.
+        sync_waiting(view, &mut self.waiting, |_| 0);
+        loop {
+            let next = if self.skip { self.waiting.first_fitting(plan.free()) } else { self.waiting.head() };
+            let Some((_, task)) = next else { return };
+            let shape = Shape::of(view.task(task));
+            let Some(gpus) = self.placement.place(shape, plan.free(), view.cluster()) else {
+                return; // strict: the head waits, and so does everyone behind it
+            };
+            plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
+            self.waiting.remove(task);
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! `spread`: balance load. The pool with the most free GPUs (lowest id on ties), and there the
+//! emptiest node that holds the whole gang (worst fit); a gang larger than any node's free
+//! GPUs takes the emptiest nodes first, as with `pack`.
+
+use super::{Shape, take_from_pool};
+use sim::{Cluster, FreeGpus, GpuId};
+
+pub(super) fn place(shape: Shape, free: &FreeGpus, _cluster: &Cluster) -> Option<Vec<GpuId>> {
+    let pool = shape
+        .pools
+        .iter()
+        .filter(|&p| shape.fits_in(p, free))
+        .max_by_key(|&p| (free.in_pool(p), std::cmp::Reverse(p)))?;
+    take_from_pool(shape, pool, free, |p, g| free.emptiest(p).filter(|&n| free.on_node(n) >= g))
+}

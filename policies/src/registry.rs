@@ -1,0 +1,51 @@
+//! Builds a policy from its spec, `name[key=value,...]`, and lists what exists.
+
+use crate::params::{ParamInfo, Params, SpecError, split_spec};
+use crate::{easy_backfill, fifo, sjf, srtf};
+use sim::Policy;
+
+/// One policy as `schedlab policies` lists it.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyInfo {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub params: &'static [ParamInfo],
+    build: fn(&Params) -> Result<Box<dyn Policy + Send>, SpecError>,
+}
+
+pub const POLICIES: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "fifo",
+        summary: "first in, first out; strict head-of-line unless skip=true",
+        params: fifo::PARAMS,
+        build: |p| Ok(Box::new(fifo::Fifo::new(p)?)),
+    },
+    PolicyInfo {
+        name: "sjf",
+        summary: "shortest job first, non-preemptive",
+        params: sjf::PARAMS,
+        build: |p| Ok(Box::new(sjf::Sjf::new(p)?)),
+    },
+    PolicyInfo {
+        name: "srtf",
+        summary: "shortest remaining time first, preemptive",
+        params: srtf::PARAMS,
+        build: |p| Ok(Box::new(srtf::Srtf::new(p)?)),
+    },
+    PolicyInfo {
+        name: "easy-backfill",
+        summary: "fifo with a reservation for the blocked head; later tasks start if they do not delay it",
+        params: easy_backfill::PARAMS,
+        build: |p| Ok(Box::new(easy_backfill::EasyBackfill::new(p)?)),
+    },
+];
+
+/// Builds the policy `spec` names, e.g. `sjf[duration=estimate,placement=spread]`.
+pub fn build(spec: &str) -> Result<Box<dyn Policy + Send>, SpecError> {
+    let (name, values) = split_spec(spec)?;
+    let info = POLICIES.iter().find(|p| p.name == name).ok_or_else(|| {
+        let valid: Vec<&str> = POLICIES.iter().map(|p| p.name).collect();
+        SpecError(format!("unknown policy `{name}`; valid policies: {}", valid.join(", ")))
+    })?;
+    (info.build)(&Params::new(info.name, values, info.params)?)
+}

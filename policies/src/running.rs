@@ -1,0 +1,57 @@
+//! Running tasks per pool, ordered by when they are expected to end. Used by srtf (who has the
+//! most work left, to preempt) and by easy-backfill (when GPUs come back, for the reservation).
+//! Expected ends are fixed at start time: tasks all progress at the same rate, so the order by
+//! end time is the order by remaining work and needs no updating as time passes.
+
+use sim::{Change, ClusterView, DurationSource, PoolId, SimTime, TaskId};
+use std::collections::BTreeSet;
+
+#[derive(Debug, Default)]
+pub struct RunningIndex {
+    by_pool: Vec<BTreeSet<(SimTime, TaskId)>>,
+    entry: Vec<Option<(SimTime, PoolId)>>,
+}
+
+impl RunningIndex {
+    /// Applies the view's changes: started tasks enter, preempted and finished ones leave.
+    pub fn sync(&mut self, view: &ClusterView<'_>, source: DurationSource) {
+        for change in view.changes() {
+            match *change {
+                Change::TaskStarted(t) => self.insert(view, t, source),
+                Change::TaskPreempted(t) | Change::TaskFinished(t) => self.remove(t),
+                Change::TaskReady(_) | Change::JobEnded(_) => {}
+            }
+        }
+    }
+
+    /// Indexes a task that is running (or was just started by this plan on `gpus`).
+    pub fn insert(&mut self, view: &ClusterView<'_>, task: TaskId, source: DurationSource) {
+        let t = view.task(task);
+        let Some(&first_gpu) = t.placed.first() else { return };
+        let end = view.expected_end(task, source);
+        self.insert_at(task, view.cluster().pool_of(first_gpu), end);
+    }
+
+    pub fn insert_at(&mut self, task: TaskId, pool: PoolId, end: SimTime) {
+        self.remove(task);
+        if self.by_pool.len() <= pool.index() {
+            self.by_pool.resize_with(pool.index() + 1, BTreeSet::new);
+        }
+        if self.entry.len() <= task.index() {
+            self.entry.resize(task.index() + 1, None);
+        }
+        self.by_pool[pool.index()].insert((end, task));
+        self.entry[task.index()] = Some((end, pool));
+    }
+
+    pub fn remove(&mut self, task: TaskId) {
+        if let Some((end, pool)) = self.entry.get_mut(task.index()).and_then(Option::take) {
+            self.by_pool[pool.index()].remove(&(end, task));
+        }
+    }
+
+    /// Running tasks of `pool`, soonest expected end first.
+    pub fn in_pool(&self, pool: PoolId) -> impl DoubleEndedIterator<Item = (SimTime, TaskId)> + '_ {
+        self.by_pool.get(pool.index()).into_iter().flat_map(|set| set.iter().copied())
+    }
+}

@@ -1,0 +1,55 @@
+//! `sjf`: shortest job first, non-preemptive. Whenever GPUs are free, the shortest waiting task
+//! that fits starts (later, longer tasks may pass a blocked short one; nothing is reserved).
+//! `duration=oracle` uses the true duration (an upper bound on what SJF can do);
+//! `duration=estimate` uses the trace's estimate, which is what a real scheduler would have.
+//!
+//! Decision cost: O((starts + 1) x shapes x log n).
+
+use crate::params::{DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
+use crate::placement::{Placement, Shape};
+use crate::tracking::sync_waiting;
+use crate::wait_queue::WaitQueue;
+use sim::{ClusterView, DurationSource, Plan, Policy};
+
+pub const PARAMS: &[ParamInfo] = &[DURATION, PLACEMENT];
+
+pub struct Sjf {
+    name: String,
+    source: DurationSource,
+    placement: Placement,
+    waiting: WaitQueue,
+}
+
+impl Sjf {
+    pub fn new(params: &Params) -> Result<Sjf, SpecError> {
+        let Source(source) = params.get("duration")?;
+        let placement: Placement = params.get("placement")?;
+        Ok(Sjf {
+            name: format!("sjf[duration={},placement={placement}]", source.as_str()),
+            source,
+            placement,
+            waiting: WaitQueue::default(),
+        })
+    }
+}
+
+impl Policy for Sjf {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn needs_estimates(&self) -> bool {
+        self.source == DurationSource::Estimate
+    }
+
+    fn decide(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
+        let source = self.source;
+        sync_waiting(view, &mut self.waiting, |t| view.expected_duration(t, source).as_ms());
+        while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
+            let shape = Shape::of(view.task(task));
+            let gpus = self.placement.place(shape, plan.free(), view.cluster()).expect("its shape fits");
+            plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
+            self.waiting.remove(task);
+        }
+    }
+}

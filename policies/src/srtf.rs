@@ -1,0 +1,109 @@
+//! `srtf`: shortest remaining time first, preemptive.
+//!
+//! In order of remaining work, each waiting task starts if it fits; if it does not, running
+//! tasks of an eligible pool with *more* remaining work than it are preempted, longest first,
+//! until it fits (if preempting all of them would not make it fit, nothing is preempted and
+//! the preemptive pass stops). Then the shortest waiting tasks that fit fill the free GPUs.
+//! A preempted task keeps its progress and pays `--restart-overhead-s` when it restarts.
+//!
+//! Victims are picked by remaining work alone, so a single-node gang may preempt a long task on
+//! a node it does not then use; those GPUs go to the fill pass.
+//!
+//! Decision cost: O((starts + 1) x shapes x log n) plus, for the one task that triggers
+//! preemption, O(running tasks in its pools).
+
+use crate::params::{DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
+use crate::placement::{Placement, Shape};
+use crate::running::RunningIndex;
+use crate::tracking::sync_waiting;
+use crate::wait_queue::{Key, WaitQueue};
+use sim::{ClusterView, DurationSource, Plan, Policy, SimDuration, TaskId};
+
+pub const PARAMS: &[ParamInfo] = &[DURATION, PLACEMENT];
+
+pub struct Srtf {
+    name: String,
+    source: DurationSource,
+    placement: Placement,
+    waiting: WaitQueue,
+    running: RunningIndex,
+}
+
+impl Srtf {
+    pub fn new(params: &Params) -> Result<Srtf, SpecError> {
+        let Source(source) = params.get("duration")?;
+        let placement: Placement = params.get("placement")?;
+        Ok(Srtf {
+            name: format!("srtf[duration={},placement={placement}]", source.as_str()),
+            source,
+            placement,
+            waiting: WaitQueue::default(),
+            running: RunningIndex::default(),
+        })
+    }
+
+    /// Places and starts `task` if its shape fits now.
+    fn try_start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId) -> bool {
+        let shape = Shape::of(view.task(task));
+        let Some(gpus) = self.placement.place(shape, plan.free(), view.cluster()) else {
+            return false;
+        };
+        plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
+        self.waiting.remove(task);
+        true
+    }
+
+    /// Preempts longer-running tasks until `task` (with `remaining` work) fits, and starts it.
+    fn preempt_for(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId, remaining: Key) -> bool {
+        let shape = Shape::of(view.task(task));
+        let deadline = view.now() + SimDuration(remaining);
+        for pool in shape.pools.iter() {
+            let savepoint = plan.savepoint();
+            let victims: Vec<TaskId> = self
+                .running
+                .in_pool(pool)
+                .rev()
+                .take_while(|&(end, _)| end > deadline)
+                .map(|(_, t)| t)
+                .collect();
+            let mut preempted = Vec::new();
+            for victim in victims {
+                if plan.preempt(victim).is_ok() {
+                    preempted.push(victim);
+                }
+                if shape.fits_in(pool, plan.free()) && self.try_start(view, plan, task) {
+                    preempted.iter().for_each(|&v| self.running.remove(v));
+                    return true;
+                }
+            }
+            plan.rollback(savepoint);
+        }
+        false
+    }
+}
+
+impl Policy for Srtf {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn needs_estimates(&self) -> bool {
+        self.source == DurationSource::Estimate
+    }
+
+    fn decide(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
+        let source = self.source;
+        sync_waiting(view, &mut self.waiting, |t| view.expected_remaining(t, source).as_ms());
+        self.running.sync(view, source);
+        while let Some((remaining, task)) = self.waiting.head() {
+            if !self.try_start(view, plan, task) && !self.preempt_for(view, plan, task, remaining) {
+                break;
+            }
+        }
+        while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
+            if !self.try_start(view, plan, task) {
+                break; // unreachable: a shape that fits has a placement
+            }
+        }
+    }
+}

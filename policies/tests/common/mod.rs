@@ -1,0 +1,76 @@
+//! The one test helper of the policies crate: tiny clusters and jobs written by hand, run to
+//! the end, and the schedule read back as (job, start s, end s).
+
+#![allow(dead_code)]
+
+use sim::{Cluster, ClusterSpec, ControllerConfig, JobSpec, PoolSpec, RunResult, SimDuration, SimTime, Workload};
+
+/// A cluster of pools given as (nodes, GPUs per node, GPU type); pool names are the types.
+pub fn cluster(pools: &[(u32, u32, &str)]) -> Cluster {
+    let pools = pools
+        .iter()
+        .map(|&(nodes, gpus_per_node, ty)| PoolSpec {
+            name: ty.to_string(),
+            gpu_type: ty.to_string(),
+            nodes,
+            gpus_per_node,
+            nodes_per_rack: 0,
+        })
+        .collect();
+    Cluster::new(&ClusterSpec { pools }).expect("valid test cluster")
+}
+
+/// A single-task job: name, submit (s), GPUs, true duration (s).
+pub fn job(name: &str, submit_s: u64, gpus: u32, work_s: u64) -> JobSpec {
+    JobSpec::single(name, SimTime::from_secs(submit_s), gpus, SimDuration::from_secs(work_s))
+}
+
+/// The same with a duration estimate (s).
+pub fn job_est(name: &str, submit_s: u64, gpus: u32, work_s: u64, estimate_s: u64) -> JobSpec {
+    let mut j = job(name, submit_s, gpus, work_s);
+    j.tasks[0].estimate = Some(SimDuration::from_secs(estimate_s));
+    j
+}
+
+pub fn run_with(spec: &str, cluster: Cluster, jobs: Vec<JobSpec>, config: ControllerConfig) -> RunResult {
+    let mut policy = policies::build(spec).expect("valid policy spec");
+    let config = ControllerConfig { check_invariants: true, record_decisions: true, ..config };
+    sim::simulate(cluster, Workload::new(jobs).expect("valid workload"), policy.as_mut(), config)
+        .expect("simulation runs")
+}
+
+pub fn run(spec: &str, cluster: Cluster, jobs: Vec<JobSpec>) -> RunResult {
+    run_with(spec, cluster, jobs, ControllerConfig::default())
+}
+
+/// (job name, first start s, end s) in job order; times must be whole seconds.
+pub fn schedule(result: &RunResult) -> Vec<(String, u64, u64)> {
+    result
+        .jobs
+        .iter()
+        .map(|j| {
+            let start = j.first_start.expect("job started").as_ms();
+            let end = j.end.expect("job ended").as_ms();
+            assert!(start % 1000 == 0 && end % 1000 == 0, "test times are whole seconds");
+            (j.name.clone(), start / 1000, end / 1000)
+        })
+        .collect()
+}
+
+pub fn sched(rows: &[(&str, u64, u64)]) -> Vec<(String, u64, u64)> {
+    rows.iter().map(|&(n, s, e)| (n.to_string(), s, e)).collect()
+}
+
+/// GPU ids each job's (single) task was started on, first start only.
+pub fn first_gpus(result: &RunResult, job: &str) -> Vec<u32> {
+    let id = result.jobs.iter().find(|j| j.name == job).expect("job exists").job;
+    result
+        .decisions
+        .iter()
+        .find(|d| d.job == id && d.kind == sim::DecisionKind::Start)
+        .expect("job started")
+        .gpus
+        .iter()
+        .map(|g| g.0)
+        .collect()
+}

@@ -1,0 +1,220 @@
+//! Hand-computed schedules: tiny clusters where every start and end time was worked out on
+//! paper (the derivation is in each test's comment) and the simulator must match exactly.
+
+mod common;
+
+use common::{cluster, first_gpus, job, job_est, run, run_with, sched, schedule};
+use sim::{ControllerConfig, JobOutcome, SimDuration};
+
+/// 1 node x 4 GPUs. a (2 GPUs, 10 s) starts at 0; b (4 GPUs) must wait for a; c (1 GPU, t=1)
+/// fits beside a at once.
+fn head_blocking_jobs() -> Vec<sim::JobSpec> {
+    vec![job("a", 0, 2, 10), job("b", 0, 4, 5), job("c", 1, 1, 2)]
+}
+
+#[test]
+fn fifo_strict_blocks_behind_the_head() {
+    // 0: a starts; b blocked. 1: c queued behind b. 10: a ends, b starts (ends 15). 15: c runs to 17.
+    let r = run("fifo", cluster(&[(1, 4, "A")]), head_blocking_jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 10), ("b", 10, 15), ("c", 15, 17)]));
+}
+
+#[test]
+fn fifo_skip_starts_later_jobs_that_fit() {
+    // 1: c fits in the 2 GPUs beside a and runs 1..3, past the blocked b.
+    let r = run("fifo[skip=true]", cluster(&[(1, 4, "A")]), head_blocking_jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 10), ("b", 10, 15), ("c", 1, 3)]));
+}
+
+/// 1 node x 2 GPUs, four jobs at t=0 in file order x, y, z, w.
+fn sjf_jobs() -> Vec<sim::JobSpec> {
+    vec![job("x", 0, 2, 100), job("y", 0, 1, 30), job("z", 0, 1, 20), job("w", 0, 2, 5)]
+}
+
+#[test]
+fn fifo_same_jobs_in_arrival_order() {
+    // 0: x (2 GPUs) to 100. 100: y, z start; w blocked. 120: z ends. 130: y ends, w 130..135.
+    let r = run("fifo", cluster(&[(1, 2, "A")]), sjf_jobs());
+    assert_eq!(schedule(&r), sched(&[("x", 0, 100), ("y", 100, 130), ("z", 100, 120), ("w", 130, 135)]));
+}
+
+#[test]
+fn sjf_oracle_runs_shortest_first() {
+    // 0: w (5 s) first, alone. 5: z (20) and y (30). 25: z ends, x needs 2. 35: x 35..135.
+    let r = run("sjf", cluster(&[(1, 2, "A")]), sjf_jobs());
+    assert_eq!(schedule(&r), sched(&[("x", 35, 135), ("y", 5, 35), ("z", 5, 25), ("w", 0, 5)]));
+}
+
+#[test]
+fn sjf_estimate_orders_by_the_estimate_not_the_truth() {
+    // Estimates y=1, z=50, x=100, w=200. 0: y, z start. 20: z ends (1 free). 30: y ends; x (est
+    // 100) before w (est 200): x 30..130, then w 130..135.
+    let jobs = vec![
+        job_est("x", 0, 2, 100, 100),
+        job_est("y", 0, 1, 30, 1),
+        job_est("z", 0, 1, 20, 50),
+        job_est("w", 0, 2, 5, 200),
+    ];
+    let r = run("sjf[duration=estimate]", cluster(&[(1, 2, "A")]), jobs);
+    assert_eq!(schedule(&r), sched(&[("x", 30, 130), ("y", 0, 30), ("z", 0, 20), ("w", 130, 135)]));
+}
+
+#[test]
+fn estimate_policies_refuse_a_trace_without_estimates() {
+    let mut policy = policies::build("srtf[duration=estimate]").unwrap();
+    let workload = sim::Workload::new(sjf_jobs()).unwrap();
+    let err = sim::simulate(cluster(&[(1, 2, "A")]), workload, policy.as_mut(), ControllerConfig::default())
+        .unwrap_err();
+    assert!(err.to_string().contains("job `x` has a task without one"), "{err}");
+}
+
+/// 1 node x 2 GPUs. a (2 GPUs, 100 s) at 0; b (1 GPU, 20 s) at 10; c (2 GPUs, 5 s) at 20.
+fn srtf_jobs() -> Vec<sim::JobSpec> {
+    vec![job("a", 0, 2, 100), job("b", 10, 1, 20), job("c", 20, 2, 5)]
+}
+
+#[test]
+fn srtf_preempts_the_longest_remaining() {
+    // 10: b (20 left) preempts a (90 left), runs 10..; 20: c (5) preempts b (10 left), runs
+    // 20..25. 25: b resumes, 25..35. 35: a resumes, 35..125.
+    let r = run("srtf", cluster(&[(1, 2, "A")]), srtf_jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 125), ("b", 10, 35), ("c", 20, 25)]));
+    let preemptions: Vec<u32> = r.jobs.iter().map(|j| j.preemptions).collect();
+    assert_eq!(preemptions, vec![1, 1, 0]);
+}
+
+#[test]
+fn srtf_restart_overhead_is_paid_on_each_restart() {
+    // As above with a 3 s restart overhead: b resumes at 25 and ends 25+3+10 = 38; a resumes
+    // at 38 and ends 38+3+90 = 131. GPU-time: a 2x10 + 2x93, b 10 + 13, c 2x5 = 239 GPU-s.
+    let config = ControllerConfig { restart_overhead: SimDuration::from_secs(3), ..ControllerConfig::default() };
+    let r = run_with("srtf", cluster(&[(1, 2, "A")]), srtf_jobs(), config);
+    assert_eq!(schedule(&r), sched(&[("a", 0, 131), ("b", 10, 38), ("c", 20, 25)]));
+    let gpu_s: Vec<u64> = r.jobs.iter().map(|j| j.gpu_ms / 1000).collect();
+    assert_eq!(gpu_s, vec![206, 23, 10]);
+    assert_eq!(r.stats.allocated_gpu_ms, 239_000);
+}
+
+/// 1 node x 4 GPUs. a (2 GPUs, 10 s) at 0; at 1: b (4, 10), c (2, 20), d (1, 5), e (1, 9).
+fn backfill_jobs() -> Vec<sim::JobSpec> {
+    vec![job("a", 0, 2, 10), job("b", 1, 4, 10), job("c", 1, 2, 20), job("d", 1, 1, 5), job("e", 1, 1, 9)]
+}
+
+#[test]
+fn easy_backfill_never_delays_the_head() {
+    // 1: b reserved at shadow 10 (a ends), extra 0. c would end at 21: no. d ends 6, e ends 10:
+    // both backfill. 10: b 10..20. 20: c 20..40.
+    let r = run("easy-backfill", cluster(&[(1, 4, "A")]), backfill_jobs());
+    assert_eq!(
+        schedule(&r),
+        sched(&[("a", 0, 10), ("b", 10, 20), ("c", 20, 40), ("d", 1, 6), ("e", 1, 10)])
+    );
+}
+
+#[test]
+fn fifo_skip_delays_the_head_where_backfill_does_not() {
+    // 1: c takes the 2 free GPUs until 21, so b waits until 21. 10: d 10..15, e 10..19.
+    let r = run("fifo[skip=true]", cluster(&[(1, 4, "A")]), backfill_jobs());
+    assert_eq!(
+        schedule(&r),
+        sched(&[("a", 0, 10), ("b", 21, 31), ("c", 1, 21), ("d", 10, 15), ("e", 10, 19)])
+    );
+}
+
+#[test]
+fn easy_backfill_uses_the_extra_gpus_at_the_shadow_time() {
+    // 1 node x 4. a (3, 10) at 0. b (2, 10) at 1: shadow 10 with 4 free, extra 2. c (1, 100)
+    // ends long after 10 but fits in the extra: backfills at 1. 10: b 10..20.
+    let jobs = vec![job("a", 0, 3, 10), job("b", 1, 2, 10), job("c", 1, 1, 100)];
+    let r = run("easy-backfill", cluster(&[(1, 4, "A")]), jobs);
+    assert_eq!(schedule(&r), sched(&[("a", 0, 10), ("b", 10, 20), ("c", 1, 101)]));
+}
+
+#[test]
+fn easy_backfill_does_not_backfill_past_the_extra() {
+    // 1 node x 4. a (2, 10) at 0. b (3, 10) at 1: shadow 10 with 4 free, extra 1. c (1, 100)
+    // takes the extra; d (1, 100) fits now but would hold a GPU b needs at 10: it waits.
+    // 10: b 10..20. 20: d 20..120. (fifo[skip=true] would start d at 1 and delay b to 101.)
+    let jobs = vec![job("a", 0, 2, 10), job("b", 1, 3, 10), job("c", 1, 1, 100), job("d", 1, 1, 100)];
+    let r = run("easy-backfill", cluster(&[(1, 4, "A")]), jobs);
+    assert_eq!(schedule(&r), sched(&[("a", 0, 10), ("b", 10, 20), ("c", 1, 101), ("d", 20, 120)]));
+}
+
+#[test]
+fn pack_fills_the_fullest_node_and_keeps_whole_nodes() {
+    // 2 nodes x 4. a, b (1 GPU) both go to node 0 (GPUs 0, 1); c (4) gets node 1 whole.
+    let jobs = vec![job("a", 0, 1, 100), job("b", 0, 1, 100), job("c", 0, 4, 100)];
+    let r = run("fifo[placement=pack]", cluster(&[(2, 4, "A")]), jobs);
+    assert_eq!(first_gpus(&r, "a"), vec![0]);
+    assert_eq!(first_gpus(&r, "b"), vec![1]);
+    assert_eq!(first_gpus(&r, "c"), vec![4, 5, 6, 7]);
+}
+
+#[test]
+fn spread_uses_the_emptiest_node_and_spans_when_it_must() {
+    // 2 nodes x 4. a -> node 0 (tie, lowest id), b -> node 1 (emptiest). c (4) fits on no node:
+    // the emptiest first (node 0 on the 3-3 tie: GPUs 1, 2, 3), the last GPU on node 1 (GPU 5).
+    let jobs = vec![job("a", 0, 1, 100), job("b", 0, 1, 100), job("c", 0, 4, 100)];
+    let r = run("fifo[placement=spread]", cluster(&[(2, 4, "A")]), jobs);
+    assert_eq!(first_gpus(&r, "a"), vec![0]);
+    assert_eq!(first_gpus(&r, "b"), vec![4]);
+    assert_eq!(first_gpus(&r, "c"), vec![1, 2, 3, 5]);
+}
+
+#[test]
+fn pack_prefers_the_pool_with_the_fullest_fitting_node_spread_the_freest_pool() {
+    // Pools A (1 x 4, GPUs 0-3) and B (1 x 8, GPUs 4-11); a 2-GPU task of any type.
+    let jobs = || vec![job("a", 0, 2, 10)];
+    let packed = run("fifo", cluster(&[(1, 4, "A"), (1, 8, "B")]), jobs());
+    assert_eq!(first_gpus(&packed, "a"), vec![0, 1]);
+    let spread = run("fifo[placement=spread]", cluster(&[(1, 4, "A"), (1, 8, "B")]), jobs());
+    assert_eq!(first_gpus(&spread, "a"), vec![4, 5]);
+}
+
+#[test]
+fn a_gpu_type_confines_the_task_to_its_pool() {
+    let mut j = job("a", 0, 2, 10);
+    j.tasks[0].gpu_type = Some("b".into()); // types compare case-insensitively
+    let r = run("fifo", cluster(&[(1, 4, "A"), (1, 8, "B")]), vec![j]);
+    assert_eq!(first_gpus(&r, "a"), vec![4, 5]);
+}
+
+#[test]
+fn jobs_that_can_never_fit_are_unschedulable_with_a_reason_and_others_run() {
+    let mut single = job("single", 0, 8, 10);
+    single.tasks[0].single_node = true;
+    let mut typed = job("typed", 0, 1, 10);
+    typed.tasks[0].gpu_type = Some("H100".into());
+    let jobs = vec![job("huge", 0, 16, 10), single, typed, job("ok", 0, 8, 10)];
+    let r = run("fifo", cluster(&[(2, 4, "A")]), jobs);
+    let outcome = |name: &str| r.jobs.iter().find(|j| j.name == name).unwrap().outcome.clone().unwrap();
+    assert!(matches!(outcome("huge"), JobOutcome::Unschedulable(ref why) if why.contains("16 GPUs") && why.contains("has 8")));
+    assert!(matches!(outcome("single"), JobOutcome::Unschedulable(ref why) if why.contains("on one node")));
+    assert!(matches!(outcome("typed"), JobOutcome::Unschedulable(ref why) if why.contains("H100")));
+    assert_eq!(outcome("ok"), JobOutcome::Succeeded);
+    // The 8-GPU job spans both nodes and runs at once.
+    assert_eq!(schedule_of(&r, "ok"), (0, 10));
+}
+
+fn schedule_of(r: &sim::RunResult, name: &str) -> (u64, u64) {
+    let j = r.jobs.iter().find(|j| j.name == name).unwrap();
+    (j.first_start.unwrap().as_ms() / 1000, j.end.unwrap().as_ms() / 1000)
+}
+
+#[test]
+fn completions_free_gpus_before_arrivals_at_the_same_instant() {
+    // 1 node x 1. a runs 0..10; b arrives at exactly 10 and starts at 10, not later.
+    let r = run("fifo", cluster(&[(1, 1, "A")]), vec![job("a", 0, 1, 10), job("b", 10, 1, 5)]);
+    assert_eq!(schedule(&r), sched(&[("a", 0, 10), ("b", 10, 15)]));
+}
+
+#[test]
+fn unknown_policies_and_parameters_list_the_valid_ones() {
+    let err = |spec: &str| policies::build(spec).err().expect("spec is invalid").to_string();
+    assert!(err("lottery").contains("fifo, sjf, srtf, easy-backfill"));
+    assert!(err("sjf[speed=3]").contains("duration=oracle|estimate"));
+    assert!(err("fifo[skip=maybe]").contains("true|false"));
+    assert!(err("srtf[placement=random]").contains("pack|spread"));
+    assert!(err("fifo[skip").contains("`]`"));
+    assert_eq!(policies::build("easy-backfill").unwrap().name(), "easy-backfill[duration=oracle,depth=100,placement=pack]");
+}

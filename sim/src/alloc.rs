@@ -1,0 +1,156 @@
+//! Which GPUs are free, indexed so that placement never scans the whole cluster: per node a
+//! bit mask of free GPUs, per pool an ordered set of nodes keyed by their free count. Best fit
+//! ("fullest node that still fits") and worst fit ("emptiest node") are one ordered-set lookup.
+
+use crate::cluster::Cluster;
+use crate::ids::{GpuId, NodeId, PoolId};
+use std::collections::BTreeSet;
+
+#[derive(Debug, Clone)]
+pub struct FreeGpus {
+    /// Bit `i` set = the node's `i`-th GPU is free.
+    node_mask: Vec<u64>,
+    node_first_gpu: Vec<GpuId>,
+    node_pool: Vec<PoolId>,
+    pool_free: Vec<u32>,
+    /// Per pool: `(free GPUs, node)` for every node with at least one free GPU.
+    by_free: Vec<BTreeSet<(u32, NodeId)>>,
+    total_free: u32,
+}
+
+impl FreeGpus {
+    /// Every GPU of `cluster` free.
+    pub fn all_free(cluster: &Cluster) -> FreeGpus {
+        let nodes = cluster.nodes();
+        let mut by_free = vec![BTreeSet::new(); cluster.pools().len()];
+        let mut pool_free = vec![0; cluster.pools().len()];
+        for n in nodes {
+            by_free[n.pool.index()].insert((n.gpu_count, n.id));
+            pool_free[n.pool.index()] += n.gpu_count;
+        }
+        FreeGpus {
+            node_mask: nodes.iter().map(|n| full_mask(n.gpu_count)).collect(),
+            node_first_gpu: nodes.iter().map(|n| n.first_gpu).collect(),
+            node_pool: nodes.iter().map(|n| n.pool).collect(),
+            pool_free,
+            by_free,
+            total_free: cluster.gpu_count(),
+        }
+    }
+
+    pub fn total(&self) -> u32 {
+        self.total_free
+    }
+    pub fn in_pool(&self, pool: PoolId) -> u32 {
+        self.pool_free[pool.index()]
+    }
+    pub fn on_node(&self, node: NodeId) -> u32 {
+        self.node_mask[node.index()].count_ones()
+    }
+    /// The most free GPUs on any one node of `pool`.
+    pub fn max_on_one_node(&self, pool: PoolId) -> u32 {
+        self.by_free[pool.index()].last().map_or(0, |&(free, _)| free)
+    }
+    /// Nodes of `pool` with at least one free GPU, fullest first (fewest free), ties by node id.
+    pub fn nodes_fullest_first(&self, pool: PoolId) -> impl Iterator<Item = (NodeId, u32)> + '_ {
+        self.by_free[pool.index()].iter().map(|&(free, node)| (node, free))
+    }
+    /// Nodes of `pool` with at least one free GPU, emptiest first (most free), ties by node id.
+    pub fn nodes_emptiest_first(&self, pool: PoolId) -> impl Iterator<Item = (NodeId, u32)> + '_ {
+        let set = &self.by_free[pool.index()];
+        (1..=self.max_on_one_node(pool))
+            .rev()
+            .flat_map(move |free| set.range((free, NodeId(0))..(free + 1, NodeId(0))))
+            .map(|&(free, node)| (node, free))
+    }
+    /// The fullest node of `pool` that still has `at_least` free GPUs (best fit), lowest id on ties.
+    pub fn best_fit(&self, pool: PoolId, at_least: u32) -> Option<NodeId> {
+        self.by_free[pool.index()].range((at_least, NodeId(0))..).next().map(|&(_, n)| n)
+    }
+    /// Nodes of `pool` with at least `at_least` free GPUs, fullest first, ties by node id.
+    pub fn nodes_with_at_least(&self, pool: PoolId, at_least: u32) -> impl Iterator<Item = (NodeId, u32)> + '_ {
+        self.by_free[pool.index()].range((at_least, NodeId(0))..).map(|&(free, node)| (node, free))
+    }
+    /// The node of `pool` with the most free GPUs (worst fit), lowest id on ties.
+    pub fn emptiest(&self, pool: PoolId) -> Option<NodeId> {
+        let max = self.max_on_one_node(pool);
+        if max == 0 { None } else { self.best_fit(pool, max) }
+    }
+    pub fn is_free(&self, node: NodeId, gpu: GpuId) -> bool {
+        let slot = gpu.0 - self.node_first_gpu[node.index()].0;
+        slot < 64 && self.node_mask[node.index()] & (1u64 << slot) != 0
+    }
+    /// Up to `count` free GPUs of `node`, lowest slot first.
+    pub fn take_from(&self, node: NodeId, count: u32, out: &mut Vec<GpuId>) {
+        let first = self.node_first_gpu[node.index()].0;
+        let mut mask = self.node_mask[node.index()];
+        for _ in 0..count {
+            if mask == 0 {
+                return;
+            }
+            let slot = mask.trailing_zeros();
+            out.push(GpuId(first + slot));
+            mask &= mask - 1;
+        }
+    }
+
+    /// Marks `gpu` (on `node`) taken. The caller has checked it is free.
+    pub(crate) fn take(&mut self, node: NodeId, gpu: GpuId) {
+        let bit = self.bit(node, gpu);
+        debug_assert!(self.node_mask[node.index()] & bit != 0, "{gpu} taken twice");
+        self.update(node, |mask| mask & !bit);
+    }
+    /// Marks `gpu` (on `node`) free again.
+    pub(crate) fn release(&mut self, node: NodeId, gpu: GpuId) {
+        let bit = self.bit(node, gpu);
+        debug_assert!(self.node_mask[node.index()] & bit == 0, "{gpu} released twice");
+        self.update(node, |mask| mask | bit);
+    }
+
+    fn bit(&self, node: NodeId, gpu: GpuId) -> u64 {
+        1u64 << (gpu.0 - self.node_first_gpu[node.index()].0)
+    }
+
+    fn update(&mut self, node: NodeId, change: impl FnOnce(u64) -> u64) {
+        let pool = self.node_pool[node.index()].index();
+        let old = self.node_mask[node.index()];
+        let new = change(old);
+        let (old_free, new_free) = (old.count_ones(), new.count_ones());
+        if old_free > 0 {
+            self.by_free[pool].remove(&(old_free, node));
+        }
+        if new_free > 0 {
+            self.by_free[pool].insert((new_free, node));
+        }
+        self.node_mask[node.index()] = new;
+        self.pool_free[pool] = self.pool_free[pool] + new_free - old_free;
+        self.total_free = self.total_free + new_free - old_free;
+    }
+
+    /// Recomputes the indexes from the masks and compares: the invariant check.
+    pub(crate) fn check_consistent(&self) -> Result<(), String> {
+        let mut pool_free = vec![0u32; self.pool_free.len()];
+        for (i, &mask) in self.node_mask.iter().enumerate() {
+            let node = NodeId::from_index(i);
+            let pool = self.node_pool[i].index();
+            let free = mask.count_ones();
+            pool_free[pool] += free;
+            if (free > 0) != self.by_free[pool].contains(&(free, node)) {
+                return Err(format!("free index of {node} disagrees with its mask"));
+            }
+        }
+        let indexed: usize = self.by_free.iter().map(BTreeSet::len).sum();
+        let nonempty = self.node_mask.iter().filter(|&&m| m != 0).count();
+        if indexed != nonempty || pool_free != self.pool_free {
+            return Err("per-pool free counts disagree with the node masks".into());
+        }
+        if pool_free.iter().sum::<u32>() != self.total_free {
+            return Err("total free count disagrees with the node masks".into());
+        }
+        Ok(())
+    }
+}
+
+fn full_mask(gpus: u32) -> u64 {
+    if gpus >= 64 { u64::MAX } else { (1u64 << gpus) - 1 }
+}

@@ -1,0 +1,448 @@
+//! The Controller: owns the cluster and job state, applies events, calls the policy at each
+//! decision point and commits its validated plan. It knows nothing of how time passes: the
+//! virtual-time engine and the live coordinator both drive it, and both turn its [`Effect`]s
+//! into what comes next (a future completion event, or a launched process).
+
+use crate::alloc::FreeGpus;
+use crate::cluster::Cluster;
+use crate::digest::Digest;
+use crate::ids::{GpuId, JobId, TaskId};
+use crate::plan::{Decision, Mark, Plan};
+use crate::policy::Policy;
+use crate::record::{DecisionKind, DecisionRecord, JobRecord, RunResult, RunStats};
+use crate::rng::{StreamRng, stream};
+use crate::state::{JobOutcome, JobState, TaskState, TaskStatus};
+use crate::time::{SimDuration, SimTime};
+use crate::view::{Change, ClusterView};
+use crate::workload::Workload;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerConfig {
+    /// The run seed; the policy draws from the stream "policy:<name>" under it.
+    pub seed: u64,
+    /// Paid (on the GPUs, with no progress) each time a preempted task restarts.
+    pub restart_overhead: SimDuration,
+    /// Check every invariant after every step (on by default in debug builds and tests).
+    pub check_invariants: bool,
+    /// Keep the decision log in memory for output (it is always hashed).
+    pub record_decisions: bool,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            seed: 0,
+            restart_overhead: SimDuration::ZERO,
+            check_invariants: cfg!(debug_assertions),
+            record_decisions: false,
+        }
+    }
+}
+
+/// What a committed plan asks the driver to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Run the task's attempt; undisturbed, it completes at `finish_at`.
+    Started { task: TaskId, attempt: u32, finish_at: SimTime },
+    /// Stop the task (preempted); its completion event, if any, is now stale.
+    Stopped { task: TaskId },
+    /// Call the policy again at this time.
+    WakeAt(SimTime),
+}
+
+pub struct Controller {
+    pub(crate) config: ControllerConfig,
+    pub(crate) cluster: Cluster,
+    pub(crate) workload: Workload,
+    pub(crate) jobs: Vec<JobState>,
+    pub(crate) tasks: Vec<TaskState>,
+    pub(crate) free: FreeGpus,
+    /// The task holding each GPU.
+    pub(crate) owner: Vec<Option<TaskId>>,
+    marks: Vec<Mark>,
+    rng: StreamRng,
+    policy_name: String,
+    changes: Vec<Change>,
+    pub(crate) now: SimTime,
+    pub(crate) allocated_gpus: u32,
+    pub(crate) running_tasks: u32,
+    /// Jobs arrived and not ended.
+    pub(crate) in_system: u64,
+    pub(crate) stats: RunStats,
+    digest: Digest,
+    decision_log: Vec<DecisionRecord>,
+}
+
+impl Controller {
+    pub fn new(cluster: Cluster, workload: Workload, policy_name: &str, config: ControllerConfig) -> Controller {
+        let mut jobs = Vec::with_capacity(workload.len());
+        let mut tasks = Vec::with_capacity(workload.task_count());
+        for (index, spec) in workload.jobs().iter().enumerate() {
+            let job = JobId::from_index(index);
+            jobs.push(JobState {
+                first_task: TaskId::from_index(tasks.len()),
+                task_count: spec.tasks.len() as u32,
+                submit: spec.submit,
+                arrived: false,
+                open_tasks: spec.tasks.len() as u32,
+                outcome: None,
+                end: None,
+            });
+            for t in &spec.tasks {
+                tasks.push(TaskState {
+                    job,
+                    gpus: t.gpus,
+                    single_node: t.single_node,
+                    pools: cluster.eligible_pools(t.gpu_type.as_deref()),
+                    work: t.work,
+                    estimate: t.estimate,
+                    status: TaskStatus::Pending,
+                    remaining: t.work,
+                    attempt: 0,
+                    run_start: SimTime::ZERO,
+                    overhead: SimDuration::ZERO,
+                    first_start: None,
+                    finish: None,
+                    preemptions: 0,
+                    closed_gpu_ms: 0,
+                    placed: Vec::new(),
+                });
+            }
+        }
+        let stats = RunStats { cluster_gpus: cluster.gpu_count(), ..RunStats::default() };
+        Controller {
+            rng: stream(config.seed, &format!("policy:{policy_name}")),
+            policy_name: policy_name.to_string(),
+            free: FreeGpus::all_free(&cluster),
+            owner: vec![None; cluster.gpu_count() as usize],
+            marks: vec![Mark::None; tasks.len()],
+            changes: Vec::new(),
+            now: SimTime::ZERO,
+            allocated_gpus: 0,
+            running_tasks: 0,
+            in_system: 0,
+            stats,
+            digest: Digest::new(),
+            decision_log: Vec::new(),
+            config,
+            cluster,
+            workload,
+            jobs,
+            tasks,
+        }
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+    pub fn workload(&self) -> &Workload {
+        &self.workload
+    }
+    pub fn task(&self, task: TaskId) -> &TaskState {
+        &self.tasks[task.index()]
+    }
+    pub fn running_tasks(&self) -> u32 {
+        self.running_tasks
+    }
+    pub fn stats(&self) -> &RunStats {
+        &self.stats
+    }
+
+    /// Moves time forward to `now`, integrating allocated GPUs and jobs in the system.
+    pub fn advance_to(&mut self, now: SimTime) {
+        assert!(
+            now >= self.now,
+            "time went backwards: {} -> {} (seed {})",
+            self.now,
+            now,
+            self.config.seed
+        );
+        if self.stats.first_submit.is_some() {
+            let dt = now.since(self.now).as_ms();
+            self.stats.allocated_gpu_ms += dt * u64::from(self.allocated_gpus);
+            self.stats.in_system_job_ms += u128::from(dt) * u128::from(self.in_system);
+        }
+        self.now = now;
+    }
+
+    /// Applies the arrival of `job` at the current time.
+    pub fn job_arrived(&mut self, job: JobId) {
+        self.stats.events += 1;
+        if self.stats.first_submit.is_none() {
+            self.stats.first_submit = Some(self.now);
+        }
+        let j = &mut self.jobs[job.index()];
+        assert!(!j.arrived, "{job} arrived twice (seed {})", self.config.seed);
+        j.arrived = true;
+        if let Some(reason) = self.unschedulable_reason(job) {
+            for t in self.jobs[job.index()].tasks() {
+                self.tasks[t.index()].status = TaskStatus::Unschedulable;
+            }
+            let j = &mut self.jobs[job.index()];
+            j.open_tasks = 0;
+            self.log(DecisionKind::Unschedulable, job, None, &[], &reason);
+            self.end_job(job, JobOutcome::Unschedulable(reason));
+            return;
+        }
+        self.in_system += 1;
+        for t in self.jobs[job.index()].tasks() {
+            self.tasks[t.index()].status = TaskStatus::Ready;
+            self.changes.push(Change::TaskReady(t));
+        }
+    }
+
+    /// Why `job` can never run on this cluster, if it cannot.
+    fn unschedulable_reason(&self, job: JobId) -> Option<String> {
+        let spec = &self.workload.jobs()[job.index()];
+        for (t, task_spec) in self.jobs[job.index()].tasks().zip(&spec.tasks) {
+            let task = &self.tasks[t.index()];
+            if task.pools.is_empty() {
+                let types: Vec<&str> = self.cluster.pools().iter().map(|p| p.gpu_type.as_str()).collect();
+                return Some(format!(
+                    "task `{}` asks for GPU type `{}`, which the cluster does not have (it has {})",
+                    task_spec.name,
+                    task_spec.gpu_type.as_deref().unwrap_or(""),
+                    types.join(", ")
+                ));
+            }
+            let (limit, limit_pool) = task
+                .pools
+                .iter()
+                .map(|p| {
+                    let pool = self.cluster.pool(p);
+                    let cap = if task.single_node { pool.gpus_per_node } else { pool.gpu_count() };
+                    (cap, pool.name.as_str())
+                })
+                .max_by_key(|&(cap, _)| cap)?;
+            if task.gpus > limit {
+                let scope = if task.single_node { "on one node; the largest node of" } else { "; the largest" };
+                return Some(format!(
+                    "task `{}` asks for {} GPUs{scope} an eligible pool (`{limit_pool}`) has {limit}",
+                    task_spec.name, task.gpus
+                ));
+            }
+        }
+        None
+    }
+
+    /// Applies the completion of `task`'s attempt `attempt`. Returns false (and changes nothing)
+    /// when the event is stale: the attempt was preempted after the event was scheduled.
+    pub fn task_finished(&mut self, task: TaskId, attempt: u32) -> bool {
+        let t = &self.tasks[task.index()];
+        if t.status != TaskStatus::Running || t.attempt != attempt {
+            return false;
+        }
+        self.stats.events += 1;
+        let gpus = self.release_task(task);
+        for &gpu in &gpus {
+            self.free.release(self.cluster.node_of(gpu), gpu);
+        }
+        let t = &mut self.tasks[task.index()];
+        t.remaining = SimDuration::ZERO;
+        t.status = TaskStatus::Succeeded;
+        t.finish = Some(self.now);
+        let job = t.job;
+        self.log(DecisionKind::Finish, job, Some(task), &gpus, "");
+        self.changes.push(Change::TaskFinished(task));
+        let j = &mut self.jobs[job.index()];
+        j.open_tasks -= 1;
+        if j.open_tasks == 0 {
+            self.in_system -= 1;
+            self.end_job(job, JobOutcome::Succeeded);
+        }
+        true
+    }
+
+    /// Counts a wake-up the policy asked for.
+    pub fn wake(&mut self) {
+        self.stats.events += 1;
+    }
+
+    fn end_job(&mut self, job: JobId, outcome: JobOutcome) {
+        let j = &mut self.jobs[job.index()];
+        j.outcome = Some(outcome);
+        j.end = Some(self.now);
+        self.stats.last_end = Some(self.now);
+        self.changes.push(Change::JobEnded(job));
+    }
+
+    /// Takes a running task off its GPUs and closes its attempt's GPU-time. The free index is
+    /// the caller's: a completion frees the GPUs here, a preemption already did in its plan.
+    fn release_task(&mut self, task: TaskId) -> Vec<GpuId> {
+        let t = &mut self.tasks[task.index()];
+        let gpus = std::mem::take(&mut t.placed);
+        t.closed_gpu_ms += self.now.since(t.run_start).as_ms() * u64::from(t.gpus);
+        for &gpu in &gpus {
+            self.owner[gpu.index()] = None;
+        }
+        self.allocated_gpus -= t.gpus;
+        self.running_tasks -= 1;
+        gpus
+    }
+
+    /// Whether any job has arrived and not ended.
+    pub fn has_jobs_in_system(&self) -> bool {
+        self.in_system > 0
+    }
+
+    /// Calls the policy and commits its plan; pushes what the driver must do onto `effects`.
+    /// Returns the number of starts, preemptions and rejections committed.
+    pub fn decide(&mut self, policy: &mut dyn Policy, effects: &mut Vec<Effect>) -> usize {
+        self.stats.decision_points += 1;
+        let view = ClusterView {
+            now: self.now,
+            changes: &self.changes,
+            cluster: &self.cluster,
+            workload: &self.workload,
+            jobs: &self.jobs,
+            tasks: &self.tasks,
+        };
+        let mut plan = Plan {
+            now: self.now,
+            cluster: &self.cluster,
+            jobs: &self.jobs,
+            tasks: &self.tasks,
+            free: &mut self.free,
+            marks: &mut self.marks,
+            rng: &mut self.rng,
+            decisions: Vec::new(),
+            refused: 0,
+        };
+        policy.decide(&view, &mut plan);
+        let decisions = std::mem::take(&mut plan.decisions);
+        self.stats.refused += plan.refused;
+        self.changes.clear();
+        let mut committed = 0;
+        for decision in decisions {
+            match decision {
+                Decision::Start { task, gpus } => self.commit_start(task, gpus, effects),
+                Decision::Preempt { task } => self.commit_preempt(task, effects),
+                Decision::Reject { job, reason } => self.commit_reject(job, reason),
+                Decision::WakeAt(at) => {
+                    effects.push(Effect::WakeAt(at));
+                    continue;
+                }
+            }
+            committed += 1;
+        }
+        if self.config.check_invariants {
+            self.assert_invariants();
+        }
+        committed
+    }
+
+    fn commit_start(&mut self, task: TaskId, gpus: Vec<GpuId>, effects: &mut Vec<Effect>) {
+        self.marks[task.index()] = Mark::None;
+        let restart = self.tasks[task.index()].status == TaskStatus::Preempted;
+        let t = &mut self.tasks[task.index()];
+        t.status = TaskStatus::Running;
+        t.attempt += 1;
+        t.run_start = self.now;
+        t.overhead = if restart { self.config.restart_overhead } else { SimDuration::ZERO };
+        t.first_start.get_or_insert(self.now);
+        for &gpu in &gpus {
+            self.owner[gpu.index()] = Some(task);
+        }
+        let (job, attempt, finish_at) = (t.job, t.attempt, t.finish_if_undisturbed());
+        self.allocated_gpus += t.gpus;
+        self.running_tasks += 1;
+        self.stats.starts += 1;
+        self.log(DecisionKind::Start, job, Some(task), &gpus, "");
+        self.tasks[task.index()].placed = gpus;
+        self.changes.push(Change::TaskStarted(task));
+        effects.push(Effect::Started { task, attempt, finish_at });
+    }
+
+    fn commit_preempt(&mut self, task: TaskId, effects: &mut Vec<Effect>) {
+        self.marks[task.index()] = Mark::None;
+        let progress = self.tasks[task.index()].progress_at(self.now);
+        let gpus = self.release_task(task);
+        let t = &mut self.tasks[task.index()];
+        t.remaining = t.remaining - progress;
+        t.status = TaskStatus::Preempted;
+        t.preemptions += 1;
+        let job = t.job;
+        self.stats.preemptions += 1;
+        self.log(DecisionKind::Preempt, job, Some(task), &gpus, "");
+        self.changes.push(Change::TaskPreempted(task));
+        effects.push(Effect::Stopped { task });
+    }
+
+    fn commit_reject(&mut self, job: JobId, reason: String) {
+        for t in self.jobs[job.index()].tasks() {
+            self.marks[t.index()] = Mark::None;
+            self.tasks[t.index()].status = TaskStatus::Failed;
+        }
+        self.jobs[job.index()].open_tasks = 0;
+        self.in_system -= 1;
+        self.stats.rejects += 1;
+        self.log(DecisionKind::Reject, job, None, &[], &reason);
+        self.end_job(job, JobOutcome::Rejected(reason));
+    }
+
+    fn log(&mut self, kind: DecisionKind, job: JobId, task: Option<TaskId>, gpus: &[GpuId], detail: &str) {
+        self.digest.u64(self.now.as_ms()).u32(kind.code()).u32(job.0);
+        self.digest.u32(task.map_or(u32::MAX, |t| t.0)).u32(gpus.len() as u32);
+        for g in gpus {
+            self.digest.u32(g.0);
+        }
+        self.digest.str(detail);
+        if self.config.record_decisions {
+            self.decision_log.push(DecisionRecord {
+                time: self.now,
+                kind,
+                job,
+                task,
+                gpus: gpus.to_vec(),
+                detail: detail.to_string(),
+            });
+        }
+    }
+
+    fn assert_invariants(&self) {
+        if let Err(broken) = self.check_invariants() {
+            panic!(
+                "invariant broken at {} under policy {} (seed {}): {broken}",
+                self.now, self.policy_name, self.config.seed
+            );
+        }
+    }
+
+    /// Ends the run: per-job records, counters and the digest.
+    pub fn finish(self) -> RunResult {
+        let jobs = self
+            .jobs
+            .iter()
+            .zip(self.workload.jobs())
+            .enumerate()
+            .map(|(index, (state, spec))| {
+                let tasks = state.tasks().map(|t| &self.tasks[t.index()]);
+                JobRecord {
+                    job: JobId::from_index(index),
+                    name: spec.name.clone(),
+                    queue: spec.queue.clone(),
+                    submit: state.submit,
+                    first_start: tasks.clone().filter_map(|t| t.first_start).min(),
+                    end: state.end,
+                    tasks: state.task_count,
+                    gpus: spec.gpus(),
+                    preemptions: tasks.clone().map(|t| t.preemptions).sum(),
+                    gpu_ms: tasks.map(|t| t.gpu_ms_at(self.now)).sum(),
+                    outcome: state.outcome.clone(),
+                }
+            })
+            .collect();
+        let mut stats = self.stats;
+        stats.digest = self.digest.hex();
+        RunResult {
+            policy: self.policy_name,
+            seed: self.config.seed,
+            jobs,
+            stats,
+            decisions: self.decision_log,
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! A policy's decisions for one decision point, validated as they are made. Every accepted
+//! decision is applied tentatively to the free-GPU index at once, so the policy's next query
+//! sees it; a savepoint lets a policy try a combination (say, preemptions that would make room
+//! for a gang) and discard it whole if it does not work out. The Controller commits the plan
+//! after `decide` returns.
+
+use crate::alloc::FreeGpus;
+use crate::cluster::Cluster;
+use crate::ids::{GpuId, JobId, PoolId, TaskId};
+use crate::rng::StreamRng;
+use crate::state::{JobState, TaskState, TaskStatus};
+use crate::time::SimTime;
+use std::fmt;
+
+/// A decision the plan refused, with the rule it broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanError {
+    NotStartable { task: TaskId, status: TaskStatus },
+    AlreadyDecided { task: TaskId },
+    GangSize { task: TaskId, asked: u32, given: usize },
+    UnknownGpu { gpu: GpuId },
+    GpuNotFree { gpu: GpuId },
+    DuplicateGpu { gpu: GpuId },
+    MixedPools { task: TaskId },
+    WrongGpuType { task: TaskId, pool: PoolId },
+    NotSingleNode { task: TaskId },
+    NotRunning { task: TaskId, status: TaskStatus },
+    JobNotRejectable { job: JobId },
+    WakeNotInFuture { at: SimTime, now: SimTime },
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlanError::NotStartable { task, status } => {
+                write!(f, "{task} cannot start: it is {}", status.as_str())
+            }
+            PlanError::AlreadyDecided { task } => {
+                write!(f, "{task} already has a decision in this plan")
+            }
+            PlanError::GangSize { task, asked, given } => write!(
+                f,
+                "gangs are all-or-nothing: {task} asks for {asked} GPUs, the plan gave {given}"
+            ),
+            PlanError::UnknownGpu { gpu } => write!(f, "{gpu} does not exist"),
+            PlanError::GpuNotFree { gpu } => write!(f, "{gpu} is not free (no double allocation)"),
+            PlanError::DuplicateGpu { gpu } => write!(f, "{gpu} is listed twice"),
+            PlanError::MixedPools { task } => {
+                write!(f, "{task}: a gang must lie inside one pool (one GPU type)")
+            }
+            PlanError::WrongGpuType { task, pool } => {
+                write!(f, "{task} excludes the GPU type of pool {pool}")
+            }
+            PlanError::NotSingleNode { task } => {
+                write!(f, "{task} must run on a single node")
+            }
+            PlanError::NotRunning { task, status } => {
+                write!(f, "{task} cannot be preempted: it is {}", status.as_str())
+            }
+            PlanError::JobNotRejectable { job } => write!(
+                f,
+                "{job} cannot be rejected: it has ended, has not arrived, or has a task running"
+            ),
+            PlanError::WakeNotInFuture { at, now } => {
+                write!(f, "wake_at({at}) is not after now ({now})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// One accepted decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Start { task: TaskId, gpus: Vec<GpuId> },
+    Preempt { task: TaskId },
+    Reject { job: JobId, reason: String },
+    WakeAt(SimTime),
+}
+
+/// Per-task mark: what this plan has decided about it so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Mark {
+    #[default]
+    None,
+    Started,
+    Preempted,
+    Rejected,
+}
+
+/// A position in the plan to roll back to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Savepoint(usize);
+
+pub struct Plan<'a> {
+    pub(crate) now: SimTime,
+    pub(crate) cluster: &'a Cluster,
+    pub(crate) jobs: &'a [JobState],
+    pub(crate) tasks: &'a [TaskState],
+    pub(crate) free: &'a mut FreeGpus,
+    pub(crate) marks: &'a mut [Mark],
+    pub(crate) rng: &'a mut StreamRng,
+    pub(crate) decisions: Vec<Decision>,
+    pub(crate) refused: u64,
+}
+
+impl<'a> Plan<'a> {
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+    /// Free GPUs as of now, after this plan's decisions so far.
+    pub fn free(&self) -> &FreeGpus {
+        self.free
+    }
+    /// The policy's own random stream ("policy:<name>" under the run seed).
+    pub fn rng(&mut self) -> &mut StreamRng {
+        self.rng
+    }
+    pub fn decisions(&self) -> &[Decision] {
+        &self.decisions
+    }
+    /// Whether this plan already started, preempted or rejected `task`.
+    pub fn is_decided(&self, task: TaskId) -> bool {
+        self.marks[task.index()] != Mark::None
+    }
+
+    /// Starts `task` on exactly `gpus`: all of them free, one pool of an allowed type, one node
+    /// if the task asks for it. All or nothing.
+    pub fn start(&mut self, task: TaskId, gpus: &[GpuId]) -> Result<(), PlanError> {
+        let result = self.check_start(task, gpus);
+        if result.is_err() {
+            self.refused += 1;
+            return result;
+        }
+        for &gpu in gpus {
+            self.free.take(self.cluster.node_of(gpu), gpu);
+        }
+        self.marks[task.index()] = Mark::Started;
+        self.decisions.push(Decision::Start { task, gpus: gpus.to_vec() });
+        Ok(())
+    }
+
+    fn check_start(&self, task: TaskId, gpus: &[GpuId]) -> Result<(), PlanError> {
+        let t = self.tasks.get(task.index()).ok_or(PlanError::NotStartable {
+            task,
+            status: TaskStatus::Pending,
+        })?;
+        if self.marks[task.index()] != Mark::None {
+            return Err(PlanError::AlreadyDecided { task });
+        }
+        if !t.status.is_startable() {
+            return Err(PlanError::NotStartable { task, status: t.status });
+        }
+        if gpus.len() != t.gpus as usize {
+            return Err(PlanError::GangSize { task, asked: t.gpus, given: gpus.len() });
+        }
+        let first = *gpus.first().ok_or(PlanError::GangSize { task, asked: t.gpus, given: 0 })?;
+        if first.0 >= self.cluster.gpu_count() {
+            return Err(PlanError::UnknownGpu { gpu: first });
+        }
+        let pool = self.cluster.pool_of(first);
+        let node = self.cluster.node_of(first);
+        if !t.pools.contains(pool) {
+            return Err(PlanError::WrongGpuType { task, pool });
+        }
+        for (i, &gpu) in gpus.iter().enumerate() {
+            if gpu.0 >= self.cluster.gpu_count() {
+                return Err(PlanError::UnknownGpu { gpu });
+            }
+            if gpus[..i].contains(&gpu) {
+                return Err(PlanError::DuplicateGpu { gpu });
+            }
+            let gpu_node = self.cluster.node_of(gpu);
+            if !self.free.is_free(gpu_node, gpu) {
+                return Err(PlanError::GpuNotFree { gpu });
+            }
+            if self.cluster.node(gpu_node).pool != pool {
+                return Err(PlanError::MixedPools { task });
+            }
+            if t.single_node && gpu_node != node {
+                return Err(PlanError::NotSingleNode { task });
+            }
+        }
+        Ok(())
+    }
+
+    /// Preempts a running task: its GPUs are free for the rest of this plan, and it waits to
+    /// restart from where it was (paying the restart overhead when it does).
+    pub fn preempt(&mut self, task: TaskId) -> Result<(), PlanError> {
+        let status = self.tasks[task.index()].status;
+        if self.marks[task.index()] != Mark::None {
+            self.refused += 1;
+            return Err(PlanError::AlreadyDecided { task });
+        }
+        if status != TaskStatus::Running {
+            self.refused += 1;
+            return Err(PlanError::NotRunning { task, status });
+        }
+        for &gpu in &self.tasks[task.index()].placed {
+            self.free.release(self.cluster.node_of(gpu), gpu);
+        }
+        self.marks[task.index()] = Mark::Preempted;
+        self.decisions.push(Decision::Preempt { task });
+        Ok(())
+    }
+
+    /// Rejects a waiting job: it ends `rejected` with `reason`, shown in the job table.
+    pub fn reject(&mut self, job: JobId, reason: impl Into<String>) -> Result<(), PlanError> {
+        let j = &self.jobs[job.index()];
+        let rejectable = j.in_system()
+            && j.tasks().all(|t| {
+                self.tasks[t.index()].status != TaskStatus::Running
+                    && self.marks[t.index()] == Mark::None
+            });
+        if !rejectable {
+            self.refused += 1;
+            return Err(PlanError::JobNotRejectable { job });
+        }
+        for t in j.tasks() {
+            self.marks[t.index()] = Mark::Rejected;
+        }
+        self.decisions.push(Decision::Reject { job, reason: reason.into() });
+        Ok(())
+    }
+
+    /// Asks for a decision point at `at` even if nothing else happens then.
+    pub fn wake_at(&mut self, at: SimTime) -> Result<(), PlanError> {
+        if at <= self.now {
+            self.refused += 1;
+            return Err(PlanError::WakeNotInFuture { at, now: self.now });
+        }
+        self.decisions.push(Decision::WakeAt(at));
+        Ok(())
+    }
+
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint(self.decisions.len())
+    }
+
+    /// Undoes every decision made after `savepoint`, newest first.
+    pub fn rollback(&mut self, savepoint: Savepoint) {
+        while self.decisions.len() > savepoint.0 {
+            match self.decisions.pop().expect("len checked") {
+                Decision::Start { task, gpus } => {
+                    for gpu in gpus {
+                        self.free.release(self.cluster.node_of(gpu), gpu);
+                    }
+                    self.marks[task.index()] = Mark::None;
+                }
+                Decision::Preempt { task } => {
+                    for &gpu in &self.tasks[task.index()].placed {
+                        self.free.take(self.cluster.node_of(gpu), gpu);
+                    }
+                    self.marks[task.index()] = Mark::None;
+                }
+                Decision::Reject { job, .. } => {
+                    for t in self.jobs[job.index()].tasks() {
+                        self.marks[t.index()] = Mark::None;
+                    }
+                }
+                Decision::WakeAt(_) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! What a run leaves behind: one record per job, run-wide counters and integrals, and the
+//! decision log (always hashed into the digest, kept in memory only when asked for).
+
+use crate::ids::{GpuId, JobId, TaskId};
+use crate::state::JobOutcome;
+use crate::time::SimTime;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRecord {
+    pub job: JobId,
+    pub name: String,
+    pub queue: Option<String>,
+    pub submit: SimTime,
+    pub first_start: Option<SimTime>,
+    /// When the job reached its final state (for unschedulable jobs: its arrival).
+    pub end: Option<SimTime>,
+    pub tasks: u32,
+    pub gpus: u64,
+    pub preemptions: u32,
+    /// GPU-milliseconds held over all tasks and attempts (restart overhead included).
+    pub gpu_ms: u64,
+    /// `None` when the run ended with the job still waiting or running (a stalled policy).
+    pub outcome: Option<JobOutcome>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecisionKind {
+    Start,
+    Preempt,
+    Finish,
+    Reject,
+    Unschedulable,
+}
+
+impl DecisionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionKind::Start => "start",
+            DecisionKind::Preempt => "preempt",
+            DecisionKind::Finish => "finish",
+            DecisionKind::Reject => "reject",
+            DecisionKind::Unschedulable => "unschedulable",
+        }
+    }
+    pub(crate) fn code(self) -> u32 {
+        self as u32
+    }
+}
+
+/// One line of the decision log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecisionRecord {
+    pub time: SimTime,
+    pub kind: DecisionKind,
+    pub job: JobId,
+    pub task: Option<TaskId>,
+    pub gpus: Vec<GpuId>,
+    pub detail: String,
+}
+
+/// Run-wide counters and integrals. Integrals are exact integers over the run's window, from
+/// the first event (the first submit) to the last.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Events applied: arrivals, completions and wake-ups (stale completions of preempted
+    /// attempts are skipped and not counted).
+    pub events: u64,
+    pub decision_points: u64,
+    pub starts: u64,
+    pub preemptions: u64,
+    pub rejects: u64,
+    /// Decisions the plan refused (a policy bug or a policy probing; each names its rule).
+    pub refused: u64,
+    pub cluster_gpus: u32,
+    /// Integral of allocated GPUs over time, in GPU-milliseconds.
+    pub allocated_gpu_ms: u64,
+    /// Integral of jobs in the system (arrived, not ended) over time, in job-milliseconds.
+    pub in_system_job_ms: u128,
+    pub first_submit: Option<SimTime>,
+    pub last_end: Option<SimTime>,
+    /// Hex digest of the decision log.
+    pub digest: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    pub policy: String,
+    pub seed: u64,
+    pub jobs: Vec<JobRecord>,
+    pub stats: RunStats,
+    /// The decision log, when the run was configured to keep it.
+    pub decisions: Vec<DecisionRecord>,
+}

@@ -1,0 +1,146 @@
+//! Run-time state of tasks and jobs: the task state machine and the bookkeeping that
+//! metrics are computed from.
+//!
+//! Task states: `Pending` (its job has not arrived) -> `Ready` -> `Running` -> `Succeeded`;
+//! `Running` -> `Preempted` (waiting to restart, its progress kept) -> `Running`;
+//! `Pending` -> `Unschedulable` (can never fit: reported, never offered to a policy);
+//! `Ready`/`Preempted` -> `Failed` (its job was rejected by the policy).
+
+use crate::cluster::PoolMask;
+use crate::ids::{GpuId, JobId, TaskId};
+use crate::time::{SimDuration, SimTime};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TaskStatus {
+    Pending,
+    Ready,
+    Running,
+    Preempted,
+    Succeeded,
+    Failed,
+    Unschedulable,
+}
+
+impl TaskStatus {
+    /// Waiting for GPUs: a policy may start it.
+    pub fn is_startable(self) -> bool {
+        matches!(self, TaskStatus::Ready | TaskStatus::Preempted)
+    }
+    pub fn is_final(self) -> bool {
+        matches!(self, TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Unschedulable)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Ready => "ready",
+            TaskStatus::Running => "running",
+            TaskStatus::Preempted => "preempted",
+            TaskStatus::Succeeded => "succeeded",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Unschedulable => "unschedulable",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TaskState {
+    pub job: JobId,
+    pub gpus: u32,
+    pub single_node: bool,
+    /// Pools of the task's GPU type (all pools when it names none).
+    pub pools: PoolMask,
+    pub work: SimDuration,
+    pub estimate: Option<SimDuration>,
+    pub status: TaskStatus,
+    /// True work still to do, as of the start of the current attempt when running.
+    pub remaining: SimDuration,
+    /// Attempts started so far; a finish event carries the attempt it was scheduled for.
+    pub attempt: u32,
+    pub run_start: SimTime,
+    /// Restart overhead paid at the start of the current attempt (no progress meanwhile).
+    pub overhead: SimDuration,
+    pub first_start: Option<SimTime>,
+    pub finish: Option<SimTime>,
+    pub preemptions: u32,
+    /// GPU-milliseconds held in attempts that have ended.
+    pub closed_gpu_ms: u64,
+    /// GPUs held now; empty unless running.
+    pub placed: Vec<GpuId>,
+}
+
+impl TaskState {
+    /// Work done in the current attempt by `now` (zero while paying the restart overhead).
+    pub fn progress_at(&self, now: SimTime) -> SimDuration {
+        if self.status != TaskStatus::Running {
+            return SimDuration::ZERO;
+        }
+        let productive = now.since(self.run_start).saturating_sub(self.overhead);
+        productive.min(self.remaining)
+    }
+    /// True work left at `now`.
+    pub fn remaining_at(&self, now: SimTime) -> SimDuration {
+        self.remaining - self.progress_at(now)
+    }
+    /// When the current attempt ends if nothing interrupts it.
+    pub fn finish_if_undisturbed(&self) -> SimTime {
+        self.run_start + self.overhead + self.remaining
+    }
+    /// GPU-milliseconds held by `now`, over all attempts.
+    pub fn gpu_ms_at(&self, now: SimTime) -> u64 {
+        let open = if self.status == TaskStatus::Running {
+            now.since(self.run_start).as_ms() * u64::from(self.gpus)
+        } else {
+            0
+        };
+        self.closed_gpu_ms + open
+    }
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobOutcome {
+    Succeeded,
+    /// It can never fit the cluster; the reason names the task and the limit.
+    Unschedulable(String),
+    /// The policy refused it; the reason is the policy's.
+    Rejected(String),
+}
+
+impl JobOutcome {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            JobOutcome::Succeeded => "succeeded",
+            JobOutcome::Unschedulable(_) => "unschedulable",
+            JobOutcome::Rejected(_) => "rejected",
+        }
+    }
+    pub fn reason(&self) -> &str {
+        match self {
+            JobOutcome::Succeeded => "",
+            JobOutcome::Unschedulable(r) | JobOutcome::Rejected(r) => r,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct JobState {
+    pub first_task: TaskId,
+    pub task_count: u32,
+    pub submit: SimTime,
+    pub arrived: bool,
+    /// Tasks not yet in a final state.
+    pub open_tasks: u32,
+    pub outcome: Option<JobOutcome>,
+    pub end: Option<SimTime>,
+}
+
+impl JobState {
+    pub fn tasks(&self) -> impl Iterator<Item = TaskId> + Clone + use<> {
+        let first = self.first_task.0;
+        (first..first + self.task_count).map(TaskId)
+    }
+    /// Arrived and not ended: counted in the jobs-in-system integral (Little's law).
+    pub fn in_system(&self) -> bool {
+        self.arrived && self.outcome.is_none()
+    }
+}

@@ -1,0 +1,104 @@
+//! What a policy may read: a read-only view of the cluster and the jobs, plus the changes since
+//! its last call so it can keep incremental indexes instead of rescanning every job. What is
+//! free *right now, including the policy's own tentative decisions* is read from the
+//! [`crate::Plan`], not from here.
+
+use crate::cluster::Cluster;
+use crate::ids::{JobId, TaskId};
+use crate::state::{JobState, TaskState};
+use crate::time::{SimDuration, SimTime};
+use crate::workload::{JobSpec, Workload};
+
+/// One thing that changed since the policy's previous call, in the order it happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// A task became startable for the first time (its job arrived).
+    TaskReady(TaskId),
+    /// A task was started (by the previous plan).
+    TaskStarted(TaskId),
+    /// A task lost its GPUs to preemption and waits to restart: startable again.
+    TaskPreempted(TaskId),
+    /// A task completed its work and freed its GPUs.
+    TaskFinished(TaskId),
+    /// A job reached its final state (succeeded, or rejected by the previous plan).
+    JobEnded(JobId),
+}
+
+/// Which duration a policy is allowed to use; the report states the choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DurationSource {
+    /// The true duration: an upper bound no real scheduler has.
+    Oracle,
+    /// The estimate given in the trace (or by an estimator).
+    Estimate,
+}
+
+impl DurationSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DurationSource::Oracle => "oracle",
+            DurationSource::Estimate => "estimate",
+        }
+    }
+}
+
+pub struct ClusterView<'a> {
+    pub(crate) now: SimTime,
+    pub(crate) changes: &'a [Change],
+    pub(crate) cluster: &'a Cluster,
+    pub(crate) workload: &'a Workload,
+    pub(crate) jobs: &'a [JobState],
+    pub(crate) tasks: &'a [TaskState],
+}
+
+impl<'a> ClusterView<'a> {
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+    pub fn changes(&self) -> &'a [Change] {
+        self.changes
+    }
+    pub fn cluster(&self) -> &'a Cluster {
+        self.cluster
+    }
+    pub fn task(&self, task: TaskId) -> &'a TaskState {
+        &self.tasks[task.index()]
+    }
+    pub fn job(&self, job: JobId) -> &'a JobState {
+        &self.jobs[job.index()]
+    }
+    pub fn job_spec(&self, job: JobId) -> &'a JobSpec {
+        &self.workload.jobs()[job.index()]
+    }
+    pub fn task_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// The task's whole duration as `source` knows it. With `Estimate`, a task without an
+    /// estimate falls back to its true duration; the engine refuses to run an estimate-based
+    /// policy on a trace that lacks estimates, so that fallback is never silent.
+    pub fn expected_duration(&self, task: TaskId, source: DurationSource) -> SimDuration {
+        let t = self.task(task);
+        match source {
+            DurationSource::Oracle => t.work,
+            DurationSource::Estimate => t.estimate.unwrap_or(t.work),
+        }
+    }
+
+    /// Work left as `source` knows it: the expected duration less the work done so far.
+    /// An estimate that has been overrun reads as zero left.
+    pub fn expected_remaining(&self, task: TaskId, source: DurationSource) -> SimDuration {
+        let t = self.task(task);
+        let done = t.work - t.remaining_at(self.now);
+        self.expected_duration(task, source) - done
+    }
+
+    /// For a running task: when it is expected to end, by `source`, counting any restart
+    /// overhead still to pay. Never earlier than now.
+    pub fn expected_end(&self, task: TaskId, source: DurationSource) -> SimTime {
+        let t = self.task(task);
+        let overhead_end = t.run_start + t.overhead;
+        let resume = if overhead_end > self.now { overhead_end } else { self.now };
+        resume + self.expected_remaining(task, source)
+    }
+}

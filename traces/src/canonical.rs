@@ -1,0 +1,435 @@
+//! schedlab's own job file, `jobs.csv` (specified for users in traces/FORMAT.md): one row per
+//! task, tasks of a job on consecutive rows. Reading is strict (unknown columns and conflicting
+//! rows are errors) so that nothing a user wrote is silently dropped; writing is exact, so
+//! `read(write(w)) == w` for every workload the writer accepts.
+
+use crate::error::{Sink, TraceError};
+use crate::rows::{Column, Row, Rows, Unknown};
+use crate::timeparse::MAX_SECONDS;
+use sim::{JobSpec, SimDuration, SimTime, TaskSpec, Workload};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+/// The columns of `jobs.csv`, in the order the writer puts them.
+pub const JOB_COLUMNS: [&str; 9] = [
+    "job_id",
+    "task_id",
+    "submit_s",
+    "duration_s",
+    "gpus",
+    "gpu_type",
+    "single_node",
+    "estimate_s",
+    "queue",
+];
+
+const KNOWN: &[Column] = &[
+    Column { name: "job_id", required: true },
+    Column { name: "task_id", required: false },
+    Column { name: "submit_s", required: true },
+    Column { name: "duration_s", required: true },
+    Column { name: "gpus", required: true },
+    Column { name: "gpu_type", required: false },
+    Column { name: "single_node", required: false },
+    Column { name: "estimate_s", required: false },
+    Column { name: "queue", required: false },
+];
+
+/// Column indexes in the file at hand (`None`: the optional column is absent).
+struct Cols {
+    job: usize,
+    task: Option<usize>,
+    submit: usize,
+    duration: usize,
+    gpus: usize,
+    gpu_type: Option<usize>,
+    single_node: Option<usize>,
+    estimate: Option<usize>,
+    queue: Option<usize>,
+}
+
+/// Reads a canonical `jobs.csv` from `source`; `file` names it in errors.
+pub fn read_jobs_csv<R: Read>(source: R, file: &str) -> Result<Workload, TraceError> {
+    let mut sink = Sink::new(1);
+    match read_jobs_into(source, file, &mut sink) {
+        Some(workload) if sink.is_empty() => Ok(workload),
+        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
+    }
+}
+
+/// The reading path shared by `load` (first error) and `validate` (many errors): bad rows are
+/// reported to `sink` and skipped; `None` when the file cannot be read on.
+pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<Workload> {
+    let mut rows = match Rows::open(source, file) {
+        Ok(rows) => rows,
+        Err(e) => {
+            sink.push(e);
+            return None;
+        }
+    };
+    let cols = match rows.columns(KNOWN, Unknown::Refuse) {
+        Ok(c) => Cols {
+            job: c[0]?,
+            task: c[1],
+            submit: c[2]?,
+            duration: c[3]?,
+            gpus: c[4]?,
+            gpu_type: c[5],
+            single_node: c[6],
+            estimate: c[7],
+            queue: c[8],
+        },
+        Err(e) => {
+            sink.push(e);
+            return None;
+        }
+    };
+    let mut builder = Builder::default();
+    while let Some(row) = rows.next_row() {
+        if let Err(e) = row.and_then(|row| builder.add(&row, &cols)) {
+            sink.push(e);
+            if sink.is_full() {
+                return None;
+            }
+        }
+    }
+    if builder.jobs.is_empty() {
+        if sink.is_empty() {
+            sink.push(TraceError::file(rows.file(), "no jobs: the file has a header but no rows"));
+        }
+        return None;
+    }
+    match Workload::new(builder.jobs) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            sink.push(TraceError::file(rows.file(), e.0));
+            None
+        }
+    }
+}
+
+/// Jobs as they are assembled from consecutive rows.
+#[derive(Default)]
+struct Builder {
+    jobs: Vec<JobSpec>,
+    /// Line of each job's first row, to name it when a later row contradicts it.
+    first_line: Vec<u64>,
+    /// Every job id seen so far, so a job that reappears after another job is caught.
+    seen: BTreeMap<String, usize>,
+}
+
+impl Builder {
+    fn add(&mut self, row: &Row<'_>, cols: &Cols) -> Result<(), TraceError> {
+        let job_id = row.name_field(cols.job, "a job id")?;
+        let submit_ms = row.seconds_ms(cols.submit)?;
+        let work_ms = row.positive_seconds_ms(cols.duration)?;
+        let gpus = row.gpus(cols.gpus)?;
+        let gpu_type = row.opt_text(cols.gpu_type)?;
+        let single_node = parse_single_node(row, cols.single_node)?;
+        let estimate_ms = row.opt_positive_seconds_ms(cols.estimate)?;
+        let queue = row.opt_text(cols.queue)?;
+        let task_id = row.opt_text(cols.task)?;
+
+        let continues = self.jobs.last().is_some_and(|j| j.name == job_id);
+        if !continues {
+            if let Some(&index) = self.seen.get(job_id) {
+                return Err(TraceError::row(
+                    row.file(),
+                    row.line,
+                    format!(
+                        "job `{job_id}` already appeared on lines starting at {}, and another job came \
+                         in between; all rows of a job must be consecutive",
+                        self.first_line[index]
+                    ),
+                ));
+            }
+        }
+        if let (true, Some(job)) = (continues, self.jobs.last()) {
+            let first = self.first_line.last().copied().unwrap_or(0);
+            if job.submit.as_ms() != submit_ms {
+                return Err(conflict(row, job_id, "submit_s", first));
+            }
+            if job.queue.as_deref().unwrap_or("") != queue {
+                return Err(conflict(row, job_id, "queue", first));
+            }
+        }
+        let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
+        // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
+        let task_name = if task_id.is_empty() { position.to_string() } else { task_id.to_owned() };
+        let task = TaskSpec {
+            name: task_name,
+            gpus,
+            gpu_type: (!gpu_type.is_empty()).then(|| gpu_type.to_owned()),
+            single_node,
+            work: SimDuration(work_ms),
+            estimate: estimate_ms.map(SimDuration),
+        };
+        match self.jobs.last_mut() {
+            Some(job) if continues => {
+                if job.tasks.iter().any(|t| t.name == task.name) {
+                    return Err(row.error(
+                        cols.task.unwrap_or(cols.job),
+                        format!("a task id not used before in job `{job_id}`"),
+                        &task.name,
+                    ));
+                }
+                job.tasks.push(task);
+            }
+            _ => {
+                self.seen.insert(job_id.to_owned(), self.jobs.len());
+                self.first_line.push(row.line);
+                self.jobs.push(JobSpec {
+                    name: job_id.to_owned(),
+                    submit: SimTime(submit_ms),
+                    queue: (!queue.is_empty()).then(|| queue.to_owned()),
+                    tasks: vec![task],
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn conflict(row: &Row<'_>, job_id: &str, field: &str, first_line: u64) -> TraceError {
+    TraceError::row(
+        row.file(),
+        row.line,
+        format!(
+            "job `{job_id}`: `{field}` differs from the job's first row (line {first_line}); \
+             every row of a job must have the same {field}"
+        ),
+    )
+}
+
+/// `true`/`false` (any case), `1`/`0`, or empty (false).
+fn parse_single_node(row: &Row<'_>, column: Option<usize>) -> Result<bool, TraceError> {
+    let Some(column) = column else { return Ok(false) };
+    let text = row.text(column)?;
+    if text.is_empty() || text == "0" || text.eq_ignore_ascii_case("false") {
+        Ok(false)
+    } else if text == "1" || text.eq_ignore_ascii_case("true") {
+        Ok(true)
+    } else {
+        Err(row.error(column, "true, false, 1, 0 or an empty field", text))
+    }
+}
+
+/// Seconds as the writer spells them: whole seconds as an integer (`600`), anything else with
+/// exactly three decimals (`12.500`). Both parse back to the same milliseconds.
+pub(crate) fn format_seconds(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        (ms / 1000).to_string()
+    } else {
+        format!("{}.{:03}", ms / 1000, ms % 1000)
+    }
+}
+
+/// Writes `workload` as a canonical `jobs.csv` (all nine columns, one row per task, jobs in
+/// workload order). Refuses, before writing anything, a workload that would not read back
+/// identically: duplicate or empty job/task names, empty-but-present GPU type or queue,
+/// zero or out-of-range times.
+pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), TraceError> {
+    check_writable(workload)?;
+    let io_error = |e: csv::Error| TraceError::io("jobs.csv output", e.to_string());
+    let mut writer = csv::Writer::from_writer(out);
+    writer.write_record(JOB_COLUMNS).map_err(io_error)?;
+    for job in workload.jobs() {
+        let submit = format_seconds(job.submit.as_ms());
+        for task in &job.tasks {
+            let work = format_seconds(task.work.as_ms());
+            let gpus = task.gpus.to_string();
+            let estimate = task.estimate.map(|e| format_seconds(e.as_ms())).unwrap_or_default();
+            writer
+                .write_record([
+                    job.name.as_str(),
+                    task.name.as_str(),
+                    &submit,
+                    &work,
+                    &gpus,
+                    task.gpu_type.as_deref().unwrap_or(""),
+                    if task.single_node { "true" } else { "false" },
+                    &estimate,
+                    job.queue.as_deref().unwrap_or(""),
+                ])
+                .map_err(io_error)?;
+        }
+    }
+    writer.flush().map_err(|e| TraceError::io("jobs.csv output", e.to_string()))
+}
+
+fn check_writable(workload: &Workload) -> Result<(), TraceError> {
+    let refuse = |message: String| Err(TraceError::value("workload to write as jobs.csv", message));
+    let max_ms = MAX_SECONDS * 1000;
+    let mut names = BTreeMap::new();
+    for (index, job) in workload.jobs().iter().enumerate() {
+        let name = &job.name;
+        if name.is_empty() {
+            return refuse(format!("job {index} has an empty name"));
+        }
+        if let Some(other) = names.insert(name.as_str(), index) {
+            return refuse(format!("jobs {other} and {index} are both named `{name}`; job ids must be unique"));
+        }
+        if job.submit.as_ms() > max_ms {
+            return refuse(format!("job `{name}` is submitted after {MAX_SECONDS} s"));
+        }
+        if job.queue.as_deref() == Some("") {
+            return refuse(format!("job `{name}` has an empty queue name (use no queue instead)"));
+        }
+        for (t, task) in job.tasks.iter().enumerate() {
+            let tname = &task.name;
+            if tname.is_empty() {
+                return refuse(format!("job `{name}` task {t} has an empty name"));
+            }
+            if job.tasks[..t].iter().any(|o| &o.name == tname) {
+                return refuse(format!("job `{name}` has two tasks named `{tname}`"));
+            }
+            if task.gpu_type.as_deref() == Some("") {
+                return refuse(format!("job `{name}` task `{tname}` has an empty GPU type (use none instead)"));
+            }
+            let in_range = |d: SimDuration| (1..=max_ms).contains(&d.as_ms());
+            if !in_range(task.work) || !task.estimate.is_none_or(in_range) {
+                return refuse(format!(
+                    "job `{name}` task `{tname}`: duration and estimate must be 0.001..={MAX_SECONDS} s"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<Workload, TraceError> {
+        read_jobs_csv(text.as_bytes(), "jobs.csv")
+    }
+
+    fn err(text: &str) -> String {
+        read(text).expect_err("should be refused").to_string()
+    }
+
+    #[test]
+    fn minimal_file_gives_single_task_jobs() {
+        let w = read("job_id,submit_s,duration_s,gpus\nb,10,60.5,2\na,5,1,1\n").unwrap();
+        assert_eq!(w.len(), 2);
+        let a = &w.jobs()[0];
+        assert_eq!((a.name.as_str(), a.submit, a.tasks[0].work), ("a", SimTime(5_000), SimDuration(1_000)));
+        let b = &w.jobs()[1];
+        assert_eq!(b.tasks[0].name, "0");
+        assert_eq!(b.tasks[0].work, SimDuration(60_500));
+        assert_eq!(b.tasks[0].gpus, 2);
+        assert_eq!(b.queue, None);
+        assert_eq!(b.tasks[0].estimate, None);
+        assert!(!b.tasks[0].single_node);
+    }
+
+    #[test]
+    fn multi_task_jobs_group_consecutive_rows() {
+        let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_type,single_node,estimate_s,queue\n\
+                    j,ps,0,100,1,,true,,q\n\
+                    j,worker,0,100,8,V100,0,120,q\n\
+                    k,,3,5,1,,,,\n";
+        let w = read(text).unwrap();
+        assert_eq!(w.len(), 2);
+        let j = &w.jobs()[0];
+        assert_eq!(j.tasks.len(), 2);
+        assert_eq!(j.gpus(), 9);
+        assert_eq!(j.queue.as_deref(), Some("q"));
+        assert!(j.tasks[0].single_node);
+        assert_eq!(j.tasks[1].gpu_type.as_deref(), Some("V100"));
+        assert_eq!(j.tasks[1].estimate, Some(SimDuration(120_000)));
+        assert_eq!(w.task_count(), 3);
+    }
+
+    #[test]
+    fn empty_task_ids_are_positions() {
+        let w = read("job_id,task_id,submit_s,duration_s,gpus\nj,,0,1,1\nj,,0,1,1\n").unwrap();
+        let names: Vec<_> = w.jobs()[0].tasks.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["0", "1"]);
+    }
+
+    #[test]
+    fn field_errors_name_line_and_column() {
+        assert_eq!(
+            err("job_id,submit_s,duration_s,gpus\na,0,1,1\nb,0,abc,1\n"),
+            "jobs.csv:3: field `duration_s`: expected a positive number of seconds (decimal digits, like 66 or 0.25), got \"abc\""
+        );
+        assert_eq!(
+            err("job_id,submit_s,duration_s,gpus\na,1e3,1,1\n"),
+            "jobs.csv:2: field `submit_s`: expected a plain decimal number of seconds (exponent notation such as 1e3 is not accepted; write 1000), got \"1e3\""
+        );
+        assert_eq!(
+            err("job_id,submit_s,duration_s,gpus\na,0,1,0\n"),
+            "jobs.csv:2: field `gpus`: expected a whole number of GPUs, at least 1, got \"0\""
+        );
+        assert!(err("job_id,submit_s,duration_s,gpus\na,0,0,1\n").starts_with("jobs.csv:2: field `duration_s`: expected a positive"));
+        assert!(err("job_id,submit_s,duration_s,gpus\n,0,1,1\n").starts_with("jobs.csv:2: field `job_id`: expected a job id"));
+        assert!(err("job_id,submit_s,duration_s,gpus,single_node\na,0,1,1,yes\n").starts_with("jobs.csv:2: field `single_node`"));
+        assert!(err("job_id,submit_s,duration_s,gpus,estimate_s\na,0,1,1,-4\n").starts_with("jobs.csv:2: field `estimate_s`"));
+    }
+
+    #[test]
+    fn multi_task_conflicts_name_both_lines() {
+        let e = err("job_id,submit_s,duration_s,gpus\nj,0,1,1\nj,5,1,1\n");
+        assert!(e.starts_with("jobs.csv:3: job `j`: `submit_s` differs from the job's first row (line 2)"), "{e}");
+        let e = err("job_id,submit_s,duration_s,gpus,queue\nj,0,1,1,a\nj,0,1,1,b\n");
+        assert!(e.starts_with("jobs.csv:3: job `j`: `queue` differs"), "{e}");
+        let e = err("job_id,task_id,submit_s,duration_s,gpus\nj,w,0,1,1\nj,w,0,1,1\n");
+        assert_eq!(e, "jobs.csv:3: field `task_id`: expected a task id not used before in job `j`, got \"w\"");
+        let e = err("job_id,submit_s,duration_s,gpus\nj,0,1,1\nk,0,1,1\nj,0,1,1\n");
+        assert!(e.starts_with("jobs.csv:4: job `j` already appeared on lines starting at 2"), "{e}");
+        // Equal submit times in different spellings are the same time.
+        assert!(read("job_id,submit_s,duration_s,gpus\nj,5,1,1\nj,5.000,1,1\n").is_ok());
+    }
+
+    #[test]
+    fn header_and_shape_errors() {
+        let e = err("job_id,submit_s,duration_s,gpus,gpu\na,0,1,1,x\n");
+        assert!(e.starts_with("jobs.csv:1: unknown column `gpu`"), "{e}");
+        let e = err("job_id,submit_s,gpus\na,0,1\n");
+        assert!(e.starts_with("jobs.csv:1: the header has no column `duration_s`"), "{e}");
+        assert_eq!(err("job_id,submit_s,duration_s,gpus\n"), "jobs.csv: no jobs: the file has a header but no rows");
+        assert_eq!(
+            err("job_id,submit_s,duration_s,gpus\na,0,1\n"),
+            "jobs.csv:2: expected 4 fields as in the header, got 3"
+        );
+    }
+
+    #[test]
+    fn writer_output_is_readable_and_exact() {
+        let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_type,single_node,estimate_s,queue\n\
+                    \"a,b\",0,0.5,600,1,,false,,\n\
+                    j,ps,1,0.001,1,A100,true,7.25,q\n\
+                    j,w,1,2,8,,false,,q\n";
+        let w = read(text).unwrap();
+        let mut out = Vec::new();
+        write_jobs_csv(&w, &mut out).unwrap();
+        assert_eq!(String::from_utf8(out.clone()).unwrap(), text.replace("0.5,", "0.500,"));
+        assert_eq!(read_jobs_csv(out.as_slice(), "again.csv").unwrap(), w);
+    }
+
+    #[test]
+    fn writer_refuses_what_would_not_read_back() {
+        let job = |name: &str| JobSpec::single(name, SimTime(0), 1, SimDuration(1_000));
+        let w = Workload::new(vec![job("a"), job("a")]).unwrap();
+        let e = write_jobs_csv(&w, Vec::new()).unwrap_err().to_string();
+        assert!(e.contains("both named `a`"), "{e}");
+        let mut j = job("a");
+        j.tasks[0].work = SimDuration(0);
+        let w = Workload::new(vec![j]).unwrap();
+        assert!(write_jobs_csv(&w, Vec::new()).is_err());
+        let mut j = job("a");
+        j.queue = Some(String::new());
+        let w = Workload::new(vec![j]).unwrap();
+        assert!(write_jobs_csv(&w, Vec::new()).is_err());
+    }
+
+    #[test]
+    fn seconds_format_is_integer_or_three_decimals() {
+        assert_eq!(format_seconds(600_000), "600");
+        assert_eq!(format_seconds(12_500), "12.500");
+        assert_eq!(format_seconds(1), "0.001");
+        assert_eq!(format_seconds(0), "0");
+    }
+}

@@ -1,0 +1,125 @@
+//! Importer for the Microsoft ITP per-cluster job traces released with ElasticFlow
+//! (`clusterNN.csv`: `job_id,submission_time,duration,num_gpu`, seconds as integers, rows
+//! sorted by submission). Every row is one single-task job; the trace has no queue, GPU type
+//! or status. Columns other than those four are ignored (the ElasticFlow variant of the trace
+//! adds synthetic ones).
+
+use crate::error::{Sink, TraceError};
+use crate::rows::{Column, Rows, Unknown};
+use sim::{JobSpec, SimDuration, SimTime, Workload};
+use std::collections::BTreeMap;
+use std::io::Read;
+
+const KNOWN: &[Column] = &[
+    Column { name: "job_id", required: true },
+    Column { name: "submission_time", required: true },
+    Column { name: "duration", required: true },
+    Column { name: "num_gpu", required: true },
+];
+
+/// Reads one ITP cluster file; `file` names it in errors.
+pub fn read_itp_csv<R: Read>(source: R, file: &str) -> Result<Workload, TraceError> {
+    let mut sink = Sink::new(1);
+    match read_itp_into(source, file, &mut sink) {
+        Some(workload) if sink.is_empty() => Ok(workload),
+        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
+    }
+}
+
+pub(crate) fn read_itp_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<Workload> {
+    let mut rows = match Rows::open(source, file) {
+        Ok(rows) => rows,
+        Err(e) => {
+            sink.push(e);
+            return None;
+        }
+    };
+    let (id_col, submit_col, duration_col, gpus_col) = match rows.columns(KNOWN, Unknown::Ignore) {
+        Ok(c) => (c[0]?, c[1]?, c[2]?, c[3]?),
+        Err(e) => {
+            sink.push(e);
+            return None;
+        }
+    };
+    let mut jobs = Vec::new();
+    // Job ids are the names reports show; two jobs with one id could not be told apart.
+    let mut first_line: BTreeMap<String, u64> = BTreeMap::new();
+    while let Some(row) = rows.next_row() {
+        let parsed = row.and_then(|row| {
+            let id = row.name_field(id_col, "a job id")?;
+            let submit_ms = row.seconds_ms(submit_col)?;
+            let work_ms = row.positive_seconds_ms(duration_col)?;
+            let gpus = row.gpus(gpus_col)?;
+            if let Some(first) = first_line.get(id) {
+                return Err(row.error(id_col, format!("a job id not used before (line {first} has it)"), id));
+            }
+            first_line.insert(id.to_owned(), row.line);
+            Ok(JobSpec::single(id, SimTime(submit_ms), gpus, SimDuration(work_ms)))
+        });
+        match parsed {
+            Ok(job) => jobs.push(job),
+            Err(e) => {
+                sink.push(e);
+                if sink.is_full() {
+                    return None;
+                }
+            }
+        }
+    }
+    finish(jobs, rows.file(), sink)
+}
+
+/// The end every importer shares: at least one job, then the workload (sorted by submit time,
+/// file order breaking ties).
+pub(crate) fn finish(jobs: Vec<JobSpec>, file: &str, sink: &mut Sink) -> Option<Workload> {
+    if jobs.is_empty() {
+        if sink.is_empty() {
+            sink.push(TraceError::file(file, "no jobs: the file has a header but no rows"));
+        }
+        return None;
+    }
+    match Workload::new(jobs) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            sink.push(TraceError::file(file, e.0));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "job_id,submission_time,duration,num_gpu\n";
+
+    #[test]
+    fn rows_become_single_task_jobs() {
+        let text = format!("{HEAD}b,20,600,8\na,10,1032,1");
+        let w = read_itp_csv(text.as_bytes(), "cluster01.csv").unwrap();
+        let a = &w.jobs()[0];
+        assert_eq!(a.name, "a");
+        assert_eq!(a.submit, SimTime(10_000));
+        assert_eq!(a.tasks[0].work, SimDuration(1_032_000));
+        assert_eq!(a.queue, None);
+        assert_eq!(w.jobs()[1].gpus(), 8);
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let e = |t: &str| read_itp_csv(format!("{HEAD}{t}").as_bytes(), "c.csv").unwrap_err().to_string();
+        assert_eq!(e("a,1,600,1\na,2,600,1\n"), "c.csv:3: field `job_id`: expected a job id not used before (line 2 has it), got \"a\"");
+        assert!(e("a,1,600,x\n").starts_with("c.csv:2: field `num_gpu`"));
+        assert!(e("a,1,-600,1\n").starts_with("c.csv:2: field `duration`"));
+        assert!(e("a,,600,1\n").starts_with("c.csv:2: field `submission_time`"));
+        let e = read_itp_csv("job_id,duration,num_gpu\n".as_bytes(), "c.csv").unwrap_err().to_string();
+        assert!(e.contains("no column `submission_time`"), "{e}");
+    }
+
+    #[test]
+    fn extra_columns_are_ignored() {
+        let text = "job_id,model,submission_time,duration,num_gpu\na,resnet,1,600,2\n";
+        let w = read_itp_csv(text.as_bytes(), "c.csv").unwrap();
+        assert_eq!(w.jobs()[0].gpus(), 2);
+    }
+}

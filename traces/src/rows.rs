@@ -1,0 +1,316 @@
+//! The CSV plumbing every reader shares: header to column indexes, one reused record buffer
+//! (no allocation per row), the line number of each row, and field accessors that turn a bad
+//! value into a [`TraceError`] naming file, line and column. Readers only say what they expect.
+
+use crate::error::TraceError;
+use crate::timeparse::{parse_seconds_ms, SecondsError};
+use csv::ByteRecord;
+use std::io::Read;
+
+/// One column a reader knows: its header name and whether every file must have it.
+pub(crate) struct Column {
+    pub name: &'static str,
+    pub required: bool,
+}
+
+/// What to do with header columns a reader does not know.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unknown {
+    /// Our own formats: a typo must not silently drop data.
+    Refuse,
+    /// Foreign traces: take what we need, leave the rest.
+    Ignore,
+}
+
+/// A CSV file being read row by row.
+pub(crate) struct Rows<R: Read> {
+    reader: csv::Reader<R>,
+    record: ByteRecord,
+    file: String,
+    header: Vec<String>,
+    header_line: u64,
+    /// Set after an IO error or at the end: the csv reader may repeat an IO error forever.
+    done: bool,
+}
+
+impl<R: Read> Rows<R> {
+    /// Starts reading `source` (shown as `file` in errors) and reads its header line.
+    pub(crate) fn open(source: R, file: &str) -> Result<Rows<R>, TraceError> {
+        let reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            // Row lengths are checked here, so the error can name the line and both counts.
+            .flexible(true)
+            .from_reader(source);
+        let mut rows = Rows {
+            reader,
+            record: ByteRecord::new(),
+            file: file.to_owned(),
+            header: Vec::new(),
+            header_line: 1,
+            done: false,
+        };
+        match rows.reader.read_byte_record(&mut rows.record) {
+            Ok(true) => {}
+            Ok(false) => return Err(TraceError::file(file, "the file is empty; expected a header line")),
+            Err(e) => return Err(csv_error(file, &e)),
+        }
+        let line = record_line(&rows.record);
+        rows.header_line = line;
+        for (index, raw) in rows.record.iter().enumerate() {
+            // A UTF-8 byte-order mark (spreadsheet exports) is not part of the first name.
+            let raw = if index == 0 { raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw) } else { raw };
+            match std::str::from_utf8(raw) {
+                Ok(name) => rows.header.push(name.to_owned()),
+                Err(_) => {
+                    return Err(TraceError::row(
+                        file,
+                        line,
+                        format!("header column {} is not UTF-8 text", index + 1),
+                    ));
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    pub(crate) fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// Finds each known column in the header (any order). Missing required columns, repeated
+    /// names and (with [`Unknown::Refuse`]) unknown names are errors naming the header line.
+    pub(crate) fn columns(&self, known: &[Column], unknown: Unknown) -> Result<Vec<Option<usize>>, TraceError> {
+        let expected = known.iter().map(|c| c.name).collect::<Vec<_>>().join(",");
+        for (index, name) in self.header.iter().enumerate() {
+            if self.header[..index].contains(name) {
+                return Err(self.header_error(format!("column `{name}` appears twice in the header")));
+            }
+            if unknown == Unknown::Refuse && !known.iter().any(|c| c.name == name) {
+                return Err(self.header_error(format!(
+                    "unknown column `{name}` in the header; known columns are {expected} \
+                     (names are case-sensitive)"
+                )));
+            }
+        }
+        let mut found = Vec::with_capacity(known.len());
+        for column in known {
+            let index = self.header.iter().position(|h| h == column.name);
+            if index.is_none() && column.required {
+                return Err(self.header_error(format!(
+                    "the header has no column `{}`; expected a header line with the columns {expected}",
+                    column.name
+                )));
+            }
+            found.push(index);
+        }
+        Ok(found)
+    }
+
+    fn header_error(&self, message: String) -> TraceError {
+        TraceError::row(&self.file, self.header_line, message)
+    }
+
+    /// The next data row, or `None` at the end. Blank lines are skipped (the csv reader does
+    /// that), so a trailing empty line is fine. A row whose field count differs from the
+    /// header's is an error; reading goes on after it, but not after an IO error.
+    pub(crate) fn next_row(&mut self) -> Option<Result<Row<'_>, TraceError>> {
+        if self.done {
+            return None;
+        }
+        match self.reader.read_byte_record(&mut self.record) {
+            Ok(true) => {}
+            Ok(false) => {
+                self.done = true;
+                return None;
+            }
+            Err(e) => {
+                self.done = true;
+                return Some(Err(csv_error(&self.file, &e)));
+            }
+        }
+        let line = record_line(&self.record);
+        if self.record.len() != self.header.len() {
+            return Some(Err(TraceError::row(
+                &self.file,
+                line,
+                format!(
+                    "expected {} fields as in the header, got {}",
+                    self.header.len(),
+                    self.record.len()
+                ),
+            )));
+        }
+        Some(Ok(Row { line, record: &self.record, file: &self.file, header: &self.header }))
+    }
+}
+
+/// The 1-based line where a record starts, as an editor counts it.
+fn record_line(record: &ByteRecord) -> u64 {
+    record.position().map_or(0, |p| p.line())
+}
+
+fn csv_error(file: &str, error: &csv::Error) -> TraceError {
+    match error.position() {
+        Some(p) => TraceError::row(file, p.line(), error.to_string()),
+        None => TraceError::io(file, error.to_string()),
+    }
+}
+
+/// One data row; fields are borrowed from the reader's reused buffer.
+pub(crate) struct Row<'a> {
+    pub line: u64,
+    record: &'a ByteRecord,
+    file: &'a str,
+    header: &'a [String],
+}
+
+impl<'a> Row<'a> {
+    pub(crate) fn file(&self) -> &'a str {
+        self.file
+    }
+
+    fn name(&self, column: usize) -> &'a str {
+        self.header.get(column).map_or("?", String::as_str)
+    }
+
+    /// A field error at this row, in column `column`.
+    pub(crate) fn error(&self, column: usize, expected: impl Into<String>, found: &str) -> TraceError {
+        TraceError::field(self.file, self.line, self.name(column), expected, found)
+    }
+
+    /// The field as text (all our formats are UTF-8).
+    pub(crate) fn text(&self, column: usize) -> Result<&'a str, TraceError> {
+        let raw = self.record.get(column).unwrap_or_default();
+        std::str::from_utf8(raw)
+            .map_err(|_| self.error(column, "UTF-8 text", &String::from_utf8_lossy(raw)))
+    }
+
+    /// The field as text; an absent column reads as an empty field.
+    pub(crate) fn opt_text(&self, column: Option<usize>) -> Result<&'a str, TraceError> {
+        column.map_or(Ok(""), |c| self.text(c))
+    }
+
+    /// A required non-empty name (job id, queue, ...).
+    pub(crate) fn name_field(&self, column: usize, what: &str) -> Result<&'a str, TraceError> {
+        let text = self.text(column)?;
+        if text.is_empty() {
+            return Err(self.error(column, format!("{what} (the field must not be empty)"), text));
+        }
+        Ok(text)
+    }
+
+    /// Decimal seconds as milliseconds, see [`parse_seconds_ms`].
+    pub(crate) fn seconds_ms(&self, column: usize) -> Result<u64, TraceError> {
+        let text = self.text(column)?;
+        parse_seconds_ms(text).map_err(|e| self.error(column, e.expected(), text))
+    }
+
+    /// Decimal seconds that must be at least 1 ms after rounding: durations, repair times.
+    pub(crate) fn positive_seconds_ms(&self, column: usize) -> Result<u64, TraceError> {
+        let text = self.text(column)?;
+        match parse_seconds_ms(text) {
+            Ok(0) => Err(self.error(
+                column,
+                "a positive number of seconds (at least 0.001 after rounding to the millisecond)",
+                text,
+            )),
+            Ok(ms) => Ok(ms),
+            Err(SecondsError::NotDecimal | SecondsError::Negative) => Err(self.error(
+                column,
+                "a positive number of seconds (decimal digits, like 66 or 0.25)",
+                text,
+            )),
+            Err(e) => Err(self.error(column, e.expected(), text)),
+        }
+    }
+
+    /// Optional positive seconds: an empty field or an absent column is `None`.
+    pub(crate) fn opt_positive_seconds_ms(&self, column: Option<usize>) -> Result<Option<u64>, TraceError> {
+        match column {
+            Some(c) if !self.text(c)?.is_empty() => self.positive_seconds_ms(c).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// A whole number of GPUs, at least 1.
+    pub(crate) fn gpus(&self, column: usize) -> Result<u32, TraceError> {
+        let text = self.text(column)?;
+        match parse_u32(text) {
+            Some(n) if n >= 1 => Ok(n),
+            _ => Err(self.error(column, "a whole number of GPUs, at least 1", text)),
+        }
+    }
+
+    /// A whole number in `0..limit`, for indexes (nodes, GPU slots).
+    pub(crate) fn index(&self, column: usize, what: &str) -> Result<u32, TraceError> {
+        let text = self.text(column)?;
+        parse_u32(text).ok_or_else(|| self.error(column, format!("{what} (a whole number, 0 or more)"), text))
+    }
+}
+
+/// Plain decimal digits into a `u32`: no sign, no spaces, no decimal point.
+pub(crate) fn parse_u32(text: &str) -> Option<u32> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.bytes()
+        .try_fold(0u32, |n, b| n.checked_mul(10)?.checked_add(u32::from(b - b'0')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COLUMNS: &[Column] = &[
+        Column { name: "a", required: true },
+        Column { name: "b", required: false },
+    ];
+
+    #[test]
+    fn lines_count_from_the_header_and_skip_blank_lines() {
+        let mut rows = Rows::open("a,b\n1,2\n\n3,4\n".as_bytes(), "t.csv").unwrap();
+        let mut lines = Vec::new();
+        while let Some(row) = rows.next_row() {
+            lines.push(row.unwrap().line);
+        }
+        assert_eq!(lines, [2, 4]);
+    }
+
+    #[test]
+    fn header_problems_are_named() {
+        let rows = Rows::open("a,c\n".as_bytes(), "t.csv").unwrap();
+        let e = rows.columns(COLUMNS, Unknown::Refuse).unwrap_err().to_string();
+        assert!(e.starts_with("t.csv:1: unknown column `c`"), "{e}");
+        assert!(rows.columns(COLUMNS, Unknown::Ignore).is_ok());
+        let rows = Rows::open("b\n".as_bytes(), "t.csv").unwrap();
+        let e = rows.columns(COLUMNS, Unknown::Refuse).unwrap_err().to_string();
+        assert!(e.contains("no column `a`"), "{e}");
+        let rows = Rows::open("a,a\n".as_bytes(), "t.csv").unwrap();
+        let e = rows.columns(COLUMNS, Unknown::Refuse).unwrap_err().to_string();
+        assert!(e.contains("`a` appears twice"), "{e}");
+        let rows = Rows::open("\u{feff}a\n".as_bytes(), "t.csv").unwrap();
+        assert_eq!(rows.columns(COLUMNS, Unknown::Refuse).unwrap(), [Some(0), None]);
+        let e = Rows::open("".as_bytes(), "t.csv").err().unwrap().to_string();
+        assert_eq!(e, "t.csv: the file is empty; expected a header line");
+    }
+
+    #[test]
+    fn short_rows_and_bad_bytes_are_errors_with_their_line() {
+        let mut rows = Rows::open("a,b\n1\n\xff,2\n".as_bytes(), "t.csv").unwrap();
+        let e = rows.next_row().unwrap().err().unwrap().to_string();
+        assert_eq!(e, "t.csv:2: expected 2 fields as in the header, got 1");
+        let row = rows.next_row().unwrap().unwrap();
+        let e = row.text(0).unwrap_err().to_string();
+        assert!(e.starts_with("t.csv:3: field `a`: expected UTF-8 text"), "{e}");
+        assert!(rows.next_row().is_none());
+    }
+
+    #[test]
+    fn u32_parsing_is_strict() {
+        assert_eq!(parse_u32("0"), Some(0));
+        assert_eq!(parse_u32("4294967295"), Some(u32::MAX));
+        for bad in ["", "4294967296", "-1", "+1", "1.0", " 1", "x"] {
+            assert_eq!(parse_u32(bad), None, "{bad:?}");
+        }
+    }
+}

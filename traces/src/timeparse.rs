@@ -1,0 +1,295 @@
+//! Text to integer milliseconds, exactly. Traces write times as decimal seconds or as calendar
+//! dates; the simulator runs on whole milliseconds. Parsing with integer arithmetic only (no
+//! `f64` on the way) makes the conversion identical on every machine and every libm, which the
+//! determinism contract needs: this is the one place where trace time becomes `SimTime`.
+
+/// The largest number of seconds accepted anywhere (about 31,700 years). Far above any real
+/// trace, and low enough that sums of times and of GPU-milliseconds in the simulator cannot
+/// overflow `u64`.
+pub const MAX_SECONDS: u64 = 1_000_000_000_000;
+
+/// Why a decimal-seconds value was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecondsError {
+    Empty,
+    Negative,
+    /// `1e3` and friends: refused so that every accepted value has one plain spelling.
+    Exponent,
+    NotDecimal,
+    TooLarge,
+}
+
+impl SecondsError {
+    /// What a valid value looks like, phrased to follow "expected".
+    pub fn expected(self) -> &'static str {
+        match self {
+            SecondsError::Empty => "a number of seconds (the field is required)",
+            SecondsError::Negative => "a non-negative number of seconds",
+            SecondsError::Exponent => {
+                "a plain decimal number of seconds (exponent notation such as 1e3 is not accepted; write 1000)"
+            }
+            SecondsError::NotDecimal => {
+                "a non-negative number of seconds (decimal digits, like 66 or 0.25)"
+            }
+            SecondsError::TooLarge => "at most 1000000000000 seconds",
+        }
+    }
+}
+
+/// Parses non-negative decimal seconds (`66`, `66.0`, `0.0015`, `.5`, `7.`) into milliseconds.
+///
+/// Rounding: half away from zero at the millisecond, decided by the fourth decimal digit alone
+/// (`0.0015` -> 2 ms, `0.00149999` -> 1 ms). Signs, exponents, spaces, `inf` and `nan` are errors.
+pub fn parse_seconds_ms(text: &str) -> Result<u64, SecondsError> {
+    let bytes = text.as_bytes();
+    if bytes.is_empty() {
+        return Err(SecondsError::Empty);
+    }
+    if bytes[0] == b'-' {
+        return Err(SecondsError::Negative);
+    }
+    if bytes.iter().any(|b| matches!(b, b'e' | b'E')) {
+        return Err(SecondsError::Exponent);
+    }
+    let (whole, fraction) = match text.split_once('.') {
+        Some((w, f)) => (w, f),
+        None => (text, ""),
+    };
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && fraction.is_empty()) || !all_digits(whole) || !all_digits(fraction) {
+        return Err(SecondsError::NotDecimal);
+    }
+    let mut seconds: u64 = 0;
+    for b in whole.bytes() {
+        seconds = seconds
+            .checked_mul(10)
+            .and_then(|s| s.checked_add(u64::from(b - b'0')))
+            .ok_or(SecondsError::TooLarge)?;
+    }
+    if seconds > MAX_SECONDS {
+        return Err(SecondsError::TooLarge);
+    }
+    // The first three decimals are whole milliseconds; the fourth alone decides rounding,
+    // since digits after it can only move the remainder within [d/10, (d+1)/10).
+    let mut digits = fraction.bytes().map(|b| u64::from(b - b'0'));
+    let mut ms = 0;
+    for _ in 0..3 {
+        ms = ms * 10 + digits.next().unwrap_or(0);
+    }
+    let round_up = digits.next().is_some_and(|d| d >= 5);
+    let total = seconds * 1000 + ms + u64::from(round_up);
+    if total > MAX_SECONDS * 1000 {
+        return Err(SecondsError::TooLarge);
+    }
+    Ok(total)
+}
+
+/// Why a calendar date-time was refused; the text is phrased to follow "expected".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DateTimeError(pub &'static str);
+
+/// Parses `YYYY-MM-DD HH:MM:SS` into milliseconds since 1970-01-01 00:00:00 of the same clock.
+///
+/// The clock is naive: no time zone and no daylight-saving adjustment. Philly writes US Pacific
+/// local time; its DST fall-back hour (2017-11-05 01:00-01:59) occurs twice in reality and is
+/// kept exactly as written, so jobs from the two hours interleave. Leap seconds (`:60`) and
+/// years before 1970 (negative times) are refused.
+pub fn parse_datetime_ms(text: &str) -> Result<u64, DateTimeError> {
+    const SHAPE: &str = "a date-time written YYYY-MM-DD HH:MM:SS";
+    let b = text.as_bytes();
+    if b.len() != 19 || b[4] != b'-' || b[7] != b'-' || b[10] != b' ' || b[13] != b':' || b[16] != b':'
+    {
+        return Err(DateTimeError(SHAPE));
+    }
+    let number = |range: std::ops::Range<usize>| -> Result<u64, DateTimeError> {
+        b[range].iter().try_fold(0u64, |n, &c| {
+            if c.is_ascii_digit() { Ok(n * 10 + u64::from(c - b'0')) } else { Err(DateTimeError(SHAPE)) }
+        })
+    };
+    let year = number(0..4)?;
+    let month = number(5..7)?;
+    let day = number(8..10)?;
+    let hour = number(11..13)?;
+    let minute = number(14..16)?;
+    let second = number(17..19)?;
+    if year < 1970 {
+        return Err(DateTimeError("a date-time in 1970 or later (times before the epoch cannot be represented)"));
+    }
+    if !(1..=12).contains(&month) {
+        return Err(DateTimeError("a date-time YYYY-MM-DD HH:MM:SS with a month 01-12"));
+    }
+    if day < 1 || day > days_in_month(year, month) {
+        return Err(DateTimeError("a date-time YYYY-MM-DD HH:MM:SS with a day that exists in its month"));
+    }
+    if hour > 23 || minute > 59 || second > 59 {
+        return Err(DateTimeError("a date-time YYYY-MM-DD HH:MM:SS with hour 00-23, minute and second 00-59"));
+    }
+    let days = days_from_civil(year, month, day);
+    Ok(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000)
+}
+
+/// Formats milliseconds since 1970-01-01 as `YYYY-MM-DD HH:MM:SS` (sub-second part dropped);
+/// the inverse of [`parse_datetime_ms`] for whole seconds.
+pub fn format_datetime_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (year, month, day) = civil_from_days(secs / 86_400);
+    let rest = secs % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+fn is_leap(year: u64) -> bool {
+    year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
+}
+
+fn days_in_month(year: u64, month: u64) -> u64 {
+    match month {
+        2 if is_leap(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days from 1970-01-01 to the given date (Howard Hinnant's `days_from_civil`, restricted to
+/// years >= 1970 so everything stays unsigned).
+fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
+    // Years start in March, so the leap day is the last day of the year.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    // 719_468 days from 0000-03-01 to 1970-01-01.
+    era * 146_097 + doe - 719_468
+}
+
+/// The inverse of [`days_from_civil`] (Hinnant's `civil_from_days`).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn decimal_seconds_are_exact_milliseconds() {
+        assert_eq!(parse_seconds_ms("66.0"), Ok(66_000));
+        assert_eq!(parse_seconds_ms("1932025"), Ok(1_932_025_000));
+        assert_eq!(parse_seconds_ms("0"), Ok(0));
+        assert_eq!(parse_seconds_ms("0.001"), Ok(1));
+        assert_eq!(parse_seconds_ms("12.5"), Ok(12_500));
+        assert_eq!(parse_seconds_ms(".5"), Ok(500));
+        assert_eq!(parse_seconds_ms("7."), Ok(7_000));
+        assert_eq!(parse_seconds_ms("007.250"), Ok(7_250));
+        // 0.1 has no exact binary float; integer parsing has no such problem.
+        assert_eq!(parse_seconds_ms("0.1"), Ok(100));
+        assert_eq!(parse_seconds_ms("254758.42"), Ok(254_758_420));
+    }
+
+    #[test]
+    fn rounding_is_half_away_from_zero_at_the_millisecond() {
+        assert_eq!(parse_seconds_ms("0.0015"), Ok(2));
+        assert_eq!(parse_seconds_ms("0.0025"), Ok(3), "not banker's rounding");
+        assert_eq!(parse_seconds_ms("0.0014999999"), Ok(1));
+        assert_eq!(parse_seconds_ms("0.0005"), Ok(1));
+        assert_eq!(parse_seconds_ms("0.0004"), Ok(0));
+        assert_eq!(parse_seconds_ms("1.9995"), Ok(2_000), "carries into the seconds");
+        assert_eq!(parse_seconds_ms("9.99999"), Ok(10_000));
+    }
+
+    #[test]
+    fn malformed_seconds_are_refused_with_the_reason() {
+        assert_eq!(parse_seconds_ms(""), Err(SecondsError::Empty));
+        assert_eq!(parse_seconds_ms("-1"), Err(SecondsError::Negative));
+        assert_eq!(parse_seconds_ms("-0.0"), Err(SecondsError::Negative));
+        assert_eq!(parse_seconds_ms("1e3"), Err(SecondsError::Exponent));
+        assert_eq!(parse_seconds_ms("1.5E2"), Err(SecondsError::Exponent));
+        for bad in ["abc", ".", "+1", " 1", "1 ", "1.2.3", "0x10", "inf", "nan", "NaN", "1,5", "١"] {
+            assert_eq!(parse_seconds_ms(bad), Err(SecondsError::NotDecimal), "{bad:?}");
+        }
+        assert!(SecondsError::Exponent.expected().contains("1e3"));
+    }
+
+    #[test]
+    fn huge_values_are_refused_not_wrapped() {
+        assert_eq!(parse_seconds_ms("1000000000000"), Ok(MAX_SECONDS * 1000));
+        assert_eq!(parse_seconds_ms("1000000000000.0004"), Ok(MAX_SECONDS * 1000));
+        assert_eq!(parse_seconds_ms("1000000000000.0005"), Err(SecondsError::TooLarge));
+        assert_eq!(parse_seconds_ms("1000000000001"), Err(SecondsError::TooLarge));
+        assert_eq!(parse_seconds_ms("99999999999999999999999999"), Err(SecondsError::TooLarge));
+    }
+
+    #[test]
+    fn datetimes_match_known_unix_times() {
+        // Reference values from Python's calendar.timegm.
+        assert_eq!(parse_datetime_ms("1970-01-01 00:00:00"), Ok(0));
+        assert_eq!(parse_datetime_ms("2017-09-04 10:30:41"), Ok(1_504_521_041_000));
+        assert_eq!(parse_datetime_ms("2017-12-22 08:02:11"), Ok(1_513_929_731_000));
+        assert_eq!(parse_datetime_ms("2000-02-29 23:59:59"), Ok(951_868_799_000));
+        // The DST fall-back hour is naive: kept as written.
+        assert_eq!(parse_datetime_ms("2017-11-05 01:30:00"), Ok(1_509_845_400_000));
+    }
+
+    #[test]
+    fn impossible_datetimes_are_refused() {
+        for bad in [
+            "2017-02-29 00:00:00",
+            "1900-02-29 00:00:00",
+            "2017-13-01 00:00:00",
+            "2017-00-01 00:00:00",
+            "2017-04-31 00:00:00",
+            "2017-01-01 24:00:00",
+            "2017-01-01 23:60:00",
+            "2016-12-31 23:59:60",
+            "1969-12-31 23:59:59",
+            "2017-01-01T00:00:00",
+            "2017-1-01 00:00:00",
+            "2017-01-01 00:00:00Z",
+            "2017-01-01 00:00:0x",
+            "",
+            "2017-01-01 00:00:00.5",
+        ] {
+            assert!(parse_datetime_ms(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert_eq!(parse_datetime_ms("2000-02-29 00:00:00").map(|ms| ms % 1000), Ok(0));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn datetime_round_trips(secs in 0u64..253_402_300_799) {
+            let text = format_datetime_ms(secs * 1000);
+            prop_assert_eq!(parse_datetime_ms(&text), Ok(secs * 1000), "{}", text);
+        }
+
+        #[test]
+        fn three_decimals_round_trip(ms in 0u64..=MAX_SECONDS * 1000) {
+            let text = format!("{}.{:03}", ms / 1000, ms % 1000);
+            prop_assert_eq!(parse_seconds_ms(&text), Ok(ms));
+        }
+
+        #[test]
+        fn seconds_parser_never_panics(text in "\\PC{0,30}") {
+            let _ = parse_seconds_ms(&text);
+            let _ = parse_datetime_ms(&text);
+        }
+    }
+}
