@@ -1,1 +1,7 @@
+//! Metric summaries, per-job tables and printed reports of schedlab runs.
 
+mod summary;
+mod tables;
+
+pub use summary::{Summary, percentile_s};
+pub use tables::{summary_table, write_decisions_csv, write_jobs_csv, write_summary_json};

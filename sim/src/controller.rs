@@ -437,6 +437,7 @@ impl Controller {
             .collect();
         let mut stats = self.stats;
         stats.digest = self.digest.hex();
+        stats.last_event = self.now;
         RunResult {
             policy: self.policy_name,
             seed: self.config.seed,

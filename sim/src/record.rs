@@ -77,7 +77,10 @@ pub struct RunStats {
     /// Integral of jobs in the system (arrived, not ended) over time, in job-milliseconds.
     pub in_system_job_ms: u128,
     pub first_submit: Option<SimTime>,
+    /// When the last job ended.
     pub last_end: Option<SimTime>,
+    /// The time of the last event (the run's end; after `last_end` only if jobs never ended).
+    pub last_event: SimTime,
     /// Hex digest of the decision log.
     pub digest: String,
 }

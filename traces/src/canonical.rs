@@ -24,15 +24,42 @@ pub const JOB_COLUMNS: [&str; 9] = [
 ];
 
 const KNOWN: &[Column] = &[
-    Column { name: "job_id", required: true },
-    Column { name: "task_id", required: false },
-    Column { name: "submit_s", required: true },
-    Column { name: "duration_s", required: true },
-    Column { name: "gpus", required: true },
-    Column { name: "gpu_type", required: false },
-    Column { name: "single_node", required: false },
-    Column { name: "estimate_s", required: false },
-    Column { name: "queue", required: false },
+    Column {
+        name: "job_id",
+        required: true,
+    },
+    Column {
+        name: "task_id",
+        required: false,
+    },
+    Column {
+        name: "submit_s",
+        required: true,
+    },
+    Column {
+        name: "duration_s",
+        required: true,
+    },
+    Column {
+        name: "gpus",
+        required: true,
+    },
+    Column {
+        name: "gpu_type",
+        required: false,
+    },
+    Column {
+        name: "single_node",
+        required: false,
+    },
+    Column {
+        name: "estimate_s",
+        required: false,
+    },
+    Column {
+        name: "queue",
+        required: false,
+    },
 ];
 
 /// Column indexes in the file at hand (`None`: the optional column is absent).
@@ -53,7 +80,9 @@ pub fn read_jobs_csv<R: Read>(source: R, file: &str) -> Result<Workload, TraceEr
     let mut sink = Sink::new(1);
     match read_jobs_into(source, file, &mut sink) {
         Some(workload) if sink.is_empty() => Ok(workload),
-        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
+        _ => Err(sink
+            .into_first()
+            .unwrap_or_else(|| TraceError::file(file, "unreadable"))),
     }
 }
 
@@ -95,7 +124,10 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
     }
     if builder.jobs.is_empty() {
         if sink.is_empty() {
-            sink.push(TraceError::file(rows.file(), "no jobs: the file has a header but no rows"));
+            sink.push(TraceError::file(
+                rows.file(),
+                "no jobs: the file has a header but no rows",
+            ));
         }
         return None;
     }
@@ -131,18 +163,16 @@ impl Builder {
         let task_id = row.opt_text(cols.task)?;
 
         let continues = self.jobs.last().is_some_and(|j| j.name == job_id);
-        if !continues {
-            if let Some(&index) = self.seen.get(job_id) {
-                return Err(TraceError::row(
-                    row.file(),
-                    row.line,
-                    format!(
-                        "job `{job_id}` already appeared on lines starting at {}, and another job came \
-                         in between; all rows of a job must be consecutive",
-                        self.first_line[index]
-                    ),
-                ));
-            }
+        if !continues && let Some(&index) = self.seen.get(job_id) {
+            return Err(TraceError::row(
+                row.file(),
+                row.line,
+                format!(
+                    "job `{job_id}` already appeared on lines starting at {}, and another job came \
+                     in between; all rows of a job must be consecutive",
+                    self.first_line[index]
+                ),
+            ));
         }
         if let (true, Some(job)) = (continues, self.jobs.last()) {
             let first = self.first_line.last().copied().unwrap_or(0);
@@ -153,9 +183,17 @@ impl Builder {
                 return Err(conflict(row, job_id, "queue", first));
             }
         }
-        let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
+        let position = if continues {
+            self.jobs.last().map_or(0, |j| j.tasks.len())
+        } else {
+            0
+        };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
-        let task_name = if task_id.is_empty() { position.to_string() } else { task_id.to_owned() };
+        let task_name = if task_id.is_empty() {
+            position.to_string()
+        } else {
+            task_id.to_owned()
+        };
         let task = TaskSpec {
             name: task_name,
             gpus,
@@ -203,7 +241,9 @@ fn conflict(row: &Row<'_>, job_id: &str, field: &str, first_line: u64) -> TraceE
 
 /// `true`/`false` (any case), `1`/`0`, or empty (false).
 fn parse_single_node(row: &Row<'_>, column: Option<usize>) -> Result<bool, TraceError> {
-    let Some(column) = column else { return Ok(false) };
+    let Some(column) = column else {
+        return Ok(false);
+    };
     let text = row.text(column)?;
     if text.is_empty() || text == "0" || text.eq_ignore_ascii_case("false") {
         Ok(false)
@@ -238,7 +278,10 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
         for task in &job.tasks {
             let work = format_seconds(task.work.as_ms());
             let gpus = task.gpus.to_string();
-            let estimate = task.estimate.map(|e| format_seconds(e.as_ms())).unwrap_or_default();
+            let estimate = task
+                .estimate
+                .map(|e| format_seconds(e.as_ms()))
+                .unwrap_or_default();
             writer
                 .write_record([
                     job.name.as_str(),
@@ -254,7 +297,9 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                 .map_err(io_error)?;
         }
     }
-    writer.flush().map_err(|e| TraceError::io("jobs.csv output", e.to_string()))
+    writer
+        .flush()
+        .map_err(|e| TraceError::io("jobs.csv output", e.to_string()))
 }
 
 fn check_writable(workload: &Workload) -> Result<(), TraceError> {
@@ -267,13 +312,17 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
             return refuse(format!("job {index} has an empty name"));
         }
         if let Some(other) = names.insert(name.as_str(), index) {
-            return refuse(format!("jobs {other} and {index} are both named `{name}`; job ids must be unique"));
+            return refuse(format!(
+                "jobs {other} and {index} are both named `{name}`; job ids must be unique"
+            ));
         }
         if job.submit.as_ms() > max_ms {
             return refuse(format!("job `{name}` is submitted after {MAX_SECONDS} s"));
         }
         if job.queue.as_deref() == Some("") {
-            return refuse(format!("job `{name}` has an empty queue name (use no queue instead)"));
+            return refuse(format!(
+                "job `{name}` has an empty queue name (use no queue instead)"
+            ));
         }
         for (t, task) in job.tasks.iter().enumerate() {
             let tname = &task.name;
@@ -284,7 +333,9 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
                 return refuse(format!("job `{name}` has two tasks named `{tname}`"));
             }
             if task.gpu_type.as_deref() == Some("") {
-                return refuse(format!("job `{name}` task `{tname}` has an empty GPU type (use none instead)"));
+                return refuse(format!(
+                    "job `{name}` task `{tname}` has an empty GPU type (use none instead)"
+                ));
             }
             let in_range = |d: SimDuration| (1..=max_ms).contains(&d.as_ms());
             if !in_range(task.work) || !task.estimate.is_none_or(in_range) {
@@ -314,7 +365,10 @@ mod tests {
         let w = read("job_id,submit_s,duration_s,gpus\nb,10,60.5,2\na,5,1,1\n").unwrap();
         assert_eq!(w.len(), 2);
         let a = &w.jobs()[0];
-        assert_eq!((a.name.as_str(), a.submit, a.tasks[0].work), ("a", SimTime(5_000), SimDuration(1_000)));
+        assert_eq!(
+            (a.name.as_str(), a.submit, a.tasks[0].work),
+            ("a", SimTime(5_000), SimDuration(1_000))
+        );
         let b = &w.jobs()[1];
         assert_eq!(b.tasks[0].name, "0");
         assert_eq!(b.tasks[0].work, SimDuration(60_500));
@@ -363,22 +417,45 @@ mod tests {
             err("job_id,submit_s,duration_s,gpus\na,0,1,0\n"),
             "jobs.csv:2: field `gpus`: expected a whole number of GPUs, at least 1, got \"0\""
         );
-        assert!(err("job_id,submit_s,duration_s,gpus\na,0,0,1\n").starts_with("jobs.csv:2: field `duration_s`: expected a positive"));
-        assert!(err("job_id,submit_s,duration_s,gpus\n,0,1,1\n").starts_with("jobs.csv:2: field `job_id`: expected a job id"));
-        assert!(err("job_id,submit_s,duration_s,gpus,single_node\na,0,1,1,yes\n").starts_with("jobs.csv:2: field `single_node`"));
-        assert!(err("job_id,submit_s,duration_s,gpus,estimate_s\na,0,1,1,-4\n").starts_with("jobs.csv:2: field `estimate_s`"));
+        assert!(
+            err("job_id,submit_s,duration_s,gpus\na,0,0,1\n")
+                .starts_with("jobs.csv:2: field `duration_s`: expected a positive")
+        );
+        assert!(
+            err("job_id,submit_s,duration_s,gpus\n,0,1,1\n")
+                .starts_with("jobs.csv:2: field `job_id`: expected a job id")
+        );
+        assert!(
+            err("job_id,submit_s,duration_s,gpus,single_node\na,0,1,1,yes\n")
+                .starts_with("jobs.csv:2: field `single_node`")
+        );
+        assert!(
+            err("job_id,submit_s,duration_s,gpus,estimate_s\na,0,1,1,-4\n")
+                .starts_with("jobs.csv:2: field `estimate_s`")
+        );
     }
 
     #[test]
     fn multi_task_conflicts_name_both_lines() {
         let e = err("job_id,submit_s,duration_s,gpus\nj,0,1,1\nj,5,1,1\n");
-        assert!(e.starts_with("jobs.csv:3: job `j`: `submit_s` differs from the job's first row (line 2)"), "{e}");
+        assert!(
+            e.starts_with(
+                "jobs.csv:3: job `j`: `submit_s` differs from the job's first row (line 2)"
+            ),
+            "{e}"
+        );
         let e = err("job_id,submit_s,duration_s,gpus,queue\nj,0,1,1,a\nj,0,1,1,b\n");
         assert!(e.starts_with("jobs.csv:3: job `j`: `queue` differs"), "{e}");
         let e = err("job_id,task_id,submit_s,duration_s,gpus\nj,w,0,1,1\nj,w,0,1,1\n");
-        assert_eq!(e, "jobs.csv:3: field `task_id`: expected a task id not used before in job `j`, got \"w\"");
+        assert_eq!(
+            e,
+            "jobs.csv:3: field `task_id`: expected a task id not used before in job `j`, got \"w\""
+        );
         let e = err("job_id,submit_s,duration_s,gpus\nj,0,1,1\nk,0,1,1\nj,0,1,1\n");
-        assert!(e.starts_with("jobs.csv:4: job `j` already appeared on lines starting at 2"), "{e}");
+        assert!(
+            e.starts_with("jobs.csv:4: job `j` already appeared on lines starting at 2"),
+            "{e}"
+        );
         // Equal submit times in different spellings are the same time.
         assert!(read("job_id,submit_s,duration_s,gpus\nj,5,1,1\nj,5.000,1,1\n").is_ok());
     }
@@ -388,8 +465,14 @@ mod tests {
         let e = err("job_id,submit_s,duration_s,gpus,gpu\na,0,1,1,x\n");
         assert!(e.starts_with("jobs.csv:1: unknown column `gpu`"), "{e}");
         let e = err("job_id,submit_s,gpus\na,0,1\n");
-        assert!(e.starts_with("jobs.csv:1: the header has no column `duration_s`"), "{e}");
-        assert_eq!(err("job_id,submit_s,duration_s,gpus\n"), "jobs.csv: no jobs: the file has a header but no rows");
+        assert!(
+            e.starts_with("jobs.csv:1: the header has no column `duration_s`"),
+            "{e}"
+        );
+        assert_eq!(
+            err("job_id,submit_s,duration_s,gpus\n"),
+            "jobs.csv: no jobs: the file has a header but no rows"
+        );
         assert_eq!(
             err("job_id,submit_s,duration_s,gpus\na,0,1\n"),
             "jobs.csv:2: expected 4 fields as in the header, got 3"
@@ -400,12 +483,15 @@ mod tests {
     fn writer_output_is_readable_and_exact() {
         let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_type,single_node,estimate_s,queue\n\
                     \"a,b\",0,0.5,600,1,,false,,\n\
-                    j,ps,1,0.001,1,A100,true,7.25,q\n\
+                    j,ps,1,0.001,1,A100,true,7.250,q\n\
                     j,w,1,2,8,,false,,q\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_jobs_csv(&w, &mut out).unwrap();
-        assert_eq!(String::from_utf8(out.clone()).unwrap(), text.replace("0.5,", "0.500,"));
+        assert_eq!(
+            String::from_utf8(out.clone()).unwrap(),
+            text.replace("0.5,", "0.500,")
+        );
         assert_eq!(read_jobs_csv(out.as_slice(), "again.csv").unwrap(), w);
     }
 

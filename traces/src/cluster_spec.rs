@@ -4,11 +4,11 @@
 //! point at the part or line the user wrote.
 
 use crate::error::{Sink, TraceError};
-use crate::rows::{parse_u32, Column, Rows, Unknown};
+use crate::rows::{Column, Rows, Unknown, parse_u32};
 use sim::cluster::MAX_GPUS_PER_NODE;
 use sim::{Cluster, ClusterSpec, PoolSpec};
 use std::collections::BTreeMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 
 /// The GPU type (and pool name) of a shorthand part that names none, e.g. `16x8`.
@@ -18,7 +18,8 @@ pub const DEFAULT_GPU_TYPE: &str = "GPU";
 /// so a typo like `4000000x8` must be an error, not an attempt to allocate it.
 pub const MAX_CLUSTER_GPUS: u64 = 1_000_000;
 
-const SHAPE: &str = "NODESxGPUS[:TYPE] parts separated by commas, such as 40x8:V100 or 8x8:A100,32x8:V100";
+const SHAPE: &str =
+    "NODESxGPUS[:TYPE] parts separated by commas, such as 40x8:V100 or 8x8:A100,32x8:V100";
 
 /// Parses the shorthand `NODESxGPUS[:TYPE][,...]`: `40x8:V100` is 40 nodes of 8 V100 GPUs.
 ///
@@ -47,13 +48,19 @@ pub fn parse_cluster_shorthand(text: &str) -> Result<ClusterSpec, TraceError> {
                 "part {number} `{part}`: node and GPU counts must be whole numbers; expected {SHAPE}"
             )));
         };
-        if gpu_type.is_empty() || !gpu_type.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) {
+        if gpu_type.is_empty()
+            || !gpu_type
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        {
             return Err(fail(format!(
                 "part {number} `{part}`: the GPU type must be letters, digits, `-`, `_` or `.`, such as V100"
             )));
         }
         if nodes == 0 {
-            return Err(fail(format!("part {number} `{part}`: a pool needs at least 1 node")));
+            return Err(fail(format!(
+                "part {number} `{part}`: a pool needs at least 1 node"
+            )));
         }
         if gpus == 0 || gpus > MAX_GPUS_PER_NODE {
             return Err(fail(format!(
@@ -94,19 +101,40 @@ fn pool_name(gpu_type: &str, taken: &[PoolSpec], types: &[&str]) -> String {
 
 /// Limits `sim::Cluster::new` does not check, then `Cluster::new` itself.
 fn check_spec(spec: &ClusterSpec) -> Result<(), String> {
-    let total: u64 = spec.pools.iter().map(|p| u64::from(p.nodes) * u64::from(p.gpus_per_node)).sum();
+    let total: u64 = spec
+        .pools
+        .iter()
+        .map(|p| u64::from(p.nodes) * u64::from(p.gpus_per_node))
+        .sum();
     if total > MAX_CLUSTER_GPUS {
-        return Err(format!("{total} GPUs in total; at most {MAX_CLUSTER_GPUS} are supported"));
+        return Err(format!(
+            "{total} GPUs in total; at most {MAX_CLUSTER_GPUS} are supported"
+        ));
     }
     Cluster::new(spec).map(|_| ()).map_err(|e| e.0)
 }
 
 const KNOWN: &[Column] = &[
-    Column { name: "pool", required: true },
-    Column { name: "gpu_type", required: true },
-    Column { name: "nodes", required: true },
-    Column { name: "gpus_per_node", required: true },
-    Column { name: "nodes_per_rack", required: false },
+    Column {
+        name: "pool",
+        required: true,
+    },
+    Column {
+        name: "gpu_type",
+        required: true,
+    },
+    Column {
+        name: "nodes",
+        required: true,
+    },
+    Column {
+        name: "gpus_per_node",
+        required: true,
+    },
+    Column {
+        name: "nodes_per_rack",
+        required: false,
+    },
 ];
 
 /// Reads `cluster.csv` (`pool,gpu_type,nodes,gpus_per_node[,nodes_per_rack]`); pools keep
@@ -115,7 +143,9 @@ pub fn read_cluster_csv<R: Read>(source: R, file: &str) -> Result<ClusterSpec, T
     let mut sink = Sink::new(1);
     match read_cluster_into(source, file, &mut sink) {
         Some(spec) if sink.is_empty() => Ok(spec),
-        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
+        _ => Err(sink
+            .into_first()
+            .unwrap_or_else(|| TraceError::file(file, "unreadable"))),
     }
 }
 
@@ -126,7 +156,37 @@ pub fn load_cluster_file(path: &Path) -> Result<ClusterSpec, TraceError> {
     read_cluster_csv(std::io::BufReader::new(file), &name)
 }
 
-pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<ClusterSpec> {
+/// Writes `spec` as `cluster.csv` (all five columns, pools in order); refuses a spec that
+/// `sim::Cluster::new` would refuse, so what is written always reads back identically.
+pub fn write_cluster_csv<W: Write>(spec: &ClusterSpec, out: W) -> Result<(), TraceError> {
+    check_spec(spec).map_err(|m| TraceError::value("cluster to write as cluster.csv", m))?;
+    let io_error = |e: csv::Error| TraceError::io("cluster.csv output", e.to_string());
+    let mut writer = csv::Writer::from_writer(out);
+    writer
+        .write_record(KNOWN.iter().map(|c| c.name))
+        .map_err(io_error)?;
+    for p in &spec.pools {
+        let numbers = [p.nodes, p.gpus_per_node, p.nodes_per_rack].map(|n| n.to_string());
+        writer
+            .write_record([
+                p.name.as_str(),
+                p.gpu_type.as_str(),
+                &numbers[0],
+                &numbers[1],
+                &numbers[2],
+            ])
+            .map_err(io_error)?;
+    }
+    writer
+        .flush()
+        .map_err(|e| TraceError::io("cluster.csv output", e.to_string()))
+}
+
+pub(crate) fn read_cluster_into<R: Read>(
+    source: R,
+    file: &str,
+    sink: &mut Sink,
+) -> Option<ClusterSpec> {
     let mut rows = match Rows::open(source, file) {
         Ok(rows) => rows,
         Err(e) => {
@@ -141,7 +201,8 @@ pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink)
             return None;
         }
     };
-    let (pool_col, type_col, nodes_col, gpus_col, rack_col) = (cols[0]?, cols[1]?, cols[2]?, cols[3]?, cols[4]);
+    let (pool_col, type_col, nodes_col, gpus_col, rack_col) =
+        (cols[0]?, cols[1]?, cols[2]?, cols[3]?, cols[4]);
     let mut pools = Vec::new();
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
     let mut total_gpus = 0u64;
@@ -149,11 +210,19 @@ pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink)
         let parsed = row.and_then(|row| {
             let name = row.name_field(pool_col, "a pool name")?;
             if let Some(first) = lines.get(name) {
-                return Err(row.error(pool_col, format!("a pool name not used before (line {first} has it)"), name));
+                return Err(row.error(
+                    pool_col,
+                    format!("a pool name not used before (line {first} has it)"),
+                    name,
+                ));
             }
             let gpu_type = row.name_field(type_col, "a GPU type such as V100")?;
             let nodes = row.gpus(nodes_col).map_err(|_| {
-                row.error(nodes_col, "a whole number of nodes, at least 1", row.text(nodes_col).unwrap_or_default())
+                row.error(
+                    nodes_col,
+                    "a whole number of nodes, at least 1",
+                    row.text(nodes_col).unwrap_or_default(),
+                )
             })?;
             let gpus_text = row.text(gpus_col)?;
             let gpus_per_node = match parse_u32(gpus_text) {
@@ -170,7 +239,11 @@ pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink)
             let nodes_per_rack = match rack_text {
                 "" => 0,
                 text => parse_u32(text).ok_or_else(|| {
-                    row.error(rack_col.unwrap_or(0), "a whole number of nodes per rack (0 or empty: one rack)", text)
+                    row.error(
+                        rack_col.unwrap_or(0),
+                        "a whole number of nodes per rack (0 or empty: one rack)",
+                        text,
+                    )
                 })?,
             };
             total_gpus += u64::from(nodes) * u64::from(gpus_per_node);
@@ -182,7 +255,13 @@ pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink)
                 ));
             }
             lines.insert(name.to_owned(), row.line);
-            Ok(PoolSpec { name: name.to_owned(), gpu_type: gpu_type.to_owned(), nodes, gpus_per_node, nodes_per_rack })
+            Ok(PoolSpec {
+                name: name.to_owned(),
+                gpu_type: gpu_type.to_owned(),
+                nodes,
+                gpus_per_node,
+                nodes_per_rack,
+            })
         });
         match parsed {
             Ok(pool) => pools.push(pool),
@@ -196,7 +275,10 @@ pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink)
     }
     if pools.is_empty() {
         if sink.is_empty() {
-            sink.push(TraceError::file(rows.file(), "no pools: the file has a header but no rows"));
+            sink.push(TraceError::file(
+                rows.file(),
+                "no pools: the file has a header but no rows",
+            ));
         }
         return None;
     }
@@ -230,16 +312,27 @@ mod tests {
     #[test]
     fn shorthand_builds_named_pools() {
         assert_eq!(pools("40x8:V100"), [p("V100", "V100", 40, 8)]);
-        assert_eq!(pools("8x8:A100, 32X8:V100"), [p("A100", "A100", 8, 8), p("V100", "V100", 32, 8)]);
+        assert_eq!(
+            pools("8x8:A100, 32X8:V100"),
+            [p("A100", "A100", 8, 8), p("V100", "V100", 32, 8)]
+        );
         assert_eq!(pools("16x8"), [p("GPU", "GPU", 16, 8)]);
         assert_eq!(
             pools("2x8:V100,4x4:V100,1x2:V100"),
-            [p("V100", "V100", 2, 8), p("V100-2", "V100", 4, 4), p("V100-3", "V100", 1, 2)]
+            [
+                p("V100", "V100", 2, 8),
+                p("V100-2", "V100", 4, 4),
+                p("V100-3", "V100", 1, 2)
+            ]
         );
         // A type spelled like a generated name keeps its own name.
         assert_eq!(
             pools("1x8:V100,1x8:V100,1x8:V100-2"),
-            [p("V100", "V100", 1, 8), p("V100-3", "V100", 1, 8), p("V100-2", "V100-2", 1, 8)]
+            [
+                p("V100", "V100", 1, 8),
+                p("V100-3", "V100", 1, 8),
+                p("V100-2", "V100-2", 1, 8)
+            ]
         );
     }
 
@@ -264,19 +357,40 @@ mod tests {
 
     #[test]
     fn cluster_csv_reads_pools_in_order() {
-        let text = "pool,gpu_type,nodes,gpus_per_node,nodes_per_rack\nfast,A100,8,8,4\nslow,V100,32,8,\n";
+        let text =
+            "pool,gpu_type,nodes,gpus_per_node,nodes_per_rack\nfast,A100,8,8,4\nslow,V100,32,8,\n";
         let spec = read_cluster_csv(text.as_bytes(), "cluster.csv").unwrap();
         assert_eq!(spec.pools.len(), 2);
         assert_eq!(spec.pools[0].nodes_per_rack, 4);
         assert_eq!(spec.pools[1].nodes_per_rack, 0);
         assert_eq!(Cluster::new(&spec).unwrap().gpu_count(), 320);
-        let spec = read_cluster_csv("gpus_per_node,nodes,gpu_type,pool\n2,3,K80,old\n".as_bytes(), "c.csv").unwrap();
+        let spec = read_cluster_csv(
+            "gpus_per_node,nodes,gpu_type,pool\n2,3,K80,old\n".as_bytes(),
+            "c.csv",
+        )
+        .unwrap();
         assert_eq!(spec.pools[0].name, "old");
     }
 
     #[test]
+    fn cluster_csv_round_trips() {
+        let mut spec = parse_cluster_shorthand("8x8:A100,32x8:V100,2x2:V100").unwrap();
+        spec.pools[1].nodes_per_rack = 4;
+        spec.pools[2].name = "old, \"slow\" ones".into();
+        let mut out = Vec::new();
+        write_cluster_csv(&spec, &mut out).unwrap();
+        assert_eq!(read_cluster_csv(out.as_slice(), "c.csv").unwrap(), spec);
+        spec.pools[0].gpus_per_node = 0;
+        assert!(write_cluster_csv(&spec, Vec::new()).is_err());
+    }
+
+    #[test]
     fn cluster_csv_errors_point_at_the_row() {
-        let e = |t: &str| read_cluster_csv(t.as_bytes(), "cluster.csv").unwrap_err().to_string();
+        let e = |t: &str| {
+            read_cluster_csv(t.as_bytes(), "cluster.csv")
+                .unwrap_err()
+                .to_string()
+        };
         let head = "pool,gpu_type,nodes,gpus_per_node\n";
         assert_eq!(
             e(&format!("{head}a,V100,2,8\na,V100,2,8\n")),
@@ -288,8 +402,14 @@ mod tests {
         );
         assert!(e(&format!("{head}a,V100,0,8\n")).starts_with("cluster.csv:2: field `nodes`"));
         assert!(e(&format!("{head}a,,1,8\n")).starts_with("cluster.csv:2: field `gpu_type`"));
-        assert_eq!(e(head), "cluster.csv: no pools: the file has a header but no rows");
+        assert_eq!(
+            e(head),
+            "cluster.csv: no pools: the file has a header but no rows"
+        );
         assert!(e("pool,gpu_type,nodes\n").contains("no column `gpus_per_node`"));
-        assert!(e(&format!("{head}a,V100,100000,64\n")).starts_with("cluster.csv:2: the cluster exceeds"));
+        assert!(
+            e(&format!("{head}a,V100,100000,64\n"))
+                .starts_with("cluster.csv:2: the cluster exceeds")
+        );
     }
 }

@@ -1,1 +1,306 @@
+//! Trace input for schedlab: the canonical trace format (see `traces/FORMAT.md`), importers for
+//! public cluster traces (Microsoft ITP, Philly), cluster descriptions, summary statistics and
+//! the seeded synthetic generator.
+//!
+//! Architecture Invariant: this crate is where trace time becomes integer milliseconds, once,
+//! with the rounding rule of [`timeparse`]; nothing downstream parses or rounds trace time.
+//!
+//! Architecture Invariant: bad input never panics; every reader returns a [`TraceError`] naming
+//! file, line and column. `load` and `validate` share one reading path (a [`error`] sink that
+//! keeps the first error or the first [`MAX_ERRORS`]), so they cannot disagree.
 
+pub mod canonical;
+pub mod cluster_spec;
+pub mod error;
+pub mod events;
+pub mod itp;
+pub mod philly;
+mod rows;
+pub mod stats;
+pub mod synth;
+pub mod timeparse;
+
+pub use canonical::{read_jobs_csv, write_jobs_csv};
+pub use cluster_spec::{
+    load_cluster_file, parse_cluster_shorthand, read_cluster_csv, write_cluster_csv,
+};
+pub use error::{MAX_ERRORS, TraceError};
+pub use events::{EventRecord, read_events_csv, write_events_csv};
+pub use itp::read_itp_csv;
+pub use philly::read_philly_csv;
+pub use stats::{DurationSummary, TraceStats};
+pub use synth::SynthConfig;
+pub use timeparse::{parse_datetime_ms, parse_seconds_ms};
+
+use error::Sink;
+use sim::{ClusterSpec, Workload};
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::str::FromStr;
+
+/// Which reader a trace needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Format {
+    /// schedlab's own: a `jobs.csv` file, or a directory with `jobs.csv` and optionally
+    /// `cluster.csv` and `events.csv`.
+    Canonical,
+    /// One Microsoft ITP `clusterNN.csv` (ElasticFlow release).
+    Itp,
+    /// Philly's per-job `philly.csv` (Pollux artifact).
+    Philly,
+}
+
+impl Format {
+    pub const ALL: [Format; 3] = [Format::Canonical, Format::Itp, Format::Philly];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Canonical => "canonical",
+            Format::Itp => "itp",
+            Format::Philly => "philly",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = TraceError;
+
+    fn from_str(s: &str) -> Result<Format, TraceError> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                TraceError::value(
+                    "trace format",
+                    format!("unknown format `{s}`; valid formats: canonical, itp, philly"),
+                )
+            })
+    }
+}
+
+/// Everything a trace gives the simulator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trace {
+    pub workload: Workload,
+    /// The cluster, when the trace describes one (canonical directory with `cluster.csv`).
+    pub cluster: Option<ClusterSpec>,
+    /// Ground-truth cluster events, sorted by time (canonical directory with `events.csv`).
+    pub events: Vec<EventRecord>,
+}
+
+/// Reads the trace at `path`; the first problem found is the error.
+pub fn load(path: &Path, format: Format) -> Result<Trace, TraceError> {
+    let mut sink = Sink::new(1);
+    match load_into(path, format, &mut sink) {
+        Some(trace) if sink.is_empty() => Ok(trace),
+        _ => Err(sink
+            .into_first()
+            .unwrap_or_else(|| TraceError::file(&path.display().to_string(), "unreadable"))),
+    }
+}
+
+/// Checks the trace at `path` and returns up to [`MAX_ERRORS`] problems (empty: valid).
+/// Rows with errors are skipped and reading goes on, so one run shows many problems.
+pub fn validate(path: &Path, format: Format) -> Vec<TraceError> {
+    let mut sink = Sink::new(MAX_ERRORS);
+    load_into(path, format, &mut sink);
+    sink.into_errors()
+}
+
+/// Reads one jobs file of `format` from any reader; `file` names it in errors. For tests,
+/// stdin and in-memory data; [`load`] is the same on a path.
+pub fn read_workload<R: Read>(
+    source: R,
+    file: &str,
+    format: Format,
+) -> Result<Workload, TraceError> {
+    match format {
+        Format::Canonical => read_jobs_csv(source, file),
+        Format::Itp => read_itp_csv(source, file),
+        Format::Philly => read_philly_csv(source, file),
+    }
+}
+
+/// Writes `trace` as a canonical trace directory: `jobs.csv`, plus `cluster.csv` when the
+/// trace has a cluster and `events.csv` when it has events. Creates `dir` if needed.
+pub fn write_trace_dir(trace: &Trace, dir: &Path) -> Result<(), TraceError> {
+    let name = dir.display().to_string();
+    std::fs::create_dir_all(dir)
+        .map_err(|e| TraceError::io(&name, format!("cannot create: {e}")))?;
+    let create = |file: &str| {
+        let path = dir.join(file);
+        File::create(&path)
+            .map(std::io::BufWriter::new)
+            .map_err(|e| TraceError::io(&path.display().to_string(), format!("cannot write: {e}")))
+    };
+    write_jobs_csv(&trace.workload, create("jobs.csv")?)?;
+    if let Some(cluster) = &trace.cluster {
+        write_cluster_csv(cluster, create("cluster.csv")?)?;
+    }
+    if !trace.events.is_empty() {
+        write_events_csv(&trace.events, create("events.csv")?)?;
+    }
+    Ok(())
+}
+
+/// [`validate`] for one jobs file of `format` read from any reader (stdin, memory).
+pub fn validate_workload<R: Read>(source: R, file: &str, format: Format) -> Vec<TraceError> {
+    let mut sink = Sink::new(MAX_ERRORS);
+    match format {
+        Format::Canonical => canonical::read_jobs_into(source, file, &mut sink),
+        Format::Itp => itp::read_itp_into(source, file, &mut sink),
+        Format::Philly => philly::read_philly_into(source, file, &mut sink),
+    };
+    sink.into_errors()
+}
+
+fn open(path: &Path, sink: &mut Sink) -> Option<(File, String)> {
+    let name = path.display().to_string();
+    match File::open(path) {
+        Ok(file) => Some((file, name)),
+        Err(e) => {
+            sink.push(TraceError::io(&name, e.to_string()));
+            None
+        }
+    }
+}
+
+fn load_into(path: &Path, format: Format, sink: &mut Sink) -> Option<Trace> {
+    if path.is_dir() {
+        if format != Format::Canonical {
+            sink.push(TraceError::file(
+                &path.display().to_string(),
+                format!("is a directory; the {format} format reads one CSV file"),
+            ));
+            return None;
+        }
+        return load_directory(path, sink);
+    }
+    let (file, name) = open(path, sink)?;
+    let workload = match format {
+        Format::Canonical => canonical::read_jobs_into(file, &name, sink),
+        Format::Itp => itp::read_itp_into(file, &name, sink),
+        Format::Philly => philly::read_philly_into(file, &name, sink),
+    }?;
+    Some(Trace {
+        workload,
+        cluster: None,
+        events: Vec::new(),
+    })
+}
+
+/// A canonical trace directory: `jobs.csv` required, `cluster.csv` and `events.csv` optional.
+/// All three are read even after an error, so `validate` reports problems in each.
+fn load_directory(dir: &Path, sink: &mut Sink) -> Option<Trace> {
+    let jobs_path = dir.join("jobs.csv");
+    let workload = if jobs_path.is_file() {
+        open(&jobs_path, sink).and_then(|(file, name)| canonical::read_jobs_into(file, &name, sink))
+    } else {
+        sink.push(TraceError::file(
+            &dir.display().to_string(),
+            "the trace directory has no jobs.csv (cluster.csv and events.csv are optional)",
+        ));
+        None
+    };
+    let cluster_path = dir.join("cluster.csv");
+    let cluster = if cluster_path.exists() && !sink.is_full() {
+        open(&cluster_path, sink)
+            .and_then(|(file, name)| cluster_spec::read_cluster_into(file, &name, sink))
+    } else {
+        None
+    };
+    let events_path = dir.join("events.csv");
+    let events = if events_path.exists() && !sink.is_full() {
+        open(&events_path, sink)
+            .and_then(|(file, name)| events::read_events_into(file, &name, cluster.as_ref(), sink))
+    } else {
+        Some(Vec::new())
+    };
+    Some(Trace {
+        workload: workload?,
+        cluster,
+        events: events?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_parse_and_print() {
+        for f in Format::ALL {
+            assert_eq!(f.name().parse::<Format>(), Ok(f));
+        }
+        let e = "csv".parse::<Format>().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "trace format: unknown format `csv`; valid formats: canonical, itp, philly"
+        );
+    }
+
+    #[test]
+    fn read_workload_dispatches_on_format() {
+        let itp = "job_id,submission_time,duration,num_gpu\na,1,600,1\n";
+        assert_eq!(
+            read_workload(itp.as_bytes(), "x", Format::Itp)
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(read_workload(itp.as_bytes(), "x", Format::Philly).is_err());
+    }
+
+    #[test]
+    fn validate_collects_many_errors_and_skips_bad_rows() {
+        let mut text = String::from("job_id,submit_s,duration_s,gpus\n");
+        for i in 0..30 {
+            text.push_str(&format!(
+                "j{i},0,{},1\n",
+                if i % 2 == 0 { "x" } else { "5" }
+            ));
+        }
+        let errors = validate_workload(text.as_bytes(), "jobs.csv", Format::Canonical);
+        assert_eq!(errors.len(), 15);
+        let lines: Vec<u64> = errors.iter().filter_map(TraceError::line).collect();
+        assert_eq!(lines, (0..15).map(|k| 2 + 2 * k).collect::<Vec<u64>>());
+        text.push_str(&"j,0,x,1\n".repeat(30));
+        assert_eq!(
+            validate_workload(text.as_bytes(), "jobs.csv", Format::Canonical).len(),
+            MAX_ERRORS
+        );
+        // The first error of validate is the error of load.
+        let first = read_workload(text.as_bytes(), "jobs.csv", Format::Canonical).unwrap_err();
+        assert_eq!(
+            Some(&first),
+            validate_workload(text.as_bytes(), "jobs.csv", Format::Canonical).first()
+        );
+    }
+
+    #[test]
+    fn missing_files_are_io_errors() {
+        let e = load(
+            Path::new("/nonexistent/schedlab/philly.csv"),
+            Format::Philly,
+        )
+        .unwrap_err();
+        assert!(matches!(e, TraceError::Io { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("/nonexistent/schedlab/philly.csv: cannot read:"),
+            "{e}"
+        );
+        assert_eq!(
+            validate(Path::new("/nonexistent/x.csv"), Format::Itp).len(),
+            1
+        );
+    }
+}

@@ -3,7 +3,7 @@
 //! value into a [`TraceError`] naming file, line and column. Readers only say what they expect.
 
 use crate::error::TraceError;
-use crate::timeparse::{parse_seconds_ms, SecondsError};
+use crate::timeparse::{SecondsError, parse_seconds_ms};
 use csv::ByteRecord;
 use std::io::Read;
 
@@ -24,7 +24,7 @@ pub(crate) enum Unknown {
 
 /// A CSV file being read row by row.
 pub(crate) struct Rows<R: Read> {
-    reader: csv::Reader<R>,
+    reader: csv::Reader<LineTracker<R>>,
     record: ByteRecord,
     file: String,
     header: Vec<String>,
@@ -40,7 +40,7 @@ impl<R: Read> Rows<R> {
             .has_headers(false)
             // Row lengths are checked here, so the error can name the line and both counts.
             .flexible(true)
-            .from_reader(source);
+            .from_reader(LineTracker::new(source));
         let mut rows = Rows {
             reader,
             record: ByteRecord::new(),
@@ -51,14 +51,23 @@ impl<R: Read> Rows<R> {
         };
         match rows.reader.read_byte_record(&mut rows.record) {
             Ok(true) => {}
-            Ok(false) => return Err(TraceError::file(file, "the file is empty; expected a header line")),
+            Ok(false) => {
+                return Err(TraceError::file(
+                    file,
+                    "the file is empty; expected a header line",
+                ));
+            }
             Err(e) => return Err(csv_error(file, &e)),
         }
-        let line = record_line(&rows.record);
+        let line = rows.record_line();
         rows.header_line = line;
         for (index, raw) in rows.record.iter().enumerate() {
             // A UTF-8 byte-order mark (spreadsheet exports) is not part of the first name.
-            let raw = if index == 0 { raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw) } else { raw };
+            let raw = if index == 0 {
+                raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw)
+            } else {
+                raw
+            };
             match std::str::from_utf8(raw) {
                 Ok(name) => rows.header.push(name.to_owned()),
                 Err(_) => {
@@ -79,11 +88,17 @@ impl<R: Read> Rows<R> {
 
     /// Finds each known column in the header (any order). Missing required columns, repeated
     /// names and (with [`Unknown::Refuse`]) unknown names are errors naming the header line.
-    pub(crate) fn columns(&self, known: &[Column], unknown: Unknown) -> Result<Vec<Option<usize>>, TraceError> {
+    pub(crate) fn columns(
+        &self,
+        known: &[Column],
+        unknown: Unknown,
+    ) -> Result<Vec<Option<usize>>, TraceError> {
         let expected = known.iter().map(|c| c.name).collect::<Vec<_>>().join(",");
         for (index, name) in self.header.iter().enumerate() {
             if self.header[..index].contains(name) {
-                return Err(self.header_error(format!("column `{name}` appears twice in the header")));
+                return Err(
+                    self.header_error(format!("column `{name}` appears twice in the header"))
+                );
             }
             if unknown == Unknown::Refuse && !known.iter().any(|c| c.name == name) {
                 return Err(self.header_error(format!(
@@ -128,7 +143,7 @@ impl<R: Read> Rows<R> {
                 return Some(Err(csv_error(&self.file, &e)));
             }
         }
-        let line = record_line(&self.record);
+        let line = self.record_line();
         if self.record.len() != self.header.len() {
             return Some(Err(TraceError::row(
                 &self.file,
@@ -140,13 +155,106 @@ impl<R: Read> Rows<R> {
                 ),
             )));
         }
-        Some(Ok(Row { line, record: &self.record, file: &self.file, header: &self.header }))
+        Some(Ok(Row {
+            line,
+            record: &self.record,
+            file: &self.file,
+            header: &self.header,
+        }))
     }
 }
 
-/// The 1-based line where a record starts, as an editor counts it.
-fn record_line(record: &ByteRecord) -> u64 {
-    record.position().map_or(0, |p| p.line())
+impl<R: Read> Rows<R> {
+    /// The 1-based line where the current record starts, as an editor counts it.
+    fn record_line(&mut self) -> u64 {
+        let byte = self.record.position().map_or(0, |p| p.byte());
+        self.reader.get_mut().line_at(byte)
+    }
+}
+
+/// Counts lines for the csv reader, whose own line numbers are wrong after CRLF line ends and
+/// blank lines (it reports the line where it started looking, before the skipped line ends).
+/// Keeps the bytes between the last record start and what the csv reader has read ahead
+/// (about its 8 KiB buffer), and counts line breaks once, as records are reached.
+pub(crate) struct LineTracker<R> {
+    inner: R,
+    /// Bytes from absolute offset `window_start` on.
+    window: Vec<u8>,
+    window_start: u64,
+    /// Line breaks are counted up to this absolute offset.
+    counted_to: u64,
+    count: BreakCount,
+}
+
+/// Line breaks seen so far. A line break is `\n`, `\r\n` or a lone `\r` (all three end a
+/// CSV record).
+#[derive(Default)]
+struct BreakCount {
+    breaks: u64,
+    /// The last byte seen was `\r`: a following `\n` is the same line break.
+    after_cr: bool,
+}
+
+impl BreakCount {
+    fn add(&mut self, b: u8) {
+        match b {
+            b'\r' => {
+                self.breaks += 1;
+                self.after_cr = true;
+            }
+            b'\n' => {
+                self.breaks += u64::from(!self.after_cr);
+                self.after_cr = false;
+            }
+            _ => self.after_cr = false,
+        }
+    }
+}
+
+impl<R> LineTracker<R> {
+    fn new(inner: R) -> LineTracker<R> {
+        LineTracker {
+            inner,
+            window: Vec::new(),
+            window_start: 0,
+            counted_to: 0,
+            count: BreakCount::default(),
+        }
+    }
+
+    /// The line of the first byte at or after `byte` that is not a line-end byte: the csv
+    /// reader's record position may point at the `\n` of a CRLF or at skipped blank lines.
+    fn line_at(&mut self, byte: u64) -> u64 {
+        let from = usize::try_from(byte.max(self.counted_to).saturating_sub(self.window_start))
+            .unwrap_or(usize::MAX);
+        let mut at = from.min(self.window.len());
+        // Count what lies between the last counted point and the record's first byte.
+        let counted = usize::try_from(self.counted_to - self.window_start)
+            .unwrap_or(usize::MAX)
+            .min(at);
+        for &b in &self.window[counted..at] {
+            self.count.add(b);
+        }
+        while let Some(&b) = self.window.get(at).filter(|&&b| b == b'\r' || b == b'\n') {
+            self.count.add(b);
+            at += 1;
+        }
+        self.counted_to = self.window_start + at as u64;
+        // Forget what is counted once it is a good share of the window: no per-record memmove.
+        if at > 64 * 1024 && at > self.window.len() / 2 {
+            self.window.drain(..at);
+            self.window_start += at as u64;
+        }
+        self.count.breaks + 1
+    }
+}
+
+impl<R: Read> Read for LineTracker<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.window.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
 }
 
 fn csv_error(file: &str, error: &csv::Error) -> TraceError {
@@ -174,7 +282,12 @@ impl<'a> Row<'a> {
     }
 
     /// A field error at this row, in column `column`.
-    pub(crate) fn error(&self, column: usize, expected: impl Into<String>, found: &str) -> TraceError {
+    pub(crate) fn error(
+        &self,
+        column: usize,
+        expected: impl Into<String>,
+        found: &str,
+    ) -> TraceError {
         TraceError::field(self.file, self.line, self.name(column), expected, found)
     }
 
@@ -194,7 +307,11 @@ impl<'a> Row<'a> {
     pub(crate) fn name_field(&self, column: usize, what: &str) -> Result<&'a str, TraceError> {
         let text = self.text(column)?;
         if text.is_empty() {
-            return Err(self.error(column, format!("{what} (the field must not be empty)"), text));
+            return Err(self.error(
+                column,
+                format!("{what} (the field must not be empty)"),
+                text,
+            ));
         }
         Ok(text)
     }
@@ -225,7 +342,10 @@ impl<'a> Row<'a> {
     }
 
     /// Optional positive seconds: an empty field or an absent column is `None`.
-    pub(crate) fn opt_positive_seconds_ms(&self, column: Option<usize>) -> Result<Option<u64>, TraceError> {
+    pub(crate) fn opt_positive_seconds_ms(
+        &self,
+        column: Option<usize>,
+    ) -> Result<Option<u64>, TraceError> {
         match column {
             Some(c) if !self.text(c)?.is_empty() => self.positive_seconds_ms(c).map(Some),
             _ => Ok(None),
@@ -244,7 +364,8 @@ impl<'a> Row<'a> {
     /// A whole number in `0..limit`, for indexes (nodes, GPU slots).
     pub(crate) fn index(&self, column: usize, what: &str) -> Result<u32, TraceError> {
         let text = self.text(column)?;
-        parse_u32(text).ok_or_else(|| self.error(column, format!("{what} (a whole number, 0 or more)"), text))
+        parse_u32(text)
+            .ok_or_else(|| self.error(column, format!("{what} (a whole number, 0 or more)"), text))
     }
 }
 
@@ -253,8 +374,9 @@ pub(crate) fn parse_u32(text: &str) -> Option<u32> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    text.bytes()
-        .try_fold(0u32, |n, b| n.checked_mul(10)?.checked_add(u32::from(b - b'0')))
+    text.bytes().try_fold(0u32, |n, b| {
+        n.checked_mul(10)?.checked_add(u32::from(b - b'0'))
+    })
 }
 
 #[cfg(test)]
@@ -262,8 +384,14 @@ mod tests {
     use super::*;
 
     const COLUMNS: &[Column] = &[
-        Column { name: "a", required: true },
-        Column { name: "b", required: false },
+        Column {
+            name: "a",
+            required: true,
+        },
+        Column {
+            name: "b",
+            required: false,
+        },
     ];
 
     #[test]
@@ -276,32 +404,84 @@ mod tests {
         assert_eq!(lines, [2, 4]);
     }
 
+    fn lines_of(input: &[u8]) -> Vec<u64> {
+        let mut rows = Rows::open(input, "t.csv").unwrap();
+        let mut lines = vec![rows.header_line];
+        while let Some(row) = rows.next_row() {
+            lines.push(row.unwrap().line);
+        }
+        lines
+    }
+
+    #[test]
+    fn lines_are_right_with_any_line_ends() {
+        assert_eq!(lines_of(b"a,b\r\n1,2\r\n\r\n3,4\r\n"), [1, 2, 4]);
+        assert_eq!(lines_of(b"\n\na,b\n1,2\n"), [3, 4]);
+        assert_eq!(lines_of(b"a,b\r1,2\r\r3,4\r"), [1, 2, 4]);
+        assert_eq!(lines_of(b"a,b\n\"x\ny\",2\n3,4"), [1, 2, 4]);
+        assert_eq!(lines_of(b"a,b\n\"x\n\ny\",2\n\n\n3,4\n\n"), [1, 2, 7]);
+    }
+
+    #[test]
+    fn lines_are_right_past_the_read_ahead_buffer() {
+        let mut text = String::from("a,b\n");
+        for i in 0..30_000 {
+            text.push_str(if i % 7 == 0 { "1,2\r\n\r\n" } else { "1,2\n" });
+        }
+        let lines = lines_of(text.as_bytes());
+        let mut expected = vec![1];
+        let mut line = 2;
+        for i in 0..30_000 {
+            expected.push(line);
+            line += if i % 7 == 0 { 2 } else { 1 };
+        }
+        assert_eq!(lines, expected);
+    }
+
     #[test]
     fn header_problems_are_named() {
         let rows = Rows::open("a,c\n".as_bytes(), "t.csv").unwrap();
-        let e = rows.columns(COLUMNS, Unknown::Refuse).unwrap_err().to_string();
+        let e = rows
+            .columns(COLUMNS, Unknown::Refuse)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("t.csv:1: unknown column `c`"), "{e}");
         assert!(rows.columns(COLUMNS, Unknown::Ignore).is_ok());
         let rows = Rows::open("b\n".as_bytes(), "t.csv").unwrap();
-        let e = rows.columns(COLUMNS, Unknown::Refuse).unwrap_err().to_string();
+        let e = rows
+            .columns(COLUMNS, Unknown::Refuse)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no column `a`"), "{e}");
         let rows = Rows::open("a,a\n".as_bytes(), "t.csv").unwrap();
-        let e = rows.columns(COLUMNS, Unknown::Refuse).unwrap_err().to_string();
+        let e = rows
+            .columns(COLUMNS, Unknown::Refuse)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`a` appears twice"), "{e}");
         let rows = Rows::open("\u{feff}a\n".as_bytes(), "t.csv").unwrap();
-        assert_eq!(rows.columns(COLUMNS, Unknown::Refuse).unwrap(), [Some(0), None]);
-        let e = Rows::open("".as_bytes(), "t.csv").err().unwrap().to_string();
+        assert_eq!(
+            rows.columns(COLUMNS, Unknown::Refuse).unwrap(),
+            [Some(0), None]
+        );
+        let e = Rows::open("".as_bytes(), "t.csv")
+            .err()
+            .unwrap()
+            .to_string();
         assert_eq!(e, "t.csv: the file is empty; expected a header line");
     }
 
     #[test]
     fn short_rows_and_bad_bytes_are_errors_with_their_line() {
-        let mut rows = Rows::open("a,b\n1\n\xff,2\n".as_bytes(), "t.csv").unwrap();
+        let mut rows = Rows::open(&b"a,b\n1\n\xff,2\n"[..], "t.csv").unwrap();
         let e = rows.next_row().unwrap().err().unwrap().to_string();
         assert_eq!(e, "t.csv:2: expected 2 fields as in the header, got 1");
         let row = rows.next_row().unwrap().unwrap();
         let e = row.text(0).unwrap_err().to_string();
-        assert!(e.starts_with("t.csv:3: field `a`: expected UTF-8 text"), "{e}");
+        assert!(
+            e.starts_with("t.csv:3: field `a`: expected UTF-8 text"),
+            "{e}"
+        );
         assert!(rows.next_row().is_none());
     }
 

@@ -74,3 +74,20 @@ pub fn first_gpus(result: &RunResult, job: &str) -> Vec<u32> {
         .map(|g| g.0)
         .collect()
 }
+
+/// Every policy with each value of each of its parameters somewhere in the list (defaults
+/// included): the sweep that the property and determinism tests run. `properties.rs` checks
+/// that it covers `policies::POLICIES`, so a new policy or parameter value must be added here.
+pub const ALL_SPECS: &[&str] = &[
+    "fifo",
+    "fifo[skip=true]",
+    "fifo[placement=spread]",
+    "sjf",
+    "sjf[duration=estimate]",
+    "sjf[placement=spread]",
+    "srtf",
+    "srtf[duration=estimate,placement=spread]",
+    "easy-backfill",
+    "easy-backfill[duration=estimate,depth=3]",
+    "easy-backfill[placement=spread]",
+];

@@ -1,0 +1,80 @@
+//! Throughput and scaling of the whole simulator (engine + controller + policy).
+//!
+//! `cargo bench --bench simulate` measures:
+//! - `engine_events`: events per second on the built-in synthetic workload (20k jobs, 128 GPUs);
+//! - `philly`: the full philly.csv (82,247 jobs) on a Philly-sized cluster under each policy;
+//! - `synthetic_1m`: one million synthetic jobs on 10,000 GPUs under each policy.
+//!
+//! Philly needs ../shared/traces beside the checkout; without it that group prints SKIPPED.
+//! Peak memory is not something divan measures: README gives the command (GNU time) for it.
+
+use sim::{Cluster, ControllerConfig, Workload};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+fn main() {
+    divan::main();
+}
+
+const POLICIES: &[&str] = &["fifo", "fifo[skip=true]", "sjf", "srtf", "easy-backfill", "fifo[placement=spread]"];
+
+/// The Philly cluster per the official machine list: 321 x 2 GPUs (12 GB) and 231 x 8 (24 GB).
+const PHILLY_CLUSTER: &str = "321x2:12GB,231x8:24GB";
+
+fn cluster(shorthand: &str) -> Cluster {
+    Cluster::new(&traces::parse_cluster_shorthand(shorthand).expect("valid shorthand")).expect("valid cluster")
+}
+
+fn synthetic(jobs: usize, gpus: u32) -> Workload {
+    let mut config = traces::SynthConfig::for_cluster(gpus, 0.8);
+    config.jobs = jobs;
+    config.generate().expect("synthetic workload")
+}
+
+fn config() -> ControllerConfig {
+    ControllerConfig { check_invariants: false, ..ControllerConfig::default() }
+}
+
+fn run(spec: &str, cluster: Cluster, workload: Workload) -> sim::RunResult {
+    let mut policy = policies::build(spec).expect("valid policy");
+    sim::simulate(cluster, workload, policy.as_mut(), config()).expect("runs")
+}
+
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn engine_events(bencher: divan::Bencher) {
+    let (c, w) = (cluster("16x8:V100"), synthetic(20_000, 128));
+    let events = run("fifo", c.clone(), w.clone()).stats.events;
+    bencher
+        .counter(divan::counter::ItemsCount::new(events))
+        .with_inputs(|| (c.clone(), w.clone()))
+        .bench_values(|(c, w)| run("fifo", c, w));
+}
+
+fn philly() -> Option<&'static Workload> {
+    static PHILLY: OnceLock<Option<Workload>> = OnceLock::new();
+    PHILLY
+        .get_or_init(|| {
+            let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/philly-pollux/philly.csv");
+            if !path.is_file() {
+                eprintln!("SKIPPED: {} not found; philly benches measure nothing", path.display());
+                return None;
+            }
+            Some(traces::load(&path, traces::Format::Philly).expect("philly.csv loads").workload)
+        })
+        .as_ref()
+}
+
+#[divan::bench(args = POLICIES, sample_count = 5, sample_size = 1)]
+fn philly_full(bencher: divan::Bencher, spec: &str) {
+    let Some(workload) = philly() else { return };
+    let c = cluster(PHILLY_CLUSTER);
+    bencher.with_inputs(|| (c.clone(), workload.clone())).bench_values(|(c, w)| run(spec, c, w));
+}
+
+#[divan::bench(args = POLICIES, sample_count = 2, sample_size = 1)]
+fn synthetic_1m(bencher: divan::Bencher, spec: &str) {
+    static WORKLOAD: OnceLock<Workload> = OnceLock::new();
+    let workload = WORKLOAD.get_or_init(|| synthetic(1_000_000, 10_000));
+    let c = cluster("1250x8:V100");
+    bencher.with_inputs(|| (c.clone(), workload.clone())).bench_values(|(c, w)| run(spec, c, w));
+}

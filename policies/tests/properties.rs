@@ -1,0 +1,878 @@
+//! Properties every policy must hold on random clusters and workloads.
+//!
+//! Each case is run with the Controller's own invariant checks on (double allocation, split
+//! gangs, GPU-time conservation panic at the step that breaks them), and then the run is checked
+//! against a model kept here, independent of `sim`: which jobs can never fit is computed from the
+//! cluster description, and the decision log is replayed on a GPU-ownership table of our own
+//! (every start on free GPUs of an eligible pool, every attempt as long as the work and restart
+//! overhead say, every record and integral of the result recomputed from the log).
+//!
+//! Policy-specific properties checked at every decision point of the replay: greedy policies
+//! (`fifo[skip=true]`, `sjf`, `srtf`) leave no waiting task that fits the free GPUs; strict
+//! `fifo` and `easy-backfill` leave the queue's head unable to fit, and strict `fifo` starts
+//! tasks in arrival order.
+
+mod common;
+
+use common::ALL_SPECS;
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use sim::{
+    Cluster, ClusterSpec, ControllerConfig, DecisionKind, JobOutcome, JobSpec, PoolSpec, RunResult, SimDuration,
+    SimTime, TaskSpec, Workload,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Random cases
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+struct PoolDesc {
+    nodes: u32,
+    gpus_per_node: u32,
+    gpu_type: &'static str,
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    pools: Vec<PoolDesc>,
+    jobs: Vec<JobSpec>,
+    seed: u64,
+}
+
+fn arb_pools() -> impl Strategy<Value = Vec<PoolDesc>> {
+    let pool = (1u32..=6, 1u32..=8, prop::sample::select(&["A", "B"][..]))
+        .prop_map(|(nodes, gpus_per_node, gpu_type)| PoolDesc { nodes, gpus_per_node, gpu_type });
+    prop::collection::vec(pool, 1..=3)
+}
+
+fn arb_gpus() -> impl Strategy<Value = u32> {
+    prop_oneof![10 => Just(1u32), 3 => Just(2), 1 => Just(3), 2 => Just(4), 2 => Just(8), 1 => Just(16)]
+}
+
+/// Mostly untyped; types compare case-insensitively (`b` is pool type `B`); `C` never exists.
+fn arb_gpu_type() -> impl Strategy<Value = Option<String>> {
+    prop_oneof![
+        8 => Just(None),
+        2 => Just(Some("A".to_string())),
+        2 => Just(Some("b".to_string())),
+        1 => Just(Some("C".to_string())),
+    ]
+}
+
+/// Whole seconds from 1 s to 2 h, plus ms-granular odd values (some below a second).
+fn arb_work_ms() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        6 => (1u64..=7_200).prop_map(|s| s * 1000),
+        2 => 1_000u64..=7_200_000,
+        1 => 1u64..=999,
+    ]
+}
+
+/// Many exact ties: a few fixed instants, a coarse grid, and some arbitrary ms.
+fn arb_submit_ms() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        3 => prop::sample::select(&[0u64, 1_000, 60_000, 3_600_000][..]),
+        3 => (0u64..=20).prop_map(|k| k * 30_000),
+        1 => 0u64..=7_200_000,
+    ]
+}
+
+fn arb_task() -> impl Strategy<Value = TaskSpec> {
+    // Estimate = work x q/4 (q = 0 gives a zero estimate), or exact.
+    let estimate_quarters = prop_oneof![1 => Just(4u64), 4 => 0u64..=16];
+    (arb_gpus(), arb_gpu_type(), prop::bool::weighted(0.2), arb_work_ms(), estimate_quarters).prop_map(
+        |(gpus, gpu_type, single_node, work_ms, quarters)| TaskSpec {
+            name: String::new(),
+            gpus,
+            gpu_type,
+            single_node,
+            work: SimDuration(work_ms),
+            estimate: Some(SimDuration(work_ms * quarters / 4)),
+        },
+    )
+}
+
+fn arb_job() -> impl Strategy<Value = JobSpec> {
+    let tasks = prop_oneof![
+        8 => prop::collection::vec(arb_task(), 1..=1),
+        2 => prop::collection::vec(arb_task(), 2..=3),
+    ];
+    (arb_submit_ms(), tasks).prop_map(|(submit_ms, mut tasks)| {
+        for (i, t) in tasks.iter_mut().enumerate() {
+            t.name = i.to_string();
+        }
+        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, tasks }
+    })
+}
+
+fn arb_case() -> impl Strategy<Value = Case> {
+    (arb_pools(), prop::collection::vec(arb_job(), 1..=60), any::<u64>()).prop_map(|(pools, mut jobs, seed)| {
+        for (i, j) in jobs.iter_mut().enumerate() {
+            j.name = format!("j{i}");
+        }
+        Case { pools, jobs, seed }
+    })
+}
+
+fn build_cluster(pools: &[PoolDesc]) -> Cluster {
+    let pools = pools
+        .iter()
+        .enumerate()
+        .map(|(i, p)| PoolSpec {
+            name: format!("p{i}"),
+            gpu_type: p.gpu_type.to_string(),
+            nodes: p.nodes,
+            gpus_per_node: p.gpus_per_node,
+            nodes_per_rack: 0,
+        })
+        .collect();
+    Cluster::new(&ClusterSpec { pools }).expect("valid random cluster")
+}
+
+// ---------------------------------------------------------------------------------------------
+// The independent model
+// ---------------------------------------------------------------------------------------------
+
+struct TaskModel {
+    job: usize,
+    gpus: u32,
+    single_node: bool,
+    /// Pool indexes of the task's type (all pools when it names none).
+    eligible: Vec<usize>,
+    work_ms: u64,
+}
+
+struct JobModel {
+    submit_ms: u64,
+    tasks: std::ops::Range<usize>,
+    /// Every task fits an empty cluster.
+    schedulable: bool,
+}
+
+/// The cluster laid out as `sim` numbers it: pools in order, nodes in order, GPUs in order.
+struct Model {
+    pools: Vec<PoolDesc>,
+    gpu_node: Vec<usize>,
+    node_pool: Vec<usize>,
+    tasks: Vec<TaskModel>,
+    jobs: Vec<JobModel>,
+}
+
+impl Model {
+    fn new(pools: &[PoolDesc], workload: &Workload) -> Model {
+        let (mut gpu_node, mut node_pool) = (Vec::new(), Vec::new());
+        for (p, pool) in pools.iter().enumerate() {
+            for _ in 0..pool.nodes {
+                let node = node_pool.len();
+                node_pool.push(p);
+                gpu_node.extend(std::iter::repeat_n(node, pool.gpus_per_node as usize));
+            }
+        }
+        let (mut tasks, mut jobs) = (Vec::new(), Vec::new());
+        for (j, spec) in workload.jobs().iter().enumerate() {
+            let first = tasks.len();
+            let mut schedulable = true;
+            for t in &spec.tasks {
+                let eligible: Vec<usize> = (0..pools.len())
+                    .filter(|&p| t.gpu_type.as_deref().is_none_or(|ty| ty.eq_ignore_ascii_case(pools[p].gpu_type)))
+                    .collect();
+                let largest = eligible
+                    .iter()
+                    .map(|&p| {
+                        let pool = &pools[p];
+                        if t.single_node { pool.gpus_per_node } else { pool.gpus_per_node * pool.nodes }
+                    })
+                    .max();
+                schedulable &= largest.is_some_and(|cap| t.gpus <= cap);
+                tasks.push(TaskModel {
+                    job: j,
+                    gpus: t.gpus,
+                    single_node: t.single_node,
+                    eligible,
+                    work_ms: t.work.as_ms(),
+                });
+            }
+            jobs.push(JobModel { submit_ms: spec.submit.as_ms(), tasks: first..tasks.len(), schedulable });
+        }
+        Model { pools: pools.to_vec(), gpu_node, node_pool, tasks, jobs }
+    }
+
+    fn gpu_count(&self) -> usize {
+        self.gpu_node.len()
+    }
+}
+
+/// What the policy is checked for at each decision point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Discipline {
+    /// No waiting task fits the free GPUs after a decision. With `fresh_victims_wait`, tasks
+    /// preempted at this very decision point are exempt (srtf's known bug, see
+    /// `srtf_restarts_a_victim_that_fits_elsewhere_at_once`).
+    Greedy { fresh_victims_wait: bool },
+    /// The first waiting task (arrival order) does not fit after a decision; strict fifo also
+    /// starts tasks in arrival order.
+    HeadBlocks { in_order: bool, shadow: ShadowCheck },
+}
+
+/// EASY's promise, for `easy-backfill` with oracle durations: a head that does not ask for a
+/// single node (the reservation counts GPUs per pool, not per node) starts no later than its
+/// shadow time, computed here from the true ends of the running tasks at any decision point
+/// where it is the head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShadowCheck {
+    Off,
+    /// Only at decision points where no earlier task started (the known bug, see
+    /// `easy_backfill_reservation_counts_tasks_started_in_the_same_decision`).
+    WithoutInOrderStarts,
+    Always,
+}
+
+/// `strict`: also check what known bugs break (those tests are ignored until fixed).
+fn discipline(policy_name: &str, strict: bool) -> Discipline {
+    if policy_name.starts_with("fifo[skip=false") {
+        Discipline::HeadBlocks { in_order: true, shadow: ShadowCheck::Off }
+    } else if policy_name.starts_with("easy-backfill[") {
+        let shadow = match (policy_name.starts_with("easy-backfill[duration=oracle"), strict) {
+            (false, _) => ShadowCheck::Off,
+            (true, false) => ShadowCheck::WithoutInOrderStarts,
+            (true, true) => ShadowCheck::Always,
+        };
+        Discipline::HeadBlocks { in_order: false, shadow }
+    } else {
+        assert!(
+            ["fifo[skip=true", "sjf[", "srtf["].iter().any(|p| policy_name.starts_with(p)),
+            "no discipline known for policy {policy_name}: add it here"
+        );
+        let fresh_victims_wait = !strict && policy_name.starts_with("srtf[");
+        Discipline::Greedy { fresh_victims_wait }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    Waiting,
+    Running { since_ms: u64, gpus: Vec<u32> },
+    Done,
+}
+
+#[derive(Debug, Clone)]
+struct TaskReplay {
+    phase: Phase,
+    /// (start, end) of every attempt that ended.
+    attempts: Vec<(u64, u64)>,
+    first_start_ms: Option<u64>,
+    finish_ms: Option<u64>,
+    preemptions: u32,
+    last_preempt_ms: Option<u64>,
+    remaining_ms: u64,
+}
+
+/// The GPU-ownership table and the per-task state, rebuilt from the decision log alone.
+struct Replay<'m> {
+    m: &'m Model,
+    overhead_ms: u64,
+    owner: Vec<Option<usize>>,
+    node_free: Vec<u32>,
+    pool_free: Vec<u32>,
+    tasks: Vec<TaskReplay>,
+    unschedulable_logged: Vec<bool>,
+    /// For heads checked by [`ShadowCheck`]: the earliest shadow time seen while head.
+    shadow_ms: Vec<Option<u64>>,
+    starts: u64,
+    preempts: u64,
+}
+
+impl<'m> Replay<'m> {
+    fn new(m: &'m Model, overhead_ms: u64) -> Replay<'m> {
+        Replay {
+            m,
+            overhead_ms,
+            owner: vec![None; m.gpu_count()],
+            node_free: m.node_pool.iter().map(|&p| m.pools[p].gpus_per_node).collect(),
+            pool_free: m.pools.iter().map(|p| p.nodes * p.gpus_per_node).collect(),
+            tasks: m
+                .tasks
+                .iter()
+                .map(|t| TaskReplay {
+                    phase: Phase::Waiting,
+                    attempts: Vec::new(),
+                    first_start_ms: None,
+                    finish_ms: None,
+                    preemptions: 0,
+                    last_preempt_ms: None,
+                    remaining_ms: t.work_ms,
+                })
+                .collect(),
+            unschedulable_logged: vec![false; m.jobs.len()],
+            shadow_ms: vec![None; m.tasks.len()],
+            starts: 0,
+            preempts: 0,
+        }
+    }
+
+    /// Restart overhead paid by attempt number `k` (0-based) of a task.
+    fn overhead_of_attempt(&self, k: usize) -> u64 {
+        if k == 0 { 0 } else { self.overhead_ms }
+    }
+
+    fn apply(&mut self, d: &sim::DecisionRecord) -> Result<(), String> {
+        let now = d.time.as_ms();
+        let job = d.job.index();
+        let jm = self.m.jobs.get(job).ok_or(format!("log names unknown {}", d.job))?;
+        if d.kind == DecisionKind::Unschedulable {
+            if jm.schedulable || now != jm.submit_ms || d.task.is_some() || !d.gpus.is_empty() {
+                return Err(format!("bad unschedulable record {d:?}: job fits the cluster or the record is odd"));
+            }
+            if std::mem::replace(&mut self.unschedulable_logged[job], true) {
+                return Err(format!("{} logged unschedulable twice", d.job));
+            }
+            return Ok(());
+        }
+        if d.kind == DecisionKind::Reject {
+            return Err(format!("no built-in policy rejects, got {d:?}"));
+        }
+        let t = d.task.ok_or(format!("{d:?} has no task"))?.index();
+        let tm = self.m.tasks.get(t).ok_or(format!("log names unknown task {t}"))?;
+        if tm.job != job {
+            return Err(format!("{d:?}: task t{t} belongs to job j{}", tm.job));
+        }
+        let gpus: Vec<u32> = d.gpus.iter().map(|g| g.0).collect();
+        match d.kind {
+            DecisionKind::Start => {
+                if now < jm.submit_ms || !jm.schedulable {
+                    return Err(format!("{d:?}: starts a task before its job arrived, or of an unschedulable job"));
+                }
+                if self.tasks[t].phase != Phase::Waiting {
+                    return Err(format!("{d:?}: task is {:?}, not waiting", self.tasks[t].phase));
+                }
+                if gpus.len() != tm.gpus as usize {
+                    return Err(format!("{d:?}: gang of {} GPUs given {}", tm.gpus, gpus.len()));
+                }
+                let mut seen = vec![false; self.m.gpu_count()];
+                let first_node = *self.m.gpu_node.get(gpus[0] as usize).ok_or(format!("{d:?}: unknown GPU"))?;
+                let pool = self.m.node_pool[first_node];
+                if !tm.eligible.contains(&pool) {
+                    return Err(format!("{d:?}: pool p{pool} is not of the task's GPU type"));
+                }
+                for &g in &gpus {
+                    let node = *self.m.gpu_node.get(g as usize).ok_or(format!("{d:?}: unknown GPU g{g}"))?;
+                    if std::mem::replace(&mut seen[g as usize], true) {
+                        return Err(format!("{d:?}: g{g} listed twice"));
+                    }
+                    if let Some(other) = self.owner[g as usize] {
+                        return Err(format!("{d:?}: g{g} already held by t{other} (double allocation)"));
+                    }
+                    if self.m.node_pool[node] != pool {
+                        return Err(format!("{d:?}: gang split across pools"));
+                    }
+                    if tm.single_node && node != first_node {
+                        return Err(format!("{d:?}: single-node gang split across nodes"));
+                    }
+                }
+                for &g in &gpus {
+                    let node = self.m.gpu_node[g as usize];
+                    self.owner[g as usize] = Some(t);
+                    self.node_free[node] -= 1;
+                    self.pool_free[pool] -= 1;
+                }
+                let r = &mut self.tasks[t];
+                r.phase = Phase::Running { since_ms: now, gpus };
+                r.first_start_ms.get_or_insert(now);
+                self.starts += 1;
+            }
+            DecisionKind::Preempt | DecisionKind::Finish => {
+                let Phase::Running { since_ms, gpus: held } = self.tasks[t].phase.clone() else {
+                    return Err(format!("{d:?}: task is {:?}, not running", self.tasks[t].phase));
+                };
+                if held != gpus {
+                    return Err(format!("{d:?}: releases {gpus:?} but holds {held:?}"));
+                }
+                for &g in &gpus {
+                    let node = self.m.gpu_node[g as usize];
+                    self.owner[g as usize] = None;
+                    self.node_free[node] += 1;
+                    self.pool_free[self.m.node_pool[node]] += 1;
+                }
+                let overhead = self.overhead_of_attempt(self.tasks[t].attempts.len());
+                let r = &mut self.tasks[t];
+                let len = now - since_ms;
+                r.attempts.push((since_ms, now));
+                if d.kind == DecisionKind::Preempt {
+                    let progress = len.saturating_sub(overhead).min(r.remaining_ms);
+                    r.remaining_ms -= progress;
+                    r.preemptions += 1;
+                    r.last_preempt_ms = Some(now);
+                    r.phase = Phase::Waiting;
+                    self.preempts += 1;
+                } else {
+                    if len != overhead + r.remaining_ms {
+                        return Err(format!(
+                            "{d:?}: attempt ran {len} ms, but overhead {overhead} + remaining work {} ms",
+                            r.remaining_ms
+                        ));
+                    }
+                    r.remaining_ms = 0;
+                    r.phase = Phase::Done;
+                    r.finish_ms = Some(now);
+                }
+            }
+            DecisionKind::Reject | DecisionKind::Unschedulable => unreachable!("handled above"),
+        }
+        Ok(())
+    }
+
+    /// Whether task `t` could start on the GPUs free now.
+    fn fits(&self, t: usize) -> bool {
+        let tm = &self.m.tasks[t];
+        tm.eligible.iter().any(|&p| {
+            if tm.single_node {
+                (0..self.node_free.len()).any(|n| self.m.node_pool[n] == p && self.node_free[n] >= tm.gpus)
+            } else {
+                self.pool_free[p] >= tm.gpus
+            }
+        })
+    }
+
+    /// Waiting tasks (arrived, schedulable, not running, not done), in arrival order.
+    fn waiting(&self, now_ms: u64) -> impl Iterator<Item = usize> + '_ {
+        (0..self.tasks.len()).filter(move |&t| {
+            let jm = &self.m.jobs[self.m.tasks[t].job];
+            jm.schedulable && jm.submit_ms <= now_ms && self.tasks[t].phase == Phase::Waiting
+        })
+    }
+
+    /// When `head` would fit if the running tasks ran to their true ends and nothing else
+    /// started: the soonest over its eligible pools, counting GPUs per pool.
+    fn shadow(&self, head: usize, now_ms: u64) -> Option<u64> {
+        let need = self.m.tasks[head].gpus;
+        let mut ends: Vec<(usize, u64, u32)> = Vec::new(); // (pool, true end, GPUs)
+        for (t, r) in self.tasks.iter().enumerate() {
+            if let Phase::Running { since_ms, gpus } = &r.phase {
+                let pool = self.m.node_pool[self.m.gpu_node[gpus[0] as usize]];
+                let end = since_ms + self.overhead_of_attempt(r.attempts.len()) + r.remaining_ms;
+                ends.push((pool, end, self.m.tasks[t].gpus));
+            }
+        }
+        ends.sort_unstable();
+        self.m.tasks[head]
+            .eligible
+            .iter()
+            .filter_map(|&p| {
+                let mut free = self.pool_free[p];
+                if free >= need {
+                    return Some(now_ms);
+                }
+                for &(_, end, gpus) in ends.iter().filter(|e| e.0 == p) {
+                    free += gpus;
+                    if free >= need {
+                        return Some(end.max(now_ms));
+                    }
+                }
+                None
+            })
+            .min()
+    }
+
+    fn check_decision_point(&mut self, now_ms: u64, discipline: Discipline) -> Result<(), String> {
+        let head = self.waiting(now_ms).next();
+        if let Discipline::HeadBlocks { shadow, .. } = discipline
+            && shadow != ShadowCheck::Off
+            && let Some(head) = head
+            && !self.m.tasks[head].single_node
+        {
+            let in_order_start = (0..head).any(|t| self.tasks[t].first_start_ms == Some(now_ms));
+            if (shadow == ShadowCheck::Always || !in_order_start)
+                && let Some(at) = self.shadow(head, now_ms)
+            {
+                let earliest = self.shadow_ms[head].get_or_insert(at);
+                *earliest = (*earliest).min(at);
+            }
+        }
+        match discipline {
+            Discipline::Greedy { fresh_victims_wait } => match self
+                .waiting(now_ms)
+                .filter(|&t| !(fresh_victims_wait && self.tasks[t].last_preempt_ms == Some(now_ms)))
+                .find(|&t| self.fits(t))
+            {
+                Some(t) => Err(format!("at {now_ms} ms, waiting task t{t} fits the free GPUs but was not started")),
+                None => Ok(()),
+            },
+            Discipline::HeadBlocks { .. } => match self.waiting(now_ms).next() {
+                Some(head) if self.fits(head) => {
+                    Err(format!("at {now_ms} ms, the head t{head} fits the free GPUs but was not started"))
+                }
+                _ => Ok(()),
+            },
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The properties
+// ---------------------------------------------------------------------------------------------
+
+fn run_case(spec: &str, overhead_ms: u64, case: &Case) -> (RunResult, Workload) {
+    let workload = Workload::new(case.jobs.clone()).expect("valid random workload");
+    let mut policy = policies::build(spec).expect("valid policy spec");
+    let config = ControllerConfig {
+        seed: case.seed,
+        restart_overhead: SimDuration(overhead_ms),
+        check_invariants: true,
+        record_decisions: true,
+    };
+    let result = sim::simulate(build_cluster(&case.pools), workload.clone(), policy.as_mut(), config)
+        .unwrap_or_else(|e| panic!("{spec}: simulation refused the workload: {e}"));
+    (result, workload)
+}
+
+/// Every property, tolerating the known bugs (see the ignored tests).
+fn check(spec: &str, overhead_ms: u64, case: &Case) -> Result<(), TestCaseError> {
+    check_with(spec, overhead_ms, case, false)
+}
+
+fn check_with(spec: &str, overhead_ms: u64, case: &Case, strict: bool) -> Result<(), TestCaseError> {
+    let (r, workload) = run_case(spec, overhead_ms, case);
+    let ctx = format!("spec {spec} (run as {}), restart overhead {overhead_ms} ms, seed {}", r.policy, case.seed);
+    let m = Model::new(&case.pools, &workload);
+    let discipline = discipline(&r.policy, strict);
+    let preemptive = r.policy.starts_with("srtf[");
+
+    // Replay the log at every event time (each one is a decision point: arrivals and
+    // completions both call the policy), checking the discipline after each.
+    let mut replay = Replay::new(&m, overhead_ms);
+    let mut times: Vec<u64> = m.jobs.iter().map(|j| j.submit_ms).chain(r.decisions.iter().map(|d| d.time.as_ms())).collect();
+    times.sort_unstable();
+    times.dedup();
+    let mut next = 0;
+    for &now in &times {
+        while let Some(d) = r.decisions.get(next).filter(|d| d.time.as_ms() == now) {
+            replay.apply(d).map_err(|e| TestCaseError::fail(format!("{ctx}: {e}")))?;
+            next += 1;
+        }
+        replay.check_decision_point(now, discipline).map_err(|e| TestCaseError::fail(format!("{ctx}: {e}")))?;
+    }
+    prop_assert_eq!(next, r.decisions.len(), "{}: decision log is not in time order", ctx);
+    for (t, shadow) in replay.shadow_ms.iter().enumerate() {
+        if let Some(shadow) = *shadow {
+            let start = replay.tasks[t].first_start_ms;
+            prop_assert!(
+                start.is_some_and(|s| s <= shadow),
+                "{}: head t{} had its shadow time at {} ms but started at {:?} ms (a backfill delayed it)",
+                ctx,
+                t,
+                shadow,
+                start
+            );
+        }
+    }
+
+    // Outcomes: nothing left unfinished, nothing rejected, unschedulable iff it can never fit.
+    prop_assert_eq!(r.jobs.len(), m.jobs.len(), "{}", ctx);
+    for (i, (rec, jm)) in r.jobs.iter().zip(&m.jobs).enumerate() {
+        let jctx = format!("{ctx}, job {} ({:?})", rec.name, workload.jobs()[i]);
+        prop_assert_eq!(rec.job.index(), i, "{}", jctx);
+        prop_assert_eq!(&rec.name, &workload.jobs()[i].name, "{}", jctx);
+        prop_assert_eq!(rec.submit.as_ms(), jm.submit_ms, "{}", jctx);
+        prop_assert_eq!(rec.tasks as usize, jm.tasks.len(), "{}", jctx);
+        prop_assert_eq!(rec.gpus, m.tasks[jm.tasks.clone()].iter().map(|t| u64::from(t.gpus)).sum::<u64>(), "{}", jctx);
+        match &rec.outcome {
+            Some(JobOutcome::Succeeded) => prop_assert!(jm.schedulable, "{}: succeeded, but it can never fit", jctx),
+            Some(JobOutcome::Unschedulable(why)) => {
+                prop_assert!(!jm.schedulable, "{}: reported unschedulable ({}), but it fits", jctx, why);
+                prop_assert!(replay.unschedulable_logged[i], "{}: unschedulable but not in the log", jctx);
+                prop_assert_eq!(rec.end.map(SimTime::as_ms), Some(jm.submit_ms), "{}", jctx);
+                prop_assert_eq!(rec.first_start, None, "{}", jctx);
+                prop_assert_eq!(rec.gpu_ms, 0, "{}", jctx);
+                continue;
+            }
+            other => prop_assert!(false, "{}: outcome {:?}, expected succeeded or unschedulable", jctx, other),
+        }
+        // Succeeded: times and GPU-time against the replay and the truth.
+        let tasks = &replay.tasks[jm.tasks.clone()];
+        let models = &m.tasks[jm.tasks.clone()];
+        prop_assert!(tasks.iter().all(|t| t.phase == Phase::Done), "{}: succeeded with tasks not done: {:?}", jctx, tasks);
+        let first_start = tasks.iter().filter_map(|t| t.first_start_ms).min();
+        let end = tasks.iter().filter_map(|t| t.finish_ms).max();
+        prop_assert_eq!(rec.first_start.map(SimTime::as_ms), first_start, "{}: first start vs the log", jctx);
+        prop_assert_eq!(rec.end.map(SimTime::as_ms), end, "{}: end vs the log", jctx);
+        let (first_start, end) = (first_start.unwrap_or(0), end.unwrap_or(0));
+        let longest = models.iter().map(|t| t.work_ms).max().unwrap_or(0);
+        prop_assert!(first_start >= jm.submit_ms, "{}: starts at {} before its submit", jctx, first_start);
+        prop_assert!(end >= first_start + longest, "{}: ends at {}, before first start {} + longest work {}", jctx, end, first_start, longest);
+        let preemptions: u32 = tasks.iter().map(|t| t.preemptions).sum();
+        prop_assert_eq!(rec.preemptions, preemptions, "{}: preemptions vs the log", jctx);
+        if !preemptive {
+            prop_assert_eq!(preemptions, 0, "{}: a non-preemptive policy preempted", jctx);
+        }
+        let held: u64 = tasks
+            .iter()
+            .zip(models)
+            .map(|(t, tm)| t.attempts.iter().map(|&(s, e)| (e - s) * u64::from(tm.gpus)).sum::<u64>())
+            .sum();
+        prop_assert_eq!(rec.gpu_ms, held, "{}: GPU-time vs the log", jctx);
+        let work: u64 = models.iter().map(|t| t.work_ms * u64::from(t.gpus)).sum();
+        if overhead_ms == 0 {
+            prop_assert_eq!(rec.gpu_ms, work, "{}: GPU-time with no restart overhead must be work x GPUs", jctx);
+        } else {
+            // Each restart pays the overhead in full, or part of it when preempted again during it.
+            let max_overhead: u64 =
+                tasks.iter().zip(models).map(|(t, tm)| u64::from(t.preemptions) * overhead_ms * u64::from(tm.gpus)).sum();
+            prop_assert!(
+                work <= rec.gpu_ms && rec.gpu_ms <= work + max_overhead,
+                "{}: GPU-time {} outside [{}, {}]",
+                jctx,
+                rec.gpu_ms,
+                work,
+                work + max_overhead
+            );
+        }
+    }
+
+    // Run-wide counters and integrals.
+    let s = &r.stats;
+    let total_gpus: u32 = case.pools.iter().map(|p| p.nodes * p.gpus_per_node).sum();
+    let first_submit = m.jobs.iter().map(|j| j.submit_ms).min();
+    let last_end = r.jobs.iter().filter_map(|j| j.end.map(SimTime::as_ms)).max();
+    prop_assert_eq!(s.cluster_gpus, total_gpus, "{}", ctx);
+    prop_assert_eq!(s.first_submit.map(SimTime::as_ms), first_submit, "{}", ctx);
+    prop_assert_eq!(s.last_end.map(SimTime::as_ms), last_end, "{}", ctx);
+    prop_assert_eq!(s.starts, replay.starts, "{}: starts vs the log", ctx);
+    prop_assert_eq!(s.preemptions, replay.preempts, "{}: preemptions vs the log", ctx);
+    prop_assert_eq!(s.rejects, 0, "{}", ctx);
+    prop_assert_eq!(s.refused, 0, "{}: a built-in policy made decisions the plan refused", ctx);
+    let job_gpu_ms: u64 = r.jobs.iter().map(|j| j.gpu_ms).sum();
+    prop_assert_eq!(s.allocated_gpu_ms, job_gpu_ms, "{}: allocated GPU-time vs the jobs' GPU-time", ctx);
+    let window = last_end.unwrap_or(0) - first_submit.unwrap_or(0);
+    prop_assert!(
+        s.allocated_gpu_ms <= u64::from(total_gpus) * window,
+        "{}: allocated {} GPU-ms in a {} ms window on {} GPUs",
+        ctx,
+        s.allocated_gpu_ms,
+        window,
+        total_gpus
+    );
+    // Little's law, exactly: the jobs-in-system integral is the sum of the jobs' times in system.
+    let in_system: u128 =
+        r.jobs.iter().map(|j| u128::from(j.end.map_or(0, |e| e.as_ms()) - j.submit.as_ms())).sum();
+    prop_assert_eq!(s.in_system_job_ms, in_system, "{}: Little's law", ctx);
+
+    // Strict fifo: first starts in arrival (task id) order.
+    if matches!(discipline, Discipline::HeadBlocks { in_order: true, .. }) {
+        let starts: Vec<u64> = replay.tasks.iter().filter_map(|t| t.first_start_ms).collect();
+        prop_assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{}: strict fifo started out of order: {:?}", ctx, starts);
+    }
+    Ok(())
+}
+
+fn config() -> ProptestConfig {
+    // No regression files: this crate's tests directory is shared; failures print the case.
+    ProptestConfig { failure_persistence: None, ..ProptestConfig::with_cases(3000) }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn fifo_properties(case in arb_case()) {
+        check("fifo", 0, &case)?;
+    }
+
+    #[test]
+    fn fifo_skip_properties(case in arb_case()) {
+        check("fifo[skip=true]", 0, &case)?;
+    }
+
+    #[test]
+    fn fifo_spread_properties(case in arb_case()) {
+        check("fifo[placement=spread]", 0, &case)?;
+    }
+
+    #[test]
+    fn sjf_properties(case in arb_case()) {
+        check("sjf", 0, &case)?;
+    }
+
+    #[test]
+    fn sjf_estimate_properties(case in arb_case()) {
+        check("sjf[duration=estimate]", 0, &case)?;
+    }
+
+    #[test]
+    fn sjf_spread_properties(case in arb_case()) {
+        check("sjf[placement=spread]", 0, &case)?;
+    }
+
+    #[test]
+    fn srtf_properties(case in arb_case()) {
+        check("srtf", 0, &case)?;
+    }
+
+    #[test]
+    fn srtf_estimate_spread_properties(case in arb_case()) {
+        check("srtf[duration=estimate,placement=spread]", 0, &case)?;
+    }
+
+    #[test]
+    fn srtf_restart_overhead_properties(case in arb_case(), overhead_ms in 1u64..=120_000) {
+        check("srtf", overhead_ms, &case)?;
+    }
+
+    #[test]
+    fn easy_backfill_properties(case in arb_case()) {
+        check("easy-backfill", 0, &case)?;
+    }
+
+    #[test]
+    fn easy_backfill_estimate_depth_properties(case in arb_case()) {
+        check("easy-backfill[duration=estimate,depth=3]", 0, &case)?;
+    }
+
+    #[test]
+    fn easy_backfill_spread_properties(case in arb_case()) {
+        check("easy-backfill[placement=spread]", 0, &case)?;
+    }
+
+    #[test]
+    #[ignore = "bug: srtf does not requeue the tasks it preempts in the same decision, so a victim that fits elsewhere waits for the next event (see srtf_restarts_a_victim_that_fits_elsewhere_at_once)"]
+    fn srtf_leaves_no_fitting_task_waiting(case in arb_case(), overhead_ms in prop_oneof![Just(0u64), 1u64..=120_000]) {
+        check_with("srtf", overhead_ms, &case, true)?;
+    }
+
+    #[test]
+    #[ignore = "bug: easy-backfill's reservation ignores tasks started earlier in the same decision, so a backfill can delay the head (see easy_backfill_reservation_counts_tasks_started_in_the_same_decision)"]
+    fn easy_backfill_head_starts_by_its_shadow_time(case in arb_case()) {
+        check_with("easy-backfill", 0, &case, true)?;
+    }
+}
+
+/// 2 nodes x 2 GPUs, srtf (pack). At 0: f (1 GPU, 5 s) -> g0, x (1, 100 s) -> g1, v (1, 1000 s)
+/// -> g2. At 5 f ends: g0 free. At 10, d (2 GPUs on one node, 500 s) fits no node: srtf
+/// preempts v (ends after 10 + 500) and starts d on node 1 (g2, g3). v has 990 s left and fits
+/// on g0, free since 5, so it must restart at 10 and end at 1000. The bug: v waits until the
+/// next event (x ends at 100) and ends at 1090, g0 idle meanwhile.
+#[test]
+#[ignore = "bug: srtf does not requeue the tasks it preempts in the same decision; the victim waits for the next event though it fits now"]
+fn srtf_restarts_a_victim_that_fits_elsewhere_at_once() {
+    use common::{cluster, job, run, sched, schedule};
+    let mut d = job("d", 10, 2, 500);
+    d.tasks[0].single_node = true;
+    let jobs = vec![job("f", 0, 1, 5), job("x", 0, 1, 100), job("v", 0, 1, 1000), d];
+    let r = run("srtf", cluster(&[(2, 2, "A")]), jobs);
+    assert_eq!(schedule(&r), sched(&[("f", 0, 5), ("x", 0, 100), ("v", 0, 1000), ("d", 10, 510)]));
+}
+
+/// 1 node x 8 GPUs, easy-backfill (oracle). L1 (2 GPUs) 0..50, L2 (2) 0..100. At 10, in order:
+/// t1 (2, 5 s) starts in the in-order pass; H (6, 10 s) blocks: 2 free, 4 more at 50 (t1 at
+/// 15, L1 at 50), so its shadow is 50 with no extra GPUs. B (2, 80 s) would end at 90 > 50 and
+/// must wait: H 50..60, B 60..140 (as it does when t1 arrives at 9 instead). The bug: the
+/// reservation reads the running index, which lacks t1 (started in this same decision), so it
+/// finds the shadow at 100 (L2), backfills B 10..90, and H starts only at 90.
+#[test]
+#[ignore = "bug: easy-backfill's reservation ignores tasks started in the same decision; a backfill delays the head from 50 s to 90 s"]
+fn easy_backfill_reservation_counts_tasks_started_in_the_same_decision() {
+    use common::{cluster, job, run, sched, schedule};
+    let jobs = vec![job("L1", 0, 2, 50), job("L2", 0, 2, 100), job("t1", 10, 2, 5), job("H", 10, 6, 10), job("B", 10, 2, 80)];
+    let r = run("easy-backfill", cluster(&[(1, 8, "A")]), jobs);
+    assert_eq!(
+        schedule(&r),
+        sched(&[("L1", 0, 50), ("L2", 0, 100), ("t1", 10, 15), ("H", 50, 60), ("B", 60, 140)])
+    );
+}
+
+/// The same with t1 arriving at 9: it is running (and indexed) when H blocks at 10, and the
+/// reservation protects H. Guards the expected schedule of the ignored test above.
+#[test]
+fn easy_backfill_reservation_counts_tasks_started_earlier() {
+    use common::{cluster, job, run, sched, schedule};
+    let jobs = vec![job("L1", 0, 2, 50), job("L2", 0, 2, 100), job("t1", 9, 2, 5), job("H", 10, 6, 10), job("B", 10, 2, 80)];
+    let r = run("easy-backfill", cluster(&[(1, 8, "A")]), jobs);
+    assert_eq!(schedule(&r), sched(&[("L1", 0, 50), ("L2", 0, 100), ("t1", 9, 14), ("H", 50, 60), ("B", 60, 140)]));
+}
+
+/// The spec list above and `ALL_SPECS` name every policy and every value of each enumerated
+/// parameter (`a|b`); open-ended parameters (`1..`) are set to a non-default value at least once.
+#[test]
+fn the_spec_list_covers_every_policy_and_parameter_value() {
+    let covered: Vec<(String, String, String)> = ALL_SPECS
+        .iter()
+        .flat_map(|spec| {
+            let name = policies::build(spec).unwrap_or_else(|e| panic!("{spec}: {e}")).name().to_string();
+            let (policy, rest) = name.split_once('[').unwrap_or((name.as_str(), "]"));
+            let policy = policy.to_string();
+            rest.trim_end_matches(']')
+                .split(',')
+                .filter(|kv| !kv.is_empty())
+                .map(|kv| {
+                    let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("{spec}: name {name} is not key=value"));
+                    (policy.clone(), k.to_string(), v.to_string())
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for info in policies::POLICIES {
+        assert!(
+            ALL_SPECS.iter().any(|s| s.split('[').next() == Some(info.name)),
+            "policy {} is missing from ALL_SPECS",
+            info.name
+        );
+        for p in info.params {
+            let has = |v: &str| covered.iter().any(|(pol, k, val)| pol == info.name && k == p.key && val == v);
+            if p.values.contains('|') {
+                for value in p.values.split('|') {
+                    assert!(has(value), "ALL_SPECS never runs {}[{}={}]", info.name, p.key, value);
+                }
+            } else {
+                assert!(
+                    covered.iter().any(|(pol, k, v)| pol == info.name && k == p.key && v != p.default),
+                    "ALL_SPECS never sets {}[{}] to a non-default value",
+                    info.name,
+                    p.key
+                );
+            }
+        }
+    }
+}
+
+/// The model above must agree with hand-made cases, or every property would be checked
+/// against a wrong oracle: a fixed cluster where each way of not fitting occurs once.
+#[test]
+fn the_unschedulable_oracle_matches_hand_computed_cases() {
+    let pools = vec![
+        PoolDesc { nodes: 2, gpus_per_node: 4, gpu_type: "A" },
+        PoolDesc { nodes: 3, gpus_per_node: 2, gpu_type: "B" },
+    ];
+    let task = |gpus: u32, ty: Option<&str>, single_node: bool| TaskSpec {
+        name: "0".into(),
+        gpus,
+        gpu_type: ty.map(str::to_string),
+        single_node,
+        work: SimDuration(1000),
+        estimate: Some(SimDuration(1000)),
+    };
+    let cases = [
+        (task(8, None, false), true),
+        (task(9, None, false), false),
+        (task(4, None, true), true),
+        (task(5, None, true), false),
+        (task(6, Some("b"), false), true),
+        (task(7, Some("B"), false), false),
+        (task(2, Some("B"), true), true),
+        (task(3, Some("B"), true), false),
+        (task(1, Some("C"), false), false),
+    ];
+    let jobs: Vec<JobSpec> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, (t, _))| JobSpec { name: format!("j{i}"), submit: SimTime(0), queue: None, tasks: vec![t.clone()] })
+        .collect();
+    let m = Model::new(&pools, &Workload::new(jobs.clone()).unwrap());
+    let got: Vec<bool> = m.jobs.iter().map(|j| j.schedulable).collect();
+    let want: Vec<bool> = cases.iter().map(|&(_, ok)| ok).collect();
+    assert_eq!(got, want);
+    // And the full check passes on it, for a policy of each discipline.
+    let case = Case { pools, jobs, seed: 7 };
+    for spec in ["fifo", "sjf", "easy-backfill"] {
+        check(spec, 0, &case).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    }
+}

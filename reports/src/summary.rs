@@ -1,0 +1,138 @@
+//! The run summary: the metric definitions users rely on, computed from a run's records.
+//! Every key carries its unit in its name (`_s` seconds, `_hours`, fractions 0..1).
+//!
+//! JCT = end - submit of each *succeeded* job; percentiles are nearest-rank (the smallest JCT
+//! with at least p% of succeeded jobs at or below it). Queueing delay = first start - submit.
+//! The window is [first submit, last job end]: `makespan_s` is its length, `utilisation` is
+//! allocated GPU-time over cluster GPUs x window, `jobs_per_hour` is succeeded jobs per hour of
+//! it. `littles_law_error` compares the engine's own integral of jobs in the system with
+//! arrivals x mean time in system from the job records: |L - lambda W| / L; any value above
+//! rounding noise means the accounting is broken.
+
+use serde::Serialize;
+use sim::{JobOutcome, RunResult};
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub policy: String,
+    pub seed: u64,
+    pub cluster_gpus: u32,
+    pub jobs: u64,
+    pub jobs_finished: u64,
+    pub jobs_unschedulable: u64,
+    pub jobs_rejected: u64,
+    /// Jobs still waiting or running when the run ended (a stalled policy); should be 0.
+    pub jobs_unfinished: u64,
+    pub mean_jct_s: f64,
+    pub p50_jct_s: f64,
+    pub p95_jct_s: f64,
+    pub p99_jct_s: f64,
+    pub mean_queue_s: f64,
+    pub makespan_s: f64,
+    pub utilisation: f64,
+    pub jobs_per_hour: f64,
+    pub gpu_hours: f64,
+    pub preemptions: u64,
+    pub littles_law_error: f64,
+    pub events: u64,
+    pub decision_points: u64,
+    pub refused_decisions: u64,
+    pub digest: String,
+    /// Wall-clock seconds the run took: the one non-deterministic key, outside the digest.
+    pub wall_s: Option<f64>,
+}
+
+impl Summary {
+    pub fn of(run: &RunResult) -> Summary {
+        let stats = &run.stats;
+        let count = |pred: fn(&Option<JobOutcome>) -> bool| run.jobs.iter().filter(|j| pred(&j.outcome)).count() as u64;
+        let finished: Vec<_> = run.jobs.iter().filter(|j| j.outcome == Some(JobOutcome::Succeeded)).collect();
+        let mut jct_ms: Vec<u64> = finished.iter().filter_map(|j| Some(j.end?.since(j.submit).as_ms())).collect();
+        jct_ms.sort_unstable();
+        let queue_ms: Vec<u64> =
+            finished.iter().filter_map(|j| Some(j.first_start?.since(j.submit).as_ms())).collect();
+        let window_ms = match (stats.first_submit, stats.last_end) {
+            (Some(first), Some(last)) => last.since(first).as_ms(),
+            _ => 0,
+        };
+        let capacity_ms = u128::from(stats.cluster_gpus) * u128::from(window_ms);
+        Summary {
+            policy: run.policy.clone(),
+            seed: run.seed,
+            cluster_gpus: stats.cluster_gpus,
+            jobs: run.jobs.len() as u64,
+            jobs_finished: finished.len() as u64,
+            jobs_unschedulable: count(|o| matches!(o, Some(JobOutcome::Unschedulable(_)))),
+            jobs_rejected: count(|o| matches!(o, Some(JobOutcome::Rejected(_)))),
+            jobs_unfinished: count(Option::is_none),
+            mean_jct_s: mean_s(&jct_ms),
+            p50_jct_s: percentile_s(&jct_ms, 50),
+            p95_jct_s: percentile_s(&jct_ms, 95),
+            p99_jct_s: percentile_s(&jct_ms, 99),
+            mean_queue_s: mean_s(&queue_ms),
+            makespan_s: window_ms as f64 / 1000.0,
+            utilisation: ratio(u128::from(stats.allocated_gpu_ms), capacity_ms),
+            jobs_per_hour: if window_ms == 0 { 0.0 } else { finished.len() as f64 * 3_600_000.0 / window_ms as f64 },
+            gpu_hours: stats.allocated_gpu_ms as f64 / 3_600_000.0,
+            preemptions: stats.preemptions,
+            littles_law_error: littles_law_error(run),
+            events: stats.events,
+            decision_points: stats.decision_points,
+            refused_decisions: stats.refused,
+            digest: stats.digest.clone(),
+            wall_s: None,
+        }
+    }
+}
+
+/// |L - lambda W| / L over the run, where L is the engine's integral of jobs in the system and
+/// lambda W is the sum of the jobs' own times in the system (an unfinished job counts until
+/// the run's last event). Both over the same window, so the window cancels.
+fn littles_law_error(run: &RunResult) -> f64 {
+    let integral = run.stats.in_system_job_ms;
+    let sojourns: u128 = run
+        .jobs
+        .iter()
+        .map(|j| u128::from(j.end.unwrap_or(run.stats.last_event).since(j.submit).as_ms()))
+        .sum();
+    if integral == 0 {
+        return if sojourns == 0 { 0.0 } else { 1.0 };
+    }
+    (integral.abs_diff(sojourns)) as f64 / integral as f64
+}
+
+fn ratio(numerator: u128, denominator: u128) -> f64 {
+    if denominator == 0 { 0.0 } else { numerator as f64 / denominator as f64 }
+}
+
+fn mean_s(values_ms: &[u64]) -> f64 {
+    if values_ms.is_empty() {
+        return 0.0;
+    }
+    let total: u128 = values_ms.iter().map(|&v| u128::from(v)).sum();
+    total as f64 / values_ms.len() as f64 / 1000.0
+}
+
+/// Nearest-rank percentile of sorted values, in seconds; 0 for no values.
+pub fn percentile_s(sorted_ms: &[u64], p: u32) -> f64 {
+    if sorted_ms.is_empty() {
+        return 0.0;
+    }
+    let rank = (u64::from(p) * sorted_ms.len() as u64).div_ceil(100).max(1) as usize;
+    sorted_ms[rank - 1] as f64 / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentile_s;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<u64> = (1..=10).map(|s| s * 1000).collect();
+        assert_eq!(percentile_s(&v, 50), 5.0);
+        assert_eq!(percentile_s(&v, 95), 10.0);
+        assert_eq!(percentile_s(&v, 10), 1.0);
+        assert_eq!(percentile_s(&[7000], 99), 7.0);
+        assert_eq!(percentile_s(&[], 50), 0.0);
+    }
+}

@@ -1,0 +1,126 @@
+//! Files a run writes: `summary.json`, `jobs.csv` (one row per job) and, when asked,
+//! `decisions.csv` (the decision log the digest is computed from).
+
+use crate::summary::Summary;
+use sim::{RunResult, SimTime};
+use std::io::{self, Write};
+
+fn secs(t: SimTime) -> String {
+    format!("{}.{:03}", t.as_ms() / 1000, t.as_ms() % 1000)
+}
+
+fn opt_secs(t: Option<SimTime>) -> String {
+    t.map(secs).unwrap_or_default()
+}
+
+fn span_secs(from: SimTime, to: Option<SimTime>) -> String {
+    to.map(|to| secs(SimTime(to.since(from).as_ms()))).unwrap_or_default()
+}
+
+/// Per-job table. Times in seconds with millisecond precision; empty where not applicable.
+pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record([
+        "job_id", "name", "queue", "submit_s", "first_start_s", "end_s", "jct_s", "queue_s", "run_s", "tasks",
+        "gpus", "preemptions", "gpu_hours", "state", "reason",
+    ])?;
+    for j in &run.jobs {
+        let succeeded = j.outcome == Some(sim::JobOutcome::Succeeded);
+        let jct = if succeeded { span_secs(j.submit, j.end) } else { String::new() };
+        let queue = j.first_start.map(|s| span_secs(j.submit, Some(s))).unwrap_or_default();
+        let run_s = j.first_start.map(|s| span_secs(s, j.end)).unwrap_or_default();
+        let state = j.outcome.as_ref().map_or("unfinished", |o| o.as_str());
+        let reason = j.outcome.as_ref().map_or("", |o| o.reason());
+        w.write_record([
+            j.job.0.to_string().as_str(),
+            &j.name,
+            j.queue.as_deref().unwrap_or(""),
+            &secs(j.submit),
+            &opt_secs(j.first_start),
+            &opt_secs(j.end),
+            &jct,
+            &queue,
+            &run_s,
+            &j.tasks.to_string(),
+            &j.gpus.to_string(),
+            &j.preemptions.to_string(),
+            &format!("{:.6}", j.gpu_ms as f64 / 3_600_000.0),
+            state,
+            reason,
+        ])?;
+    }
+    w.flush()
+}
+
+/// The decision log: one row per start, preemption, completion, rejection or unschedulable job.
+pub fn write_decisions_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(["time_s", "kind", "job_id", "task_id", "gpus", "detail"])?;
+    for d in &run.decisions {
+        let gpus: Vec<String> = d.gpus.iter().map(|g| g.0.to_string()).collect();
+        w.write_record([
+            secs(d.time).as_str(),
+            d.kind.as_str(),
+            &d.job.0.to_string(),
+            &d.task.map(|t| t.0.to_string()).unwrap_or_default(),
+            &gpus.join(" "),
+            &d.detail,
+        ])?;
+    }
+    w.flush()
+}
+
+pub fn write_summary_json(summary: &Summary, mut out: impl Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut out, summary)?;
+    writeln!(out)
+}
+
+/// The readable summary every `simulate` prints.
+pub fn summary_table(s: &Summary) -> String {
+    let rows: Vec<(&str, String)> = vec![
+        ("policy", s.policy.clone()),
+        ("cluster GPUs", s.cluster_gpus.to_string()),
+        (
+            "jobs",
+            format!(
+                "{} ({} finished, {} unschedulable, {} rejected, {} unfinished)",
+                s.jobs, s.jobs_finished, s.jobs_unschedulable, s.jobs_rejected, s.jobs_unfinished
+            ),
+        ),
+        ("JCT mean / p50 / p95 / p99", format!(
+            "{} / {} / {} / {}",
+            human(s.mean_jct_s),
+            human(s.p50_jct_s),
+            human(s.p95_jct_s),
+            human(s.p99_jct_s)
+        )),
+        ("queueing delay mean", human(s.mean_queue_s)),
+        ("makespan", human(s.makespan_s)),
+        ("utilisation", format!("{:.1} %", s.utilisation * 100.0)),
+        ("jobs per hour", format!("{:.2}", s.jobs_per_hour)),
+        ("GPU-hours allocated", format!("{:.1}", s.gpu_hours)),
+        ("preemptions", s.preemptions.to_string()),
+        ("Little's law error", format!("{:.2e}", s.littles_law_error)),
+        ("events", s.events.to_string()),
+        ("digest", s.digest.clone()),
+    ];
+    let mut rows = rows;
+    if let Some(wall) = s.wall_s {
+        rows.push(("wall time", format!("{wall:.3} s")));
+    }
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    rows.iter().map(|(k, v)| format!("{k:<width$}  {v}\n")).collect()
+}
+
+/// Seconds in the largest unit that reads well: `42.0 s`, `3.5 min`, `7.25 h`, `2.10 d`.
+fn human(secs: f64) -> String {
+    if secs < 120.0 {
+        format!("{secs:.1} s")
+    } else if secs < 7200.0 {
+        format!("{:.1} min", secs / 60.0)
+    } else if secs < 172_800.0 {
+        format!("{:.2} h", secs / 3600.0)
+    } else {
+        format!("{:.2} d", secs / 86_400.0)
+    }
+}

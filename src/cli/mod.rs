@@ -1,0 +1,35 @@
+//! Argument parsing and dispatch.
+
+mod policies;
+mod simulate;
+mod trace;
+
+use clap::{Parser, Subcommand};
+
+pub type CliResult = Result<(), Box<dyn std::error::Error>>;
+
+#[derive(Parser)]
+#[command(name = "schedlab", version, about = "Deterministic simulator and replay bench for GPU-cluster scheduling policies")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a workload (a trace, or the built-in synthetic one) under a policy and report metrics.
+    Simulate(simulate::SimulateArgs),
+    /// List the policies with their parameters and defaults.
+    Policies,
+    /// Import, validate or describe traces.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
+}
+
+pub fn run() -> CliResult {
+    match Cli::parse().command {
+        Command::Simulate(args) => simulate::run(args),
+        Command::Policies => policies::run(),
+        Command::Trace(command) => trace::run(command),
+    }
+}

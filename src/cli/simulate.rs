@@ -1,0 +1,124 @@
+//! `schedlab simulate`: one workload, one cluster, one policy, to the end.
+
+use super::CliResult;
+use crate::builtin;
+use clap::Args;
+use sim::{Cluster, ClusterSpec, ControllerConfig, Workload};
+use std::fs::{self, File};
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct SimulateArgs {
+    /// Trace to replay: a canonical jobs.csv or trace directory, or a file in --format. Without
+    /// it, a built-in synthetic workload runs on a built-in cluster.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Format of --trace: canonical, itp (Microsoft ITP clusterNN.csv) or philly (philly.csv).
+    #[arg(long, default_value = "canonical")]
+    format: String,
+    /// Cluster: a file (cluster.csv) or shorthand NODESxGPUS:TYPE[,...], e.g. 8x8:A100,32x8:V100.
+    #[arg(long)]
+    cluster: Option<String>,
+    /// Policy spec name[key=value,...]; see `schedlab policies`.
+    #[arg(long, default_value = "fifo")]
+    policy: String,
+    /// Run seed: feeds the synthetic workload and the policy's random stream.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Jobs in the built-in synthetic workload (ignored with --trace).
+    #[arg(long, default_value_t = builtin::JOBS)]
+    jobs: usize,
+    /// Offered load of the built-in synthetic workload: arriving GPU-time over cluster capacity.
+    #[arg(long, default_value_t = builtin::LOAD)]
+    load: f64,
+    /// Seconds a preempted task pays (on its GPUs, without progress) when it restarts.
+    #[arg(long, default_value = "0")]
+    restart_overhead_s: String,
+    /// Write summary.json and jobs.csv (and decisions.csv with --decisions) into this folder.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Also write the decision log, decisions.csv, into --out.
+    #[arg(long)]
+    decisions: bool,
+    /// Check every invariant after every step (on by default in debug builds).
+    #[arg(long)]
+    check_invariants: bool,
+}
+
+pub fn run(args: SimulateArgs) -> CliResult {
+    let (workload, trace_cluster) = load_workload(&args)?;
+    let cluster_spec = choose_cluster(&args, trace_cluster)?;
+    let cluster = Cluster::new(&cluster_spec)?;
+    let mut policy = policies::build(&args.policy)?;
+    let restart_overhead = traces::parse_seconds_ms(&args.restart_overhead_s)
+        .map_err(|e| format!("--restart-overhead-s `{}`: {}", args.restart_overhead_s, e.expected()))?;
+    let config = ControllerConfig {
+        seed: args.seed,
+        restart_overhead: sim::SimDuration(restart_overhead),
+        check_invariants: args.check_invariants || cfg!(debug_assertions),
+        record_decisions: args.decisions,
+    };
+    if args.decisions && args.out.is_none() {
+        return Err("--decisions writes decisions.csv into --out DIR; give --out".into());
+    }
+    let started = Instant::now();
+    let result = sim::simulate(cluster, workload, policy.as_mut(), config)?;
+    let mut summary = reports::Summary::of(&result);
+    summary.wall_s = Some(started.elapsed().as_secs_f64());
+    print!("{}", reports::summary_table(&summary));
+    if let Some(dir) = &args.out {
+        write_outputs(dir, &result, &summary, args.decisions)?;
+        println!("wrote {}", dir.display());
+    }
+    Ok(())
+}
+
+/// The workload, and the cluster the trace itself describes (if it does).
+fn load_workload(args: &SimulateArgs) -> Result<(Workload, Option<ClusterSpec>), Box<dyn std::error::Error>> {
+    let Some(path) = &args.trace else {
+        let gpus = Cluster::new(&traces::parse_cluster_shorthand(builtin::CLUSTER)?)?.gpu_count();
+        return Ok((builtin::workload(gpus, args.jobs, args.load, args.seed)?, None));
+    };
+    let format: traces::Format = args.format.parse()?;
+    let trace = traces::load(path, format)?;
+    if !trace.events.is_empty() {
+        return Err(format!(
+            "{} holds {} failure/heartbeat events; simulating failures is not implemented yet, \
+             and schedlab will not silently drop them (remove events.csv to replay jobs only)",
+            path.display(),
+            trace.events.len()
+        )
+        .into());
+    }
+    Ok((trace.workload, trace.cluster))
+}
+
+fn choose_cluster(args: &SimulateArgs, from_trace: Option<ClusterSpec>) -> Result<ClusterSpec, Box<dyn std::error::Error>> {
+    if let Some(text) = &args.cluster {
+        let path = Path::new(text);
+        return Ok(if path.is_file() { traces::load_cluster_file(path)? } else { traces::parse_cluster_shorthand(text)? });
+    }
+    if let Some(spec) = from_trace {
+        return Ok(spec);
+    }
+    if args.trace.is_some() {
+        return Err("this trace does not describe its cluster: give --cluster, e.g. --cluster 40x8:V100".into());
+    }
+    Ok(traces::parse_cluster_shorthand(builtin::CLUSTER)?)
+}
+
+fn write_outputs(dir: &Path, run: &sim::RunResult, summary: &reports::Summary, decisions: bool) -> CliResult {
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let create = |name: &str| {
+        let path = dir.join(name);
+        File::create(&path).map(BufWriter::new).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    reports::write_summary_json(summary, create("summary.json")?)?;
+    reports::write_jobs_csv(run, create("jobs.csv")?)?;
+    if decisions {
+        reports::write_decisions_csv(run, create("decisions.csv")?)?;
+    }
+    Ok(())
+}
