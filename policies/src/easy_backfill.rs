@@ -130,14 +130,23 @@ impl Policy for EasyBackfill {
         let Some(mut reservation) = self.reserve(view, plan, head) else { return };
         let candidates: Vec<TaskId> = self.waiting.iter().skip(1).take(self.depth).map(|(_, t)| t).collect();
         for task in candidates {
+            if plan.free().total() == 0 {
+                break;
+            }
             let shape = Shape::of(view.task(task));
+            let ends_in_time = view.now() + view.expected_remaining(task, source) <= reservation.shadow;
+            let within_extra = shape.gpus <= reservation.extra;
+            let harmless_anywhere = ends_in_time || within_extra;
+            // Cheap checks before placement: most candidates fail them under load.
+            let elsewhere = shape.pools.iter().any(|p| p != reservation.pool && shape.fits_in(p, plan.free()));
+            if !(elsewhere || harmless_anywhere && shape.fits(plan.free())) {
+                continue;
+            }
             let Some(gpus) = self.placement.place(shape, plan.free(), view.cluster()) else {
                 continue;
             };
             let pool = view.cluster().pool_of(gpus[0]);
-            let ends_in_time = view.now() + view.expected_remaining(task, source) <= reservation.shadow;
-            let within_extra = shape.gpus <= reservation.extra;
-            if pool != reservation.pool || ends_in_time || within_extra {
+            if pool != reservation.pool || harmless_anywhere {
                 plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
                 self.waiting.remove(task);
                 if pool == reservation.pool && !ends_in_time {

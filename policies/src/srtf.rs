@@ -59,15 +59,11 @@ impl Srtf {
         let deadline = view.now() + SimDuration(remaining);
         for pool in shape.pools.iter() {
             let savepoint = plan.savepoint();
-            let victims: Vec<TaskId> = self
-                .running
-                .in_pool(pool)
-                .rev()
-                .take_while(|&(end, _)| end > deadline)
-                .map(|(_, t)| t)
-                .collect();
             let mut preempted = Vec::new();
-            for victim in victims {
+            let mut cursor = None;
+            // Longest remaining first, only while the victim has more left than `task`.
+            while let Some((end, victim)) = self.running.latest_before(pool, cursor).filter(|&(end, _)| end > deadline) {
+                cursor = Some((end, victim));
                 if plan.preempt(victim).is_ok() {
                     preempted.push(victim);
                 }

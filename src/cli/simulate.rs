@@ -3,7 +3,7 @@
 use super::CliResult;
 use crate::builtin;
 use clap::Args;
-use sim::{Cluster, ClusterSpec, ControllerConfig, Workload};
+use sim::{Cluster, ClusterSpec, ControllerConfig};
 use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -27,7 +27,8 @@ pub struct SimulateArgs {
     /// Run seed: feeds the synthetic workload and the policy's random stream.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Jobs in the built-in synthetic workload (ignored with --trace).
+    /// Jobs in the built-in synthetic workload (ignored with --trace). Its arrival rate is set
+    /// for --load on whichever cluster runs it.
     #[arg(long, default_value_t = builtin::JOBS)]
     jobs: usize,
     /// Offered load of the built-in synthetic workload: arriving GPU-time over cluster capacity.
@@ -48,9 +49,13 @@ pub struct SimulateArgs {
 }
 
 pub fn run(args: SimulateArgs) -> CliResult {
-    let (workload, trace_cluster) = load_workload(&args)?;
-    let cluster_spec = choose_cluster(&args, trace_cluster)?;
-    let cluster = Cluster::new(&cluster_spec)?;
+    let trace = load_trace(&args)?;
+    let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
+    let cluster = Cluster::new(&choose_cluster(&args, trace_cluster)?)?;
+    let workload = match trace {
+        Some(trace) => trace.workload,
+        None => builtin::workload(cluster.gpu_count(), args.jobs, args.load, args.seed)?,
+    };
     let mut policy = policies::build(&args.policy)?;
     let restart_overhead = traces::parse_seconds_ms(&args.restart_overhead_s)
         .map_err(|e| format!("--restart-overhead-s `{}`: {}", args.restart_overhead_s, e.expected()))?;
@@ -75,12 +80,9 @@ pub fn run(args: SimulateArgs) -> CliResult {
     Ok(())
 }
 
-/// The workload, and the cluster the trace itself describes (if it does).
-fn load_workload(args: &SimulateArgs) -> Result<(Workload, Option<ClusterSpec>), Box<dyn std::error::Error>> {
-    let Some(path) = &args.trace else {
-        let gpus = Cluster::new(&traces::parse_cluster_shorthand(builtin::CLUSTER)?)?.gpu_count();
-        return Ok((builtin::workload(gpus, args.jobs, args.load, args.seed)?, None));
-    };
+/// The trace given with --trace, if any.
+fn load_trace(args: &SimulateArgs) -> Result<Option<traces::Trace>, Box<dyn std::error::Error>> {
+    let Some(path) = &args.trace else { return Ok(None) };
     let format: traces::Format = args.format.parse()?;
     let trace = traces::load(path, format)?;
     if !trace.events.is_empty() {
@@ -92,7 +94,7 @@ fn load_workload(args: &SimulateArgs) -> Result<(Workload, Option<ClusterSpec>),
         )
         .into());
     }
-    Ok((trace.workload, trace.cluster))
+    Ok(Some(trace))
 }
 
 fn choose_cluster(args: &SimulateArgs, from_trace: Option<ClusterSpec>) -> Result<ClusterSpec, Box<dyn std::error::Error>> {
