@@ -26,9 +26,7 @@ fn cluster(shorthand: &str) -> Cluster {
 }
 
 fn synthetic(jobs: usize, gpus: u32) -> Workload {
-    let mut config = traces::SynthConfig::for_cluster(gpus, 0.8);
-    config.jobs = jobs;
-    config.generate().expect("synthetic workload")
+    traces::SynthConfig::for_load(jobs, gpus, 0.9, 0).generate().expect("synthetic workload")
 }
 
 fn config() -> ControllerConfig {

@@ -68,12 +68,12 @@ impl EasyBackfill {
         })
     }
 
-    fn try_start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId) -> Option<PoolId> {
-        let shape = Shape::of(view.task(task));
-        let gpus = self.placement.place(shape, plan.free(), view.cluster())?;
-        plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
+    /// Starts `task` on `gpus` and indexes it at once, so a reservation made later in this
+    /// same decision counts the GPUs it will give back.
+    fn start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId, gpus: &[sim::GpuId]) {
+        plan.start(task, gpus).expect("placement chose free GPUs of an eligible pool");
         self.waiting.remove(task);
-        Some(view.cluster().pool_of(gpus[0]))
+        self.running.insert_started(view, task, gpus, self.source);
     }
 
     /// The soonest reservation for `head` over its eligible pools, by GPU count.
@@ -123,8 +123,9 @@ impl Policy for EasyBackfill {
         self.running.sync(view, source);
         let head = loop {
             let Some((_, head)) = self.waiting.head() else { return };
-            if self.try_start(view, plan, head).is_none() {
-                break head;
+            match self.placement.place(Shape::of(view.task(head)), plan.free(), view.cluster()) {
+                Some(gpus) => self.start(view, plan, head, &gpus),
+                None => break head,
             }
         };
         let Some(mut reservation) = self.reserve(view, plan, head) else { return };
@@ -134,7 +135,7 @@ impl Policy for EasyBackfill {
                 break;
             }
             let shape = Shape::of(view.task(task));
-            let ends_in_time = view.now() + view.expected_remaining(task, source) <= reservation.shadow;
+            let ends_in_time = view.expected_end_if_started(task, source) <= reservation.shadow;
             let within_extra = shape.gpus <= reservation.extra;
             let harmless_anywhere = ends_in_time || within_extra;
             // Cheap checks before placement: most candidates fail them under load.
@@ -147,8 +148,7 @@ impl Policy for EasyBackfill {
             };
             let pool = view.cluster().pool_of(gpus[0]);
             if pool != reservation.pool || harmless_anywhere {
-                plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
-                self.waiting.remove(task);
+                self.start(view, plan, task, &gpus);
                 if pool == reservation.pool && !ends_in_time {
                     reservation.extra -= shape.gpus;
                 }

@@ -46,9 +46,9 @@ pub fn split_spec(spec: &str) -> Result<(String, BTreeMap<String, String>), Spec
     };
     let mut values = BTreeMap::new();
     for pair in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').ok_or_else(|| {
-            SpecError(format!("policy spec `{spec}`: expected key=value, got `{pair}`"))
-        })?;
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| SpecError(format!("policy spec `{spec}`: expected key=value, got `{pair}`")))?;
         let (key, value) = (key.trim().to_string(), value.trim().to_string());
         if values.insert(key.clone(), value).is_some() {
             return Err(SpecError(format!("policy spec `{spec}`: `{key}` given twice")));
@@ -84,9 +84,8 @@ impl Params {
             .find(|p| p.key == key)
             .unwrap_or_else(|| panic!("policy `{}` reads undeclared parameter `{key}`", self.policy));
         let raw = self.values.get(key).map_or(info.default, String::as_str);
-        raw.parse::<T>().map_err(|e| {
-            SpecError(format!("policy `{}`: `{key}={raw}`: {e} (valid: {})", self.policy, info.values))
-        })
+        raw.parse::<T>()
+            .map_err(|e| SpecError(format!("policy `{}`: `{key}={raw}`: {e} (valid: {})", self.policy, info.values)))
     }
 }
 

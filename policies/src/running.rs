@@ -32,6 +32,18 @@ impl RunningIndex {
         self.insert_at(task, view.cluster().pool_of(first_gpu), end);
     }
 
+    /// Indexes a task this plan just started on `gpus` (the view still shows it waiting).
+    pub fn insert_started(
+        &mut self,
+        view: &ClusterView<'_>,
+        task: TaskId,
+        gpus: &[sim::GpuId],
+        source: DurationSource,
+    ) {
+        let pool = view.cluster().pool_of(gpus[0]);
+        self.insert_at(task, pool, view.expected_end_if_started(task, source));
+    }
+
     pub fn insert_at(&mut self, task: TaskId, pool: PoolId, end: SimTime) {
         self.remove(task);
         if self.by_pool.len() <= pool.index() {

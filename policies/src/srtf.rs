@@ -7,7 +7,8 @@
 //! A preempted task keeps its progress and pays `--restart-overhead-s` when it restarts.
 //!
 //! Victims are picked by remaining work alone, so a single-node gang may preempt a long task on
-//! a node it does not then use; those GPUs go to the fill pass.
+//! a node it does not then use; victims rejoin the queue at once, and the fill pass restarts
+//! them on whatever is free (a migration, paying the restart overhead).
 //!
 //! Decision cost: O((starts + 1) x shapes x log n) plus, for the one task that triggers
 //! preemption, O(running tasks in its pools).
@@ -62,13 +63,20 @@ impl Srtf {
             let mut preempted = Vec::new();
             let mut cursor = None;
             // Longest remaining first, only while the victim has more left than `task`.
-            while let Some((end, victim)) = self.running.latest_before(pool, cursor).filter(|&(end, _)| end > deadline) {
+            while let Some((end, victim)) = self.running.latest_before(pool, cursor).filter(|&(end, _)| end > deadline)
+            {
                 cursor = Some((end, victim));
                 if plan.preempt(victim).is_ok() {
                     preempted.push(victim);
                 }
                 if shape.fits_in(pool, plan.free()) && self.try_start(view, plan, task) {
-                    preempted.iter().for_each(|&v| self.running.remove(v));
+                    // Victims wait again at once, so the fill pass can restart them on GPUs
+                    // that are free now instead of leaving those idle until the next event.
+                    for &v in &preempted {
+                        self.running.remove(v);
+                        let remaining = view.expected_remaining(v, self.source).as_ms();
+                        self.waiting.insert(v, remaining, Shape::of(view.task(v)));
+                    }
                     return true;
                 }
             }

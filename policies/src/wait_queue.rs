@@ -58,10 +58,6 @@ impl WaitQueue {
 
     /// The first task in key order among those whose shape fits the free GPUs now.
     pub fn first_fitting(&self, free: &FreeGpus) -> Option<(Key, TaskId)> {
-        self.by_shape
-            .iter()
-            .filter(|(shape, _)| shape.fits(free))
-            .filter_map(|(_, set)| set.first().copied())
-            .min()
+        self.by_shape.iter().filter(|(shape, _)| shape.fits(free)).filter_map(|(_, set)| set.first().copied()).min()
     }
 }

@@ -63,8 +63,8 @@ fn sjf_estimate_orders_by_the_estimate_not_the_truth() {
 fn estimate_policies_refuse_a_trace_without_estimates() {
     let mut policy = policies::build("srtf[duration=estimate]").unwrap();
     let workload = sim::Workload::new(sjf_jobs()).unwrap();
-    let err = sim::simulate(cluster(&[(1, 2, "A")]), workload, policy.as_mut(), ControllerConfig::default())
-        .unwrap_err();
+    let err =
+        sim::simulate(cluster(&[(1, 2, "A")]), workload, policy.as_mut(), ControllerConfig::default()).unwrap_err();
     assert!(err.to_string().contains("job `x` has a task without one"), "{err}");
 }
 
@@ -105,20 +105,14 @@ fn easy_backfill_never_delays_the_head() {
     // 1: b reserved at shadow 10 (a ends), extra 0. c would end at 21: no. d ends 6, e ends 10:
     // both backfill. 10: b 10..20. 20: c 20..40.
     let r = run("easy-backfill", cluster(&[(1, 4, "A")]), backfill_jobs());
-    assert_eq!(
-        schedule(&r),
-        sched(&[("a", 0, 10), ("b", 10, 20), ("c", 20, 40), ("d", 1, 6), ("e", 1, 10)])
-    );
+    assert_eq!(schedule(&r), sched(&[("a", 0, 10), ("b", 10, 20), ("c", 20, 40), ("d", 1, 6), ("e", 1, 10)]));
 }
 
 #[test]
 fn fifo_skip_delays_the_head_where_backfill_does_not() {
     // 1: c takes the 2 free GPUs until 21, so b waits until 21. 10: d 10..15, e 10..19.
     let r = run("fifo[skip=true]", cluster(&[(1, 4, "A")]), backfill_jobs());
-    assert_eq!(
-        schedule(&r),
-        sched(&[("a", 0, 10), ("b", 21, 31), ("c", 1, 21), ("d", 10, 15), ("e", 10, 19)])
-    );
+    assert_eq!(schedule(&r), sched(&[("a", 0, 10), ("b", 21, 31), ("c", 1, 21), ("d", 10, 15), ("e", 10, 19)]));
 }
 
 #[test]
@@ -188,7 +182,9 @@ fn jobs_that_can_never_fit_are_unschedulable_with_a_reason_and_others_run() {
     let jobs = vec![job("huge", 0, 16, 10), single, typed, job("ok", 0, 8, 10)];
     let r = run("fifo", cluster(&[(2, 4, "A")]), jobs);
     let outcome = |name: &str| r.jobs.iter().find(|j| j.name == name).unwrap().outcome.clone().unwrap();
-    assert!(matches!(outcome("huge"), JobOutcome::Unschedulable(ref why) if why.contains("16 GPUs") && why.contains("has 8")));
+    assert!(
+        matches!(outcome("huge"), JobOutcome::Unschedulable(ref why) if why.contains("16 GPUs") && why.contains("has 8"))
+    );
     assert!(matches!(outcome("single"), JobOutcome::Unschedulable(ref why) if why.contains("on one node")));
     assert!(matches!(outcome("typed"), JobOutcome::Unschedulable(ref why) if why.contains("H100")));
     assert_eq!(outcome("ok"), JobOutcome::Succeeded);
@@ -216,5 +212,8 @@ fn unknown_policies_and_parameters_list_the_valid_ones() {
     assert!(err("fifo[skip=maybe]").contains("true|false"));
     assert!(err("srtf[placement=random]").contains("pack|spread"));
     assert!(err("fifo[skip").contains("`]`"));
-    assert_eq!(policies::build("easy-backfill").unwrap().name(), "easy-backfill[duration=oracle,depth=100,placement=pack]");
+    assert_eq!(
+        policies::build("easy-backfill").unwrap().name(),
+        "easy-backfill[duration=oracle,depth=100,placement=pack]"
+    );
 }

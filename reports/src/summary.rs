@@ -49,8 +49,7 @@ impl Summary {
         let finished: Vec<_> = run.jobs.iter().filter(|j| j.outcome == Some(JobOutcome::Succeeded)).collect();
         let mut jct_ms: Vec<u64> = finished.iter().filter_map(|j| Some(j.end?.since(j.submit).as_ms())).collect();
         jct_ms.sort_unstable();
-        let queue_ms: Vec<u64> =
-            finished.iter().filter_map(|j| Some(j.first_start?.since(j.submit).as_ms())).collect();
+        let queue_ms: Vec<u64> = finished.iter().filter_map(|j| Some(j.first_start?.since(j.submit).as_ms())).collect();
         let window_ms = match (stats.first_submit, stats.last_end) {
             (Some(first), Some(last)) => last.since(first).as_ms(),
             _ => 0,
@@ -90,11 +89,8 @@ impl Summary {
 /// the run's last event). Both over the same window, so the window cancels.
 fn littles_law_error(run: &RunResult) -> f64 {
     let integral = run.stats.in_system_job_ms;
-    let sojourns: u128 = run
-        .jobs
-        .iter()
-        .map(|j| u128::from(j.end.unwrap_or(run.stats.last_event).since(j.submit).as_ms()))
-        .sum();
+    let sojourns: u128 =
+        run.jobs.iter().map(|j| u128::from(j.end.unwrap_or(run.stats.last_event).since(j.submit).as_ms())).sum();
     if integral == 0 {
         return if sojourns == 0 { 0.0 } else { 1.0 };
     }

@@ -21,8 +21,21 @@ fn span_secs(from: SimTime, to: Option<SimTime>) -> String {
 pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     w.write_record([
-        "job_id", "name", "queue", "submit_s", "first_start_s", "end_s", "jct_s", "queue_s", "run_s", "tasks",
-        "gpus", "preemptions", "gpu_hours", "state", "reason",
+        "job_id",
+        "name",
+        "queue",
+        "submit_s",
+        "first_start_s",
+        "end_s",
+        "jct_s",
+        "queue_s",
+        "run_s",
+        "tasks",
+        "gpus",
+        "preemptions",
+        "gpu_hours",
+        "state",
+        "reason",
     ])?;
     for j in &run.jobs {
         let succeeded = j.outcome == Some(sim::JobOutcome::Succeeded);
@@ -87,13 +100,16 @@ pub fn summary_table(s: &Summary) -> String {
                 s.jobs, s.jobs_finished, s.jobs_unschedulable, s.jobs_rejected, s.jobs_unfinished
             ),
         ),
-        ("JCT mean / p50 / p95 / p99", format!(
-            "{} / {} / {} / {}",
-            human(s.mean_jct_s),
-            human(s.p50_jct_s),
-            human(s.p95_jct_s),
-            human(s.p99_jct_s)
-        )),
+        (
+            "JCT mean / p50 / p95 / p99",
+            format!(
+                "{} / {} / {} / {}",
+                human(s.mean_jct_s),
+                human(s.p50_jct_s),
+                human(s.p95_jct_s),
+                human(s.p99_jct_s)
+            ),
+        ),
         ("queueing delay mean", human(s.mean_queue_s)),
         ("makespan", human(s.makespan_s)),
         ("utilisation", format!("{:.1} %", s.utilisation * 100.0)),

@@ -108,15 +108,10 @@ impl Cluster {
         let mut rack_base = 0u32;
         for (index, p) in spec.pools.iter().enumerate() {
             if p.name.is_empty() || p.gpu_type.is_empty() {
-                return Err(ClusterError(format!(
-                    "pool {index}: name and GPU type must not be empty"
-                )));
+                return Err(ClusterError(format!("pool {index}: name and GPU type must not be empty")));
             }
             if spec.pools[..index].iter().any(|q| q.name == p.name) {
-                return Err(ClusterError(format!(
-                    "pool name `{}` appears twice; give each pool its own name",
-                    p.name
-                )));
+                return Err(ClusterError(format!("pool name `{}` appears twice; give each pool its own name", p.name)));
             }
             if p.nodes == 0 {
                 return Err(ClusterError(format!("pool `{}`: nodes must be at least 1", p.name)));

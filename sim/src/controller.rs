@@ -153,13 +153,7 @@ impl Controller {
 
     /// Moves time forward to `now`, integrating allocated GPUs and jobs in the system.
     pub fn advance_to(&mut self, now: SimTime) {
-        assert!(
-            now >= self.now,
-            "time went backwards: {} -> {} (seed {})",
-            self.now,
-            now,
-            self.config.seed
-        );
+        assert!(now >= self.now, "time went backwards: {} -> {} (seed {})", self.now, now, self.config.seed);
         if self.stats.first_submit.is_some() {
             let dt = now.since(self.now).as_ms();
             self.stats.allocated_gpu_ms += dt * u64::from(self.allocated_gpus);
@@ -299,6 +293,7 @@ impl Controller {
             workload: &self.workload,
             jobs: &self.jobs,
             tasks: &self.tasks,
+            restart_overhead: self.config.restart_overhead,
         };
         let mut plan = Plan {
             now: self.now,
@@ -438,12 +433,6 @@ impl Controller {
         let mut stats = self.stats;
         stats.digest = self.digest.hex();
         stats.last_event = self.now;
-        RunResult {
-            policy: self.policy_name,
-            seed: self.config.seed,
-            jobs,
-            stats,
-            decisions: self.decision_log,
-        }
+        RunResult { policy: self.policy_name, seed: self.config.seed, jobs, stats, decisions: self.decision_log }
     }
 }

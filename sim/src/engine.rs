@@ -118,10 +118,8 @@ impl Engine {
         // A policy that only asks to be woken again, with nothing running, nothing arriving and
         // nothing changed, would spin forever: its wake-ups are dropped and the run ends with
         // its waiting jobs reported unfinished.
-        let spinning = committed == 0
-            && !changed
-            && self.controller.running_tasks() == 0
-            && self.next_arrival_time().is_none();
+        let spinning =
+            committed == 0 && !changed && self.controller.running_tasks() == 0 && self.next_arrival_time().is_none();
         for effect in self.effects.drain(..) {
             match effect {
                 Effect::Started { task, attempt, finish_at } => {

@@ -41,7 +41,7 @@ impl Controller {
         let (mut running, mut allocated) = (0u32, 0u32);
         for (index, t) in self.tasks.iter().enumerate() {
             let running_now = t.status == TaskStatus::Running;
-            if running_now != !t.placed.is_empty() {
+            if running_now == t.placed.is_empty() {
                 return Err(format!("task t{index} is {} but holds {} GPUs", t.status.as_str(), t.placed.len()));
             }
             if !running_now {

@@ -38,10 +38,9 @@ impl fmt::Display for PlanError {
             PlanError::AlreadyDecided { task } => {
                 write!(f, "{task} already has a decision in this plan")
             }
-            PlanError::GangSize { task, asked, given } => write!(
-                f,
-                "gangs are all-or-nothing: {task} asks for {asked} GPUs, the plan gave {given}"
-            ),
+            PlanError::GangSize { task, asked, given } => {
+                write!(f, "gangs are all-or-nothing: {task} asks for {asked} GPUs, the plan gave {given}")
+            }
             PlanError::UnknownGpu { gpu } => write!(f, "{gpu} does not exist"),
             PlanError::GpuNotFree { gpu } => write!(f, "{gpu} is not free (no double allocation)"),
             PlanError::DuplicateGpu { gpu } => write!(f, "{gpu} is listed twice"),
@@ -57,10 +56,9 @@ impl fmt::Display for PlanError {
             PlanError::NotRunning { task, status } => {
                 write!(f, "{task} cannot be preempted: it is {}", status.as_str())
             }
-            PlanError::JobNotRejectable { job } => write!(
-                f,
-                "{job} cannot be rejected: it has ended, has not arrived, or has a task running"
-            ),
+            PlanError::JobNotRejectable { job } => {
+                write!(f, "{job} cannot be rejected: it has ended, has not arrived, or has a task running")
+            }
             PlanError::WakeNotInFuture { at, now } => {
                 write!(f, "wake_at({at}) is not after now ({now})")
             }
@@ -142,14 +140,14 @@ impl<'a> Plan<'a> {
     }
 
     fn check_start(&self, task: TaskId, gpus: &[GpuId]) -> Result<(), PlanError> {
-        let t = self.tasks.get(task.index()).ok_or(PlanError::NotStartable {
-            task,
-            status: TaskStatus::Pending,
-        })?;
-        if self.marks[task.index()] != Mark::None {
+        let t = self.tasks.get(task.index()).ok_or(PlanError::NotStartable { task, status: TaskStatus::Pending })?;
+        // A task preempted by this very plan may start again elsewhere (a migration): it
+        // restarts from its progress and pays the restart overhead, as after any preemption.
+        let preempted_here = self.marks[task.index()] == Mark::Preempted;
+        if self.marks[task.index()] != Mark::None && !preempted_here {
             return Err(PlanError::AlreadyDecided { task });
         }
-        if !t.status.is_startable() {
+        if !t.status.is_startable() && !preempted_here {
             return Err(PlanError::NotStartable { task, status: t.status });
         }
         if gpus.len() != t.gpus as usize {
@@ -186,7 +184,8 @@ impl<'a> Plan<'a> {
     }
 
     /// Preempts a running task: its GPUs are free for the rest of this plan, and it waits to
-    /// restart from where it was (paying the restart overhead when it does).
+    /// restart from where it was (paying the restart overhead when it does, which may be later
+    /// in this same plan, on other GPUs).
     pub fn preempt(&mut self, task: TaskId) -> Result<(), PlanError> {
         let status = self.tasks[task.index()].status;
         if self.marks[task.index()] != Mark::None {
@@ -209,10 +208,8 @@ impl<'a> Plan<'a> {
     pub fn reject(&mut self, job: JobId, reason: impl Into<String>) -> Result<(), PlanError> {
         let j = &self.jobs[job.index()];
         let rejectable = j.in_system()
-            && j.tasks().all(|t| {
-                self.tasks[t.index()].status != TaskStatus::Running
-                    && self.marks[t.index()] == Mark::None
-            });
+            && j.tasks()
+                .all(|t| self.tasks[t.index()].status != TaskStatus::Running && self.marks[t.index()] == Mark::None);
         if !rejectable {
             self.refused += 1;
             return Err(PlanError::JobNotRejectable { job });
@@ -246,7 +243,9 @@ impl<'a> Plan<'a> {
                     for gpu in gpus {
                         self.free.release(self.cluster.node_of(gpu), gpu);
                     }
-                    self.marks[task.index()] = Mark::None;
+                    // Running in the committed state means this plan preempted it first.
+                    let running = self.tasks[task.index()].status == TaskStatus::Running;
+                    self.marks[task.index()] = if running { Mark::Preempted } else { Mark::None };
                 }
                 Decision::Preempt { task } => {
                     for &gpu in &self.tasks[task.index()].placed {

@@ -49,6 +49,7 @@ pub struct ClusterView<'a> {
     pub(crate) workload: &'a Workload,
     pub(crate) jobs: &'a [JobState],
     pub(crate) tasks: &'a [TaskState],
+    pub(crate) restart_overhead: SimDuration,
 }
 
 impl<'a> ClusterView<'a> {
@@ -91,6 +92,17 @@ impl<'a> ClusterView<'a> {
         let t = self.task(task);
         let done = t.work - t.remaining_at(self.now);
         self.expected_duration(task, source) - done
+    }
+
+    /// The overhead `task` pays if started now: the restart overhead after a preemption (also
+    /// for a task preempted by the plan being made), nothing on a first start.
+    pub fn start_overhead(&self, task: TaskId) -> SimDuration {
+        if self.task(task).attempt > 0 { self.restart_overhead } else { SimDuration::ZERO }
+    }
+
+    /// When `task` would end if started now and never interrupted, by `source`.
+    pub fn expected_end_if_started(&self, task: TaskId, source: DurationSource) -> SimTime {
+        self.now + self.start_overhead(task) + self.expected_remaining(task, source)
     }
 
     /// For a running task: when it is expected to end, by `source`, counting any restart

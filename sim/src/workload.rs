@@ -36,14 +36,7 @@ impl JobSpec {
             name: name.into(),
             submit,
             queue: None,
-            tasks: vec![TaskSpec {
-                name: "0".into(),
-                gpus,
-                gpu_type: None,
-                single_node: false,
-                work,
-                estimate: None,
-            }],
+            tasks: vec![TaskSpec { name: "0".into(), gpus, gpu_type: None, single_node: false, work, estimate: None }],
         }
     }
     pub fn gpus(&self) -> u64 {

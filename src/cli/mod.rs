@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand};
 pub type CliResult = Result<(), Box<dyn std::error::Error>>;
 
 #[derive(Parser)]
-#[command(name = "schedlab", version, about = "Deterministic simulator and replay bench for GPU-cluster scheduling policies")]
+#[command(
+    name = "schedlab",
+    version,
+    about = "Deterministic simulator and replay bench for GPU-cluster scheduling policies"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -43,7 +43,7 @@ pub struct SimulateArgs {
     /// Also write the decision log, decisions.csv, into --out.
     #[arg(long)]
     decisions: bool,
-    /// Check every invariant after every step (on by default in debug builds).
+    /// Check every invariant after every step (slow: a full recount per step).
     #[arg(long)]
     check_invariants: bool,
 }
@@ -62,7 +62,7 @@ pub fn run(args: SimulateArgs) -> CliResult {
     let config = ControllerConfig {
         seed: args.seed,
         restart_overhead: sim::SimDuration(restart_overhead),
-        check_invariants: args.check_invariants || cfg!(debug_assertions),
+        check_invariants: args.check_invariants,
         record_decisions: args.decisions,
     };
     if args.decisions && args.out.is_none() {
@@ -97,10 +97,17 @@ fn load_trace(args: &SimulateArgs) -> Result<Option<traces::Trace>, Box<dyn std:
     Ok(Some(trace))
 }
 
-fn choose_cluster(args: &SimulateArgs, from_trace: Option<ClusterSpec>) -> Result<ClusterSpec, Box<dyn std::error::Error>> {
+fn choose_cluster(
+    args: &SimulateArgs,
+    from_trace: Option<ClusterSpec>,
+) -> Result<ClusterSpec, Box<dyn std::error::Error>> {
     if let Some(text) = &args.cluster {
         let path = Path::new(text);
-        return Ok(if path.is_file() { traces::load_cluster_file(path)? } else { traces::parse_cluster_shorthand(text)? });
+        return Ok(if path.is_file() {
+            traces::load_cluster_file(path)?
+        } else {
+            traces::parse_cluster_shorthand(text)?
+        });
     }
     if let Some(spec) = from_trace {
         return Ok(spec);

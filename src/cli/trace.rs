@@ -2,7 +2,7 @@
 
 use super::CliResult;
 use clap::{Args, Subcommand};
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
 
@@ -42,15 +42,13 @@ pub fn run(command: TraceCommand) -> CliResult {
     match command {
         TraceCommand::Import { input, out } => {
             let trace = traces::load(&input.path, input.format.parse()?)?;
-            let jobs_path = if out.extension().is_some_and(|e| e == "csv") {
-                out.clone()
+            if out.extension().is_some_and(|e| e == "csv") {
+                let file = File::create(&out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+                traces::write_jobs_csv(&trace.workload, BufWriter::new(file))?;
             } else {
-                fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-                out.join("jobs.csv")
-            };
-            let file = File::create(&jobs_path).map_err(|e| format!("cannot write {}: {e}", jobs_path.display()))?;
-            traces::write_jobs_csv(&trace.workload, BufWriter::new(file))?;
-            println!("wrote {} jobs to {}", trace.workload.len(), jobs_path.display());
+                traces::write_trace_dir(&trace, &out)?;
+            }
+            println!("wrote {} jobs to {}", trace.workload.len(), out.display());
             Ok(())
         }
         TraceCommand::Validate { input } => {

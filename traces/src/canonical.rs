@@ -11,55 +11,19 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
-pub const JOB_COLUMNS: [&str; 9] = [
-    "job_id",
-    "task_id",
-    "submit_s",
-    "duration_s",
-    "gpus",
-    "gpu_type",
-    "single_node",
-    "estimate_s",
-    "queue",
-];
+pub const JOB_COLUMNS: [&str; 9] =
+    ["job_id", "task_id", "submit_s", "duration_s", "gpus", "gpu_type", "single_node", "estimate_s", "queue"];
 
 const KNOWN: &[Column] = &[
-    Column {
-        name: "job_id",
-        required: true,
-    },
-    Column {
-        name: "task_id",
-        required: false,
-    },
-    Column {
-        name: "submit_s",
-        required: true,
-    },
-    Column {
-        name: "duration_s",
-        required: true,
-    },
-    Column {
-        name: "gpus",
-        required: true,
-    },
-    Column {
-        name: "gpu_type",
-        required: false,
-    },
-    Column {
-        name: "single_node",
-        required: false,
-    },
-    Column {
-        name: "estimate_s",
-        required: false,
-    },
-    Column {
-        name: "queue",
-        required: false,
-    },
+    Column { name: "job_id", required: true },
+    Column { name: "task_id", required: false },
+    Column { name: "submit_s", required: true },
+    Column { name: "duration_s", required: true },
+    Column { name: "gpus", required: true },
+    Column { name: "gpu_type", required: false },
+    Column { name: "single_node", required: false },
+    Column { name: "estimate_s", required: false },
+    Column { name: "queue", required: false },
 ];
 
 /// Column indexes in the file at hand (`None`: the optional column is absent).
@@ -80,9 +44,7 @@ pub fn read_jobs_csv<R: Read>(source: R, file: &str) -> Result<Workload, TraceEr
     let mut sink = Sink::new(1);
     match read_jobs_into(source, file, &mut sink) {
         Some(workload) if sink.is_empty() => Ok(workload),
-        _ => Err(sink
-            .into_first()
-            .unwrap_or_else(|| TraceError::file(file, "unreadable"))),
+        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
     }
 }
 
@@ -124,10 +86,7 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
     }
     if builder.jobs.is_empty() {
         if sink.is_empty() {
-            sink.push(TraceError::file(
-                rows.file(),
-                "no jobs: the file has a header but no rows",
-            ));
+            sink.push(TraceError::file(rows.file(), "no jobs: the file has a header but no rows"));
         }
         return None;
     }
@@ -183,17 +142,9 @@ impl Builder {
                 return Err(conflict(row, job_id, "queue", first));
             }
         }
-        let position = if continues {
-            self.jobs.last().map_or(0, |j| j.tasks.len())
-        } else {
-            0
-        };
+        let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
-        let task_name = if task_id.is_empty() {
-            position.to_string()
-        } else {
-            task_id.to_owned()
-        };
+        let task_name = if task_id.is_empty() { position.to_string() } else { task_id.to_owned() };
         let task = TaskSpec {
             name: task_name,
             gpus,
@@ -257,11 +208,7 @@ fn parse_single_node(row: &Row<'_>, column: Option<usize>) -> Result<bool, Trace
 /// Seconds as the writer spells them: whole seconds as an integer (`600`), anything else with
 /// exactly three decimals (`12.500`). Both parse back to the same milliseconds.
 pub(crate) fn format_seconds(ms: u64) -> String {
-    if ms.is_multiple_of(1000) {
-        (ms / 1000).to_string()
-    } else {
-        format!("{}.{:03}", ms / 1000, ms % 1000)
-    }
+    if ms.is_multiple_of(1000) { (ms / 1000).to_string() } else { format!("{}.{:03}", ms / 1000, ms % 1000) }
 }
 
 /// Writes `workload` as a canonical `jobs.csv` (all nine columns, one row per task, jobs in
@@ -278,10 +225,7 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
         for task in &job.tasks {
             let work = format_seconds(task.work.as_ms());
             let gpus = task.gpus.to_string();
-            let estimate = task
-                .estimate
-                .map(|e| format_seconds(e.as_ms()))
-                .unwrap_or_default();
+            let estimate = task.estimate.map(|e| format_seconds(e.as_ms())).unwrap_or_default();
             writer
                 .write_record([
                     job.name.as_str(),
@@ -297,9 +241,7 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                 .map_err(io_error)?;
         }
     }
-    writer
-        .flush()
-        .map_err(|e| TraceError::io("jobs.csv output", e.to_string()))
+    writer.flush().map_err(|e| TraceError::io("jobs.csv output", e.to_string()))
 }
 
 fn check_writable(workload: &Workload) -> Result<(), TraceError> {
@@ -312,17 +254,13 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
             return refuse(format!("job {index} has an empty name"));
         }
         if let Some(other) = names.insert(name.as_str(), index) {
-            return refuse(format!(
-                "jobs {other} and {index} are both named `{name}`; job ids must be unique"
-            ));
+            return refuse(format!("jobs {other} and {index} are both named `{name}`; job ids must be unique"));
         }
         if job.submit.as_ms() > max_ms {
             return refuse(format!("job `{name}` is submitted after {MAX_SECONDS} s"));
         }
         if job.queue.as_deref() == Some("") {
-            return refuse(format!(
-                "job `{name}` has an empty queue name (use no queue instead)"
-            ));
+            return refuse(format!("job `{name}` has an empty queue name (use no queue instead)"));
         }
         for (t, task) in job.tasks.iter().enumerate() {
             let tname = &task.name;
@@ -333,9 +271,7 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
                 return refuse(format!("job `{name}` has two tasks named `{tname}`"));
             }
             if task.gpu_type.as_deref() == Some("") {
-                return refuse(format!(
-                    "job `{name}` task `{tname}` has an empty GPU type (use none instead)"
-                ));
+                return refuse(format!("job `{name}` task `{tname}` has an empty GPU type (use none instead)"));
             }
             let in_range = |d: SimDuration| (1..=max_ms).contains(&d.as_ms());
             if !in_range(task.work) || !task.estimate.is_none_or(in_range) {
@@ -365,10 +301,7 @@ mod tests {
         let w = read("job_id,submit_s,duration_s,gpus\nb,10,60.5,2\na,5,1,1\n").unwrap();
         assert_eq!(w.len(), 2);
         let a = &w.jobs()[0];
-        assert_eq!(
-            (a.name.as_str(), a.submit, a.tasks[0].work),
-            ("a", SimTime(5_000), SimDuration(1_000))
-        );
+        assert_eq!((a.name.as_str(), a.submit, a.tasks[0].work), ("a", SimTime(5_000), SimDuration(1_000)));
         let b = &w.jobs()[1];
         assert_eq!(b.tasks[0].name, "0");
         assert_eq!(b.tasks[0].work, SimDuration(60_500));
@@ -438,24 +371,13 @@ mod tests {
     #[test]
     fn multi_task_conflicts_name_both_lines() {
         let e = err("job_id,submit_s,duration_s,gpus\nj,0,1,1\nj,5,1,1\n");
-        assert!(
-            e.starts_with(
-                "jobs.csv:3: job `j`: `submit_s` differs from the job's first row (line 2)"
-            ),
-            "{e}"
-        );
+        assert!(e.starts_with("jobs.csv:3: job `j`: `submit_s` differs from the job's first row (line 2)"), "{e}");
         let e = err("job_id,submit_s,duration_s,gpus,queue\nj,0,1,1,a\nj,0,1,1,b\n");
         assert!(e.starts_with("jobs.csv:3: job `j`: `queue` differs"), "{e}");
         let e = err("job_id,task_id,submit_s,duration_s,gpus\nj,w,0,1,1\nj,w,0,1,1\n");
-        assert_eq!(
-            e,
-            "jobs.csv:3: field `task_id`: expected a task id not used before in job `j`, got \"w\""
-        );
+        assert_eq!(e, "jobs.csv:3: field `task_id`: expected a task id not used before in job `j`, got \"w\"");
         let e = err("job_id,submit_s,duration_s,gpus\nj,0,1,1\nk,0,1,1\nj,0,1,1\n");
-        assert!(
-            e.starts_with("jobs.csv:4: job `j` already appeared on lines starting at 2"),
-            "{e}"
-        );
+        assert!(e.starts_with("jobs.csv:4: job `j` already appeared on lines starting at 2"), "{e}");
         // Equal submit times in different spellings are the same time.
         assert!(read("job_id,submit_s,duration_s,gpus\nj,5,1,1\nj,5.000,1,1\n").is_ok());
     }
@@ -465,14 +387,8 @@ mod tests {
         let e = err("job_id,submit_s,duration_s,gpus,gpu\na,0,1,1,x\n");
         assert!(e.starts_with("jobs.csv:1: unknown column `gpu`"), "{e}");
         let e = err("job_id,submit_s,gpus\na,0,1\n");
-        assert!(
-            e.starts_with("jobs.csv:1: the header has no column `duration_s`"),
-            "{e}"
-        );
-        assert_eq!(
-            err("job_id,submit_s,duration_s,gpus\n"),
-            "jobs.csv: no jobs: the file has a header but no rows"
-        );
+        assert!(e.starts_with("jobs.csv:1: the header has no column `duration_s`"), "{e}");
+        assert_eq!(err("job_id,submit_s,duration_s,gpus\n"), "jobs.csv: no jobs: the file has a header but no rows");
         assert_eq!(
             err("job_id,submit_s,duration_s,gpus\na,0,1\n"),
             "jobs.csv:2: expected 4 fields as in the header, got 3"
@@ -488,10 +404,7 @@ mod tests {
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_jobs_csv(&w, &mut out).unwrap();
-        assert_eq!(
-            String::from_utf8(out.clone()).unwrap(),
-            text.replace("0.5,", "0.500,")
-        );
+        assert_eq!(String::from_utf8(out.clone()).unwrap(), text.replace("0.5,", "0.500,"));
         assert_eq!(read_jobs_csv(out.as_slice(), "again.csv").unwrap(), w);
     }
 

@@ -18,8 +18,7 @@ pub const DEFAULT_GPU_TYPE: &str = "GPU";
 /// so a typo like `4000000x8` must be an error, not an attempt to allocate it.
 pub const MAX_CLUSTER_GPUS: u64 = 1_000_000;
 
-const SHAPE: &str =
-    "NODESxGPUS[:TYPE] parts separated by commas, such as 40x8:V100 or 8x8:A100,32x8:V100";
+const SHAPE: &str = "NODESxGPUS[:TYPE] parts separated by commas, such as 40x8:V100 or 8x8:A100,32x8:V100";
 
 /// Parses the shorthand `NODESxGPUS[:TYPE][,...]`: `40x8:V100` is 40 nodes of 8 V100 GPUs.
 ///
@@ -48,24 +47,16 @@ pub fn parse_cluster_shorthand(text: &str) -> Result<ClusterSpec, TraceError> {
                 "part {number} `{part}`: node and GPU counts must be whole numbers; expected {SHAPE}"
             )));
         };
-        if gpu_type.is_empty()
-            || !gpu_type
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-        {
+        if gpu_type.is_empty() || !gpu_type.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) {
             return Err(fail(format!(
                 "part {number} `{part}`: the GPU type must be letters, digits, `-`, `_` or `.`, such as V100"
             )));
         }
         if nodes == 0 {
-            return Err(fail(format!(
-                "part {number} `{part}`: a pool needs at least 1 node"
-            )));
+            return Err(fail(format!("part {number} `{part}`: a pool needs at least 1 node")));
         }
         if gpus == 0 || gpus > MAX_GPUS_PER_NODE {
-            return Err(fail(format!(
-                "part {number} `{part}`: GPUs per node must be 1..={MAX_GPUS_PER_NODE}"
-            )));
+            return Err(fail(format!("part {number} `{part}`: GPUs per node must be 1..={MAX_GPUS_PER_NODE}")));
         }
         parsed.push((nodes, gpus, gpu_type));
     }
@@ -73,13 +64,7 @@ pub fn parse_cluster_shorthand(text: &str) -> Result<ClusterSpec, TraceError> {
     let mut pools: Vec<PoolSpec> = Vec::with_capacity(parsed.len());
     for &(nodes, gpus_per_node, gpu_type) in &parsed {
         let name = pool_name(gpu_type, &pools, &types);
-        pools.push(PoolSpec {
-            name,
-            gpu_type: gpu_type.to_owned(),
-            nodes,
-            gpus_per_node,
-            nodes_per_rack: 0,
-        });
+        pools.push(PoolSpec { name, gpu_type: gpu_type.to_owned(), nodes, gpus_per_node, nodes_per_rack: 0 });
     }
     let spec = ClusterSpec { pools };
     check_spec(&spec).map_err(fail)?;
@@ -101,40 +86,19 @@ fn pool_name(gpu_type: &str, taken: &[PoolSpec], types: &[&str]) -> String {
 
 /// Limits `sim::Cluster::new` does not check, then `Cluster::new` itself.
 fn check_spec(spec: &ClusterSpec) -> Result<(), String> {
-    let total: u64 = spec
-        .pools
-        .iter()
-        .map(|p| u64::from(p.nodes) * u64::from(p.gpus_per_node))
-        .sum();
+    let total: u64 = spec.pools.iter().map(|p| u64::from(p.nodes) * u64::from(p.gpus_per_node)).sum();
     if total > MAX_CLUSTER_GPUS {
-        return Err(format!(
-            "{total} GPUs in total; at most {MAX_CLUSTER_GPUS} are supported"
-        ));
+        return Err(format!("{total} GPUs in total; at most {MAX_CLUSTER_GPUS} are supported"));
     }
     Cluster::new(spec).map(|_| ()).map_err(|e| e.0)
 }
 
 const KNOWN: &[Column] = &[
-    Column {
-        name: "pool",
-        required: true,
-    },
-    Column {
-        name: "gpu_type",
-        required: true,
-    },
-    Column {
-        name: "nodes",
-        required: true,
-    },
-    Column {
-        name: "gpus_per_node",
-        required: true,
-    },
-    Column {
-        name: "nodes_per_rack",
-        required: false,
-    },
+    Column { name: "pool", required: true },
+    Column { name: "gpu_type", required: true },
+    Column { name: "nodes", required: true },
+    Column { name: "gpus_per_node", required: true },
+    Column { name: "nodes_per_rack", required: false },
 ];
 
 /// Reads `cluster.csv` (`pool,gpu_type,nodes,gpus_per_node[,nodes_per_rack]`); pools keep
@@ -143,9 +107,7 @@ pub fn read_cluster_csv<R: Read>(source: R, file: &str) -> Result<ClusterSpec, T
     let mut sink = Sink::new(1);
     match read_cluster_into(source, file, &mut sink) {
         Some(spec) if sink.is_empty() => Ok(spec),
-        _ => Err(sink
-            .into_first()
-            .unwrap_or_else(|| TraceError::file(file, "unreadable"))),
+        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
     }
 }
 
@@ -162,31 +124,17 @@ pub fn write_cluster_csv<W: Write>(spec: &ClusterSpec, out: W) -> Result<(), Tra
     check_spec(spec).map_err(|m| TraceError::value("cluster to write as cluster.csv", m))?;
     let io_error = |e: csv::Error| TraceError::io("cluster.csv output", e.to_string());
     let mut writer = csv::Writer::from_writer(out);
-    writer
-        .write_record(KNOWN.iter().map(|c| c.name))
-        .map_err(io_error)?;
+    writer.write_record(KNOWN.iter().map(|c| c.name)).map_err(io_error)?;
     for p in &spec.pools {
         let numbers = [p.nodes, p.gpus_per_node, p.nodes_per_rack].map(|n| n.to_string());
         writer
-            .write_record([
-                p.name.as_str(),
-                p.gpu_type.as_str(),
-                &numbers[0],
-                &numbers[1],
-                &numbers[2],
-            ])
+            .write_record([p.name.as_str(), p.gpu_type.as_str(), &numbers[0], &numbers[1], &numbers[2]])
             .map_err(io_error)?;
     }
-    writer
-        .flush()
-        .map_err(|e| TraceError::io("cluster.csv output", e.to_string()))
+    writer.flush().map_err(|e| TraceError::io("cluster.csv output", e.to_string()))
 }
 
-pub(crate) fn read_cluster_into<R: Read>(
-    source: R,
-    file: &str,
-    sink: &mut Sink,
-) -> Option<ClusterSpec> {
+pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<ClusterSpec> {
     let mut rows = match Rows::open(source, file) {
         Ok(rows) => rows,
         Err(e) => {
@@ -201,8 +149,7 @@ pub(crate) fn read_cluster_into<R: Read>(
             return None;
         }
     };
-    let (pool_col, type_col, nodes_col, gpus_col, rack_col) =
-        (cols[0]?, cols[1]?, cols[2]?, cols[3]?, cols[4]);
+    let (pool_col, type_col, nodes_col, gpus_col, rack_col) = (cols[0]?, cols[1]?, cols[2]?, cols[3]?, cols[4]);
     let mut pools = Vec::new();
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
     let mut total_gpus = 0u64;
@@ -210,19 +157,11 @@ pub(crate) fn read_cluster_into<R: Read>(
         let parsed = row.and_then(|row| {
             let name = row.name_field(pool_col, "a pool name")?;
             if let Some(first) = lines.get(name) {
-                return Err(row.error(
-                    pool_col,
-                    format!("a pool name not used before (line {first} has it)"),
-                    name,
-                ));
+                return Err(row.error(pool_col, format!("a pool name not used before (line {first} has it)"), name));
             }
             let gpu_type = row.name_field(type_col, "a GPU type such as V100")?;
             let nodes = row.gpus(nodes_col).map_err(|_| {
-                row.error(
-                    nodes_col,
-                    "a whole number of nodes, at least 1",
-                    row.text(nodes_col).unwrap_or_default(),
-                )
+                row.error(nodes_col, "a whole number of nodes, at least 1", row.text(nodes_col).unwrap_or_default())
             })?;
             let gpus_text = row.text(gpus_col)?;
             let gpus_per_node = match parse_u32(gpus_text) {
@@ -239,11 +178,7 @@ pub(crate) fn read_cluster_into<R: Read>(
             let nodes_per_rack = match rack_text {
                 "" => 0,
                 text => parse_u32(text).ok_or_else(|| {
-                    row.error(
-                        rack_col.unwrap_or(0),
-                        "a whole number of nodes per rack (0 or empty: one rack)",
-                        text,
-                    )
+                    row.error(rack_col.unwrap_or(0), "a whole number of nodes per rack (0 or empty: one rack)", text)
                 })?,
             };
             total_gpus += u64::from(nodes) * u64::from(gpus_per_node);
@@ -255,13 +190,7 @@ pub(crate) fn read_cluster_into<R: Read>(
                 ));
             }
             lines.insert(name.to_owned(), row.line);
-            Ok(PoolSpec {
-                name: name.to_owned(),
-                gpu_type: gpu_type.to_owned(),
-                nodes,
-                gpus_per_node,
-                nodes_per_rack,
-            })
+            Ok(PoolSpec { name: name.to_owned(), gpu_type: gpu_type.to_owned(), nodes, gpus_per_node, nodes_per_rack })
         });
         match parsed {
             Ok(pool) => pools.push(pool),
@@ -275,10 +204,7 @@ pub(crate) fn read_cluster_into<R: Read>(
     }
     if pools.is_empty() {
         if sink.is_empty() {
-            sink.push(TraceError::file(
-                rows.file(),
-                "no pools: the file has a header but no rows",
-            ));
+            sink.push(TraceError::file(rows.file(), "no pools: the file has a header but no rows"));
         }
         return None;
     }
@@ -312,37 +238,23 @@ mod tests {
     #[test]
     fn shorthand_builds_named_pools() {
         assert_eq!(pools("40x8:V100"), [p("V100", "V100", 40, 8)]);
-        assert_eq!(
-            pools("8x8:A100, 32X8:V100"),
-            [p("A100", "A100", 8, 8), p("V100", "V100", 32, 8)]
-        );
+        assert_eq!(pools("8x8:A100, 32X8:V100"), [p("A100", "A100", 8, 8), p("V100", "V100", 32, 8)]);
         assert_eq!(pools("16x8"), [p("GPU", "GPU", 16, 8)]);
         assert_eq!(
             pools("2x8:V100,4x4:V100,1x2:V100"),
-            [
-                p("V100", "V100", 2, 8),
-                p("V100-2", "V100", 4, 4),
-                p("V100-3", "V100", 1, 2)
-            ]
+            [p("V100", "V100", 2, 8), p("V100-2", "V100", 4, 4), p("V100-3", "V100", 1, 2)]
         );
         // A type spelled like a generated name keeps its own name.
         assert_eq!(
             pools("1x8:V100,1x8:V100,1x8:V100-2"),
-            [
-                p("V100", "V100", 1, 8),
-                p("V100-3", "V100", 1, 8),
-                p("V100-2", "V100-2", 1, 8)
-            ]
+            [p("V100", "V100", 1, 8), p("V100-3", "V100", 1, 8), p("V100-2", "V100-2", 1, 8)]
         );
     }
 
     #[test]
     fn bad_shorthand_says_what_and_where() {
         let e = |t: &str| parse_cluster_shorthand(t).unwrap_err().to_string();
-        assert_eq!(
-            e("8x8:A100,,"),
-            format!("cluster `8x8:A100,,`: part 2 ``: expected {SHAPE}")
-        );
+        assert_eq!(e("8x8:A100,,"), format!("cluster `8x8:A100,,`: part 2 ``: expected {SHAPE}"));
         assert!(e("8*8").contains("part 1 `8*8`: expected"), "{}", e("8*8"));
         assert!(e("ax8").contains("whole numbers"));
         assert!(e("-1x8").contains("whole numbers"));
@@ -357,18 +269,13 @@ mod tests {
 
     #[test]
     fn cluster_csv_reads_pools_in_order() {
-        let text =
-            "pool,gpu_type,nodes,gpus_per_node,nodes_per_rack\nfast,A100,8,8,4\nslow,V100,32,8,\n";
+        let text = "pool,gpu_type,nodes,gpus_per_node,nodes_per_rack\nfast,A100,8,8,4\nslow,V100,32,8,\n";
         let spec = read_cluster_csv(text.as_bytes(), "cluster.csv").unwrap();
         assert_eq!(spec.pools.len(), 2);
         assert_eq!(spec.pools[0].nodes_per_rack, 4);
         assert_eq!(spec.pools[1].nodes_per_rack, 0);
         assert_eq!(Cluster::new(&spec).unwrap().gpu_count(), 320);
-        let spec = read_cluster_csv(
-            "gpus_per_node,nodes,gpu_type,pool\n2,3,K80,old\n".as_bytes(),
-            "c.csv",
-        )
-        .unwrap();
+        let spec = read_cluster_csv("gpus_per_node,nodes,gpu_type,pool\n2,3,K80,old\n".as_bytes(), "c.csv").unwrap();
         assert_eq!(spec.pools[0].name, "old");
     }
 
@@ -386,11 +293,7 @@ mod tests {
 
     #[test]
     fn cluster_csv_errors_point_at_the_row() {
-        let e = |t: &str| {
-            read_cluster_csv(t.as_bytes(), "cluster.csv")
-                .unwrap_err()
-                .to_string()
-        };
+        let e = |t: &str| read_cluster_csv(t.as_bytes(), "cluster.csv").unwrap_err().to_string();
         let head = "pool,gpu_type,nodes,gpus_per_node\n";
         assert_eq!(
             e(&format!("{head}a,V100,2,8\na,V100,2,8\n")),
@@ -402,14 +305,8 @@ mod tests {
         );
         assert!(e(&format!("{head}a,V100,0,8\n")).starts_with("cluster.csv:2: field `nodes`"));
         assert!(e(&format!("{head}a,,1,8\n")).starts_with("cluster.csv:2: field `gpu_type`"));
-        assert_eq!(
-            e(head),
-            "cluster.csv: no pools: the file has a header but no rows"
-        );
+        assert_eq!(e(head), "cluster.csv: no pools: the file has a header but no rows");
         assert!(e("pool,gpu_type,nodes\n").contains("no column `gpus_per_node`"));
-        assert!(
-            e(&format!("{head}a,V100,100000,64\n"))
-                .starts_with("cluster.csv:2: the cluster exceeds")
-        );
+        assert!(e(&format!("{head}a,V100,100000,64\n")).starts_with("cluster.csv:2: the cluster exceeds"));
     }
 }

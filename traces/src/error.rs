@@ -27,11 +27,7 @@ pub enum TraceError {
         found: String,
     },
     /// A row as a whole is wrong: wrong number of fields, or it contradicts another row.
-    Row {
-        file: String,
-        line: u64,
-        message: String,
-    },
+    Row { file: String, line: u64, message: String },
     /// The file as a whole is wrong: empty, missing or unknown header columns, no jobs.
     File { file: String, message: String },
     /// The file could not be read at all.
@@ -43,13 +39,7 @@ pub enum TraceError {
 
 impl TraceError {
     /// Builds a [`TraceError::Field`], cutting `found` to a readable excerpt.
-    pub fn field(
-        file: &str,
-        line: u64,
-        field: &str,
-        expected: impl Into<String>,
-        found: &str,
-    ) -> TraceError {
+    pub fn field(file: &str, line: u64, field: &str, expected: impl Into<String>, found: &str) -> TraceError {
         TraceError::Field {
             file: file.to_owned(),
             line,
@@ -60,32 +50,19 @@ impl TraceError {
     }
 
     pub fn row(file: &str, line: u64, message: impl Into<String>) -> TraceError {
-        TraceError::Row {
-            file: file.to_owned(),
-            line,
-            message: message.into(),
-        }
+        TraceError::Row { file: file.to_owned(), line, message: message.into() }
     }
 
     pub fn file(file: &str, message: impl Into<String>) -> TraceError {
-        TraceError::File {
-            file: file.to_owned(),
-            message: message.into(),
-        }
+        TraceError::File { file: file.to_owned(), message: message.into() }
     }
 
     pub fn io(file: &str, message: impl Into<String>) -> TraceError {
-        TraceError::Io {
-            file: file.to_owned(),
-            message: message.into(),
-        }
+        TraceError::Io { file: file.to_owned(), message: message.into() }
     }
 
     pub fn value(what: impl Into<String>, message: impl Into<String>) -> TraceError {
-        TraceError::Value {
-            what: what.into(),
-            message: message.into(),
-        }
+        TraceError::Value { what: what.into(), message: message.into() }
     }
 
     /// The file the error is about, if it is about a file.
@@ -121,23 +98,10 @@ impl fmt::Display for TraceError {
         match self {
             // `{:?}` quotes the value and escapes control characters, so an empty field shows
             // as "" and a stray tab as "\t" rather than as nothing.
-            TraceError::Field {
-                file,
-                line,
-                field,
-                expected,
-                found,
-            } => {
-                write!(
-                    f,
-                    "{file}:{line}: field `{field}`: expected {expected}, got {found:?}"
-                )
+            TraceError::Field { file, line, field, expected, found } => {
+                write!(f, "{file}:{line}: field `{field}`: expected {expected}, got {found:?}")
             }
-            TraceError::Row {
-                file,
-                line,
-                message,
-            } => write!(f, "{file}:{line}: {message}"),
+            TraceError::Row { file, line, message } => write!(f, "{file}:{line}: {message}"),
             TraceError::File { file, message } => write!(f, "{file}: {message}"),
             TraceError::Io { file, message } => write!(f, "{file}: cannot read: {message}"),
             TraceError::Value { what, message } => write!(f, "{what}: {message}"),
@@ -157,10 +121,7 @@ pub(crate) struct Sink {
 
 impl Sink {
     pub(crate) fn new(limit: usize) -> Sink {
-        Sink {
-            errors: Vec::new(),
-            limit: limit.max(1),
-        }
+        Sink { errors: Vec::new(), limit: limit.max(1) }
     }
 
     pub(crate) fn push(&mut self, error: TraceError) {
@@ -194,13 +155,7 @@ mod tests {
 
     #[test]
     fn field_error_reads_like_an_editor_location() {
-        let e = TraceError::field(
-            "philly.csv",
-            17,
-            "duration",
-            "a non-negative number of seconds",
-            "abc",
-        );
+        let e = TraceError::field("philly.csv", 17, "duration", "a non-negative number of seconds", "abc");
         assert_eq!(
             e.to_string(),
             "philly.csv:17: field `duration`: expected a non-negative number of seconds, got \"abc\""

@@ -16,18 +16,9 @@ use std::io::{Read, Write};
 pub enum EventRecord {
     /// One GPU stops working at `time`; `repair` is how long until it works again, if the
     /// trace says.
-    GpuFail {
-        time: SimTime,
-        node: NodeId,
-        gpu: u32,
-        repair: Option<SimDuration>,
-    },
+    GpuFail { time: SimTime, node: NodeId, gpu: u32, repair: Option<SimDuration> },
     /// A whole node (all its GPUs) stops working at `time`.
-    NodeFail {
-        time: SimTime,
-        node: NodeId,
-        repair: Option<SimDuration>,
-    },
+    NodeFail { time: SimTime, node: NodeId, repair: Option<SimDuration> },
     /// The node reported alive at `time` (explicit heartbeats from a live journal).
     Heartbeat { time: SimTime, node: NodeId },
 }
@@ -51,26 +42,11 @@ impl EventRecord {
 }
 
 const KNOWN: &[Column] = &[
-    Column {
-        name: "time_s",
-        required: true,
-    },
-    Column {
-        name: "kind",
-        required: true,
-    },
-    Column {
-        name: "node",
-        required: true,
-    },
-    Column {
-        name: "gpu",
-        required: false,
-    },
-    Column {
-        name: "repair_s",
-        required: false,
-    },
+    Column { name: "time_s", required: true },
+    Column { name: "kind", required: true },
+    Column { name: "node", required: true },
+    Column { name: "gpu", required: false },
+    Column { name: "repair_s", required: false },
 ];
 
 const KINDS: &str = "gpu_fail, node_fail or heartbeat";
@@ -85,9 +61,7 @@ pub fn read_events_csv<R: Read>(
     let mut sink = Sink::new(1);
     match read_events_into(source, file, cluster, &mut sink) {
         Some(events) if sink.is_empty() => Ok(events),
-        _ => Err(sink
-            .into_first()
-            .unwrap_or_else(|| TraceError::file(file, "unreadable"))),
+        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
     }
 }
 
@@ -104,17 +78,13 @@ pub fn write_events_csv<W: Write>(events: &[EventRecord], out: W) -> Result<(), 
         if event.time().as_ms() > max_ms || !repair_ok {
             return Err(TraceError::value(
                 "events to write as events.csv",
-                format!(
-                    "event {index}: time must be at most {MAX_SECONDS} s and repair 0.001..={MAX_SECONDS} s"
-                ),
+                format!("event {index}: time must be at most {MAX_SECONDS} s and repair 0.001..={MAX_SECONDS} s"),
             ));
         }
     }
     let io_error = |e: csv::Error| TraceError::io("events.csv output", e.to_string());
     let mut writer = csv::Writer::from_writer(out);
-    writer
-        .write_record(KNOWN.iter().map(|c| c.name))
-        .map_err(io_error)?;
+    writer.write_record(KNOWN.iter().map(|c| c.name)).map_err(io_error)?;
     for event in events {
         let time = format_seconds(event.time().as_ms());
         let node = event.node().0.to_string();
@@ -123,16 +93,10 @@ pub fn write_events_csv<W: Write>(events: &[EventRecord], out: W) -> Result<(), 
             EventRecord::NodeFail { repair, .. } => ("node_fail", String::new(), *repair),
             EventRecord::Heartbeat { .. } => ("heartbeat", String::new(), None),
         };
-        let repair = repair
-            .map(|r| format_seconds(r.as_ms()))
-            .unwrap_or_default();
-        writer
-            .write_record([time.as_str(), kind, &node, &gpu, &repair])
-            .map_err(io_error)?;
+        let repair = repair.map(|r| format_seconds(r.as_ms())).unwrap_or_default();
+        writer.write_record([time.as_str(), kind, &node, &gpu, &repair]).map_err(io_error)?;
     }
-    writer
-        .flush()
-        .map_err(|e| TraceError::io("events.csv output", e.to_string()))
+    writer.flush().map_err(|e| TraceError::io("events.csv output", e.to_string()))
 }
 
 /// For each node index, how many GPUs it has (the layout `sim::Cluster::new` builds).
@@ -160,10 +124,7 @@ impl NodeShape {
     }
 
     fn gpus_of(&self, node: u32) -> Option<u32> {
-        self.pools
-            .iter()
-            .find(|p| u64::from(node) < p.0)
-            .map(|p| p.1)
+        self.pools.iter().find(|p| u64::from(node) < p.0).map(|p| p.1)
     }
 }
 
@@ -205,17 +166,9 @@ pub(crate) fn read_events_into<R: Read>(
     Some(events)
 }
 
-fn parse_event(
-    row: &Row<'_>,
-    cols: &[Option<usize>],
-    shape: Option<&NodeShape>,
-) -> Result<EventRecord, TraceError> {
+fn parse_event(row: &Row<'_>, cols: &[Option<usize>], shape: Option<&NodeShape>) -> Result<EventRecord, TraceError> {
     let (Some(time_col), Some(kind_col), Some(node_col)) = (cols[0], cols[1], cols[2]) else {
-        return Err(TraceError::row(
-            row.file(),
-            row.line,
-            "required columns missing",
-        ));
+        return Err(TraceError::row(row.file(), row.line, "required columns missing"));
     };
     let (gpu_col, repair_col) = (cols[3], cols[4]);
     let time = SimTime(row.seconds_ms(time_col)?);
@@ -226,10 +179,7 @@ fn parse_event(
     {
         return Err(row.error(
             node_col,
-            format!(
-                "a node index below {} (the cluster's node count)",
-                shape.node_count()
-            ),
+            format!("a node index below {} (the cluster's node count)", shape.node_count()),
             &node.to_string(),
         ));
     }
@@ -259,29 +209,17 @@ fn parse_event(
                     gpu_text,
                 ));
             }
-            Ok(EventRecord::GpuFail {
-                time,
-                node: node_id,
-                gpu,
-                repair,
-            })
+            Ok(EventRecord::GpuFail { time, node: node_id, gpu, repair })
         }
         "node_fail" => {
             must_be_empty(gpu_col, gpu_text, "a node_fail event takes the whole node")?;
-            Ok(EventRecord::NodeFail {
-                time,
-                node: node_id,
-                repair,
-            })
+            Ok(EventRecord::NodeFail { time, node: node_id, repair })
         }
         "heartbeat" => {
             must_be_empty(gpu_col, gpu_text, "a heartbeat is per node")?;
             let repair_text = row.opt_text(repair_col)?;
             must_be_empty(repair_col, repair_text, "a heartbeat has no repair time")?;
-            Ok(EventRecord::Heartbeat {
-                time,
-                node: node_id,
-            })
+            Ok(EventRecord::Heartbeat { time, node: node_id })
         }
         other => Err(row.error(kind_col, KINDS, other)),
     }
@@ -300,9 +238,7 @@ mod tests {
             gpus_per_node,
             nodes_per_rack: 0,
         };
-        ClusterSpec {
-            pools: vec![pool("A100", 2, 8), pool("K80", 3, 2)],
-        }
+        ClusterSpec { pools: vec![pool("A100", 2, 8), pool("K80", 3, 2)] }
     }
 
     fn read(text: &str) -> Result<Vec<EventRecord>, TraceError> {
@@ -325,15 +261,8 @@ mod tests {
                     gpu: 7,
                     repair: Some(SimDuration(3_600_000))
                 },
-                EventRecord::NodeFail {
-                    time: SimTime(10_500),
-                    node: NodeId(4),
-                    repair: None
-                },
-                EventRecord::Heartbeat {
-                    time: SimTime(50_000),
-                    node: NodeId(4)
-                },
+                EventRecord::NodeFail { time: SimTime(10_500), node: NodeId(4), repair: None },
+                EventRecord::Heartbeat { time: SimTime(50_000), node: NodeId(4) },
             ]
         );
         assert_eq!(events[2].node(), NodeId(4));
@@ -357,69 +286,38 @@ mod tests {
             e(&format!("{head}1,gpu_fail,2,2,\n")),
             "events.csv:2: field `gpu`: expected a GPU slot below 2 (node 2 has 2 GPUs), got \"2\""
         );
+        assert!(e(&format!("{head}1,gpu_fail,0,,\n")).starts_with("events.csv:2: a gpu_fail event needs"));
         assert!(
-            e(&format!("{head}1,gpu_fail,0,,\n"))
-                .starts_with("events.csv:2: a gpu_fail event needs")
-        );
-        assert!(
-            e(&format!("{head}1,node_fail,0,3,\n"))
-                .starts_with("events.csv:2: field `gpu`: expected an empty field")
+            e(&format!("{head}1,node_fail,0,3,\n")).starts_with("events.csv:2: field `gpu`: expected an empty field")
         );
         assert!(
             e(&format!("{head}1,heartbeat,0,,5\n"))
                 .starts_with("events.csv:2: field `repair_s`: expected an empty field")
         );
         assert!(
-            e(&format!("{head}1,node_fail,0,,0\n"))
-                .starts_with("events.csv:2: field `repair_s`: expected a positive")
+            e(&format!("{head}1,node_fail,0,,0\n")).starts_with("events.csv:2: field `repair_s`: expected a positive")
         );
-        assert!(
-            e(&format!("{head}-1,node_fail,0,,\n")).starts_with("events.csv:2: field `time_s`")
-        );
+        assert!(e(&format!("{head}-1,node_fail,0,,\n")).starts_with("events.csv:2: field `time_s`"));
         assert!(e("time_s,kind\n").contains("no column `node`"));
     }
 
     #[test]
     fn events_round_trip() {
         let events = vec![
-            EventRecord::GpuFail {
-                time: SimTime(1),
-                node: NodeId(1),
-                gpu: 7,
-                repair: Some(SimDuration(3_600_500)),
-            },
-            EventRecord::NodeFail {
-                time: SimTime(10_000),
-                node: NodeId(4),
-                repair: None,
-            },
-            EventRecord::Heartbeat {
-                time: SimTime(10_000),
-                node: NodeId(0),
-            },
+            EventRecord::GpuFail { time: SimTime(1), node: NodeId(1), gpu: 7, repair: Some(SimDuration(3_600_500)) },
+            EventRecord::NodeFail { time: SimTime(10_000), node: NodeId(4), repair: None },
+            EventRecord::Heartbeat { time: SimTime(10_000), node: NodeId(0) },
         ];
         let mut out = Vec::new();
         write_events_csv(&events, &mut out).unwrap();
-        assert_eq!(
-            read_events_csv(out.as_slice(), "e.csv", Some(&cluster())).unwrap(),
-            events
-        );
-        let bad = [EventRecord::NodeFail {
-            time: SimTime(0),
-            node: NodeId(0),
-            repair: Some(SimDuration(0)),
-        }];
+        assert_eq!(read_events_csv(out.as_slice(), "e.csv", Some(&cluster())).unwrap(), events);
+        let bad = [EventRecord::NodeFail { time: SimTime(0), node: NodeId(0), repair: Some(SimDuration(0)) }];
         assert!(write_events_csv(&bad, Vec::new()).is_err());
     }
 
     #[test]
     fn without_a_cluster_indexes_are_not_range_checked() {
-        let events = read_events_csv(
-            "time_s,kind,node,gpu\n1,gpu_fail,900,63\n".as_bytes(),
-            "e.csv",
-            None,
-        )
-        .unwrap();
+        let events = read_events_csv("time_s,kind,node,gpu\n1,gpu_fail,900,63\n".as_bytes(), "e.csv", None).unwrap();
         assert_eq!(events[0].node(), NodeId(900));
     }
 }

@@ -11,22 +11,10 @@ use std::collections::BTreeMap;
 use std::io::Read;
 
 const KNOWN: &[Column] = &[
-    Column {
-        name: "job_id",
-        required: true,
-    },
-    Column {
-        name: "submission_time",
-        required: true,
-    },
-    Column {
-        name: "duration",
-        required: true,
-    },
-    Column {
-        name: "num_gpu",
-        required: true,
-    },
+    Column { name: "job_id", required: true },
+    Column { name: "submission_time", required: true },
+    Column { name: "duration", required: true },
+    Column { name: "num_gpu", required: true },
 ];
 
 /// Reads one ITP cluster file; `file` names it in errors.
@@ -34,9 +22,7 @@ pub fn read_itp_csv<R: Read>(source: R, file: &str) -> Result<Workload, TraceErr
     let mut sink = Sink::new(1);
     match read_itp_into(source, file, &mut sink) {
         Some(workload) if sink.is_empty() => Ok(workload),
-        _ => Err(sink
-            .into_first()
-            .unwrap_or_else(|| TraceError::file(file, "unreadable"))),
+        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
     }
 }
 
@@ -65,19 +51,10 @@ pub(crate) fn read_itp_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> 
             let work_ms = row.positive_seconds_ms(duration_col)?;
             let gpus = row.gpus(gpus_col)?;
             if let Some(first) = first_line.get(id) {
-                return Err(row.error(
-                    id_col,
-                    format!("a job id not used before (line {first} has it)"),
-                    id,
-                ));
+                return Err(row.error(id_col, format!("a job id not used before (line {first} has it)"), id));
             }
             first_line.insert(id.to_owned(), row.line);
-            Ok(JobSpec::single(
-                id,
-                SimTime(submit_ms),
-                gpus,
-                SimDuration(work_ms),
-            ))
+            Ok(JobSpec::single(id, SimTime(submit_ms), gpus, SimDuration(work_ms)))
         });
         match parsed {
             Ok(job) => jobs.push(job),
@@ -97,10 +74,7 @@ pub(crate) fn read_itp_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> 
 pub(crate) fn finish(jobs: Vec<JobSpec>, file: &str, sink: &mut Sink) -> Option<Workload> {
     if jobs.is_empty() {
         if sink.is_empty() {
-            sink.push(TraceError::file(
-                file,
-                "no jobs: the file has a header but no rows",
-            ));
+            sink.push(TraceError::file(file, "no jobs: the file has a header but no rows"));
         }
         return None;
     }
@@ -133,11 +107,7 @@ mod tests {
 
     #[test]
     fn errors_name_line_and_column() {
-        let e = |t: &str| {
-            read_itp_csv(format!("{HEAD}{t}").as_bytes(), "c.csv")
-                .unwrap_err()
-                .to_string()
-        };
+        let e = |t: &str| read_itp_csv(format!("{HEAD}{t}").as_bytes(), "c.csv").unwrap_err().to_string();
         assert_eq!(
             e("a,1,600,1\na,2,600,1\n"),
             "c.csv:3: field `job_id`: expected a job id not used before (line 2 has it), got \"a\""
@@ -145,9 +115,7 @@ mod tests {
         assert!(e("a,1,600,x\n").starts_with("c.csv:2: field `num_gpu`"));
         assert!(e("a,1,-600,1\n").starts_with("c.csv:2: field `duration`"));
         assert!(e("a,,600,1\n").starts_with("c.csv:2: field `submission_time`"));
-        let e = read_itp_csv("job_id,duration,num_gpu\n".as_bytes(), "c.csv")
-            .unwrap_err()
-            .to_string();
+        let e = read_itp_csv("job_id,duration,num_gpu\n".as_bytes(), "c.csv").unwrap_err().to_string();
         assert!(e.contains("no column `submission_time`"), "{e}");
     }
 

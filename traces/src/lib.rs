@@ -21,9 +21,7 @@ pub mod synth;
 pub mod timeparse;
 
 pub use canonical::{read_jobs_csv, write_jobs_csv};
-pub use cluster_spec::{
-    load_cluster_file, parse_cluster_shorthand, read_cluster_csv, write_cluster_csv,
-};
+pub use cluster_spec::{load_cluster_file, parse_cluster_shorthand, read_cluster_csv, write_cluster_csv};
 pub use error::{MAX_ERRORS, TraceError};
 pub use events::{EventRecord, read_events_csv, write_events_csv};
 pub use itp::read_itp_csv;
@@ -74,15 +72,9 @@ impl FromStr for Format {
     type Err = TraceError;
 
     fn from_str(s: &str) -> Result<Format, TraceError> {
-        Format::ALL
-            .into_iter()
-            .find(|f| f.name() == s)
-            .ok_or_else(|| {
-                TraceError::value(
-                    "trace format",
-                    format!("unknown format `{s}`; valid formats: canonical, itp, philly"),
-                )
-            })
+        Format::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
+            TraceError::value("trace format", format!("unknown format `{s}`; valid formats: canonical, itp, philly"))
+        })
     }
 }
 
@@ -101,9 +93,7 @@ pub fn load(path: &Path, format: Format) -> Result<Trace, TraceError> {
     let mut sink = Sink::new(1);
     match load_into(path, format, &mut sink) {
         Some(trace) if sink.is_empty() => Ok(trace),
-        _ => Err(sink
-            .into_first()
-            .unwrap_or_else(|| TraceError::file(&path.display().to_string(), "unreadable"))),
+        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(&path.display().to_string(), "unreadable"))),
     }
 }
 
@@ -117,11 +107,7 @@ pub fn validate(path: &Path, format: Format) -> Vec<TraceError> {
 
 /// Reads one jobs file of `format` from any reader; `file` names it in errors. For tests,
 /// stdin and in-memory data; [`load`] is the same on a path.
-pub fn read_workload<R: Read>(
-    source: R,
-    file: &str,
-    format: Format,
-) -> Result<Workload, TraceError> {
+pub fn read_workload<R: Read>(source: R, file: &str, format: Format) -> Result<Workload, TraceError> {
     match format {
         Format::Canonical => read_jobs_csv(source, file),
         Format::Itp => read_itp_csv(source, file),
@@ -133,8 +119,7 @@ pub fn read_workload<R: Read>(
 /// trace has a cluster and `events.csv` when it has events. Creates `dir` if needed.
 pub fn write_trace_dir(trace: &Trace, dir: &Path) -> Result<(), TraceError> {
     let name = dir.display().to_string();
-    std::fs::create_dir_all(dir)
-        .map_err(|e| TraceError::io(&name, format!("cannot create: {e}")))?;
+    std::fs::create_dir_all(dir).map_err(|e| TraceError::io(&name, format!("cannot create: {e}")))?;
     let create = |file: &str| {
         let path = dir.join(file);
         File::create(&path)
@@ -190,11 +175,7 @@ fn load_into(path: &Path, format: Format, sink: &mut Sink) -> Option<Trace> {
         Format::Itp => itp::read_itp_into(file, &name, sink),
         Format::Philly => philly::read_philly_into(file, &name, sink),
     }?;
-    Some(Trace {
-        workload,
-        cluster: None,
-        events: Vec::new(),
-    })
+    Some(Trace { workload, cluster: None, events: Vec::new() })
 }
 
 /// A canonical trace directory: `jobs.csv` required, `cluster.csv` and `events.csv` optional.
@@ -212,23 +193,17 @@ fn load_directory(dir: &Path, sink: &mut Sink) -> Option<Trace> {
     };
     let cluster_path = dir.join("cluster.csv");
     let cluster = if cluster_path.exists() && !sink.is_full() {
-        open(&cluster_path, sink)
-            .and_then(|(file, name)| cluster_spec::read_cluster_into(file, &name, sink))
+        open(&cluster_path, sink).and_then(|(file, name)| cluster_spec::read_cluster_into(file, &name, sink))
     } else {
         None
     };
     let events_path = dir.join("events.csv");
     let events = if events_path.exists() && !sink.is_full() {
-        open(&events_path, sink)
-            .and_then(|(file, name)| events::read_events_into(file, &name, cluster.as_ref(), sink))
+        open(&events_path, sink).and_then(|(file, name)| events::read_events_into(file, &name, cluster.as_ref(), sink))
     } else {
         Some(Vec::new())
     };
-    Some(Trace {
-        workload: workload?,
-        cluster,
-        events: events?,
-    })
+    Some(Trace { workload: workload?, cluster, events: events? })
 }
 
 #[cfg(test)]
@@ -241,21 +216,13 @@ mod tests {
             assert_eq!(f.name().parse::<Format>(), Ok(f));
         }
         let e = "csv".parse::<Format>().unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "trace format: unknown format `csv`; valid formats: canonical, itp, philly"
-        );
+        assert_eq!(e, "trace format: unknown format `csv`; valid formats: canonical, itp, philly");
     }
 
     #[test]
     fn read_workload_dispatches_on_format() {
         let itp = "job_id,submission_time,duration,num_gpu\na,1,600,1\n";
-        assert_eq!(
-            read_workload(itp.as_bytes(), "x", Format::Itp)
-                .unwrap()
-                .len(),
-            1
-        );
+        assert_eq!(read_workload(itp.as_bytes(), "x", Format::Itp).unwrap().len(), 1);
         assert!(read_workload(itp.as_bytes(), "x", Format::Philly).is_err());
     }
 
@@ -263,44 +230,24 @@ mod tests {
     fn validate_collects_many_errors_and_skips_bad_rows() {
         let mut text = String::from("job_id,submit_s,duration_s,gpus\n");
         for i in 0..30 {
-            text.push_str(&format!(
-                "j{i},0,{},1\n",
-                if i % 2 == 0 { "x" } else { "5" }
-            ));
+            text.push_str(&format!("j{i},0,{},1\n", if i % 2 == 0 { "x" } else { "5" }));
         }
         let errors = validate_workload(text.as_bytes(), "jobs.csv", Format::Canonical);
         assert_eq!(errors.len(), 15);
         let lines: Vec<u64> = errors.iter().filter_map(TraceError::line).collect();
         assert_eq!(lines, (0..15).map(|k| 2 + 2 * k).collect::<Vec<u64>>());
         text.push_str(&"j,0,x,1\n".repeat(30));
-        assert_eq!(
-            validate_workload(text.as_bytes(), "jobs.csv", Format::Canonical).len(),
-            MAX_ERRORS
-        );
+        assert_eq!(validate_workload(text.as_bytes(), "jobs.csv", Format::Canonical).len(), MAX_ERRORS);
         // The first error of validate is the error of load.
         let first = read_workload(text.as_bytes(), "jobs.csv", Format::Canonical).unwrap_err();
-        assert_eq!(
-            Some(&first),
-            validate_workload(text.as_bytes(), "jobs.csv", Format::Canonical).first()
-        );
+        assert_eq!(Some(&first), validate_workload(text.as_bytes(), "jobs.csv", Format::Canonical).first());
     }
 
     #[test]
     fn missing_files_are_io_errors() {
-        let e = load(
-            Path::new("/nonexistent/schedlab/philly.csv"),
-            Format::Philly,
-        )
-        .unwrap_err();
+        let e = load(Path::new("/nonexistent/schedlab/philly.csv"), Format::Philly).unwrap_err();
         assert!(matches!(e, TraceError::Io { .. }), "{e}");
-        assert!(
-            e.to_string()
-                .starts_with("/nonexistent/schedlab/philly.csv: cannot read:"),
-            "{e}"
-        );
-        assert_eq!(
-            validate(Path::new("/nonexistent/x.csv"), Format::Itp).len(),
-            1
-        );
+        assert!(e.to_string().starts_with("/nonexistent/schedlab/philly.csv: cannot read:"), "{e}");
+        assert_eq!(validate(Path::new("/nonexistent/x.csv"), Format::Itp).len(), 1);
     }
 }

@@ -16,26 +16,11 @@ use sim::{JobSpec, SimDuration, SimTime, Workload};
 use std::io::Read;
 
 const KNOWN: &[Column] = &[
-    Column {
-        name: "timestamp",
-        required: true,
-    },
-    Column {
-        name: "duration",
-        required: true,
-    },
-    Column {
-        name: "num_gpus",
-        required: true,
-    },
-    Column {
-        name: "gpu_time",
-        required: true,
-    },
-    Column {
-        name: "cluster",
-        required: true,
-    },
+    Column { name: "timestamp", required: true },
+    Column { name: "duration", required: true },
+    Column { name: "num_gpus", required: true },
+    Column { name: "gpu_time", required: true },
+    Column { name: "cluster", required: true },
 ];
 
 /// Reads `philly.csv`; `file` names it in errors.
@@ -43,17 +28,11 @@ pub fn read_philly_csv<R: Read>(source: R, file: &str) -> Result<Workload, Trace
     let mut sink = Sink::new(1);
     match read_philly_into(source, file, &mut sink) {
         Some(workload) if sink.is_empty() => Ok(workload),
-        _ => Err(sink
-            .into_first()
-            .unwrap_or_else(|| TraceError::file(file, "unreadable"))),
+        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
     }
 }
 
-pub(crate) fn read_philly_into<R: Read>(
-    source: R,
-    file: &str,
-    sink: &mut Sink,
-) -> Option<Workload> {
+pub(crate) fn read_philly_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<Workload> {
     let mut rows = match Rows::open(source, file) {
         Ok(rows) => rows,
         Err(e) => {
@@ -61,14 +40,13 @@ pub(crate) fn read_philly_into<R: Read>(
             return None;
         }
     };
-    let (time_col, duration_col, gpus_col, gpu_time_col, vc_col) =
-        match rows.columns(KNOWN, Unknown::Ignore) {
-            Ok(c) => (c[0]?, c[1]?, c[2]?, c[3]?, c[4]?),
-            Err(e) => {
-                sink.push(e);
-                return None;
-            }
-        };
+    let (time_col, duration_col, gpus_col, gpu_time_col, vc_col) = match rows.columns(KNOWN, Unknown::Ignore) {
+        Ok(c) => (c[0]?, c[1]?, c[2]?, c[3]?, c[4]?),
+        Err(e) => {
+            sink.push(e);
+            return None;
+        }
+    };
     let mut jobs = Vec::new();
     while let Some(row) = rows.next_row() {
         let parsed = row.and_then(|row| {
@@ -86,21 +64,15 @@ pub(crate) fn read_philly_into<R: Read>(
                     gpu_time_col,
                     format!(
                         "duration x num_gpus = {} GPU-seconds",
-                        crate::canonical::format_seconds(
-                            u64::try_from(expected_ms).unwrap_or(u64::MAX)
-                        )
+                        crate::canonical::format_seconds(u64::try_from(expected_ms).unwrap_or(u64::MAX))
                     ),
                     row.text(gpu_time_col)?,
                 ));
             }
             let vc = row.name_field(vc_col, "a virtual-cluster id such as 6214e9")?;
             let queue = vc.to_owned();
-            let mut job = JobSpec::single(
-                format!("philly-{}", row.line),
-                SimTime(submit_ms),
-                gpus,
-                SimDuration(work_ms),
-            );
+            let mut job =
+                JobSpec::single(format!("philly-{}", row.line), SimTime(submit_ms), gpus, SimDuration(work_ms));
             job.queue = Some(queue);
             Ok(job)
         });
@@ -125,18 +97,14 @@ mod tests {
 
     #[test]
     fn rows_become_named_jobs_in_time_order() {
-        let text = format!(
-            "{HEAD}2017-10-09 07:01:55,66.0,1,66.0,11cb48\n2017-10-09 06:13:03,2951.0,2,5902.0,6214e9\n\n"
-        );
+        let text =
+            format!("{HEAD}2017-10-09 07:01:55,66.0,1,66.0,11cb48\n2017-10-09 06:13:03,2951.0,2,5902.0,6214e9\n\n");
         let w = read_philly_csv(text.as_bytes(), "philly.csv").unwrap();
         assert_eq!(w.len(), 2);
         let first = &w.jobs()[0];
         assert_eq!(first.name, "philly-3");
         assert_eq!(first.queue.as_deref(), Some("6214e9"));
-        assert_eq!(
-            first.submit,
-            SimTime(parse_datetime_ms("2017-10-09 06:13:03").unwrap())
-        );
+        assert_eq!(first.submit, SimTime(parse_datetime_ms("2017-10-09 06:13:03").unwrap()));
         assert_eq!(first.tasks[0].work, SimDuration(2_951_000));
         assert_eq!(first.gpus(), 2);
         assert_eq!(w.jobs()[1].name, "philly-2");
@@ -152,25 +120,14 @@ mod tests {
 
     #[test]
     fn gpu_time_mismatch_names_the_line() {
-        let text = format!(
-            "{HEAD}2017-10-09 07:01:55,66.0,1,66.0,11cb48\n2017-10-09 07:01:55,66.0,2,130.0,11cb48\n"
-        );
-        let e = read_philly_csv(text.as_bytes(), "philly.csv")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
-            "philly.csv:3: field `gpu_time`: expected duration x num_gpus = 132 GPU-seconds, got \"130.0\""
-        );
+        let text = format!("{HEAD}2017-10-09 07:01:55,66.0,1,66.0,11cb48\n2017-10-09 07:01:55,66.0,2,130.0,11cb48\n");
+        let e = read_philly_csv(text.as_bytes(), "philly.csv").unwrap_err().to_string();
+        assert_eq!(e, "philly.csv:3: field `gpu_time`: expected duration x num_gpus = 132 GPU-seconds, got \"130.0\"");
     }
 
     #[test]
     fn bad_fields_name_line_and_column() {
-        let e = |row: &str| {
-            read_philly_csv(format!("{HEAD}{row}\n").as_bytes(), "philly.csv")
-                .unwrap_err()
-                .to_string()
-        };
+        let e = |row: &str| read_philly_csv(format!("{HEAD}{row}\n").as_bytes(), "philly.csv").unwrap_err().to_string();
         assert_eq!(
             e("2017-10-09 07:01:55,abc,1,66.0,11cb48"),
             "philly.csv:2: field `duration`: expected a positive number of seconds (decimal digits, like 66 or 0.25), got \"abc\""
@@ -180,8 +137,6 @@ mod tests {
                 .starts_with("philly.csv:2: field `timestamp`: expected a date-time")
         );
         assert!(e("2017-10-09 07:01:55,66.0,1,66.0,").starts_with("philly.csv:2: field `cluster`"));
-        assert!(
-            e("2017-10-09 07:01:55,66.0,0,0.0,x").starts_with("philly.csv:2: field `num_gpus`")
-        );
+        assert!(e("2017-10-09 07:01:55,66.0,0,0.0,x").starts_with("philly.csv:2: field `num_gpus`"));
     }
 }

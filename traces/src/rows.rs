@@ -52,10 +52,7 @@ impl<R: Read> Rows<R> {
         match rows.reader.read_byte_record(&mut rows.record) {
             Ok(true) => {}
             Ok(false) => {
-                return Err(TraceError::file(
-                    file,
-                    "the file is empty; expected a header line",
-                ));
+                return Err(TraceError::file(file, "the file is empty; expected a header line"));
             }
             Err(e) => return Err(csv_error(file, &e)),
         }
@@ -63,19 +60,11 @@ impl<R: Read> Rows<R> {
         rows.header_line = line;
         for (index, raw) in rows.record.iter().enumerate() {
             // A UTF-8 byte-order mark (spreadsheet exports) is not part of the first name.
-            let raw = if index == 0 {
-                raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw)
-            } else {
-                raw
-            };
+            let raw = if index == 0 { raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw) } else { raw };
             match std::str::from_utf8(raw) {
                 Ok(name) => rows.header.push(name.to_owned()),
                 Err(_) => {
-                    return Err(TraceError::row(
-                        file,
-                        line,
-                        format!("header column {} is not UTF-8 text", index + 1),
-                    ));
+                    return Err(TraceError::row(file, line, format!("header column {} is not UTF-8 text", index + 1)));
                 }
             }
         }
@@ -88,17 +77,11 @@ impl<R: Read> Rows<R> {
 
     /// Finds each known column in the header (any order). Missing required columns, repeated
     /// names and (with [`Unknown::Refuse`]) unknown names are errors naming the header line.
-    pub(crate) fn columns(
-        &self,
-        known: &[Column],
-        unknown: Unknown,
-    ) -> Result<Vec<Option<usize>>, TraceError> {
+    pub(crate) fn columns(&self, known: &[Column], unknown: Unknown) -> Result<Vec<Option<usize>>, TraceError> {
         let expected = known.iter().map(|c| c.name).collect::<Vec<_>>().join(",");
         for (index, name) in self.header.iter().enumerate() {
             if self.header[..index].contains(name) {
-                return Err(
-                    self.header_error(format!("column `{name}` appears twice in the header"))
-                );
+                return Err(self.header_error(format!("column `{name}` appears twice in the header")));
             }
             if unknown == Unknown::Refuse && !known.iter().any(|c| c.name == name) {
                 return Err(self.header_error(format!(
@@ -148,19 +131,10 @@ impl<R: Read> Rows<R> {
             return Some(Err(TraceError::row(
                 &self.file,
                 line,
-                format!(
-                    "expected {} fields as in the header, got {}",
-                    self.header.len(),
-                    self.record.len()
-                ),
+                format!("expected {} fields as in the header, got {}", self.header.len(), self.record.len()),
             )));
         }
-        Some(Ok(Row {
-            line,
-            record: &self.record,
-            file: &self.file,
-            header: &self.header,
-        }))
+        Some(Ok(Row { line, record: &self.record, file: &self.file, header: &self.header }))
     }
 }
 
@@ -213,25 +187,16 @@ impl BreakCount {
 
 impl<R> LineTracker<R> {
     fn new(inner: R) -> LineTracker<R> {
-        LineTracker {
-            inner,
-            window: Vec::new(),
-            window_start: 0,
-            counted_to: 0,
-            count: BreakCount::default(),
-        }
+        LineTracker { inner, window: Vec::new(), window_start: 0, counted_to: 0, count: BreakCount::default() }
     }
 
     /// The line of the first byte at or after `byte` that is not a line-end byte: the csv
     /// reader's record position may point at the `\n` of a CRLF or at skipped blank lines.
     fn line_at(&mut self, byte: u64) -> u64 {
-        let from = usize::try_from(byte.max(self.counted_to).saturating_sub(self.window_start))
-            .unwrap_or(usize::MAX);
+        let from = usize::try_from(byte.max(self.counted_to).saturating_sub(self.window_start)).unwrap_or(usize::MAX);
         let mut at = from.min(self.window.len());
         // Count what lies between the last counted point and the record's first byte.
-        let counted = usize::try_from(self.counted_to - self.window_start)
-            .unwrap_or(usize::MAX)
-            .min(at);
+        let counted = usize::try_from(self.counted_to - self.window_start).unwrap_or(usize::MAX).min(at);
         for &b in &self.window[counted..at] {
             self.count.add(b);
         }
@@ -282,20 +247,14 @@ impl<'a> Row<'a> {
     }
 
     /// A field error at this row, in column `column`.
-    pub(crate) fn error(
-        &self,
-        column: usize,
-        expected: impl Into<String>,
-        found: &str,
-    ) -> TraceError {
+    pub(crate) fn error(&self, column: usize, expected: impl Into<String>, found: &str) -> TraceError {
         TraceError::field(self.file, self.line, self.name(column), expected, found)
     }
 
     /// The field as text (all our formats are UTF-8).
     pub(crate) fn text(&self, column: usize) -> Result<&'a str, TraceError> {
         let raw = self.record.get(column).unwrap_or_default();
-        std::str::from_utf8(raw)
-            .map_err(|_| self.error(column, "UTF-8 text", &String::from_utf8_lossy(raw)))
+        std::str::from_utf8(raw).map_err(|_| self.error(column, "UTF-8 text", &String::from_utf8_lossy(raw)))
     }
 
     /// The field as text; an absent column reads as an empty field.
@@ -307,11 +266,7 @@ impl<'a> Row<'a> {
     pub(crate) fn name_field(&self, column: usize, what: &str) -> Result<&'a str, TraceError> {
         let text = self.text(column)?;
         if text.is_empty() {
-            return Err(self.error(
-                column,
-                format!("{what} (the field must not be empty)"),
-                text,
-            ));
+            return Err(self.error(column, format!("{what} (the field must not be empty)"), text));
         }
         Ok(text)
     }
@@ -332,20 +287,15 @@ impl<'a> Row<'a> {
                 text,
             )),
             Ok(ms) => Ok(ms),
-            Err(SecondsError::NotDecimal | SecondsError::Negative) => Err(self.error(
-                column,
-                "a positive number of seconds (decimal digits, like 66 or 0.25)",
-                text,
-            )),
+            Err(SecondsError::NotDecimal | SecondsError::Negative) => {
+                Err(self.error(column, "a positive number of seconds (decimal digits, like 66 or 0.25)", text))
+            }
             Err(e) => Err(self.error(column, e.expected(), text)),
         }
     }
 
     /// Optional positive seconds: an empty field or an absent column is `None`.
-    pub(crate) fn opt_positive_seconds_ms(
-        &self,
-        column: Option<usize>,
-    ) -> Result<Option<u64>, TraceError> {
+    pub(crate) fn opt_positive_seconds_ms(&self, column: Option<usize>) -> Result<Option<u64>, TraceError> {
         match column {
             Some(c) if !self.text(c)?.is_empty() => self.positive_seconds_ms(c).map(Some),
             _ => Ok(None),
@@ -364,8 +314,7 @@ impl<'a> Row<'a> {
     /// A whole number in `0..limit`, for indexes (nodes, GPU slots).
     pub(crate) fn index(&self, column: usize, what: &str) -> Result<u32, TraceError> {
         let text = self.text(column)?;
-        parse_u32(text)
-            .ok_or_else(|| self.error(column, format!("{what} (a whole number, 0 or more)"), text))
+        parse_u32(text).ok_or_else(|| self.error(column, format!("{what} (a whole number, 0 or more)"), text))
     }
 }
 
@@ -374,25 +323,14 @@ pub(crate) fn parse_u32(text: &str) -> Option<u32> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    text.bytes().try_fold(0u32, |n, b| {
-        n.checked_mul(10)?.checked_add(u32::from(b - b'0'))
-    })
+    text.bytes().try_fold(0u32, |n, b| n.checked_mul(10)?.checked_add(u32::from(b - b'0')))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const COLUMNS: &[Column] = &[
-        Column {
-            name: "a",
-            required: true,
-        },
-        Column {
-            name: "b",
-            required: false,
-        },
-    ];
+    const COLUMNS: &[Column] = &[Column { name: "a", required: true }, Column { name: "b", required: false }];
 
     #[test]
     fn lines_count_from_the_header_and_skip_blank_lines() {
@@ -441,33 +379,18 @@ mod tests {
     #[test]
     fn header_problems_are_named() {
         let rows = Rows::open("a,c\n".as_bytes(), "t.csv").unwrap();
-        let e = rows
-            .columns(COLUMNS, Unknown::Refuse)
-            .unwrap_err()
-            .to_string();
+        let e = rows.columns(COLUMNS, Unknown::Refuse).unwrap_err().to_string();
         assert!(e.starts_with("t.csv:1: unknown column `c`"), "{e}");
         assert!(rows.columns(COLUMNS, Unknown::Ignore).is_ok());
         let rows = Rows::open("b\n".as_bytes(), "t.csv").unwrap();
-        let e = rows
-            .columns(COLUMNS, Unknown::Refuse)
-            .unwrap_err()
-            .to_string();
+        let e = rows.columns(COLUMNS, Unknown::Refuse).unwrap_err().to_string();
         assert!(e.contains("no column `a`"), "{e}");
         let rows = Rows::open("a,a\n".as_bytes(), "t.csv").unwrap();
-        let e = rows
-            .columns(COLUMNS, Unknown::Refuse)
-            .unwrap_err()
-            .to_string();
+        let e = rows.columns(COLUMNS, Unknown::Refuse).unwrap_err().to_string();
         assert!(e.contains("`a` appears twice"), "{e}");
         let rows = Rows::open("\u{feff}a\n".as_bytes(), "t.csv").unwrap();
-        assert_eq!(
-            rows.columns(COLUMNS, Unknown::Refuse).unwrap(),
-            [Some(0), None]
-        );
-        let e = Rows::open("".as_bytes(), "t.csv")
-            .err()
-            .unwrap()
-            .to_string();
+        assert_eq!(rows.columns(COLUMNS, Unknown::Refuse).unwrap(), [Some(0), None]);
+        let e = Rows::open("".as_bytes(), "t.csv").err().unwrap().to_string();
         assert_eq!(e, "t.csv: the file is empty; expected a header line");
     }
 
@@ -478,10 +401,7 @@ mod tests {
         assert_eq!(e, "t.csv:2: expected 2 fields as in the header, got 1");
         let row = rows.next_row().unwrap().unwrap();
         let e = row.text(0).unwrap_err().to_string();
-        assert!(
-            e.starts_with("t.csv:3: field `a`: expected UTF-8 text"),
-            "{e}"
-        );
+        assert!(e.starts_with("t.csv:3: field `a`: expected UTF-8 text"), "{e}");
         assert!(rows.next_row().is_none());
     }
 

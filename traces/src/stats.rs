@@ -126,11 +126,7 @@ fn seconds(ms: u64) -> String {
 /// reaching 30 years).
 fn instant(ms: u64) -> String {
     const YEAR_2000_MS: u64 = 946_684_800_000;
-    if ms >= YEAR_2000_MS {
-        format!("{} ({})", seconds(ms), format_datetime_ms(ms))
-    } else {
-        seconds(ms)
-    }
+    if ms >= YEAR_2000_MS { format!("{} ({})", seconds(ms), format_datetime_ms(ms)) } else { seconds(ms) }
 }
 
 impl fmt::Display for TraceStats {
@@ -143,19 +139,10 @@ impl fmt::Display for TraceStats {
             grouped(self.tasks),
             grouped(self.multi_task_jobs)
         )?;
-        writeln!(
-            f,
-            "{:<22}{}",
-            "tasks with estimate",
-            grouped(self.tasks_with_estimate)
-        )?;
+        writeln!(f, "{:<22}{}", "tasks with estimate", grouped(self.tasks_with_estimate))?;
         let whole = self.gpu_hours.trunc() as u64;
         let thousandths = ((self.gpu_hours - self.gpu_hours.trunc()) * 1000.0).round() as u64;
-        let (whole, thousandths) = if thousandths == 1000 {
-            (whole + 1, 0)
-        } else {
-            (whole, thousandths)
-        };
+        let (whole, thousandths) = if thousandths == 1000 { (whole + 1, 0) } else { (whole, thousandths) };
         writeln!(f, "{:<22}{}.{thousandths:03}", "GPU-hours", grouped(whole))?;
         if let (Some(first), Some(last)) = (self.earliest_submit_ms, self.latest_submit_ms) {
             writeln!(f, "{:<22}{}", "first submit", instant(first))?;
@@ -165,13 +152,9 @@ impl fmt::Display for TraceStats {
         }
         if let Some(d) = &self.duration {
             writeln!(f, "job duration")?;
-            for (name, ms) in [
-                ("min", d.min_ms),
-                ("p50", d.p50_ms),
-                ("p90", d.p90_ms),
-                ("p99", d.p99_ms),
-                ("max", d.max_ms),
-            ] {
+            for (name, ms) in
+                [("min", d.min_ms), ("p50", d.p50_ms), ("p90", d.p90_ms), ("p99", d.p99_ms), ("max", d.max_ms)]
+            {
                 writeln!(f, "  {name:<20}{:>16}", seconds(ms))?;
             }
         }
@@ -190,12 +173,7 @@ impl fmt::Display for TraceStats {
             }
         }
         if self.jobs_without_queue > 0 {
-            writeln!(
-                f,
-                "{:<22}{:>16}",
-                "jobs without queue",
-                grouped(self.jobs_without_queue)
-            )?;
+            writeln!(f, "{:<22}{:>16}", "jobs without queue", grouped(self.jobs_without_queue))?;
         }
         Ok(())
     }
@@ -236,10 +214,7 @@ mod tests {
         // 2 GPUs x 1 h + 6 x 0.5 h + 1 x 2 h
         assert_eq!(s.gpu_hours, 7.0);
         assert_eq!(s.gpus_per_job, BTreeMap::from([(1, 1), (8, 1)]));
-        assert_eq!(
-            (s.earliest_submit_ms, s.latest_submit_ms),
-            (Some(1_000), Some(5_000))
-        );
+        assert_eq!((s.earliest_submit_ms, s.latest_submit_ms), (Some(1_000), Some(5_000)));
         let d = s.duration.unwrap();
         assert_eq!((d.min_ms, d.max_ms), (3_600_000, 7_200_000));
         assert_eq!(s.jobs_per_queue, BTreeMap::from([("q".to_string(), 1)]));

@@ -14,14 +14,7 @@ use rand_distr::{Distribution, Exp, LogNormal};
 use sim::{JobSpec, SimDuration, SimTime, Workload};
 
 /// GPUs per job and their weights, after Philly (where 93 % of jobs use one GPU).
-pub const PHILLY_GPU_MIX: [(u32, f64); 6] = [
-    (1, 0.80),
-    (2, 0.05),
-    (4, 0.06),
-    (8, 0.06),
-    (16, 0.02),
-    (32, 0.01),
-];
+pub const PHILLY_GPU_MIX: [(u32, f64); 6] = [(1, 0.80), (2, 0.05), (4, 0.06), (8, 0.06), (16, 0.02), (32, 0.01)];
 
 /// The most jobs one generation may ask for: a guard against typos, not a model limit.
 pub const MAX_SYNTH_JOBS: usize = 10_000_000;
@@ -66,11 +59,7 @@ impl SynthConfig {
             duration_median_s: 1_200.0,
             duration_sigma: 1.8,
             duration_cap_s: 2.0 * 86_400.0,
-            gpu_mix: PHILLY_GPU_MIX
-                .iter()
-                .copied()
-                .filter(|&(g, _)| g <= total_gpus.max(1))
-                .collect(),
+            gpu_mix: PHILLY_GPU_MIX.iter().copied().filter(|&(g, _)| g <= total_gpus.max(1)).collect(),
             estimate_sigma: Some(0.5),
             seed: 0,
         };
@@ -82,77 +71,44 @@ impl SynthConfig {
     /// [`SynthConfig::for_cluster`] with the job count and seed set: `jobs` jobs offering
     /// `load` x the capacity of `total_gpus` GPUs.
     pub fn for_load(jobs: usize, total_gpus: u32, load: f64, seed: u64) -> SynthConfig {
-        SynthConfig {
-            jobs,
-            seed,
-            ..SynthConfig::for_cluster(total_gpus, load)
-        }
+        SynthConfig { jobs, seed, ..SynthConfig::for_cluster(total_gpus, load) }
     }
 
     /// Expected GPU-seconds of one job: `E[GPUs] x E[min(duration, cap)]` (they are drawn
     /// independently; the 1 s floor and ms rounding are ignored as negligible).
     pub fn mean_gpu_seconds_per_job(&self) -> f64 {
         let total: f64 = self.gpu_mix.iter().map(|m| m.1).sum();
-        let mean_gpus = self
-            .gpu_mix
-            .iter()
-            .map(|&(g, w)| f64::from(g) * w)
-            .sum::<f64>()
-            / total;
-        mean_gpus
-            * capped_lognormal_mean(
-                self.duration_median_s.ln(),
-                self.duration_sigma,
-                self.duration_cap_s,
-            )
+        let mean_gpus = self.gpu_mix.iter().map(|&(g, w)| f64::from(g) * w).sum::<f64>() / total;
+        mean_gpus * capped_lognormal_mean(self.duration_median_s.ln(), self.duration_sigma, self.duration_cap_s)
     }
 
     /// Offered load on `total_gpus` GPUs: arriving GPU-seconds per second over capacity.
     pub fn offered_load(&self, total_gpus: u32) -> f64 {
-        self.arrival_rate_per_hour / 3600.0 * self.mean_gpu_seconds_per_job()
-            / f64::from(total_gpus)
+        self.arrival_rate_per_hour / 3600.0 * self.mean_gpu_seconds_per_job() / f64::from(total_gpus)
     }
 
     fn check(&self) -> Result<(), TraceError> {
         let bad = |message: String| Err(TraceError::value("synthetic workload settings", message));
         let positive = |x: f64| x.is_finite() && x > 0.0;
         if self.jobs == 0 || self.jobs > MAX_SYNTH_JOBS {
-            return bad(format!(
-                "jobs must be 1..={MAX_SYNTH_JOBS}, got {}",
-                self.jobs
-            ));
+            return bad(format!("jobs must be 1..={MAX_SYNTH_JOBS}, got {}", self.jobs));
         }
         if !positive(self.arrival_rate_per_hour) {
-            return bad(format!(
-                "arrival rate must be a positive number per hour, got {}",
-                self.arrival_rate_per_hour
-            ));
+            return bad(format!("arrival rate must be a positive number per hour, got {}", self.arrival_rate_per_hour));
         }
         let sigma_ok = self.duration_sigma.is_finite() && self.duration_sigma >= 0.0;
         if !positive(self.duration_median_s) || !sigma_ok {
             return bad("duration median must be positive and sigma non-negative".into());
         }
         if !(self.duration_cap_s >= 1.0 && self.duration_cap_s <= MAX_SECONDS as f64) {
-            return bad(format!(
-                "duration cap must be 1..={MAX_SECONDS} seconds, got {}",
-                self.duration_cap_s
-            ));
+            return bad(format!("duration cap must be 1..={MAX_SECONDS} seconds, got {}", self.duration_cap_s));
         }
-        if self
-            .estimate_sigma
-            .is_some_and(|s| !(s.is_finite() && s >= 0.0))
-        {
+        if self.estimate_sigma.is_some_and(|s| !(s.is_finite() && s >= 0.0)) {
             return bad("estimate sigma must be non-negative".into());
         }
-        let weights_ok = self
-            .gpu_mix
-            .iter()
-            .all(|&(g, w)| g >= 1 && w.is_finite() && w >= 0.0);
+        let weights_ok = self.gpu_mix.iter().all(|&(g, w)| g >= 1 && w.is_finite() && w >= 0.0);
         if !weights_ok || !positive(self.gpu_mix.iter().map(|m| m.1).sum()) {
-            return bad(
-                "the GPU mix needs entries with at least 1 GPU, weights >= 0, and some weight > 0"
-                    .into(),
-            );
+            return bad("the GPU mix needs entries with at least 1 GPU, weights >= 0, and some weight > 0".into());
         }
         Ok(())
     }
@@ -161,14 +117,10 @@ impl SynthConfig {
     pub fn generate(&self) -> Result<Workload, TraceError> {
         self.check()?;
         let mut rng = sim::rng::stream(self.seed, "synth");
-        let too_much = |e: &dyn std::fmt::Display| {
-            TraceError::value("synthetic workload settings", e.to_string())
-        };
+        let too_much = |e: &dyn std::fmt::Display| TraceError::value("synthetic workload settings", e.to_string());
         let gaps = Exp::new(self.arrival_rate_per_hour / 3600.0).map_err(|e| too_much(&e))?;
-        let durations = LogNormal::new(self.duration_median_s.ln(), self.duration_sigma)
-            .map_err(|e| too_much(&e))?;
-        let noise =
-            LogNormal::new(0.0, self.estimate_sigma.unwrap_or(0.0)).map_err(|e| too_much(&e))?;
+        let durations = LogNormal::new(self.duration_median_s.ln(), self.duration_sigma).map_err(|e| too_much(&e))?;
+        let noise = LogNormal::new(0.0, self.estimate_sigma.unwrap_or(0.0)).map_err(|e| too_much(&e))?;
         let total_weight: f64 = self.gpu_mix.iter().map(|m| m.1).sum();
         let max_ms = MAX_SECONDS * 1000;
         let mut submit_ms: u64 = 0;
@@ -185,19 +137,12 @@ impl SynthConfig {
             if submit_ms > max_ms {
                 return Err(TraceError::value(
                     "synthetic workload settings",
-                    format!(
-                        "arrivals run past {MAX_SECONDS} s; raise the arrival rate or lower the job count"
-                    ),
+                    format!("arrivals run past {MAX_SECONDS} s; raise the arrival rate or lower the job count"),
                 ));
             }
             let work_ms = to_ms(duration_s.min(self.duration_cap_s)).max(1_000);
             let gpus = choose(&self.gpu_mix, pick);
-            let mut job = JobSpec::single(
-                format!("synth-{index}"),
-                SimTime(submit_ms),
-                gpus,
-                SimDuration(work_ms),
-            );
+            let mut job = JobSpec::single(format!("synth-{index}"), SimTime(submit_ms), gpus, SimDuration(work_ms));
             if self.estimate_sigma.is_some() {
                 let estimate_ms = to_ms(work_ms as f64 / 1000.0 * factor).clamp(1_000, max_ms);
                 job.tasks[0].estimate = Some(SimDuration(estimate_ms));
@@ -206,11 +151,6 @@ impl SynthConfig {
         }
         Workload::new(jobs).map_err(|e| TraceError::value("synthetic workload", e.0))
     }
-}
-
-/// Draws the workload `config` describes; the same as [`SynthConfig::generate`].
-pub fn generate(config: &SynthConfig) -> Result<Workload, TraceError> {
-    config.generate()
 }
 
 /// Seconds to whole milliseconds, rounding half away from zero; NaN and negatives become 0,
@@ -253,14 +193,9 @@ fn normal_cdf(x: f64) -> f64 {
                 + t * (0.096_784_18
                     + t * (-0.186_288_06
                         + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+                            + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
     let erfc = t * poly.exp();
-    if x >= 0.0 {
-        1.0 - erfc / 2.0
-    } else {
-        erfc / 2.0
-    }
+    if x >= 0.0 { 1.0 - erfc / 2.0 } else { erfc / 2.0 }
 }
 
 #[cfg(test)]
@@ -269,11 +204,7 @@ mod tests {
     use crate::stats::TraceStats;
 
     fn small(seed: u64) -> SynthConfig {
-        SynthConfig {
-            jobs: 500,
-            seed,
-            ..SynthConfig::default()
-        }
+        SynthConfig { jobs: 500, seed, ..SynthConfig::default() }
     }
 
     #[test]
@@ -288,11 +219,7 @@ mod tests {
 
     #[test]
     fn jobs_respect_floor_cap_and_mix() {
-        let config = SynthConfig {
-            jobs: 5_000,
-            duration_cap_s: 86_400.0,
-            ..SynthConfig::default()
-        };
+        let config = SynthConfig { jobs: 5_000, duration_cap_s: 86_400.0, ..SynthConfig::default() };
         let w = config.generate().unwrap();
         let allowed: Vec<u32> = PHILLY_GPU_MIX.iter().map(|m| m.0).collect();
         for job in w.jobs() {
@@ -311,35 +238,20 @@ mod tests {
     #[test]
     fn turning_estimates_off_changes_nothing_else() {
         let with = small(3).generate().unwrap();
-        let without = SynthConfig {
-            estimate_sigma: None,
-            ..small(3)
-        }
-        .generate()
-        .unwrap();
+        let without = SynthConfig { estimate_sigma: None, ..small(3) }.generate().unwrap();
         for (a, b) in with.jobs().iter().zip(without.jobs()) {
-            assert_eq!(
-                (a.submit, a.tasks[0].work, a.tasks[0].gpus),
-                (b.submit, b.tasks[0].work, b.tasks[0].gpus)
-            );
+            assert_eq!((a.submit, a.tasks[0].work, a.tasks[0].gpus), (b.submit, b.tasks[0].work, b.tasks[0].gpus));
             assert_eq!(b.tasks[0].estimate, None);
         }
     }
 
     #[test]
     fn estimates_are_noisy_but_centred() {
-        let w = SynthConfig {
-            jobs: 4_000,
-            ..SynthConfig::default()
-        }
-        .generate()
-        .unwrap();
+        let w = SynthConfig { jobs: 4_000, ..SynthConfig::default() }.generate().unwrap();
         let mut log_ratios: Vec<f64> = w
             .jobs()
             .iter()
-            .map(|j| {
-                (j.tasks[0].estimate.unwrap().as_ms() as f64 / j.tasks[0].work.as_ms() as f64).ln()
-            })
+            .map(|j| (j.tasks[0].estimate.unwrap().as_ms() as f64 / j.tasks[0].work.as_ms() as f64).ln())
             .collect();
         log_ratios.sort_by(f64::total_cmp);
         let median = log_ratios[log_ratios.len() / 2];
@@ -353,12 +265,7 @@ mod tests {
         let config = SynthConfig::for_cluster(128, 0.8);
         assert!((config.offered_load(128) - 0.8).abs() < 1e-9);
         // Over many jobs the realised load is near the target despite the heavy tail.
-        let w = SynthConfig {
-            jobs: 200_000,
-            ..config
-        }
-        .generate()
-        .unwrap();
+        let w = SynthConfig { jobs: 200_000, ..config }.generate().unwrap();
         let stats = TraceStats::of(&w);
         let span_s = stats.latest_submit_ms.unwrap() as f64 / 1000.0;
         let load = stats.gpu_hours * 3600.0 / (span_s * 128.0);
@@ -380,10 +287,7 @@ mod tests {
         let w = config.generate().unwrap();
         let mean = TraceStats::of(&w).gpu_hours * 3600.0 / 100_000.0;
         let expected = config.mean_gpu_seconds_per_job();
-        assert!(
-            (mean / expected - 1.0).abs() < 0.01,
-            "sample {mean} vs formula {expected}"
-        );
+        assert!((mean / expected - 1.0).abs() < 0.01, "sample {mean} vs formula {expected}");
     }
 
     #[test]
@@ -391,15 +295,7 @@ mod tests {
         let config = SynthConfig::for_load(300, 64, 0.5, 9);
         assert_eq!((config.jobs, config.seed), (300, 9));
         assert!((config.offered_load(64) - 0.5).abs() < 1e-9);
-        assert_eq!(
-            generate(&config).unwrap(),
-            SynthConfig {
-                seed: 9,
-                ..config.clone()
-            }
-            .generate()
-            .unwrap()
-        );
+        assert_eq!(config.generate().unwrap(), SynthConfig { seed: 9, ..config.clone() }.generate().unwrap());
     }
 
     #[test]
@@ -412,48 +308,12 @@ mod tests {
     #[test]
     fn bad_settings_are_errors() {
         let bad = |c: SynthConfig| c.generate().unwrap_err().to_string();
-        assert!(
-            bad(SynthConfig {
-                jobs: 0,
-                ..small(1)
-            })
-            .contains("jobs must be")
-        );
-        assert!(
-            bad(SynthConfig {
-                arrival_rate_per_hour: f64::NAN,
-                ..small(1)
-            })
-            .contains("arrival rate")
-        );
-        assert!(
-            bad(SynthConfig {
-                gpu_mix: vec![],
-                ..small(1)
-            })
-            .contains("GPU mix")
-        );
-        assert!(
-            bad(SynthConfig {
-                gpu_mix: vec![(0, 1.0)],
-                ..small(1)
-            })
-            .contains("GPU mix")
-        );
-        assert!(
-            bad(SynthConfig {
-                duration_sigma: -1.0,
-                ..small(1)
-            })
-            .contains("sigma")
-        );
-        assert!(
-            bad(SynthConfig {
-                arrival_rate_per_hour: 1e-12,
-                ..small(1)
-            })
-            .contains("arrivals run past")
-        );
+        assert!(bad(SynthConfig { jobs: 0, ..small(1) }).contains("jobs must be"));
+        assert!(bad(SynthConfig { arrival_rate_per_hour: f64::NAN, ..small(1) }).contains("arrival rate"));
+        assert!(bad(SynthConfig { gpu_mix: vec![], ..small(1) }).contains("GPU mix"));
+        assert!(bad(SynthConfig { gpu_mix: vec![(0, 1.0)], ..small(1) }).contains("GPU mix"));
+        assert!(bad(SynthConfig { duration_sigma: -1.0, ..small(1) }).contains("sigma"));
+        assert!(bad(SynthConfig { arrival_rate_per_hour: 1e-12, ..small(1) }).contains("arrivals run past"));
     }
 
     #[test]

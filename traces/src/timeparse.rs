@@ -28,9 +28,7 @@ impl SecondsError {
             SecondsError::Exponent => {
                 "a plain decimal number of seconds (exponent notation such as 1e3 is not accepted; write 1000)"
             }
-            SecondsError::NotDecimal => {
-                "a non-negative number of seconds (decimal digits, like 66 or 0.25)"
-            }
+            SecondsError::NotDecimal => "a non-negative number of seconds (decimal digits, like 66 or 0.25)",
             SecondsError::TooLarge => "at most 1000000000000 seconds",
         }
     }
@@ -61,10 +59,8 @@ pub fn parse_seconds_ms(text: &str) -> Result<u64, SecondsError> {
     }
     let mut seconds: u64 = 0;
     for b in whole.bytes() {
-        seconds = seconds
-            .checked_mul(10)
-            .and_then(|s| s.checked_add(u64::from(b - b'0')))
-            .ok_or(SecondsError::TooLarge)?;
+        seconds =
+            seconds.checked_mul(10).and_then(|s| s.checked_add(u64::from(b - b'0'))).ok_or(SecondsError::TooLarge)?;
     }
     if seconds > MAX_SECONDS {
         return Err(SecondsError::TooLarge);
@@ -97,22 +93,12 @@ pub struct DateTimeError(pub &'static str);
 pub fn parse_datetime_ms(text: &str) -> Result<u64, DateTimeError> {
     const SHAPE: &str = "a date-time written YYYY-MM-DD HH:MM:SS";
     let b = text.as_bytes();
-    if b.len() != 19
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b' '
-        || b[13] != b':'
-        || b[16] != b':'
-    {
+    if b.len() != 19 || b[4] != b'-' || b[7] != b'-' || b[10] != b' ' || b[13] != b':' || b[16] != b':' {
         return Err(DateTimeError(SHAPE));
     }
     let number = |range: std::ops::Range<usize>| -> Result<u64, DateTimeError> {
         b[range].iter().try_fold(0u64, |n, &c| {
-            if c.is_ascii_digit() {
-                Ok(n * 10 + u64::from(c - b'0'))
-            } else {
-                Err(DateTimeError(SHAPE))
-            }
+            if c.is_ascii_digit() { Ok(n * 10 + u64::from(c - b'0')) } else { Err(DateTimeError(SHAPE)) }
         })
     };
     let year = number(0..4)?;
@@ -122,24 +108,16 @@ pub fn parse_datetime_ms(text: &str) -> Result<u64, DateTimeError> {
     let minute = number(14..16)?;
     let second = number(17..19)?;
     if year < 1970 {
-        return Err(DateTimeError(
-            "a date-time in 1970 or later (times before the epoch cannot be represented)",
-        ));
+        return Err(DateTimeError("a date-time in 1970 or later (times before the epoch cannot be represented)"));
     }
     if !(1..=12).contains(&month) {
-        return Err(DateTimeError(
-            "a date-time YYYY-MM-DD HH:MM:SS with a month 01-12",
-        ));
+        return Err(DateTimeError("a date-time YYYY-MM-DD HH:MM:SS with a month 01-12"));
     }
     if day < 1 || day > days_in_month(year, month) {
-        return Err(DateTimeError(
-            "a date-time YYYY-MM-DD HH:MM:SS with a day that exists in its month",
-        ));
+        return Err(DateTimeError("a date-time YYYY-MM-DD HH:MM:SS with a day that exists in its month"));
     }
     if hour > 23 || minute > 59 || second > 59 {
-        return Err(DateTimeError(
-            "a date-time YYYY-MM-DD HH:MM:SS with hour 00-23, minute and second 00-59",
-        ));
+        return Err(DateTimeError("a date-time YYYY-MM-DD HH:MM:SS with hour 00-23, minute and second 00-59"));
     }
     let days = days_from_civil(year, month, day);
     Ok(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000)
@@ -151,12 +129,7 @@ pub fn format_datetime_ms(ms: u64) -> String {
     let secs = ms / 1000;
     let (year, month, day) = civil_from_days(secs / 86_400);
     let rest = secs % 86_400;
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}", rest / 3600, rest / 60 % 60, rest % 60)
 }
 
 fn is_leap(year: u64) -> bool {
@@ -227,11 +200,7 @@ mod tests {
         assert_eq!(parse_seconds_ms("0.0014999999"), Ok(1));
         assert_eq!(parse_seconds_ms("0.0005"), Ok(1));
         assert_eq!(parse_seconds_ms("0.0004"), Ok(0));
-        assert_eq!(
-            parse_seconds_ms("1.9995"),
-            Ok(2_000),
-            "carries into the seconds"
-        );
+        assert_eq!(parse_seconds_ms("1.9995"), Ok(2_000), "carries into the seconds");
         assert_eq!(parse_seconds_ms("9.99999"), Ok(10_000));
     }
 
@@ -242,14 +211,8 @@ mod tests {
         assert_eq!(parse_seconds_ms("-0.0"), Err(SecondsError::Negative));
         assert_eq!(parse_seconds_ms("1e3"), Err(SecondsError::Exponent));
         assert_eq!(parse_seconds_ms("1.5E2"), Err(SecondsError::Exponent));
-        for bad in [
-            "abc", ".", "+1", " 1", "1 ", "1.2.3", "0x10", "inf", "nan", "NaN", "1,5", "١",
-        ] {
-            assert_eq!(
-                parse_seconds_ms(bad),
-                Err(SecondsError::NotDecimal),
-                "{bad:?}"
-            );
+        for bad in ["abc", ".", "+1", " 1", "1 ", "1.2.3", "0x10", "inf", "nan", "NaN", "1,5", "١"] {
+            assert_eq!(parse_seconds_ms(bad), Err(SecondsError::NotDecimal), "{bad:?}");
         }
         assert!(SecondsError::Exponent.expected().contains("1e3"));
     }
@@ -257,45 +220,21 @@ mod tests {
     #[test]
     fn huge_values_are_refused_not_wrapped() {
         assert_eq!(parse_seconds_ms("1000000000000"), Ok(MAX_SECONDS * 1000));
-        assert_eq!(
-            parse_seconds_ms("1000000000000.0004"),
-            Ok(MAX_SECONDS * 1000)
-        );
-        assert_eq!(
-            parse_seconds_ms("1000000000000.0005"),
-            Err(SecondsError::TooLarge)
-        );
-        assert_eq!(
-            parse_seconds_ms("1000000000001"),
-            Err(SecondsError::TooLarge)
-        );
-        assert_eq!(
-            parse_seconds_ms("99999999999999999999999999"),
-            Err(SecondsError::TooLarge)
-        );
+        assert_eq!(parse_seconds_ms("1000000000000.0004"), Ok(MAX_SECONDS * 1000));
+        assert_eq!(parse_seconds_ms("1000000000000.0005"), Err(SecondsError::TooLarge));
+        assert_eq!(parse_seconds_ms("1000000000001"), Err(SecondsError::TooLarge));
+        assert_eq!(parse_seconds_ms("99999999999999999999999999"), Err(SecondsError::TooLarge));
     }
 
     #[test]
     fn datetimes_match_known_unix_times() {
         // Reference values from Python's calendar.timegm.
         assert_eq!(parse_datetime_ms("1970-01-01 00:00:00"), Ok(0));
-        assert_eq!(
-            parse_datetime_ms("2017-09-04 10:30:41"),
-            Ok(1_504_521_041_000)
-        );
-        assert_eq!(
-            parse_datetime_ms("2017-12-22 08:02:11"),
-            Ok(1_513_929_731_000)
-        );
-        assert_eq!(
-            parse_datetime_ms("2000-02-29 23:59:59"),
-            Ok(951_868_799_000)
-        );
+        assert_eq!(parse_datetime_ms("2017-09-04 10:30:41"), Ok(1_504_521_041_000));
+        assert_eq!(parse_datetime_ms("2017-12-22 08:02:11"), Ok(1_513_929_731_000));
+        assert_eq!(parse_datetime_ms("2000-02-29 23:59:59"), Ok(951_868_799_000));
         // The DST fall-back hour is naive: kept as written.
-        assert_eq!(
-            parse_datetime_ms("2017-11-05 01:30:00"),
-            Ok(1_509_845_400_000)
-        );
+        assert_eq!(parse_datetime_ms("2017-11-05 01:30:00"), Ok(1_509_845_400_000));
     }
 
     #[test]
@@ -319,10 +258,7 @@ mod tests {
         ] {
             assert!(parse_datetime_ms(bad).is_err(), "{bad:?} was accepted");
         }
-        assert_eq!(
-            parse_datetime_ms("2000-02-29 00:00:00").map(|ms| ms % 1000),
-            Ok(0)
-        );
+        assert_eq!(parse_datetime_ms("2000-02-29 00:00:00").map(|ms| ms % 1000), Ok(0));
     }
 
     proptest! {

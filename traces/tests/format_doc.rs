@@ -56,14 +56,8 @@ fn every_csv_example_loads() {
 
 #[test]
 fn the_shorthand_table_holds() {
-    let pools = |s: &str| -> Vec<String> {
-        parse_cluster_shorthand(s)
-            .unwrap()
-            .pools
-            .into_iter()
-            .map(|p| p.name)
-            .collect()
-    };
+    let pools =
+        |s: &str| -> Vec<String> { parse_cluster_shorthand(s).unwrap().pools.into_iter().map(|p| p.name).collect() };
     assert_eq!(pools("40x8:V100"), ["V100"]);
     assert_eq!(pools("8x8:A100,32x8:V100"), ["A100", "V100"]);
     assert_eq!(pools("16x8"), ["GPU"]);

@@ -10,10 +10,7 @@ use traces::timeparse::parse_datetime_ms;
 use traces::{Format, TraceStats, load};
 
 fn assert_close(actual: f64, expected: f64, what: &str) {
-    assert!(
-        (actual - expected).abs() <= 0.001,
-        "{what}: {actual} vs published {expected}"
-    );
+    assert!((actual - expected).abs() <= 0.001, "{what}: {actual} vs published {expected}");
 }
 
 #[test]
@@ -22,13 +19,8 @@ fn philly_matches_source_md() {
         return;
     };
     let started = Instant::now();
-    let trace =
-        load(&dir.join("philly-pollux/philly.csv"), Format::Philly).expect("philly.csv loads");
-    eprintln!(
-        "philly.csv: {} jobs loaded in {:?}",
-        trace.workload.len(),
-        started.elapsed()
-    );
+    let trace = load(&dir.join("philly-pollux/philly.csv"), Format::Philly).expect("philly.csv loads");
+    eprintln!("philly.csv: {} jobs loaded in {:?}", trace.workload.len(), started.elapsed());
     assert!(trace.cluster.is_none() && trace.events.is_empty());
     let stats = TraceStats::of(&trace.workload);
 
@@ -48,14 +40,8 @@ fn philly_matches_source_md() {
         (128, 3),
     ]);
     assert_eq!(stats.gpus_per_job, histogram);
-    assert_eq!(
-        stats.earliest_submit_ms,
-        Some(parse_datetime_ms("2017-09-04 10:30:41").unwrap())
-    );
-    assert_eq!(
-        stats.latest_submit_ms,
-        Some(parse_datetime_ms("2017-12-22 08:02:11").unwrap())
-    );
+    assert_eq!(stats.earliest_submit_ms, Some(parse_datetime_ms("2017-09-04 10:30:41").unwrap()));
+    assert_eq!(stats.latest_submit_ms, Some(parse_datetime_ms("2017-12-22 08:02:11").unwrap()));
 
     // Published: min 1, median 1,144, p90 11,264.8, p99 254,758.42, max 4,628,226 seconds.
     let d = stats.duration.expect("durations");
@@ -93,32 +79,18 @@ fn philly_keeps_duplicates_and_names_jobs_by_line() {
     let Some(dir) = common::shared_traces() else {
         return;
     };
-    let workload = load(&dir.join("philly-pollux/philly.csv"), Format::Philly)
-        .unwrap()
-        .workload;
+    let workload = load(&dir.join("philly-pollux/philly.csv"), Format::Philly).unwrap().workload;
     // 65 exact duplicate rows: same second, duration, GPUs and VC as an earlier row.
     let mut seen = BTreeMap::new();
     for job in workload.jobs() {
-        let key = (
-            job.submit,
-            job.tasks[0].work,
-            job.tasks[0].gpus,
-            job.queue.clone(),
-        );
+        let key = (job.submit, job.tasks[0].work, job.tasks[0].gpus, job.queue.clone());
         *seen.entry(key).or_insert(0u64) += 1;
     }
     let duplicates: u64 = seen.values().map(|n| n - 1).sum();
     assert_eq!(duplicates, 65);
     // Line 2 of the file: `2017-10-09 07:01:55,66.0,1,66.0,11cb48`.
-    let first_row = workload
-        .jobs()
-        .iter()
-        .find(|j| j.name == "philly-2")
-        .expect("philly-2");
-    assert_eq!(
-        first_row.submit.as_ms(),
-        parse_datetime_ms("2017-10-09 07:01:55").unwrap()
-    );
+    let first_row = workload.jobs().iter().find(|j| j.name == "philly-2").expect("philly-2");
+    assert_eq!(first_row.submit.as_ms(), parse_datetime_ms("2017-10-09 07:01:55").unwrap());
     assert_eq!(first_row.tasks[0].work.as_ms(), 66_000);
     assert_eq!(first_row.queue.as_deref(), Some("11cb48"));
     // The README's example job, 74 s + 193,182 s of attempts on 8 GPUs in VC ee9e8c.
@@ -128,12 +100,7 @@ fn philly_keeps_duplicates_and_names_jobs_by_line() {
         && j.gpus() == 8
         && j.queue.as_deref() == Some("ee9e8c")));
     // Jobs are in submit order (the file is not).
-    assert!(
-        workload
-            .jobs()
-            .windows(2)
-            .all(|w| w[0].submit <= w[1].submit)
-    );
+    assert!(workload.jobs().windows(2).all(|w| w[0].submit <= w[1].submit));
 }
 
 struct ItpFacts {
@@ -156,15 +123,7 @@ const ITP: [ItpFacts; 9] = [
         earliest_s: 1_932_025,
         latest_s: 4_848_400,
         duration_ms: (612_000, 8_287_000, 144_151_000),
-        gpus_per_job: &[
-            (1, 1_530),
-            (2, 11),
-            (4, 6),
-            (8, 5),
-            (16, 6),
-            (32, 11),
-            (64, 26),
-        ],
+        gpus_per_job: &[(1, 1_530), (2, 11), (4, 6), (8, 5), (16, 6), (32, 11), (64, 26)],
     },
     ItpFacts {
         cluster: "cluster02",
@@ -173,15 +132,7 @@ const ITP: [ItpFacts; 9] = [
         earliest_s: 5_010,
         latest_s: 5_166_386,
         duration_ms: (600_000, 6_181_500, 1_114_383_000),
-        gpus_per_job: &[
-            (1, 4_937),
-            (2, 102),
-            (4, 301),
-            (8, 352),
-            (16, 36),
-            (32, 36),
-            (64, 14),
-        ],
+        gpus_per_job: &[(1, 4_937), (2, 102), (4, 301), (8, 352), (16, 36), (32, 36), (64, 14)],
     },
     ItpFacts {
         cluster: "cluster03",
@@ -190,14 +141,7 @@ const ITP: [ItpFacts; 9] = [
         earliest_s: 911_907,
         latest_s: 5_175_336,
         duration_ms: (603_000, 9_856_000, 1_022_894_000),
-        gpus_per_job: &[
-            (1, 1_014),
-            (2, 85),
-            (8, 1_777),
-            (16, 94),
-            (32, 24),
-            (64, 17),
-        ],
+        gpus_per_job: &[(1, 1_014), (2, 85), (8, 1_777), (16, 94), (32, 24), (64, 17)],
     },
     ItpFacts {
         cluster: "cluster04",
@@ -206,15 +150,7 @@ const ITP: [ItpFacts; 9] = [
         earliest_s: 5_810,
         latest_s: 5_142_627,
         duration_ms: (600_000, 7_949_000, 1_237_189_000),
-        gpus_per_job: &[
-            (1, 11_924),
-            (2, 125),
-            (4, 532),
-            (8, 2_779),
-            (16, 182),
-            (32, 254),
-            (64, 6),
-        ],
+        gpus_per_job: &[(1, 11_924), (2, 125), (4, 532), (8, 2_779), (16, 182), (32, 254), (64, 6)],
     },
     ItpFacts {
         cluster: "cluster05",
@@ -232,15 +168,7 @@ const ITP: [ItpFacts; 9] = [
         earliest_s: 16_566,
         latest_s: 5_168_464,
         duration_ms: (600_000, 4_320_500, 899_735_000),
-        gpus_per_job: &[
-            (1, 1_073),
-            (2, 6),
-            (4, 148),
-            (8, 1_082),
-            (16, 59),
-            (32, 20),
-            (64, 8),
-        ],
+        gpus_per_job: &[(1, 1_073), (2, 6), (4, 148), (8, 1_082), (16, 59), (32, 20), (64, 8)],
     },
     ItpFacts {
         cluster: "cluster08",
@@ -285,27 +213,11 @@ fn itp_clusters_match_source_md() {
         let name = facts.cluster;
         assert_eq!(stats.jobs, facts.jobs, "{name} jobs");
         assert_close(stats.gpu_hours, facts.gpu_hours, name);
-        assert_eq!(
-            stats.earliest_submit_ms,
-            Some(facts.earliest_s * 1000),
-            "{name} earliest"
-        );
-        assert_eq!(
-            stats.latest_submit_ms,
-            Some(facts.latest_s * 1000),
-            "{name} latest"
-        );
+        assert_eq!(stats.earliest_submit_ms, Some(facts.earliest_s * 1000), "{name} earliest");
+        assert_eq!(stats.latest_submit_ms, Some(facts.latest_s * 1000), "{name} latest");
         let d = stats.duration.unwrap();
-        assert_eq!(
-            (d.min_ms, d.p50_ms, d.max_ms),
-            facts.duration_ms,
-            "{name} durations"
-        );
-        assert_eq!(
-            stats.gpus_per_job,
-            facts.gpus_per_job.iter().copied().collect(),
-            "{name} GPUs per job"
-        );
+        assert_eq!((d.min_ms, d.p50_ms, d.max_ms), facts.duration_ms, "{name} durations");
+        assert_eq!(stats.gpus_per_job, facts.gpus_per_job.iter().copied().collect(), "{name} GPUs per job");
         assert_eq!(stats.jobs_without_queue, facts.jobs, "ITP has no queues");
         jobs += stats.jobs;
         gpu_hours += stats.gpu_hours;
@@ -318,15 +230,7 @@ fn itp_clusters_match_source_md() {
     assert_eq!(jobs, 56_652);
     assert_close(gpu_hours, 1_265_919.927, "ITP total GPU-hours");
     assert_eq!((earliest, latest), (2_816_000, 5_175_336_000));
-    let published = BTreeMap::from([
-        (1, 47_828),
-        (2, 647),
-        (4, 1_300),
-        (8, 6_073),
-        (16, 379),
-        (32, 354),
-        (64, 71),
-    ]);
+    let published = BTreeMap::from([(1, 47_828), (2, 647), (4, 1_300), (8, 6_073), (16, 379), (32, 354), (64, 71)]);
     assert_eq!(histogram, published);
 }
 
@@ -335,23 +239,11 @@ fn itp_job_ids_are_kept_verbatim() {
     let Some(dir) = common::shared_traces() else {
         return;
     };
-    let w = load(
-        &dir.join("microsoft-itp-elasticflow/cluster01.csv"),
-        Format::Itp,
-    )
-    .unwrap()
-    .workload;
+    let w = load(&dir.join("microsoft-itp-elasticflow/cluster01.csv"), Format::Itp).unwrap().workload;
     // First row: `965d744f-0445-c1a8-12af-97e4c536c66e,1932025,2429,64`.
     let first = &w.jobs()[0];
     assert_eq!(first.name, "965d744f-0445-c1a8-12af-97e4c536c66e");
-    assert_eq!(
-        (
-            first.submit.as_ms(),
-            first.tasks[0].work.as_ms(),
-            first.gpus()
-        ),
-        (1_932_025_000, 2_429_000, 64)
-    );
+    assert_eq!((first.submit.as_ms(), first.tasks[0].work.as_ms(), first.gpus()), (1_932_025_000, 2_429_000, 64));
     assert_eq!(first.queue, None);
 }
 
@@ -360,23 +252,10 @@ fn real_traces_validate_clean() {
     let Some(dir) = common::shared_traces() else {
         return;
     };
-    assert_eq!(
-        traces::validate(&dir.join("philly-pollux/philly.csv"), Format::Philly),
-        []
-    );
-    assert_eq!(
-        traces::validate(
-            &dir.join("microsoft-itp-elasticflow/cluster09.csv"),
-            Format::Itp
-        ),
-        []
-    );
+    assert_eq!(traces::validate(&dir.join("philly-pollux/philly.csv"), Format::Philly), []);
+    assert_eq!(traces::validate(&dir.join("microsoft-itp-elasticflow/cluster09.csv"), Format::Itp), []);
     // Wrong format: the errors say which columns are missing.
     let errors = traces::validate(&dir.join("philly-pollux/philly.csv"), Format::Itp);
     assert_eq!(errors.len(), 1);
-    assert!(
-        errors[0].to_string().contains("no column `job_id`"),
-        "{}",
-        errors[0]
-    );
+    assert!(errors[0].to_string().contains("no column `job_id`"), "{}", errors[0]);
 }

@@ -6,8 +6,8 @@ mod common;
 use proptest::prelude::*;
 use sim::ClusterSpec;
 use traces::{
-    Format, SynthConfig, TraceError, parse_cluster_shorthand, read_cluster_csv, read_events_csv,
-    read_workload, validate_workload,
+    Format, SynthConfig, TraceError, parse_cluster_shorthand, read_cluster_csv, read_events_csv, read_workload,
+    validate_workload,
 };
 
 const ITP_SAMPLE: &str = "job_id,submission_time,duration,num_gpu\n\
@@ -27,12 +27,7 @@ fn seed_text(relative: &str, fallback: &str) -> String {
 }
 
 fn canonical_seed() -> String {
-    let workload = SynthConfig {
-        jobs: 150,
-        ..SynthConfig::default()
-    }
-    .generate()
-    .unwrap();
+    let workload = SynthConfig { jobs: 150, ..SynthConfig::default() }.generate().unwrap();
     let mut out = Vec::new();
     traces::write_jobs_csv(&workload, &mut out).unwrap();
     String::from_utf8(out).unwrap()
@@ -46,10 +41,7 @@ fn cluster() -> ClusterSpec {
 fn check_error_line(error: &TraceError, input: &[u8]) -> Result<(), TestCaseError> {
     let lines = input.iter().filter(|&&b| b == b'\n' || b == b'\r').count() as u64 + 1;
     if let Some(line) = error.line() {
-        prop_assert!(
-            line >= 1 && line <= lines,
-            "line {line} of {lines}: {error}"
-        );
+        prop_assert!(line >= 1 && line <= lines, "line {line} of {lines}: {error}");
     }
     prop_assert!(!error.to_string().is_empty());
     Ok(())
@@ -92,10 +84,7 @@ enum Damage {
 
 /// Bytes that matter to CSV and to our parsers, plus some that should never appear.
 fn interesting_byte() -> impl Strategy<Value = u8> {
-    prop_oneof![
-        prop::sample::select(b",\"\n\r.-:e0123456789 x\t".to_vec()),
-        any::<u8>(),
-    ]
+    prop_oneof![prop::sample::select(b",\"\n\r.-:e0123456789 x\t".to_vec()), any::<u8>(),]
 }
 
 fn damage() -> impl Strategy<Value = Damage> {
@@ -119,10 +108,7 @@ fn apply(text: &str, damages: &[Damage]) -> Vec<u8> {
             }
             Damage::Insert(i, b) => bytes.insert(i % (bytes.len() + 1), b),
             Damage::DuplicateLine(i) | Damage::DropLine(i) => {
-                let mut lines: Vec<Vec<u8>> = bytes
-                    .split_inclusive(|&b| b == b'\n')
-                    .map(<[u8]>::to_vec)
-                    .collect();
+                let mut lines: Vec<Vec<u8>> = bytes.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
                 if !lines.is_empty() {
                     let at = i % lines.len();
                     if matches!(d, Damage::DuplicateLine(_)) {
@@ -199,9 +185,5 @@ fn one_damaged_field_is_reported_at_its_line() {
     let damaged = lines.join("\n");
     let e = read_workload(damaged.as_bytes(), "philly.csv", Format::Philly).unwrap_err();
     assert_eq!(e.line(), Some(target as u64 + 1), "{e}");
-    assert!(
-        e.to_string()
-            .contains("field `duration`: expected a plain decimal"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("field `duration`: expected a plain decimal"), "{e}");
 }

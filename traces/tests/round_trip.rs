@@ -26,10 +26,9 @@ fn real_traces_round_trip_through_the_canonical_format() {
     let Some(dir) = common::shared_traces() else {
         return;
     };
-    for (path, format) in [
-        ("philly-pollux/philly.csv", Format::Philly),
-        ("microsoft-itp-elasticflow/cluster04.csv", Format::Itp),
-    ] {
+    for (path, format) in
+        [("philly-pollux/philly.csv", Format::Philly), ("microsoft-itp-elasticflow/cluster04.csv", Format::Itp)]
+    {
         let w = load(&dir.join(path), format).unwrap().workload;
         assert_eq!(round_trip(&w), w, "{path}");
     }
@@ -51,27 +50,20 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
         prop_oneof![1u64..=10_000_000, 1u64..=MAX_MS],
         prop::option::of(1u64..=MAX_MS),
     )
-        .prop_map(
-            move |(n, gpus, gpu_type, single_node, work, estimate)| TaskSpec {
-                // Unique within the job: a suffix nobody else has.
-                name: format!("{n}#{index}"),
-                gpus,
-                gpu_type,
-                single_node,
-                work: SimDuration(work),
-                estimate: estimate.map(SimDuration),
-            },
-        )
+        .prop_map(move |(n, gpus, gpu_type, single_node, work, estimate)| TaskSpec {
+            // Unique within the job: a suffix nobody else has.
+            name: format!("{n}#{index}"),
+            gpus,
+            gpu_type,
+            single_node,
+            work: SimDuration(work),
+            estimate: estimate.map(SimDuration),
+        })
 }
 
 fn job(index: usize) -> impl Strategy<Value = JobSpec> {
-    (
-        name(),
-        prop_oneof![0u64..=100_000, 0u64..=MAX_MS],
-        prop::option::of(name()),
-        1usize..4,
-    )
-        .prop_flat_map(move |(n, submit, queue, tasks)| {
+    (name(), prop_oneof![0u64..=100_000, 0u64..=MAX_MS], prop::option::of(name()), 1usize..4).prop_flat_map(
+        move |(n, submit, queue, tasks)| {
             let tasks: Vec<_> = (0..tasks).map(task).collect();
             tasks.prop_map(move |tasks| JobSpec {
                 name: format!("{n}#{index}"),
@@ -79,7 +71,8 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
                 queue: queue.clone(),
                 tasks,
             })
-        })
+        },
+    )
 }
 
 fn workload() -> impl Strategy<Value = Workload> {

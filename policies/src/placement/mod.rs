@@ -28,11 +28,7 @@ impl Shape {
 
     /// Whether `pool` can host this shape with the GPUs free now.
     pub fn fits_in(self, pool: PoolId, free: &FreeGpus) -> bool {
-        if self.single_node {
-            free.max_on_one_node(pool) >= self.gpus
-        } else {
-            free.in_pool(pool) >= self.gpus
-        }
+        if self.single_node { free.max_on_one_node(pool) >= self.gpus } else { free.in_pool(pool) >= self.gpus }
     }
 
     /// Whether some eligible pool can host this shape now.

@@ -6,11 +6,8 @@ use super::{Shape, nodes_needed, take_from_pool};
 use sim::{Cluster, FreeGpus, GpuId};
 
 pub(super) fn place(shape: Shape, free: &FreeGpus, _cluster: &Cluster) -> Option<Vec<GpuId>> {
-    let pool = shape
-        .pools
-        .iter()
-        .filter(|&p| shape.fits_in(p, free))
-        .min_by_key(|&p| match free.best_fit(p, shape.gpus) {
+    let pool =
+        shape.pools.iter().filter(|&p| shape.fits_in(p, free)).min_by_key(|&p| match free.best_fit(p, shape.gpus) {
             Some(node) => (1, free.on_node(node), p),
             None => (nodes_needed(p, shape.gpus, free), 0, p),
         })?;

@@ -1,0 +1,286 @@
+//! End-to-end tests through the `schedlab` binary: what a user types, what they get back.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn schedlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).output().expect("schedlab runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A fresh, empty directory under the target dir for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn shared_trace(relative: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces").join(relative);
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!("SKIPPED: {} not found; this test checked nothing", path.display());
+        None
+    }
+}
+
+fn digest_line(text: &str) -> String {
+    text.lines().find(|l| l.starts_with("digest")).expect("a digest line").to_string()
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("file exists")).expect("valid JSON")
+}
+
+#[test]
+fn bare_simulate_runs_the_builtin_workload_and_prints_a_summary() {
+    let out = schedlab(&["simulate", "--jobs", "300"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for row in ["policy", "JCT mean / p50 / p95 / p99", "utilisation", "digest", "wall time"] {
+        assert!(text.contains(row), "summary lacks `{row}`:\n{text}");
+    }
+    assert!(text.contains("300 (300 finished, 0 unschedulable"), "{text}");
+}
+
+#[test]
+fn the_same_run_twice_gives_the_same_digest_and_files() {
+    let (a, b) = (scratch("twice-a"), scratch("twice-b"));
+    for dir in [&a, &b] {
+        let out = schedlab(&[
+            "simulate",
+            "--jobs",
+            "400",
+            "--policy",
+            "srtf",
+            "--seed",
+            "5",
+            "--decisions",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    for file in ["jobs.csv", "decisions.csv"] {
+        assert_eq!(std::fs::read(a.join(file)).unwrap(), std::fs::read(b.join(file)).unwrap(), "{file} differs");
+    }
+    let (sa, sb) = (read_json(&a.join("summary.json")), read_json(&b.join("summary.json")));
+    assert_eq!(sa["digest"], sb["digest"]);
+    let other_seed = schedlab(&["simulate", "--jobs", "400", "--policy", "srtf", "--seed", "6"]);
+    assert_ne!(digest_line(&stdout(&other_seed)), format!("digest  {}", sa["digest"].as_str().unwrap()));
+}
+
+#[test]
+fn summary_json_has_every_promised_key_and_the_job_table_every_job() {
+    let dir = scratch("keys");
+    let out = schedlab(&["simulate", "--jobs", "200", "--out", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = read_json(&dir.join("summary.json"));
+    for key in [
+        "jobs",
+        "jobs_finished",
+        "jobs_unschedulable",
+        "mean_jct_s",
+        "p50_jct_s",
+        "p95_jct_s",
+        "p99_jct_s",
+        "mean_queue_s",
+        "makespan_s",
+        "utilisation",
+        "jobs_per_hour",
+        "littles_law_error",
+        "events",
+        "digest",
+        "wall_s",
+    ] {
+        assert!(summary.get(key).is_some(), "summary.json lacks `{key}`: {summary}");
+    }
+    assert_eq!(summary["jobs"], 200);
+    assert!(summary["littles_law_error"].as_f64().unwrap() < 1e-12, "{summary}");
+    let jobs_csv = std::fs::read_to_string(dir.join("jobs.csv")).unwrap();
+    assert_eq!(jobs_csv.lines().count(), 201, "header + one row per job");
+}
+
+/// The fifo scenario of policies/tests/schedules.rs through the CLI: a (2 GPUs, 10 s) at 0,
+/// b (4, 5) at 0, c (1, 2) at 1 on 1 x 4 GPUs run 0..10, 10..15, 15..17.
+#[test]
+fn summary_numbers_match_a_hand_computed_run() {
+    let dir = scratch("hand");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,10,2\nb,0,5,4\nc,1,2,1\n").unwrap();
+    let out_dir = dir.join("out");
+    let out = schedlab(&[
+        "simulate",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--cluster",
+        "1x4:A",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = read_json(&out_dir.join("summary.json"));
+    let close = |key: &str, want: f64| {
+        let got = s[key].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-9, "{key}: got {got}, want {want}");
+    };
+    // JCTs 10, 15, 16; queueing 0, 10, 14; window 0..17; GPU-time 20 + 20 + 2 = 42 GPU-s.
+    close("mean_jct_s", 41.0 / 3.0);
+    close("p50_jct_s", 15.0);
+    close("p95_jct_s", 16.0);
+    close("mean_queue_s", 8.0);
+    close("makespan_s", 17.0);
+    close("utilisation", 42.0 / 68.0);
+    close("jobs_per_hour", 3.0 * 3600.0 / 17.0);
+    close("littles_law_error", 0.0);
+    let jobs = std::fs::read_to_string(out_dir.join("jobs.csv")).unwrap();
+    assert!(jobs.contains(",c,,1.000,15.000,17.000,16.000,14.000,2.000,1,1,0,"), "{jobs}");
+}
+
+#[test]
+fn an_impossible_job_is_reported_unschedulable_not_dropped() {
+    let dir = scratch("impossible");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\nok,0,10,2\nhuge,0,10,64\n").unwrap();
+    let out_dir = dir.join("out");
+    let out = schedlab(&[
+        "simulate",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--cluster",
+        "2x4:A",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = read_json(&out_dir.join("summary.json"));
+    assert_eq!(
+        (s["jobs"].as_u64(), s["jobs_finished"].as_u64(), s["jobs_unschedulable"].as_u64()),
+        (Some(2), Some(1), Some(1))
+    );
+    let jobs = std::fs::read_to_string(out_dir.join("jobs.csv")).unwrap();
+    assert!(
+        jobs.contains("unschedulable,task `0` asks for 64 GPUs; the largest an eligible pool (`A`) has 8"),
+        "{jobs}"
+    );
+}
+
+#[test]
+fn a_malformed_row_names_file_line_and_field_and_exits_non_zero() {
+    let dir = scratch("malformed");
+    let trace = dir.join("bad.csv");
+    std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,10,2\nb,0,ten,2\n").unwrap();
+    let out = schedlab(&["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "1x4"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("bad.csv:3") && err.contains("duration_s"), "{err}");
+    let validate = schedlab(&["trace", "validate", trace.to_str().unwrap()]);
+    assert!(!validate.status.success());
+    assert!(stderr(&validate).contains("bad.csv:3"), "{}", stderr(&validate));
+}
+
+#[test]
+fn unknown_policies_parameters_and_formats_list_the_valid_ones() {
+    let out = schedlab(&["simulate", "--jobs", "10", "--policy", "lottery"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("valid policies: fifo, sjf, srtf, easy-backfill"), "{}", stderr(&out));
+    let out = schedlab(&["simulate", "--jobs", "10", "--policy", "sjf[speed=2]"]);
+    assert!(!out.status.success() && stderr(&out).contains("duration=oracle|estimate"), "{}", stderr(&out));
+    let out = schedlab(&["simulate", "--trace", "x.csv", "--format", "slurm"]);
+    assert!(!out.status.success() && stderr(&out).contains("canonical, itp, philly"), "{}", stderr(&out));
+    let out = schedlab(&["simulate", "--jobs", "10", "--cluster", "4y8:V100"]);
+    assert!(!out.status.success() && stderr(&out).contains("4y8"), "{}", stderr(&out));
+}
+
+#[test]
+fn policies_lists_every_policy_with_parameters_and_defaults() {
+    let out = schedlab(&["policies"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    for needle in [
+        "fifo",
+        "sjf",
+        "srtf",
+        "easy-backfill",
+        "skip=true|false  (default false)",
+        "placement=pack|spread  (default pack)",
+        "duration=oracle|estimate  (default oracle)",
+        "depth=1..  (default 100)",
+    ] {
+        assert!(text.contains(needle), "`schedlab policies` lacks `{needle}`:\n{text}");
+    }
+}
+
+#[test]
+fn a_trace_with_failure_events_is_refused_until_failures_are_simulated() {
+    let dir = scratch("events");
+    std::fs::write(dir.join("jobs.csv"), "job_id,submit_s,duration_s,gpus\na,0,10,1\n").unwrap();
+    std::fs::write(dir.join("cluster.csv"), "pool,gpu_type,nodes,gpus_per_node\np,A,2,4\n").unwrap();
+    std::fs::write(dir.join("events.csv"), "time_s,kind,node,gpu,repair_s\n5,node_fail,1,,60\n").unwrap();
+    let out = schedlab(&["simulate", "--trace", dir.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("1 failure/heartbeat events"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_canonical_directory_brings_its_own_cluster() {
+    let dir = scratch("own-cluster");
+    std::fs::write(dir.join("jobs.csv"), "job_id,submit_s,duration_s,gpus\na,0,10,6\n").unwrap();
+    std::fs::write(dir.join("cluster.csv"), "pool,gpu_type,nodes,gpus_per_node\np,A,2,4\n").unwrap();
+    let out = schedlab(&["simulate", "--trace", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("cluster GPUs                8"), "{}", stdout(&out));
+}
+
+#[test]
+fn philly_imported_to_canonical_replays_to_the_same_digest() {
+    let Some(philly) = shared_trace("philly-pollux/philly.csv") else { return };
+    let dir = scratch("philly-import");
+    let canonical = dir.join("philly");
+    let out = schedlab(&[
+        "trace",
+        "import",
+        philly.to_str().unwrap(),
+        "--format",
+        "philly",
+        "--out",
+        canonical.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("wrote 82247 jobs"), "{}", stdout(&out));
+    let cluster = "321x2:12GB,231x8:24GB";
+    let direct = schedlab(&[
+        "simulate",
+        "--trace",
+        philly.to_str().unwrap(),
+        "--format",
+        "philly",
+        "--cluster",
+        cluster,
+        "--policy",
+        "sjf",
+    ]);
+    let replayed =
+        schedlab(&["simulate", "--trace", canonical.to_str().unwrap(), "--cluster", cluster, "--policy", "sjf"]);
+    assert!(direct.status.success() && replayed.status.success(), "{}{}", stderr(&direct), stderr(&replayed));
+    assert_eq!(digest_line(&stdout(&direct)), digest_line(&stdout(&replayed)));
+    assert!(stdout(&direct).contains("82247 (82247 finished"), "{}", stdout(&direct));
+}
+
+#[test]
+fn trace_stats_reports_the_source_facts() {
+    let Some(itp) = shared_trace("microsoft-itp-elasticflow/cluster01.csv") else { return };
+    let out = schedlab(&["trace", "stats", itp.to_str().unwrap(), "--format", "itp"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("1,595") && text.contains("22,740.126"), "{text}");
+}
