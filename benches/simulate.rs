@@ -2,8 +2,11 @@
 //!
 //! `cargo bench --bench simulate` measures:
 //! - `engine_events`: events per second on the built-in synthetic workload (20k jobs, 128 GPUs);
-//! - `philly`: the full philly.csv (82,247 jobs) on a Philly-sized cluster under each policy;
-//! - `synthetic_1m`: one million synthetic jobs on 10,000 GPUs under each policy.
+//! - `philly_full`: the full philly.csv (82,247 jobs) on the Philly cluster of the official
+//!   machine list (2,490 GPUs, about 15 % utilised: little queueing) under each policy;
+//! - `philly_congested`: the same jobs on 480 GPUs (about 78 % utilised, long queues);
+//! - `synthetic_1m`: one million synthetic jobs on 10,000 GPUs at 90 % offered load;
+//! - `synthetic_1m_overload`: the same at 110 %, where queues grow to tens of thousands.
 //!
 //! Philly needs ../shared/traces beside the checkout; without it that group prints SKIPPED.
 //! Peak memory is not something divan measures: README gives the command (GNU time) for it.
@@ -25,8 +28,8 @@ fn cluster(shorthand: &str) -> Cluster {
     Cluster::new(&traces::parse_cluster_shorthand(shorthand).expect("valid shorthand")).expect("valid cluster")
 }
 
-fn synthetic(jobs: usize, gpus: u32) -> Workload {
-    traces::SynthConfig::for_load(jobs, gpus, 0.9, 0).generate().expect("synthetic workload")
+fn synthetic(jobs: usize, gpus: u32, load: f64) -> Workload {
+    traces::SynthConfig::for_load(jobs, gpus, load, 0).generate().expect("synthetic workload")
 }
 
 fn config() -> ControllerConfig {
@@ -40,7 +43,7 @@ fn run(spec: &str, cluster: Cluster, workload: Workload) -> sim::RunResult {
 
 #[divan::bench(sample_count = 10, sample_size = 1)]
 fn engine_events(bencher: divan::Bencher) {
-    let (c, w) = (cluster("16x8:V100"), synthetic(20_000, 128));
+    let (c, w) = (cluster("16x8:V100"), synthetic(20_000, 128, 0.9));
     let events = run("fifo", c.clone(), w.clone()).stats.events;
     bencher
         .counter(divan::counter::ItemsCount::new(events))
@@ -62,17 +65,35 @@ fn philly() -> Option<&'static Workload> {
         .as_ref()
 }
 
+fn bench_philly(bencher: divan::Bencher, spec: &str, shorthand: &str) {
+    let Some(workload) = philly() else { return };
+    let c = cluster(shorthand);
+    bencher.with_inputs(|| (c.clone(), workload.clone())).bench_values(|(c, w)| run(spec, c, w));
+}
+
 #[divan::bench(args = POLICIES, sample_count = 5, sample_size = 1)]
 fn philly_full(bencher: divan::Bencher, spec: &str) {
-    let Some(workload) = philly() else { return };
-    let c = cluster(PHILLY_CLUSTER);
+    bench_philly(bencher, spec, PHILLY_CLUSTER);
+}
+
+#[divan::bench(args = POLICIES, sample_count = 5, sample_size = 1)]
+fn philly_congested(bencher: divan::Bencher, spec: &str) {
+    bench_philly(bencher, spec, "60x8:V100");
+}
+
+fn bench_1m(bencher: divan::Bencher, spec: &str, workload: &Workload) {
+    let c = cluster("1250x8:V100");
     bencher.with_inputs(|| (c.clone(), workload.clone())).bench_values(|(c, w)| run(spec, c, w));
 }
 
 #[divan::bench(args = POLICIES, sample_count = 2, sample_size = 1)]
 fn synthetic_1m(bencher: divan::Bencher, spec: &str) {
     static WORKLOAD: OnceLock<Workload> = OnceLock::new();
-    let workload = WORKLOAD.get_or_init(|| synthetic(1_000_000, 10_000));
-    let c = cluster("1250x8:V100");
-    bencher.with_inputs(|| (c.clone(), workload.clone())).bench_values(|(c, w)| run(spec, c, w));
+    bench_1m(bencher, spec, WORKLOAD.get_or_init(|| synthetic(1_000_000, 10_000, 0.9)));
+}
+
+#[divan::bench(args = POLICIES, sample_count = 2, sample_size = 1)]
+fn synthetic_1m_overload(bencher: divan::Bencher, spec: &str) {
+    static WORKLOAD: OnceLock<Workload> = OnceLock::new();
+    bench_1m(bencher, spec, WORKLOAD.get_or_init(|| synthetic(1_000_000, 10_000, 1.1)));
 }

@@ -30,6 +30,16 @@ enum Command {
     Trace(trace::TraceCommand),
 }
 
+/// Writes `text` to standard output. A closed pipe (`schedlab trace stats ... | head`) ends
+/// the output quietly instead of panicking as `print!` would.
+pub fn emit(text: impl std::fmt::Display) -> CliResult {
+    use std::io::Write;
+    match write!(std::io::stdout().lock(), "{text}") {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 pub fn run() -> CliResult {
     match Cli::parse().command {
         Command::Simulate(args) => simulate::run(args),

@@ -1,14 +1,16 @@
 //! `schedlab policies`: every policy, its parameters, their values and defaults.
 
-use super::CliResult;
+use super::{CliResult, emit};
+use std::fmt::Write;
 
 pub fn run() -> CliResult {
+    let mut text = String::new();
     for info in policies::POLICIES {
-        println!("{}  {}", info.name, info.summary);
+        writeln!(text, "{}  {}", info.name, info.summary)?;
         for p in info.params {
-            println!("    {}={}  (default {})  {}", p.key, p.values, p.default, p.help);
+            writeln!(text, "    {}={}  (default {})  {}", p.key, p.values, p.default, p.help)?;
         }
     }
-    println!("\nSpecs look like name[key=value,...], e.g. --policy 'sjf[duration=estimate,placement=spread]'.");
-    Ok(())
+    text.push_str("\nSpecs look like name[key=value,...], e.g. --policy 'sjf[duration=estimate,placement=spread]'.\n");
+    emit(text)
 }

@@ -1,6 +1,6 @@
 //! `schedlab simulate`: one workload, one cluster, one policy, to the end.
 
-use super::CliResult;
+use super::{CliResult, emit};
 use crate::builtin;
 use clap::Args;
 use sim::{Cluster, ClusterSpec, ControllerConfig};
@@ -72,10 +72,10 @@ pub fn run(args: SimulateArgs) -> CliResult {
     let result = sim::simulate(cluster, workload, policy.as_mut(), config)?;
     let mut summary = reports::Summary::of(&result);
     summary.wall_s = Some(started.elapsed().as_secs_f64());
-    print!("{}", reports::summary_table(&summary));
+    emit(reports::summary_table(&summary))?;
     if let Some(dir) = &args.out {
         write_outputs(dir, &result, &summary, args.decisions)?;
-        println!("wrote {}", dir.display());
+        emit(format_args!("wrote {}\n", dir.display()))?;
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `schedlab trace import|validate|stats`.
 
-use super::CliResult;
+use super::{CliResult, emit};
 use clap::{Args, Subcommand};
 use std::fs::File;
 use std::io::BufWriter;
@@ -48,14 +48,12 @@ pub fn run(command: TraceCommand) -> CliResult {
             } else {
                 traces::write_trace_dir(&trace, &out)?;
             }
-            println!("wrote {} jobs to {}", trace.workload.len(), out.display());
-            Ok(())
+            emit(format_args!("wrote {} jobs to {}\n", trace.workload.len(), out.display()))
         }
         TraceCommand::Validate { input } => {
             let errors = traces::validate(&input.path, input.format.parse()?);
             if errors.is_empty() {
-                println!("{}: ok", input.path.display());
-                return Ok(());
+                return emit(format_args!("{}: ok\n", input.path.display()));
             }
             for e in &errors {
                 eprintln!("{e}");
@@ -64,8 +62,7 @@ pub fn run(command: TraceCommand) -> CliResult {
         }
         TraceCommand::Stats { input } => {
             let trace = traces::load(&input.path, input.format.parse()?)?;
-            print!("{}", traces::TraceStats::of(&trace.workload));
-            Ok(())
+            emit(traces::TraceStats::of(&trace.workload))
         }
     }
 }
