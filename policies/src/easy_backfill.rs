@@ -18,7 +18,7 @@
 use crate::params::{DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placement, Shape};
 use crate::running::RunningIndex;
-use crate::tracking::sync_waiting;
+use crate::tracking::{place_and_start, sync_waiting};
 use crate::wait_queue::WaitQueue;
 use sim::{ClusterView, DurationSource, Plan, Policy, PoolId, SimTime, TaskId};
 
@@ -123,8 +123,8 @@ impl Policy for EasyBackfill {
         self.running.sync(view, source);
         let head = loop {
             let Some((_, head)) = self.waiting.head() else { return };
-            match self.placement.place(Shape::of(view.task(head)), plan.free(), view.cluster()) {
-                Some(gpus) => self.start(view, plan, head, &gpus),
+            match place_and_start(view, plan, self.placement, &mut self.waiting, head) {
+                Some(gpus) => self.running.insert_started(view, head, &gpus, source),
                 None => break head,
             }
         };

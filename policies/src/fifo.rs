@@ -7,8 +7,8 @@
 //! Decision cost: O(starts x log n) strict; O((starts + 1) x shapes x log n) with skip.
 
 use crate::params::{PLACEMENT, ParamInfo, Params, SpecError};
-use crate::placement::{Placement, Shape};
-use crate::tracking::sync_waiting;
+use crate::placement::Placement;
+use crate::tracking::{place_and_start, sync_waiting};
 use crate::wait_queue::WaitQueue;
 use sim::{ClusterView, Plan, Policy};
 
@@ -53,12 +53,9 @@ impl Policy for Fifo {
         loop {
             let next = if self.skip { self.waiting.first_fitting(plan.free()) } else { self.waiting.head() };
             let Some((_, task)) = next else { return };
-            let shape = Shape::of(view.task(task));
-            let Some(gpus) = self.placement.place(shape, plan.free(), view.cluster()) else {
+            if place_and_start(view, plan, self.placement, &mut self.waiting, task).is_none() {
                 return; // strict: the head waits, and so does everyone behind it
-            };
-            plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
-            self.waiting.remove(task);
+            }
         }
     }
 }

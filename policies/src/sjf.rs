@@ -6,8 +6,8 @@
 //! Decision cost: O((starts + 1) x shapes x log n).
 
 use crate::params::{DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
-use crate::placement::{Placement, Shape};
-use crate::tracking::sync_waiting;
+use crate::placement::Placement;
+use crate::tracking::{place_and_start, sync_waiting};
 use crate::wait_queue::WaitQueue;
 use sim::{ClusterView, DurationSource, Plan, Policy};
 
@@ -46,10 +46,8 @@ impl Policy for Sjf {
         let source = self.source;
         sync_waiting(view, &mut self.waiting, |t| view.expected_duration(t, source).as_ms());
         while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
-            let shape = Shape::of(view.task(task));
-            let gpus = self.placement.place(shape, plan.free(), view.cluster()).expect("its shape fits");
-            plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
-            self.waiting.remove(task);
+            let started = place_and_start(view, plan, self.placement, &mut self.waiting, task);
+            assert!(started.is_some(), "a task whose shape fits has a placement");
         }
     }
 }

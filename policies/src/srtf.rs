@@ -16,7 +16,7 @@
 use crate::params::{DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placement, Shape};
 use crate::running::RunningIndex;
-use crate::tracking::sync_waiting;
+use crate::tracking::{place_and_start, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{ClusterView, DurationSource, Plan, Policy, SimDuration, TaskId};
 
@@ -45,13 +45,7 @@ impl Srtf {
 
     /// Places and starts `task` if its shape fits now.
     fn try_start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId) -> bool {
-        let shape = Shape::of(view.task(task));
-        let Some(gpus) = self.placement.place(shape, plan.free(), view.cluster()) else {
-            return false;
-        };
-        plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
-        self.waiting.remove(task);
-        true
+        place_and_start(view, plan, self.placement, &mut self.waiting, task).is_some()
     }
 
     /// Preempts longer-running tasks until `task` (with `remaining` work) fits, and starts it.

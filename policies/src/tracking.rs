@@ -1,9 +1,10 @@
-//! Keeping a policy's waiting queue in step with the view's changes: every policy here does
-//! it the same way, only the key differs.
+//! The moves every queue-based policy here makes the same way: keeping its waiting queue in
+//! step with the view's changes (only the key differs), and starting a waiting task where its
+//! placement puts it.
 
-use crate::placement::Shape;
+use crate::placement::{Placement, Shape};
 use crate::wait_queue::{Key, WaitQueue};
-use sim::{Change, ClusterView, TaskId};
+use sim::{Change, ClusterView, GpuId, Plan, TaskId};
 
 /// Applies the view's changes to `queue`: startable tasks are queued under `key(task)`, tasks
 /// that started or finished, and those of ended jobs, are dropped.
@@ -17,4 +18,19 @@ pub fn sync_waiting(view: &ClusterView<'_>, queue: &mut WaitQueue, mut key: impl
             Change::JobEnded(job) => view.job(job).tasks().for_each(|t| queue.remove(t)),
         }
     }
+}
+
+/// Places `task` with `placement` on the GPUs free now and starts it, taking it off `waiting`.
+/// `None` (and nothing changed) when it does not fit.
+pub fn place_and_start(
+    view: &ClusterView<'_>,
+    plan: &mut Plan<'_>,
+    placement: Placement,
+    waiting: &mut WaitQueue,
+    task: TaskId,
+) -> Option<Vec<GpuId>> {
+    let gpus = placement.place(Shape::of(view.task(task)), plan.free(), view.cluster())?;
+    plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
+    waiting.remove(task);
+    Some(gpus)
 }
