@@ -3,7 +3,8 @@
 //! rows are errors) so that nothing a user wrote is silently dropped; writing is exact, so
 //! `read(write(w)) == w` for every workload the writer accepts.
 
-use crate::error::{Sink, TraceError};
+use crate::error::{Sink, TraceError, first_error};
+use crate::itp::finish;
 use crate::rows::{Column, Row, Rows, Unknown};
 use crate::timeparse::MAX_SECONDS;
 use sim::{JobSpec, SimDuration, SimTime, TaskSpec, Workload};
@@ -41,62 +42,27 @@ struct Cols {
 
 /// Reads a canonical `jobs.csv` from `source`; `file` names it in errors.
 pub fn read_jobs_csv<R: Read>(source: R, file: &str) -> Result<Workload, TraceError> {
-    let mut sink = Sink::new(1);
-    match read_jobs_into(source, file, &mut sink) {
-        Some(workload) if sink.is_empty() => Ok(workload),
-        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
-    }
+    first_error(file, |sink| read_jobs_into(source, file, sink))
 }
 
 /// The reading path shared by `load` (first error) and `validate` (many errors): bad rows are
 /// reported to `sink` and skipped; `None` when the file cannot be read on.
 pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<Workload> {
-    let mut rows = match Rows::open(source, file) {
-        Ok(rows) => rows,
-        Err(e) => {
-            sink.push(e);
-            return None;
-        }
-    };
-    let cols = match rows.columns(KNOWN, Unknown::Refuse) {
-        Ok(c) => Cols {
-            job: c[0]?,
-            task: c[1],
-            submit: c[2]?,
-            duration: c[3]?,
-            gpus: c[4]?,
-            gpu_type: c[5],
-            single_node: c[6],
-            estimate: c[7],
-            queue: c[8],
-        },
-        Err(e) => {
-            sink.push(e);
-            return None;
-        }
+    let (mut rows, c) = Rows::open_checked(source, file, KNOWN, Unknown::Refuse, sink)?;
+    let cols = Cols {
+        job: c[0]?,
+        task: c[1],
+        submit: c[2]?,
+        duration: c[3]?,
+        gpus: c[4]?,
+        gpu_type: c[5],
+        single_node: c[6],
+        estimate: c[7],
+        queue: c[8],
     };
     let mut builder = Builder::default();
-    while let Some(row) = rows.next_row() {
-        if let Err(e) = row.and_then(|row| builder.add(&row, &cols)) {
-            sink.push(e);
-            if sink.is_full() {
-                return None;
-            }
-        }
-    }
-    if builder.jobs.is_empty() {
-        if sink.is_empty() {
-            sink.push(TraceError::file(rows.file(), "no jobs: the file has a header but no rows"));
-        }
-        return None;
-    }
-    match Workload::new(builder.jobs) {
-        Ok(w) => Some(w),
-        Err(e) => {
-            sink.push(TraceError::file(rows.file(), e.0));
-            None
-        }
-    }
+    rows.parse_all(sink, |row| builder.add(row, &cols))?;
+    finish(builder.jobs, rows.file(), sink)
 }
 
 /// Jobs as they are assembled from consecutive rows.

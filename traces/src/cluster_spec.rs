@@ -3,7 +3,7 @@
 //! [`ClusterSpec`] that `sim::Cluster::new` accepts, checked here first so that the error can
 //! point at the part or line the user wrote.
 
-use crate::error::{Sink, TraceError};
+use crate::error::{Sink, TraceError, first_error};
 use crate::rows::{Column, Rows, Unknown, parse_u32};
 use sim::cluster::MAX_GPUS_PER_NODE;
 use sim::{Cluster, ClusterSpec, PoolSpec};
@@ -104,11 +104,7 @@ const KNOWN: &[Column] = &[
 /// Reads `cluster.csv` (`pool,gpu_type,nodes,gpus_per_node[,nodes_per_rack]`); pools keep
 /// file order, which fixes node and GPU ids.
 pub fn read_cluster_csv<R: Read>(source: R, file: &str) -> Result<ClusterSpec, TraceError> {
-    let mut sink = Sink::new(1);
-    match read_cluster_into(source, file, &mut sink) {
-        Some(spec) if sink.is_empty() => Ok(spec),
-        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
-    }
+    first_error(file, |sink| read_cluster_into(source, file, sink))
 }
 
 /// Reads a `cluster.csv` file from disk.
@@ -135,24 +131,12 @@ pub fn write_cluster_csv<W: Write>(spec: &ClusterSpec, out: W) -> Result<(), Tra
 }
 
 pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<ClusterSpec> {
-    let mut rows = match Rows::open(source, file) {
-        Ok(rows) => rows,
-        Err(e) => {
-            sink.push(e);
-            return None;
-        }
-    };
-    let cols = match rows.columns(KNOWN, Unknown::Refuse) {
-        Ok(c) => c,
-        Err(e) => {
-            sink.push(e);
-            return None;
-        }
-    };
+    let (mut rows, cols) = Rows::open_checked(source, file, KNOWN, Unknown::Refuse, sink)?;
     let (pool_col, type_col, nodes_col, gpus_col, rack_col) = (cols[0]?, cols[1]?, cols[2]?, cols[3]?, cols[4]);
     let mut pools = Vec::new();
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
     let mut total_gpus = 0u64;
+    // Not `Rows::parse_all`: reading also stops at the first row past `MAX_CLUSTER_GPUS`.
     while let Some(row) = rows.next_row() {
         let parsed = row.and_then(|row| {
             let name = row.name_field(pool_col, "a pool name")?;
@@ -209,13 +193,7 @@ pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink)
         return None;
     }
     let spec = ClusterSpec { pools };
-    match check_spec(&spec) {
-        Ok(()) => Some(spec),
-        Err(message) => {
-            sink.push(TraceError::file(rows.file(), message));
-            None
-        }
-    }
+    sink.ok(check_spec(&spec).map(|()| spec).map_err(|message| TraceError::file(rows.file(), message)))
 }
 
 #[cfg(test)]

@@ -147,6 +147,27 @@ impl Sink {
     pub(crate) fn into_first(self) -> Option<TraceError> {
         self.errors.into_iter().next()
     }
+
+    /// The value of `result`, or `None` with its error reported here.
+    pub(crate) fn ok<T>(&mut self, result: Result<T, TraceError>) -> Option<T> {
+        match result {
+            Ok(value) => Some(value),
+            Err(error) => {
+                self.push(error);
+                None
+            }
+        }
+    }
+}
+
+/// Runs a sink-reporting reader `read` for a `load`-style caller: its value if it reported no
+/// error, else the first error (`file` names the input if it gave up without saying why).
+pub(crate) fn first_error<T>(file: &str, read: impl FnOnce(&mut Sink) -> Option<T>) -> Result<T, TraceError> {
+    let mut sink = Sink::new(1);
+    match read(&mut sink) {
+        Some(value) if sink.is_empty() => Ok(value),
+        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
+    }
 }
 
 #[cfg(test)]

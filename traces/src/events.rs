@@ -4,7 +4,7 @@
 //! not decided here.
 
 use crate::canonical::format_seconds;
-use crate::error::{Sink, TraceError};
+use crate::error::{Sink, TraceError, first_error};
 use crate::rows::{Column, Row, Rows, Unknown};
 use crate::timeparse::MAX_SECONDS;
 use sim::{ClusterSpec, NodeId, SimDuration, SimTime};
@@ -58,11 +58,7 @@ pub fn read_events_csv<R: Read>(
     file: &str,
     cluster: Option<&ClusterSpec>,
 ) -> Result<Vec<EventRecord>, TraceError> {
-    let mut sink = Sink::new(1);
-    match read_events_into(source, file, cluster, &mut sink) {
-        Some(events) if sink.is_empty() => Ok(events),
-        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
-    }
+    first_error(file, |sink| read_events_into(source, file, cluster, sink))
 }
 
 /// Writes `events` as `events.csv` (all five columns, in the given order). Times must be
@@ -134,33 +130,9 @@ pub(crate) fn read_events_into<R: Read>(
     cluster: Option<&ClusterSpec>,
     sink: &mut Sink,
 ) -> Option<Vec<EventRecord>> {
-    let mut rows = match Rows::open(source, file) {
-        Ok(rows) => rows,
-        Err(e) => {
-            sink.push(e);
-            return None;
-        }
-    };
-    let cols = match rows.columns(KNOWN, Unknown::Refuse) {
-        Ok(c) => c,
-        Err(e) => {
-            sink.push(e);
-            return None;
-        }
-    };
+    let (mut rows, cols) = Rows::open_checked(source, file, KNOWN, Unknown::Refuse, sink)?;
     let shape = cluster.map(NodeShape::new);
-    let mut events = Vec::new();
-    while let Some(row) = rows.next_row() {
-        match row.and_then(|row| parse_event(&row, &cols, shape.as_ref())) {
-            Ok(event) => events.push(event),
-            Err(e) => {
-                sink.push(e);
-                if sink.is_full() {
-                    return None;
-                }
-            }
-        }
-    }
+    let mut events = rows.parse_all(sink, |row| parse_event(row, &cols, shape.as_ref()))?;
     // Stable: same-time events keep the order the file gives them.
     events.sort_by_key(EventRecord::time);
     Some(events)

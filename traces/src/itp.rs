@@ -4,7 +4,7 @@
 //! or status. Columns other than those four are ignored (the ElasticFlow variant of the trace
 //! adds synthetic ones).
 
-use crate::error::{Sink, TraceError};
+use crate::error::{Sink, TraceError, first_error};
 use crate::rows::{Column, Rows, Unknown};
 use sim::{JobSpec, SimDuration, SimTime, Workload};
 use std::collections::BTreeMap;
@@ -19,58 +19,30 @@ const KNOWN: &[Column] = &[
 
 /// Reads one ITP cluster file; `file` names it in errors.
 pub fn read_itp_csv<R: Read>(source: R, file: &str) -> Result<Workload, TraceError> {
-    let mut sink = Sink::new(1);
-    match read_itp_into(source, file, &mut sink) {
-        Some(workload) if sink.is_empty() => Ok(workload),
-        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
-    }
+    first_error(file, |sink| read_itp_into(source, file, sink))
 }
 
 pub(crate) fn read_itp_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<Workload> {
-    let mut rows = match Rows::open(source, file) {
-        Ok(rows) => rows,
-        Err(e) => {
-            sink.push(e);
-            return None;
-        }
-    };
-    let (id_col, submit_col, duration_col, gpus_col) = match rows.columns(KNOWN, Unknown::Ignore) {
-        Ok(c) => (c[0]?, c[1]?, c[2]?, c[3]?),
-        Err(e) => {
-            sink.push(e);
-            return None;
-        }
-    };
-    let mut jobs = Vec::new();
+    let (mut rows, c) = Rows::open_checked(source, file, KNOWN, Unknown::Ignore, sink)?;
+    let (id_col, submit_col, duration_col, gpus_col) = (c[0]?, c[1]?, c[2]?, c[3]?);
     // Job ids are the names reports show; two jobs with one id could not be told apart.
     let mut first_line: BTreeMap<String, u64> = BTreeMap::new();
-    while let Some(row) = rows.next_row() {
-        let parsed = row.and_then(|row| {
-            let id = row.name_field(id_col, "a job id")?;
-            let submit_ms = row.seconds_ms(submit_col)?;
-            let work_ms = row.positive_seconds_ms(duration_col)?;
-            let gpus = row.gpus(gpus_col)?;
-            if let Some(first) = first_line.get(id) {
-                return Err(row.error(id_col, format!("a job id not used before (line {first} has it)"), id));
-            }
-            first_line.insert(id.to_owned(), row.line);
-            Ok(JobSpec::single(id, SimTime(submit_ms), gpus, SimDuration(work_ms)))
-        });
-        match parsed {
-            Ok(job) => jobs.push(job),
-            Err(e) => {
-                sink.push(e);
-                if sink.is_full() {
-                    return None;
-                }
-            }
+    let jobs = rows.parse_all(sink, |row| {
+        let id = row.name_field(id_col, "a job id")?;
+        let submit_ms = row.seconds_ms(submit_col)?;
+        let work_ms = row.positive_seconds_ms(duration_col)?;
+        let gpus = row.gpus(gpus_col)?;
+        if let Some(first) = first_line.get(id) {
+            return Err(row.error(id_col, format!("a job id not used before (line {first} has it)"), id));
         }
-    }
+        first_line.insert(id.to_owned(), row.line);
+        Ok(JobSpec::single(id, SimTime(submit_ms), gpus, SimDuration(work_ms)))
+    })?;
     finish(jobs, rows.file(), sink)
 }
 
-/// The end every importer shares: at least one job, then the workload (sorted by submit time,
-/// file order breaking ties).
+/// The end every jobs reader shares (canonical, ITP, Philly): at least one job, then the
+/// workload (sorted by submit time, file order breaking ties).
 pub(crate) fn finish(jobs: Vec<JobSpec>, file: &str, sink: &mut Sink) -> Option<Workload> {
     if jobs.is_empty() {
         if sink.is_empty() {
@@ -78,13 +50,7 @@ pub(crate) fn finish(jobs: Vec<JobSpec>, file: &str, sink: &mut Sink) -> Option<
         }
         return None;
     }
-    match Workload::new(jobs) {
-        Ok(w) => Some(w),
-        Err(e) => {
-            sink.push(TraceError::file(file, e.0));
-            None
-        }
-    }
+    sink.ok(Workload::new(jobs).map_err(|e| TraceError::file(file, e.0)))
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub use stats::{DurationSummary, TraceStats};
 pub use synth::SynthConfig;
 pub use timeparse::{parse_datetime_ms, parse_seconds_ms};
 
-use error::Sink;
+use error::{Sink, first_error};
 use sim::{ClusterSpec, Workload};
 use std::fmt;
 use std::fs::File;
@@ -90,11 +90,7 @@ pub struct Trace {
 
 /// Reads the trace at `path`; the first problem found is the error.
 pub fn load(path: &Path, format: Format) -> Result<Trace, TraceError> {
-    let mut sink = Sink::new(1);
-    match load_into(path, format, &mut sink) {
-        Some(trace) if sink.is_empty() => Ok(trace),
-        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(&path.display().to_string(), "unreadable"))),
-    }
+    first_error(&path.display().to_string(), |sink| load_into(path, format, sink))
 }
 
 /// Checks the trace at `path` and returns up to [`MAX_ERRORS`] problems (empty: valid).
@@ -149,13 +145,8 @@ pub fn validate_workload<R: Read>(source: R, file: &str, format: Format) -> Vec<
 
 fn open(path: &Path, sink: &mut Sink) -> Option<(File, String)> {
     let name = path.display().to_string();
-    match File::open(path) {
-        Ok(file) => Some((file, name)),
-        Err(e) => {
-            sink.push(TraceError::io(&name, e.to_string()));
-            None
-        }
-    }
+    let file = sink.ok(File::open(path).map_err(|e| TraceError::io(&name, e.to_string())))?;
+    Some((file, name))
 }
 
 fn load_into(path: &Path, format: Format, sink: &mut Sink) -> Option<Trace> {

@@ -8,7 +8,7 @@
 //! [`crate::timeparse::parse_datetime_ms`]): submit times are milliseconds since
 //! 1970-01-01 00:00:00 of that local clock, not UTC.
 
-use crate::error::{Sink, TraceError};
+use crate::error::{Sink, TraceError, first_error};
 use crate::itp::finish;
 use crate::rows::{Column, Rows, Unknown};
 use crate::timeparse::parse_datetime_ms;
@@ -25,67 +25,38 @@ const KNOWN: &[Column] = &[
 
 /// Reads `philly.csv`; `file` names it in errors.
 pub fn read_philly_csv<R: Read>(source: R, file: &str) -> Result<Workload, TraceError> {
-    let mut sink = Sink::new(1);
-    match read_philly_into(source, file, &mut sink) {
-        Some(workload) if sink.is_empty() => Ok(workload),
-        _ => Err(sink.into_first().unwrap_or_else(|| TraceError::file(file, "unreadable"))),
-    }
+    first_error(file, |sink| read_philly_into(source, file, sink))
 }
 
 pub(crate) fn read_philly_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<Workload> {
-    let mut rows = match Rows::open(source, file) {
-        Ok(rows) => rows,
-        Err(e) => {
-            sink.push(e);
-            return None;
+    let (mut rows, c) = Rows::open_checked(source, file, KNOWN, Unknown::Ignore, sink)?;
+    let (time_col, duration_col, gpus_col, gpu_time_col, vc_col) = (c[0]?, c[1]?, c[2]?, c[3]?, c[4]?);
+    let jobs = rows.parse_all(sink, |row| {
+        let text = row.text(time_col)?;
+        let submit_ms = parse_datetime_ms(text).map_err(|e| row.error(time_col, e.0, text))?;
+        let work_ms = row.positive_seconds_ms(duration_col)?;
+        let gpus = row.gpus(gpus_col)?;
+        // The file states gpu_time = duration x num_gpus; a row where that fails is
+        // corrupt, and we cannot tell which of the fields is wrong.
+        let gpu_ms = row.seconds_ms(gpu_time_col)?;
+        let expected_ms = u128::from(work_ms) * u128::from(gpus);
+        // Each value was rounded to the millisecond once, so allow that much per GPU.
+        if u128::from(gpu_ms).abs_diff(expected_ms) > u128::from(gpus) {
+            return Err(row.error(
+                gpu_time_col,
+                format!(
+                    "duration x num_gpus = {} GPU-seconds",
+                    crate::canonical::format_seconds(u64::try_from(expected_ms).unwrap_or(u64::MAX))
+                ),
+                row.text(gpu_time_col)?,
+            ));
         }
-    };
-    let (time_col, duration_col, gpus_col, gpu_time_col, vc_col) = match rows.columns(KNOWN, Unknown::Ignore) {
-        Ok(c) => (c[0]?, c[1]?, c[2]?, c[3]?, c[4]?),
-        Err(e) => {
-            sink.push(e);
-            return None;
-        }
-    };
-    let mut jobs = Vec::new();
-    while let Some(row) = rows.next_row() {
-        let parsed = row.and_then(|row| {
-            let text = row.text(time_col)?;
-            let submit_ms = parse_datetime_ms(text).map_err(|e| row.error(time_col, e.0, text))?;
-            let work_ms = row.positive_seconds_ms(duration_col)?;
-            let gpus = row.gpus(gpus_col)?;
-            // The file states gpu_time = duration x num_gpus; a row where that fails is
-            // corrupt, and we cannot tell which of the fields is wrong.
-            let gpu_ms = row.seconds_ms(gpu_time_col)?;
-            let expected_ms = u128::from(work_ms) * u128::from(gpus);
-            // Each value was rounded to the millisecond once, so allow that much per GPU.
-            if u128::from(gpu_ms).abs_diff(expected_ms) > u128::from(gpus) {
-                return Err(row.error(
-                    gpu_time_col,
-                    format!(
-                        "duration x num_gpus = {} GPU-seconds",
-                        crate::canonical::format_seconds(u64::try_from(expected_ms).unwrap_or(u64::MAX))
-                    ),
-                    row.text(gpu_time_col)?,
-                ));
-            }
-            let vc = row.name_field(vc_col, "a virtual-cluster id such as 6214e9")?;
-            let queue = vc.to_owned();
-            let mut job =
-                JobSpec::single(format!("philly-{}", row.line), SimTime(submit_ms), gpus, SimDuration(work_ms));
-            job.queue = Some(queue);
-            Ok(job)
-        });
-        match parsed {
-            Ok(job) => jobs.push(job),
-            Err(e) => {
-                sink.push(e);
-                if sink.is_full() {
-                    return None;
-                }
-            }
-        }
-    }
+        let vc = row.name_field(vc_col, "a virtual-cluster id such as 6214e9")?;
+        let queue = vc.to_owned();
+        let mut job = JobSpec::single(format!("philly-{}", row.line), SimTime(submit_ms), gpus, SimDuration(work_ms));
+        job.queue = Some(queue);
+        Ok(job)
+    })?;
     finish(jobs, rows.file(), sink)
 }
 

@@ -2,7 +2,7 @@
 //! (no allocation per row), the line number of each row, and field accessors that turn a bad
 //! value into a [`TraceError`] naming file, line and column. Readers only say what they expect.
 
-use crate::error::TraceError;
+use crate::error::{Sink, TraceError};
 use crate::timeparse::{SecondsError, parse_seconds_ms};
 use csv::ByteRecord;
 use std::io::Read;
@@ -71,6 +71,21 @@ impl<R: Read> Rows<R> {
         Ok(rows)
     }
 
+    /// [`Rows::open`] then [`Rows::columns`], the start of every reader: the rows and the
+    /// index of each known column, or `None` with the error reported to `sink`.
+    pub(crate) fn open_checked(
+        source: R,
+        file: &str,
+        known: &[Column],
+        unknown: Unknown,
+        sink: &mut Sink,
+    ) -> Option<(Rows<R>, Vec<Option<usize>>)> {
+        sink.ok(Rows::open(source, file).and_then(|rows| {
+            let columns = rows.columns(known, unknown)?;
+            Ok((rows, columns))
+        }))
+    }
+
     pub(crate) fn file(&self) -> &str {
         &self.file
     }
@@ -135,6 +150,29 @@ impl<R: Read> Rows<R> {
             )));
         }
         Some(Ok(Row { line, record: &self.record, file: &self.file, header: &self.header }))
+    }
+
+    /// Turns every remaining data row into a `T` with `parse`, in file order. A bad row (its
+    /// error from [`Rows::next_row`] or from `parse`) is reported to `sink` and skipped;
+    /// `None` once `sink` is full, without reading further.
+    pub(crate) fn parse_all<T>(
+        &mut self,
+        sink: &mut Sink,
+        mut parse: impl FnMut(&Row<'_>) -> Result<T, TraceError>,
+    ) -> Option<Vec<T>> {
+        let mut parsed = Vec::new();
+        while let Some(row) = self.next_row() {
+            match row.and_then(|row| parse(&row)) {
+                Ok(value) => parsed.push(value),
+                Err(e) => {
+                    sink.push(e);
+                    if sink.is_full() {
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(parsed)
     }
 }
 
