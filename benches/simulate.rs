@@ -38,7 +38,7 @@ fn config() -> ControllerConfig {
 
 fn run(spec: &str, cluster: Cluster, workload: Workload) -> sim::RunResult {
     let mut policy = policies::build(spec).expect("valid policy");
-    sim::simulate(cluster, workload, policy.as_mut(), config()).expect("runs")
+    sim::simulate(sim::Scenario::new(cluster, workload), policy.as_mut(), config()).expect("runs")
 }
 
 #[divan::bench(sample_count = 10, sample_size = 1)]

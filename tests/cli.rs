@@ -220,15 +220,28 @@ fn policies_lists_every_policy_with_parameters_and_defaults() {
     }
 }
 
+/// 2 nodes x 4 GPUs; a (4 GPUs, 100 s) on node 0, which fails at 5 s. Heartbeats every 10 s,
+/// dead after 3 missed (10, 20, 30): at 30 a restarts on node 1 with its 5 s of progress
+/// (checkpoints at every instant by default) and ends at 30 + 95 = 125.
 #[test]
-fn a_trace_with_failure_events_is_refused_until_failures_are_simulated() {
+fn a_trace_with_failure_events_replays_them() {
     let dir = scratch("events");
-    std::fs::write(dir.join("jobs.csv"), "job_id,submit_s,duration_s,gpus\na,0,10,1\n").unwrap();
+    std::fs::write(dir.join("jobs.csv"), "job_id,submit_s,duration_s,gpus\na,0,100,4\n").unwrap();
     std::fs::write(dir.join("cluster.csv"), "pool,gpu_type,nodes,gpus_per_node\np,A,2,4\n").unwrap();
-    std::fs::write(dir.join("events.csv"), "time_s,kind,node,gpu,repair_s\n5,node_fail,1,,60\n").unwrap();
-    let out = schedlab(&["simulate", "--trace", dir.to_str().unwrap()]);
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("1 failure/heartbeat events"), "{}", stderr(&out));
+    std::fs::write(dir.join("events.csv"), "time_s,kind,node,gpu,repair_s\n5,node_fail,0,,600\n").unwrap();
+    let out_dir = dir.join("out");
+    let out = schedlab(&["simulate", "--trace", dir.to_str().unwrap(), "--out", out_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = read_json(&out_dir.join("summary.json"));
+    assert_eq!(
+        (s["failures"].as_u64(), s["task_failures"].as_u64(), s["retries"].as_u64()),
+        (Some(1), Some(1), Some(1))
+    );
+    assert_eq!(s["mean_detection_lag_s"].as_f64(), Some(25.0));
+    assert_eq!(s["makespan_s"].as_f64(), Some(125.0));
+    assert!((s["lost_gpu_hours"].as_f64().unwrap() - 100.0 / 3600.0).abs() < 1e-12, "{s}");
+    let health = std::fs::read_to_string(out_dir.join("gpu_health.csv")).unwrap();
+    assert_eq!(health, "time_s,broken_gpus,unusable_gpus\n5.000,4,0\n30.000,4,4\n");
 }
 
 #[test]
@@ -238,7 +251,8 @@ fn a_canonical_directory_brings_its_own_cluster() {
     std::fs::write(dir.join("cluster.csv"), "pool,gpu_type,nodes,gpus_per_node\np,A,2,4\n").unwrap();
     let out = schedlab(&["simulate", "--trace", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout(&out).contains("cluster GPUs                8"), "{}", stdout(&out));
+    let gpus_line = stdout(&out).lines().find(|l| l.starts_with("cluster GPUs")).map(str::to_owned);
+    assert_eq!(gpus_line.as_deref().map(|l| l.split_whitespace().last()), Some(Some("8")), "{}", stdout(&out));
 }
 
 #[test]

@@ -13,12 +13,12 @@ pub struct RunningIndex {
 }
 
 impl RunningIndex {
-    /// Applies the view's changes: started tasks enter, preempted and finished ones leave.
+    /// Applies the view's changes: started tasks enter, preempted, finished and failed ones leave.
     pub fn sync(&mut self, view: &ClusterView<'_>, source: DurationSource) {
         for change in view.changes() {
             match *change {
                 Change::TaskStarted(t) => self.insert(view, t, source),
-                Change::TaskPreempted(t) | Change::TaskFinished(t) => self.remove(t),
+                Change::TaskPreempted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => self.remove(t),
                 Change::TaskReady(_) | Change::JobEnded(_) => {}
             }
         }

@@ -6,15 +6,19 @@ use crate::placement::{Placement, Shape};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{Change, ClusterView, GpuId, Plan, TaskId};
 
-/// Applies the view's changes to `queue`: startable tasks are queued under `key(task)`, tasks
-/// that started or finished, and those of ended jobs, are dropped.
+/// Applies the view's changes to `queue`: startable tasks (new, preempted, retrying after a
+/// failure) are queued under `key(task)`; tasks that started, finished or failed for good, and
+/// those of ended jobs, are dropped.
 pub fn sync_waiting(view: &ClusterView<'_>, queue: &mut WaitQueue, mut key: impl FnMut(TaskId) -> Key) {
     for change in view.changes() {
         match *change {
             Change::TaskReady(t) | Change::TaskPreempted(t) => {
                 queue.insert(t, key(t), Shape::of(view.task(t)));
             }
-            Change::TaskStarted(t) | Change::TaskFinished(t) => queue.remove(t),
+            Change::TaskFailed(t) if view.task(t).status.is_startable() => {
+                queue.insert(t, key(t), Shape::of(view.task(t)));
+            }
+            Change::TaskStarted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => queue.remove(t),
             Change::JobEnded(job) => view.job(job).tasks().for_each(|t| queue.remove(t)),
         }
     }

@@ -100,10 +100,12 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                         single_node: !probe && rng.percent(20),
                         work: SimDuration(work_ms),
                         estimate: Some(SimDuration(estimate_ms)),
+                        checkpoint: None,
+                        restart_overhead: None,
                     }
                 })
                 .collect();
-            JobSpec { name: format!("job{j}"), submit: SimTime(submit_ms), queue: None, tasks }
+            JobSpec { name: format!("job{j}"), submit: SimTime(submit_ms), queue: None, deadline: None, tasks }
         })
         .collect()
 }
@@ -115,9 +117,10 @@ fn run_with(spec: &str, overhead_ms: u64, seed: u64, jobs: Vec<JobSpec>, record_
         restart_overhead: SimDuration(overhead_ms),
         check_invariants: record_and_check,
         record_decisions: record_and_check,
+        ..ControllerConfig::default()
     };
     let workload = Workload::new(jobs).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-    sim::simulate(cluster(), workload, policy.as_mut(), config)
+    sim::simulate(sim::Scenario::new(cluster(), workload), policy.as_mut(), config)
         .unwrap_or_else(|e| panic!("seed {seed}, spec {spec}: {e}"))
 }
 

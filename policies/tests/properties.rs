@@ -89,6 +89,8 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             single_node,
             work: SimDuration(work_ms),
             estimate: Some(SimDuration(work_ms * quarters / 4)),
+            checkpoint: None,
+            restart_overhead: None,
         },
     )
 }
@@ -102,7 +104,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
         for (i, t) in tasks.iter_mut().enumerate() {
             t.name = i.to_string();
         }
-        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, tasks }
+        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline: None, tasks }
     })
 }
 
@@ -399,6 +401,7 @@ impl<'m> Replay<'m> {
                 }
             }
             DecisionKind::Reject | DecisionKind::Unschedulable => unreachable!("handled above"),
+            DecisionKind::Fail => return Err(format!("{d:?}: no hardware fails in these runs")),
         }
         Ok(())
     }
@@ -498,9 +501,11 @@ fn run_case(spec: &str, overhead_ms: u64, case: &Case) -> (RunResult, Workload) 
         restart_overhead: SimDuration(overhead_ms),
         check_invariants: true,
         record_decisions: true,
+        ..ControllerConfig::default()
     };
-    let result = sim::simulate(build_cluster(&case.pools), workload.clone(), policy.as_mut(), config)
-        .unwrap_or_else(|e| panic!("{spec}: simulation refused the workload: {e}"));
+    let result =
+        sim::simulate(sim::Scenario::new(build_cluster(&case.pools), workload.clone()), policy.as_mut(), config)
+            .unwrap_or_else(|e| panic!("{spec}: simulation refused the workload: {e}"));
     (result, workload)
 }
 
@@ -830,6 +835,8 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
         single_node,
         work: SimDuration(1000),
         estimate: Some(SimDuration(1000)),
+        checkpoint: None,
+        restart_overhead: None,
     };
     let cases = [
         (task(8, None, false), true),
@@ -845,7 +852,13 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
     let jobs: Vec<JobSpec> = cases
         .iter()
         .enumerate()
-        .map(|(i, (t, _))| JobSpec { name: format!("j{i}"), submit: SimTime(0), queue: None, tasks: vec![t.clone()] })
+        .map(|(i, (t, _))| JobSpec {
+            name: format!("j{i}"),
+            submit: SimTime(0),
+            queue: None,
+            deadline: None,
+            tasks: vec![t.clone()],
+        })
         .collect();
     let m = Model::new(&pools, &Workload::new(jobs.clone()).unwrap());
     let got: Vec<bool> = m.jobs.iter().map(|j| j.schedulable).collect();

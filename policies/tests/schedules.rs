@@ -63,8 +63,12 @@ fn sjf_estimate_orders_by_the_estimate_not_the_truth() {
 fn estimate_policies_refuse_a_trace_without_estimates() {
     let mut policy = policies::build("srtf[duration=estimate]").unwrap();
     let workload = sim::Workload::new(sjf_jobs()).unwrap();
-    let err =
-        sim::simulate(cluster(&[(1, 2, "A")]), workload, policy.as_mut(), ControllerConfig::default()).unwrap_err();
+    let err = sim::simulate(
+        sim::Scenario::new(cluster(&[(1, 2, "A")]), workload),
+        policy.as_mut(),
+        ControllerConfig::default(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("job `x` has a task without one"), "{err}");
 }
 

@@ -4,4 +4,4 @@ mod summary;
 mod tables;
 
 pub use summary::{Summary, percentile_s};
-pub use tables::{summary_table, write_decisions_csv, write_jobs_csv, write_summary_json};
+pub use tables::{summary_table, write_decisions_csv, write_gpu_health_csv, write_jobs_csv, write_summary_json};

@@ -3,9 +3,13 @@
 //!
 //! JCT = end - submit of each *succeeded* job; percentiles are nearest-rank (the smallest JCT
 //! with at least p% of succeeded jobs at or below it). Queueing delay = first start - submit.
-//! The window is [first submit, last job end]: `makespan_s` is its length, `utilisation` is
-//! allocated GPU-time over cluster GPUs x window, `jobs_per_hour` is succeeded jobs per hour of
-//! it. `littles_law_error` compares the engine's own integral of jobs in the system with
+//! The window is [first submit, last job end]: `makespan_s` is its length. Healthy capacity is
+//! cluster GPUs x window less the GPU-time of broken GPUs (ground truth). `utilisation` is
+//! allocated GPU-time over healthy capacity; `goodput` is productive GPU-time (work kept, not
+//! lost to failures or preemptions) over healthy capacity. `jobs_per_hour` is succeeded jobs
+//! per hour of the window. Lost GPU-hours split exactly into work redone (done, then lost since
+//! the last checkpoint), detection lag (held on broken hardware before the failure was known)
+//! and restart overhead. `littles_law_error` compares the engine's own integral of jobs in the system with
 //! arrivals x mean time in system from the job records: |L - lambda W| / L; any value above
 //! rounding noise means the accounting is broken.
 
@@ -21,6 +25,8 @@ pub struct Summary {
     pub jobs_finished: u64,
     pub jobs_unschedulable: u64,
     pub jobs_rejected: u64,
+    /// Jobs that failed: a task failed past its retry budget.
+    pub jobs_failed: u64,
     /// Jobs still waiting or running when the run ended (a stalled policy); should be 0.
     pub jobs_unfinished: u64,
     pub mean_jct_s: f64,
@@ -30,9 +36,22 @@ pub struct Summary {
     pub mean_queue_s: f64,
     pub makespan_s: f64,
     pub utilisation: f64,
+    pub goodput: f64,
     pub jobs_per_hour: f64,
     pub gpu_hours: f64,
     pub preemptions: u64,
+    pub lost_gpu_hours: f64,
+    pub lost_redo_gpu_hours: f64,
+    pub lost_detection_gpu_hours: f64,
+    pub lost_overhead_gpu_hours: f64,
+    /// Hardware failures (GPU or node) in the run, attempts they failed, retries started.
+    pub failures: u64,
+    pub task_failures: u64,
+    pub retries: u64,
+    /// Mean time from a hardware failure to the scheduler knowing of it.
+    pub mean_detection_lag_s: f64,
+    /// Broken GPU-hours (ground truth) within the window.
+    pub failed_gpu_hours: f64,
     pub littles_law_error: f64,
     pub events: u64,
     pub decision_points: u64,
@@ -54,7 +73,12 @@ impl Summary {
             (Some(first), Some(last)) => last.since(first).as_ms(),
             _ => 0,
         };
-        let capacity_ms = u128::from(stats.cluster_gpus) * u128::from(window_ms);
+        let capacity_ms =
+            (u128::from(stats.cluster_gpus) * u128::from(window_ms)).saturating_sub(u128::from(stats.broken_gpu_ms));
+        let sum = |field: fn(&sim::JobRecord) -> u64| run.jobs.iter().map(field).sum::<u64>();
+        let (redo, lag, overhead) =
+            (sum(|j| j.lost_redo_gpu_ms), sum(|j| j.lost_lag_gpu_ms), sum(|j| j.lost_overhead_gpu_ms));
+        let lost = redo + lag + overhead;
         Summary {
             policy: run.policy.clone(),
             seed: run.seed,
@@ -63,6 +87,7 @@ impl Summary {
             jobs_finished: finished.len() as u64,
             jobs_unschedulable: count(|o| matches!(o, Some(JobOutcome::Unschedulable(_)))),
             jobs_rejected: count(|o| matches!(o, Some(JobOutcome::Rejected(_)))),
+            jobs_failed: count(|o| matches!(o, Some(JobOutcome::Failed(_)))),
             jobs_unfinished: count(Option::is_none),
             mean_jct_s: mean_s(&jct_ms),
             p50_jct_s: percentile_s(&jct_ms, 50),
@@ -71,9 +96,23 @@ impl Summary {
             mean_queue_s: mean_s(&queue_ms),
             makespan_s: window_ms as f64 / 1000.0,
             utilisation: ratio(u128::from(stats.allocated_gpu_ms), capacity_ms),
+            goodput: ratio(u128::from(stats.allocated_gpu_ms - lost), capacity_ms),
             jobs_per_hour: if window_ms == 0 { 0.0 } else { finished.len() as f64 * 3_600_000.0 / window_ms as f64 },
-            gpu_hours: stats.allocated_gpu_ms as f64 / 3_600_000.0,
+            gpu_hours: hours(stats.allocated_gpu_ms),
             preemptions: stats.preemptions,
+            lost_gpu_hours: hours(lost),
+            lost_redo_gpu_hours: hours(redo),
+            lost_detection_gpu_hours: hours(lag),
+            lost_overhead_gpu_hours: hours(overhead),
+            failures: stats.failures,
+            task_failures: stats.task_failures,
+            retries: stats.retries,
+            mean_detection_lag_s: if stats.detections == 0 {
+                0.0
+            } else {
+                stats.detection_lag_ms as f64 / stats.detections as f64 / 1000.0
+            },
+            failed_gpu_hours: hours(stats.broken_gpu_ms),
             littles_law_error: littles_law_error(run),
             events: stats.events,
             decision_points: stats.decision_points,
@@ -95,6 +134,10 @@ fn littles_law_error(run: &RunResult) -> f64 {
         return if sojourns == 0 { 0.0 } else { 1.0 };
     }
     (integral.abs_diff(sojourns)) as f64 / integral as f64
+}
+
+fn hours(gpu_ms: u64) -> f64 {
+    gpu_ms as f64 / 3_600_000.0
 }
 
 fn ratio(numerator: u128, denominator: u128) -> f64 {

@@ -33,7 +33,10 @@ pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
         "tasks",
         "gpus",
         "preemptions",
+        "failures",
+        "retries",
         "gpu_hours",
+        "lost_gpu_hours",
         "state",
         "reason",
     ])?;
@@ -57,7 +60,10 @@ pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
             &j.tasks.to_string(),
             &j.gpus.to_string(),
             &j.preemptions.to_string(),
+            &j.failures.to_string(),
+            &j.retries.to_string(),
             &format!("{:.6}", j.gpu_ms as f64 / 3_600_000.0),
+            &format!("{:.6}", (j.lost_redo_gpu_ms + j.lost_lag_gpu_ms + j.lost_overhead_gpu_ms) as f64 / 3_600_000.0),
             state,
             reason,
         ])?;
@@ -83,6 +89,17 @@ pub fn write_decisions_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     w.flush()
 }
 
+/// Broken (ground truth) and unusable (known to the scheduler) GPUs over time: one row per
+/// change, each value holding until the next row.
+pub fn write_gpu_health_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(["time_s", "broken_gpus", "unusable_gpus"])?;
+    for h in &run.health_series {
+        w.write_record([secs(h.time), h.broken_gpus.to_string(), h.unusable_gpus.to_string()])?;
+    }
+    w.flush()
+}
+
 pub fn write_summary_json(summary: &Summary, mut out: impl Write) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut out, summary)?;
     writeln!(out)
@@ -96,8 +113,8 @@ pub fn summary_table(s: &Summary) -> String {
         (
             "jobs",
             format!(
-                "{} ({} finished, {} unschedulable, {} rejected, {} unfinished)",
-                s.jobs, s.jobs_finished, s.jobs_unschedulable, s.jobs_rejected, s.jobs_unfinished
+                "{} ({} finished, {} unschedulable, {} rejected, {} failed, {} unfinished)",
+                s.jobs, s.jobs_finished, s.jobs_unschedulable, s.jobs_rejected, s.jobs_failed, s.jobs_unfinished
             ),
         ),
         (
@@ -112,10 +129,25 @@ pub fn summary_table(s: &Summary) -> String {
         ),
         ("queueing delay mean", human(s.mean_queue_s)),
         ("makespan", human(s.makespan_s)),
-        ("utilisation", format!("{:.1} %", s.utilisation * 100.0)),
+        ("utilisation / goodput", format!("{:.1} % / {:.1} %", s.utilisation * 100.0, s.goodput * 100.0)),
         ("jobs per hour", format!("{:.2}", s.jobs_per_hour)),
         ("GPU-hours allocated", format!("{:.1}", s.gpu_hours)),
         ("preemptions", s.preemptions.to_string()),
+        (
+            "failures (tasks hit, retries)",
+            format!("{} ({}, {}); {} jobs failed", s.failures, s.task_failures, s.retries, s.jobs_failed),
+        ),
+        (
+            "lost GPU-hours",
+            format!(
+                "{:.1} (redone {:.1}, detection {:.1}, restart {:.1}); mean detection lag {:.1} s",
+                s.lost_gpu_hours,
+                s.lost_redo_gpu_hours,
+                s.lost_detection_gpu_hours,
+                s.lost_overhead_gpu_hours,
+                s.mean_detection_lag_s
+            ),
+        ),
         ("Little's law error", format!("{:.2e}", s.littles_law_error)),
         ("events", s.events.to_string()),
         ("digest", s.digest.clone()),

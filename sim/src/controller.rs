@@ -6,10 +6,12 @@
 use crate::alloc::FreeGpus;
 use crate::cluster::Cluster;
 use crate::digest::Digest;
+use crate::failure::FailureConfig;
+use crate::health::Health;
 use crate::ids::{GpuId, JobId, TaskId};
 use crate::plan::{Decision, Mark, Plan};
 use crate::policy::Policy;
-use crate::record::{DecisionKind, DecisionRecord, JobRecord, RunResult, RunStats};
+use crate::record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResult, RunStats};
 use crate::rng::{StreamRng, stream};
 use crate::state::{JobOutcome, JobState, TaskState, TaskStatus};
 use crate::time::{SimDuration, SimTime};
@@ -20,8 +22,13 @@ use crate::workload::Workload;
 pub struct ControllerConfig {
     /// The run seed; the policy draws from the stream "policy:<name>" under it.
     pub seed: u64,
-    /// Paid (on the GPUs, with no progress) each time a preempted task restarts.
+    /// Paid (on the GPUs, with no progress) each time a preempted or failed task restarts,
+    /// unless the task sets its own.
     pub restart_overhead: SimDuration,
+    /// Work between checkpoints, unless the task sets its own; zero: progress is never lost.
+    pub checkpoint: SimDuration,
+    /// Heartbeats, detection delays and retry budgets.
+    pub failures: FailureConfig,
     /// Check every invariant after every step (on by default in debug builds and tests).
     pub check_invariants: bool,
     /// Keep the decision log in memory for output (it is always hashed).
@@ -33,6 +40,8 @@ impl Default for ControllerConfig {
         ControllerConfig {
             seed: 0,
             restart_overhead: SimDuration::ZERO,
+            checkpoint: SimDuration::ZERO,
+            failures: FailureConfig::default(),
             check_invariants: cfg!(debug_assertions),
             record_decisions: false,
         }
@@ -57,12 +66,14 @@ pub struct Controller {
     pub(crate) jobs: Vec<JobState>,
     pub(crate) tasks: Vec<TaskState>,
     pub(crate) free: FreeGpus,
+    /// What is broken (truth) and what the scheduler knows is unusable.
+    pub(crate) health: Health,
     /// The task holding each GPU.
     pub(crate) owner: Vec<Option<TaskId>>,
     marks: Vec<Mark>,
     rng: StreamRng,
     policy_name: String,
-    changes: Vec<Change>,
+    pub(crate) changes: Vec<Change>,
     pub(crate) now: SimTime,
     pub(crate) allocated_gpus: u32,
     pub(crate) running_tasks: u32,
@@ -71,6 +82,7 @@ pub struct Controller {
     pub(crate) stats: RunStats,
     digest: Digest,
     decision_log: Vec<DecisionRecord>,
+    pub(crate) health_series: Vec<HealthSample>,
 }
 
 impl Controller {
@@ -96,6 +108,8 @@ impl Controller {
                     pools: cluster.eligible_pools(t.gpu_type.as_deref()),
                     work: t.work,
                     estimate: t.estimate,
+                    checkpoint: t.checkpoint.unwrap_or(config.checkpoint),
+                    restart_overhead: t.restart_overhead.unwrap_or(config.restart_overhead),
                     status: TaskStatus::Pending,
                     remaining: t.work,
                     attempt: 0,
@@ -104,7 +118,15 @@ impl Controller {
                     first_start: None,
                     finish: None,
                     preemptions: 0,
+                    failures: 0,
+                    retries: 0,
+                    stalled_since: None,
+                    attempts_ms: 0,
                     closed_gpu_ms: 0,
+                    productive_gpu_ms: 0,
+                    lost_redo_gpu_ms: 0,
+                    lost_lag_gpu_ms: 0,
+                    lost_overhead_gpu_ms: 0,
                     placed: Vec::new(),
                 });
             }
@@ -114,6 +136,7 @@ impl Controller {
             rng: stream(config.seed, &format!("policy:{policy_name}")),
             policy_name: policy_name.to_string(),
             free: FreeGpus::all_free(&cluster),
+            health: Health::new(&cluster),
             owner: vec![None; cluster.gpu_count() as usize],
             marks: vec![Mark::None; tasks.len()],
             changes: Vec::new(),
@@ -124,6 +147,7 @@ impl Controller {
             stats,
             digest: Digest::new(),
             decision_log: Vec::new(),
+            health_series: Vec::new(),
             config,
             cluster,
             workload,
@@ -158,6 +182,7 @@ impl Controller {
             let dt = now.since(self.now).as_ms();
             self.stats.allocated_gpu_ms += dt * u64::from(self.allocated_gpus);
             self.stats.in_system_job_ms += u128::from(dt) * u128::from(self.in_system);
+            self.stats.broken_gpu_ms += dt * u64::from(self.health.broken_gpus());
         }
         self.now = now;
     }
@@ -226,16 +251,15 @@ impl Controller {
     /// when the event is stale: the attempt was preempted after the event was scheduled.
     pub fn task_finished(&mut self, task: TaskId, attempt: u32) -> bool {
         let t = &self.tasks[task.index()];
-        if t.status != TaskStatus::Running || t.attempt != attempt {
+        // Stale: preempted or failed since, or stalled on broken hardware (no progress).
+        if t.status != TaskStatus::Running || t.attempt != attempt || t.stalled_since.is_some() {
             return false;
         }
         self.stats.events += 1;
-        let gpus = self.release_task(task);
-        for &gpu in &gpus {
-            self.free.release(self.cluster.node_of(gpu), gpu);
-        }
+        let gpus = self.end_attempt(task);
+        self.release_to_free(&gpus);
         let t = &mut self.tasks[task.index()];
-        t.remaining = SimDuration::ZERO;
+        debug_assert_eq!(t.remaining, SimDuration::ZERO, "{task} completed with work left");
         t.status = TaskStatus::Succeeded;
         t.finish = Some(self.now);
         let job = t.job;
@@ -255,7 +279,7 @@ impl Controller {
         self.stats.events += 1;
     }
 
-    fn end_job(&mut self, job: JobId, outcome: JobOutcome) {
+    pub(crate) fn end_job(&mut self, job: JobId, outcome: JobOutcome) {
         let j = &mut self.jobs[job.index()];
         j.outcome = Some(outcome);
         j.end = Some(self.now);
@@ -263,18 +287,53 @@ impl Controller {
         self.changes.push(Change::JobEnded(job));
     }
 
-    /// Takes a running task off its GPUs and closes its attempt's GPU-time. The free index is
-    /// the caller's: a completion frees the GPUs here, a preemption already did in its plan.
-    fn release_task(&mut self, task: TaskId) -> Vec<GpuId> {
+    /// Ends a running task's attempt now: takes it off its GPUs, keeps the work up to its last
+    /// checkpoint (all of it on completion, or with checkpoints at every instant) and splits the
+    /// GPU-time it held into productive work, redone work, detection lag and restart overhead.
+    /// The free index is the caller's: a completion or failure frees usable GPUs with
+    /// [`Controller::release_to_free`]; a preemption's plan already freed them.
+    pub(crate) fn end_attempt(&mut self, task: TaskId) -> Vec<GpuId> {
+        let now = self.now;
         let t = &mut self.tasks[task.index()];
-        let gpus = std::mem::take(&mut t.placed);
-        t.closed_gpu_ms += self.now.since(t.run_start).as_ms() * u64::from(t.gpus);
-        for &gpu in &gpus {
+        let held = now.since(t.run_start);
+        let active = t.stalled_since.map_or(now, |s| s.min(now)).since(t.run_start);
+        let overhead_paid = t.overhead.min(active);
+        let progress = (active - overhead_paid).min(t.remaining);
+        let stalled = held - overhead_paid - progress;
+        let done_before = t.work - t.remaining;
+        let done_now = done_before + progress;
+        let saved = if t.checkpoint == SimDuration::ZERO || done_now == t.work {
+            done_now
+        } else {
+            SimDuration(done_now.as_ms() / t.checkpoint.as_ms() * t.checkpoint.as_ms()).max(done_before)
+        };
+        let lost = done_now - saved;
+        let gpus = u64::from(t.gpus);
+        t.remaining = t.work - saved;
+        t.closed_gpu_ms += held.as_ms() * gpus;
+        t.attempts_ms += held.as_ms();
+        t.productive_gpu_ms += (progress - lost).as_ms() * gpus;
+        t.lost_redo_gpu_ms += lost.as_ms() * gpus;
+        t.lost_lag_gpu_ms += stalled.as_ms() * gpus;
+        t.lost_overhead_gpu_ms += overhead_paid.as_ms() * gpus;
+        t.stalled_since = None;
+        let placed = std::mem::take(&mut t.placed);
+        for &gpu in &placed {
             self.owner[gpu.index()] = None;
         }
         self.allocated_gpus -= t.gpus;
         self.running_tasks -= 1;
-        gpus
+        placed
+    }
+
+    /// Returns to the free index those of `gpus` the scheduler may use (not on a node known
+    /// dead, not a GPU known failed).
+    pub(crate) fn release_to_free(&mut self, gpus: &[GpuId]) {
+        for &gpu in gpus {
+            if self.health.usable(gpu) {
+                self.free.release(self.cluster.node_of(gpu), gpu);
+            }
+        }
     }
 
     /// Whether any job has arrived and not ended.
@@ -293,7 +352,6 @@ impl Controller {
             workload: &self.workload,
             jobs: &self.jobs,
             tasks: &self.tasks,
-            restart_overhead: self.config.restart_overhead,
         };
         let mut plan = Plan {
             now: self.now,
@@ -331,12 +389,16 @@ impl Controller {
 
     fn commit_start(&mut self, task: TaskId, gpus: Vec<GpuId>, effects: &mut Vec<Effect>) {
         self.marks[task.index()] = Mark::None;
-        let restart = self.tasks[task.index()].status == TaskStatus::Preempted;
         let t = &mut self.tasks[task.index()];
+        let restart = t.attempt > 0;
         t.status = TaskStatus::Running;
         t.attempt += 1;
         t.run_start = self.now;
-        t.overhead = if restart { self.config.restart_overhead } else { SimDuration::ZERO };
+        t.overhead = if restart { t.restart_overhead } else { SimDuration::ZERO };
+        // Started on hardware that is broken but not yet known to be: no progress from the start.
+        if gpus.iter().any(|&g| self.health.broken(g)) {
+            t.stalled_since = Some(self.now);
+        }
         t.first_start.get_or_insert(self.now);
         for &gpu in &gpus {
             self.owner[gpu.index()] = Some(task);
@@ -353,10 +415,8 @@ impl Controller {
 
     fn commit_preempt(&mut self, task: TaskId, effects: &mut Vec<Effect>) {
         self.marks[task.index()] = Mark::None;
-        let progress = self.tasks[task.index()].progress_at(self.now);
-        let gpus = self.release_task(task);
+        let gpus = self.end_attempt(task);
         let t = &mut self.tasks[task.index()];
-        t.remaining = t.remaining - progress;
         t.status = TaskStatus::Preempted;
         t.preemptions += 1;
         let job = t.job;
@@ -378,7 +438,7 @@ impl Controller {
         self.end_job(job, JobOutcome::Rejected(reason));
     }
 
-    fn log(&mut self, kind: DecisionKind, job: JobId, task: Option<TaskId>, gpus: &[GpuId], detail: &str) {
+    pub(crate) fn log(&mut self, kind: DecisionKind, job: JobId, task: Option<TaskId>, gpus: &[GpuId], detail: &str) {
         self.digest.u64(self.now.as_ms()).u32(kind.code()).u32(job.0);
         self.digest.u32(task.map_or(u32::MAX, |t| t.0)).u32(gpus.len() as u32);
         for g in gpus {
@@ -425,7 +485,12 @@ impl Controller {
                     tasks: state.task_count,
                     gpus: spec.gpus(),
                     preemptions: tasks.clone().map(|t| t.preemptions).sum(),
-                    gpu_ms: tasks.map(|t| t.gpu_ms_at(self.now)).sum(),
+                    failures: tasks.clone().map(|t| t.failures).sum(),
+                    retries: tasks.clone().map(|t| t.retries).sum(),
+                    gpu_ms: tasks.clone().map(|t| t.gpu_ms_at(self.now)).sum(),
+                    lost_redo_gpu_ms: tasks.clone().map(|t| t.lost_redo_gpu_ms).sum(),
+                    lost_lag_gpu_ms: tasks.clone().map(|t| t.lost_lag_gpu_ms).sum(),
+                    lost_overhead_gpu_ms: tasks.map(|t| t.lost_overhead_gpu_ms).sum(),
                     outcome: state.outcome.clone(),
                 }
             })
@@ -433,6 +498,13 @@ impl Controller {
         let mut stats = self.stats;
         stats.digest = self.digest.hex();
         stats.last_event = self.now;
-        RunResult { policy: self.policy_name, seed: self.config.seed, jobs, stats, decisions: self.decision_log }
+        RunResult {
+            policy: self.policy_name,
+            seed: self.config.seed,
+            jobs,
+            stats,
+            decisions: self.decision_log,
+            health_series: self.health_series,
+        }
     }
 }

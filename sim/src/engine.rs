@@ -5,8 +5,10 @@
 
 use crate::cluster::Cluster;
 use crate::controller::{Controller, ControllerConfig, Effect};
-use crate::event::{Event, EventKey, EventQueue, PHASE_ARRIVAL};
+use crate::event::{Event, EventKey, EventQueue, PHASE_ARRIVAL, PHASE_HARDWARE};
+use crate::failure::ClusterEvent;
 use crate::ids::JobId;
+use crate::observe::Observer;
 use crate::policy::Policy;
 use crate::record::RunResult;
 use crate::time::SimTime;
@@ -17,6 +19,8 @@ use std::fmt;
 pub enum SimError {
     /// The policy reads estimates and this job has a task without one.
     MissingEstimate { policy: String, job: String },
+    /// A cluster event names hardware the cluster does not have.
+    BadEvent { index: usize, problem: String },
 }
 
 impl fmt::Display for SimError {
@@ -27,28 +31,73 @@ impl fmt::Display for SimError {
                 "policy {policy} uses duration estimates, but job `{job}` has a task without one \
                  (give an estimate column, or use duration=oracle)"
             ),
+            SimError::BadEvent { index, problem } => write!(f, "cluster event {index}: {problem}"),
         }
     }
 }
 
 impl std::error::Error for SimError {}
 
-/// Runs `workload` on `cluster` under `policy` to the end, in virtual time.
-pub fn simulate(
-    cluster: Cluster,
-    workload: Workload,
-    policy: &mut dyn Policy,
-    config: ControllerConfig,
-) -> Result<RunResult, SimError> {
+/// What one run simulates: a cluster, the jobs submitted to it, and what happens to its
+/// hardware (failures, repairs, heartbeats; empty for a cluster that never fails).
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub cluster: Cluster,
+    pub workload: Workload,
+    events: Vec<ClusterEvent>,
+}
+
+impl Scenario {
+    pub fn new(cluster: Cluster, workload: Workload) -> Scenario {
+        Scenario { cluster, workload, events: Vec::new() }
+    }
+
+    /// Adds ground-truth cluster events, checked against the cluster and sorted by time
+    /// (events at one instant keep the given order).
+    pub fn with_events(mut self, mut events: Vec<ClusterEvent>) -> Result<Scenario, SimError> {
+        for (index, e) in events.iter().enumerate() {
+            let bad = |problem: String| SimError::BadEvent { index, problem };
+            let nodes = self.cluster.nodes().len();
+            if e.node().index() >= nodes {
+                return Err(bad(format!("node {} does not exist (the cluster has {nodes})", e.node().0)));
+            }
+            if let ClusterEvent::GpuFail { node, gpu, .. } = *e {
+                let count = self.cluster.node(node).gpu_count;
+                if gpu >= count {
+                    return Err(bad(format!("node {} has {count} GPUs, no GPU slot {gpu}", node.0)));
+                }
+            }
+        }
+        events.sort_by_key(ClusterEvent::time);
+        self.events = events;
+        Ok(self)
+    }
+
+    pub fn events(&self) -> &[ClusterEvent] {
+        &self.events
+    }
+}
+
+/// Runs `scenario` under `policy` to the end, in virtual time: until every job has ended.
+pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerConfig) -> Result<RunResult, SimError> {
     if policy.needs_estimates() {
-        let missing = workload.jobs().iter().find(|j| j.tasks.iter().any(|t| t.estimate.is_none()));
+        let missing = scenario.workload.jobs().iter().find(|j| j.tasks.iter().any(|t| t.estimate.is_none()));
         if let Some(job) = missing {
             return Err(SimError::MissingEstimate { policy: policy.name().to_string(), job: job.name.clone() });
         }
     }
+    let failures = config.failures;
+    let Scenario { cluster, workload, events } = scenario;
+    let controller = Controller::new(cluster, workload, policy.name(), config);
+    let mut queue = EventQueue::default();
+    for (index, e) in events.iter().enumerate() {
+        queue.push(e.time(), Event::Hardware(index as u32));
+    }
     let mut engine = Engine {
-        controller: Controller::new(cluster, workload, policy.name(), config),
-        queue: EventQueue::default(),
+        observer: Observer::new(&controller, &events, failures),
+        events,
+        controller,
+        queue,
         next_arrival: 0,
         effects: Vec::new(),
     };
@@ -58,6 +107,8 @@ pub fn simulate(
 
 struct Engine {
     controller: Controller,
+    observer: Observer,
+    events: Vec<ClusterEvent>,
     queue: EventQueue,
     next_arrival: usize,
     effects: Vec<Effect>,
@@ -68,8 +119,12 @@ impl Engine {
         self.controller.workload().jobs().get(self.next_arrival).map(|j| j.submit)
     }
 
-    /// Applies the next timestamp's events and decides. Returns false when nothing is left.
+    /// Applies the next timestamp's events and decides. Returns false when the run is over:
+    /// every job has arrived and ended (hardware events after that change nothing measured).
     fn step(&mut self, policy: &mut dyn Policy) -> bool {
+        if self.next_arrival_time().is_none() && !self.controller.has_jobs_in_system() {
+            return false;
+        }
         let next_event = self.queue.peek_key().map(|k| k.time);
         let now = match (next_event, self.next_arrival_time()) {
             (None, None) => return false,
@@ -79,6 +134,11 @@ impl Engine {
         self.controller.advance_to(now);
         let mut changed = false;
         let mut woken = false;
+        let after_hardware = EventKey { time: now, phase: PHASE_HARDWARE + 1, seq: 0 };
+        while let Some((_, event)) = self.queue.pop_before(after_hardware) {
+            self.observer.apply(event, &self.events, &mut self.controller, &mut self.queue);
+            changed = true;
+        }
         let arrivals = EventKey { time: now, phase: PHASE_ARRIVAL, seq: 0 };
         while let Some((_, event)) = self.queue.pop_before(arrivals) {
             changed |= self.apply(event, &mut woken);
@@ -110,6 +170,7 @@ impl Engine {
                 *woken = true;
                 false
             }
+            hardware => unreachable!("hardware events are applied first: {hardware:?}"),
         }
     }
 

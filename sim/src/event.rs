@@ -2,24 +2,67 @@
 //! the phase fixes same-time semantics, then `seq` (the order the event was scheduled) breaks
 //! the remaining ties. So the order is total and never depends on heap internals.
 
-use crate::ids::{JobId, TaskId};
+use crate::ids::{GpuId, JobId, NodeId, TaskId};
 use crate::time::SimTime;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// What can happen. Phases, in the order they apply at one timestamp: completions free their
-/// GPUs first, then arrivals are queued, then wake-ups the policy asked for; the policy decides
-/// once after all of them. Phase 0 is kept for failures (applied before everything else).
+/// What can happen. Phases, in the order they apply at one timestamp: hardware (failures,
+/// repairs, heartbeats and what the scheduler learns from them) first, so a failure at `t`
+/// happens before a completion or a placement at `t`; then completions free their GPUs; then
+/// arrivals are queued; then wake-ups the policy asked for. The policy decides once after all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    TaskFinished { task: TaskId, attempt: u32 },
+    /// The run's `index`-th ground-truth cluster event (failure or heartbeat).
+    Hardware(u32),
+    /// Ground truth: a GPU or node is repaired.
+    Repair(Part),
+    /// Observation: a GPU failure that happened at `failed_at` is seen.
+    GpuSeen {
+        gpu: GpuId,
+        failed_at: SimTime,
+    },
+    /// Observation (implicit heartbeats): the node's k-th missed beat, if it is still down in
+    /// failure `epoch`.
+    NodeMissedBeats {
+        node: NodeId,
+        epoch: u32,
+    },
+    /// Observation (implicit heartbeats): the node's first beat after its repair in `epoch`.
+    NodeBeatsAgain {
+        node: NodeId,
+        epoch: u32,
+    },
+    /// Observation (explicit heartbeats): k intervals after the beat at `beat`; dead if no
+    /// newer beat arrived.
+    BeatDeadline {
+        node: NodeId,
+        beat: SimTime,
+    },
+    TaskFinished {
+        task: TaskId,
+        attempt: u32,
+    },
     JobArrival(JobId),
     Wake,
+}
+
+/// A piece of hardware that fails and is repaired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Gpu(GpuId),
+    Node(NodeId),
 }
 
 impl Event {
     pub fn phase(self) -> u8 {
         match self {
+            Event::Hardware(_)
+            | Event::Repair(_)
+            | Event::GpuSeen { .. }
+            | Event::NodeMissedBeats { .. }
+            | Event::NodeBeatsAgain { .. }
+            | Event::BeatDeadline { .. } => PHASE_HARDWARE,
             Event::TaskFinished { .. } => PHASE_COMPLETION,
             Event::JobArrival(_) => PHASE_ARRIVAL,
             Event::Wake => PHASE_WAKE,
@@ -27,6 +70,7 @@ impl Event {
     }
 }
 
+pub const PHASE_HARDWARE: u8 = 0;
 pub const PHASE_COMPLETION: u8 = 1;
 pub const PHASE_ARRIVAL: u8 = 2;
 pub const PHASE_WAKE: u8 = 3;

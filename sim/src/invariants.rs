@@ -16,13 +16,17 @@ impl Controller {
         self.check_jobs_in_system()
     }
 
-    /// No GPU in two tasks; a GPU is free exactly when no task holds it.
+    /// No GPU in two tasks; a GPU is free exactly when no task holds it and the scheduler may
+    /// use it (not on a node known dead, not known failed).
     fn check_gpu_owners(&self) -> Result<(), String> {
         for (index, owner) in self.owner.iter().enumerate() {
             let gpu = GpuId::from_index(index);
             let free = self.free.is_free(self.cluster.node_of(gpu), gpu);
+            let usable = self.health.usable(gpu);
             match owner {
-                None if !free => return Err(format!("{gpu} is held by no task but not free")),
+                None if free != usable => {
+                    return Err(format!("{gpu} is held by no task, usable {usable}, but free {free}"));
+                }
                 Some(task) if free => return Err(format!("{gpu} is held by {task} and also free")),
                 Some(task) => {
                     let t = &self.tasks[task.index()];
@@ -61,6 +65,9 @@ impl Controller {
                 if self.owner[gpu.index()] != Some(crate::ids::TaskId::from_index(index)) {
                     return Err(format!("task t{index} holds {gpu}, whose owner disagrees"));
                 }
+                if !self.health.usable(gpu) {
+                    return Err(format!("task t{index} runs on {gpu}, which is known to be unusable"));
+                }
                 let gpu_node = self.cluster.node_of(gpu);
                 if self.cluster.node(gpu_node).pool != pool || (t.single_node && gpu_node != node) {
                     return Err(format!("task t{index}'s gang is split across pools or nodes"));
@@ -73,14 +80,27 @@ impl Controller {
                 self.running_tasks, self.allocated_gpus
             ));
         }
-        if allocated + self.free.total() != self.cluster.gpu_count() {
-            return Err("allocated + free GPUs differ from the cluster's GPUs".into());
+        let idle_unusable = self
+            .owner
+            .iter()
+            .enumerate()
+            .filter(|&(g, o)| o.is_none() && !self.health.usable(GpuId::from_index(g)))
+            .count() as u32;
+        if allocated + self.free.total() + idle_unusable != self.cluster.gpu_count() {
+            return Err("allocated + free + idle unusable GPUs differ from the cluster's GPUs".into());
         }
         Ok(())
     }
 
-    /// The allocated-GPU integral equals the GPU-time the tasks say they held.
+    /// The allocated-GPU integral equals the GPU-time the tasks say they held, and each task's
+    /// ended attempts split exactly into productive, redone, detection-lag and overhead time.
     fn check_gpu_time_conserved(&self) -> Result<(), String> {
+        for (index, t) in self.tasks.iter().enumerate() {
+            let parts = t.productive_gpu_ms + t.lost_redo_gpu_ms + t.lost_lag_gpu_ms + t.lost_overhead_gpu_ms;
+            if parts != t.closed_gpu_ms {
+                return Err(format!("task t{index} held {} GPU-ms but its parts sum to {parts}", t.closed_gpu_ms));
+            }
+        }
         let held: u64 = self.tasks.iter().map(|t| t.gpu_ms_at(self.now)).sum();
         if held != self.stats.allocated_gpu_ms {
             return Err(format!(

@@ -17,8 +17,15 @@ pub struct JobRecord {
     pub tasks: u32,
     pub gpus: u64,
     pub preemptions: u32,
-    /// GPU-milliseconds held over all tasks and attempts (restart overhead included).
+    /// Attempts that failed with their hardware, and retries started after them.
+    pub failures: u32,
+    pub retries: u32,
+    /// GPU-milliseconds held over all tasks and attempts (restart overhead included)...
     pub gpu_ms: u64,
+    /// ...of which lost: work redone, detection lag, restart overhead (ended attempts).
+    pub lost_redo_gpu_ms: u64,
+    pub lost_lag_gpu_ms: u64,
+    pub lost_overhead_gpu_ms: u64,
     /// `None` when the run ended with the job still waiting or running (a stalled policy).
     pub outcome: Option<JobOutcome>,
 }
@@ -30,6 +37,8 @@ pub enum DecisionKind {
     Finish,
     Reject,
     Unschedulable,
+    /// An attempt failed with its hardware (retried or not: the detail says).
+    Fail,
 }
 
 impl DecisionKind {
@@ -40,6 +49,7 @@ impl DecisionKind {
             DecisionKind::Finish => "finish",
             DecisionKind::Reject => "reject",
             DecisionKind::Unschedulable => "unschedulable",
+            DecisionKind::Fail => "fail",
         }
     }
     pub(crate) fn code(self) -> u32 {
@@ -81,8 +91,28 @@ pub struct RunStats {
     pub last_end: Option<SimTime>,
     /// The time of the last event (the run's end; after `last_end` only if jobs never ended).
     pub last_event: SimTime,
+    /// Hardware failures (GPU or node) that happened, failures detected, and the summed
+    /// detection lag of those, in ms.
+    pub failures: u64,
+    pub detections: u64,
+    pub detection_lag_ms: u64,
+    /// Attempts failed by hardware, and retries started after them.
+    pub task_failures: u64,
+    pub retries: u64,
+    /// Integral of broken GPUs (truth) over time, in GPU-milliseconds.
+    pub broken_gpu_ms: u64,
     /// Hex digest of the decision log.
     pub digest: String,
+}
+
+/// The count of broken and unusable GPUs from `time` until the next sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthSample {
+    pub time: SimTime,
+    /// Broken now (truth).
+    pub broken_gpus: u32,
+    /// Known unusable now (on nodes declared dead, or failed GPUs seen).
+    pub unusable_gpus: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -93,4 +123,6 @@ pub struct RunResult {
     pub stats: RunStats,
     /// The decision log, when the run was configured to keep it.
     pub decisions: Vec<DecisionRecord>,
+    /// Broken and unusable GPUs over time, one sample per change (O(failures)).
+    pub health_series: Vec<HealthSample>,
 }

@@ -4,7 +4,10 @@
 //! Task states: `Pending` (its job has not arrived) -> `Ready` -> `Running` -> `Succeeded`;
 //! `Running` -> `Preempted` (waiting to restart, its progress kept) -> `Running`;
 //! `Pending` -> `Unschedulable` (can never fit: reported, never offered to a policy);
-//! `Ready`/`Preempted` -> `Failed` (its job was rejected by the policy).
+//! `Running` -> `Retrying` (its hardware failed and it has retries left; waiting to restart
+//! from its last checkpoint) -> `Running`;
+//! `Running` -> `Failed` (its hardware failed past its retry budget, or its job failed);
+//! `Ready`/`Preempted`/`Retrying` -> `Failed` (its job was rejected by the policy, or failed).
 
 use crate::cluster::PoolMask;
 use crate::ids::{GpuId, JobId, TaskId};
@@ -16,6 +19,7 @@ pub enum TaskStatus {
     Ready,
     Running,
     Preempted,
+    Retrying,
     Succeeded,
     Failed,
     Unschedulable,
@@ -24,7 +28,7 @@ pub enum TaskStatus {
 impl TaskStatus {
     /// Waiting for GPUs: a policy may start it.
     pub fn is_startable(self) -> bool {
-        matches!(self, TaskStatus::Ready | TaskStatus::Preempted)
+        matches!(self, TaskStatus::Ready | TaskStatus::Preempted | TaskStatus::Retrying)
     }
     pub fn is_final(self) -> bool {
         matches!(self, TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Unschedulable)
@@ -35,6 +39,7 @@ impl TaskStatus {
             TaskStatus::Ready => "ready",
             TaskStatus::Running => "running",
             TaskStatus::Preempted => "preempted",
+            TaskStatus::Retrying => "retrying",
             TaskStatus::Succeeded => "succeeded",
             TaskStatus::Failed => "failed",
             TaskStatus::Unschedulable => "unschedulable",
@@ -51,6 +56,10 @@ pub struct TaskState {
     pub pools: PoolMask,
     pub work: SimDuration,
     pub estimate: Option<SimDuration>,
+    /// Work between checkpoints; zero means progress is never lost (checkpoint at every instant).
+    pub checkpoint: SimDuration,
+    /// Paid (on the GPUs, without progress) at every restart after a preemption or failure.
+    pub restart_overhead: SimDuration,
     pub status: TaskStatus,
     /// True work still to do, as of the start of the current attempt when running.
     pub remaining: SimDuration,
@@ -62,20 +71,37 @@ pub struct TaskState {
     pub first_start: Option<SimTime>,
     pub finish: Option<SimTime>,
     pub preemptions: u32,
-    /// GPU-milliseconds held in attempts that have ended.
+    /// Attempts ended by a hardware failure, and of those the ones retried.
+    pub failures: u32,
+    pub retries: u32,
+    /// Set while the hardware under a running task is broken: no progress since then.
+    pub stalled_since: Option<SimTime>,
+    /// Milliseconds held over ended attempts (for the mean attempt time of the retry budget).
+    pub attempts_ms: u64,
+    /// GPU-milliseconds held in attempts that have ended, and how they split:
+    /// `closed = productive + redone + detection lag + restart overhead`.
     pub closed_gpu_ms: u64,
+    /// Work kept (not lost to a failure or preemption), x GPUs.
+    pub productive_gpu_ms: u64,
+    /// Work done and then lost (since the last checkpoint), x GPUs: it must be redone.
+    pub lost_redo_gpu_ms: u64,
+    /// Time held on broken hardware before the failure was detected, x GPUs.
+    pub lost_lag_gpu_ms: u64,
+    /// Restart overhead paid, x GPUs.
+    pub lost_overhead_gpu_ms: u64,
     /// GPUs held now; empty unless running.
     pub placed: Vec<GpuId>,
 }
 
 impl TaskState {
-    /// Work done in the current attempt by `now` (zero while paying the restart overhead).
+    /// Work done in the current attempt by `now` (none while paying the restart overhead, none
+    /// after its hardware broke).
     pub fn progress_at(&self, now: SimTime) -> SimDuration {
         if self.status != TaskStatus::Running {
             return SimDuration::ZERO;
         }
-        let productive = now.since(self.run_start).saturating_sub(self.overhead);
-        productive.min(self.remaining)
+        let until = self.stalled_since.map_or(now, |s| s.min(now));
+        until.since(self.run_start).saturating_sub(self.overhead).min(self.remaining)
     }
     /// True work left at `now`.
     pub fn remaining_at(&self, now: SimTime) -> SimDuration {
@@ -104,6 +130,8 @@ pub enum JobOutcome {
     Unschedulable(String),
     /// The policy refused it; the reason is the policy's.
     Rejected(String),
+    /// A task failed past its retry budget; the reason names it.
+    Failed(String),
 }
 
 impl JobOutcome {
@@ -112,12 +140,13 @@ impl JobOutcome {
             JobOutcome::Succeeded => "succeeded",
             JobOutcome::Unschedulable(_) => "unschedulable",
             JobOutcome::Rejected(_) => "rejected",
+            JobOutcome::Failed(_) => "failed",
         }
     }
     pub fn reason(&self) -> &str {
         match self {
             JobOutcome::Succeeded => "",
-            JobOutcome::Unschedulable(r) | JobOutcome::Rejected(r) => r,
+            JobOutcome::Unschedulable(r) | JobOutcome::Rejected(r) | JobOutcome::Failed(r) => r,
         }
     }
 }

@@ -20,6 +20,9 @@ pub enum Change {
     TaskPreempted(TaskId),
     /// A task completed its work and freed its GPUs.
     TaskFinished(TaskId),
+    /// A task's attempt failed with its hardware (or its job failed) and it lost its GPUs: it
+    /// is startable again if it retries (status `Retrying`), final otherwise.
+    TaskFailed(TaskId),
     /// A job reached its final state (succeeded, or rejected by the previous plan).
     JobEnded(JobId),
 }
@@ -49,7 +52,6 @@ pub struct ClusterView<'a> {
     pub(crate) workload: &'a Workload,
     pub(crate) jobs: &'a [JobState],
     pub(crate) tasks: &'a [TaskState],
-    pub(crate) restart_overhead: SimDuration,
 }
 
 impl<'a> ClusterView<'a> {
@@ -94,10 +96,11 @@ impl<'a> ClusterView<'a> {
         self.expected_duration(task, source) - done
     }
 
-    /// The overhead `task` pays if started now: the restart overhead after a preemption (also
-    /// for a task preempted by the plan being made), nothing on a first start.
+    /// The overhead `task` pays if started now: its restart overhead after a preemption or
+    /// failure (also for a task preempted by the plan being made), nothing on a first start.
     pub fn start_overhead(&self, task: TaskId) -> SimDuration {
-        if self.task(task).attempt > 0 { self.restart_overhead } else { SimDuration::ZERO }
+        let t = self.task(task);
+        if t.attempt > 0 { t.restart_overhead } else { SimDuration::ZERO }
     }
 
     /// When `task` would end if started now and never interrupted, by `source`.

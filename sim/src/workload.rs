@@ -17,6 +17,26 @@ pub struct TaskSpec {
     pub work: SimDuration,
     /// What the user (or an estimator) said it would take; what non-oracle policies see.
     pub estimate: Option<SimDuration>,
+    /// Work between checkpoints (`None`: the run's default).
+    pub checkpoint: Option<SimDuration>,
+    /// Restart overhead after a preemption or failure (`None`: the run's default).
+    pub restart_overhead: Option<SimDuration>,
+}
+
+impl TaskSpec {
+    /// A task of `gpus` GPUs and `work` true duration, with every option at its default.
+    pub fn new(name: impl Into<String>, gpus: u32, work: SimDuration) -> TaskSpec {
+        TaskSpec {
+            name: name.into(),
+            gpus,
+            gpu_type: None,
+            single_node: false,
+            work,
+            estimate: None,
+            checkpoint: None,
+            restart_overhead: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,18 +46,15 @@ pub struct JobSpec {
     pub submit: SimTime,
     /// The queue (virtual cluster, team) the job was submitted to, if the trace says.
     pub queue: Option<String>,
+    /// Time after submit by which the job should end; it shrinks the retry budget.
+    pub deadline: Option<SimDuration>,
     pub tasks: Vec<TaskSpec>,
 }
 
 impl JobSpec {
     /// A job of one task: the common case in every public trace.
     pub fn single(name: impl Into<String>, submit: SimTime, gpus: u32, work: SimDuration) -> JobSpec {
-        JobSpec {
-            name: name.into(),
-            submit,
-            queue: None,
-            tasks: vec![TaskSpec { name: "0".into(), gpus, gpu_type: None, single_node: false, work, estimate: None }],
-        }
+        JobSpec { name: name.into(), submit, queue: None, deadline: None, tasks: vec![TaskSpec::new("0", gpus, work)] }
     }
     pub fn gpus(&self) -> u64 {
         self.tasks.iter().map(|t| u64::from(t.gpus)).sum()

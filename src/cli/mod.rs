@@ -1,6 +1,7 @@
 //! Argument parsing and dispatch.
 
 mod policies;
+mod resilience;
 mod simulate;
 mod trace;
 

@@ -1,9 +1,10 @@
 //! `schedlab simulate`: one workload, one cluster, one policy, to the end.
 
+use super::resilience::ResilienceArgs;
 use super::{CliResult, emit};
 use crate::builtin;
 use clap::Args;
-use sim::{Cluster, ClusterSpec, ControllerConfig};
+use sim::{Cluster, ClusterSpec, ControllerConfig, Scenario};
 use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -34,10 +35,10 @@ pub struct SimulateArgs {
     /// Offered load of the built-in synthetic workload: arriving GPU-time over cluster capacity.
     #[arg(long, default_value_t = builtin::LOAD)]
     load: f64,
-    /// Seconds a preempted task pays (on its GPUs, without progress) when it restarts.
-    #[arg(long, default_value = "0")]
-    restart_overhead_s: String,
-    /// Write summary.json and jobs.csv (and decisions.csv with --decisions) into this folder.
+    #[command(flatten)]
+    resilience: ResilienceArgs,
+    /// Write summary.json and jobs.csv (gpu_health.csv when hardware fails; decisions.csv with
+    /// --decisions) into this folder.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Also write the decision log, decisions.csv, into --out.
@@ -52,24 +53,23 @@ pub fn run(args: SimulateArgs) -> CliResult {
     let trace = load_trace(&args)?;
     let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
     let cluster = Cluster::new(&choose_cluster(&args, trace_cluster)?)?;
-    let workload = match trace {
-        Some(trace) => trace.workload,
-        None => builtin::workload(cluster.gpu_count(), args.jobs, args.load, args.seed)?,
+    let (workload, events) = match trace {
+        Some(trace) => (trace.workload, trace.events),
+        None => (builtin::workload(cluster.gpu_count(), args.jobs, args.load, args.seed)?, Vec::new()),
     };
+    let scenario = Scenario::new(cluster, workload).with_events(events)?;
     let mut policy = policies::build(&args.policy)?;
-    let restart_overhead = traces::parse_seconds_ms(&args.restart_overhead_s)
-        .map_err(|e| format!("--restart-overhead-s `{}`: {}", args.restart_overhead_s, e.expected()))?;
-    let config = ControllerConfig {
+    let config = args.resilience.apply(ControllerConfig {
         seed: args.seed,
-        restart_overhead: sim::SimDuration(restart_overhead),
         check_invariants: args.check_invariants,
         record_decisions: args.decisions,
-    };
+        ..ControllerConfig::default()
+    })?;
     if args.decisions && args.out.is_none() {
         return Err("--decisions writes decisions.csv into --out DIR; give --out".into());
     }
     let started = Instant::now();
-    let result = sim::simulate(cluster, workload, policy.as_mut(), config)?;
+    let result = sim::simulate(scenario, policy.as_mut(), config)?;
     let mut summary = reports::Summary::of(&result);
     summary.wall_s = Some(started.elapsed().as_secs_f64());
     emit(reports::summary_table(&summary))?;
@@ -84,17 +84,7 @@ pub fn run(args: SimulateArgs) -> CliResult {
 fn load_trace(args: &SimulateArgs) -> Result<Option<traces::Trace>, Box<dyn std::error::Error>> {
     let Some(path) = &args.trace else { return Ok(None) };
     let format: traces::Format = args.format.parse()?;
-    let trace = traces::load(path, format)?;
-    if !trace.events.is_empty() {
-        return Err(format!(
-            "{} holds {} failure/heartbeat events; simulating failures is not implemented yet, \
-             and schedlab will not silently drop them (remove events.csv to replay jobs only)",
-            path.display(),
-            trace.events.len()
-        )
-        .into());
-    }
-    Ok(Some(trace))
+    Ok(Some(traces::load(path, format)?))
 }
 
 fn choose_cluster(
@@ -126,6 +116,9 @@ fn write_outputs(dir: &Path, run: &sim::RunResult, summary: &reports::Summary, d
     };
     reports::write_summary_json(summary, create("summary.json")?)?;
     reports::write_jobs_csv(run, create("jobs.csv")?)?;
+    if !run.health_series.is_empty() {
+        reports::write_gpu_health_csv(run, create("gpu_health.csv")?)?;
+    }
     if decisions {
         reports::write_decisions_csv(run, create("decisions.csv")?)?;
     }

@@ -3,7 +3,9 @@
 
 #![allow(dead_code)]
 
-use sim::{Cluster, ClusterSpec, ControllerConfig, JobSpec, PoolSpec, RunResult, SimDuration, SimTime, Workload};
+use sim::{
+    Cluster, ClusterSpec, ControllerConfig, JobSpec, PoolSpec, RunResult, Scenario, SimDuration, SimTime, Workload,
+};
 
 /// A cluster of pools given as (nodes, GPUs per node, GPU type); pool names are the types.
 pub fn cluster(pools: &[(u32, u32, &str)]) -> Cluster {
@@ -35,7 +37,7 @@ pub fn job_est(name: &str, submit_s: u64, gpus: u32, work_s: u64, estimate_s: u6
 pub fn run_with(spec: &str, cluster: Cluster, jobs: Vec<JobSpec>, config: ControllerConfig) -> RunResult {
     let mut policy = policies::build(spec).expect("valid policy spec");
     let config = ControllerConfig { check_invariants: true, record_decisions: true, ..config };
-    sim::simulate(cluster, Workload::new(jobs).expect("valid workload"), policy.as_mut(), config)
+    sim::simulate(Scenario::new(cluster, Workload::new(jobs).expect("valid workload")), policy.as_mut(), config)
         .expect("simulation runs")
 }
 
@@ -91,3 +93,37 @@ pub const ALL_SPECS: &[&str] = &[
     "easy-backfill[duration=estimate,depth=3]",
     "easy-backfill[placement=spread]",
 ];
+
+/// Runs `jobs` with ground-truth cluster `events` (failures, repairs, heartbeats).
+pub fn run_with_events(
+    spec: &str,
+    cluster: Cluster,
+    jobs: Vec<JobSpec>,
+    events: Vec<sim::ClusterEvent>,
+    config: ControllerConfig,
+) -> RunResult {
+    let mut policy = policies::build(spec).expect("valid policy spec");
+    let config = ControllerConfig { check_invariants: true, record_decisions: true, ..config };
+    let scenario =
+        Scenario::new(cluster, Workload::new(jobs).expect("valid workload")).with_events(events).expect("valid events");
+    sim::simulate(scenario, policy.as_mut(), config).expect("simulation runs")
+}
+
+/// A node failure at `at_s` seconds, repaired `repair_s` later.
+pub fn node_fail(node: u32, at_s: u64, repair_s: u64) -> sim::ClusterEvent {
+    sim::ClusterEvent::NodeFail {
+        time: SimTime::from_secs(at_s),
+        node: sim::NodeId(node),
+        repair: Some(SimDuration::from_secs(repair_s)),
+    }
+}
+
+/// A failure of GPU `slot` of `node` at `at_s` seconds, repaired `repair_s` later.
+pub fn gpu_fail(node: u32, slot: u32, at_s: u64, repair_s: u64) -> sim::ClusterEvent {
+    sim::ClusterEvent::GpuFail {
+        time: SimTime::from_secs(at_s),
+        node: sim::NodeId(node),
+        gpu: slot,
+        repair: Some(SimDuration::from_secs(repair_s)),
+    }
+}

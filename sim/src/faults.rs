@@ -1,0 +1,202 @@
+//! What the Controller does about broken hardware: the ground truth (tasks on broken hardware
+//! stop making progress) and the observations (a node declared dead, a GPU failure seen, a
+//! node back) with their consequence: failed attempts, retries within budget, failed jobs.
+//! The engine decides *when* each observation happens (see `observe.rs`); a live coordinator
+//! will call the same observation methods from its heartbeat monitor and NVML events.
+
+use crate::controller::Controller;
+use crate::ids::{GpuId, JobId, NodeId, TaskId};
+use crate::record::{DecisionKind, HealthSample};
+use crate::state::{JobOutcome, TaskStatus};
+use crate::time::SimTime;
+use crate::view::Change;
+
+impl Controller {
+    /// Truth: `gpu` broke now. The task on it stops making progress.
+    pub fn gpu_broke(&mut self, gpu: GpuId) {
+        self.stats.failures += 1;
+        self.health.set_gpu_broken(gpu, true);
+        self.stall_tasks_on(&[gpu]);
+        self.sample_health();
+    }
+
+    /// Truth: `node` went down now, with all its GPUs.
+    pub fn node_broke(&mut self, node: NodeId) {
+        self.stats.failures += 1;
+        self.health.set_node_down(node, true);
+        let gpus: Vec<GpuId> = self.cluster.node(node).gpus().collect();
+        self.stall_tasks_on(&gpus);
+        self.sample_health();
+    }
+
+    /// Truth: `gpu` works again. A GPU the scheduler had taken out returns to service.
+    pub fn gpu_repaired(&mut self, gpu: GpuId) {
+        self.health.set_gpu_broken(gpu, false);
+        let back = self.health.set_gpu_out(gpu, false);
+        self.return_to_service(&back);
+        self.sample_health();
+    }
+
+    /// Truth: `node` is up again (it rejoins the scheduler when its heartbeats reach it).
+    pub fn node_repaired(&mut self, node: NodeId) {
+        self.health.set_node_down(node, false);
+        self.sample_health();
+    }
+
+    /// Observation: the failure of `gpu` that happened at `failed_at` is seen now. If the GPU
+    /// is still broken it is taken out of service; the attempt on it fails.
+    pub fn gpu_failure_seen(&mut self, gpu: GpuId, failed_at: SimTime) {
+        self.count_detection(failed_at);
+        if self.health.broken(gpu) {
+            let out = self.health.set_gpu_out(gpu, true);
+            self.take_out_of_service(&out);
+        }
+        self.fail_tasks_on(&[gpu], true, "its GPU failed");
+        self.sample_health();
+    }
+
+    /// Observation: `node` missed its heartbeats and is declared dead. Every attempt on it fails
+    /// (whether or not its hardware broke: that is what a false positive costs).
+    pub fn node_declared_dead(&mut self, node: NodeId, failed_at: Option<SimTime>) {
+        if let Some(at) = failed_at {
+            self.count_detection(at);
+        }
+        let out = self.health.set_node_dead(node, true);
+        self.take_out_of_service(&out);
+        let gpus: Vec<GpuId> = self.cluster.node(node).gpus().collect();
+        self.fail_tasks_on(&gpus, false, "its node was declared dead");
+        self.sample_health();
+    }
+
+    /// Observation: `node` came back before it was declared dead, and its agent reports the
+    /// tasks it lost when it went down (those that made no progress since `failed_at`).
+    pub fn node_lost_tasks(&mut self, node: NodeId, failed_at: SimTime) {
+        self.count_detection(failed_at);
+        let gpus: Vec<GpuId> = self.cluster.node(node).gpus().collect();
+        self.fail_tasks_on(&gpus, true, "its node restarted");
+    }
+
+    /// Observation: `node`, declared dead, heartbeats again: its usable GPUs return.
+    pub fn node_rejoined(&mut self, node: NodeId) {
+        let back = self.health.set_node_dead(node, false);
+        self.return_to_service(&back);
+        self.sample_health();
+    }
+
+    fn count_detection(&mut self, failed_at: SimTime) {
+        self.stats.detections += 1;
+        self.stats.detection_lag_ms += self.now.since(failed_at).as_ms();
+    }
+
+    fn stall_tasks_on(&mut self, gpus: &[GpuId]) {
+        for &gpu in gpus {
+            if let Some(task) = self.owner[gpu.index()] {
+                self.tasks[task.index()].stalled_since.get_or_insert(self.now);
+            }
+        }
+    }
+
+    /// GPUs that just became unusable leave the free index (those held by a task leave it
+    /// when the task lets go: see `release_to_free`).
+    fn take_out_of_service(&mut self, gpus: &[GpuId]) {
+        for &gpu in gpus {
+            if self.owner[gpu.index()].is_none() {
+                self.free.take(self.cluster.node_of(gpu), gpu);
+            }
+        }
+    }
+
+    fn return_to_service(&mut self, gpus: &[GpuId]) {
+        for &gpu in gpus {
+            if self.owner[gpu.index()].is_none() {
+                self.free.release(self.cluster.node_of(gpu), gpu);
+            }
+        }
+    }
+
+    /// Fails the running attempts on `gpus` (only stalled ones when `stalled_only`).
+    fn fail_tasks_on(&mut self, gpus: &[GpuId], stalled_only: bool, why: &str) {
+        let mut hit: Vec<TaskId> = gpus.iter().filter_map(|g| self.owner[g.index()]).collect();
+        hit.sort_unstable();
+        hit.dedup();
+        for task in hit {
+            if !stalled_only || self.tasks[task.index()].stalled_since.is_some() {
+                self.fail_attempt(task, why);
+            }
+        }
+    }
+
+    /// A running attempt failed: it loses its work since the last checkpoint and retries if
+    /// its budget allows; otherwise the task fails, and its job with it.
+    fn fail_attempt(&mut self, task: TaskId, why: &str) {
+        let gpus = self.end_attempt(task);
+        self.release_to_free(&gpus);
+        let budget = self.retry_budget(task);
+        let t = &mut self.tasks[task.index()];
+        t.failures += 1;
+        let (job, failures) = (t.job, t.failures);
+        self.stats.task_failures += 1;
+        self.changes.push(Change::TaskFailed(task));
+        if failures <= budget {
+            let t = &mut self.tasks[task.index()];
+            t.status = TaskStatus::Retrying;
+            t.retries += 1;
+            self.stats.retries += 1;
+            self.log(DecisionKind::Fail, job, Some(task), &gpus, &format!("{why}; retry {failures} of {budget}"));
+        } else {
+            self.tasks[task.index()].status = TaskStatus::Failed;
+            let reason = format!("task {task} failed {failures} times ({why}); its retry budget was {budget}");
+            self.log(DecisionKind::Fail, job, Some(task), &gpus, &reason);
+            self.fail_job(job, reason);
+        }
+    }
+
+    /// Retries `task` may have: `R_max`, or with a deadline
+    /// `min(R_max, max(1, floor((deadline - elapsed) / mean attempt time)))`.
+    fn retry_budget(&self, task: TaskId) -> u32 {
+        let max = self.config.failures.max_retries;
+        let t = &self.tasks[task.index()];
+        let job = &self.jobs[t.job.index()];
+        let Some(deadline) = self.workload.jobs()[t.job.index()].deadline else { return max };
+        let mean_attempt_ms = t.attempts_ms / u64::from(t.attempt.max(1));
+        if mean_attempt_ms == 0 {
+            return max;
+        }
+        let left = deadline.saturating_sub(self.now.since(job.submit)).as_ms();
+        let fits = u32::try_from(left / mean_attempt_ms).unwrap_or(u32::MAX);
+        max.min(fits.max(1))
+    }
+
+    /// Ends `job` as failed: its running tasks stop, its waiting tasks will never run.
+    fn fail_job(&mut self, job: JobId, reason: String) {
+        for task in self.jobs[job.index()].tasks() {
+            let status = self.tasks[task.index()].status;
+            if status == TaskStatus::Running {
+                let gpus = self.end_attempt(task);
+                self.release_to_free(&gpus);
+                self.changes.push(Change::TaskFailed(task));
+            }
+            if !status.is_final() {
+                self.tasks[task.index()].status = TaskStatus::Failed;
+            }
+        }
+        self.jobs[job.index()].open_tasks = 0;
+        self.in_system -= 1;
+        self.end_job(job, JobOutcome::Failed(reason));
+    }
+
+    fn sample_health(&mut self) {
+        let sample = HealthSample {
+            time: self.now,
+            broken_gpus: self.health.broken_gpus(),
+            unusable_gpus: self.health.unusable_gpus(),
+        };
+        if self
+            .health_series
+            .last()
+            .is_none_or(|last| (last.broken_gpus, last.unusable_gpus) != (sample.broken_gpus, sample.unusable_gpus))
+        {
+            self.health_series.push(sample);
+        }
+    }
+}

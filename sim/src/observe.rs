@@ -1,0 +1,161 @@
+//! The virtual-time model of observation: when the scheduler learns of what broke, following
+//! the rules in `failure.rs`. It turns ground-truth cluster events into Controller calls at the
+//! right instants, scheduling future events as it goes, and costs O(failures) events, never
+//! O(nodes x time): implicit heartbeats are never simulated one by one, only their deadlines.
+
+use crate::controller::Controller;
+use crate::event::{Event, EventQueue, Part};
+use crate::failure::{ClusterEvent, FailureConfig};
+use crate::ids::{GpuId, NodeId};
+use crate::time::{SimDuration, SimTime};
+
+pub(crate) struct Observer {
+    config: FailureConfig,
+    /// Overlapping failures of one part count up: it is repaired when the count returns to 0.
+    node_faults: Vec<u32>,
+    gpu_faults: Vec<u32>,
+    /// When the node's current down period began, and a counter that retires the pending
+    /// observations of a period once it ends.
+    node_failed_at: Vec<SimTime>,
+    node_epoch: Vec<u32>,
+    gpu_failed_at: Vec<SimTime>,
+    /// Nodes whose heartbeats the trace gives explicitly, and their last delivered beat.
+    explicit: Vec<bool>,
+    last_beat: Vec<Option<SimTime>>,
+    /// Explicit nodes that were down since their last delivered beat.
+    down_since_beat: Vec<bool>,
+}
+
+impl Observer {
+    pub(crate) fn new(controller: &Controller, events: &[ClusterEvent], config: FailureConfig) -> Observer {
+        let nodes = controller.cluster().nodes().len();
+        let gpus = controller.cluster().gpu_count() as usize;
+        let mut explicit = vec![false; nodes];
+        for e in events {
+            if let ClusterEvent::Heartbeat { node, .. } = e {
+                explicit[node.index()] = true;
+            }
+        }
+        Observer {
+            config,
+            node_faults: vec![0; nodes],
+            gpu_faults: vec![0; gpus],
+            node_failed_at: vec![SimTime::ZERO; nodes],
+            node_epoch: vec![0; nodes],
+            gpu_failed_at: vec![SimTime::ZERO; gpus],
+            explicit,
+            last_beat: vec![None; nodes],
+            down_since_beat: vec![false; nodes],
+        }
+    }
+
+    /// Applies one hardware-phase event at the controller's current time.
+    pub(crate) fn apply(&mut self, event: Event, events: &[ClusterEvent], c: &mut Controller, queue: &mut EventQueue) {
+        let now = c.now();
+        match event {
+            Event::Hardware(index) => match events[index as usize] {
+                ClusterEvent::GpuFail { node, gpu, repair, .. } => {
+                    let gpu = c.cluster().node(node).gpu_at(gpu);
+                    self.gpu_failed(gpu, repair, c, queue);
+                }
+                ClusterEvent::NodeFail { node, repair, .. } => self.node_failed(node, repair, c, queue),
+                ClusterEvent::Heartbeat { node, .. } => self.beat(node, c, queue),
+            },
+            Event::Repair(Part::Gpu(gpu)) => {
+                self.gpu_faults[gpu.index()] -= 1;
+                if self.gpu_faults[gpu.index()] == 0 {
+                    c.gpu_repaired(gpu);
+                }
+            }
+            Event::Repair(Part::Node(node)) => {
+                self.node_faults[node.index()] -= 1;
+                if self.node_faults[node.index()] == 0 {
+                    c.node_repaired(node);
+                    // Pending detections of this down period are retired; beats resume.
+                    self.node_epoch[node.index()] += 1;
+                    if !self.explicit[node.index()] {
+                        let epoch = self.node_epoch[node.index()];
+                        queue.push(self.config.next_beat_at(now), Event::NodeBeatsAgain { node, epoch });
+                    }
+                }
+            }
+            Event::GpuSeen { gpu, failed_at } => c.gpu_failure_seen(gpu, failed_at),
+            Event::NodeMissedBeats { node, epoch } => {
+                if self.node_epoch[node.index()] == epoch {
+                    c.node_declared_dead(node, Some(self.node_failed_at[node.index()]));
+                }
+            }
+            Event::NodeBeatsAgain { node, epoch } => {
+                if self.node_epoch[node.index()] == epoch {
+                    self.back(node, c);
+                }
+            }
+            Event::BeatDeadline { node, beat } => {
+                if self.last_beat[node.index()] == Some(beat) && !c.health.node_dead(node) {
+                    let failed_at = c.health.node_down(node).then(|| self.node_failed_at[node.index()]);
+                    c.node_declared_dead(node, failed_at);
+                }
+            }
+            Event::TaskFinished { .. } | Event::JobArrival(_) | Event::Wake => {
+                unreachable!("not a hardware event: {event:?}")
+            }
+        }
+    }
+
+    fn gpu_failed(&mut self, gpu: GpuId, repair: Option<SimDuration>, c: &mut Controller, queue: &mut EventQueue) {
+        let now = c.now();
+        self.gpu_faults[gpu.index()] += 1;
+        if let Some(repair) = repair {
+            queue.push(now + repair, Event::Repair(Part::Gpu(gpu)));
+        }
+        if self.gpu_faults[gpu.index()] > 1 {
+            return; // already broken: nothing new happens, nothing new is seen
+        }
+        self.gpu_failed_at[gpu.index()] = now;
+        c.gpu_broke(gpu);
+        queue.push(now + self.config.gpu_detect_delay, Event::GpuSeen { gpu, failed_at: now });
+    }
+
+    fn node_failed(&mut self, node: NodeId, repair: Option<SimDuration>, c: &mut Controller, queue: &mut EventQueue) {
+        let now = c.now();
+        self.node_faults[node.index()] += 1;
+        if let Some(repair) = repair {
+            queue.push(now + repair, Event::Repair(Part::Node(node)));
+        }
+        if self.node_faults[node.index()] > 1 {
+            return;
+        }
+        self.node_failed_at[node.index()] = now;
+        self.node_epoch[node.index()] += 1;
+        self.down_since_beat[node.index()] = true;
+        c.node_broke(node);
+        if !self.explicit[node.index()] {
+            let epoch = self.node_epoch[node.index()];
+            queue.push(self.config.declared_dead_at(now), Event::NodeMissedBeats { node, epoch });
+        }
+    }
+
+    /// An explicit heartbeat record: delivered unless the node is down.
+    fn beat(&mut self, node: NodeId, c: &mut Controller, queue: &mut EventQueue) {
+        if c.health.node_down(node) {
+            return;
+        }
+        let now = c.now();
+        self.back(node, c);
+        self.last_beat[node.index()] = Some(now);
+        let k = u64::from(self.config.missed_beats.max(1));
+        let deadline = now + SimDuration(self.config.heartbeat_interval.as_ms() * k);
+        queue.push(deadline, Event::BeatDeadline { node, beat: now });
+    }
+
+    /// The node's beats reach the scheduler again: it rejoins if it was declared dead, and
+    /// otherwise reports the tasks it lost while it was down.
+    fn back(&mut self, node: NodeId, c: &mut Controller) {
+        if c.health.node_dead(node) {
+            c.node_rejoined(node);
+        } else if std::mem::take(&mut self.down_since_beat[node.index()]) {
+            c.node_lost_tasks(node, self.node_failed_at[node.index()]);
+        }
+        self.down_since_beat[node.index()] = false;
+    }
+}
