@@ -118,6 +118,8 @@ impl Builder {
             single_node,
             work: SimDuration(work_ms),
             estimate: estimate_ms.map(SimDuration),
+            checkpoint: None,
+            restart_overhead: None,
         };
         match self.jobs.last_mut() {
             Some(job) if continues => {
@@ -137,6 +139,7 @@ impl Builder {
                     name: job_id.to_owned(),
                     submit: SimTime(submit_ms),
                     queue: (!queue.is_empty()).then(|| queue.to_owned()),
+                    deadline: None,
                     tasks: vec![task],
                 });
             }

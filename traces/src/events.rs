@@ -1,7 +1,6 @@
-//! `events.csv`: ground-truth cluster events (GPU and node failures, node heartbeats). The
-//! format is fixed now and parsed into [`EventRecord`]s so that traces written today keep
-//! working when the simulator learns to replay failures; what the simulator does with them is
-//! not decided here.
+//! `events.csv`: ground-truth cluster events (GPU and node failures, node heartbeats), read
+//! into `sim::ClusterEvent`s, which the simulator replays (see sim/src/failure.rs for what
+//! the scheduler observes of them and when).
 
 use crate::canonical::format_seconds;
 use crate::error::{Sink, TraceError, first_error};
@@ -10,36 +9,8 @@ use crate::timeparse::MAX_SECONDS;
 use sim::{ClusterSpec, NodeId, SimDuration, SimTime};
 use std::io::{Read, Write};
 
-/// One cluster event. Nodes are numbered as `sim::Cluster` numbers them: pools in file order,
-/// nodes 0.. within the cluster; a GPU is its 0-based slot within its node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EventRecord {
-    /// One GPU stops working at `time`; `repair` is how long until it works again, if the
-    /// trace says.
-    GpuFail { time: SimTime, node: NodeId, gpu: u32, repair: Option<SimDuration> },
-    /// A whole node (all its GPUs) stops working at `time`.
-    NodeFail { time: SimTime, node: NodeId, repair: Option<SimDuration> },
-    /// The node reported alive at `time` (explicit heartbeats from a live journal).
-    Heartbeat { time: SimTime, node: NodeId },
-}
-
-impl EventRecord {
-    pub fn time(&self) -> SimTime {
-        match self {
-            EventRecord::GpuFail { time, .. }
-            | EventRecord::NodeFail { time, .. }
-            | EventRecord::Heartbeat { time, .. } => *time,
-        }
-    }
-
-    pub fn node(&self) -> NodeId {
-        match self {
-            EventRecord::GpuFail { node, .. }
-            | EventRecord::NodeFail { node, .. }
-            | EventRecord::Heartbeat { node, .. } => *node,
-        }
-    }
-}
+/// One cluster event: `sim::ClusterEvent`, the one type the simulator replays.
+pub use sim::ClusterEvent as EventRecord;
 
 const KNOWN: &[Column] = &[
     Column { name: "time_s", required: true },

@@ -58,6 +58,8 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
             single_node,
             work: SimDuration(work),
             estimate: estimate.map(SimDuration),
+            checkpoint: None,
+            restart_overhead: None,
         })
 }
 
@@ -69,6 +71,7 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
                 name: format!("{n}#{index}"),
                 submit: SimTime(submit),
                 queue: queue.clone(),
+                deadline: None,
                 tasks,
             })
         },
