@@ -15,8 +15,8 @@
 //! Decision cost: O(starts x log n) for the in-order part, then the reservation walk
 //! O(running tasks in the head's pools) and at most `depth` backfill candidates examined.
 
-use crate::params::{DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
-use crate::placement::{Placement, Shape};
+use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
+use crate::placement::{Placer, Shape};
 use crate::running::RunningIndex;
 use crate::tracking::{place_and_start, sync_waiting};
 use crate::wait_queue::WaitQueue;
@@ -31,13 +31,14 @@ pub const PARAMS: &[ParamInfo] = &[
         help: "most waiting tasks examined for backfill per decision point (as Slurm's bf_max_job_test)",
     },
     PLACEMENT,
+    AVOID_FAILED,
 ];
 
 pub struct EasyBackfill {
     name: String,
     source: DurationSource,
     depth: usize,
-    placement: Placement,
+    placer: Placer,
     waiting: WaitQueue,
     running: RunningIndex,
 }
@@ -54,15 +55,15 @@ impl EasyBackfill {
     pub fn new(params: &Params) -> Result<EasyBackfill, SpecError> {
         let Source(source) = params.get("duration")?;
         let depth: usize = params.get("depth")?;
-        let placement: Placement = params.get("placement")?;
+        let placer = Placer::from_params(params)?;
         if depth == 0 {
             return Err(SpecError("policy `easy-backfill`: depth must be at least 1".into()));
         }
         Ok(EasyBackfill {
-            name: format!("easy-backfill[duration={},depth={depth},placement={placement}]", source.as_str()),
+            name: format!("easy-backfill[duration={},depth={depth},{placer}]", source.as_str()),
             source,
             depth,
-            placement,
+            placer,
             waiting: WaitQueue::default(),
             running: RunningIndex::default(),
         })
@@ -123,7 +124,7 @@ impl Policy for EasyBackfill {
         self.running.sync(view, source);
         let head = loop {
             let Some((_, head)) = self.waiting.head() else { return };
-            match place_and_start(view, plan, self.placement, &mut self.waiting, head) {
+            match place_and_start(view, plan, self.placer, &mut self.waiting, head) {
                 Some(gpus) => self.running.insert_started(view, head, &gpus, source),
                 None => break head,
             }
@@ -143,7 +144,7 @@ impl Policy for EasyBackfill {
             if !(elsewhere || harmless_anywhere && shape.fits(plan.free())) {
                 continue;
             }
-            let Some(gpus) = self.placement.place(shape, plan.free(), view.cluster()) else {
+            let Some(gpus) = self.placer.place(shape, view, plan.free()) else {
                 continue;
             };
             let pool = view.cluster().pool_of(gpus[0]);

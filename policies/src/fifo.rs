@@ -6,8 +6,8 @@
 //!
 //! Decision cost: O(starts x log n) strict; O((starts + 1) x shapes x log n) with skip.
 
-use crate::params::{PLACEMENT, ParamInfo, Params, SpecError};
-use crate::placement::Placement;
+use crate::params::{AVOID_FAILED, PLACEMENT, ParamInfo, Params, SpecError};
+use crate::placement::Placer;
 use crate::tracking::{place_and_start, sync_waiting};
 use crate::wait_queue::WaitQueue;
 use sim::{ClusterView, Plan, Policy};
@@ -20,25 +20,21 @@ pub const PARAMS: &[ParamInfo] = &[
         help: "let later tasks that fit start past a blocked head (no reservation)",
     },
     PLACEMENT,
+    AVOID_FAILED,
 ];
 
 pub struct Fifo {
     name: String,
     skip: bool,
-    placement: Placement,
+    placer: Placer,
     waiting: WaitQueue,
 }
 
 impl Fifo {
     pub fn new(params: &Params) -> Result<Fifo, SpecError> {
         let skip: bool = params.get("skip")?;
-        let placement: Placement = params.get("placement")?;
-        Ok(Fifo {
-            name: format!("fifo[skip={skip},placement={placement}]"),
-            skip,
-            placement,
-            waiting: WaitQueue::default(),
-        })
+        let placer = Placer::from_params(params)?;
+        Ok(Fifo { name: format!("fifo[skip={skip},{placer}]"), skip, placer, waiting: WaitQueue::default() })
     }
 }
 
@@ -53,7 +49,7 @@ impl Policy for Fifo {
         loop {
             let next = if self.skip { self.waiting.first_fitting(plan.free()) } else { self.waiting.head() };
             let Some((_, task)) = next else { return };
-            if place_and_start(view, plan, self.placement, &mut self.waiting, task).is_none() {
+            if place_and_start(view, plan, self.placer, &mut self.waiting, task).is_none() {
                 return; // strict: the head waits, and so does everyone behind it
             }
         }

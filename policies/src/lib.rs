@@ -14,5 +14,5 @@ mod tracking;
 mod wait_queue;
 
 pub use params::{ParamInfo, SpecError};
-pub use placement::{Placement, Shape};
+pub use placement::{Placement, Placer, Shape};
 pub use registry::{POLICIES, PolicyInfo, build};

@@ -111,6 +111,13 @@ pub const PLACEMENT: ParamInfo = ParamInfo {
     help: "which GPUs a gang gets: pack = fewest nodes, fullest first; spread = emptiest node",
 };
 
+pub const AVOID_FAILED: ParamInfo = ParamInfo {
+    key: "avoid_failed_h",
+    values: "hours >= 0",
+    default: "0",
+    help: "prefer nodes with no failure seen in this many hours (0: off); used anyway if nothing else fits",
+};
+
 pub const DURATION: ParamInfo = ParamInfo {
     key: "duration",
     values: "oracle|estimate",

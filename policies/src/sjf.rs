@@ -5,29 +5,29 @@
 //!
 //! Decision cost: O((starts + 1) x shapes x log n).
 
-use crate::params::{DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
-use crate::placement::Placement;
+use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
+use crate::placement::Placer;
 use crate::tracking::{place_and_start, sync_waiting};
 use crate::wait_queue::WaitQueue;
 use sim::{ClusterView, DurationSource, Plan, Policy};
 
-pub const PARAMS: &[ParamInfo] = &[DURATION, PLACEMENT];
+pub const PARAMS: &[ParamInfo] = &[DURATION, PLACEMENT, AVOID_FAILED];
 
 pub struct Sjf {
     name: String,
     source: DurationSource,
-    placement: Placement,
+    placer: Placer,
     waiting: WaitQueue,
 }
 
 impl Sjf {
     pub fn new(params: &Params) -> Result<Sjf, SpecError> {
         let Source(source) = params.get("duration")?;
-        let placement: Placement = params.get("placement")?;
+        let placer = Placer::from_params(params)?;
         Ok(Sjf {
-            name: format!("sjf[duration={},placement={placement}]", source.as_str()),
+            name: format!("sjf[duration={},{placer}]", source.as_str()),
             source,
-            placement,
+            placer,
             waiting: WaitQueue::default(),
         })
     }
@@ -46,7 +46,7 @@ impl Policy for Sjf {
         let source = self.source;
         sync_waiting(view, &mut self.waiting, |t| view.expected_duration(t, source).as_ms());
         while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
-            let started = place_and_start(view, plan, self.placement, &mut self.waiting, task);
+            let started = place_and_start(view, plan, self.placer, &mut self.waiting, task);
             assert!(started.is_some(), "a task whose shape fits has a placement");
         }
     }

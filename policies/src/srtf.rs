@@ -13,19 +13,19 @@
 //! Decision cost: O((starts + 1) x shapes x log n) plus, for the one task that triggers
 //! preemption, O(running tasks in its pools).
 
-use crate::params::{DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
-use crate::placement::{Placement, Shape};
+use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
+use crate::placement::{Placer, Shape};
 use crate::running::RunningIndex;
 use crate::tracking::{place_and_start, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{ClusterView, DurationSource, Plan, Policy, SimDuration, TaskId};
 
-pub const PARAMS: &[ParamInfo] = &[DURATION, PLACEMENT];
+pub const PARAMS: &[ParamInfo] = &[DURATION, PLACEMENT, AVOID_FAILED];
 
 pub struct Srtf {
     name: String,
     source: DurationSource,
-    placement: Placement,
+    placer: Placer,
     waiting: WaitQueue,
     running: RunningIndex,
 }
@@ -33,11 +33,11 @@ pub struct Srtf {
 impl Srtf {
     pub fn new(params: &Params) -> Result<Srtf, SpecError> {
         let Source(source) = params.get("duration")?;
-        let placement: Placement = params.get("placement")?;
+        let placer = Placer::from_params(params)?;
         Ok(Srtf {
-            name: format!("srtf[duration={},placement={placement}]", source.as_str()),
+            name: format!("srtf[duration={},{placer}]", source.as_str()),
             source,
-            placement,
+            placer,
             waiting: WaitQueue::default(),
             running: RunningIndex::default(),
         })
@@ -45,7 +45,7 @@ impl Srtf {
 
     /// Places and starts `task` if its shape fits now.
     fn try_start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId) -> bool {
-        place_and_start(view, plan, self.placement, &mut self.waiting, task).is_some()
+        place_and_start(view, plan, self.placer, &mut self.waiting, task).is_some()
     }
 
     /// Preempts longer-running tasks until `task` (with `remaining` work) fits, and starts it.

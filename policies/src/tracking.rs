@@ -2,7 +2,7 @@
 //! step with the view's changes (only the key differs), and starting a waiting task where its
 //! placement puts it.
 
-use crate::placement::{Placement, Shape};
+use crate::placement::{Placer, Shape};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{Change, ClusterView, GpuId, Plan, TaskId};
 
@@ -24,16 +24,16 @@ pub fn sync_waiting(view: &ClusterView<'_>, queue: &mut WaitQueue, mut key: impl
     }
 }
 
-/// Places `task` with `placement` on the GPUs free now and starts it, taking it off `waiting`.
+/// Places `task` with `placer` on the GPUs free now and starts it, taking it off `waiting`.
 /// `None` (and nothing changed) when it does not fit.
 pub fn place_and_start(
     view: &ClusterView<'_>,
     plan: &mut Plan<'_>,
-    placement: Placement,
+    placer: Placer,
     waiting: &mut WaitQueue,
     task: TaskId,
 ) -> Option<Vec<GpuId>> {
-    let gpus = placement.place(Shape::of(view.task(task)), plan.free(), view.cluster())?;
+    let gpus = placer.place(Shape::of(view.task(task)), view, plan.free())?;
     plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
     waiting.remove(task);
     Some(gpus)

@@ -183,3 +183,34 @@ fn events_naming_missing_hardware_are_refused() {
     let err = scenario(node_fail(3, 1, 1)).unwrap_err().to_string();
     assert!(err.contains("node 3 does not exist"), "{err}");
 }
+
+#[test]
+fn avoid_failed_h_steers_new_work_away_from_a_node_that_just_failed() {
+    // 2 nodes x 1 GPU. Node 0 fails at 5 and is back at 6: it beats again at 10, when its
+    // failure becomes known. v (1 GPU) arrives at 20. Plain pack takes the lowest node (both
+    // empty): node 0. With avoid_failed_h=1 node 0 had a failure seen 10 s ago: node 1.
+    let jobs = || vec![job("v", 20, 1, 10)];
+    let plain =
+        run_with_events("fifo", cluster(&[(2, 1, "A")]), jobs(), vec![node_fail(0, 5, 1)], ControllerConfig::default());
+    let wary = run_with_events(
+        "fifo[avoid_failed_h=1]",
+        cluster(&[(2, 1, "A")]),
+        jobs(),
+        vec![node_fail(0, 5, 1)],
+        ControllerConfig::default(),
+    );
+    assert_eq!(common::first_gpus(&plain, "v"), vec![0]);
+    assert_eq!(common::first_gpus(&wary, "v"), vec![1]);
+    // A preference, not a ban: with node 1 busy, node 0 is used.
+    let busy = vec![job("w", 0, 1, 100), job("v", 20, 1, 10)];
+    let r = run_with_events(
+        "fifo[avoid_failed_h=1]",
+        cluster(&[(2, 1, "A")]),
+        busy,
+        vec![node_fail(0, 5, 1)],
+        ControllerConfig::default(),
+    );
+    // w started at 0 on node 0, which failed at 5 and was back at 6: w fails at 10 and
+    // restarts at once on node 1 (node 0 now avoided). v at 20 gets node 0 anyway.
+    assert_eq!(common::first_gpus(&r, "v"), vec![0]);
+}

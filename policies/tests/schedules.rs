@@ -218,6 +218,6 @@ fn unknown_policies_and_parameters_list_the_valid_ones() {
     assert!(err("fifo[skip").contains("`]`"));
     assert_eq!(
         policies::build("easy-backfill").unwrap().name(),
-        "easy-backfill[duration=oracle,depth=100,placement=pack]"
+        "easy-backfill[duration=oracle,depth=100,placement=pack,avoid_failed_h=0]"
     );
 }

@@ -44,6 +44,9 @@ impl FreeGpus {
     pub fn in_pool(&self, pool: PoolId) -> u32 {
         self.pool_free[pool.index()]
     }
+    pub fn pool_of_node(&self, node: NodeId) -> PoolId {
+        self.node_pool[node.index()]
+    }
     pub fn on_node(&self, node: NodeId) -> u32 {
         self.node_mask[node.index()].count_ones()
     }

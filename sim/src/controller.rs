@@ -8,7 +8,7 @@ use crate::cluster::Cluster;
 use crate::digest::Digest;
 use crate::failure::FailureConfig;
 use crate::health::Health;
-use crate::ids::{GpuId, JobId, TaskId};
+use crate::ids::{GpuId, JobId, NodeId, TaskId};
 use crate::plan::{Decision, Mark, Plan};
 use crate::policy::Policy;
 use crate::record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResult, RunStats};
@@ -17,6 +17,7 @@ use crate::state::{JobOutcome, JobState, TaskState, TaskStatus};
 use crate::time::{SimDuration, SimTime};
 use crate::view::{Change, ClusterView};
 use crate::workload::Workload;
+use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerConfig {
@@ -83,6 +84,8 @@ pub struct Controller {
     digest: Digest,
     decision_log: Vec<DecisionRecord>,
     pub(crate) health_series: Vec<HealthSample>,
+    /// (when, node) of every failure the scheduler learned of, for health-aware placement.
+    pub(crate) failures_seen: BTreeSet<(SimTime, NodeId)>,
 }
 
 impl Controller {
@@ -148,6 +151,7 @@ impl Controller {
             digest: Digest::new(),
             decision_log: Vec::new(),
             health_series: Vec::new(),
+            failures_seen: BTreeSet::new(),
             config,
             cluster,
             workload,
@@ -352,6 +356,8 @@ impl Controller {
             workload: &self.workload,
             jobs: &self.jobs,
             tasks: &self.tasks,
+            health: &self.health,
+            failures_seen: &self.failures_seen,
         };
         let mut plan = Plan {
             now: self.now,

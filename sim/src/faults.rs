@@ -46,7 +46,7 @@ impl Controller {
     /// Observation: the failure of `gpu` that happened at `failed_at` is seen now. If the GPU
     /// is still broken it is taken out of service; the attempt on it fails.
     pub fn gpu_failure_seen(&mut self, gpu: GpuId, failed_at: SimTime) {
-        self.count_detection(failed_at);
+        self.count_detection(self.cluster.node_of(gpu), failed_at);
         if self.health.broken(gpu) {
             let out = self.health.set_gpu_out(gpu, true);
             self.take_out_of_service(&out);
@@ -58,8 +58,11 @@ impl Controller {
     /// Observation: `node` missed its heartbeats and is declared dead. Every attempt on it fails
     /// (whether or not its hardware broke: that is what a false positive costs).
     pub fn node_declared_dead(&mut self, node: NodeId, failed_at: Option<SimTime>) {
-        if let Some(at) = failed_at {
-            self.count_detection(at);
+        match failed_at {
+            Some(at) => self.count_detection(node, at),
+            None => {
+                self.failures_seen.insert((self.now, node));
+            }
         }
         let out = self.health.set_node_dead(node, true);
         self.take_out_of_service(&out);
@@ -71,7 +74,7 @@ impl Controller {
     /// Observation: `node` came back before it was declared dead, and its agent reports the
     /// tasks it lost when it went down (those that made no progress since `failed_at`).
     pub fn node_lost_tasks(&mut self, node: NodeId, failed_at: SimTime) {
-        self.count_detection(failed_at);
+        self.count_detection(node, failed_at);
         let gpus: Vec<GpuId> = self.cluster.node(node).gpus().collect();
         self.fail_tasks_on(&gpus, true, "its node restarted");
     }
@@ -83,7 +86,9 @@ impl Controller {
         self.sample_health();
     }
 
-    fn count_detection(&mut self, failed_at: SimTime) {
+    /// A failure on `node` became known now (kept for health-aware placement).
+    fn count_detection(&mut self, node: NodeId, failed_at: SimTime) {
+        self.failures_seen.insert((self.now, node));
         self.stats.detections += 1;
         self.stats.detection_lag_ms += self.now.since(failed_at).as_ms();
     }

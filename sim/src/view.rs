@@ -4,10 +4,12 @@
 //! [`crate::Plan`], not from here.
 
 use crate::cluster::Cluster;
-use crate::ids::{JobId, TaskId};
+use crate::health::Health;
+use crate::ids::{JobId, NodeId, TaskId};
 use crate::state::{JobState, TaskState};
 use crate::time::{SimDuration, SimTime};
 use crate::workload::{JobSpec, Workload};
+use std::collections::BTreeSet;
 
 /// One thing that changed since the policy's previous call, in the order it happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +54,8 @@ pub struct ClusterView<'a> {
     pub(crate) workload: &'a Workload,
     pub(crate) jobs: &'a [JobState],
     pub(crate) tasks: &'a [TaskState],
+    pub(crate) health: &'a Health,
+    pub(crate) failures_seen: &'a BTreeSet<(SimTime, NodeId)>,
 }
 
 impl<'a> ClusterView<'a> {
@@ -72,6 +76,16 @@ impl<'a> ClusterView<'a> {
     }
     pub fn job_spec(&self, job: JobId) -> &'a JobSpec {
         &self.workload.jobs()[job.index()]
+    }
+    /// What the scheduler knows of the hardware (nodes declared dead, GPUs taken out). The
+    /// ground truth in it is for reports; a policy that reads `broken` is cheating.
+    pub fn health(&self) -> &'a Health {
+        self.health
+    }
+    /// Nodes on which a failure became known at or after `since`, in time order (a node may
+    /// repeat). O(failures since then).
+    pub fn failures_seen_since(&self, since: SimTime) -> impl Iterator<Item = NodeId> + 'a {
+        self.failures_seen.range((since, NodeId(0))..).map(|&(_, node)| node)
     }
     pub fn task_count(&self) -> usize {
         self.tasks.len()

@@ -6,10 +6,14 @@
 //! allows spanning) takes the emptiest nodes first, which uses the fewest nodes, and its last
 //! piece goes to the fullest node that can hold it.
 
+mod candidates;
 mod pack;
 mod spread;
 
-use sim::{Cluster, FreeGpus, GpuId, PoolId, PoolMask, TaskState};
+use crate::params::{Params, SpecError};
+use candidates::Candidates;
+use sim::{ClusterView, FreeGpus, GpuId, NodeId, PoolId, PoolMask, SimDuration, SimTime, TaskState};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 
@@ -52,10 +56,10 @@ impl Placement {
 
     /// GPUs for a task of `shape`, or `None` when it does not fit now. Ties break by pool id,
     /// then node id, then GPU slot, so the answer is a function of the free set alone.
-    pub fn place(self, shape: Shape, free: &FreeGpus, cluster: &Cluster) -> Option<Vec<GpuId>> {
+    fn place(self, shape: Shape, candidates: &Candidates<'_>) -> Option<Vec<GpuId>> {
         match self {
-            Placement::Pack => pack::place(shape, free, cluster),
-            Placement::Spread => spread::place(shape, free, cluster),
+            Placement::Pack => pack::place(shape, candidates),
+            Placement::Spread => spread::place(shape, candidates),
         }
     }
     pub fn as_str(self) -> &'static str {
@@ -83,16 +87,72 @@ impl FromStr for Placement {
     }
 }
 
+/// Which GPUs a policy's tasks get: the placement algorithm, and whether to steer clear of
+/// nodes where a failure was seen recently (a preference: when only such nodes fit, they are
+/// used).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placer {
+    pub kind: Placement,
+    /// Avoid nodes with a failure seen within this long (zero: off).
+    pub avoid_failed_for: SimDuration,
+}
+
+impl Placer {
+    /// From the `placement` and `avoid_failed_h` parameters.
+    pub fn from_params(params: &Params) -> Result<Placer, SpecError> {
+        let hours: f64 = params.get("avoid_failed_h")?;
+        if !(hours.is_finite() && (0.0..=1e6).contains(&hours)) {
+            return Err(SpecError(format!("policy `{}`: avoid_failed_h must be 0..=1000000 hours", params.policy)));
+        }
+        Ok(Placer {
+            kind: params.get("placement")?,
+            avoid_failed_for: SimDuration((hours * 3_600_000.0).round() as u64),
+        })
+    }
+
+    /// GPUs for a task of `shape` among those free now (`free`), avoiding recently failed
+    /// nodes when it can; `None` when the shape does not fit at all.
+    pub fn place(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<Vec<GpuId>> {
+        let none = BTreeSet::new();
+        if self.avoid_failed_for > SimDuration::ZERO {
+            let since = SimTime(view.now().as_ms().saturating_sub(self.avoid_failed_for.as_ms()));
+            let avoid: BTreeSet<NodeId> = view.failures_seen_since(since).collect();
+            if !avoid.is_empty()
+                && let Some(gpus) = self.kind.place(shape, &Candidates { free, avoid: &avoid })
+            {
+                return Some(gpus);
+            }
+        }
+        self.kind.place(shape, &Candidates { free, avoid: &none })
+    }
+}
+
+impl fmt::Display for Placer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hours = self.avoid_failed_for.as_ms() as f64 / 3_600_000.0;
+        write!(f, "placement={},avoid_failed_h={hours}", self.kind)
+    }
+}
+
+/// Whether `pool` can host `shape` on the candidate GPUs.
+fn fits_in(shape: Shape, pool: PoolId, candidates: &Candidates<'_>) -> bool {
+    if shape.single_node {
+        candidates.max_on_one_node(pool) >= shape.gpus
+    } else {
+        candidates.in_pool(pool) >= shape.gpus
+    }
+}
+
 /// Takes `gpus` GPUs from `pool`: one node when one node can hold them (chosen by
 /// `pick_single`), else the emptiest nodes first with the last piece on the fullest node that
 /// holds it. `None` when the pool cannot host the shape now.
 fn take_from_pool(
     shape: Shape,
     pool: PoolId,
-    free: &FreeGpus,
-    pick_single: impl Fn(PoolId, u32) -> Option<sim::NodeId>,
+    free: &Candidates<'_>,
+    pick_single: impl Fn(PoolId, u32) -> Option<NodeId>,
 ) -> Option<Vec<GpuId>> {
-    if !shape.fits_in(pool, free) {
+    if !fits_in(shape, pool, free) {
         return None;
     }
     let mut gpus = Vec::with_capacity(shape.gpus as usize);
@@ -121,7 +181,7 @@ fn take_from_pool(
 }
 
 /// Nodes a multi-node gang of `gpus` would span in `pool` (1 when one node holds it).
-fn nodes_needed(pool: PoolId, gpus: u32, free: &FreeGpus) -> u32 {
+fn nodes_needed(pool: PoolId, gpus: u32, free: &Candidates<'_>) -> u32 {
     let mut left = gpus;
     let mut nodes = 0;
     for (_, count) in free.nodes_emptiest_first(pool) {

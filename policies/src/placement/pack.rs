@@ -2,14 +2,15 @@
 //! fewest nodes, then where its node is fullest (best fit), then the lowest pool id. Keeps
 //! whole nodes free for the big gangs that need them.
 
-use super::{Shape, nodes_needed, take_from_pool};
-use sim::{Cluster, FreeGpus, GpuId};
+use super::{Candidates, Shape, fits_in, nodes_needed, take_from_pool};
+use sim::GpuId;
 
-pub(super) fn place(shape: Shape, free: &FreeGpus, _cluster: &Cluster) -> Option<Vec<GpuId>> {
-    let pool =
-        shape.pools.iter().filter(|&p| shape.fits_in(p, free)).min_by_key(|&p| match free.best_fit(p, shape.gpus) {
+pub(super) fn place(shape: Shape, free: &Candidates<'_>) -> Option<Vec<GpuId>> {
+    let pool = shape.pools.iter().filter(|&p| fits_in(shape, p, free)).min_by_key(|&p| {
+        match free.best_fit(p, shape.gpus) {
             Some(node) => (1, free.on_node(node), p),
             None => (nodes_needed(p, shape.gpus, free), 0, p),
-        })?;
+        }
+    })?;
     take_from_pool(shape, pool, free, |p, g| free.best_fit(p, g))
 }

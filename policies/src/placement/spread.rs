@@ -2,14 +2,14 @@
 //! emptiest node that holds the whole gang (worst fit); a gang larger than any node's free
 //! GPUs takes the emptiest nodes first, as with `pack`.
 
-use super::{Shape, take_from_pool};
-use sim::{Cluster, FreeGpus, GpuId};
+use super::{Candidates, Shape, fits_in, take_from_pool};
+use sim::GpuId;
 
-pub(super) fn place(shape: Shape, free: &FreeGpus, _cluster: &Cluster) -> Option<Vec<GpuId>> {
+pub(super) fn place(shape: Shape, free: &Candidates<'_>) -> Option<Vec<GpuId>> {
     let pool = shape
         .pools
         .iter()
-        .filter(|&p| shape.fits_in(p, free))
+        .filter(|&p| fits_in(shape, p, free))
         .max_by_key(|&p| (free.in_pool(p), std::cmp::Reverse(p)))?;
     take_from_pool(shape, pool, free, |p, g| free.emptiest(p).filter(|&n| free.on_node(n) >= g))
 }

@@ -84,14 +84,16 @@ pub const ALL_SPECS: &[&str] = &[
     "fifo",
     "fifo[skip=true]",
     "fifo[placement=spread]",
+    "fifo[avoid_failed_h=24]",
     "sjf",
     "sjf[duration=estimate]",
-    "sjf[placement=spread]",
+    "sjf[placement=spread,avoid_failed_h=1]",
     "srtf",
     "srtf[duration=estimate,placement=spread]",
+    "srtf[avoid_failed_h=0.5]",
     "easy-backfill",
     "easy-backfill[duration=estimate,depth=3]",
-    "easy-backfill[placement=spread]",
+    "easy-backfill[placement=spread,avoid_failed_h=2]",
 ];
 
 /// Runs `jobs` with ground-truth cluster `events` (failures, repairs, heartbeats).

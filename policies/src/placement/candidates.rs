@@ -1,0 +1,48 @@
+//! The free GPUs a placement may choose from: all of them, or all but those on nodes to avoid
+//! (nodes with a recent failure). Placement algorithms read the free set only through this, so
+//! avoiding nodes is one filter, not a second copy of each algorithm. The avoided set is small
+//! (recent failures), so filtering costs O(avoided) per query.
+
+use sim::{FreeGpus, GpuId, NodeId, PoolId};
+use std::collections::BTreeSet;
+
+pub(crate) struct Candidates<'a> {
+    pub(crate) free: &'a FreeGpus,
+    pub(crate) avoid: &'a BTreeSet<NodeId>,
+}
+
+impl Candidates<'_> {
+    fn allowed(&self, node: NodeId) -> bool {
+        !self.avoid.contains(&node)
+    }
+    pub(crate) fn in_pool(&self, pool: PoolId) -> u32 {
+        let avoided: u32 =
+            self.avoid.iter().filter(|&&n| self.free.pool_of_node(n) == pool).map(|&n| self.free.on_node(n)).sum();
+        self.free.in_pool(pool) - avoided
+    }
+    pub(crate) fn on_node(&self, node: NodeId) -> u32 {
+        self.free.on_node(node)
+    }
+    /// Nodes with at least `at_least` free GPUs, fullest first, ties by node id.
+    pub(crate) fn nodes_with_at_least(&self, pool: PoolId, at_least: u32) -> impl Iterator<Item = (NodeId, u32)> + '_ {
+        self.free.nodes_with_at_least(pool, at_least).filter(|&(n, _)| self.allowed(n))
+    }
+    /// Nodes with free GPUs, emptiest first, ties by node id.
+    pub(crate) fn nodes_emptiest_first(&self, pool: PoolId) -> impl Iterator<Item = (NodeId, u32)> + '_ {
+        self.free.nodes_emptiest_first(pool).filter(|&(n, _)| self.allowed(n))
+    }
+    /// The fullest node that still has `at_least` free GPUs (best fit).
+    pub(crate) fn best_fit(&self, pool: PoolId, at_least: u32) -> Option<NodeId> {
+        self.nodes_with_at_least(pool, at_least).next().map(|(n, _)| n)
+    }
+    /// The node with the most free GPUs (worst fit).
+    pub(crate) fn emptiest(&self, pool: PoolId) -> Option<NodeId> {
+        self.nodes_emptiest_first(pool).next().map(|(n, _)| n)
+    }
+    pub(crate) fn max_on_one_node(&self, pool: PoolId) -> u32 {
+        self.nodes_emptiest_first(pool).next().map_or(0, |(_, free)| free)
+    }
+    pub(crate) fn take_from(&self, node: NodeId, count: u32, out: &mut Vec<GpuId>) {
+        self.free.take_from(node, count, out);
+    }
+}
