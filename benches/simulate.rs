@@ -97,3 +97,32 @@ fn synthetic_1m_overload(bencher: divan::Bencher, spec: &str) {
     static WORKLOAD: OnceLock<Workload> = OnceLock::new();
     bench_1m(bencher, spec, WORKLOAD.get_or_init(|| synthetic(1_000_000, 10_000, 1.1)));
 }
+
+/// 200 node failures (1 h repairs), one every 10 minutes from the start, on nodes below 1,250.
+fn fixed_failures() -> Vec<sim::ClusterEvent> {
+    (0..200u64)
+        .map(|i| sim::ClusterEvent::NodeFail {
+            time: sim::SimTime(i * 600_000 + 7_777),
+            node: sim::NodeId((i * 37 % 1250) as u32),
+            repair: Some(sim::SimDuration::from_secs(3600)),
+        })
+        .collect()
+}
+
+/// Implicit heartbeats cost O(failures): the same jobs and failures on 10,000 and on 20,000
+/// GPUs apply the same number of events (printed), and take about the same time.
+#[divan::bench(args = ["1250x8:V100", "2500x8:V100"], sample_count = 3, sample_size = 1)]
+fn heartbeats_scale_with_failures_not_nodes(bencher: divan::Bencher, shorthand: &str) {
+    static WORKLOAD: OnceLock<Workload> = OnceLock::new();
+    let workload = WORKLOAD.get_or_init(|| synthetic(100_000, 10_000, 0.9));
+    let c = cluster(shorthand);
+    let scenario =
+        || sim::Scenario::new(c.clone(), workload.clone()).with_events(fixed_failures()).expect("valid events");
+    let mut policy = policies::build("fifo").expect("valid policy");
+    let events = sim::simulate(scenario(), policy.as_mut(), config()).expect("runs").stats.events;
+    eprintln!("{shorthand}: {events} events with 200 node failures");
+    bencher.counter(divan::counter::ItemsCount::new(events)).with_inputs(scenario).bench_values(|s| {
+        let mut policy = policies::build("fifo").expect("valid policy");
+        sim::simulate(s, policy.as_mut(), config()).expect("runs")
+    });
+}

@@ -137,6 +137,7 @@ impl Engine {
         let after_hardware = EventKey { time: now, phase: PHASE_HARDWARE + 1, seq: 0 };
         while let Some((_, event)) = self.queue.pop_before(after_hardware) {
             self.observer.apply(event, &self.events, &mut self.controller, &mut self.queue);
+            self.controller.stats.events += 1;
             changed = true;
         }
         let arrivals = EventKey { time: now, phase: PHASE_ARRIVAL, seq: 0 };

@@ -72,8 +72,9 @@ pub struct DecisionRecord {
 /// the first event (the first submit) to the last.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunStats {
-    /// Events applied: arrivals, completions and wake-ups (stale completions of preempted
-    /// attempts are skipped and not counted).
+    /// Events applied: arrivals, completions, wake-ups and hardware events (failures, repairs,
+    /// detections, explicit heartbeats); stale completions of preempted or failed attempts are
+    /// skipped and not counted.
     pub events: u64,
     pub decision_points: u64,
     pub starts: u64,
