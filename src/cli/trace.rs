@@ -1,4 +1,4 @@
-//! `schedlab trace import|validate|stats`.
+//! `schedlab trace import|validate|stats|fit-failures`.
 
 use super::{CliResult, emit};
 use clap::{Args, Subcommand};
@@ -26,6 +26,15 @@ pub enum TraceCommand {
     Stats {
         #[command(flatten)]
         input: Input,
+    },
+    /// Fit a Weibull/lognormal failure model to a failure trace; print the fit, its goodness
+    /// and the `simulate --failures` spec that reproduces it.
+    FitFailures {
+        /// The failure trace file.
+        path: PathBuf,
+        /// infinitehbd (fault_trace.json), titan (gc_full.csv) or alibaba2017 (server_event.csv).
+        #[arg(long)]
+        format: String,
     },
 }
 
@@ -63,6 +72,10 @@ pub fn run(command: TraceCommand) -> CliResult {
         TraceCommand::Stats { input } => {
             let trace = traces::load(&input.path, input.format.parse()?)?;
             emit(traces::TraceStats::of(&trace.workload))
+        }
+        TraceCommand::FitFailures { path, format } => {
+            let trace = traces::failures::load(&path, format.parse()?)?;
+            emit(traces::failures::fit(&trace))
         }
     }
 }

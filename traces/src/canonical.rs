@@ -12,8 +12,20 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
-pub const JOB_COLUMNS: [&str; 9] =
-    ["job_id", "task_id", "submit_s", "duration_s", "gpus", "gpu_type", "single_node", "estimate_s", "queue"];
+pub const JOB_COLUMNS: [&str; 12] = [
+    "job_id",
+    "task_id",
+    "submit_s",
+    "duration_s",
+    "gpus",
+    "gpu_type",
+    "single_node",
+    "estimate_s",
+    "queue",
+    "checkpoint_s",
+    "restart_overhead_s",
+    "deadline_s",
+];
 
 const KNOWN: &[Column] = &[
     Column { name: "job_id", required: true },
@@ -25,6 +37,9 @@ const KNOWN: &[Column] = &[
     Column { name: "single_node", required: false },
     Column { name: "estimate_s", required: false },
     Column { name: "queue", required: false },
+    Column { name: "checkpoint_s", required: false },
+    Column { name: "restart_overhead_s", required: false },
+    Column { name: "deadline_s", required: false },
 ];
 
 /// Column indexes in the file at hand (`None`: the optional column is absent).
@@ -38,6 +53,9 @@ struct Cols {
     single_node: Option<usize>,
     estimate: Option<usize>,
     queue: Option<usize>,
+    checkpoint: Option<usize>,
+    restart_overhead: Option<usize>,
+    deadline: Option<usize>,
 }
 
 /// Reads a canonical `jobs.csv` from `source`; `file` names it in errors.
@@ -59,6 +77,9 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
         single_node: c[6],
         estimate: c[7],
         queue: c[8],
+        checkpoint: c[9],
+        restart_overhead: c[10],
+        deadline: c[11],
     };
     let mut builder = Builder::default();
     rows.parse_all(sink, |row| builder.add(row, &cols))?;
@@ -86,6 +107,9 @@ impl Builder {
         let estimate_ms = row.opt_positive_seconds_ms(cols.estimate)?;
         let queue = row.opt_text(cols.queue)?;
         let task_id = row.opt_text(cols.task)?;
+        let checkpoint_ms = row.opt_seconds_ms(cols.checkpoint)?;
+        let restart_overhead_ms = row.opt_seconds_ms(cols.restart_overhead)?;
+        let deadline_ms = row.opt_positive_seconds_ms(cols.deadline)?;
 
         let continues = self.jobs.last().is_some_and(|j| j.name == job_id);
         if !continues && let Some(&index) = self.seen.get(job_id) {
@@ -107,6 +131,9 @@ impl Builder {
             if job.queue.as_deref().unwrap_or("") != queue {
                 return Err(conflict(row, job_id, "queue", first));
             }
+            if job.deadline.map(SimDuration::as_ms) != deadline_ms {
+                return Err(conflict(row, job_id, "deadline_s", first));
+            }
         }
         let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
@@ -118,8 +145,8 @@ impl Builder {
             single_node,
             work: SimDuration(work_ms),
             estimate: estimate_ms.map(SimDuration),
-            checkpoint: None,
-            restart_overhead: None,
+            checkpoint: checkpoint_ms.map(SimDuration),
+            restart_overhead: restart_overhead_ms.map(SimDuration),
         };
         match self.jobs.last_mut() {
             Some(job) if continues => {
@@ -139,7 +166,7 @@ impl Builder {
                     name: job_id.to_owned(),
                     submit: SimTime(submit_ms),
                     queue: (!queue.is_empty()).then(|| queue.to_owned()),
-                    deadline: None,
+                    deadline: deadline_ms.map(SimDuration),
                     tasks: vec![task],
                 });
             }
@@ -180,10 +207,10 @@ pub(crate) fn format_seconds(ms: u64) -> String {
     if ms.is_multiple_of(1000) { (ms / 1000).to_string() } else { format!("{}.{:03}", ms / 1000, ms % 1000) }
 }
 
-/// Writes `workload` as a canonical `jobs.csv` (all nine columns, one row per task, jobs in
+/// Writes `workload` as a canonical `jobs.csv` (all twelve columns, one row per task, jobs in
 /// workload order). Refuses, before writing anything, a workload that would not read back
 /// identically: duplicate or empty job/task names, empty-but-present GPU type or queue,
-/// zero or out-of-range times.
+/// zero or out-of-range times (a checkpoint interval or restart overhead of zero is fine).
 pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), TraceError> {
     check_writable(workload)?;
     let io_error = |e: csv::Error| TraceError::io("jobs.csv output", e.to_string());
@@ -194,7 +221,8 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
         for task in &job.tasks {
             let work = format_seconds(task.work.as_ms());
             let gpus = task.gpus.to_string();
-            let estimate = task.estimate.map(|e| format_seconds(e.as_ms())).unwrap_or_default();
+            let seconds = |d: Option<SimDuration>| d.map(|d| format_seconds(d.as_ms())).unwrap_or_default();
+            let estimate = seconds(task.estimate);
             writer
                 .write_record([
                     job.name.as_str(),
@@ -206,6 +234,9 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                     if task.single_node { "true" } else { "false" },
                     &estimate,
                     job.queue.as_deref().unwrap_or(""),
+                    &seconds(task.checkpoint),
+                    &seconds(task.restart_overhead),
+                    &seconds(job.deadline),
                 ])
                 .map_err(io_error)?;
         }
@@ -228,6 +259,9 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
         if job.submit.as_ms() > max_ms {
             return refuse(format!("job `{name}` is submitted after {MAX_SECONDS} s"));
         }
+        if !job.deadline.is_none_or(|d| (1..=max_ms).contains(&d.as_ms())) {
+            return refuse(format!("job `{name}`: the deadline must be 0.001..={MAX_SECONDS} s after submission"));
+        }
         if job.queue.as_deref() == Some("") {
             return refuse(format!("job `{name}` has an empty queue name (use no queue instead)"));
         }
@@ -246,6 +280,12 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
             if !in_range(task.work) || !task.estimate.is_none_or(in_range) {
                 return refuse(format!(
                     "job `{name}` task `{tname}`: duration and estimate must be 0.001..={MAX_SECONDS} s"
+                ));
+            }
+            let at_most_max = |d: Option<SimDuration>| d.is_none_or(|d| d.as_ms() <= max_ms);
+            if !at_most_max(task.checkpoint) || !at_most_max(task.restart_overhead) {
+                return refuse(format!(
+                    "job `{name}` task `{tname}`: checkpoint interval and restart overhead must be 0..={MAX_SECONDS} s"
                 ));
             }
         }
@@ -366,15 +406,43 @@ mod tests {
 
     #[test]
     fn writer_output_is_readable_and_exact() {
-        let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_type,single_node,estimate_s,queue\n\
-                    \"a,b\",0,0.5,600,1,,false,,\n\
-                    j,ps,1,0.001,1,A100,true,7.250,q\n\
-                    j,w,1,2,8,,false,,q\n";
+        let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_type,single_node,estimate_s,queue,\
+                    checkpoint_s,restart_overhead_s,deadline_s\n\
+                    \"a,b\",0,0.5,600,1,,false,,,,,\n\
+                    j,ps,1,0.001,1,A100,true,7.250,q,0,30,86400\n\
+                    j,w,1,2,8,,false,,q,1800.500,0,86400\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_jobs_csv(&w, &mut out).unwrap();
         assert_eq!(String::from_utf8(out.clone()).unwrap(), text.replace("0.5,", "0.500,"));
         assert_eq!(read_jobs_csv(out.as_slice(), "again.csv").unwrap(), w);
+    }
+
+    #[test]
+    fn resilience_columns_are_optional_and_zero_means_none() {
+        let head = "job_id,task_id,submit_s,duration_s,gpus,checkpoint_s,restart_overhead_s,deadline_s\n";
+        let w = read(&format!("{head}j,a,5,100,1,600,30.5,7200\nj,b,5,100,1,0,0,7200\nk,,6,1,1,,,\n")).unwrap();
+        let j = &w.jobs()[0];
+        assert_eq!(j.deadline, Some(SimDuration(7_200_000)));
+        assert_eq!(
+            (j.tasks[0].checkpoint, j.tasks[0].restart_overhead),
+            (Some(SimDuration(600_000)), Some(SimDuration(30_500)))
+        );
+        // Zero is a value: checkpoint at every instant, no restart overhead; not the run default.
+        assert_eq!((j.tasks[1].checkpoint, j.tasks[1].restart_overhead), (Some(SimDuration(0)), Some(SimDuration(0))));
+        let k = &w.jobs()[1];
+        assert_eq!((k.deadline, k.tasks[0].checkpoint, k.tasks[0].restart_overhead), (None, None, None));
+
+        let e = err(&format!("{head}j,a,5,100,1,,,7200\nj,b,5,100,1,,,3600\n"));
+        assert!(e.starts_with("jobs.csv:3: job `j`: `deadline_s` differs from the job's first row (line 2)"), "{e}");
+        let e = err(&format!("{head}j,a,5,100,1,,,7200\nj,b,5,100,1,,,\n"));
+        assert!(e.contains("`deadline_s` differs"), "{e}");
+        let e = err(&format!("{head}j,a,5,100,1,,,0\n"));
+        assert!(e.starts_with("jobs.csv:2: field `deadline_s`: expected a positive"), "{e}");
+        let e = err(&format!("{head}j,a,5,100,1,-1,,\n"));
+        assert!(e.starts_with("jobs.csv:2: field `checkpoint_s`: expected a non-negative"), "{e}");
+        let e = err(&format!("{head}j,a,5,100,1,,x,\n"));
+        assert!(e.starts_with("jobs.csv:2: field `restart_overhead_s`"), "{e}");
     }
 
     #[test]
@@ -391,6 +459,14 @@ mod tests {
         j.queue = Some(String::new());
         let w = Workload::new(vec![j]).unwrap();
         assert!(write_jobs_csv(&w, Vec::new()).is_err());
+        let mut j = job("a");
+        j.deadline = Some(SimDuration(0));
+        let w = Workload::new(vec![j]).unwrap();
+        assert!(write_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("deadline"));
+        let mut j = job("a");
+        j.tasks[0].checkpoint = Some(SimDuration(u64::MAX));
+        let w = Workload::new(vec![j]).unwrap();
+        assert!(write_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("checkpoint"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Trace input for schedlab: the canonical trace format (see `traces/FORMAT.md`), importers for
-//! public cluster traces (Microsoft ITP, Philly), cluster descriptions, summary statistics and
-//! the seeded synthetic generator.
+//! public cluster traces (Microsoft ITP, Philly), cluster descriptions, summary statistics, the
+//! seeded synthetic generator, and hardware failures: real failure traces (InfiniteHBD, Titan,
+//! Alibaba 2017), seeded failure models, fitting, and the `--failures` spec ([`failures`]).
 //!
 //! Architecture Invariant: this crate is where trace time becomes integer milliseconds, once,
 //! with the rounding rule of [`timeparse`]; nothing downstream parses or rounds trace time.
@@ -13,6 +14,7 @@ pub mod canonical;
 pub mod cluster_spec;
 pub mod error;
 pub mod events;
+pub mod failures;
 pub mod itp;
 pub mod philly;
 mod rows;
@@ -24,6 +26,7 @@ pub use canonical::{read_jobs_csv, write_jobs_csv};
 pub use cluster_spec::{load_cluster_file, parse_cluster_shorthand, read_cluster_csv, write_cluster_csv};
 pub use error::{MAX_ERRORS, TraceError};
 pub use events::{EventRecord, read_events_csv, write_events_csv};
+pub use failures::{FailureModel, FailureSpec, FailureTrace, FitReport};
 pub use itp::read_itp_csv;
 pub use philly::read_philly_csv;
 pub use stats::{DurationSummary, TraceStats};

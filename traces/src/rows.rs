@@ -31,6 +31,8 @@ pub(crate) struct Rows<R: Read> {
     header_line: u64,
     /// Set after an IO error or at the end: the csv reader may repeat an IO error forever.
     done: bool,
+    /// The column names come from the format, not from a header line in the file.
+    headerless: bool,
 }
 
 impl<R: Read> Rows<R> {
@@ -48,6 +50,7 @@ impl<R: Read> Rows<R> {
             header: Vec::new(),
             header_line: 1,
             done: false,
+            headerless: false,
         };
         match rows.reader.read_byte_record(&mut rows.record) {
             Ok(true) => {}
@@ -69,6 +72,21 @@ impl<R: Read> Rows<R> {
             }
         }
         Ok(rows)
+    }
+
+    /// Starts reading a file that has no header line (Alibaba's 2017 tables): `names` are its
+    /// columns, in order, for error messages; the first line of the file is the first row.
+    pub(crate) fn open_headerless(source: R, file: &str, names: &[&str]) -> Rows<R> {
+        let reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(LineTracker::new(source));
+        Rows {
+            reader,
+            record: ByteRecord::new(),
+            file: file.to_owned(),
+            header: names.iter().map(|n| (*n).to_owned()).collect(),
+            header_line: 0,
+            done: false,
+            headerless: true,
+        }
     }
 
     /// [`Rows::open`] then [`Rows::columns`], the start of every reader: the rows and the
@@ -143,10 +161,11 @@ impl<R: Read> Rows<R> {
         }
         let line = self.record_line();
         if self.record.len() != self.header.len() {
+            let what = if self.headerless { "(the format's columns)" } else { "as in the header" };
             return Some(Err(TraceError::row(
                 &self.file,
                 line,
-                format!("expected {} fields as in the header, got {}", self.header.len(), self.record.len()),
+                format!("expected {} fields {what}, got {}", self.header.len(), self.record.len()),
             )));
         }
         Some(Ok(Row { line, record: &self.record, file: &self.file, header: &self.header }))
@@ -340,6 +359,15 @@ impl<'a> Row<'a> {
         }
     }
 
+    /// Optional non-negative seconds (zero allowed): an empty field or an absent column is
+    /// `None`.
+    pub(crate) fn opt_seconds_ms(&self, column: Option<usize>) -> Result<Option<u64>, TraceError> {
+        match column {
+            Some(c) if !self.text(c)?.is_empty() => self.seconds_ms(c).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     /// A whole number of GPUs, at least 1.
     pub(crate) fn gpus(&self, column: usize) -> Result<u32, TraceError> {
         let text = self.text(column)?;
@@ -441,6 +469,21 @@ mod tests {
         let e = row.text(0).unwrap_err().to_string();
         assert!(e.starts_with("t.csv:3: field `a`: expected UTF-8 text"), "{e}");
         assert!(rows.next_row().is_none());
+    }
+
+    #[test]
+    fn headerless_files_count_rows_from_line_one() {
+        let mut rows = Rows::open_headerless("1,2\n\n3\n".as_bytes(), "t.csv", &["a", "b"]);
+        assert_eq!(rows.next_row().unwrap().unwrap().line, 1);
+        let e = rows.next_row().unwrap().err().unwrap().to_string();
+        assert_eq!(e, "t.csv:3: expected 2 fields (the format's columns), got 1");
+        assert!(rows.next_row().is_none());
+        let mut rows = Rows::open_headerless("x,2\n".as_bytes(), "t.csv", &["a", "b"]);
+        let row = rows.next_row().unwrap().unwrap();
+        assert_eq!(
+            row.seconds_ms(0).unwrap_err().to_string().split(':').take(3).collect::<Vec<_>>(),
+            ["t.csv", "1", " field `a`"]
+        );
     }
 
     #[test]

@@ -184,7 +184,7 @@ fn capped_lognormal_mean(mu: f64, sigma: f64, cap: f64) -> f64 {
 
 /// Standard normal CDF via the complementary error function (Numerical Recipes `erfcc`,
 /// fractional error below 1.2e-7: plenty for setting an arrival rate).
-fn normal_cdf(x: f64) -> f64 {
+pub(crate) fn normal_cdf(x: f64) -> f64 {
     let z = x.abs() / std::f64::consts::SQRT_2;
     let t = 1.0 / (1.0 + 0.5 * z);
     let poly = -z * z - 1.265_512_23

@@ -5,6 +5,7 @@ mod common;
 
 use proptest::prelude::*;
 use sim::ClusterSpec;
+use traces::failures::{InfiniteHbdOptions, read_alibaba2017, read_infinitehbd, read_titan};
 use traces::{
     Format, SynthConfig, TraceError, parse_cluster_shorthand, read_cluster_csv, read_events_csv, read_workload,
     validate_workload,
@@ -20,6 +21,54 @@ const CLUSTER_SAMPLE: &str = "pool,gpu_type,nodes,gpus_per_node,nodes_per_rack\n
     fast,A100,8,8,4\nslow,V100,32,8,\n";
 const EVENTS_SAMPLE: &str = "time_s,kind,node,gpu,repair_s\n\
     10.5,gpu_fail,1,7,3600\n12,node_fail,30,,\n50,heartbeat,4,,\n";
+
+const INFINITEHBD_SAMPLE: &str = "[\n    {\n        \"node_id\": \"6f24e2b2\",\n        \"event_time\": 3.8955,\n        \
+    \"event_type\": \"fault_start\",\n        \"fault_type\": {\"Level\": \"Hardware Failure\", \"Class\": \"GPU\", \
+    \"Desc\": \"GPU xid Error\"}\n    },\n    {\"node_id\": \"6f24e2b2\", \"event_time\": 4.25, \"event_type\": \
+    \"fault_end\", \"fault_type\": {\"Level\": \"Hardware Failure\", \"Class\": \"GPU\", \"Desc\": \"GPU xid Error\"}}\n]\n";
+const TITAN_SAMPLE: &str = "SN,location,insert,remove,duration,out,event\n\
+    0320117100060,c11-2c1s4n1,2017-04-09 21:36:19,2019-08-01 20:07:33,72916274,FALSE,\n\
+    0320117100219,c13-5c2s2n1,2017-04-09 21:36:19,2018-03-03 10:04:58,28301319,FALSE,DBE\n\
+    0323712007755,c12-7c1s5n0,,2016-07-19 20:15:20,,,OTB\n";
+const ALIBABA_SAMPLE: &str = "0,1148,add,,64,0.6900059534594777,1\n0,1075,add,,64,0.69,1\n\
+    1351,1075,softerror,agent_check,0,0,0\n777,930,softerror,machine_fail,0,0,0\n";
+
+/// The first `events` events of the real InfiniteHBD trace as a JSON array, else a sample.
+fn infinitehbd_seed(events: usize) -> String {
+    let Some(text) = common::head_of("infinitehbd-gpu-node-faults/fault_trace.json", 10 * events + 1) else {
+        return INFINITEHBD_SAMPLE.to_owned();
+    };
+    // Each event object of the file is 10 lines; close the array after the last whole one.
+    format!("{}\n]\n", text.trim_end().trim_end_matches(','))
+}
+
+/// The Alibaba 2017 file's first adds and every error, else a sample.
+fn alibaba_seed() -> String {
+    let Some(text) = common::head_of("alibaba-v2017-server-events/server_event.csv", 1_400) else {
+        return ALIBABA_SAMPLE.to_owned();
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut seed: Vec<&str> = lines.iter().take(40).copied().collect();
+    seed.extend(lines.iter().filter(|l| l.contains("error")));
+    seed.join("\n") + "\n"
+}
+
+/// Runs the failure trace importers over `input`; none may panic.
+fn read_failures(input: &[u8]) -> Result<(), TestCaseError> {
+    let results = [
+        read_infinitehbd(input, "fault_trace.json", &InfiniteHbdOptions::default()).map(|_| ()),
+        read_infinitehbd(input, "fault_trace.json", &InfiniteHbdOptions { nodes: 1, exclude_classes: vec![] })
+            .map(|_| ()),
+        read_titan(input, "gc_full.csv").map(|_| ()),
+        read_alibaba2017(input, "server_event.csv", sim::SimDuration(1)).map(|_| ()),
+    ];
+    for result in results {
+        if let Err(e) = result {
+            check_error_line(&e, input)?;
+        }
+    }
+    Ok(())
+}
 
 /// Real rows to damage: the first 200 lines of the real file when present, else a sample.
 fn seed_text(relative: &str, fallback: &str) -> String {
@@ -69,7 +118,7 @@ fn read_all(input: &[u8]) -> Result<(), TestCaseError> {
         }
     }
     let _ = parse_cluster_shorthand(&String::from_utf8_lossy(input));
-    Ok(())
+    read_failures(input)
 }
 
 /// One damage to a text: overwrite, delete or insert a byte, or duplicate or drop a line.
@@ -137,7 +186,7 @@ proptest! {
     #[test]
     fn csv_like_text_after_a_valid_header_never_panics(
         header in prop::sample::select(vec![
-            "job_id,task_id,submit_s,duration_s,gpus,gpu_type,single_node,estimate_s,queue\n",
+            "job_id,task_id,submit_s,duration_s,gpus,gpu_type,single_node,estimate_s,queue,checkpoint_s,restart_overhead_s,deadline_s\n",
             "job_id,submission_time,duration,num_gpu\n",
             "timestamp,duration,num_gpus,gpu_time,cluster\n",
             "pool,gpu_type,nodes,gpus_per_node,nodes_per_rack\n",
@@ -164,6 +213,24 @@ proptest! {
     }
 
     #[test]
+    fn damaged_failure_traces_never_panic(
+        which in 0usize..3,
+        damages in prop::collection::vec(damage(), 1..5),
+    ) {
+        let text = match which {
+            0 => infinitehbd_seed(30),
+            1 => seed_text("olcf-titan-gpu-lifetimes/gc_full.csv", TITAN_SAMPLE),
+            _ => alibaba_seed(),
+        };
+        read_failures(&apply(&text, &damages))?;
+    }
+
+    #[test]
+    fn json_like_text_never_panics(body in r#"[\[\]{}",:0-9.eE+ \n-]{0,200}|\[\{"node_id": "[a-z]{0,3}", "event_time": [0-9.e-]{0,8}[^"]{0,60}"#) {
+        read_failures(body.as_bytes())?;
+    }
+
+    #[test]
     fn shorthand_never_panics(text in "[0-9xX:,a-zA-Z -]{0,40}") {
         match parse_cluster_shorthand(&text) {
             Ok(spec) => prop_assert!(sim::Cluster::new(&spec).is_ok()),
@@ -186,4 +253,20 @@ fn one_damaged_field_is_reported_at_its_line() {
     let e = read_workload(damaged.as_bytes(), "philly.csv", Format::Philly).unwrap_err();
     assert_eq!(e.line(), Some(target as u64 + 1), "{e}");
     assert!(e.to_string().contains("field `duration`: expected a plain decimal"), "{e}");
+}
+
+#[test]
+fn the_failure_seeds_are_valid_before_damage() {
+    assert_eq!(
+        read_infinitehbd(infinitehbd_seed(30).as_bytes(), "f", &InfiniteHbdOptions::keep_all()).map(|_| ()),
+        Ok(())
+    );
+    let titan = seed_text("olcf-titan-gpu-lifetimes/gc_full.csv", TITAN_SAMPLE);
+    assert!(read_titan(titan.as_bytes(), "g").is_ok());
+    let alibaba = read_alibaba2017(alibaba_seed().as_bytes(), "s", sim::SimDuration(1)).unwrap();
+    assert!(!alibaba.faults().is_empty());
+    // The fallbacks for a checkout without the real traces.
+    assert!(read_infinitehbd(INFINITEHBD_SAMPLE.as_bytes(), "f", &InfiniteHbdOptions::keep_all()).is_ok());
+    assert!(read_titan(TITAN_SAMPLE.as_bytes(), "g").is_ok());
+    assert!(read_alibaba2017(ALIBABA_SAMPLE.as_bytes(), "s", sim::SimDuration(1)).is_ok());
 }

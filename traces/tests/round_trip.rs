@@ -49,8 +49,12 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
         any::<bool>(),
         prop_oneof![1u64..=10_000_000, 1u64..=MAX_MS],
         prop::option::of(1u64..=MAX_MS),
+        (
+            prop::option::of(prop_oneof![Just(0u64), 0u64..=MAX_MS]),
+            prop::option::of(prop_oneof![Just(0u64), 0u64..=MAX_MS]),
+        ),
     )
-        .prop_map(move |(n, gpus, gpu_type, single_node, work, estimate)| TaskSpec {
+        .prop_map(move |(n, gpus, gpu_type, single_node, work, estimate, (checkpoint, restart))| TaskSpec {
             // Unique within the job: a suffix nobody else has.
             name: format!("{n}#{index}"),
             gpus,
@@ -58,24 +62,29 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
             single_node,
             work: SimDuration(work),
             estimate: estimate.map(SimDuration),
-            checkpoint: None,
-            restart_overhead: None,
+            checkpoint: checkpoint.map(SimDuration),
+            restart_overhead: restart.map(SimDuration),
         })
 }
 
 fn job(index: usize) -> impl Strategy<Value = JobSpec> {
-    (name(), prop_oneof![0u64..=100_000, 0u64..=MAX_MS], prop::option::of(name()), 1usize..4).prop_flat_map(
-        move |(n, submit, queue, tasks)| {
+    (
+        name(),
+        prop_oneof![0u64..=100_000, 0u64..=MAX_MS],
+        prop::option::of(name()),
+        prop::option::of(1u64..=MAX_MS),
+        1usize..4,
+    )
+        .prop_flat_map(move |(n, submit, queue, deadline, tasks)| {
             let tasks: Vec<_> = (0..tasks).map(task).collect();
             tasks.prop_map(move |tasks| JobSpec {
                 name: format!("{n}#{index}"),
                 submit: SimTime(submit),
                 queue: queue.clone(),
-                deadline: None,
+                deadline: deadline.map(SimDuration),
                 tasks,
             })
-        },
-    )
+        })
 }
 
 fn workload() -> impl Strategy<Value = Workload> {
