@@ -5,6 +5,8 @@
 //! - `philly_full`: the full philly.csv (82,247 jobs) on the Philly cluster of the official
 //!   machine list (2,490 GPUs, about 15 % utilised: little queueing) under each policy;
 //! - `philly_congested`: the same jobs on 480 GPUs (about 78 % utilised, long queues);
+//! - `philly_with_failures`: philly.csv on the Philly cluster with the InfiniteHBD node-fault
+//!   history mapped onto it (about 240 node failures), 30 min checkpoints, 2 min restarts;
 //! - `synthetic_1m`: one million synthetic jobs on 10,000 GPUs at 90 % offered load;
 //! - `synthetic_1m_overload`: the same at 110 %, where queues grow to tens of thousands.
 //!
@@ -79,6 +81,28 @@ fn philly_full(bencher: divan::Bencher, spec: &str) {
 #[divan::bench(args = POLICIES, sample_count = 5, sample_size = 1)]
 fn philly_congested(bencher: divan::Bencher, spec: &str) {
     bench_philly(bencher, spec, "60x8:V100");
+}
+
+#[divan::bench(args = POLICIES, sample_count = 5, sample_size = 1)]
+fn philly_with_failures(bencher: divan::Bencher, spec: &str) {
+    let Some(workload) = philly() else { return };
+    let c = cluster(PHILLY_CLUSTER);
+    let faults =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/infinitehbd-gpu-node-faults/fault_trace.json");
+    let failures: traces::FailureSpec = format!("infinitehbd:{}", faults.display()).parse().expect("valid spec");
+    let (first, last) = (workload.jobs()[0].submit, workload.jobs()[workload.len() - 1].submit);
+    let events = failures.events(&c, (first, last + sim::SimDuration::from_secs(60 * 86_400)), 0).expect("mapped");
+    let config = ControllerConfig {
+        checkpoint: sim::SimDuration::from_secs(1800),
+        restart_overhead: sim::SimDuration::from_secs(120),
+        ..config()
+    };
+    bencher
+        .with_inputs(|| sim::Scenario::new(c.clone(), workload.clone()).with_events(events.clone()).expect("valid"))
+        .bench_values(|scenario| {
+            let mut policy = policies::build(spec).expect("valid policy");
+            sim::simulate(scenario, policy.as_mut(), config.clone()).expect("runs")
+        });
 }
 
 fn bench_1m(bencher: divan::Bencher, spec: &str, workload: &Workload) {

@@ -298,3 +298,61 @@ fn trace_stats_reports_the_source_facts() {
     let text = stdout(&out);
     assert!(text.contains("1,595") && text.contains("22,740.126"), "{text}");
 }
+
+#[test]
+fn a_failure_model_is_seeded_and_reported() {
+    let run = |seed: &str| {
+        let out = schedlab(&[
+            "simulate",
+            "--jobs",
+            "300",
+            "--failures",
+            "weibull:node_mtbf_h=200,repair_median_h=2",
+            "--checkpoint-s",
+            "600",
+            "--restart-overhead-s",
+            "60",
+            "--seed",
+            seed,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let (a, b, c) = (run("1"), run("1"), run("2"));
+    assert_eq!(digest_line(&a), digest_line(&b));
+    assert_ne!(digest_line(&a), digest_line(&c));
+    let failures = a.lines().find(|l| l.starts_with("failures")).expect("a failures line");
+    assert!(!failures.contains(" 0 (0, 0)"), "a 200 h MTBF on 16 nodes over days must fail something: {failures}");
+    let bad = schedlab(&["simulate", "--jobs", "10", "--failures", "poisson:rate=1"]);
+    assert!(!bad.status.success() && stderr(&bad).contains("weibull"), "{}", stderr(&bad));
+}
+
+#[test]
+fn infinitehbd_faults_replay_on_philly_and_fit_failures_prints_a_spec() {
+    let (Some(philly), Some(faults)) =
+        (shared_trace("philly-pollux/philly.csv"), shared_trace("infinitehbd-gpu-node-faults/fault_trace.json"))
+    else {
+        return;
+    };
+    let failures = format!("infinitehbd:{}", faults.display());
+    let out = schedlab(&[
+        "simulate",
+        "--trace",
+        philly.to_str().unwrap(),
+        "--format",
+        "philly",
+        "--cluster",
+        "321x2:12GB,231x8:24GB",
+        "--failures",
+        &failures,
+        "--checkpoint-s",
+        "1800",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("82247 (82247 finished"), "{text}");
+    assert!(!text.contains("failures (tasks hit, retries)  0 "), "{text}");
+    let fit = schedlab(&["trace", "fit-failures", faults.to_str().unwrap(), "--format", "infinitehbd"]);
+    assert!(fit.status.success(), "{}", stderr(&fit));
+    assert!(stdout(&fit).contains("weibull:node_mtbf_h="), "{}", stdout(&fit));
+}

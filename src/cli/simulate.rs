@@ -22,6 +22,12 @@ pub struct SimulateArgs {
     /// Cluster: a file (cluster.csv) or shorthand NODESxGPUS:TYPE[,...], e.g. 8x8:A100,32x8:V100.
     #[arg(long)]
     cluster: Option<String>,
+    /// Hardware failures: a model (weibull:node_mtbf_h=H[,shape=K][,gpu_mtbf_h=..]
+    /// [,repair_median_h=M][,repair_sigma=S]), a real failure trace mapped onto the cluster
+    /// (infinitehbd:PATH, titan:PATH, alibaba2017:PATH, each [,scale=X]) or events:PATH. Added
+    /// to any events.csv of the trace.
+    #[arg(long)]
+    failures: Option<String>,
     /// Policy spec name[key=value,...]; see `schedlab policies`.
     #[arg(long, default_value = "fifo")]
     policy: String,
@@ -53,10 +59,14 @@ pub fn run(args: SimulateArgs) -> CliResult {
     let trace = load_trace(&args)?;
     let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
     let cluster = Cluster::new(&choose_cluster(&args, trace_cluster)?)?;
-    let (workload, events) = match trace {
+    let (workload, mut events) = match trace {
         Some(trace) => (trace.workload, trace.events),
         None => (builtin::workload(cluster.gpu_count(), args.jobs, args.load, args.seed)?, Vec::new()),
     };
+    if let Some(spec) = &args.failures {
+        let spec: traces::FailureSpec = spec.parse()?;
+        events.extend(spec.events(&cluster, failure_window(&workload, &cluster), args.seed)?);
+    }
     let scenario = Scenario::new(cluster, workload).with_events(events)?;
     let mut policy = policies::build(&args.policy)?;
     let config = args.resilience.apply(ControllerConfig {
@@ -78,6 +88,22 @@ pub fn run(args: SimulateArgs) -> CliResult {
         emit(format_args!("wrote {}\n", dir.display()))?;
     }
     Ok(())
+}
+
+/// Where failures are drawn: from the first submission to well past the last one (twice the
+/// work's ideal makespan on this cluster, plus the longest task, plus a week). The run itself
+/// ends when every job has; failures past the window are not drawn.
+fn failure_window(workload: &sim::Workload, cluster: &Cluster) -> (sim::SimTime, sim::SimTime) {
+    let jobs = workload.jobs();
+    let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else {
+        return (sim::SimTime::ZERO, sim::SimTime::ZERO);
+    };
+    let tasks = || jobs.iter().flat_map(|j| &j.tasks);
+    let work_gpu_ms: u128 = tasks().map(|t| u128::from(t.work.as_ms()) * u128::from(t.gpus)).sum();
+    let ideal_ms = u64::try_from(work_gpu_ms / u128::from(cluster.gpu_count().max(1))).unwrap_or(u64::MAX);
+    let longest = tasks().map(|t| t.work).max().unwrap_or_default();
+    let horizon = sim::SimDuration(ideal_ms.saturating_mul(2)) + longest + sim::SimDuration::from_secs(7 * 86_400);
+    (first.submit, last.submit + horizon)
 }
 
 /// The trace given with --trace, if any.
