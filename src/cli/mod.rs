@@ -1,5 +1,6 @@
 //! Argument parsing and dispatch.
 
+mod cluster;
 mod policies;
 mod resilience;
 mod simulate;
@@ -23,12 +24,15 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a workload (a trace, or the built-in synthetic one) under a policy and report metrics.
-    Simulate(simulate::SimulateArgs),
+    Simulate(Box<simulate::SimulateArgs>),
     /// List the policies with their parameters and defaults.
     Policies,
     /// Import, validate or describe traces.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
+    /// Build a cluster from a real machine inventory (Alibaba PAI, openb, spot; Philly).
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
 }
 
 /// Writes `text` to standard output. A closed pipe (`schedlab trace stats ... | head`) ends
@@ -43,8 +47,9 @@ pub fn emit(text: impl std::fmt::Display) -> CliResult {
 
 pub fn run() -> CliResult {
     match Cli::parse().command {
-        Command::Simulate(args) => simulate::run(args),
+        Command::Simulate(args) => simulate::run(*args),
         Command::Policies => policies::run(),
         Command::Trace(command) => trace::run(command),
+        Command::Cluster(command) => cluster::run(command),
     }
 }

@@ -15,6 +15,7 @@ pub mod cluster_spec;
 pub mod error;
 pub mod events;
 pub mod failures;
+pub mod inventory;
 pub mod itp;
 pub mod philly;
 mod rows;
@@ -27,6 +28,7 @@ pub use cluster_spec::{load_cluster_file, parse_cluster_shorthand, read_cluster_
 pub use error::{MAX_ERRORS, TraceError};
 pub use events::{EventRecord, read_events_csv, write_events_csv};
 pub use failures::{FailureModel, FailureSpec, FailureTrace, FitReport};
+pub use inventory::{ClusterImport, ImportReport, InventoryFormat, load_inventory, read_inventory};
 pub use itp::read_itp_csv;
 pub use philly::read_philly_csv;
 pub use stats::{DurationSummary, TraceStats};
