@@ -28,9 +28,11 @@ pub enum ClusterEvent {
     GpuFail { time: SimTime, node: NodeId, gpu: u32, repair: Option<SimDuration> },
     /// A whole node (all its GPUs, and its heartbeats) stops at `time`.
     NodeFail { time: SimTime, node: NodeId, repair: Option<SimDuration> },
-    /// The node reported alive at `time` (explicit heartbeats, e.g. from a live journal). A node
-    /// with explicit heartbeats is declared dead `missed_beats x heartbeat_interval` after its
-    /// last one, failure or not; beats recorded while it is down are not delivered.
+    /// The node reported alive at `time` (explicit heartbeats, e.g. from a live journal). From
+    /// its first recorded beat on, a node with explicit heartbeats is declared dead
+    /// `missed_beats x heartbeat_interval` after its last delivered one, failure or not, and
+    /// rejoins at the next; beats recorded while it is down are not delivered. Before its first
+    /// record it beats implicitly, like every other node.
     Heartbeat { time: SimTime, node: NodeId },
 }
 

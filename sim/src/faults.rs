@@ -43,11 +43,12 @@ impl Controller {
         self.sample_health();
     }
 
-    /// Observation: the failure of `gpu` that happened at `failed_at` is seen now. If the GPU
-    /// is still broken it is taken out of service; the attempt on it fails.
-    pub fn gpu_failure_seen(&mut self, gpu: GpuId, failed_at: SimTime) {
+    /// Observation: the failure of `gpu` that happened at `failed_at` is seen now; the stalled
+    /// attempt on it fails. `still_down`: that same failure is not repaired yet, so the GPU is
+    /// taken out of service until it is.
+    pub fn gpu_failure_seen(&mut self, gpu: GpuId, failed_at: SimTime, still_down: bool) {
         self.count_detection(self.cluster.node_of(gpu), failed_at);
-        if self.health.broken(gpu) {
+        if still_down {
             let out = self.health.set_gpu_out(gpu, true);
             self.take_out_of_service(&out);
         }
@@ -125,7 +126,9 @@ impl Controller {
         hit.sort_unstable();
         hit.dedup();
         for task in hit {
-            if !stalled_only || self.tasks[task.index()].stalled_since.is_some() {
+            let t = &self.tasks[task.index()];
+            // An earlier task's job may have failed and stopped this one already.
+            if t.status == TaskStatus::Running && (!stalled_only || t.stalled_since.is_some()) {
                 self.fail_attempt(task, why);
             }
         }

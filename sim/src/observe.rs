@@ -14,13 +14,17 @@ pub(crate) struct Observer {
     /// Overlapping failures of one part count up: it is repaired when the count returns to 0.
     node_faults: Vec<u32>,
     gpu_faults: Vec<u32>,
-    /// When the node's current down period began, and a counter that retires the pending
-    /// observations of a period once it ends.
+    /// When the node's current run of missed heartbeats began (its failure, or an earlier one
+    /// if no beat got out in between), and a counter that retires the pending observations of
+    /// a down period once it ends.
     node_failed_at: Vec<SimTime>,
     node_epoch: Vec<u32>,
+    /// When the node was last repaired (its next beat is the first at or after this).
+    node_repaired_at: Vec<Option<SimTime>>,
     gpu_failed_at: Vec<SimTime>,
-    /// Nodes whose heartbeats the trace gives explicitly, and their last delivered beat.
-    explicit: Vec<bool>,
+    /// For nodes whose heartbeats the trace gives explicitly, the first recorded beat: from
+    /// then on only recorded beats count; before it the node beats implicitly.
+    explicit_from: Vec<Option<SimTime>>,
     last_beat: Vec<Option<SimTime>>,
     /// Explicit nodes that were down since their last delivered beat.
     down_since_beat: Vec<bool>,
@@ -30,10 +34,11 @@ impl Observer {
     pub(crate) fn new(controller: &Controller, events: &[ClusterEvent], config: FailureConfig) -> Observer {
         let nodes = controller.cluster().nodes().len();
         let gpus = controller.cluster().gpu_count() as usize;
-        let mut explicit = vec![false; nodes];
+        let mut explicit_from: Vec<Option<SimTime>> = vec![None; nodes];
         for e in events {
-            if let ClusterEvent::Heartbeat { node, .. } = e {
-                explicit[node.index()] = true;
+            if let ClusterEvent::Heartbeat { node, time } = *e {
+                let first = explicit_from[node.index()].get_or_insert(time);
+                *first = (*first).min(time);
             }
         }
         Observer {
@@ -42,8 +47,9 @@ impl Observer {
             gpu_faults: vec![0; gpus],
             node_failed_at: vec![SimTime::ZERO; nodes],
             node_epoch: vec![0; nodes],
+            node_repaired_at: vec![None; nodes],
             gpu_failed_at: vec![SimTime::ZERO; gpus],
-            explicit,
+            explicit_from,
             last_beat: vec![None; nodes],
             down_since_beat: vec![false; nodes],
         }
@@ -73,15 +79,21 @@ impl Observer {
                     c.node_repaired(node);
                     // Pending detections of this down period are retired; beats resume.
                     self.node_epoch[node.index()] += 1;
-                    if !self.explicit[node.index()] {
+                    self.node_repaired_at[node.index()] = Some(now);
+                    if !self.explicit_at(node, now) {
                         let epoch = self.node_epoch[node.index()];
                         queue.push(self.config.next_beat_at(now), Event::NodeBeatsAgain { node, epoch });
                     }
                 }
             }
-            Event::GpuSeen { gpu, failed_at } => c.gpu_failure_seen(gpu, failed_at),
+            Event::GpuSeen { gpu, failed_at } => {
+                // Only the failure that began at `failed_at`, if it is still going on, takes the
+                // GPU out: not a later one (seen in its own time), not the node being down.
+                let still_down = self.gpu_faults[gpu.index()] > 0 && self.gpu_failed_at[gpu.index()] == failed_at;
+                c.gpu_failure_seen(gpu, failed_at, still_down);
+            }
             Event::NodeMissedBeats { node, epoch } => {
-                if self.node_epoch[node.index()] == epoch {
+                if self.node_epoch[node.index()] == epoch && !c.health.node_dead(node) {
                     c.node_declared_dead(node, Some(self.node_failed_at[node.index()]));
                 }
             }
@@ -125,14 +137,26 @@ impl Observer {
         if self.node_faults[node.index()] > 1 {
             return;
         }
-        self.node_failed_at[node.index()] = now;
+        // Missed beats run on from the earlier failure when no beat got out since its repair
+        // (a beat at the very instant of a failure is not sent).
+        let beat_since_repair = self.node_repaired_at[node.index()].is_none_or(|r| self.config.next_beat_at(r) < now);
+        if beat_since_repair {
+            self.node_failed_at[node.index()] = now;
+        }
         self.node_epoch[node.index()] += 1;
         self.down_since_beat[node.index()] = true;
         c.node_broke(node);
-        if !self.explicit[node.index()] {
+        if !self.explicit_at(node, now) {
             let epoch = self.node_epoch[node.index()];
-            queue.push(self.config.declared_dead_at(now), Event::NodeMissedBeats { node, epoch });
+            let dead_at = self.config.declared_dead_at(self.node_failed_at[node.index()]).max(now);
+            queue.push(dead_at, Event::NodeMissedBeats { node, epoch });
         }
+    }
+
+    /// Whether only recorded beats count for `node` at `at` (it has records, the first of them
+    /// no later than `at`).
+    fn explicit_at(&self, node: NodeId, at: SimTime) -> bool {
+        self.explicit_from[node.index()].is_some_and(|first| first <= at)
     }
 
     /// An explicit heartbeat record: delivered unless the node is down.
