@@ -96,6 +96,7 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                     TaskSpec {
                         name: t.to_string(),
                         gpus: if probe { 1 } else { gpus },
+                        gpu_milli: None,
                         gpu_type: if probe { None } else { gpu_type.map(str::to_string) },
                         single_node: !probe && rng.percent(20),
                         work: SimDuration(work_ms),

@@ -129,6 +129,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
         .prop_map(|(gpus, gpu_type, single_node, work_ms, quarters, checkpoint, restart_overhead)| TaskSpec {
             name: String::new(),
             gpus,
+            gpu_milli: None,
             gpu_type,
             single_node,
             work: SimDuration(work_ms),
@@ -1067,8 +1068,10 @@ fn check(spec: &str, case: &Case) -> Result<(), TestCaseError> {
                 prop_assert_eq!(rec.end.map(SimTime::as_ms), Some(end), "{}: end vs the log", jctx);
                 let work: u64 = tasks.iter().map(|t| t.work * u64::from(t.gpus)).sum();
                 prop_assert_eq!(
-                    rec.gpu_ms,
-                    work + rec.lost_redo_gpu_ms + rec.lost_lag_gpu_ms + rec.lost_overhead_gpu_ms,
+                    rec.mgpu_ms / 1000,
+                    work + rec.lost_redo_mgpu_ms / 1000
+                        + rec.lost_lag_mgpu_ms / 1000
+                        + rec.lost_overhead_mgpu_ms / 1000,
                     "{}: GPU-time is not work x GPUs plus the lost parts",
                     jctx
                 );
@@ -1076,7 +1079,7 @@ fn check(spec: &str, case: &Case) -> Result<(), TestCaseError> {
             }
             (Some(JobOutcome::Unschedulable(_)), End::Unschedulable) => {
                 prop_assert_eq!(rec.end.map(SimTime::as_ms), Some(jr.submit), "{}", jctx);
-                prop_assert_eq!(rec.gpu_ms, 0, "{}", jctx);
+                prop_assert_eq!(rec.mgpu_ms / 1000, 0, "{}", jctx);
             }
             (Some(JobOutcome::Failed(why)), End::Failed(end)) => {
                 prop_assert!(
@@ -1093,11 +1096,16 @@ fn check(spec: &str, case: &Case) -> Result<(), TestCaseError> {
             }
         }
         if rec.outcome.is_some() {
-            prop_assert_eq!(rec.gpu_ms, sum(|t| t.held_gpu_ms), "{}: GPU-time vs the log", jctx);
+            prop_assert_eq!(rec.mgpu_ms / 1000, sum(|t| t.held_gpu_ms), "{}: GPU-time vs the log", jctx);
         }
-        prop_assert_eq!(rec.lost_redo_gpu_ms, sum(|t| t.redo_gpu_ms), "{}: redone work vs the model", jctx);
-        prop_assert_eq!(rec.lost_lag_gpu_ms, sum(|t| t.lag_gpu_ms), "{}: detection lag vs the model", jctx);
-        prop_assert_eq!(rec.lost_overhead_gpu_ms, sum(|t| t.overhead_gpu_ms), "{}: overhead vs the model", jctx);
+        prop_assert_eq!(rec.lost_redo_mgpu_ms / 1000, sum(|t| t.redo_gpu_ms), "{}: redone work vs the model", jctx);
+        prop_assert_eq!(rec.lost_lag_mgpu_ms / 1000, sum(|t| t.lag_gpu_ms), "{}: detection lag vs the model", jctx);
+        prop_assert_eq!(
+            rec.lost_overhead_mgpu_ms / 1000,
+            sum(|t| t.overhead_gpu_ms),
+            "{}: overhead vs the model",
+            jctx
+        );
         prop_assert_eq!(rec.failures, sum32(|t| t.failures), "{}: failures vs the log", jctx);
         prop_assert_eq!(rec.retries, sum32(|t| t.retries), "{}: retries vs the log", jctx);
         prop_assert_eq!(rec.preemptions, sum32(|t| t.preemptions), "{}: preemptions vs the log", jctx);
@@ -1144,14 +1152,20 @@ fn check(spec: &str, case: &Case) -> Result<(), TestCaseError> {
     let clean = replay.tasks.iter().all(|t| t.checkpoint == 0 && t.overhead == 0);
     if clean {
         for rec in &r.jobs {
-            prop_assert_eq!((rec.lost_redo_gpu_ms, rec.lost_overhead_gpu_ms), (0, 0), "{}: {}", ctx, rec.name);
+            prop_assert_eq!(
+                (rec.lost_redo_mgpu_ms / 1000, rec.lost_overhead_mgpu_ms / 1000),
+                (0, 0),
+                "{}: {}",
+                ctx,
+                rec.name
+            );
         }
     }
 
     // Run-wide counters.
     let s = &r.stats;
-    let job_gpu_ms: u64 = r.jobs.iter().map(|j| j.gpu_ms).sum();
-    prop_assert_eq!(s.allocated_gpu_ms, job_gpu_ms, "{}: allocated GPU-time vs the jobs' GPU-time", ctx);
+    let job_gpu_ms: u64 = r.jobs.iter().map(|j| j.mgpu_ms / 1000).sum();
+    prop_assert_eq!(s.allocated_mgpu_ms as u64 / 1000, job_gpu_ms, "{}: allocated GPU-time vs the jobs' GPU-time", ctx);
     prop_assert!(s.detections <= s.failures, "{}: {} detections of {} failures", ctx, s.detections, s.failures);
     prop_assert_eq!(s.failures, hw.failures_by(last_event), "{}: failures vs the events", ctx);
     prop_assert_eq!(s.retries, r.jobs.iter().map(|j| u64::from(j.retries)).sum::<u64>(), "{}: retries", ctx);
@@ -1500,7 +1514,10 @@ fn a_job_failing_on_a_dead_node_ends_each_of_its_tasks_once() {
     let a = &r.jobs[0];
     assert!(matches!(&a.outcome, Some(JobOutcome::Failed(why)) if why.contains("budget was 0")), "{:?}", a.outcome);
     assert_eq!(a.end, Some(SimTime::from_secs(30)));
-    assert_eq!((a.gpu_ms, a.lost_lag_gpu_ms, r.stats.allocated_gpu_ms), (60_000, 50_000, 60_000));
+    assert_eq!(
+        (a.mgpu_ms / 1000, a.lost_lag_mgpu_ms / 1000, r.stats.allocated_mgpu_ms as u64 / 1000),
+        (60_000, 50_000, 60_000)
+    );
     assert_eq!(a.retries, 0);
 }
 

@@ -37,10 +37,10 @@ fn node_failure_is_detected_at_the_kth_missed_beat_and_the_task_restarts_from_it
     assert_eq!(schedule(&r), sched(&[("a", 0, 1110)]));
     let a = &r.jobs[0];
     assert_eq!((a.failures, a.retries), (1, 1));
-    assert_eq!(gpu_s(a.gpu_ms), 4 * 280 + 4 * 830);
-    assert_eq!(gpu_s(a.lost_redo_gpu_ms), 4 * 55);
-    assert_eq!(gpu_s(a.lost_lag_gpu_ms), 4 * 25);
-    assert_eq!(gpu_s(a.lost_overhead_gpu_ms), 4 * 30);
+    assert_eq!(gpu_s(a.mgpu_ms / 1000), 4 * 280 + 4 * 830);
+    assert_eq!(gpu_s(a.lost_redo_mgpu_ms / 1000), 4 * 55);
+    assert_eq!(gpu_s(a.lost_lag_mgpu_ms / 1000), 4 * 25);
+    assert_eq!(gpu_s(a.lost_overhead_mgpu_ms / 1000), 4 * 30);
     assert_eq!((r.stats.failures, r.stats.detections, r.stats.detection_lag_ms), (1, 1, 25_000));
     let restart = r.decisions.iter().filter(|d| d.kind == sim::DecisionKind::Start).nth(1).expect("a restart");
     assert_eq!(
@@ -62,7 +62,7 @@ fn a_node_repaired_before_it_is_declared_dead_reports_its_lost_tasks_at_its_next
         ControllerConfig::default(),
     );
     assert_eq!(schedule(&r), sched(&[("a", 0, 1100)]));
-    assert_eq!(gpu_s(r.jobs[0].lost_lag_gpu_ms), 4 * 15);
+    assert_eq!(gpu_s(r.jobs[0].lost_lag_mgpu_ms / 1000), 4 * 15);
     let restart = r.decisions.iter().filter(|d| d.kind == sim::DecisionKind::Start).nth(1).expect("a restart");
     assert_eq!(restart.gpus.iter().map(|g| g.0).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
 }
@@ -91,9 +91,9 @@ fn a_gpu_failure_is_seen_after_its_delay_and_past_the_budget_the_job_fails() {
     );
     assert_eq!(b.end, Some(SimTime::from_secs(55)));
     assert_eq!((b.failures, b.retries), (2, 1));
-    assert_eq!(gpu_s(b.gpu_ms), 15 + 40);
-    assert_eq!(gpu_s(b.lost_lag_gpu_ms), 10);
-    assert_eq!(gpu_s(b.lost_redo_gpu_ms), 0);
+    assert_eq!(gpu_s(b.mgpu_ms / 1000), 15 + 40);
+    assert_eq!(gpu_s(b.lost_lag_mgpu_ms / 1000), 10);
+    assert_eq!(gpu_s(b.lost_redo_mgpu_ms / 1000), 0);
 }
 
 #[test]
@@ -129,7 +129,7 @@ fn a_task_placed_on_a_broken_but_undetected_node_makes_no_progress() {
         ControllerConfig::default(),
     );
     assert_eq!(schedule(&r), sched(&[("x", 0, 100), ("y", 6, 110)]));
-    assert_eq!(gpu_s(r.jobs[1].lost_lag_gpu_ms), 24);
+    assert_eq!(gpu_s(r.jobs[1].lost_lag_mgpu_ms / 1000), 24);
 }
 
 #[test]

@@ -85,6 +85,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
         |(gpus, gpu_type, single_node, work_ms, quarters)| TaskSpec {
             name: String::new(),
             gpus,
+            gpu_milli: None,
             gpu_type,
             single_node,
             work: SimDuration(work_ms),
@@ -565,7 +566,7 @@ fn check(spec: &str, overhead_ms: u64, case: &Case) -> Result<(), TestCaseError>
                 prop_assert!(replay.unschedulable_logged[i], "{}: unschedulable but not in the log", jctx);
                 prop_assert_eq!(rec.end.map(SimTime::as_ms), Some(jm.submit_ms), "{}", jctx);
                 prop_assert_eq!(rec.first_start, None, "{}", jctx);
-                prop_assert_eq!(rec.gpu_ms, 0, "{}", jctx);
+                prop_assert_eq!(rec.mgpu_ms / 1000, 0, "{}", jctx);
                 continue;
             }
             other => prop_assert!(false, "{}: outcome {:?}, expected succeeded or unschedulable", jctx, other),
@@ -604,10 +605,15 @@ fn check(spec: &str, overhead_ms: u64, case: &Case) -> Result<(), TestCaseError>
             .zip(models)
             .map(|(t, tm)| t.attempts.iter().map(|&(s, e)| (e - s) * u64::from(tm.gpus)).sum::<u64>())
             .sum();
-        prop_assert_eq!(rec.gpu_ms, held, "{}: GPU-time vs the log", jctx);
+        prop_assert_eq!(rec.mgpu_ms / 1000, held, "{}: GPU-time vs the log", jctx);
         let work: u64 = models.iter().map(|t| t.work_ms * u64::from(t.gpus)).sum();
         if overhead_ms == 0 {
-            prop_assert_eq!(rec.gpu_ms, work, "{}: GPU-time with no restart overhead must be work x GPUs", jctx);
+            prop_assert_eq!(
+                rec.mgpu_ms / 1000,
+                work,
+                "{}: GPU-time with no restart overhead must be work x GPUs",
+                jctx
+            );
         } else {
             // Each restart pays the overhead in full, or part of it when preempted again during it.
             let max_overhead: u64 = tasks
@@ -616,10 +622,10 @@ fn check(spec: &str, overhead_ms: u64, case: &Case) -> Result<(), TestCaseError>
                 .map(|(t, tm)| u64::from(t.preemptions) * overhead_ms * u64::from(tm.gpus))
                 .sum();
             prop_assert!(
-                work <= rec.gpu_ms && rec.gpu_ms <= work + max_overhead,
+                work <= rec.mgpu_ms / 1000 && rec.mgpu_ms / 1000 <= work + max_overhead,
                 "{}: GPU-time {} outside [{}, {}]",
                 jctx,
-                rec.gpu_ms,
+                rec.mgpu_ms / 1000,
                 work,
                 work + max_overhead
             );
@@ -638,14 +644,14 @@ fn check(spec: &str, overhead_ms: u64, case: &Case) -> Result<(), TestCaseError>
     prop_assert_eq!(s.preemptions, replay.preempts, "{}: preemptions vs the log", ctx);
     prop_assert_eq!(s.rejects, 0, "{}", ctx);
     prop_assert_eq!(s.refused, 0, "{}: a built-in policy made decisions the plan refused", ctx);
-    let job_gpu_ms: u64 = r.jobs.iter().map(|j| j.gpu_ms).sum();
-    prop_assert_eq!(s.allocated_gpu_ms, job_gpu_ms, "{}: allocated GPU-time vs the jobs' GPU-time", ctx);
+    let job_gpu_ms: u64 = r.jobs.iter().map(|j| j.mgpu_ms / 1000).sum();
+    prop_assert_eq!(s.allocated_mgpu_ms as u64 / 1000, job_gpu_ms, "{}: allocated GPU-time vs the jobs' GPU-time", ctx);
     let window = last_end.unwrap_or(0) - first_submit.unwrap_or(0);
     prop_assert!(
-        s.allocated_gpu_ms <= u64::from(total_gpus) * window,
+        s.allocated_mgpu_ms as u64 / 1000 <= u64::from(total_gpus) * window,
         "{}: allocated {} GPU-ms in a {} ms window on {} GPUs",
         ctx,
-        s.allocated_gpu_ms,
+        s.allocated_mgpu_ms as u64 / 1000,
         window,
         total_gpus
     );
@@ -831,6 +837,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
     let task = |gpus: u32, ty: Option<&str>, single_node: bool| TaskSpec {
         name: "0".into(),
         gpus,
+        gpu_milli: None,
         gpu_type: ty.map(str::to_string),
         single_node,
         work: SimDuration(1000),

@@ -94,9 +94,9 @@ fn srtf_restart_overhead_is_paid_on_each_restart() {
     let config = ControllerConfig { restart_overhead: SimDuration::from_secs(3), ..ControllerConfig::default() };
     let r = run_with("srtf", cluster(&[(1, 2, "A")]), srtf_jobs(), config);
     assert_eq!(schedule(&r), sched(&[("a", 0, 131), ("b", 10, 38), ("c", 20, 25)]));
-    let gpu_s: Vec<u64> = r.jobs.iter().map(|j| j.gpu_ms / 1000).collect();
+    let gpu_s: Vec<u64> = r.jobs.iter().map(|j| j.mgpu_ms / 1000 / 1000).collect();
     assert_eq!(gpu_s, vec![206, 23, 10]);
-    assert_eq!(r.stats.allocated_gpu_ms, 239_000);
+    assert_eq!(r.stats.allocated_mgpu_ms as u64 / 1000, 239_000);
 }
 
 /// 1 node x 4 GPUs. a (2 GPUs, 10 s) at 0; at 1: b (4, 10), c (2, 20), d (1, 5), e (1, 9).

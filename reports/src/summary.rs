@@ -73,11 +73,13 @@ impl Summary {
             (Some(first), Some(last)) => last.since(first).as_ms(),
             _ => 0,
         };
-        let capacity_ms =
-            (u128::from(stats.cluster_gpus) * u128::from(window_ms)).saturating_sub(u128::from(stats.broken_gpu_ms));
-        let sum = |field: fn(&sim::JobRecord) -> u64| run.jobs.iter().map(field).sum::<u64>();
+        // Healthy capacity in milli-GPU-ms, the unit of every GPU-time the simulator keeps.
+        let capacity = (u128::from(stats.cluster_gpus) * u128::from(window_ms))
+            .saturating_sub(u128::from(stats.broken_gpu_ms))
+            * 1000;
+        let sum = |field: fn(&sim::JobRecord) -> u64| run.jobs.iter().map(|j| u128::from(field(j))).sum::<u128>();
         let (redo, lag, overhead) =
-            (sum(|j| j.lost_redo_gpu_ms), sum(|j| j.lost_lag_gpu_ms), sum(|j| j.lost_overhead_gpu_ms));
+            (sum(|j| j.lost_redo_mgpu_ms), sum(|j| j.lost_lag_mgpu_ms), sum(|j| j.lost_overhead_mgpu_ms));
         let lost = redo + lag + overhead;
         Summary {
             policy: run.policy.clone(),
@@ -95,10 +97,10 @@ impl Summary {
             p99_jct_s: percentile_s(&jct_ms, 99),
             mean_queue_s: mean_s(&queue_ms),
             makespan_s: window_ms as f64 / 1000.0,
-            utilisation: ratio(u128::from(stats.allocated_gpu_ms), capacity_ms),
-            goodput: ratio(u128::from(stats.allocated_gpu_ms - lost), capacity_ms),
+            utilisation: ratio(stats.allocated_mgpu_ms, capacity),
+            goodput: ratio(stats.allocated_mgpu_ms - lost, capacity),
             jobs_per_hour: if window_ms == 0 { 0.0 } else { finished.len() as f64 * 3_600_000.0 / window_ms as f64 },
-            gpu_hours: hours(stats.allocated_gpu_ms),
+            gpu_hours: hours(stats.allocated_mgpu_ms),
             preemptions: stats.preemptions,
             lost_gpu_hours: hours(lost),
             lost_redo_gpu_hours: hours(redo),
@@ -112,7 +114,7 @@ impl Summary {
             } else {
                 stats.detection_lag_ms as f64 / stats.detections as f64 / 1000.0
             },
-            failed_gpu_hours: hours(stats.broken_gpu_ms),
+            failed_gpu_hours: hours(u128::from(stats.broken_gpu_ms) * 1000),
             littles_law_error: littles_law_error(run),
             events: stats.events,
             decision_points: stats.decision_points,
@@ -136,8 +138,9 @@ fn littles_law_error(run: &RunResult) -> f64 {
     (integral.abs_diff(sojourns)) as f64 / integral as f64
 }
 
-fn hours(gpu_ms: u64) -> f64 {
-    gpu_ms as f64 / 3_600_000.0
+/// GPU-hours from milli-GPU-milliseconds.
+pub fn hours(mgpu_ms: u128) -> f64 {
+    mgpu_ms as f64 / 3_600_000_000.0
 }
 
 fn ratio(numerator: u128, denominator: u128) -> f64 {

@@ -1,7 +1,7 @@
 //! Files a run writes: `summary.json`, `jobs.csv` (one row per job) and, when asked,
 //! `decisions.csv` (the decision log the digest is computed from).
 
-use crate::summary::Summary;
+use crate::summary::{Summary, hours};
 use sim::{RunResult, SimTime};
 use std::io::{self, Write};
 
@@ -62,8 +62,8 @@ pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
             &j.preemptions.to_string(),
             &j.failures.to_string(),
             &j.retries.to_string(),
-            &format!("{:.6}", j.gpu_ms as f64 / 3_600_000.0),
-            &format!("{:.6}", (j.lost_redo_gpu_ms + j.lost_lag_gpu_ms + j.lost_overhead_gpu_ms) as f64 / 3_600_000.0),
+            &format!("{:.6}", hours(u128::from(j.mgpu_ms))),
+            &format!("{:.6}", hours(u128::from(j.lost_redo_mgpu_ms + j.lost_lag_mgpu_ms + j.lost_overhead_mgpu_ms))),
             state,
             reason,
         ])?;

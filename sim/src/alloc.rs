@@ -1,10 +1,16 @@
 //! Which GPUs are free, indexed so that placement never scans the whole cluster: per node a
 //! bit mask of free GPUs, per pool an ordered set of nodes keyed by their free count. Best fit
 //! ("fullest node that still fits") and worst fit ("emptiest node") are one ordered-set lookup.
+//!
+//! GPUs shared by fractional tasks are not free: they leave the masks while any share is held,
+//! and sit in a per-pool set keyed by the room (milli-GPUs) they have left.
 
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, NodeId, PoolId};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A whole GPU, in milli-GPUs.
+pub const WHOLE_GPU_MILLI: u32 = 1000;
 
 #[derive(Debug, Clone)]
 pub struct FreeGpus {
@@ -16,6 +22,11 @@ pub struct FreeGpus {
     /// Per pool: `(free GPUs, node)` for every node with at least one free GPU.
     by_free: Vec<BTreeSet<(u32, NodeId)>>,
     total_free: u32,
+    gpu_node: Vec<NodeId>,
+    /// Milli-GPUs used on each GPU held by fractional tasks (and only those).
+    shared_used: BTreeMap<GpuId, u32>,
+    /// Per pool: `(room left, GPU)` for every shared GPU.
+    by_room: Vec<BTreeSet<(u32, GpuId)>>,
 }
 
 impl FreeGpus {
@@ -35,7 +46,65 @@ impl FreeGpus {
             pool_free,
             by_free,
             total_free: cluster.gpu_count(),
+            gpu_node: (0..cluster.gpu_count()).map(|g| cluster.node_of(GpuId(g))).collect(),
+            shared_used: BTreeMap::new(),
+            by_room: vec![BTreeSet::new(); cluster.pools().len()],
         }
+    }
+
+    /// Milli-GPUs left on `gpu` if fractional tasks share it now.
+    pub fn shared_room(&self, gpu: GpuId) -> Option<u32> {
+        self.shared_used.get(&gpu).map(|used| WHOLE_GPU_MILLI - used)
+    }
+    /// Whether a share of `milli` fits on `gpu` now: it is free, or shared with that much room.
+    pub fn can_share(&self, gpu: GpuId, milli: u32) -> bool {
+        match self.shared_room(gpu) {
+            Some(room) => room >= milli,
+            None => self.is_free(self.gpu_node[gpu.index()], gpu),
+        }
+    }
+    /// Shared GPUs of `pool` with at least `milli` room, least room first, ties by GPU id.
+    pub fn shared_with_room(&self, pool: PoolId, milli: u32) -> impl DoubleEndedIterator<Item = (GpuId, u32)> + '_ {
+        self.by_room[pool.index()].range((milli, GpuId(0))..).map(|&(room, gpu)| (gpu, room))
+    }
+    pub fn node_of(&self, gpu: GpuId) -> NodeId {
+        self.gpu_node[gpu.index()]
+    }
+
+    /// Puts a share of `milli` on `gpu` (free, or shared with room: the caller checked).
+    pub(crate) fn take_share(&mut self, gpu: GpuId, milli: u32) {
+        let pool = self.node_pool[self.gpu_node[gpu.index()].index()].index();
+        let used = match self.shared_used.get(&gpu).copied() {
+            Some(used) => {
+                self.by_room[pool].remove(&(WHOLE_GPU_MILLI - used, gpu));
+                used
+            }
+            None => {
+                self.take(self.gpu_node[gpu.index()], gpu);
+                0
+            }
+        };
+        debug_assert!(used + milli <= WHOLE_GPU_MILLI, "{gpu} overcommitted");
+        self.shared_used.insert(gpu, used + milli);
+        self.by_room[pool].insert((WHOLE_GPU_MILLI - used - milli, gpu));
+    }
+    /// Takes a share of `milli` off `gpu`. When the last share leaves, the GPU is free again if
+    /// `usable` (otherwise it stays out: its node is dead or it failed).
+    pub(crate) fn release_share(&mut self, gpu: GpuId, milli: u32, usable: bool) {
+        let pool = self.node_pool[self.gpu_node[gpu.index()].index()].index();
+        let used = self.shared_used.remove(&gpu).expect("a share is held on this GPU");
+        self.by_room[pool].remove(&(WHOLE_GPU_MILLI - used, gpu));
+        let left = used - milli;
+        if left > 0 {
+            self.shared_used.insert(gpu, left);
+            self.by_room[pool].insert((WHOLE_GPU_MILLI - left, gpu));
+        } else if usable {
+            self.release(self.gpu_node[gpu.index()], gpu);
+        }
+    }
+    /// Whether any fractional task holds a share of `gpu`.
+    pub fn is_shared(&self, gpu: GpuId) -> bool {
+        self.shared_used.contains_key(&gpu)
     }
 
     pub fn total(&self) -> u32 {
@@ -149,6 +218,19 @@ impl FreeGpus {
         }
         if pool_free.iter().sum::<u32>() != self.total_free {
             return Err("total free count disagrees with the node masks".into());
+        }
+        for (&gpu, &used) in &self.shared_used {
+            let node = self.gpu_node[gpu.index()];
+            let pool = self.node_pool[node.index()].index();
+            if used == 0 || used > WHOLE_GPU_MILLI || !self.by_room[pool].contains(&(WHOLE_GPU_MILLI - used, gpu)) {
+                return Err(format!("shared {gpu} uses {used} milli-GPUs, or is missing from the room index"));
+            }
+            if self.is_free(node, gpu) {
+                return Err(format!("shared {gpu} is also free"));
+            }
+        }
+        if self.by_room.iter().map(BTreeSet::len).sum::<usize>() != self.shared_used.len() {
+            return Err("the room index lists GPUs nobody shares".into());
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 //! into what comes next (a future completion event, or a launched process).
 
 use crate::alloc::FreeGpus;
+use crate::alloc::WHOLE_GPU_MILLI;
 use crate::cluster::Cluster;
 use crate::digest::Digest;
 use crate::failure::FailureConfig;
@@ -17,7 +18,7 @@ use crate::state::{JobOutcome, JobState, TaskState, TaskStatus};
 use crate::time::{SimDuration, SimTime};
 use crate::view::{Change, ClusterView};
 use crate::workload::Workload;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerConfig {
@@ -71,12 +72,15 @@ pub struct Controller {
     pub(crate) health: Health,
     /// The task holding each GPU.
     pub(crate) owner: Vec<Option<TaskId>>,
+    /// The fractional tasks sharing each shared GPU (a GPU has an owner or sharers, never both).
+    pub(crate) sharers: BTreeMap<GpuId, Vec<TaskId>>,
     marks: Vec<Mark>,
     rng: StreamRng,
     policy_name: String,
     pub(crate) changes: Vec<Change>,
     pub(crate) now: SimTime,
-    pub(crate) allocated_gpus: u32,
+    /// Milli-GPUs held by running tasks.
+    pub(crate) allocated_mgpus: u64,
     pub(crate) running_tasks: u32,
     /// Jobs arrived and not ended.
     pub(crate) in_system: u64,
@@ -107,6 +111,7 @@ impl Controller {
                 tasks.push(TaskState {
                     job,
                     gpus: t.gpus,
+                    milli: t.gpu_milli.unwrap_or(WHOLE_GPU_MILLI),
                     single_node: t.single_node,
                     pools: cluster.eligible_pools(t.gpu_type.as_deref()),
                     work: t.work,
@@ -125,11 +130,11 @@ impl Controller {
                     retries: 0,
                     stalled_since: None,
                     attempts_ms: 0,
-                    closed_gpu_ms: 0,
-                    productive_gpu_ms: 0,
-                    lost_redo_gpu_ms: 0,
-                    lost_lag_gpu_ms: 0,
-                    lost_overhead_gpu_ms: 0,
+                    closed_mgpu_ms: 0,
+                    productive_mgpu_ms: 0,
+                    lost_redo_mgpu_ms: 0,
+                    lost_lag_mgpu_ms: 0,
+                    lost_overhead_mgpu_ms: 0,
                     placed: Vec::new(),
                 });
             }
@@ -141,10 +146,11 @@ impl Controller {
             free: FreeGpus::all_free(&cluster),
             health: Health::new(&cluster),
             owner: vec![None; cluster.gpu_count() as usize],
+            sharers: BTreeMap::new(),
             marks: vec![Mark::None; tasks.len()],
             changes: Vec::new(),
             now: SimTime::ZERO,
-            allocated_gpus: 0,
+            allocated_mgpus: 0,
             running_tasks: 0,
             in_system: 0,
             stats,
@@ -184,7 +190,7 @@ impl Controller {
         assert!(now >= self.now, "time went backwards: {} -> {} (seed {})", self.now, now, self.config.seed);
         if self.stats.first_submit.is_some() {
             let dt = now.since(self.now).as_ms();
-            self.stats.allocated_gpu_ms += dt * u64::from(self.allocated_gpus);
+            self.stats.allocated_mgpu_ms += u128::from(dt) * u128::from(self.allocated_mgpus);
             self.stats.in_system_job_ms += u128::from(dt) * u128::from(self.in_system);
             self.stats.broken_gpu_ms += dt * u64::from(self.health.broken_gpus());
         }
@@ -261,7 +267,7 @@ impl Controller {
         }
         self.stats.events += 1;
         let gpus = self.end_attempt(task);
-        self.release_to_free(&gpus);
+        self.release_to_free(task, &gpus);
         let t = &mut self.tasks[task.index()];
         debug_assert_eq!(t.remaining, SimDuration::ZERO, "{task} completed with work left");
         t.status = TaskStatus::Succeeded;
@@ -312,32 +318,68 @@ impl Controller {
             SimDuration(done_now.as_ms() / t.checkpoint.as_ms() * t.checkpoint.as_ms()).max(done_before)
         };
         let lost = done_now - saved;
-        let gpus = u64::from(t.gpus);
+        let gpus = t.mgpus();
         t.remaining = t.work - saved;
-        t.closed_gpu_ms += held.as_ms() * gpus;
+        t.closed_mgpu_ms += held.as_ms() * gpus;
         t.attempts_ms += held.as_ms();
-        t.productive_gpu_ms += (progress - lost).as_ms() * gpus;
-        t.lost_redo_gpu_ms += lost.as_ms() * gpus;
-        t.lost_lag_gpu_ms += stalled.as_ms() * gpus;
-        t.lost_overhead_gpu_ms += overhead_paid.as_ms() * gpus;
+        t.productive_mgpu_ms += (progress - lost).as_ms() * gpus;
+        t.lost_redo_mgpu_ms += lost.as_ms() * gpus;
+        t.lost_lag_mgpu_ms += stalled.as_ms() * gpus;
+        t.lost_overhead_mgpu_ms += overhead_paid.as_ms() * gpus;
         t.stalled_since = None;
         let placed = std::mem::take(&mut t.placed);
+        self.allocated_mgpus -= gpus;
         for &gpu in &placed {
-            self.owner[gpu.index()] = None;
+            self.unhold(gpu, task);
         }
-        self.allocated_gpus -= t.gpus;
         self.running_tasks -= 1;
         placed
     }
 
-    /// Returns to the free index those of `gpus` the scheduler may use (not on a node known
-    /// dead, not a GPU known failed).
-    pub(crate) fn release_to_free(&mut self, gpus: &[GpuId]) {
+    /// Returns `task`'s `gpus` (or its share of them) to the free index, GPUs the scheduler
+    /// may no longer use (on a node known dead, known failed) excepted.
+    pub(crate) fn release_to_free(&mut self, task: TaskId, gpus: &[GpuId]) {
+        let milli = self.tasks[task.index()].milli;
         for &gpu in gpus {
-            if self.health.usable(gpu) {
+            let usable = self.health.usable(gpu);
+            if milli < WHOLE_GPU_MILLI {
+                self.free.release_share(gpu, milli, usable);
+            } else if usable {
                 self.free.release(self.cluster.node_of(gpu), gpu);
             }
         }
+    }
+
+    /// `task` now holds `gpu` (whole, or a share of it).
+    fn hold(&mut self, gpu: GpuId, task: TaskId) {
+        if self.tasks[task.index()].milli < WHOLE_GPU_MILLI {
+            self.sharers.entry(gpu).or_default().push(task);
+        } else {
+            self.owner[gpu.index()] = Some(task);
+        }
+    }
+
+    /// `task` lets go of `gpu`.
+    fn unhold(&mut self, gpu: GpuId, task: TaskId) {
+        if let Some(sharing) = self.sharers.get_mut(&gpu) {
+            sharing.retain(|&t| t != task);
+            if sharing.is_empty() {
+                self.sharers.remove(&gpu);
+            }
+        }
+        if self.owner[gpu.index()] == Some(task) {
+            self.owner[gpu.index()] = None;
+        }
+    }
+
+    /// The tasks holding `gpu`: its owner, or the fractional tasks sharing it.
+    pub(crate) fn holders(&self, gpu: GpuId) -> impl Iterator<Item = TaskId> + '_ {
+        self.owner[gpu.index()].into_iter().chain(self.sharers.get(&gpu).into_iter().flatten().copied())
+    }
+
+    /// Nobody holds `gpu`, whole or shared.
+    pub(crate) fn idle(&self, gpu: GpuId) -> bool {
+        self.owner[gpu.index()].is_none() && !self.sharers.contains_key(&gpu)
     }
 
     /// Whether any job has arrived and not ended.
@@ -407,10 +449,11 @@ impl Controller {
         }
         t.first_start.get_or_insert(self.now);
         for &gpu in &gpus {
-            self.owner[gpu.index()] = Some(task);
+            self.hold(gpu, task);
         }
+        let t = &self.tasks[task.index()];
         let (job, attempt, finish_at) = (t.job, t.attempt, t.finish_if_undisturbed());
-        self.allocated_gpus += t.gpus;
+        self.allocated_mgpus += t.mgpus();
         self.running_tasks += 1;
         self.stats.starts += 1;
         self.log(DecisionKind::Start, job, Some(task), &gpus, "");
@@ -493,10 +536,10 @@ impl Controller {
                     preemptions: tasks.clone().map(|t| t.preemptions).sum(),
                     failures: tasks.clone().map(|t| t.failures).sum(),
                     retries: tasks.clone().map(|t| t.retries).sum(),
-                    gpu_ms: tasks.clone().map(|t| t.gpu_ms_at(self.now)).sum(),
-                    lost_redo_gpu_ms: tasks.clone().map(|t| t.lost_redo_gpu_ms).sum(),
-                    lost_lag_gpu_ms: tasks.clone().map(|t| t.lost_lag_gpu_ms).sum(),
-                    lost_overhead_gpu_ms: tasks.map(|t| t.lost_overhead_gpu_ms).sum(),
+                    mgpu_ms: tasks.clone().map(|t| t.mgpu_ms_at(self.now)).sum(),
+                    lost_redo_mgpu_ms: tasks.clone().map(|t| t.lost_redo_mgpu_ms).sum(),
+                    lost_lag_mgpu_ms: tasks.clone().map(|t| t.lost_lag_mgpu_ms).sum(),
+                    lost_overhead_mgpu_ms: tasks.map(|t| t.lost_overhead_mgpu_ms).sum(),
                     outcome: state.outcome.clone(),
                 }
             })

@@ -96,7 +96,8 @@ impl Controller {
 
     fn stall_tasks_on(&mut self, gpus: &[GpuId]) {
         for &gpu in gpus {
-            if let Some(task) = self.owner[gpu.index()] {
+            let holders: Vec<TaskId> = self.holders(gpu).collect();
+            for task in holders {
                 self.tasks[task.index()].stalled_since.get_or_insert(self.now);
             }
         }
@@ -106,7 +107,7 @@ impl Controller {
     /// when the task lets go: see `release_to_free`).
     fn take_out_of_service(&mut self, gpus: &[GpuId]) {
         for &gpu in gpus {
-            if self.owner[gpu.index()].is_none() {
+            if self.idle(gpu) {
                 self.free.take(self.cluster.node_of(gpu), gpu);
             }
         }
@@ -114,7 +115,7 @@ impl Controller {
 
     fn return_to_service(&mut self, gpus: &[GpuId]) {
         for &gpu in gpus {
-            if self.owner[gpu.index()].is_none() {
+            if self.idle(gpu) {
                 self.free.release(self.cluster.node_of(gpu), gpu);
             }
         }
@@ -122,7 +123,7 @@ impl Controller {
 
     /// Fails the running attempts on `gpus` (only stalled ones when `stalled_only`).
     fn fail_tasks_on(&mut self, gpus: &[GpuId], stalled_only: bool, why: &str) {
-        let mut hit: Vec<TaskId> = gpus.iter().filter_map(|g| self.owner[g.index()]).collect();
+        let mut hit: Vec<TaskId> = gpus.iter().flat_map(|&g| self.holders(g)).collect();
         hit.sort_unstable();
         hit.dedup();
         for task in hit {
@@ -138,7 +139,7 @@ impl Controller {
     /// its budget allows; otherwise the task fails, and its job with it.
     fn fail_attempt(&mut self, task: TaskId, why: &str) {
         let gpus = self.end_attempt(task);
-        self.release_to_free(&gpus);
+        self.release_to_free(task, &gpus);
         let budget = self.retry_budget(task);
         let t = &mut self.tasks[task.index()];
         t.failures += 1;
@@ -181,7 +182,7 @@ impl Controller {
             let status = self.tasks[task.index()].status;
             if status == TaskStatus::Running {
                 let gpus = self.end_attempt(task);
-                self.release_to_free(&gpus);
+                self.release_to_free(task, &gpus);
                 self.changes.push(Change::TaskFailed(task));
             }
             if !status.is_final() {

@@ -2,6 +2,7 @@
 //! recomputes from scratch what the Controller keeps incrementally, so a bookkeeping slip shows
 //! up at the step that made it.
 
+use crate::alloc::WHOLE_GPU_MILLI;
 use crate::controller::Controller;
 use crate::ids::GpuId;
 use crate::state::TaskStatus;
@@ -16,25 +17,47 @@ impl Controller {
         self.check_jobs_in_system()
     }
 
-    /// No GPU in two tasks; a GPU is free exactly when no task holds it and the scheduler may
-    /// use it (not on a node known dead, not known failed).
+    /// No GPU in two tasks (a shared GPU: only fractional tasks, their shares summing to what
+    /// the free index says is used); a GPU is free exactly when no task holds it and the
+    /// scheduler may use it (not on a node known dead, not known failed).
     fn check_gpu_owners(&self) -> Result<(), String> {
-        for (index, owner) in self.owner.iter().enumerate() {
+        for index in 0..self.owner.len() {
             let gpu = GpuId::from_index(index);
             let free = self.free.is_free(self.cluster.node_of(gpu), gpu);
             let usable = self.health.usable(gpu);
-            match owner {
-                None if free != usable => {
+            let sharers = self.sharers.get(&gpu);
+            match (self.owner[index], sharers) {
+                (None, None) if free != usable => {
                     return Err(format!("{gpu} is held by no task, usable {usable}, but free {free}"));
                 }
-                Some(task) if free => return Err(format!("{gpu} is held by {task} and also free")),
-                Some(task) => {
+                (None, None) => {}
+                (Some(_), Some(_)) => return Err(format!("{gpu} has an owner and sharers")),
+                (Some(task), None) => {
                     let t = &self.tasks[task.index()];
-                    if t.status != TaskStatus::Running || !t.placed.contains(&gpu) {
-                        return Err(format!("{gpu} names {task} as owner, which does not hold it"));
+                    if free || t.status != TaskStatus::Running || !t.placed.contains(&gpu) || t.milli != WHOLE_GPU_MILLI
+                    {
+                        return Err(format!(
+                            "{gpu} names {task} as owner, which does not hold it whole, or it is free"
+                        ));
                     }
                 }
-                None => {}
+                (None, Some(sharing)) => {
+                    let used: u32 = sharing.iter().map(|t| self.tasks[t.index()].milli).sum();
+                    if free
+                        || self.free.shared_room(gpu) != Some(WHOLE_GPU_MILLI.saturating_sub(used))
+                        || used > WHOLE_GPU_MILLI
+                    {
+                        return Err(format!(
+                            "{gpu} is shared by {sharing:?} ({used} milli-GPUs), which the free index disagrees with"
+                        ));
+                    }
+                    if let Some(t) = sharing.iter().find(|t| !self.tasks[t.index()].placed.contains(&gpu)) {
+                        return Err(format!("{gpu} names {t} as a sharer, which does not hold it"));
+                    }
+                }
+            }
+            if sharers.is_none() && self.free.is_shared(gpu) {
+                return Err(format!("{gpu} is shared in the free index but by no task"));
             }
         }
         Ok(())
@@ -42,8 +65,9 @@ impl Controller {
 
     /// Gangs whole, inside one allowed pool, on one node when asked; counts agree.
     fn check_running_tasks(&self) -> Result<(), String> {
-        let (mut running, mut allocated) = (0u32, 0u32);
+        let (mut running, mut allocated) = (0u32, 0u64);
         for (index, t) in self.tasks.iter().enumerate() {
+            let task = crate::ids::TaskId::from_index(index);
             let running_now = t.status == TaskStatus::Running;
             if running_now == t.placed.is_empty() {
                 return Err(format!("task t{index} is {} but holds {} GPUs", t.status.as_str(), t.placed.len()));
@@ -52,7 +76,7 @@ impl Controller {
                 continue;
             }
             running += 1;
-            allocated += t.gpus;
+            allocated += t.mgpus();
             if t.placed.len() != t.gpus as usize {
                 return Err(format!("task t{index} holds {} of its {} GPUs", t.placed.len(), t.gpus));
             }
@@ -62,8 +86,8 @@ impl Controller {
                 return Err(format!("task t{index} runs in pool {pool}, outside its GPU type"));
             }
             for &gpu in &t.placed {
-                if self.owner[gpu.index()] != Some(crate::ids::TaskId::from_index(index)) {
-                    return Err(format!("task t{index} holds {gpu}, whose owner disagrees"));
+                if !self.holders(gpu).any(|h| h == task) {
+                    return Err(format!("task t{index} holds {gpu}, whose holders disagree"));
                 }
                 if !self.health.usable(gpu) {
                     return Err(format!("task t{index} runs on {gpu}, which is known to be unusable"));
@@ -74,20 +98,18 @@ impl Controller {
                 }
             }
         }
-        if running != self.running_tasks || allocated != self.allocated_gpus {
+        if running != self.running_tasks || allocated != self.allocated_mgpus {
             return Err(format!(
-                "{running} tasks hold {allocated} GPUs, but the counters say {} and {}",
-                self.running_tasks, self.allocated_gpus
+                "{running} tasks hold {allocated} milli-GPUs, but the counters say {} and {}",
+                self.running_tasks, self.allocated_mgpus
             ));
         }
-        let idle_unusable = self
-            .owner
-            .iter()
-            .enumerate()
-            .filter(|&(g, o)| o.is_none() && !self.health.usable(GpuId::from_index(g)))
-            .count() as u32;
-        if allocated + self.free.total() + idle_unusable != self.cluster.gpu_count() {
-            return Err("allocated + free + idle unusable GPUs differ from the cluster's GPUs".into());
+        let held = (0..self.owner.len()).filter(|&g| !self.idle(GpuId::from_index(g))).count() as u32;
+        let idle_unusable =
+            (0..self.owner.len()).map(GpuId::from_index).filter(|&g| self.idle(g) && !self.health.usable(g)).count()
+                as u32;
+        if held + self.free.total() + idle_unusable != self.cluster.gpu_count() {
+            return Err("held + free + idle unusable GPUs differ from the cluster's GPUs".into());
         }
         Ok(())
     }
@@ -96,16 +118,16 @@ impl Controller {
     /// ended attempts split exactly into productive, redone, detection-lag and overhead time.
     fn check_gpu_time_conserved(&self) -> Result<(), String> {
         for (index, t) in self.tasks.iter().enumerate() {
-            let parts = t.productive_gpu_ms + t.lost_redo_gpu_ms + t.lost_lag_gpu_ms + t.lost_overhead_gpu_ms;
-            if parts != t.closed_gpu_ms {
-                return Err(format!("task t{index} held {} GPU-ms but its parts sum to {parts}", t.closed_gpu_ms));
+            let parts = t.productive_mgpu_ms + t.lost_redo_mgpu_ms + t.lost_lag_mgpu_ms + t.lost_overhead_mgpu_ms;
+            if parts != t.closed_mgpu_ms {
+                return Err(format!("task t{index} held {} GPU-ms but its parts sum to {parts}", t.closed_mgpu_ms));
             }
         }
-        let held: u64 = self.tasks.iter().map(|t| t.gpu_ms_at(self.now)).sum();
-        if held != self.stats.allocated_gpu_ms {
+        let held: u128 = self.tasks.iter().map(|t| u128::from(t.mgpu_ms_at(self.now))).sum();
+        if held != self.stats.allocated_mgpu_ms {
             return Err(format!(
                 "GPU-time not conserved: tasks held {held} GPU-ms, the cluster integral is {}",
-                self.stats.allocated_gpu_ms
+                self.stats.allocated_mgpu_ms
             ));
         }
         Ok(())

@@ -4,7 +4,7 @@
 //! for a gang) and discard it whole if it does not work out. The Controller commits the plan
 //! after `decide` returns.
 
-use crate::alloc::FreeGpus;
+use crate::alloc::{FreeGpus, WHOLE_GPU_MILLI};
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId, PoolId, TaskId};
 use crate::rng::StreamRng;
@@ -131,8 +131,13 @@ impl<'a> Plan<'a> {
             self.refused += 1;
             return result;
         }
+        let milli = self.tasks[task.index()].milli;
         for &gpu in gpus {
-            self.free.take(self.cluster.node_of(gpu), gpu);
+            if milli < WHOLE_GPU_MILLI {
+                self.free.take_share(gpu, milli);
+            } else {
+                self.free.take(self.cluster.node_of(gpu), gpu);
+            }
         }
         self.marks[task.index()] = Mark::Started;
         self.decisions.push(Decision::Start { task, gpus: gpus.to_vec() });
@@ -170,7 +175,12 @@ impl<'a> Plan<'a> {
                 return Err(PlanError::DuplicateGpu { gpu });
             }
             let gpu_node = self.cluster.node_of(gpu);
-            if !self.free.is_free(gpu_node, gpu) {
+            let free = if t.milli < WHOLE_GPU_MILLI {
+                self.free.can_share(gpu, t.milli)
+            } else {
+                self.free.is_free(gpu_node, gpu)
+            };
+            if !free {
                 return Err(PlanError::GpuNotFree { gpu });
             }
             if self.cluster.node(gpu_node).pool != pool {
@@ -196,9 +206,8 @@ impl<'a> Plan<'a> {
             self.refused += 1;
             return Err(PlanError::NotRunning { task, status });
         }
-        for &gpu in &self.tasks[task.index()].placed {
-            self.free.release(self.cluster.node_of(gpu), gpu);
-        }
+        // A running task's GPUs are usable (an invariant), so they go back to the free set.
+        self.give_back(task, &self.tasks[task.index()].placed);
         self.marks[task.index()] = Mark::Preempted;
         self.decisions.push(Decision::Preempt { task });
         Ok(())
@@ -231,6 +240,18 @@ impl<'a> Plan<'a> {
         Ok(())
     }
 
+    /// Returns `task`'s hold on `gpus` (whole, or its share) to the free set.
+    fn give_back(&mut self, task: TaskId, gpus: &[GpuId]) {
+        let milli = self.tasks[task.index()].milli;
+        for &gpu in gpus {
+            if milli < WHOLE_GPU_MILLI {
+                self.free.release_share(gpu, milli, true);
+            } else {
+                self.free.release(self.cluster.node_of(gpu), gpu);
+            }
+        }
+    }
+
     pub fn savepoint(&self) -> Savepoint {
         Savepoint(self.decisions.len())
     }
@@ -240,16 +261,19 @@ impl<'a> Plan<'a> {
         while self.decisions.len() > savepoint.0 {
             match self.decisions.pop().expect("len checked") {
                 Decision::Start { task, gpus } => {
-                    for gpu in gpus {
-                        self.free.release(self.cluster.node_of(gpu), gpu);
-                    }
+                    self.give_back(task, &gpus);
                     // Running in the committed state means this plan preempted it first.
                     let running = self.tasks[task.index()].status == TaskStatus::Running;
                     self.marks[task.index()] = if running { Mark::Preempted } else { Mark::None };
                 }
                 Decision::Preempt { task } => {
-                    for &gpu in &self.tasks[task.index()].placed {
-                        self.free.take(self.cluster.node_of(gpu), gpu);
+                    let t = &self.tasks[task.index()];
+                    for &gpu in &t.placed {
+                        if t.milli < WHOLE_GPU_MILLI {
+                            self.free.take_share(gpu, t.milli);
+                        } else {
+                            self.free.take(self.cluster.node_of(gpu), gpu);
+                        }
                     }
                     self.marks[task.index()] = Mark::None;
                 }

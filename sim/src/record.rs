@@ -20,12 +20,13 @@ pub struct JobRecord {
     /// Attempts that failed with their hardware, and retries started after them.
     pub failures: u32,
     pub retries: u32,
-    /// GPU-milliseconds held over all tasks and attempts (restart overhead included)...
-    pub gpu_ms: u64,
+    /// GPU-time held over all tasks and attempts (restart overhead included), in
+    /// milli-GPU-milliseconds (exact for fractional GPUs; divide by 3.6e9 for GPU-hours)...
+    pub mgpu_ms: u64,
     /// ...of which lost: work redone, detection lag, restart overhead (ended attempts).
-    pub lost_redo_gpu_ms: u64,
-    pub lost_lag_gpu_ms: u64,
-    pub lost_overhead_gpu_ms: u64,
+    pub lost_redo_mgpu_ms: u64,
+    pub lost_lag_mgpu_ms: u64,
+    pub lost_overhead_mgpu_ms: u64,
     /// `None` when the run ended with the job still waiting or running (a stalled policy).
     pub outcome: Option<JobOutcome>,
 }
@@ -83,8 +84,8 @@ pub struct RunStats {
     /// Decisions the plan refused (a policy bug or a policy probing; each names its rule).
     pub refused: u64,
     pub cluster_gpus: u32,
-    /// Integral of allocated GPUs over time, in GPU-milliseconds.
-    pub allocated_gpu_ms: u64,
+    /// Integral of allocated GPUs over time, in milli-GPU-milliseconds.
+    pub allocated_mgpu_ms: u128,
     /// Integral of jobs in the system (arrived, not ended) over time, in job-milliseconds.
     pub in_system_job_ms: u128,
     pub first_submit: Option<SimTime>,

@@ -51,6 +51,9 @@ impl TaskStatus {
 pub struct TaskState {
     pub job: JobId,
     pub gpus: u32,
+    /// Share of each GPU, in milli-GPUs: 1000 for whole GPUs; less for a fractional task (one
+    /// GPU shared with other fractional tasks, up to 1000 in all).
+    pub milli: u32,
     pub single_node: bool,
     /// Pools of the task's GPU type (all pools when it names none).
     pub pools: PoolMask,
@@ -78,17 +81,18 @@ pub struct TaskState {
     pub stalled_since: Option<SimTime>,
     /// Milliseconds held over ended attempts (for the mean attempt time of the retry budget).
     pub attempts_ms: u64,
-    /// GPU-milliseconds held in attempts that have ended, and how they split:
+    /// GPU-time held in attempts that have ended, in milli-GPU-milliseconds (so a task holding
+    /// 0.25 GPU is counted exactly), and how it splits:
     /// `closed = productive + redone + detection lag + restart overhead`.
-    pub closed_gpu_ms: u64,
-    /// Work kept (not lost to a failure or preemption), x GPUs.
-    pub productive_gpu_ms: u64,
-    /// Work done and then lost (since the last checkpoint), x GPUs: it must be redone.
-    pub lost_redo_gpu_ms: u64,
-    /// Time held on broken hardware before the failure was detected, x GPUs.
-    pub lost_lag_gpu_ms: u64,
-    /// Restart overhead paid, x GPUs.
-    pub lost_overhead_gpu_ms: u64,
+    pub closed_mgpu_ms: u64,
+    /// Work kept (not lost to a failure or preemption), x the task's milli-GPUs.
+    pub productive_mgpu_ms: u64,
+    /// Work done and then lost (since the last checkpoint): it must be redone.
+    pub lost_redo_mgpu_ms: u64,
+    /// Time held on broken hardware before the failure was detected.
+    pub lost_lag_mgpu_ms: u64,
+    /// Restart overhead paid.
+    pub lost_overhead_mgpu_ms: u64,
     /// GPUs held now; empty unless running.
     pub placed: Vec<GpuId>,
 }
@@ -111,14 +115,16 @@ impl TaskState {
     pub fn finish_if_undisturbed(&self) -> SimTime {
         self.run_start + self.overhead + self.remaining
     }
-    /// GPU-milliseconds held by `now`, over all attempts.
-    pub fn gpu_ms_at(&self, now: SimTime) -> u64 {
-        let open = if self.status == TaskStatus::Running {
-            now.since(self.run_start).as_ms() * u64::from(self.gpus)
-        } else {
-            0
-        };
-        self.closed_gpu_ms + open
+    /// What the task holds while running, in milli-GPUs: 1000 per whole GPU, or its share of
+    /// one GPU.
+    pub fn mgpus(&self) -> u64 {
+        u64::from(self.gpus) * u64::from(self.milli)
+    }
+    /// Milli-GPU-milliseconds held by `now`, over all attempts.
+    pub fn mgpu_ms_at(&self, now: SimTime) -> u64 {
+        let open =
+            if self.status == TaskStatus::Running { now.since(self.run_start).as_ms() * self.mgpus() } else { 0 };
+        self.closed_mgpu_ms + open
     }
 }
 

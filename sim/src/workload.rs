@@ -9,6 +9,9 @@ pub struct TaskSpec {
     /// The task's name within its job (`0` for single-task jobs).
     pub name: String,
     pub gpus: u32,
+    /// A share of one GPU, in milli-GPUs (1..=999), for a task that shares its GPU with other
+    /// fractional tasks (as Alibaba's GPU-sharing pods do); `gpus` is then 1. `None`: whole GPUs.
+    pub gpu_milli: Option<u32>,
     /// Run only on this GPU type; `None` accepts any pool.
     pub gpu_type: Option<String>,
     /// All GPUs on one node (otherwise the gang may span nodes of one pool).
@@ -29,6 +32,7 @@ impl TaskSpec {
         TaskSpec {
             name: name.into(),
             gpus,
+            gpu_milli: None,
             gpu_type: None,
             single_node: false,
             work,
@@ -89,6 +93,14 @@ impl Workload {
                 return Err(WorkloadError(format!(
                     "job `{}` task `{}` asks for 0 GPUs; a task needs at least 1",
                     job.name, t.name
+                )));
+            }
+            let bad_share = |t: &&TaskSpec| t.gpu_milli.is_some_and(|m| m == 0 || m >= 1000 || t.gpus != 1);
+            if let Some(t) = job.tasks.iter().find(bad_share) {
+                return Err(WorkloadError(format!(
+                    "job `{}` task `{}`: a GPU share must be 1..=999 milli-GPUs of exactly 1 GPU \
+                     (got {:?} of {} GPUs); a whole GPU is no share",
+                    job.name, t.name, t.gpu_milli, t.gpus
                 )));
             }
         }

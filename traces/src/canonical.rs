@@ -141,6 +141,7 @@ impl Builder {
         let task = TaskSpec {
             name: task_name,
             gpus,
+            gpu_milli: None,
             gpu_type: (!gpu_type.is_empty()).then(|| gpu_type.to_owned()),
             single_node,
             work: SimDuration(work_ms),

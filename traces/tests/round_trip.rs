@@ -58,6 +58,7 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
             // Unique within the job: a suffix nobody else has.
             name: format!("{n}#{index}"),
             gpus,
+            gpu_milli: None,
             gpu_type,
             single_node,
             work: SimDuration(work),
