@@ -23,7 +23,7 @@ pub mod time;
 pub mod view;
 pub mod workload;
 
-pub use alloc::FreeGpus;
+pub use alloc::{FreeGpus, WHOLE_GPU_MILLI};
 pub use cluster::{Cluster, ClusterError, ClusterSpec, Node, Pool, PoolMask, PoolSpec};
 pub use controller::{Controller, ControllerConfig, Effect};
 pub use engine::{Scenario, SimError, simulate};

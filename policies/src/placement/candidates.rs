@@ -42,6 +42,14 @@ impl Candidates<'_> {
     pub(crate) fn max_on_one_node(&self, pool: PoolId) -> u32 {
         self.nodes_emptiest_first(pool).next().map_or(0, |(_, free)| free)
     }
+    /// Shared GPUs of `pool` with at least `milli` room, least room first, ties by GPU id.
+    pub(crate) fn shared_with_room(
+        &self,
+        pool: PoolId,
+        milli: u32,
+    ) -> impl DoubleEndedIterator<Item = (GpuId, u32)> + '_ {
+        self.free.shared_with_room(pool, milli).filter(|&(g, _)| self.allowed(self.free.node_of(g)))
+    }
     pub(crate) fn take_from(&self, node: NodeId, count: u32, out: &mut Vec<GpuId>) {
         self.free.take_from(node, count, out);
     }

@@ -8,11 +8,12 @@
 
 mod candidates;
 mod pack;
+mod share;
 mod spread;
 
 use crate::params::{Params, SpecError};
 use candidates::Candidates;
-use sim::{ClusterView, FreeGpus, GpuId, NodeId, PoolId, PoolMask, SimDuration, SimTime, TaskState};
+use sim::{ClusterView, FreeGpus, GpuId, NodeId, PoolId, PoolMask, SimDuration, SimTime, TaskState, WHOLE_GPU_MILLI};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
@@ -23,16 +24,30 @@ pub struct Shape {
     pub gpus: u32,
     pub pools: PoolMask,
     pub single_node: bool,
+    /// Milli-GPUs of each GPU: 1000 for whole GPUs, less for a share of one GPU.
+    pub milli: u32,
 }
 
 impl Shape {
     pub fn of(task: &TaskState) -> Shape {
-        Shape { gpus: task.gpus, pools: task.pools, single_node: task.single_node }
+        Shape { gpus: task.gpus, pools: task.pools, single_node: task.single_node, milli: task.milli }
     }
 
-    /// Whether `pool` can host this shape with the GPUs free now.
+    /// A share of one GPU, not whole GPUs.
+    pub fn is_share(self) -> bool {
+        self.milli < WHOLE_GPU_MILLI
+    }
+
+    /// Whether `pool` can host this shape with the GPUs free now (a share: on a shared GPU
+    /// with room, or on a free GPU).
     pub fn fits_in(self, pool: PoolId, free: &FreeGpus) -> bool {
-        if self.single_node { free.max_on_one_node(pool) >= self.gpus } else { free.in_pool(pool) >= self.gpus }
+        if self.is_share() {
+            free.shared_with_room(pool, self.milli).next().is_some() || free.in_pool(pool) >= 1
+        } else if self.single_node {
+            free.max_on_one_node(pool) >= self.gpus
+        } else {
+            free.in_pool(pool) >= self.gpus
+        }
     }
 
     /// Whether some eligible pool can host this shape now.
@@ -58,6 +73,7 @@ impl Placement {
     /// then node id, then GPU slot, so the answer is a function of the free set alone.
     fn place(self, shape: Shape, candidates: &Candidates<'_>) -> Option<Vec<GpuId>> {
         match self {
+            _ if shape.is_share() => share::place(self, shape, candidates),
             Placement::Pack => pack::place(shape, candidates),
             Placement::Spread => spread::place(shape, candidates),
         }
@@ -134,7 +150,7 @@ impl fmt::Display for Placer {
     }
 }
 
-/// Whether `pool` can host `shape` on the candidate GPUs.
+/// Whether `pool` can host whole-GPU `shape` on the candidate GPUs.
 fn fits_in(shape: Shape, pool: PoolId, candidates: &Candidates<'_>) -> bool {
     if shape.single_node {
         candidates.max_on_one_node(pool) >= shape.gpus
