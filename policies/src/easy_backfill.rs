@@ -9,6 +9,9 @@
 //!
 //! The reservation counts GPUs per pool; it does not model node fragmentation, so a
 //! single-node head can still be delayed by a backfilled task on the node it would have used.
+//! A share of a GPU counts as one GPU: a blocked fractional head waits for a whole free GPU,
+//! and a running share is taken to free its GPU when it ends, which is optimistic while other
+//! shares remain there.
 //! With `duration=estimate`, tasks that overrun their estimate delay the head, as in real EASY
 //! schedulers (which would kill them at their limit; schedlab lets them finish).
 //!

@@ -5,19 +5,20 @@
 
 use crate::error::{Sink, TraceError, first_error};
 use crate::itp::finish;
-use crate::rows::{Column, Row, Rows, Unknown};
+use crate::rows::{Column, Row, Rows, Unknown, parse_u32};
 use crate::timeparse::MAX_SECONDS;
 use sim::{JobSpec, SimDuration, SimTime, TaskSpec, Workload};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
-pub const JOB_COLUMNS: [&str; 12] = [
+pub const JOB_COLUMNS: [&str; 13] = [
     "job_id",
     "task_id",
     "submit_s",
     "duration_s",
     "gpus",
+    "gpu_milli",
     "gpu_type",
     "single_node",
     "estimate_s",
@@ -33,6 +34,7 @@ const KNOWN: &[Column] = &[
     Column { name: "submit_s", required: true },
     Column { name: "duration_s", required: true },
     Column { name: "gpus", required: true },
+    Column { name: "gpu_milli", required: false },
     Column { name: "gpu_type", required: false },
     Column { name: "single_node", required: false },
     Column { name: "estimate_s", required: false },
@@ -49,6 +51,7 @@ struct Cols {
     submit: usize,
     duration: usize,
     gpus: usize,
+    gpu_milli: Option<usize>,
     gpu_type: Option<usize>,
     single_node: Option<usize>,
     estimate: Option<usize>,
@@ -73,13 +76,14 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
         submit: c[2]?,
         duration: c[3]?,
         gpus: c[4]?,
-        gpu_type: c[5],
-        single_node: c[6],
-        estimate: c[7],
-        queue: c[8],
-        checkpoint: c[9],
-        restart_overhead: c[10],
-        deadline: c[11],
+        gpu_milli: c[5],
+        gpu_type: c[6],
+        single_node: c[7],
+        estimate: c[8],
+        queue: c[9],
+        checkpoint: c[10],
+        restart_overhead: c[11],
+        deadline: c[12],
     };
     let mut builder = Builder::default();
     rows.parse_all(sink, |row| builder.add(row, &cols))?;
@@ -102,6 +106,7 @@ impl Builder {
         let submit_ms = row.seconds_ms(cols.submit)?;
         let work_ms = row.positive_seconds_ms(cols.duration)?;
         let gpus = row.gpus(cols.gpus)?;
+        let gpu_milli = parse_gpu_milli(row, cols.gpu_milli, gpus)?;
         let gpu_type = row.opt_text(cols.gpu_type)?;
         let single_node = parse_single_node(row, cols.single_node)?;
         let estimate_ms = row.opt_positive_seconds_ms(cols.estimate)?;
@@ -141,7 +146,7 @@ impl Builder {
         let task = TaskSpec {
             name: task_name,
             gpus,
-            gpu_milli: None,
+            gpu_milli,
             gpu_type: (!gpu_type.is_empty()).then(|| gpu_type.to_owned()),
             single_node,
             work: SimDuration(work_ms),
@@ -187,6 +192,40 @@ fn conflict(row: &Row<'_>, job_id: &str, field: &str, first_line: u64) -> TraceE
     )
 }
 
+/// A share of one GPU in milli-GPUs, `1..=999`, on a row with `gpus` = 1; empty or absent:
+/// whole GPUs (`None`). `1000` is refused rather than read as a whole GPU, so that one task has
+/// one spelling and the writer's output is the only way to write it.
+fn parse_gpu_milli(row: &Row<'_>, column: Option<usize>, gpus: u32) -> Result<Option<u32>, TraceError> {
+    let Some(column) = column else {
+        return Ok(None);
+    };
+    let text = row.text(column)?;
+    if text.is_empty() {
+        return Ok(None);
+    }
+    match parse_u32(text) {
+        Some(1000) => Err(row.error(
+            column,
+            "a share of one GPU in milli-GPUs, 1 to 999; 1000 is a whole GPU: leave the field empty for whole GPUs",
+            text,
+        )),
+        Some(milli @ 1..=999) if gpus == 1 => Ok(Some(milli)),
+        Some(1..=999) => Err(row.error(
+            column,
+            format!(
+                "an empty field for a task of {gpus} GPUs: a GPU share is a share of exactly one GPU \
+                 (`gpus` = 1); multi-GPU tasks take whole GPUs"
+            ),
+            text,
+        )),
+        _ => Err(row.error(
+            column,
+            "a share of one GPU in milli-GPUs, a whole number from 1 to 999 (empty: whole GPUs)",
+            text,
+        )),
+    }
+}
+
 /// `true`/`false` (any case), `1`/`0`, or empty (false).
 fn parse_single_node(row: &Row<'_>, column: Option<usize>) -> Result<bool, TraceError> {
     let Some(column) = column else {
@@ -208,7 +247,7 @@ pub(crate) fn format_seconds(ms: u64) -> String {
     if ms.is_multiple_of(1000) { (ms / 1000).to_string() } else { format!("{}.{:03}", ms / 1000, ms % 1000) }
 }
 
-/// Writes `workload` as a canonical `jobs.csv` (all twelve columns, one row per task, jobs in
+/// Writes `workload` as a canonical `jobs.csv` (all thirteen columns, one row per task, jobs in
 /// workload order). Refuses, before writing anything, a workload that would not read back
 /// identically: duplicate or empty job/task names, empty-but-present GPU type or queue,
 /// zero or out-of-range times (a checkpoint interval or restart overhead of zero is fine).
@@ -222,6 +261,7 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
         for task in &job.tasks {
             let work = format_seconds(task.work.as_ms());
             let gpus = task.gpus.to_string();
+            let gpu_milli = task.gpu_milli.map(|m| m.to_string()).unwrap_or_default();
             let seconds = |d: Option<SimDuration>| d.map(|d| format_seconds(d.as_ms())).unwrap_or_default();
             let estimate = seconds(task.estimate);
             writer
@@ -231,6 +271,7 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                     &submit,
                     &work,
                     &gpus,
+                    &gpu_milli,
                     task.gpu_type.as_deref().unwrap_or(""),
                     if task.single_node { "true" } else { "false" },
                     &estimate,
@@ -273,6 +314,10 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
             }
             if job.tasks[..t].iter().any(|o| &o.name == tname) {
                 return refuse(format!("job `{name}` has two tasks named `{tname}`"));
+            }
+            // Workload::new refuses these; checked again so the file can never hold one.
+            if task.gpu_milli.is_some_and(|m| !(1..=999).contains(&m) || task.gpus != 1) {
+                return refuse(format!("job `{name}` task `{tname}`: a GPU share must be 1..=999 milli-GPUs of 1 GPU"));
             }
             if task.gpu_type.as_deref() == Some("") {
                 return refuse(format!("job `{name}` task `{tname}` has an empty GPU type (use none instead)"));
@@ -407,16 +452,42 @@ mod tests {
 
     #[test]
     fn writer_output_is_readable_and_exact() {
-        let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_type,single_node,estimate_s,queue,\
+        let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli,gpu_type,single_node,estimate_s,queue,\
                     checkpoint_s,restart_overhead_s,deadline_s\n\
-                    \"a,b\",0,0.5,600,1,,false,,,,,\n\
-                    j,ps,1,0.001,1,A100,true,7.250,q,0,30,86400\n\
-                    j,w,1,2,8,,false,,q,1800.500,0,86400\n";
+                    \"a,b\",0,0.5,600,1,,,false,,,,,\n\
+                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400\n\
+                    j,w,1,2,8,,,false,,q,1800.500,0,86400\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_jobs_csv(&w, &mut out).unwrap();
         assert_eq!(String::from_utf8(out.clone()).unwrap(), text.replace("0.5,", "0.500,"));
         assert_eq!(read_jobs_csv(out.as_slice(), "again.csv").unwrap(), w);
+    }
+
+    #[test]
+    fn gpu_shares_are_one_gpu_and_999_milli_at_most() {
+        let head = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli\n";
+        let w = read(&format!("{head}j,a,0,10,1,500\nj,b,0,10,4,\nk,,1,10,1,1\nl,,2,10,1,999\n")).unwrap();
+        let milli: Vec<Option<u32>> = w.jobs().iter().flat_map(|j| j.tasks.iter().map(|t| t.gpu_milli)).collect();
+        assert_eq!(milli, [Some(500), None, Some(1), Some(999)]);
+        // Without the column every task takes whole GPUs.
+        let w = read("job_id,submit_s,duration_s,gpus\na,0,1,1\n").unwrap();
+        assert_eq!(w.jobs()[0].tasks[0].gpu_milli, None);
+
+        assert_eq!(
+            err(&format!("{head}j,a,0,10,1,1000\n")),
+            "jobs.csv:2: field `gpu_milli`: expected a share of one GPU in milli-GPUs, 1 to 999; 1000 is a whole GPU: \
+             leave the field empty for whole GPUs, got \"1000\""
+        );
+        assert_eq!(
+            err(&format!("{head}j,a,0,10,1,10\nj,b,0,10,2,500\n")),
+            "jobs.csv:3: field `gpu_milli`: expected an empty field for a task of 2 GPUs: a GPU share is a share of \
+             exactly one GPU (`gpus` = 1); multi-GPU tasks take whole GPUs, got \"500\""
+        );
+        for bad in ["0", "1001", "-5", "0.5", " 5", "x"] {
+            let e = err(&format!("{head}j,a,0,10,1,{bad}\n"));
+            assert!(e.starts_with("jobs.csv:2: field `gpu_milli`: expected a share of one GPU"), "{bad}: {e}");
+        }
     }
 
     #[test]

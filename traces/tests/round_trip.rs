@@ -41,10 +41,18 @@ fn name() -> impl Strategy<Value = String> {
     "[a-z0-9 ,\"\n\r_é-]{1,6}"
 }
 
+/// Whole GPUs (any count), or a share of one GPU: shares exist only with `gpus` = 1.
+fn gpus_and_share() -> impl Strategy<Value = (u32, Option<u32>)> {
+    prop_oneof![
+        (prop_oneof![1u32..=8, 1u32..=u32::MAX]).prop_map(|gpus| (gpus, None)),
+        prop_oneof![Just(1u32), Just(999), 1u32..=999].prop_map(|milli| (1, Some(milli))),
+    ]
+}
+
 fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
     (
         name(),
-        prop_oneof![1u32..=8, 1u32..=u32::MAX],
+        gpus_and_share(),
         prop::option::of(name()),
         any::<bool>(),
         prop_oneof![1u64..=10_000_000, 1u64..=MAX_MS],
@@ -54,11 +62,11 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
             prop::option::of(prop_oneof![Just(0u64), 0u64..=MAX_MS]),
         ),
     )
-        .prop_map(move |(n, gpus, gpu_type, single_node, work, estimate, (checkpoint, restart))| TaskSpec {
+        .prop_map(move |(n, (gpus, gpu_milli), gpu_type, single_node, work, estimate, (checkpoint, restart))| TaskSpec {
             // Unique within the job: a suffix nobody else has.
             name: format!("{n}#{index}"),
             gpus,
-            gpu_milli: None,
+            gpu_milli,
             gpu_type,
             single_node,
             work: SimDuration(work),
