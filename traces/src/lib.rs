@@ -1,5 +1,5 @@
 //! Trace input for schedlab: the canonical trace format (see `traces/FORMAT.md`), importers for
-//! public cluster traces (Microsoft ITP, Philly), cluster descriptions, summary statistics, the
+//! public cluster traces (Microsoft ITP, Philly, Alibaba openb pods), cluster descriptions, summary statistics, the
 //! seeded synthetic generator, and hardware failures: real failure traces (InfiniteHBD, Titan,
 //! Alibaba 2017), seeded failure models, fitting, and the `--failures` spec ([`failures`]).
 //!
@@ -17,6 +17,7 @@ pub mod events;
 pub mod failures;
 pub mod inventory;
 pub mod itp;
+pub mod openb;
 pub mod philly;
 mod rows;
 pub mod stats;
@@ -30,6 +31,7 @@ pub use events::{EventRecord, read_events_csv, write_events_csv};
 pub use failures::{FailureModel, FailureSpec, FailureTrace, FitReport};
 pub use inventory::{ClusterImport, ImportReport, InventoryFormat, load_inventory, read_inventory};
 pub use itp::read_itp_csv;
+pub use openb::{OpenbImport, OpenbReport, read_openb_pods};
 pub use philly::read_philly_csv;
 pub use stats::{DurationSummary, TraceStats};
 pub use synth::SynthConfig;
@@ -53,16 +55,20 @@ pub enum Format {
     Itp,
     /// Philly's per-job `philly.csv` (Pollux artifact).
     Philly,
+    /// Alibaba's GPU-sharing trace v2023: `openb_pod_list_default.csv`, one job per GPU pod
+    /// (see [`openb`] for the mapping).
+    Openb,
 }
 
 impl Format {
-    pub const ALL: [Format; 3] = [Format::Canonical, Format::Itp, Format::Philly];
+    pub const ALL: [Format; 4] = [Format::Canonical, Format::Itp, Format::Philly, Format::Openb];
 
     pub fn name(self) -> &'static str {
         match self {
             Format::Canonical => "canonical",
             Format::Itp => "itp",
             Format::Philly => "philly",
+            Format::Openb => "openb",
         }
     }
 }
@@ -78,7 +84,8 @@ impl FromStr for Format {
 
     fn from_str(s: &str) -> Result<Format, TraceError> {
         Format::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
-            TraceError::value("trace format", format!("unknown format `{s}`; valid formats: canonical, itp, philly"))
+            let valid: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+            TraceError::value("trace format", format!("unknown format `{s}`; valid formats: {}", valid.join(", ")))
         })
     }
 }
@@ -91,6 +98,10 @@ pub struct Trace {
     pub cluster: Option<ClusterSpec>,
     /// Ground-truth cluster events, sorted by time (canonical directory with `events.csv`).
     pub events: Vec<EventRecord>,
+    /// What the import left out, changed or does not model, one line each, for a command to
+    /// print on stderr when it loads the trace (such as `skipped 1,088 pods CPU-only ...` for
+    /// openb). Empty when the trace was taken as written (canonical, ITP, Philly).
+    pub notes: Vec<String>,
 }
 
 /// Reads the trace at `path`; the first problem found is the error.
@@ -107,13 +118,15 @@ pub fn validate(path: &Path, format: Format) -> Vec<TraceError> {
 }
 
 /// Reads one jobs file of `format` from any reader; `file` names it in errors. For tests,
-/// stdin and in-memory data; [`load`] is the same on a path.
+/// stdin and in-memory data; [`read_trace`] also gives the import's notes.
 pub fn read_workload<R: Read>(source: R, file: &str, format: Format) -> Result<Workload, TraceError> {
-    match format {
-        Format::Canonical => read_jobs_csv(source, file),
-        Format::Itp => read_itp_csv(source, file),
-        Format::Philly => read_philly_csv(source, file),
-    }
+    read_trace(source, file, format).map(|trace| trace.workload)
+}
+
+/// Reads one jobs file of `format` from any reader, with the import's notes; `file` names it
+/// in errors. [`load`] is the same on a path (and reads canonical directories too).
+pub fn read_trace<R: Read>(source: R, file: &str, format: Format) -> Result<Trace, TraceError> {
+    first_error(file, |sink| read_file_into(source, file, format, sink))
 }
 
 /// Writes `trace` as a canonical trace directory: `jobs.csv`, plus `cluster.csv` when the
@@ -140,11 +153,7 @@ pub fn write_trace_dir(trace: &Trace, dir: &Path) -> Result<(), TraceError> {
 /// [`validate`] for one jobs file of `format` read from any reader (stdin, memory).
 pub fn validate_workload<R: Read>(source: R, file: &str, format: Format) -> Vec<TraceError> {
     let mut sink = Sink::new(MAX_ERRORS);
-    match format {
-        Format::Canonical => canonical::read_jobs_into(source, file, &mut sink),
-        Format::Itp => itp::read_itp_into(source, file, &mut sink),
-        Format::Philly => philly::read_philly_into(source, file, &mut sink),
-    };
+    read_file_into(source, file, format, &mut sink);
     sink.into_errors()
 }
 
@@ -166,12 +175,21 @@ fn load_into(path: &Path, format: Format, sink: &mut Sink) -> Option<Trace> {
         return load_directory(path, sink);
     }
     let (file, name) = open(path, sink)?;
-    let workload = match format {
-        Format::Canonical => canonical::read_jobs_into(file, &name, sink),
-        Format::Itp => itp::read_itp_into(file, &name, sink),
-        Format::Philly => philly::read_philly_into(file, &name, sink),
-    }?;
-    Some(Trace { workload, cluster: None, events: Vec::new() })
+    read_file_into(file, &name, format, sink)
+}
+
+/// The one reading path of every single-file format, for `load`, `validate` and the readers.
+fn read_file_into<R: Read>(source: R, file: &str, format: Format, sink: &mut Sink) -> Option<Trace> {
+    let (workload, notes) = match format {
+        Format::Canonical => (canonical::read_jobs_into(source, file, sink)?, Vec::new()),
+        Format::Itp => (itp::read_itp_into(source, file, sink)?, Vec::new()),
+        Format::Philly => (philly::read_philly_into(source, file, sink)?, Vec::new()),
+        Format::Openb => {
+            let import = openb::read_openb_into(source, file, sink)?;
+            (import.workload, import.report.notes())
+        }
+    };
+    Some(Trace { workload, cluster: None, events: Vec::new(), notes })
 }
 
 /// A canonical trace directory: `jobs.csv` required, `cluster.csv` and `events.csv` optional.
@@ -199,7 +217,7 @@ fn load_directory(dir: &Path, sink: &mut Sink) -> Option<Trace> {
     } else {
         Some(Vec::new())
     };
-    Some(Trace { workload: workload?, cluster, events: events? })
+    Some(Trace { workload: workload?, cluster, events: events?, notes: Vec::new() })
 }
 
 #[cfg(test)]
@@ -212,7 +230,7 @@ mod tests {
             assert_eq!(f.name().parse::<Format>(), Ok(f));
         }
         let e = "csv".parse::<Format>().unwrap_err().to_string();
-        assert_eq!(e, "trace format: unknown format `csv`; valid formats: canonical, itp, philly");
+        assert_eq!(e, "trace format: unknown format `csv`; valid formats: canonical, itp, philly, openb");
     }
 
     #[test]
@@ -220,6 +238,13 @@ mod tests {
         let itp = "job_id,submission_time,duration,num_gpu\na,1,600,1\n";
         assert_eq!(read_workload(itp.as_bytes(), "x", Format::Itp).unwrap().len(), 1);
         assert!(read_workload(itp.as_bytes(), "x", Format::Philly).is_err());
+        let openb = "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\n\
+                     a,1,500,LS,0,10,0\nb,0,0,BE,0,10,0\n";
+        let trace = read_trace(openb.as_bytes(), "x", Format::Openb).unwrap();
+        assert_eq!(trace.workload.len(), 1);
+        assert_eq!(trace.notes, ["skipped 1 CPU-only pod (num_gpu = 0; schedlab schedules GPUs)"]);
+        assert_eq!(read_trace(itp.as_bytes(), "x", Format::Itp).unwrap().notes, Vec::<String>::new());
+        assert_eq!(validate_workload(openb.as_bytes(), "x", Format::Openb), []);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Summary facts of a workload, for `schedlab trace stats` and for importer tests that compare
 //! against the facts published with each trace. Everything is computed from integer
-//! milliseconds; GPU-hours is summed exactly and converted to `f64` once at the end.
+//! milliseconds; GPU-hours is summed exactly (in milli-GPU-milliseconds, so GPU shares are
+//! exact too) and converted to `f64` once at the end.
 
 use crate::timeparse::format_datetime_ms;
 use serde::Serialize;
@@ -29,8 +30,13 @@ pub struct TraceStats {
     pub multi_task_jobs: u64,
     /// Tasks that carry a duration estimate (what non-oracle policies see).
     pub tasks_with_estimate: u64,
-    /// Sum over tasks of work x GPUs, in hours.
+    /// Tasks that share one GPU (`gpu_milli` set).
+    pub fractional_tasks: u64,
+    /// Sum over tasks of work x GPUs, in hours; a task sharing a GPU counts its share
+    /// (`gpu_milli` / 1000 of a GPU).
     pub gpu_hours: f64,
+    /// The part of `gpu_hours` that comes from tasks sharing a GPU (their shares).
+    pub fractional_gpu_hours: f64,
     /// Jobs by their total GPU count (sum over their tasks).
     pub gpus_per_job: BTreeMap<u64, u64>,
     pub earliest_submit_ms: Option<u64>,
@@ -42,7 +48,9 @@ pub struct TraceStats {
 
 impl TraceStats {
     pub fn of(workload: &Workload) -> TraceStats {
-        let mut gpu_ms: u128 = 0;
+        // Milli-GPU-milliseconds: exact for GPU shares.
+        let (mut mgpu_ms, mut fractional_mgpu_ms): (u128, u128) = (0, 0);
+        let mut fractional_tasks = 0;
         let mut gpus_per_job = BTreeMap::new();
         let mut jobs_per_queue = BTreeMap::new();
         let mut jobs_without_queue = 0;
@@ -50,7 +58,18 @@ impl TraceStats {
         let mut tasks_with_estimate = 0;
         for job in workload.jobs() {
             for task in &job.tasks {
-                gpu_ms += u128::from(task.work.as_ms()) * u128::from(task.gpus);
+                let milli = match task.gpu_milli {
+                    Some(share) => {
+                        fractional_tasks += 1;
+                        u128::from(share)
+                    }
+                    None => u128::from(task.gpus) * 1000,
+                };
+                let held = u128::from(task.work.as_ms()) * milli;
+                mgpu_ms += held;
+                if task.gpu_milli.is_some() {
+                    fractional_mgpu_ms += held;
+                }
                 tasks_with_estimate += u64::from(task.estimate.is_some());
             }
             *gpus_per_job.entry(job.gpus()).or_insert(0) += 1;
@@ -67,7 +86,9 @@ impl TraceStats {
             tasks: workload.task_count() as u64,
             multi_task_jobs: workload.jobs().iter().filter(|j| j.tasks.len() > 1).count() as u64,
             tasks_with_estimate,
-            gpu_hours: gpu_ms as f64 / 3_600_000.0,
+            fractional_tasks,
+            gpu_hours: hours(mgpu_ms),
+            fractional_gpu_hours: hours(fractional_mgpu_ms),
             gpus_per_job,
             earliest_submit_ms: submits.clone().min(),
             latest_submit_ms: submits.max(),
@@ -76,6 +97,19 @@ impl TraceStats {
             jobs_without_queue,
         }
     }
+}
+
+/// Milli-GPU-milliseconds as GPU-hours, rounded once.
+fn hours(mgpu_ms: u128) -> f64 {
+    mgpu_ms as f64 / 3_600_000_000.0
+}
+
+/// GPU-hours with three decimals and grouped thousands: `51,498.736`.
+fn gpu_hours_text(gpu_hours: f64) -> String {
+    let whole = gpu_hours.trunc() as u64;
+    let thousandths = ((gpu_hours - gpu_hours.trunc()) * 1000.0).round() as u64;
+    let (whole, thousandths) = if thousandths == 1000 { (whole + 1, 0) } else { (whole, thousandths) };
+    format!("{}.{thousandths:03}", grouped(whole))
 }
 
 fn summarize(sorted: &[u64]) -> Option<DurationSummary> {
@@ -100,7 +134,7 @@ pub(crate) fn percentile(sorted: &[u64], pct: u64) -> Option<u64> {
 }
 
 /// `1234567` as `1,234,567`, for tables meant to be read.
-fn grouped(n: u64) -> String {
+pub(crate) fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -140,10 +174,16 @@ impl fmt::Display for TraceStats {
             grouped(self.multi_task_jobs)
         )?;
         writeln!(f, "{:<22}{}", "tasks with estimate", grouped(self.tasks_with_estimate))?;
-        let whole = self.gpu_hours.trunc() as u64;
-        let thousandths = ((self.gpu_hours - self.gpu_hours.trunc()) * 1000.0).round() as u64;
-        let (whole, thousandths) = if thousandths == 1000 { (whole + 1, 0) } else { (whole, thousandths) };
-        writeln!(f, "{:<22}{}.{thousandths:03}", "GPU-hours", grouped(whole))?;
+        if self.fractional_tasks > 0 {
+            writeln!(
+                f,
+                "{:<22}{} ({} GPU-hours, counting their shares)",
+                "tasks sharing a GPU",
+                grouped(self.fractional_tasks),
+                gpu_hours_text(self.fractional_gpu_hours)
+            )?;
+        }
+        writeln!(f, "{:<22}{}", "GPU-hours", gpu_hours_text(self.gpu_hours))?;
         if let (Some(first), Some(last)) = (self.earliest_submit_ms, self.latest_submit_ms) {
             writeln!(f, "{:<22}{}", "first submit", instant(first))?;
             writeln!(f, "{:<22}{}", "last submit", instant(last))?;
@@ -219,9 +259,29 @@ mod tests {
         assert_eq!((d.min_ms, d.max_ms), (3_600_000, 7_200_000));
         assert_eq!(s.jobs_per_queue, BTreeMap::from([("q".to_string(), 1)]));
         assert_eq!(s.jobs_without_queue, 1);
+        assert_eq!((s.fractional_tasks, s.fractional_gpu_hours), (0, 0.0));
         let text = s.to_string();
         assert!(text.contains("GPU-hours             7.000"), "{text}");
         assert!(text.contains("p50"), "{text}");
+        assert!(!text.contains("sharing"), "{text}");
+    }
+
+    #[test]
+    fn gpu_shares_count_as_their_share() {
+        let mut shared = JobSpec::single("s", SimTime(0), 1, SimDuration(3_600_000));
+        shared.tasks[0].gpu_milli = Some(250);
+        let mut tiny = JobSpec::single("t", SimTime(0), 1, SimDuration(1));
+        tiny.tasks[0].gpu_milli = Some(1);
+        let whole = JobSpec::single("w", SimTime(0), 2, SimDuration(1_800_000));
+        let s = TraceStats::of(&Workload::new(vec![shared, tiny, whole]).unwrap());
+        assert_eq!(s.fractional_tasks, 2);
+        // 0.25 GPU x 1 h + 0.001 GPU x 1 ms + 2 GPUs x 0.5 h, summed exactly.
+        assert_eq!(s.gpu_hours, (250 * 3_600_000 + 1 + 2_000 * 1_800_000_u64) as f64 / 3.6e9);
+        assert_eq!(s.fractional_gpu_hours, (250 * 3_600_000 + 1) as f64 / 3.6e9);
+        assert_eq!(s.gpus_per_job, BTreeMap::from([(1, 2), (2, 1)]));
+        let text = s.to_string();
+        assert!(text.contains("tasks sharing a GPU   2 (0.250 GPU-hours, counting their shares)"), "{text}");
+        assert!(text.contains("GPU-hours             1.250"), "{text}");
     }
 
     #[test]

@@ -7,8 +7,8 @@ use proptest::prelude::*;
 use sim::ClusterSpec;
 use traces::failures::{InfiniteHbdOptions, read_alibaba2017, read_infinitehbd, read_titan};
 use traces::{
-    Format, SynthConfig, TraceError, parse_cluster_shorthand, read_cluster_csv, read_events_csv, read_workload,
-    validate_workload,
+    Format, SynthConfig, TraceError, parse_cluster_shorthand, read_cluster_csv, read_events_csv, read_trace,
+    read_workload, validate_workload,
 };
 
 const ITP_SAMPLE: &str = "job_id,submission_time,duration,num_gpu\n\
@@ -17,6 +17,13 @@ const ITP_SAMPLE: &str = "job_id,submission_time,duration,num_gpu\n\
 const PHILLY_SAMPLE: &str = "timestamp,duration,num_gpus,gpu_time,cluster\n\
     2017-10-09 07:01:55,66.0,1,66.0,11cb48\n\
     2017-10-09 06:13:03,2951.0,1,2951.0,6214e9\n\n";
+const OPENB_SAMPLE: &str = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,\
+    deletion_time,scheduled_time\n\
+    openb-pod-0000,12000,16384,1,1000,,LS,Running,0,12537496,0\n\
+    openb-pod-0001,6000,12288,1,460,,LS,Running,427061,12902960,427061\n\
+    openb-pod-0017,88000,327680,8,1000,,LS,Failed,9964972,12902960,9964974\n\
+    openb-pod-0018,4000,8192,0,0,,BE,Running,9964980,12902960,9964980\n\
+    openb-pod-7285,8000,30517,1,230,,BE,Pending,12774042,12774042,\n";
 const CLUSTER_SAMPLE: &str = "pool,gpu_type,nodes,gpus_per_node,nodes_per_rack\n\
     fast,A100,8,8,4\nslow,V100,32,8,\n";
 const EVENTS_SAMPLE: &str = "time_s,kind,node,gpu,repair_s\n\
@@ -77,6 +84,14 @@ fn seed_text(relative: &str, fallback: &str) -> String {
 
 fn canonical_seed() -> String {
     let workload = SynthConfig { jobs: 150, ..SynthConfig::default() }.generate().unwrap();
+    // Every third single-GPU task shares its GPU, so damage reaches `gpu_milli` too.
+    let jobs = workload.jobs().iter().cloned().enumerate().map(|(i, mut job)| {
+        for task in job.tasks.iter_mut().filter(|t| t.gpus == 1 && i % 3 == 0) {
+            task.gpu_milli = Some(1 + (i as u32 * 37) % 999);
+        }
+        job
+    });
+    let workload = sim::Workload::new(jobs.collect()).unwrap();
     let mut out = Vec::new();
     traces::write_jobs_csv(&workload, &mut out).unwrap();
     String::from_utf8(out).unwrap()
@@ -98,9 +113,12 @@ fn check_error_line(error: &TraceError, input: &[u8]) -> Result<(), TestCaseErro
 
 /// Runs every reader over `input`; none may panic.
 fn read_all(input: &[u8]) -> Result<(), TestCaseError> {
-    for format in [Format::Canonical, Format::Itp, Format::Philly] {
-        match read_workload(input, "fuzz.csv", format) {
-            Ok(w) => prop_assert!(!w.is_empty()),
+    for format in Format::ALL {
+        match read_trace(input, "fuzz.csv", format) {
+            Ok(trace) => {
+                prop_assert!(!trace.workload.is_empty());
+                prop_assert!(trace.notes.iter().all(|n| !n.is_empty() && !n.contains('\n')));
+            }
             Err(e) => check_error_line(&e, input)?,
         }
         let errors = validate_workload(input, "fuzz.csv", format);
@@ -189,6 +207,7 @@ proptest! {
             "job_id,task_id,submit_s,duration_s,gpus,gpu_type,single_node,estimate_s,queue,checkpoint_s,restart_overhead_s,deadline_s\n",
             "job_id,submission_time,duration,num_gpu\n",
             "timestamp,duration,num_gpus,gpu_time,cluster\n",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n",
             "pool,gpu_type,nodes,gpus_per_node,nodes_per_rack\n",
             "time_s,kind,node,gpu,repair_s\n",
         ]),
@@ -199,7 +218,7 @@ proptest! {
 
     #[test]
     fn damaged_real_rows_never_panic(
-        which in 0usize..5,
+        which in 0usize..7,
         damages in prop::collection::vec(damage(), 1..5),
     ) {
         let text = match which {
@@ -207,6 +226,8 @@ proptest! {
             1 => seed_text("microsoft-itp-elasticflow/cluster01.csv", ITP_SAMPLE),
             2 => seed_text("philly-pollux/philly.csv", PHILLY_SAMPLE),
             3 => CLUSTER_SAMPLE.to_owned(),
+            4 => seed_text("alibaba-gpu-v2023-openb/openb_pod_list_default.csv", OPENB_SAMPLE),
+            5 => OPENB_SAMPLE.to_owned(),
             _ => EVENTS_SAMPLE.to_owned(),
         };
         read_all(&apply(&text, &damages))?;
@@ -253,6 +274,16 @@ fn one_damaged_field_is_reported_at_its_line() {
     let e = read_workload(damaged.as_bytes(), "philly.csv", Format::Philly).unwrap_err();
     assert_eq!(e.line(), Some(target as u64 + 1), "{e}");
     assert!(e.to_string().contains("field `duration`: expected a plain decimal"), "{e}");
+}
+
+#[test]
+fn the_job_seeds_are_valid_before_damage() {
+    let canonical = read_workload(canonical_seed().as_bytes(), "jobs.csv", Format::Canonical).unwrap();
+    assert!(canonical.jobs().iter().any(|j| j.tasks.iter().any(|t| t.gpu_milli.is_some())));
+    let openb = seed_text("alibaba-gpu-v2023-openb/openb_pod_list_default.csv", OPENB_SAMPLE);
+    assert!(read_workload(openb.as_bytes(), "pods.csv", Format::Openb).is_ok());
+    let sample = read_trace(OPENB_SAMPLE.as_bytes(), "pods.csv", Format::Openb).unwrap();
+    assert_eq!((sample.workload.len(), sample.notes.len()), (4, 5));
 }
 
 #[test]

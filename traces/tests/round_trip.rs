@@ -26,9 +26,11 @@ fn real_traces_round_trip_through_the_canonical_format() {
     let Some(dir) = common::shared_traces() else {
         return;
     };
-    for (path, format) in
-        [("philly-pollux/philly.csv", Format::Philly), ("microsoft-itp-elasticflow/cluster04.csv", Format::Itp)]
-    {
+    for (path, format) in [
+        ("philly-pollux/philly.csv", Format::Philly),
+        ("microsoft-itp-elasticflow/cluster04.csv", Format::Itp),
+        ("alibaba-gpu-v2023-openb/openb_pod_list_default.csv", Format::Openb),
+    ] {
         let w = load(&dir.join(path), format).unwrap().workload;
         assert_eq!(round_trip(&w), w, "{path}");
     }
@@ -62,17 +64,19 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
             prop::option::of(prop_oneof![Just(0u64), 0u64..=MAX_MS]),
         ),
     )
-        .prop_map(move |(n, (gpus, gpu_milli), gpu_type, single_node, work, estimate, (checkpoint, restart))| TaskSpec {
-            // Unique within the job: a suffix nobody else has.
-            name: format!("{n}#{index}"),
-            gpus,
-            gpu_milli,
-            gpu_type,
-            single_node,
-            work: SimDuration(work),
-            estimate: estimate.map(SimDuration),
-            checkpoint: checkpoint.map(SimDuration),
-            restart_overhead: restart.map(SimDuration),
+        .prop_map(move |(n, (gpus, gpu_milli), gpu_type, single_node, work, estimate, (checkpoint, restart))| {
+            TaskSpec {
+                // Unique within the job: a suffix nobody else has.
+                name: format!("{n}#{index}"),
+                gpus,
+                gpu_milli,
+                gpu_type,
+                single_node,
+                work: SimDuration(work),
+                estimate: estimate.map(SimDuration),
+                checkpoint: checkpoint.map(SimDuration),
+                restart_overhead: restart.map(SimDuration),
+            }
         })
 }
 
