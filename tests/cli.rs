@@ -356,3 +356,48 @@ fn infinitehbd_faults_replay_on_philly_and_fit_failures_prints_a_spec() {
     assert!(fit.status.success(), "{}", stderr(&fit));
     assert!(stdout(&fit).contains("weibull:node_mtbf_h="), "{}", stdout(&fit));
 }
+
+#[test]
+fn openb_pods_replay_on_the_imported_openb_cluster_with_their_gpu_shares() {
+    let (Some(pods), Some(nodes)) = (
+        shared_trace("alibaba-gpu-v2023-openb/openb_pod_list_default.csv"),
+        shared_trace("alibaba-gpu-v2023-openb/openb_node_list_gpu_node.csv"),
+    ) else {
+        return;
+    };
+    let dir = scratch("openb");
+    let cluster = dir.join("cluster.csv");
+    let out = schedlab(&[
+        "cluster",
+        "import",
+        nodes.to_str().unwrap(),
+        "--format",
+        "openb",
+        "--out",
+        cluster.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("6212 GPUs"), "{}", stdout(&out));
+    let out_dir = dir.join("out");
+    let out = schedlab(&[
+        "simulate",
+        "--trace",
+        pods.to_str().unwrap(),
+        "--format",
+        "openb",
+        "--cluster",
+        cluster.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("skipped 1,088 CPU-only pods"),
+        "the CPU-only pods must be reported: {}",
+        stderr(&out)
+    );
+    let s = read_json(&out_dir.join("summary.json"));
+    assert_eq!((s["jobs"].as_u64(), s["jobs_finished"].as_u64()), (Some(7064), Some(7064)));
+    // Shares are counted as shares: the imported pods hold 51,498.736 GPU-hours of work.
+    assert!((s["gpu_hours"].as_f64().unwrap() - 51_498.736).abs() < 1e-3, "{s}");
+}

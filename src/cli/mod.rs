@@ -45,6 +45,16 @@ pub fn emit(text: impl std::fmt::Display) -> CliResult {
     }
 }
 
+/// Loads a trace and tells the user, on stderr, what its importer could not carry over (CPU-only
+/// pods skipped, columns not modelled): nothing a user submitted disappears without a word.
+pub fn load_trace(path: &std::path::Path, format: &str) -> Result<traces::Trace, Box<dyn std::error::Error>> {
+    let trace = traces::load(path, format.parse()?)?;
+    for note in &trace.notes {
+        eprintln!("note: {}: {note}", path.display());
+    }
+    Ok(trace)
+}
+
 pub fn run() -> CliResult {
     match Cli::parse().command {
         Command::Simulate(args) => simulate::run(*args),

@@ -16,7 +16,8 @@ pub struct SimulateArgs {
     /// it, a built-in synthetic workload runs on a built-in cluster.
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// Format of --trace: canonical, itp (Microsoft ITP clusterNN.csv) or philly (philly.csv).
+    /// Format of --trace: canonical, itp (Microsoft ITP clusterNN.csv), philly (philly.csv) or
+    /// openb (Alibaba openb_pod_list_default.csv).
     #[arg(long, default_value = "canonical")]
     format: String,
     /// Cluster: a file (cluster.csv) or shorthand NODESxGPUS:TYPE[,...], e.g. 8x8:A100,32x8:V100.
@@ -109,8 +110,7 @@ fn failure_window(workload: &sim::Workload, cluster: &Cluster) -> (sim::SimTime,
 /// The trace given with --trace, if any.
 fn load_trace(args: &SimulateArgs) -> Result<Option<traces::Trace>, Box<dyn std::error::Error>> {
     let Some(path) = &args.trace else { return Ok(None) };
-    let format: traces::Format = args.format.parse()?;
-    Ok(Some(traces::load(path, format)?))
+    Ok(Some(super::load_trace(path, &args.format)?))
 }
 
 fn choose_cluster(
