@@ -21,11 +21,13 @@
 
 mod common;
 
+use common::random::{PoolDesc, arb_gpu_type, arb_gpus, arb_pools, arb_submit_ms, arb_work_ms, build_cluster};
+
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use sim::{
-    Cluster, ClusterEvent, ClusterSpec, ControllerConfig, DecisionKind, DecisionRecord, FailureConfig, JobOutcome,
-    JobSpec, NodeId, PoolSpec, RunResult, Scenario, SimDuration, SimTime, TaskSpec, Workload,
+    ClusterEvent, ControllerConfig, DecisionKind, DecisionRecord, FailureConfig, JobOutcome, JobSpec, NodeId,
+    RunResult, Scenario, SimDuration, SimTime, TaskSpec, Workload,
 };
 use std::ops::Range;
 
@@ -41,13 +43,6 @@ const NEVER: u64 = u64::MAX;
 // ---------------------------------------------------------------------------------------------
 
 #[derive(Debug, Clone)]
-struct PoolDesc {
-    nodes: u32,
-    gpus_per_node: u32,
-    gpu_type: &'static str,
-}
-
-#[derive(Debug, Clone)]
 struct Case {
     pools: Vec<PoolDesc>,
     jobs: Vec<JobSpec>,
@@ -59,43 +54,6 @@ struct Case {
     checkpoint_ms: u64,
     overhead_ms: u64,
     seed: u64,
-}
-
-fn arb_pools() -> impl Strategy<Value = Vec<PoolDesc>> {
-    let pool = (1u32..=5, 1u32..=8, prop::sample::select(&["A", "B"][..]))
-        .prop_map(|(nodes, gpus_per_node, gpu_type)| PoolDesc { nodes, gpus_per_node, gpu_type });
-    prop::collection::vec(pool, 1..=2)
-}
-
-fn arb_gpus() -> impl Strategy<Value = u32> {
-    prop_oneof![10 => Just(1u32), 3 => Just(2), 1 => Just(3), 2 => Just(4), 2 => Just(8), 1 => Just(16)]
-}
-
-/// Mostly untyped; `b` matches pool type `B` (case-insensitively); `C` never exists.
-fn arb_gpu_type() -> impl Strategy<Value = Option<String>> {
-    prop_oneof![
-        8 => Just(None),
-        2 => Just(Some("A".to_string())),
-        2 => Just(Some("b".to_string())),
-        1 => Just(Some("C".to_string())),
-    ]
-}
-
-/// Whole seconds up to an hour, some ms-granular, a few below a second.
-fn arb_work_ms() -> impl Strategy<Value = u64> {
-    prop_oneof![
-        6 => (1u64..=3_600).prop_map(|s| s * 1000),
-        2 => 1_000u64..=3_600_000,
-        1 => 1u64..=999,
-    ]
-}
-
-fn arb_submit_ms() -> impl Strategy<Value = u64> {
-    prop_oneof![
-        3 => prop::sample::select(&[0u64, 1_000, 60_000, 600_000][..]),
-        3 => (0u64..=240).prop_map(|k| k * 30_000),
-        1 => 0u64..=7_200_000,
-    ]
 }
 
 fn arb_checkpoint() -> impl Strategy<Value = Option<SimDuration>> {
@@ -121,7 +79,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
         arb_gpus(),
         arb_gpu_type(),
         prop::bool::weighted(0.25),
-        arb_work_ms(),
+        arb_work_ms(3600),
         estimate_quarters,
         arb_checkpoint(),
         arb_overhead(),
@@ -145,7 +103,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
         2 => prop::collection::vec(arb_task(), 2..=3),
     ];
     let deadline = prop_oneof![4 => Just(None), 1 => (1_000u64..=10_800_000).prop_map(|ms| Some(SimDuration(ms)))];
-    (arb_submit_ms(), tasks, deadline).prop_map(|(submit_ms, mut tasks, deadline)| {
+    (arb_submit_ms(&[0, 1_000, 60_000, 600_000], 240), tasks, deadline).prop_map(|(submit_ms, mut tasks, deadline)| {
         for (i, t) in tasks.iter_mut().enumerate() {
             t.name = i.to_string();
         }
@@ -311,7 +269,7 @@ fn arb_failure_config() -> impl Strategy<Value = FailureConfig> {
 /// every checkpoint interval zero and no restart overhead anywhere.
 fn arb_case_with(events: bool) -> impl Strategy<Value = Case> {
     let defaults = prop_oneof![3 => Just(0u64), 1 => 1_000u64..=600_000];
-    arb_pools()
+    arb_pools(5, 2)
         .prop_flat_map(move |pools| {
             let node_gpus: Vec<u32> =
                 pools.iter().flat_map(|p| std::iter::repeat_n(p.gpus_per_node, p.nodes as usize)).collect();
@@ -345,21 +303,6 @@ fn arb_case_with(events: bool) -> impl Strategy<Value = Case> {
 /// Cases of every kind.
 fn arb_case() -> impl Strategy<Value = Case> {
     arb_case_with(true)
-}
-
-fn build_cluster(pools: &[PoolDesc]) -> Cluster {
-    let pools = pools
-        .iter()
-        .enumerate()
-        .map(|(i, p)| PoolSpec {
-            name: format!("p{i}"),
-            gpu_type: p.gpu_type.to_string(),
-            nodes: p.nodes,
-            gpus_per_node: p.gpus_per_node,
-            nodes_per_rack: 0,
-        })
-        .collect();
-    Cluster::new(&ClusterSpec { pools }).expect("valid random cluster")
 }
 
 fn config_of(case: &Case) -> ControllerConfig {

@@ -14,24 +14,16 @@
 
 mod common;
 
+use common::random::{PoolDesc, arb_gpu_type, arb_gpus, arb_pools, arb_submit_ms, arb_work_ms, build_cluster};
+
 use common::ALL_SPECS;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use sim::{
-    Cluster, ClusterSpec, ControllerConfig, DecisionKind, JobOutcome, JobSpec, PoolSpec, RunResult, SimDuration,
-    SimTime, TaskSpec, Workload,
-};
+use sim::{ControllerConfig, DecisionKind, JobOutcome, JobSpec, RunResult, SimDuration, SimTime, TaskSpec, Workload};
 
 // ---------------------------------------------------------------------------------------------
 // Random cases
 // ---------------------------------------------------------------------------------------------
-
-#[derive(Debug, Clone)]
-struct PoolDesc {
-    nodes: u32,
-    gpus_per_node: u32,
-    gpu_type: &'static str,
-}
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -40,48 +32,10 @@ struct Case {
     seed: u64,
 }
 
-fn arb_pools() -> impl Strategy<Value = Vec<PoolDesc>> {
-    let pool = (1u32..=6, 1u32..=8, prop::sample::select(&["A", "B"][..]))
-        .prop_map(|(nodes, gpus_per_node, gpu_type)| PoolDesc { nodes, gpus_per_node, gpu_type });
-    prop::collection::vec(pool, 1..=3)
-}
-
-fn arb_gpus() -> impl Strategy<Value = u32> {
-    prop_oneof![10 => Just(1u32), 3 => Just(2), 1 => Just(3), 2 => Just(4), 2 => Just(8), 1 => Just(16)]
-}
-
-/// Mostly untyped; types compare case-insensitively (`b` is pool type `B`); `C` never exists.
-fn arb_gpu_type() -> impl Strategy<Value = Option<String>> {
-    prop_oneof![
-        8 => Just(None),
-        2 => Just(Some("A".to_string())),
-        2 => Just(Some("b".to_string())),
-        1 => Just(Some("C".to_string())),
-    ]
-}
-
-/// Whole seconds from 1 s to 2 h, plus ms-granular odd values (some below a second).
-fn arb_work_ms() -> impl Strategy<Value = u64> {
-    prop_oneof![
-        6 => (1u64..=7_200).prop_map(|s| s * 1000),
-        2 => 1_000u64..=7_200_000,
-        1 => 1u64..=999,
-    ]
-}
-
-/// Many exact ties: a few fixed instants, a coarse grid, and some arbitrary ms.
-fn arb_submit_ms() -> impl Strategy<Value = u64> {
-    prop_oneof![
-        3 => prop::sample::select(&[0u64, 1_000, 60_000, 3_600_000][..]),
-        3 => (0u64..=20).prop_map(|k| k * 30_000),
-        1 => 0u64..=7_200_000,
-    ]
-}
-
 fn arb_task() -> impl Strategy<Value = TaskSpec> {
     // Estimate = work x q/4 (q = 0 gives a zero estimate), or exact.
     let estimate_quarters = prop_oneof![1 => Just(4u64), 4 => 0u64..=16];
-    (arb_gpus(), arb_gpu_type(), prop::bool::weighted(0.2), arb_work_ms(), estimate_quarters).prop_map(
+    (arb_gpus(), arb_gpu_type(), prop::bool::weighted(0.2), arb_work_ms(7200), estimate_quarters).prop_map(
         |(gpus, gpu_type, single_node, work_ms, quarters)| TaskSpec {
             name: String::new(),
             gpus,
@@ -101,7 +55,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
         8 => prop::collection::vec(arb_task(), 1..=1),
         2 => prop::collection::vec(arb_task(), 2..=3),
     ];
-    (arb_submit_ms(), tasks).prop_map(|(submit_ms, mut tasks)| {
+    (arb_submit_ms(&[0, 1_000, 60_000, 3_600_000], 20), tasks).prop_map(|(submit_ms, mut tasks)| {
         for (i, t) in tasks.iter_mut().enumerate() {
             t.name = i.to_string();
         }
@@ -110,27 +64,12 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
 }
 
 fn arb_case() -> impl Strategy<Value = Case> {
-    (arb_pools(), prop::collection::vec(arb_job(), 1..=60), any::<u64>()).prop_map(|(pools, mut jobs, seed)| {
+    (arb_pools(6, 3), prop::collection::vec(arb_job(), 1..=60), any::<u64>()).prop_map(|(pools, mut jobs, seed)| {
         for (i, j) in jobs.iter_mut().enumerate() {
             j.name = format!("j{i}");
         }
         Case { pools, jobs, seed }
     })
-}
-
-fn build_cluster(pools: &[PoolDesc]) -> Cluster {
-    let pools = pools
-        .iter()
-        .enumerate()
-        .map(|(i, p)| PoolSpec {
-            name: format!("p{i}"),
-            gpu_type: p.gpu_type.to_string(),
-            nodes: p.nodes,
-            gpus_per_node: p.gpus_per_node,
-            nodes_per_rack: 0,
-        })
-        .collect();
-    Cluster::new(&ClusterSpec { pools }).expect("valid random cluster")
 }
 
 // ---------------------------------------------------------------------------------------------

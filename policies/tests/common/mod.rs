@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod random;
+
 use sim::{
     Cluster, ClusterSpec, ControllerConfig, JobSpec, PoolSpec, RunResult, Scenario, SimDuration, SimTime, Workload,
 };
