@@ -401,3 +401,31 @@ fn openb_pods_replay_on_the_imported_openb_cluster_with_their_gpu_shares() {
     // Shares are counted as shares: the imported pods hold 51,498.736 GPU-hours of work.
     assert!((s["gpu_hours"].as_f64().unwrap() - 51_498.736).abs() < 1e-3, "{s}");
 }
+
+/// 2 nodes x 4 GPUs; a (4 GPUs, 100 s, queue q1) on node 0, which fails at 55 s and is
+/// declared dead at 80 (beats 60, 70, 80 missed). q1's defaults: checkpoints every 50 s, 10 s
+/// restarts. a keeps 50 s, loses 5, sat 25 on the dead node, restarts at 80 on node 1 and ends
+/// at 80 + 10 + 50 = 140; lost 4 x (5 + 25 + 10) = 160 GPU-s. Without the queue defaults it
+/// keeps all 55 s and ends at 80 + 45 = 125.
+#[test]
+fn queue_defaults_set_checkpoints_and_restart_overheads() {
+    let dir = scratch("queue-defaults");
+    std::fs::write(dir.join("jobs.csv"), "job_id,submit_s,duration_s,gpus,queue\na,0,100,4,q1\n").unwrap();
+    std::fs::write(dir.join("cluster.csv"), "pool,gpu_type,nodes,gpus_per_node\np,A,2,4\n").unwrap();
+    std::fs::write(dir.join("events.csv"), "time_s,kind,node,gpu,repair_s\n55,node_fail,0,,600\n").unwrap();
+    let run = |extra: &[&str]| {
+        let out_dir = dir.join(format!("out{}", extra.len()));
+        let mut args = vec!["simulate", "--trace", dir.to_str().unwrap(), "--out", out_dir.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = schedlab(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        read_json(&out_dir.join("summary.json"))
+    };
+    let with = run(&["--queue-checkpoint-s", "q1=50", "--queue-restart-overhead-s", "q1=10"]);
+    assert_eq!(with["makespan_s"].as_f64(), Some(140.0));
+    assert!((with["lost_gpu_hours"].as_f64().unwrap() - 160.0 / 3600.0).abs() < 1e-12, "{with}");
+    let without = run(&[]);
+    assert_eq!(without["makespan_s"].as_f64(), Some(125.0));
+    let typo = schedlab(&["simulate", "--trace", dir.to_str().unwrap(), "--queue-checkpoint-s", "q2=50"]);
+    assert!(!typo.status.success() && stderr(&typo).contains("no job is in queue `q2`"), "{}", stderr(&typo));
+}

@@ -111,6 +111,10 @@ impl Workload {
     pub fn jobs(&self) -> &[JobSpec] {
         &self.jobs
     }
+    /// The jobs back, in arrival order (to adjust them and build a new workload).
+    pub fn into_jobs(self) -> Vec<JobSpec> {
+        self.jobs
+    }
     pub fn task_count(&self) -> usize {
         self.jobs.iter().map(|j| j.tasks.len()).sum()
     }

@@ -2,7 +2,8 @@
 //! simulates: heartbeats, detection delays, checkpoints, restart overhead, retry budgets.
 
 use clap::Args;
-use sim::{ControllerConfig, FailureConfig, SimDuration};
+use sim::{ControllerConfig, FailureConfig, SimDuration, Workload};
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Args, Debug, Clone)]
 pub struct ResilienceArgs {
@@ -25,6 +26,26 @@ pub struct ResilienceArgs {
     /// restarts, for tasks that set none.
     #[arg(long, default_value = "0")]
     restart_overhead_s: String,
+    /// Per-queue default checkpoint interval, QUEUE=SECONDS (repeatable); between a task's own
+    /// value and --checkpoint-s.
+    #[arg(long, value_name = "QUEUE=SECONDS")]
+    queue_checkpoint_s: Vec<String>,
+    /// Per-queue default restart overhead, QUEUE=SECONDS (repeatable); between a task's own
+    /// value and --restart-overhead-s.
+    #[arg(long, value_name = "QUEUE=SECONDS")]
+    queue_restart_overhead_s: Vec<String>,
+}
+
+/// `QUEUE=SECONDS` pairs of a repeatable flag.
+fn per_queue(flag: &str, pairs: &[String]) -> Result<BTreeMap<String, SimDuration>, String> {
+    let mut map = BTreeMap::new();
+    for pair in pairs {
+        let (queue, secs) = pair.split_once('=').ok_or_else(|| format!("--{flag} `{pair}`: expected QUEUE=SECONDS"))?;
+        if map.insert(queue.to_string(), seconds(flag, secs)?).is_some() {
+            return Err(format!("--{flag}: queue `{queue}` given twice"));
+        }
+    }
+    Ok(map)
 }
 
 fn seconds(flag: &str, text: &str) -> Result<SimDuration, String> {
@@ -32,6 +53,34 @@ fn seconds(flag: &str, text: &str) -> Result<SimDuration, String> {
 }
 
 impl ResilienceArgs {
+    /// Fills the checkpoint interval and restart overhead of tasks that set none from their
+    /// queue's defaults. A queue named in a flag that no job uses is an error (a typo would
+    /// otherwise change nothing, silently).
+    pub fn apply_queue_defaults(&self, workload: Workload) -> Result<Workload, String> {
+        let checkpoints = per_queue("queue-checkpoint-s", &self.queue_checkpoint_s)?;
+        let overheads = per_queue("queue-restart-overhead-s", &self.queue_restart_overhead_s)?;
+        if checkpoints.is_empty() && overheads.is_empty() {
+            return Ok(workload);
+        }
+        let queues: BTreeSet<&str> = workload.jobs().iter().filter_map(|j| j.queue.as_deref()).collect();
+        if let Some(unknown) = checkpoints.keys().chain(overheads.keys()).find(|q| !queues.contains(q.as_str())) {
+            return Err(format!(
+                "no job is in queue `{unknown}` (queues: {})",
+                queues.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let mut jobs = workload.into_jobs();
+        for job in &mut jobs {
+            let Some(queue) = job.queue.as_deref() else { continue };
+            let (checkpoint, overhead) = (checkpoints.get(queue).copied(), overheads.get(queue).copied());
+            for task in &mut job.tasks {
+                task.checkpoint = task.checkpoint.or(checkpoint);
+                task.restart_overhead = task.restart_overhead.or(overhead);
+            }
+        }
+        Workload::new(jobs).map_err(|e| e.to_string())
+    }
+
     /// The controller settings these flags describe, on top of `base`.
     pub fn apply(&self, base: ControllerConfig) -> Result<ControllerConfig, String> {
         let heartbeat_interval = seconds("heartbeat-s", &self.heartbeat_s)?;

@@ -68,6 +68,7 @@ pub fn run(args: SimulateArgs) -> CliResult {
         let spec: traces::FailureSpec = spec.parse()?;
         events.extend(spec.events(&cluster, failure_window(&workload, &cluster), args.seed)?);
     }
+    let workload = args.resilience.apply_queue_defaults(workload)?;
     let scenario = Scenario::new(cluster, workload).with_events(events)?;
     let mut policy = policies::build(&args.policy)?;
     let config = args.resilience.apply(ControllerConfig {
