@@ -12,38 +12,8 @@ use std::time::Instant;
 
 #[derive(Args)]
 pub struct SimulateArgs {
-    /// Trace to replay: a canonical jobs.csv or trace directory, or a file in --format. Without
-    /// it, a built-in synthetic workload runs on a built-in cluster.
-    #[arg(long)]
-    trace: Option<PathBuf>,
-    /// Format of --trace: canonical, itp (Microsoft ITP clusterNN.csv), philly (philly.csv) or
-    /// openb (Alibaba openb_pod_list_default.csv).
-    #[arg(long, default_value = "canonical")]
-    format: String,
-    /// Cluster: a file (cluster.csv) or shorthand NODESxGPUS:TYPE[,...], e.g. 8x8:A100,32x8:V100.
-    #[arg(long)]
-    cluster: Option<String>,
-    /// Hardware failures: a model (weibull:node_mtbf_h=H[,shape=K][,gpu_mtbf_h=..]
-    /// [,repair_median_h=M][,repair_sigma=S]), a real failure trace mapped onto the cluster
-    /// (infinitehbd:PATH, titan:PATH, alibaba2017:PATH, each [,scale=X]) or events:PATH. Added
-    /// to any events.csv of the trace.
-    #[arg(long)]
-    failures: Option<String>,
-    /// Policy spec name[key=value,...]; see `schedlab policies`.
-    #[arg(long, default_value = "fifo")]
-    policy: String,
-    /// Run seed: feeds the synthetic workload and the policy's random stream.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Jobs in the built-in synthetic workload (ignored with --trace). Its arrival rate is set
-    /// for --load on whichever cluster runs it.
-    #[arg(long, default_value_t = builtin::JOBS)]
-    jobs: usize,
-    /// Offered load of the built-in synthetic workload: arriving GPU-time over cluster capacity.
-    #[arg(long, default_value_t = builtin::LOAD)]
-    load: f64,
     #[command(flatten)]
-    resilience: ResilienceArgs,
+    run: RunArgs,
     /// Write summary.json and jobs.csv (gpu_health.csv when hardware fails; decisions.csv with
     /// --decisions) into this folder.
     #[arg(long)]
@@ -51,15 +21,71 @@ pub struct SimulateArgs {
     /// Also write the decision log, decisions.csv, into --out.
     #[arg(long)]
     decisions: bool,
+}
+
+/// Everything one run needs, as the command line gives it. `simulate` runs one; commands that
+/// run many (sweeps, regression checks) vary the trace, policy and seed of a copy, so a run
+/// means the same thing everywhere.
+#[derive(Args, Clone, Debug)]
+pub struct RunArgs {
+    /// Trace to replay: a canonical jobs.csv or trace directory, or a file in --format. Without
+    /// it, a built-in synthetic workload runs on a built-in cluster.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    /// Format of --trace: canonical, itp (Microsoft ITP clusterNN.csv), philly (philly.csv) or
+    /// openb (Alibaba openb_pod_list_default.csv).
+    #[arg(long, default_value = "canonical")]
+    pub format: String,
+    /// Cluster: a file (cluster.csv) or shorthand NODESxGPUS:TYPE[,...], e.g. 8x8:A100,32x8:V100.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Hardware failures: a model (weibull:node_mtbf_h=H[,shape=K][,gpu_mtbf_h=..]
+    /// [,repair_median_h=M][,repair_sigma=S]), a real failure trace mapped onto the cluster
+    /// (infinitehbd:PATH, titan:PATH, alibaba2017:PATH, each [,scale=X]) or events:PATH. Added
+    /// to any events.csv of the trace.
+    #[arg(long)]
+    pub failures: Option<String>,
+    /// Policy spec name[key=value,...]; see `schedlab policies`.
+    #[arg(long, default_value = "fifo")]
+    pub policy: String,
+    /// Run seed: feeds the synthetic workload, the failure model and the policy's random stream.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Jobs in the built-in synthetic workload (ignored with --trace). Its arrival rate is set
+    /// for --load on whichever cluster runs it.
+    #[arg(long, default_value_t = builtin::JOBS)]
+    pub jobs: usize,
+    /// Offered load of the built-in synthetic workload: arriving GPU-time over cluster capacity.
+    #[arg(long, default_value_t = builtin::LOAD)]
+    pub load: f64,
+    #[command(flatten)]
+    pub resilience: ResilienceArgs,
     /// Check every invariant after every step (slow: a full recount per step).
     #[arg(long)]
-    check_invariants: bool,
+    pub check_invariants: bool,
 }
 
 pub fn run(args: SimulateArgs) -> CliResult {
-    let trace = load_trace(&args)?;
+    if args.decisions && args.out.is_none() {
+        return Err("--decisions writes decisions.csv into --out DIR; give --out".into());
+    }
+    let (result, summary) = execute(&args.run, args.decisions)?;
+    emit(reports::summary_table(&summary))?;
+    if let Some(dir) = &args.out {
+        write_outputs(dir, &result, &summary, args.decisions)?;
+        emit(format_args!("wrote {}\n", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Runs `args` to the end: the run's records and its summary (with its wall time).
+pub fn execute(
+    args: &RunArgs,
+    record_decisions: bool,
+) -> Result<(sim::RunResult, reports::Summary), Box<dyn std::error::Error>> {
+    let trace = load_trace(args)?;
     let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
-    let cluster = Cluster::new(&choose_cluster(&args, trace_cluster)?)?;
+    let cluster = Cluster::new(&choose_cluster(args, trace_cluster)?)?;
     let (workload, mut events) = match trace {
         Some(trace) => (trace.workload, trace.events),
         None => (builtin::workload(cluster.gpu_count(), args.jobs, args.load, args.seed)?, Vec::new()),
@@ -74,22 +100,14 @@ pub fn run(args: SimulateArgs) -> CliResult {
     let config = args.resilience.apply(ControllerConfig {
         seed: args.seed,
         check_invariants: args.check_invariants,
-        record_decisions: args.decisions,
+        record_decisions,
         ..ControllerConfig::default()
     })?;
-    if args.decisions && args.out.is_none() {
-        return Err("--decisions writes decisions.csv into --out DIR; give --out".into());
-    }
     let started = Instant::now();
     let result = sim::simulate(scenario, policy.as_mut(), config)?;
     let mut summary = reports::Summary::of(&result);
     summary.wall_s = Some(started.elapsed().as_secs_f64());
-    emit(reports::summary_table(&summary))?;
-    if let Some(dir) = &args.out {
-        write_outputs(dir, &result, &summary, args.decisions)?;
-        emit(format_args!("wrote {}\n", dir.display()))?;
-    }
-    Ok(())
+    Ok((result, summary))
 }
 
 /// Where failures are drawn: from the first submission to well past the last one (twice the
@@ -109,15 +127,12 @@ fn failure_window(workload: &sim::Workload, cluster: &Cluster) -> (sim::SimTime,
 }
 
 /// The trace given with --trace, if any.
-fn load_trace(args: &SimulateArgs) -> Result<Option<traces::Trace>, Box<dyn std::error::Error>> {
+fn load_trace(args: &RunArgs) -> Result<Option<traces::Trace>, Box<dyn std::error::Error>> {
     let Some(path) = &args.trace else { return Ok(None) };
     Ok(Some(super::load_trace(path, &args.format)?))
 }
 
-fn choose_cluster(
-    args: &SimulateArgs,
-    from_trace: Option<ClusterSpec>,
-) -> Result<ClusterSpec, Box<dyn std::error::Error>> {
+fn choose_cluster(args: &RunArgs, from_trace: Option<ClusterSpec>) -> Result<ClusterSpec, Box<dyn std::error::Error>> {
     if let Some(text) = &args.cluster {
         let path = Path::new(text);
         return Ok(if path.is_file() {
