@@ -40,12 +40,26 @@ pub const POLICIES: &[PolicyInfo] = &[
     },
 ];
 
+/// Deliberately bad variants that `build` accepts but `POLICIES` (and so `schedlab policies`
+/// and the policy property tests) leave out: test aids, not policies anyone should run.
+const TEST_AIDS: &[PolicyInfo] = &[PolicyInfo {
+    name: "fifo-idle",
+    summary: "test aid for CI regression: fifo that leaves GPUs idle on every N-th decision point",
+    params: fifo::IDLE_PARAMS,
+    build: |p| Ok(Box::new(fifo::Fifo::idling(p)?)),
+}];
+
 /// Builds the policy `spec` names, e.g. `sjf[duration=estimate,placement=spread]`.
 pub fn build(spec: &str) -> Result<Box<dyn Policy + Send>, SpecError> {
     let (name, values) = split_spec(spec)?;
-    let info = POLICIES.iter().find(|p| p.name == name).ok_or_else(|| {
+    let info = POLICIES.iter().chain(TEST_AIDS).find(|p| p.name == name).ok_or_else(|| {
         let valid: Vec<&str> = POLICIES.iter().map(|p| p.name).collect();
-        SpecError(format!("unknown policy `{name}`; valid policies: {}", valid.join(", ")))
+        let aids: Vec<&str> = TEST_AIDS.iter().map(|p| p.name).collect();
+        SpecError(format!(
+            "unknown policy `{name}`; valid policies: {} (test aids: {})",
+            valid.join(", "),
+            aids.join(", ")
+        ))
     })?;
     (info.build)(&Params::new(info.name, values, info.params)?)
 }

@@ -1,6 +1,9 @@
 //! Metric summaries, per-job tables and printed reports of schedlab runs.
 
+pub mod compare;
+pub mod regress;
 mod summary;
+pub mod sweep;
 mod tables;
 
 pub use summary::{Summary, percentile_s};

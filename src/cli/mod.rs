@@ -1,9 +1,13 @@
 //! Argument parsing and dispatch.
 
 mod cluster;
+mod compare;
+mod merge;
 mod policies;
+mod regress;
 mod resilience;
 mod simulate;
+mod sweep;
 mod trace;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +29,14 @@ struct Cli {
 enum Command {
     /// Run a workload (a trace, or the built-in synthetic one) under a policy and report metrics.
     Simulate(Box<simulate::SimulateArgs>),
+    /// Run traces x policies x seeds (x parameter grids) on all cores; --shard i/n runs a slice.
+    Sweep(Box<sweep::SweepArgs>),
+    /// Combine the outputs of sweep shards into one sweep.
+    Merge(merge::MergeArgs),
+    /// Two runs or sweeps side by side: deltas, and which is better on each metric.
+    Compare(compare::CompareArgs),
+    /// Run a fixed sweep and compare every metric with a committed baseline (CI regression).
+    Regress(regress::RegressArgs),
     /// List the policies with their parameters and defaults.
     Policies,
     /// Import, validate or describe traces.
@@ -58,6 +70,10 @@ pub fn load_trace(path: &std::path::Path, format: &str) -> Result<traces::Trace,
 pub fn run() -> CliResult {
     match Cli::parse().command {
         Command::Simulate(args) => simulate::run(*args),
+        Command::Sweep(args) => sweep::run(*args),
+        Command::Merge(args) => merge::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Regress(args) => regress::run(args),
         Command::Policies => policies::run(),
         Command::Trace(command) => trace::run(command),
         Command::Cluster(command) => cluster::run(command),

@@ -150,7 +150,12 @@ fn choose_cluster(args: &RunArgs, from_trace: Option<ClusterSpec>) -> Result<Clu
     Ok(traces::parse_cluster_shorthand(builtin::CLUSTER)?)
 }
 
-fn write_outputs(dir: &Path, run: &sim::RunResult, summary: &reports::Summary, decisions: bool) -> CliResult {
+pub(super) fn write_outputs(
+    dir: &Path,
+    run: &sim::RunResult,
+    summary: &reports::Summary,
+    decisions: bool,
+) -> CliResult {
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let create = |name: &str| {
         let path = dir.join(name);
