@@ -11,6 +11,9 @@ mod sweep;
 mod trace;
 
 use clap::{Parser, Subcommand};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
 
 pub type CliResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -59,11 +62,22 @@ pub fn emit(text: impl std::fmt::Display) -> CliResult {
 
 /// Loads a trace and tells the user, on stderr, what its importer could not carry over (CPU-only
 /// pods skipped, columns not modelled): nothing a user submitted disappears without a word.
+/// A command that runs many runs on one trace (a sweep) reads and reports it once: traces are
+/// kept for the rest of the process, keyed by path and format.
 pub fn load_trace(path: &std::path::Path, format: &str) -> Result<traces::Trace, Box<dyn std::error::Error>> {
+    type Loaded = BTreeMap<(PathBuf, String), traces::Trace>;
+    static LOADED: OnceLock<Mutex<Loaded>> = OnceLock::new();
+    let key = (path.to_path_buf(), format.to_string());
+    // Held while loading, so parallel runs of one sweep read (and report) each trace once.
+    let mut loaded = LOADED.get_or_init(Mutex::default).lock().map_err(|_| "trace cache poisoned")?;
+    if let Some(trace) = loaded.get(&key) {
+        return Ok(trace.clone());
+    }
     let trace = traces::load(path, format.parse()?)?;
     for note in &trace.notes {
         eprintln!("note: {}: {note}", path.display());
     }
+    loaded.insert(key, trace.clone());
     Ok(trace)
 }
 
