@@ -1,44 +1,11 @@
 //! End-to-end tests through the `schedlab` binary: what a user types, what they get back.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).output().expect("schedlab runs")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A fresh, empty directory under the target dir for one test's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-fn shared_trace(relative: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces").join(relative);
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: {} not found; this test checked nothing", path.display());
-        None
-    }
-}
+use common::{read_json, schedlab, scratch, shared_trace, stderr, stdout};
 
 fn digest_line(text: &str) -> String {
     text.lines().find(|l| l.starts_with("digest")).expect("a digest line").to_string()
-}
-
-fn read_json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("file exists")).expect("valid JSON")
 }
 
 #[test]
@@ -54,7 +21,7 @@ fn bare_simulate_runs_the_builtin_workload_and_prints_a_summary() {
 
 #[test]
 fn the_same_run_twice_gives_the_same_digest_and_files() {
-    let (a, b) = (scratch("twice-a"), scratch("twice-b"));
+    let (a, b) = (scratch("cli", "twice-a"), scratch("cli", "twice-b"));
     for dir in [&a, &b] {
         let out = schedlab(&[
             "simulate",
@@ -81,7 +48,7 @@ fn the_same_run_twice_gives_the_same_digest_and_files() {
 
 #[test]
 fn summary_json_has_every_promised_key_and_the_job_table_every_job() {
-    let dir = scratch("keys");
+    let dir = scratch("cli", "keys");
     let out = schedlab(&["simulate", "--jobs", "200", "--out", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = read_json(&dir.join("summary.json"));
@@ -114,7 +81,7 @@ fn summary_json_has_every_promised_key_and_the_job_table_every_job() {
 /// b (4, 5) at 0, c (1, 2) at 1 on 1 x 4 GPUs run 0..10, 10..15, 15..17.
 #[test]
 fn summary_numbers_match_a_hand_computed_run() {
-    let dir = scratch("hand");
+    let dir = scratch("cli", "hand");
     let trace = dir.join("jobs.csv");
     std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,10,2\nb,0,5,4\nc,1,2,1\n").unwrap();
     let out_dir = dir.join("out");
@@ -148,7 +115,7 @@ fn summary_numbers_match_a_hand_computed_run() {
 
 #[test]
 fn an_impossible_job_is_reported_unschedulable_not_dropped() {
-    let dir = scratch("impossible");
+    let dir = scratch("cli", "impossible");
     let trace = dir.join("jobs.csv");
     std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\nok,0,10,2\nhuge,0,10,64\n").unwrap();
     let out_dir = dir.join("out");
@@ -176,7 +143,7 @@ fn an_impossible_job_is_reported_unschedulable_not_dropped() {
 
 #[test]
 fn a_malformed_row_names_file_line_and_field_and_exits_non_zero() {
-    let dir = scratch("malformed");
+    let dir = scratch("cli", "malformed");
     let trace = dir.join("bad.csv");
     std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,10,2\nb,0,ten,2\n").unwrap();
     let out = schedlab(&["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "1x4"]);
@@ -225,7 +192,7 @@ fn policies_lists_every_policy_with_parameters_and_defaults() {
 /// (checkpoints at every instant by default) and ends at 30 + 95 = 125.
 #[test]
 fn a_trace_with_failure_events_replays_them() {
-    let dir = scratch("events");
+    let dir = scratch("cli", "events");
     std::fs::write(dir.join("jobs.csv"), "job_id,submit_s,duration_s,gpus\na,0,100,4\n").unwrap();
     std::fs::write(dir.join("cluster.csv"), "pool,gpu_type,nodes,gpus_per_node\np,A,2,4\n").unwrap();
     std::fs::write(dir.join("events.csv"), "time_s,kind,node,gpu,repair_s\n5,node_fail,0,,600\n").unwrap();
@@ -246,7 +213,7 @@ fn a_trace_with_failure_events_replays_them() {
 
 #[test]
 fn a_canonical_directory_brings_its_own_cluster() {
-    let dir = scratch("own-cluster");
+    let dir = scratch("cli", "own-cluster");
     std::fs::write(dir.join("jobs.csv"), "job_id,submit_s,duration_s,gpus\na,0,10,6\n").unwrap();
     std::fs::write(dir.join("cluster.csv"), "pool,gpu_type,nodes,gpus_per_node\np,A,2,4\n").unwrap();
     let out = schedlab(&["simulate", "--trace", dir.to_str().unwrap()]);
@@ -258,7 +225,7 @@ fn a_canonical_directory_brings_its_own_cluster() {
 #[test]
 fn philly_imported_to_canonical_replays_to_the_same_digest() {
     let Some(philly) = shared_trace("philly-pollux/philly.csv") else { return };
-    let dir = scratch("philly-import");
+    let dir = scratch("cli", "philly-import");
     let canonical = dir.join("philly");
     let out = schedlab(&[
         "trace",
@@ -365,7 +332,7 @@ fn openb_pods_replay_on_the_imported_openb_cluster_with_their_gpu_shares() {
     ) else {
         return;
     };
-    let dir = scratch("openb");
+    let dir = scratch("cli", "openb");
     let cluster = dir.join("cluster.csv");
     let out = schedlab(&[
         "cluster",
@@ -409,7 +376,7 @@ fn openb_pods_replay_on_the_imported_openb_cluster_with_their_gpu_shares() {
 /// keeps all 55 s and ends at 80 + 45 = 125.
 #[test]
 fn queue_defaults_set_checkpoints_and_restart_overheads() {
-    let dir = scratch("queue-defaults");
+    let dir = scratch("cli", "queue-defaults");
     std::fs::write(dir.join("jobs.csv"), "job_id,submit_s,duration_s,gpus,queue\na,0,100,4,q1\n").unwrap();
     std::fs::write(dir.join("cluster.csv"), "pool,gpu_type,nodes,gpus_per_node\np,A,2,4\n").unwrap();
     std::fs::write(dir.join("events.csv"), "time_s,kind,node,gpu,repair_s\n55,node_fail,0,,600\n").unwrap();

@@ -1,28 +1,11 @@
 //! `schedlab regress` end to end, through the binary: bless, check, catch a worse policy, a
 //! digest change, moved runs; tolerances, strictness, and errors that name the spec's key.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{schedlab, scratch, stderr, stdout};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).output().expect("schedlab runs")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A fresh, empty directory under the target dir for one test's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("regress").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
 
 /// Writes `text` as `name` in `dir` and returns its path as a string.
 fn write(dir: &Path, name: &str, text: &str) -> String {
@@ -64,7 +47,7 @@ fn rows<'a>(text: &'a str, run: &str, metric: &str) -> Vec<&'a str> {
 
 #[test]
 fn bless_then_check_passes_and_the_baseline_is_stable() {
-    let dir = scratch("bless");
+    let dir = scratch("regress", "bless");
     let spec = write(&dir, "regress.toml", &spec("fifo", ""));
     let baseline = dir.join("baseline.json").display().to_string();
 
@@ -102,7 +85,7 @@ fn bless_then_check_passes_and_the_baseline_is_stable() {
 
 #[test]
 fn a_worsened_fifo_fails_with_the_metric_named_and_passes_after_bless() {
-    let dir = scratch("worse");
+    let dir = scratch("regress", "worse");
     let good = write(&dir, "good.toml", &spec("fifo", ""));
     let worse = write(&dir, "worse.toml", &spec("fifo-idle[every=3]", ""));
     let baseline = dir.join("baseline.json").display().to_string();
@@ -149,7 +132,7 @@ fn blessed_with_scaled_jct(dir: &Path, factor: f64) -> String {
 
 #[test]
 fn a_wide_enough_tolerance_lets_a_small_change_pass() {
-    let dir = scratch("tolerance");
+    let dir = scratch("regress", "tolerance");
     // Now is 1 % above the baseline: worse JCT.
     let baseline = blessed_with_scaled_jct(&dir, 1.0 / 1.01);
     let check = |name: &str, tolerance: &str| {
@@ -176,7 +159,7 @@ fn a_wide_enough_tolerance_lets_a_small_change_pass() {
 
 #[test]
 fn an_improvement_passes_unless_strict() {
-    let dir = scratch("strict");
+    let dir = scratch("regress", "strict");
     // Now is 1 % below the baseline: better JCT.
     let baseline = blessed_with_scaled_jct(&dir, 1.01);
     let out = regress(&write(&dir, "lenient.toml", &spec("fifo", "")), &baseline, &[]);
@@ -189,7 +172,7 @@ fn an_improvement_passes_unless_strict() {
 
 #[test]
 fn a_digest_change_fails_whatever_the_tolerances() {
-    let dir = scratch("digest");
+    let dir = scratch("regress", "digest");
     let loose = "[tolerance]\ndefault = { relative = 1e9, absolute = 1e9 }\n";
     let baseline = dir.join("baseline.json").display().to_string();
     assert_exit(&regress(&write(&dir, "before.toml", &spec("fifo", loose)), &baseline, &["--bless"]), 0);
@@ -213,7 +196,7 @@ fn a_digest_change_fails_whatever_the_tolerances() {
 
 #[test]
 fn new_and_missing_runs_fail() {
-    let dir = scratch("runs");
+    let dir = scratch("regress", "runs");
     let baseline = dir.join("baseline.json").display().to_string();
     let one = "cluster = \"4x8:V100\"\njobs = 100\npolicies = [\"fifo\"]\n";
     assert_exit(&regress(&write(&dir, "a.toml", &format!("{one}seeds = [1]\n")), &baseline, &["--bless"]), 0);
@@ -227,7 +210,7 @@ fn new_and_missing_runs_fail() {
 
 #[test]
 fn sweeps_inherit_settings_and_paths_start_at_the_spec() {
-    let dir = scratch("sweeps");
+    let dir = scratch("regress", "sweeps");
     write(&dir, "jobs.csv", "job_id,submit_s,duration_s,gpus\n1,0,3600,8\n2,10,600,4\n3,20,60,8\n4,30,1200,2\n");
     let spec = write(
         &dir,
@@ -255,7 +238,7 @@ fn sweeps_inherit_settings_and_paths_start_at_the_spec() {
 
 #[test]
 fn a_malformed_spec_is_an_error_naming_the_key() {
-    let dir = scratch("malformed");
+    let dir = scratch("regress", "malformed");
     let baseline = dir.join("baseline.json").display().to_string();
     // Every case is a whole spec (jobs = 50, seeds = [1] unless the case is about them).
     let ok = "jobs = 50\nseeds = [1]\n";

@@ -2,29 +2,12 @@
 //! the thread count or sharding, refusals with clear messages, and comparisons whose verdicts
 //! are checked against hand-computed runs.
 
+mod common;
+
+use common::{read_json, schedlab, scratch, stderr, stdout};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).output().expect("schedlab runs")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A fresh, empty directory under the target dir for one test's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sweep").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
 
 fn s(path: &Path) -> &str {
     path.to_str().expect("UTF-8 path")
@@ -78,10 +61,6 @@ fn assert_same_tree(a: &Path, b: &Path) {
     }
 }
 
-fn read_json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("file exists")).expect("valid JSON")
-}
-
 /// The run folders named in a sweep's sweep.json, in run order.
 fn run_dirs(sweep: &Path) -> Vec<String> {
     let manifest = read_json(&sweep.join("sweep.json"));
@@ -90,7 +69,7 @@ fn run_dirs(sweep: &Path) -> Vec<String> {
 
 #[test]
 fn a_sweep_gives_the_same_bytes_with_1_and_4_threads() {
-    let dir = scratch("threads");
+    let dir = scratch("sweep", "threads");
     let (one, four) = (dir.join("one"), dir.join("four"));
     let quiet = sweep(&one, &["--threads", "1"]);
     sweep(&four, &["--threads", "4"]);
@@ -123,7 +102,7 @@ fn a_sweep_gives_the_same_bytes_with_1_and_4_threads() {
 
 #[test]
 fn shard_0_and_1_of_2_merged_equal_the_unsharded_sweep_byte_for_byte() {
-    let dir = scratch("shards");
+    let dir = scratch("sweep", "shards");
     let (whole, shard0, shard1, merged) = (dir.join("whole"), dir.join("s0"), dir.join("s1"), dir.join("merged"));
     sweep(&whole, &[]);
     let out0 = sweep(&shard0, &["--shard", "0/2", "--threads", "1"]);
@@ -145,7 +124,7 @@ fn shard_0_and_1_of_2_merged_equal_the_unsharded_sweep_byte_for_byte() {
 
 #[test]
 fn merge_refuses_overlapping_incomplete_or_foreign_shards() {
-    let dir = scratch("refuse");
+    let dir = scratch("sweep", "refuse");
     let (shard0, shard1) = (dir.join("s0"), dir.join("s1"));
     sweep(&shard0, &["--shard", "0/2"]);
     sweep(&shard1, &["--shard", "1/2"]);
@@ -191,7 +170,7 @@ fn merge_refuses_overlapping_incomplete_or_foreign_shards() {
     assert!(err.contains("are not shards of one sweep") && err.contains("--seeds: [0, 1, 2] vs [0, 1, 2, 3]"), "{err}");
 
     // Not a sweep folder at all.
-    let empty = scratch("refuse-empty");
+    let empty = scratch("sweep", "refuse-empty");
     let none = schedlab(&["merge", s(&empty), "--out", s(&merged)]);
     assert!(stderr(&none).contains("cannot read sweep.json"), "{}", stderr(&none));
     assert!(!merged.exists(), "a refused merge writes nothing");
@@ -217,7 +196,7 @@ fn row(table: &str, metric: &str) -> Vec<String> {
 
 #[test]
 fn compare_names_the_better_policy_on_a_hand_computed_case() {
-    let dir = scratch("compare-hand");
+    let dir = scratch("sweep", "compare-hand");
     let trace = head_of_line_trace(&dir);
     let out_dir = dir.join("sweep");
     let out = schedlab(&[
@@ -263,7 +242,7 @@ fn compare_names_the_better_policy_on_a_hand_computed_case() {
 
 #[test]
 fn compare_of_a_run_or_sweep_with_itself_reports_no_change() {
-    let dir = scratch("compare-self");
+    let dir = scratch("sweep", "compare-self");
     let out_dir = dir.join("sweep");
     sweep(&out_dir, &[]);
     let run = out_dir.join(&run_dirs(&out_dir)[4]);
@@ -291,7 +270,7 @@ fn compare_of_a_run_or_sweep_with_itself_reports_no_change() {
 
 #[test]
 fn sweeps_of_different_policies_compare_by_their_means_over_seeds() {
-    let dir = scratch("compare-sweeps");
+    let dir = scratch("sweep", "compare-sweeps");
     let trace = head_of_line_trace(&dir);
     let side = |name: &str, policy: &str| {
         let out_dir = dir.join(name);
@@ -323,7 +302,7 @@ fn sweeps_of_different_policies_compare_by_their_means_over_seeds() {
 
 #[test]
 fn the_grid_expands_each_policy_over_the_keys_it_takes() {
-    let dir = scratch("grid");
+    let dir = scratch("sweep", "grid");
     let out_dir = dir.join("sweep");
     let out = schedlab(&[
         "sweep",
@@ -376,7 +355,7 @@ fn the_grid_expands_each_policy_over_the_keys_it_takes() {
 
 #[test]
 fn bad_seeds_shards_and_outputs_are_clear_errors() {
-    let dir = scratch("errors");
+    let dir = scratch("sweep", "errors");
     let cases: &[(&[&str], &str)] = &[
         (&["--seeds", "5..2"], "--seeds `5..2`: the range is empty"),
         (&["--seeds", "x"], "--seeds `x`: expected a range START..END (END excluded: 0..5 is seeds 0 to 4)"),
@@ -419,7 +398,7 @@ fn bad_seeds_shards_and_outputs_are_clear_errors() {
 /// merge), gives the unsharded sweep.
 #[test]
 fn the_slurm_example_runs_its_shards_and_merges_them() {
-    let dir = scratch("slurm");
+    let dir = scratch("sweep", "slurm");
     let whole = dir.join("whole");
     sweep(&whole, &[]);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/slurm-sweep.sh");

@@ -16,7 +16,7 @@
 use serde::Serialize;
 use sim::{JobOutcome, RunResult};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Summary {
     pub policy: String,
     pub seed: u64,

@@ -85,47 +85,6 @@ pub struct SweepRun {
     pub seed: u64,
 }
 
-/// A summary with every field zero: the source of sweep.csv's header when a shard has no runs.
-fn blank_summary() -> Summary {
-    Summary {
-        policy: String::new(),
-        seed: 0,
-        cluster_gpus: 0,
-        jobs: 0,
-        jobs_finished: 0,
-        jobs_unschedulable: 0,
-        jobs_rejected: 0,
-        jobs_failed: 0,
-        jobs_unfinished: 0,
-        mean_jct_s: 0.0,
-        p50_jct_s: 0.0,
-        p95_jct_s: 0.0,
-        p99_jct_s: 0.0,
-        mean_queue_s: 0.0,
-        makespan_s: 0.0,
-        utilisation: 0.0,
-        goodput: 0.0,
-        jobs_per_hour: 0.0,
-        gpu_hours: 0.0,
-        preemptions: 0,
-        lost_gpu_hours: 0.0,
-        lost_redo_gpu_hours: 0.0,
-        lost_detection_gpu_hours: 0.0,
-        lost_overhead_gpu_hours: 0.0,
-        failures: 0,
-        task_failures: 0,
-        retries: 0,
-        mean_detection_lag_s: 0.0,
-        failed_gpu_hours: 0.0,
-        littles_law_error: 0.0,
-        events: 0,
-        decision_points: 0,
-        refused_decisions: 0,
-        digest: String::new(),
-        wall_s: None,
-    }
-}
-
 /// The summary's keys and values as CSV fields, in field order, less the left-out keys.
 /// Numbers are written as serde writes them (shortest form that reads back exactly).
 fn summary_fields(summary: &Summary) -> (Vec<String>, Vec<String>) {
@@ -146,7 +105,7 @@ fn summary_fields(summary: &Summary) -> (Vec<String>, Vec<String>) {
 /// sweep.csv's header.
 pub fn sweep_columns() -> Vec<String> {
     let mut columns: Vec<String> = RUN_COLUMNS.iter().map(|c| c.to_string()).collect();
-    columns.extend(summary_fields(&blank_summary()).0);
+    columns.extend(summary_fields(&Summary::default()).0);
     columns
 }
 
@@ -241,19 +200,21 @@ mod tests {
         assert_eq!(columns.last().map(String::as_str), Some("digest"));
         assert!(!columns.iter().any(|c| c == "wall_s"));
         assert_eq!(columns.iter().filter(|c| *c == "seed").count(), 1);
-        let json = serde_json::to_value(blank_summary()).unwrap();
+        let json = serde_json::to_value(Summary::default()).unwrap();
         // Every summary key but wall_s is a column.
         assert_eq!(json.as_object().unwrap().len() - 1 + 3, columns.len());
     }
 
     #[test]
     fn a_row_reads_back_as_written() {
-        let mut summary = blank_summary();
-        summary.policy = "fifo[skip=false,placement=pack]".into();
-        summary.seed = 7;
-        summary.utilisation = 0.1 + 0.2;
-        summary.littles_law_error = 1e-17;
-        summary.wall_s = Some(3.5);
+        let summary = Summary {
+            policy: "fifo[skip=false,placement=pack]".into(),
+            seed: 7,
+            utilisation: 0.1 + 0.2,
+            littles_law_error: 1e-17,
+            wall_s: Some(3.5),
+            ..Summary::default()
+        };
         let run = SweepRun { run: 3, dir: "runs/003-x".into(), trace: "t.csv".into(), spec: "fifo".into(), seed: 7 };
         let row = sweep_row(&run, &summary);
         assert_eq!(row.len(), sweep_columns().len());
