@@ -10,6 +10,8 @@ mod registry;
 mod running;
 mod sjf;
 mod srtf;
+mod themis;
+mod tiresias;
 mod tracking;
 mod wait_queue;
 

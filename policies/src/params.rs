@@ -124,3 +124,28 @@ pub const DURATION: ParamInfo = ParamInfo {
     default: "oracle",
     help: "durations the policy may use: the true one (an upper bound) or the trace's estimate",
 };
+
+/// A list as one parameter value, `a;b;c` (`;`, because `,` separates parameters): e.g.
+/// `tiresias[thresholds=3600;36000]`. Empty items are an error; the policy checks the rest
+/// (order, range).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct List<T>(pub Vec<T>);
+
+impl<T: std::str::FromStr> std::str::FromStr for List<T>
+where
+    T::Err: fmt::Display,
+{
+    type Err = String;
+    fn from_str(s: &str) -> Result<List<T>, String> {
+        s.split(';')
+            .map(|item| {
+                let item = item.trim();
+                if item.is_empty() {
+                    return Err("empty item in a `;`-separated list".to_string());
+                }
+                item.parse::<T>().map_err(|e| format!("`{item}`: {e}"))
+            })
+            .collect::<Result<Vec<T>, String>>()
+            .map(List)
+    }
+}

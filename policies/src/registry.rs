@@ -1,7 +1,7 @@
 //! Builds a policy from its spec, `name[key=value,...]`, and lists what exists.
 
 use crate::params::{ParamInfo, Params, SpecError, split_spec};
-use crate::{easy_backfill, fifo, sjf, srtf};
+use crate::{easy_backfill, fifo, sjf, srtf, themis, tiresias};
 use sim::Policy;
 
 /// One policy as `schedlab policies` lists it.
@@ -37,6 +37,18 @@ pub const POLICIES: &[PolicyInfo] = &[
         summary: "fifo with a reservation for the blocked head; later tasks start if they do not delay it",
         params: easy_backfill::PARAMS,
         build: |p| Ok(Box::new(easy_backfill::EasyBackfill::new(p)?)),
+    },
+    PolicyInfo {
+        name: "tiresias",
+        summary: "Tiresias (NSDI'19): discretised 2D least attained service (or Gittins), preemptive",
+        params: tiresias::PARAMS,
+        build: |p| Ok(Box::new(tiresias::Tiresias::new(p)?)),
+    },
+    PolicyInfo {
+        name: "themis",
+        summary: "Themis (NSDI'20) finish-time fairness: largest rho = T_shared / T_id first, preempting per lease",
+        params: themis::PARAMS,
+        build: |p| Ok(Box::new(themis::Themis::new(p)?)),
     },
 ];
 

@@ -168,7 +168,7 @@ fn discipline(policy_name: &str) -> Discipline {
         Discipline::HeadBlocks { in_order: false, shadow_check }
     } else {
         assert!(
-            ["fifo[skip=true", "sjf[", "srtf["].iter().any(|p| policy_name.starts_with(p)),
+            ["fifo[skip=true", "sjf[", "srtf[", "tiresias[", "themis["].iter().any(|p| policy_name.starts_with(p)),
             "no discipline known for policy {policy_name}: add it here"
         );
         Discipline::Greedy
@@ -455,7 +455,7 @@ fn check(spec: &str, overhead_ms: u64, case: &Case) -> Result<(), TestCaseError>
     let ctx = format!("spec {spec} (run as {}), restart overhead {overhead_ms} ms, seed {}", r.policy, case.seed);
     let m = Model::new(&case.pools, &workload);
     let discipline = discipline(&r.policy);
-    let preemptive = r.policy.starts_with("srtf[");
+    let preemptive = ["srtf[", "tiresias[", "themis["].iter().any(|p| r.policy.starts_with(p));
 
     // Replay the log at every event time (each one is a decision point: arrivals and
     // completions both call the policy), checking the discipline after each.
@@ -677,6 +677,26 @@ proptest! {
     #[test]
     fn easy_backfill_spread_properties(case in arb_case()) {
         check("easy-backfill[placement=spread]", 0, &case)?;
+    }
+
+    #[test]
+    fn tiresias_properties(case in arb_case()) {
+        check("tiresias[thresholds=60;600]", 0, &case)?;
+    }
+
+    #[test]
+    fn tiresias_gittins_promote_overhead_properties(case in arb_case(), overhead_ms in 0u64..=60_000) {
+        check("tiresias[mode=gittins,thresholds=30;300;3000,promote_after=1]", overhead_ms, &case)?;
+    }
+
+    #[test]
+    fn themis_properties(case in arb_case()) {
+        check("themis[lease_s=300]", 0, &case)?;
+    }
+
+    #[test]
+    fn themis_share_estimate_overhead_properties(case in arb_case(), overhead_ms in 0u64..=60_000) {
+        check("themis[lease_s=30,t_id=share,duration=estimate]", overhead_ms, &case)?;
     }
 }
 

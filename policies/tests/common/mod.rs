@@ -96,6 +96,13 @@ pub const ALL_SPECS: &[&str] = &[
     "easy-backfill",
     "easy-backfill[duration=estimate,depth=3]",
     "easy-backfill[placement=spread,avoid_failed_h=2]",
+    "tiresias",
+    "tiresias[mode=gittins,thresholds=60;600;3600]",
+    "tiresias[thresholds=120,promote_after=2,placement=spread,avoid_failed_h=1]",
+    "tiresias[mode=gittins,promote_after=1]",
+    "themis",
+    "themis[lease_s=60,t_id=share,duration=estimate,placement=spread]",
+    "themis[lease_s=5,avoid_failed_h=3]",
 ];
 
 /// Runs `jobs` with ground-truth cluster `events` (failures, repairs, heartbeats).

@@ -1,0 +1,271 @@
+//! `themis`: finish-time fairness in rounds, after Themis (Mahajan et al., "Themis: Fair and
+//! Efficient GPU Cluster Scheduling", NSDI 2020), without its auction: the allocator gives
+//! GPUs to the tasks with the largest finish-time fairness rho first.
+//!
+//! **rho** of a task at time t is `T_sh / T_id`, computed exactly with integers:
+//! - `T_sh` = the finish time its job would reach if the task ran from now on without
+//!   interruption, less the job's submit: `now + restart overhead + expected remaining -
+//!   submit` for a waiting task, `expected end - submit` for a running one. So it contains
+//!   all the waiting and lost work so far.
+//! - `T_id` with `t_id=alone` (the default) is the task's expected duration on its own GPUs,
+//!   alone in the cluster: rho is then the job's slowdown so far, and a waiting task's rho
+//!   grows by 1/T_id per unit of time (Themis's rho with a dedicated share, which for a
+//!   waiting job is the highest-response-ratio-next rule). With `t_id=share` it is the
+//!   duration on a 1/N share of the cluster as in the paper: `duration x max(1, G x N / C)`,
+//!   where G is the task's GPUs, N the jobs in the system (waiting or running) at the round
+//!   and C the GPUs of the cluster: a job asking for more than its 1/N share is expected to
+//!   run proportionally slower on it, so its rho is lower.
+//!
+//! `duration=oracle|estimate` chooses the durations used (as sjf).
+//!
+//! **Rounds** (`lease_s`, the Themis lease): a round happens at the first decision point at
+//! or after each multiple of the lease (the policy wakes itself at the next boundary while
+//! tasks wait). In a round every waiting and running task's rho is computed; in decreasing
+//! rho (ties: task id), each waiting task starts if it fits, else running tasks of strictly
+//! smaller rho in one of its pools are preempted, smallest rho first (ties: the latest task
+//! first), until it fits. A running task is a victim only once it holds a whole lease past
+//! its restart overhead (its lease has expired), so every start makes at least one lease of
+//! progress and two jobs cannot livelock by preempting each other during their overheads.
+//! If even all of them would not make room, nothing is preempted and
+//! the preemptive pass ends there. **Preemption happens in rounds only.** Between rounds
+//! (arrivals, completions), free GPUs are filled without preemption: waiting tasks in the
+//! last round's rho order, then tasks that arrived since, in arrival order; victims wait
+//! ranked after the round's order.
+//!
+//! Decision cost: a round is O((waiting + running) log(waiting + running)) plus a walk over
+//! the smaller-rho running tasks of a pool for each task that preempts (one victim list per
+//! pool, consumed from its front), once per lease; between rounds O((starts + 1) x shapes x
+//! log n) and O(changes x log n).
+
+use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
+use crate::placement::{Placer, Shape};
+use crate::tracking::{place_and_start, sync_waiting};
+use crate::wait_queue::{Key, WaitQueue};
+use sim::{Change, ClusterView, DurationSource, JobId, Plan, Policy, SimDuration, SimTime, TaskId, TaskStatus};
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+
+pub const PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        key: "lease_s",
+        values: "seconds >= 1",
+        default: "600",
+        help: "round length: rho is recomputed and preemption may happen once per lease",
+    },
+    ParamInfo {
+        key: "t_id",
+        values: "alone|share",
+        default: "alone",
+        help: "T_id: duration alone on its own GPUs, or on a 1/N share of the cluster",
+    },
+    DURATION,
+    PLACEMENT,
+    AVOID_FAILED,
+];
+
+/// Keys of tasks that waited at no round yet: after every ranked task, in arrival order.
+const FRESH: Key = 1 << 62;
+/// Keys of this round's victims: after the ranked tasks, before the fresh ones.
+const VICTIM: Key = 1 << 61;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TId {
+    Alone,
+    Share,
+}
+
+/// rho = num / den, exact.
+#[derive(Debug, Clone, Copy)]
+struct Rho {
+    num: u128,
+    den: u128,
+}
+
+impl Rho {
+    fn cmp(self, other: Rho) -> Ordering {
+        (self.num * other.den).cmp(&(other.num * self.den))
+    }
+}
+
+pub struct Themis {
+    name: String,
+    lease: SimDuration,
+    t_id: TId,
+    source: DurationSource,
+    placer: Placer,
+    waiting: WaitQueue,
+    /// Tasks running in committed state (started by an earlier decision).
+    running: BTreeSet<TaskId>,
+    next_round: SimTime,
+}
+
+impl Themis {
+    pub fn new(params: &Params) -> Result<Themis, SpecError> {
+        let lease_s: u64 = params.get("lease_s")?;
+        if !(1..=365 * 86_400).contains(&lease_s) {
+            return Err(SpecError("policy `themis`: lease_s must be 1..=31536000 seconds".into()));
+        }
+        let t_id = match params.get::<String>("t_id")?.as_str() {
+            "alone" => TId::Alone,
+            "share" => TId::Share,
+            other => return Err(SpecError(format!("policy `themis`: `t_id={other}`: expected alone|share"))),
+        };
+        let Source(source) = params.get("duration")?;
+        let placer = Placer::from_params(params)?;
+        let t_id_name = if t_id == TId::Alone { "alone" } else { "share" };
+        Ok(Themis {
+            name: format!("themis[lease_s={lease_s},t_id={t_id_name},duration={},{placer}]", source.as_str()),
+            lease: SimDuration::from_secs(lease_s),
+            t_id,
+            source,
+            placer,
+            waiting: WaitQueue::default(),
+            running: BTreeSet::new(),
+            next_round: SimTime(0),
+        })
+    }
+
+    /// The task's rho now; `jobs` (N) and `gpus` (C) for `t_id=share`.
+    fn rho(&self, view: &ClusterView<'_>, task: TaskId, jobs: u128, gpus: u128) -> Rho {
+        let t = view.task(task);
+        let submit = view.job(t.job).submit;
+        let end = if t.status == TaskStatus::Running {
+            view.expected_end(task, self.source)
+        } else {
+            view.expected_end_if_started(task, self.source)
+        };
+        let shared = u128::from(end.since(submit).as_ms());
+        let duration = u128::from(view.expected_duration(task, self.source).as_ms().max(1));
+        match self.t_id {
+            TId::Alone => Rho { num: shared, den: duration },
+            // T_id = duration x max(C, G x N) / C, so rho = T_sh x C / (duration x max(C, G x N)).
+            TId::Share => {
+                let demand = u128::from(t.gpus) * jobs;
+                Rho { num: shared * gpus, den: duration * demand.max(gpus) }
+            }
+        }
+    }
+
+    fn round(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
+        let waiting: Vec<TaskId> = self.waiting.iter().map(|(_, t)| t).collect();
+        let running: Vec<TaskId> = self.running.iter().copied().collect();
+        let (jobs, gpus) = match self.t_id {
+            TId::Alone => (1, 1),
+            TId::Share => {
+                let jobs: BTreeSet<JobId> = waiting.iter().chain(&running).map(|&t| view.task(t).job).collect();
+                (jobs.len() as u128, u128::from(view.cluster().gpu_count()))
+            }
+        };
+        let mut ranked: Vec<(Rho, TaskId)> = waiting.iter().map(|&t| (self.rho(view, t, jobs, gpus), t)).collect();
+        ranked.sort_by(|a, b| b.0.cmp(a.0).then(a.1.cmp(&b.1)));
+        for (rank, &(_, t)) in ranked.iter().enumerate() {
+            self.waiting.insert(t, rank as Key, Shape::of(view.task(t)));
+        }
+        // Victims per pool, smallest rho first (ties: the latest task first).
+        let mut victims: Vec<Vec<(Rho, TaskId)>> = vec![Vec::new(); view.cluster().pools().len()];
+        // A task's lease runs from the end of its restart overhead: until it expires the task
+        // is no victim, so every start makes at least one lease of progress.
+        let now = view.now();
+        for &t in &running {
+            let task = view.task(t);
+            if task.run_start + task.overhead + self.lease > now {
+                continue;
+            }
+            if let Some(&gpu) = task.placed.first() {
+                victims[view.cluster().pool_of(gpu).index()].push((self.rho(view, t, jobs, gpus), t));
+            }
+        }
+        for list in &mut victims {
+            list.sort_by(|a, b| a.0.cmp(b.0).then(b.1.cmp(&a.1)));
+        }
+        let mut used = vec![0usize; victims.len()];
+        for (rho, task) in ranked {
+            if place_and_start(view, plan, self.placer, &mut self.waiting, task).is_some() {
+                continue;
+            }
+            if !self.preempt_for(view, plan, task, rho, &victims, &mut used) {
+                break;
+            }
+        }
+    }
+
+    /// Preempts running tasks of smaller rho than `rho` in one of `task`'s pools until it
+    /// fits there, and starts it. Nothing changes if no pool works.
+    fn preempt_for(
+        &mut self,
+        view: &ClusterView<'_>,
+        plan: &mut Plan<'_>,
+        task: TaskId,
+        rho: Rho,
+        victims: &[Vec<(Rho, TaskId)>],
+        used: &mut [usize],
+    ) -> bool {
+        let shape = Shape::of(view.task(task));
+        for pool in shape.pools.iter() {
+            let list = &victims[pool.index()];
+            let savepoint = plan.savepoint();
+            let mut preempted = Vec::new();
+            let mut next = used[pool.index()];
+            while let Some(&(_, victim)) = list.get(next).filter(|(r, _)| r.cmp(rho) == Ordering::Less) {
+                next += 1;
+                if plan.is_decided(victim) || plan.preempt(victim).is_err() {
+                    continue;
+                }
+                preempted.push(victim);
+                if shape.fits_in(pool, plan.free())
+                    && place_and_start(view, plan, self.placer, &mut self.waiting, task).is_some()
+                {
+                    used[pool.index()] = next;
+                    for v in preempted {
+                        self.running.remove(&v);
+                        self.waiting.insert(v, VICTIM, Shape::of(view.task(v)));
+                    }
+                    return true;
+                }
+            }
+            plan.rollback(savepoint);
+        }
+        false
+    }
+}
+
+impl Policy for Themis {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn needs_estimates(&self) -> bool {
+        self.source == DurationSource::Estimate
+    }
+
+    fn decide(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
+        sync_waiting(view, &mut self.waiting, |_| FRESH);
+        for change in view.changes() {
+            match *change {
+                Change::TaskStarted(t) if view.task(t).status == TaskStatus::Running => {
+                    self.running.insert(t);
+                }
+                Change::TaskStarted(t) | Change::TaskPreempted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => {
+                    self.running.remove(&t);
+                }
+                Change::TaskReady(_) => {}
+                Change::JobEnded(job) => view.job(job).tasks().for_each(|t| {
+                    self.running.remove(&t);
+                }),
+            }
+        }
+        let now = view.now();
+        if now >= self.next_round {
+            self.round(view, plan);
+            self.next_round = SimTime((now.as_ms() / self.lease.as_ms() + 1) * self.lease.as_ms());
+        }
+        while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
+            if place_and_start(view, plan, self.placer, &mut self.waiting, task).is_none() {
+                break; // unreachable: a shape that fits has a placement
+            }
+        }
+        if self.waiting.head().is_some() {
+            plan.wake_at(self.next_round).expect("the next round is in the future");
+        }
+    }
+}

@@ -1,0 +1,581 @@
+//! `tiresias`: Tiresias's discretised two-dimensional least-attained-service scheduler
+//! (Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep Learning", NSDI 2019),
+//! with its Gittins-index variant as `tiresias[mode=gittins]`.
+//!
+//! **Attained service** of a job is the GPU-time its tasks have executed so far, over all
+//! attempts (GPUs x time held, less the restart overhead paid: work redone after a lost
+//! checkpoint counts, the overhead does not, so every restart makes progress before it can
+//! cost a level and promotions cannot livelock), less what it had when last promoted (below). No duration is used: Tiresias needs no prior knowledge.
+//!
+//! **Queues.** `thresholds=t1;t2;...` (GPU-seconds, strictly increasing) cut attained
+//! service into levels: level 0 below `t1`, level k in `[tk, tk+1)`. A job starts in level 0
+//! and is demoted as it crosses each threshold while running. Within a level tasks are FIFO
+//! (arrival order, i.e. task id).
+//!
+//! **Order of levels.** `mode=las` (2D-LAS): lower levels first. `mode=gittins`
+//! (discretised 2D-Gittins): levels in decreasing order of their Gittins index over the
+//! service distribution of the jobs that *succeeded so far* in this run, with the quantum
+//! of level k being its own band `[ak, ak+1)`:
+//! `G(k) = P(S < ak+1 | S >= ak) / E[min(S, ak+1) - ak | S >= ak]`
+//! (for the last level, `1 / E[S - ak | S >= ak]`), where S is a finished job's total
+//! attained service. It is computed exactly as a ratio of integers from per-level counts and
+//! sums, updated in O(levels) at each job success; a level no finished job has reached has
+//! index 0 (no evidence that jobs there end soon). Ties, and the start before any job has
+//! finished, fall back to the LAS order. So a job's priority is a function of its level and
+//! the table, and changes only when it crosses a threshold or a job succeeds.
+//!
+//! **Preemption.** In priority order, each waiting task starts if it fits; if not, running
+//! tasks of strictly lower-priority levels are preempted, lowest priority first and the
+//! latest arrival first within a level, until it fits (as a demoted job is overtaken by the
+//! new jobs of a higher queue). If even all of them would not make room, nothing is
+//! preempted and the preemptive pass stops there: a blocked gang is not bypassed by
+//! lower-priority preemptions. Then waiting tasks that fit fill the free GPUs in priority
+//! order. A job never preempts one of its own level. Victims wait again at once (and may
+//! restart elsewhere in the same decision, paying the restart overhead). Demotions take
+//! effect when they happen: while any task waits, the policy wakes itself at the next
+//! threshold crossing of a running job.
+//!
+//! **Starvation guard** (`promote_after=K`, 0 = off): a job below level 0 that has waited
+//! with no task running for K x its executed time (its attained service divided by the GPUs
+//! of all its tasks) is promoted to level 0 and its attained service counts from zero
+//! again, as Tiresias's STARVELIMIT / `promote_knob`. In gittins mode level 0 is where a
+//! fresh job sits, which is the top only when the table says so.
+//!
+//! Jobs with several tasks share their job's level; each task is placed (and preempted) on
+//! its own, as a gang of its GPUs.
+//!
+//! Decision cost: O((changes + starts + preemptions + level changes) x log n) for the
+//! indexes, O(levels x shapes x log n) per start found; the one task per decision that
+//! triggers preemption walks the lower-priority running tasks of its pools (skipped at once
+//! when their GPU count could not make room); O(levels log levels) per job success in
+//! gittins mode. Multi-task jobs add O(tasks of the job) per change of that job.
+
+use crate::params::{AVOID_FAILED, List, PLACEMENT, ParamInfo, Params, SpecError};
+use crate::placement::{Placer, Shape};
+use crate::wait_queue::WaitQueue;
+use sim::{Change, ClusterView, JobId, JobOutcome, Plan, Policy, PoolId, SimTime, TaskId, TaskStatus};
+use std::collections::BTreeSet;
+
+pub const PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        key: "mode",
+        values: "las|gittins",
+        default: "las",
+        help: "order of the levels: least attained service first, or by Gittins index of the sizes seen",
+    },
+    ParamInfo {
+        key: "thresholds",
+        values: "GPU-seconds t1;t2;... strictly increasing",
+        default: "3600;36000",
+        help: "attained service at which a job moves down to the next level",
+    },
+    ParamInfo {
+        key: "promote_after",
+        values: "whole number >= 0",
+        default: "0",
+        help: "promote a job to level 0 after waiting this many times its executed time (0: off)",
+    },
+    PLACEMENT,
+    AVOID_FAILED,
+];
+
+/// Milli-GPU-milliseconds in a GPU-second.
+const MGPU_MS_PER_GPU_S: u64 = 1_000_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Las,
+    Gittins,
+}
+
+#[derive(Debug, Clone, Default)]
+struct JobInfo {
+    level: usize,
+    /// Attained service at the last promotion (milli-GPU-ms), subtracted from what it holds.
+    base: u64,
+    /// When the job, running at its current rate, reaches the next threshold.
+    crossing: Option<SimTime>,
+    /// When the job, waiting with nothing running, is promoted.
+    promote_at: Option<SimTime>,
+}
+
+/// Running tasks (committed ones: started in an earlier decision) per pool and level.
+#[derive(Debug, Default)]
+struct RunningLevels {
+    sets: Vec<Vec<BTreeSet<TaskId>>>,
+    /// GPUs held per pool and level: a quick bound on what preempting a level frees.
+    gpus: Vec<Vec<u64>>,
+    at: Vec<Option<(PoolId, usize, u32)>>,
+}
+
+impl RunningLevels {
+    fn insert(&mut self, task: TaskId, pool: PoolId, level: usize, gpus: u32, levels: usize) {
+        self.remove(task);
+        if self.sets.len() <= pool.index() {
+            self.sets.resize_with(pool.index() + 1, || vec![BTreeSet::new(); levels]);
+            self.gpus.resize_with(pool.index() + 1, || vec![0; levels]);
+        }
+        if self.at.len() <= task.index() {
+            self.at.resize(task.index() + 1, None);
+        }
+        self.sets[pool.index()][level].insert(task);
+        self.gpus[pool.index()][level] += u64::from(gpus);
+        self.at[task.index()] = Some((pool, level, gpus));
+    }
+
+    fn remove(&mut self, task: TaskId) {
+        if let Some((pool, level, gpus)) = self.at.get_mut(task.index()).and_then(Option::take) {
+            self.sets[pool.index()][level].remove(&task);
+            self.gpus[pool.index()][level] -= u64::from(gpus);
+        }
+    }
+
+    fn level_of(&self, task: TaskId) -> Option<(PoolId, usize, u32)> {
+        self.at.get(task.index()).copied().flatten()
+    }
+}
+
+pub struct Tiresias {
+    name: String,
+    mode: Mode,
+    /// Thresholds in milli-GPU-ms, strictly increasing.
+    thresholds: Vec<u64>,
+    promote_after: u64,
+    placer: Placer,
+    /// Waiting tasks, one FIFO queue per level.
+    queues: Vec<WaitQueue>,
+    queued_at: Vec<Option<usize>>,
+    running: RunningLevels,
+    /// Tasks holding GPUs, as this policy knows it (its own starts and preemptions included).
+    holds: Vec<bool>,
+    jobs: Vec<JobInfo>,
+    crossings: BTreeSet<(SimTime, JobId)>,
+    promotions: BTreeSet<(SimTime, JobId)>,
+    /// Levels from highest priority to lowest, and each level's place in that order.
+    order: Vec<usize>,
+    rank: Vec<usize>,
+    /// Jobs that succeeded, per level of their total attained service: (count, sum mgpu-ms).
+    finished: Vec<(u64, u128)>,
+    touched: Vec<JobId>,
+}
+
+impl Tiresias {
+    pub fn new(params: &Params) -> Result<Tiresias, SpecError> {
+        let mode = match params.get::<String>("mode")?.as_str() {
+            "las" => Mode::Las,
+            "gittins" => Mode::Gittins,
+            other => {
+                return Err(SpecError(format!("policy `tiresias`: `mode={other}`: expected las|gittins")));
+            }
+        };
+        let List(thresholds_s): List<u64> = params.get("thresholds")?;
+        if thresholds_s.is_empty() || thresholds_s.len() > 15 {
+            return Err(SpecError("policy `tiresias`: thresholds: give 1 to 15 thresholds".into()));
+        }
+        if thresholds_s[0] == 0 || thresholds_s.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(SpecError(format!(
+                "policy `tiresias`: thresholds={}: must be > 0 and strictly increasing",
+                join(&thresholds_s)
+            )));
+        }
+        if thresholds_s.iter().any(|&t| t > u64::MAX / MGPU_MS_PER_GPU_S / 4) {
+            return Err(SpecError("policy `tiresias`: thresholds: a threshold is too large".into()));
+        }
+        let promote_after: u64 = params.get("promote_after")?;
+        if promote_after > 1_000_000 {
+            return Err(SpecError("policy `tiresias`: promote_after must be 0..=1000000".into()));
+        }
+        let placer = Placer::from_params(params)?;
+        let mode_name = if mode == Mode::Las { "las" } else { "gittins" };
+        let levels = thresholds_s.len() + 1;
+        Ok(Tiresias {
+            name: format!(
+                "tiresias[mode={mode_name},thresholds={},promote_after={promote_after},{placer}]",
+                join(&thresholds_s)
+            ),
+            mode,
+            thresholds: thresholds_s.iter().map(|&t| t * MGPU_MS_PER_GPU_S).collect(),
+            promote_after,
+            placer,
+            queues: (0..levels).map(|_| WaitQueue::default()).collect(),
+            queued_at: Vec::new(),
+            running: RunningLevels::default(),
+            holds: Vec::new(),
+            jobs: Vec::new(),
+            crossings: BTreeSet::new(),
+            promotions: BTreeSet::new(),
+            order: (0..levels).collect(),
+            rank: (0..levels).collect(),
+            finished: vec![(0, 0); levels],
+            touched: Vec::new(),
+        })
+    }
+
+    fn levels(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// The level of `attained` milli-GPU-ms: how many thresholds it has reached.
+    fn level_of(&self, attained: u64) -> usize {
+        self.thresholds.partition_point(|&t| t <= attained)
+    }
+
+    fn job(&mut self, job: JobId) -> &mut JobInfo {
+        if self.jobs.len() <= job.index() {
+            self.jobs.resize(job.index() + 1, JobInfo::default());
+        }
+        &mut self.jobs[job.index()]
+    }
+
+    fn holds(&self, task: TaskId) -> bool {
+        self.holds.get(task.index()).copied().unwrap_or(false)
+    }
+
+    fn set_holds(&mut self, task: TaskId, holds: bool) {
+        if self.holds.len() <= task.index() {
+            self.holds.resize(task.index() + 1, false);
+        }
+        self.holds[task.index()] = holds;
+    }
+
+    fn enqueue(&mut self, view: &ClusterView<'_>, task: TaskId) {
+        let level = self.job(view.task(task).job).level;
+        self.dequeue(task);
+        if self.queued_at.len() <= task.index() {
+            self.queued_at.resize(task.index() + 1, None);
+        }
+        self.queues[level].insert(task, 0, Shape::of(view.task(task)));
+        self.queued_at[task.index()] = Some(level);
+    }
+
+    fn dequeue(&mut self, task: TaskId) {
+        if let Some(level) = self.queued_at.get_mut(task.index()).and_then(Option::take) {
+            self.queues[level].remove(task);
+        }
+    }
+
+    fn is_queued(&self, task: TaskId) -> bool {
+        self.queued_at.get(task.index()).is_some_and(Option::is_some)
+    }
+
+    /// Service the job has attained since its last promotion, in milli-GPU-ms.
+    fn attained(&self, view: &ClusterView<'_>, job: JobId) -> u64 {
+        executed(view, job).saturating_sub(self.jobs.get(job.index()).map_or(0, |j| j.base))
+    }
+
+    /// Brings the job's level, its tasks' places, its next crossing and its promotion up to
+    /// date with `now`.
+    fn refresh(&mut self, view: &ClusterView<'_>, job: JobId) {
+        if view.job(job).outcome.is_some() {
+            return;
+        }
+        let now = view.now();
+        let attained = self.attained(view, job);
+        let level = self.level_of(attained);
+        let levels = self.levels();
+        if level != self.job(job).level {
+            self.job(job).level = level;
+            for t in view.job(job).tasks() {
+                if self.is_queued(t) {
+                    self.enqueue(view, t);
+                }
+                if let Some((pool, _, gpus)) = self.running.level_of(t) {
+                    self.running.insert(t, pool, level, gpus, levels);
+                }
+            }
+        }
+        // Each task holding GPUs adds its milli-GPUs to the rate once its restart overhead is
+        // paid (now + overhead for a task this plan starts).
+        let mut growth: Vec<(SimTime, u64)> = view
+            .job(job)
+            .tasks()
+            .filter(|&t| self.holds(t))
+            .map(|t| {
+                let task = view.task(t);
+                let from = if task.status == TaskStatus::Running {
+                    task.run_start + task.overhead
+                } else {
+                    now + view.start_overhead(t)
+                };
+                (from.max(now), task.mgpus())
+            })
+            .collect();
+        let rate: u64 = growth.iter().map(|&(_, r)| r).sum();
+        let info = self.job(job).clone();
+        if let Some(at) = info.crossing {
+            self.crossings.remove(&(at, job));
+        }
+        let crossing = (rate > 0 && level < self.thresholds.len()).then(|| {
+            growth.sort_unstable();
+            crossing_time(now, self.thresholds[level] - attained, &growth)
+        });
+        if let Some(at) = crossing {
+            self.crossings.insert((at, job));
+        }
+        self.job(job).crossing = crossing;
+        let waiting = rate == 0 && view.job(job).tasks().any(|t| self.is_queued(t));
+        let promote_at = if self.promote_after > 0 && level > 0 && waiting {
+            info.promote_at.or_else(|| {
+                let gang: u64 = view.job(job).tasks().map(|t| view.task(t).mgpus()).sum();
+                let executed_ms = attained / gang.max(1);
+                Some(now + sim::SimDuration(executed_ms.saturating_mul(self.promote_after)))
+            })
+        } else {
+            None
+        };
+        if info.promote_at != promote_at {
+            if let Some(at) = info.promote_at {
+                self.promotions.remove(&(at, job));
+            }
+            if let Some(at) = promote_at {
+                self.promotions.insert((at, job));
+            }
+            self.job(job).promote_at = promote_at;
+        }
+    }
+
+    fn forget(&mut self, view: &ClusterView<'_>, job: JobId) {
+        for t in view.job(job).tasks() {
+            self.dequeue(t);
+            self.running.remove(t);
+            self.set_holds(t, false);
+        }
+        let info = std::mem::take(self.job(job));
+        if let Some(at) = info.crossing {
+            self.crossings.remove(&(at, job));
+        }
+        if let Some(at) = info.promote_at {
+            self.promotions.remove(&(at, job));
+        }
+        if self.mode == Mode::Gittins && view.job(job).outcome == Some(JobOutcome::Succeeded) {
+            let size = executed(view, job);
+            let level = self.level_of(size);
+            self.finished[level].0 += 1;
+            self.finished[level].1 += u128::from(size);
+            self.reorder();
+        }
+    }
+
+    /// Recomputes the Gittins order of the levels from the finished jobs' sizes.
+    fn reorder(&mut self) {
+        let levels = self.levels();
+        // Gittins index of each level as an exact ratio (numerator, denominator).
+        let mut index = vec![(0u128, 1u128); levels];
+        let mut beyond = 0u128; // finished jobs at levels above k
+        for k in (0..levels).rev() {
+            let (count, sum) = self.finished[k];
+            let count = u128::from(count);
+            let low = if k == 0 { 0 } else { u128::from(self.thresholds[k - 1]) };
+            // E[min(S, ak+1) - ak | S >= ak] x N(S >= ak): the band's own jobs contribute
+            // S - ak, jobs beyond it the whole band.
+            let mut expected = sum - low * count;
+            if k + 1 < levels {
+                expected += beyond * (u128::from(self.thresholds[k]) - low);
+            }
+            if count > 0 {
+                index[k] = (count, expected);
+            }
+            beyond += count;
+        }
+        let mut order: Vec<usize> = (0..levels).collect();
+        // Higher index first (a/b > c/d iff a*d > c*b, exact in u128); ties by level.
+        order.sort_by(|&x, &y| {
+            let ((a, b), (c, d)) = (index[x], index[y]);
+            (c * b).cmp(&(a * d)).then(x.cmp(&y))
+        });
+        for (place, &level) in order.iter().enumerate() {
+            self.rank[level] = place;
+        }
+        self.order = order;
+    }
+
+    fn sync(&mut self, view: &ClusterView<'_>) {
+        let levels = self.levels();
+        for change in view.changes() {
+            match *change {
+                Change::TaskReady(t) | Change::TaskPreempted(t) => {
+                    self.set_holds(t, false);
+                    self.running.remove(t);
+                    self.enqueue(view, t);
+                    self.touched.push(view.task(t).job);
+                }
+                Change::TaskFailed(t) => {
+                    self.set_holds(t, false);
+                    self.running.remove(t);
+                    if view.task(t).status.is_startable() {
+                        self.enqueue(view, t);
+                    } else {
+                        self.dequeue(t);
+                    }
+                    self.touched.push(view.task(t).job);
+                }
+                Change::TaskStarted(t) => {
+                    self.dequeue(t);
+                    let task = view.task(t);
+                    // A task started and then stopped since the last call is not running now.
+                    if task.status == TaskStatus::Running
+                        && let Some(&gpu) = task.placed.first()
+                    {
+                        self.set_holds(t, true);
+                        let level = self.job(task.job).level;
+                        self.running.insert(t, view.cluster().pool_of(gpu), level, task.gpus, levels);
+                    }
+                    self.touched.push(task.job);
+                }
+                Change::TaskFinished(t) => {
+                    self.set_holds(t, false);
+                    self.running.remove(t);
+                    self.dequeue(t);
+                    self.touched.push(view.task(t).job);
+                }
+                Change::JobEnded(job) => self.forget(view, job),
+            }
+        }
+    }
+
+    fn refresh_touched(&mut self, view: &ClusterView<'_>) {
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.sort_unstable();
+        touched.dedup();
+        for &job in &touched {
+            self.refresh(view, job);
+        }
+        touched.clear();
+        self.touched = touched;
+    }
+
+    /// The first waiting task in priority order (by `pick` within a level), and its level.
+    fn first(&self, pick: impl Fn(&WaitQueue) -> Option<TaskId>) -> Option<(usize, TaskId)> {
+        self.order.iter().find_map(|&level| pick(&self.queues[level]).map(|t| (level, t)))
+    }
+
+    fn try_start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId) -> bool {
+        let Some(gpus) = self.placer.place(Shape::of(view.task(task)), view, plan.free()) else {
+            return false;
+        };
+        plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
+        self.dequeue(task);
+        self.set_holds(task, true);
+        self.touched.push(view.task(task).job);
+        true
+    }
+
+    /// Preempts running tasks of lower-priority levels than `level`, lowest first, until
+    /// `task` fits in one of its pools, and starts it there. Nothing changes if none works.
+    fn preempt_for(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId, level: usize) -> bool {
+        let shape = Shape::of(view.task(task));
+        let rank = self.rank[level];
+        for pool in shape.pools.iter() {
+            let Some(sets) = self.running.sets.get(pool.index()) else { continue };
+            let lower = self.order[rank + 1..].iter().rev();
+            if !shape.is_share() {
+                let could_free: u64 = lower.clone().map(|&l| self.running.gpus[pool.index()][l]).sum();
+                if u64::from(plan.free().in_pool(pool)) + could_free < u64::from(shape.gpus) {
+                    continue;
+                }
+            }
+            let victims: Vec<TaskId> = lower.flat_map(|&l| sets[l].iter().rev().copied()).collect();
+            let savepoint = plan.savepoint();
+            let mut preempted = Vec::new();
+            for victim in victims {
+                if plan.is_decided(victim) || plan.preempt(victim).is_err() {
+                    continue;
+                }
+                preempted.push(victim);
+                if shape.fits_in(pool, plan.free()) && self.try_start(view, plan, task) {
+                    for v in preempted {
+                        self.running.remove(v);
+                        self.set_holds(v, false);
+                        self.enqueue(view, v);
+                        self.touched.push(view.task(v).job);
+                    }
+                    return true;
+                }
+            }
+            plan.rollback(savepoint);
+        }
+        false
+    }
+}
+
+/// Service a job has executed, in milli-GPU-ms: the GPU-time its tasks held over all attempts
+/// less the restart overhead they paid (so a job restarting is not demoted for its overhead,
+/// and every restart makes real progress before it can drop a level).
+fn executed(view: &ClusterView<'_>, job: JobId) -> u64 {
+    let now = view.now();
+    view.job(job)
+        .tasks()
+        .map(|t| {
+            let task = view.task(t);
+            let open_overhead = if task.status == TaskStatus::Running {
+                task.overhead.min(now.since(task.run_start)).as_ms() * task.mgpus()
+            } else {
+                0
+            };
+            task.mgpu_ms_at(now) - task.lost_overhead_mgpu_ms - open_overhead
+        })
+        .sum()
+}
+
+/// When `need` more milli-GPU-ms are executed, given when each running task starts to add
+/// its rate (sorted by time, none before `now`).
+fn crossing_time(now: SimTime, mut need: u64, growth: &[(SimTime, u64)]) -> SimTime {
+    let (mut at, mut rate) = (now, 0u64);
+    for &(from, r) in growth {
+        if rate > 0 {
+            let gain = from.since(at).as_ms() * rate;
+            if gain >= need {
+                break;
+            }
+            need -= gain;
+        }
+        (at, rate) = (from, rate + r);
+    }
+    at + sim::SimDuration(need.div_ceil(rate))
+}
+
+fn join(values: &[u64]) -> String {
+    values.iter().map(u64::to_string).collect::<Vec<_>>().join(";")
+}
+
+impl Policy for Tiresias {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn decide(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
+        let now = view.now();
+        self.sync(view);
+        self.refresh_touched(view);
+        while let Some(&(at, job)) = self.crossings.first().filter(|&&(at, _)| at <= now) {
+            self.crossings.remove(&(at, job));
+            self.job(job).crossing = None;
+            self.refresh(view, job);
+        }
+        while let Some(&(at, job)) = self.promotions.first().filter(|&&(at, _)| at <= now) {
+            self.promotions.remove(&(at, job));
+            let held = executed(view, job);
+            let info = self.job(job);
+            info.promote_at = None;
+            info.base = held;
+            self.refresh(view, job);
+        }
+        while let Some((level, task)) = self.first(|q| q.head().map(|(_, t)| t)) {
+            if !self.try_start(view, plan, task) && !self.preempt_for(view, plan, task, level) {
+                break;
+            }
+        }
+        while let Some((_, task)) = self.first(|q| q.first_fitting(plan.free()).map(|(_, t)| t)) {
+            if !self.try_start(view, plan, task) {
+                break; // unreachable: a shape that fits has a placement
+            }
+        }
+        self.refresh_touched(view);
+        if self.queues.iter().any(|q| q.head().is_some()) {
+            let next = [self.crossings.first(), self.promotions.first()].into_iter().flatten().map(|&(at, _)| at).min();
+            if let Some(at) = next.filter(|&at| at > now) {
+                plan.wake_at(at).expect("in the future");
+            }
+        }
+    }
+}

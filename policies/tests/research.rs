@@ -1,0 +1,172 @@
+//! Hand-computed schedules for the research policies (tiresias, themis, priority,
+//! weighted-score): tiny clusters where every start, end and preemption was worked out on
+//! paper (the arithmetic is in each test's comment) and the simulator must match exactly.
+
+mod common;
+
+use common::{cluster, job, run, sched, schedule};
+
+fn preemptions(r: &sim::RunResult) -> Vec<u32> {
+    r.jobs.iter().map(|j| j.preemptions).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// tiresias
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn tiresias_demoted_job_is_preempted_by_a_new_one() {
+    // 1 GPU, one threshold at 10 GPU-s. a (1 GPU, 30 s) at 0 runs alone; it reaches 10 GPU-s
+    // at 10 and drops to level 1 (nobody waits, so nothing happens then). b (1 GPU, 5 s)
+    // arrives at 15 in level 0, above a: a is preempted (15 s done), b runs 15..20, a resumes
+    // at 20 with 15 s left and ends at 35.
+    let jobs = || vec![job("a", 0, 1, 30), job("b", 15, 1, 5)];
+    let r = run("tiresias[thresholds=10]", cluster(&[(1, 1, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 35), ("b", 15, 20)]));
+    assert_eq!(preemptions(&r), vec![1, 0]);
+    // With the threshold at 40 GPU-s, a never leaves level 0 (30 < 40): FIFO, b waits for it.
+    let r = run("tiresias[thresholds=40]", cluster(&[(1, 1, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 30), ("b", 30, 35)]));
+    assert_eq!(preemptions(&r), vec![0, 0]);
+}
+
+#[test]
+fn tiresias_wakes_when_a_running_job_crosses_a_threshold() {
+    // 1 GPU, threshold 10 GPU-s. b (1 GPU, 5 s) arrives at 5 while a (1 GPU, 30 s) has 5 GPU-s:
+    // both level 0, a arrived first, so b waits. a crosses 10 GPU-s at 10: the policy woke for
+    // it, a drops to level 1 and b preempts it: b 10..15; a resumes with 20 s left, 15..35.
+    let r = run("tiresias[thresholds=10]", cluster(&[(1, 1, "A")]), vec![job("a", 0, 1, 30), job("b", 5, 1, 5)]);
+    assert_eq!(schedule(&r), sched(&[("a", 0, 35), ("b", 10, 15)]));
+    assert_eq!(preemptions(&r), vec![1, 0]);
+}
+
+#[test]
+fn tiresias_service_is_gpus_times_time() {
+    // 1 node x 4 GPUs, threshold 20 GPU-s. a (4 GPUs, 10 s) reaches 20 GPU-s after 20/4 = 5 s.
+    // b (4 GPUs, 3 s) at 6: a has 24 GPU-s, level 1: preempted; b 6..9; a resumes with 4 s
+    // left, 9..13. A 1-GPU a' (same 10 s) has only 6 GPU-s at 6, so b waits for it.
+    let r = run("tiresias[thresholds=20]", cluster(&[(1, 4, "A")]), vec![job("a", 0, 4, 10), job("b", 6, 4, 3)]);
+    assert_eq!(schedule(&r), sched(&[("a", 0, 13), ("b", 6, 9)]));
+    let r = run("tiresias[thresholds=20]", cluster(&[(1, 4, "A")]), vec![job("a'", 0, 1, 10), job("b", 6, 4, 3)]);
+    assert_eq!(schedule(&r), sched(&[("a'", 0, 10), ("b", 10, 13)]));
+}
+
+#[test]
+fn tiresias_promotes_a_starved_job() {
+    // 1 GPU, threshold 10 GPU-s, promote_after=1. a (1 GPU, 20 s) is at level 1 from 10. b
+    // (1 GPU, 100 s) arrives at 12 in level 0 and preempts a (12 s executed): a may be promoted
+    // at 12 + 1 x 12 = 24. b crosses 10 GPU-s at 22 (level 1, like a: no preemption). At 24 a
+    // is promoted to level 0 with its service counted from zero, and preempts b (12 s done):
+    // a runs its last 8 s, 24..32 (it would cross 10 GPU-s again only at 34). b resumes with 88 s
+    // left: 32..120.
+    let jobs = || vec![job("a", 0, 1, 20), job("b", 12, 1, 100)];
+    let r = run("tiresias[thresholds=10,promote_after=1]", cluster(&[(1, 1, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 32), ("b", 12, 120)]));
+    assert_eq!(preemptions(&r), vec![1, 1]);
+    // Without the guard a waits for all of b: b 12..112, a resumes with 8 s left, 112..120.
+    let r = run("tiresias[thresholds=10]", cluster(&[(1, 1, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 120), ("b", 12, 112)]));
+}
+
+#[test]
+fn tiresias_gittins_orders_levels_by_the_sizes_seen() {
+    // 1 GPU, threshold 10 GPU-s (levels [0, 10) and [10, inf)). j (1 GPU, 12 s) runs 0..12 and
+    // is the only job seen to finish: size 12, level 1. Gittins index of level 0:
+    // P(S < 10 | S >= 0) / E[min(S, 10) | S >= 0] = 0 / 10 = 0; of level 1:
+    // P(S finite | S >= 10) / E[S - 10 | S >= 10] = 1 / 2. So level 1 goes first.
+    // x (1 GPU, 30 s) starts at 13 and reaches level 1 at 23; y (1 GPU, 5 s) arrives at 25 in
+    // level 0, which now ranks below x's: y waits for x (13..43) and runs 43..48.
+    let jobs = || vec![job("j", 0, 1, 12), job("x", 13, 1, 30), job("y", 25, 1, 5)];
+    let r = run("tiresias[mode=gittins,thresholds=10]", cluster(&[(1, 1, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("j", 0, 12), ("x", 13, 43), ("y", 43, 48)]));
+    assert_eq!(preemptions(&r), vec![0, 0, 0]);
+    // LAS on the same jobs: y preempts x at 25 (x has done 12 s), y 25..30, x 30..48.
+    let r = run("tiresias[mode=las,thresholds=10]", cluster(&[(1, 1, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("j", 0, 12), ("x", 13, 48), ("y", 25, 30)]));
+    assert_eq!(preemptions(&r), vec![0, 1, 0]);
+}
+
+#[test]
+fn tiresias_gittins_with_small_jobs_seen_keeps_las_order() {
+    // Sizes seen: j1 4 GPU-s (level 0), j2 14 GPU-s (level 1). Level 0: 1 / (4 + 1 x 10) =
+    // 1/14; level 1: 1 / (14 - 10) = 1/4 > 1/14: level 1 first again. With j2 of 40 GPU-s
+    // instead: level 1 is 1/30 < 1/14, so level 0 (LAS order) first and y preempts x.
+    // j1 0..4, j2 4..(4+size); x (30 s) at 60 reaches level 1 at 70; y (5 s) at 75.
+    let jobs = |j2: u64| vec![job("j1", 0, 1, 4), job("j2", 4, 1, j2), job("x", 60, 1, 30), job("y", 75, 1, 5)];
+    let spec = "tiresias[mode=gittins,thresholds=10]";
+    let r = run(spec, cluster(&[(1, 1, "A")]), jobs(14));
+    assert_eq!(schedule(&r), sched(&[("j1", 0, 4), ("j2", 4, 18), ("x", 60, 90), ("y", 90, 95)]));
+    let r = run(spec, cluster(&[(1, 1, "A")]), jobs(40));
+    assert_eq!(schedule(&r), sched(&[("j1", 0, 4), ("j2", 4, 44), ("x", 60, 95), ("y", 75, 80)]));
+}
+
+#[test]
+fn tiresias_rejects_bad_thresholds() {
+    let err = |spec: &str| policies::build(spec).err().expect("spec is invalid").to_string();
+    assert!(err("tiresias[thresholds=10;5]").contains("strictly increasing"));
+    assert!(err("tiresias[thresholds=0]").contains("> 0"));
+    assert!(err("tiresias[thresholds=1;;2]").contains("empty item"));
+    assert!(err("tiresias[mode=srpt]").contains("las|gittins"));
+    assert_eq!(
+        policies::build("tiresias").unwrap().name(),
+        "tiresias[mode=las,thresholds=3600;36000,promote_after=0,placement=pack,avoid_failed_h=0]"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// themis
+// ---------------------------------------------------------------------------------------------
+
+/// 1 GPU. a (100 s) at 0, b (10 s) at 1, c (50 s) at 2.
+fn themis_jobs() -> Vec<sim::JobSpec> {
+    vec![job("a", 0, 1, 100), job("b", 1, 1, 10), job("c", 2, 1, 50)]
+}
+
+#[test]
+fn themis_gives_the_gpu_to_the_largest_rho_at_each_round() {
+    // Lease 10 s; rho = (end if run from now - submit) / duration, for a running task its
+    // expected end. 0: a starts. 10 (round): a 100/100 = 1; b (10+10-1)/10 = 1.9; c
+    // (10+50-2)/50 = 1.16: b preempts a (1 < 1.9), b 10..20; c finds no smaller-rho victim left.
+    // 20: c (20+50-2)/50 = 1.36 > a (20+90)/100 = 1.1: c runs from 20 (end 70).
+    // 30, 40: a 1.2, 1.3 < c's 68/50 = 1.36. 50: a 1.4 > 1.36: a preempts c (30 s done), a runs
+    // from 50 (end 140). 60: c (60+20-2)/50 = 1.56 > a 140/100 = 1.4: c preempts a (10 s more
+    // done, 80 left), c 60..80. 70: a (70+80)/100 = 1.5 < c 78/50 = 1.56. 80: a 80..160.
+    let r = run("themis[lease_s=10]", cluster(&[(1, 1, "A")]), themis_jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 160), ("b", 10, 20), ("c", 20, 80)]));
+    assert_eq!(preemptions(&r), vec![2, 0, 1]);
+}
+
+#[test]
+fn themis_preempts_only_at_round_boundaries() {
+    // Lease 1000 s: the only rounds in the run are at 0 and 1000. a runs 0..100 untouched; b and
+    // c, never ranked, fill the GPU in arrival order: b 100..110, c 110..160.
+    let r = run("themis[lease_s=1000]", cluster(&[(1, 1, "A")]), themis_jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 100), ("b", 100, 110), ("c", 110, 160)]));
+    assert_eq!(preemptions(&r), vec![0, 0, 0]);
+}
+
+#[test]
+fn themis_t_id_on_a_fair_share_favours_small_jobs() {
+    // 1 node x 4 GPUs, lease 10 s. z (4 GPUs, 10 s) runs 0..10; x (4 GPUs, 10 s) and y (1 GPU,
+    // 10 s) arrive at 1. Round at 10 (z has ended): T_sh = 10 + 10 - 1 = 19 for both.
+    // alone: T_id = 10 for both, rho 1.9 each, tie on task id: x 10..20, then y 20..30.
+    // share: N = 2 jobs, C = 4 GPUs; x: T_id = 10 x max(4, 4 x 2) / 4 = 20, rho 0.95;
+    // y: T_id = 10 x max(4, 1 x 2) / 4 = 10, rho 1.9: y 10..20 first (x cannot fit beside it),
+    // then x 20..30.
+    let jobs = || vec![job("z", 0, 4, 10), job("x", 1, 4, 10), job("y", 1, 1, 10)];
+    let r = run("themis[lease_s=10]", cluster(&[(1, 4, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("z", 0, 10), ("x", 10, 20), ("y", 20, 30)]));
+    let r = run("themis[lease_s=10,t_id=share]", cluster(&[(1, 4, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("z", 0, 10), ("x", 20, 30), ("y", 10, 20)]));
+}
+
+#[test]
+fn themis_spec_is_strict() {
+    let err = |spec: &str| policies::build(spec).err().expect("spec is invalid").to_string();
+    assert!(err("themis[lease_s=0]").contains("lease_s"));
+    assert!(err("themis[t_id=half]").contains("alone|share"));
+    assert_eq!(
+        policies::build("themis").unwrap().name(),
+        "themis[lease_s=600,t_id=alone,duration=oracle,placement=pack,avoid_failed_h=0]"
+    );
+}
