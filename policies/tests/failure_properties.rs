@@ -107,7 +107,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
         for (i, t) in tasks.iter_mut().enumerate() {
             t.name = i.to_string();
         }
-        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline, tasks }
+        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline, priority: 0, tasks }
     })
 }
 

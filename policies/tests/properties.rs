@@ -59,7 +59,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
         for (i, t) in tasks.iter_mut().enumerate() {
             t.name = i.to_string();
         }
-        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline: None, tasks }
+        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline: None, priority: 0, tasks }
     })
 }
 
@@ -804,6 +804,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
             submit: SimTime(0),
             queue: None,
             deadline: None,
+            priority: 0,
             tasks: vec![t.clone()],
         })
         .collect();
