@@ -128,6 +128,61 @@ c,1,2,1,x
     );
 }
 
+/// A DAG job through the CLI: tasks.csv lists every task with its state and upstreams, and
+/// jobs.csv its critical path; a cycle or a dangling name is refused with its line.
+#[test]
+fn dag_jobs_run_and_bad_dags_are_refused_with_their_line() {
+    let dir = scratch("cli", "dag");
+    let head = "job_id,task_id,submit_s,duration_s,gpus,depends_on\n";
+    let good = dir.join("good.csv");
+    std::fs::write(&good, format!("{head}p,prep,0,10,1,\np,train,0,100,2,prep\np,alert,0,1,1,train:failure\n"))
+        .unwrap();
+    let out_dir = dir.join("out");
+    let out = schedlab(&[
+        "simulate",
+        "--trace",
+        good.to_str().unwrap(),
+        "--cluster",
+        "1x2:A",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let tasks = std::fs::read_to_string(out_dir.join("tasks.csv")).unwrap();
+    assert_eq!(
+        tasks,
+        "job,task,name,state,first_start_s,finish_s,gpus,depends_on\n\
+         p,0,prep,succeeded,0.000,10.000,1,\n\
+         p,1,train,succeeded,10.000,110.000,2,prep\n\
+         p,2,alert,skipped,,110.000,1,train\n"
+    );
+    let jobs = std::fs::read_to_string(out_dir.join("jobs.csv")).unwrap();
+    assert!(jobs.lines().nth(1).unwrap().ends_with(",succeeded,,110.000"), "{jobs}");
+
+    let cyclic = dir.join("cyclic.csv");
+    std::fs::write(&cyclic, format!("{head}p,a,0,10,1,\np,b,0,10,1,a;c\np,c,0,10,1,b\n")).unwrap();
+    let dangling = dir.join("dangling.csv");
+    std::fs::write(&dangling, format!("{head}p,a,0,10,1,\np,b,0,10,1,a:any;x\n")).unwrap();
+    for (file, expected) in [
+        (&cyclic, "cyclic.csv:2: job `p`: its tasks' dependencies form a cycle: b -> c -> b"),
+        (&dangling, "dangling.csv:3: field `depends_on`: expected task names of this job (a, b)"),
+    ] {
+        for command in [
+            &["simulate", "--trace", file.to_str().unwrap(), "--cluster", "1x2:A"][..],
+            &["trace", "validate", file.to_str().unwrap()],
+        ] {
+            let out = schedlab(command);
+            assert!(!out.status.success(), "{command:?} accepted a bad DAG");
+            assert!(
+                stderr(&out).contains(expected) || stdout(&out).contains(expected),
+                "{command:?}: {}{}",
+                stdout(&out),
+                stderr(&out)
+            );
+        }
+    }
+}
+
 /// The fifo scenario of policies/tests/schedules.rs through the CLI: a (2 GPUs, 10 s) at 0,
 /// b (4, 5) at 0, c (1, 2) at 1 on 1 x 4 GPUs run 0..10, 10..15, 15..17.
 #[test]

@@ -6,13 +6,14 @@
 use crate::alloc::FreeGpus;
 use crate::alloc::WHOLE_GPU_MILLI;
 use crate::cluster::Cluster;
+use crate::deps::{Dag, Timer};
 use crate::digest::Digest;
 use crate::failure::FailureConfig;
 use crate::health::Health;
 use crate::ids::{GpuId, JobId, NodeId, TaskId};
 use crate::plan::{Decision, Mark, Plan};
 use crate::policy::Policy;
-use crate::record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResult, RunStats};
+use crate::record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResult, RunStats, TaskRecord};
 use crate::rng::{StreamRng, stream};
 use crate::series::{Levels, QueueDelta, Series};
 use crate::state::{JobOutcome, JobState, TaskState, TaskStatus};
@@ -94,6 +95,9 @@ pub struct Controller {
     /// Each job's queue, as an index into the series' queue names.
     job_queue: Vec<u32>,
     pub(crate) series: Series,
+    pub(crate) dag: Dag,
+    /// Timers asked for since the driver last took them (see `take_timers`).
+    pub(crate) timers: Vec<(SimTime, Timer)>,
     /// Jobs arrived and not ended.
     pub(crate) in_system: u64,
     pub(crate) stats: RunStats,
@@ -116,6 +120,7 @@ impl Controller {
                 submit: spec.submit,
                 arrived: false,
                 open_tasks: spec.tasks.len() as u32,
+                failure: None,
                 outcome: None,
                 end: None,
             });
@@ -153,9 +158,12 @@ impl Controller {
         }
         let stats = RunStats { cluster_gpus: cluster.gpu_count(), ..RunStats::default() };
         let (queues, job_queue) = queue_index(&workload);
+        let dag = Dag::new(&workload, |t| tasks[t.index()].checkpoint);
         let width = config.series_bucket.unwrap_or_else(|| crate::series::auto_width(&workload));
         Controller {
             series: Series::new(width, queues),
+            dag,
+            timers: Vec::new(),
             job_queue,
             stalled_mgpus: 0,
             waiting_tasks: 0,
@@ -245,10 +253,7 @@ impl Controller {
             return;
         }
         self.in_system += 1;
-        for t in self.jobs[job.index()].tasks() {
-            self.set_status(t, TaskStatus::Ready);
-            self.changes.push(Change::TaskReady(t));
-        }
+        self.arrive_tasks(job);
     }
 
     /// Why `job` can never run on this cluster, if it cannot.
@@ -297,18 +302,12 @@ impl Controller {
         let gpus = self.end_attempt(task);
         self.release_to_free(task, &gpus);
         self.set_status(task, TaskStatus::Succeeded);
-        let t = &mut self.tasks[task.index()];
+        let t = &self.tasks[task.index()];
         debug_assert_eq!(t.remaining, SimDuration::ZERO, "{task} completed with work left");
-        t.finish = Some(self.now);
         let job = t.job;
         self.log(DecisionKind::Finish, job, Some(task), &gpus, "");
         self.changes.push(Change::TaskFinished(task));
-        let j = &mut self.jobs[job.index()];
-        j.open_tasks -= 1;
-        if j.open_tasks == 0 {
-            self.in_system -= 1;
-            self.end_job(job, JobOutcome::Succeeded);
-        }
+        self.task_ended(task, None);
         true
     }
 
@@ -355,6 +354,8 @@ impl Controller {
         t.lost_redo_mgpu_ms += lost.as_ms() * gpus;
         t.lost_lag_mgpu_ms += stalled.as_ms() * gpus;
         t.lost_overhead_mgpu_ms += overhead_paid.as_ms() * gpus;
+        self.reached(task, done_now);
+        let t = &mut self.tasks[task.index()];
         let was_stalled = t.stalled_since.take().is_some();
         let placed = std::mem::take(&mut t.placed);
         let lost_mgpu_ms = (lost + stalled + overhead_paid).as_ms() * gpus;
@@ -497,6 +498,7 @@ impl Controller {
         self.log(DecisionKind::Start, job, Some(task), &gpus, "");
         self.tasks[task.index()].placed = gpus;
         self.changes.push(Change::TaskStarted(task));
+        self.watch_progress(task);
         effects.push(Effect::Started { task, attempt, finish_at });
     }
 
@@ -516,7 +518,10 @@ impl Controller {
     fn commit_reject(&mut self, job: JobId, reason: String) {
         for t in self.jobs[job.index()].tasks() {
             self.marks[t.index()] = Mark::None;
-            self.set_status(t, TaskStatus::Failed);
+            if !self.tasks[t.index()].status.is_final() {
+                self.set_status(t, TaskStatus::Failed);
+                self.tasks[t.index()].finish = Some(self.now);
+            }
         }
         self.jobs[job.index()].open_tasks = 0;
         self.in_system -= 1;
@@ -579,9 +584,11 @@ impl Controller {
                     lost_lag_mgpu_ms: tasks.clone().map(|t| t.lost_lag_mgpu_ms).sum(),
                     lost_overhead_mgpu_ms: tasks.map(|t| t.lost_overhead_mgpu_ms).sum(),
                     outcome: state.outcome.clone(),
+                    critical_path_ms: self.critical_path_ms(state, spec),
                 }
             })
             .collect();
+        let tasks = self.task_records();
         let mut series = self.series;
         series.finish(self.now);
         let mut stats = self.stats;
@@ -591,11 +598,61 @@ impl Controller {
             policy: self.policy_name,
             seed: self.config.seed,
             jobs,
+            tasks,
             stats,
             decisions: self.decision_log,
             health_series: self.health_series,
             series,
         }
+    }
+
+    /// The critical path of a DAG job over its tasks that were not skipped; `None` for a job
+    /// without dependencies.
+    fn critical_path_ms(&self, state: &JobState, spec: &crate::workload::JobSpec) -> Option<u64> {
+        if spec.tasks.iter().all(|t| t.deps.is_empty()) {
+            return None;
+        }
+        let ran = |i: usize| self.tasks[state.first_task.index() + i].status != TaskStatus::Skipped;
+        let duration = |i: usize| if ran(i) { spec.tasks[i].work.as_ms() } else { 0 };
+        let lag = |i: usize, d: usize| {
+            let dep = spec.tasks[i].deps[d];
+            let upstream = &self.tasks[state.first_task.index() + dep.upstream];
+            match dep.kind {
+                _ if !ran(dep.upstream) => 0,
+                crate::workload::DepKind::Data(at) => at.as_ms(),
+                crate::workload::DepKind::Checkpoint(n) => {
+                    (u64::from(n) * upstream.checkpoint.as_ms()).min(upstream.work.as_ms())
+                }
+                _ => duration(dep.upstream),
+            }
+        };
+        Some(crate::dag::schedule(spec, duration, lag).length_ms)
+    }
+
+    /// Records of the tasks of jobs with several tasks.
+    fn task_records(&self) -> Vec<TaskRecord> {
+        let mut records = Vec::new();
+        for (state, spec) in self.jobs.iter().zip(self.workload.jobs()) {
+            if spec.tasks.len() < 2 {
+                continue;
+            }
+            for (task, t_spec) in state.tasks().zip(&spec.tasks) {
+                let t = &self.tasks[task.index()];
+                records.push(TaskRecord {
+                    task,
+                    job: t.job,
+                    name: t_spec.name.clone(),
+                    status: t.status,
+                    gpus: t.gpus,
+                    first_start: t.first_start,
+                    finish: t.finish,
+                    preemptions: t.preemptions,
+                    failures: t.failures,
+                    deps: t_spec.deps.clone(),
+                });
+            }
+        }
+        records
     }
 
     /// Moves `task` to `status`, keeping the waiting-task counts (cluster and queue) true.

@@ -14,8 +14,9 @@ use std::time::Instant;
 pub struct SimulateArgs {
     #[command(flatten)]
     run: RunArgs,
-    /// Write summary.json, jobs.csv, timeseries.csv and queue_timeseries.csv (gpu_health.csv
-    /// when hardware fails; decisions.csv with --decisions) into this folder.
+    /// Write summary.json, jobs.csv, timeseries.csv and queue_timeseries.csv (tasks.csv when
+    /// jobs have several tasks; gpu_health.csv when hardware fails; decisions.csv with
+    /// --decisions) into this folder.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Also write the decision log, decisions.csv, into --out.
@@ -171,6 +172,9 @@ pub(super) fn write_outputs(
     reports::write_jobs_csv(run, create("jobs.csv")?)?;
     reports::write_timeseries_csv(run, create("timeseries.csv")?)?;
     reports::write_queue_timeseries_csv(run, create("queue_timeseries.csv")?)?;
+    if !run.tasks.is_empty() {
+        reports::write_tasks_csv(run, create("tasks.csv")?)?;
+    }
     if !run.health_series.is_empty() {
         reports::write_gpu_health_csv(run, create("gpu_health.csv")?)?;
     }
