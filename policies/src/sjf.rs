@@ -7,7 +7,7 @@
 
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::Placer;
-use crate::tracking::{Placed, place_and_start, sync_waiting};
+use crate::tracking::{Placed, place_and_start, reclaim_for_head, sync_waiting};
 use crate::wait_queue::WaitQueue;
 use sim::{ClusterView, DurationSource, Plan, Policy};
 
@@ -49,5 +49,6 @@ impl Policy for Sjf {
             let placed = place_and_start(view, plan, self.placer, &mut self.waiting, task);
             assert!(placed != Placed::NoRoom, "a task whose shape fits has a placement");
         }
+        reclaim_for_head(view, plan, self.placer, &mut self.waiting);
     }
 }

@@ -76,3 +76,15 @@ pub fn place_and_start(
     waiting.remove(task);
     Placed::Started(gpus)
 }
+
+/// For policies whose passes only try tasks that fit: the first waiting task in their order,
+/// if it finds no room, gets its chance to reclaim GPUs its queue is entitled to. Free without
+/// queues.
+pub fn reclaim_for_head(view: &ClusterView<'_>, plan: &mut Plan<'_>, placer: Placer, waiting: &mut WaitQueue) {
+    if view.queues().is_empty() {
+        return;
+    }
+    if let Some((_, head)) = waiting.head() {
+        place_and_start(view, plan, placer, waiting, head);
+    }
+}
