@@ -5,6 +5,9 @@
 //! - `philly_full`: the full philly.csv (82,247 jobs) on the Philly cluster of the official
 //!   machine list (2,490 GPUs, about 15 % utilised: little queueing) under each policy;
 //! - `philly_congested`: the same jobs on 480 GPUs (about 78 % utilised, long queues);
+//! - `philly_research_full`, `philly_research_congested`: the same two runs under the
+//!   research policies (tiresias, its Gittins mode, themis, priority, weighted-score), kept
+//!   apart so that the groups above stay comparable with earlier measurements;
 //! - `philly_with_failures`: philly.csv on the Philly cluster with the InfiniteHBD node-fault
 //!   history mapped onto it (about 240 node failures), 30 min checkpoints, 2 min restarts;
 //! - `synthetic_1m`: one million synthetic jobs on 10,000 GPUs at 90 % offered load;
@@ -22,6 +25,9 @@ fn main() {
 }
 
 const POLICIES: &[&str] = &["fifo", "fifo[skip=true]", "sjf", "srtf", "easy-backfill", "fifo[placement=spread]"];
+
+/// The research policies of issue 4, benched on philly.csv only.
+const RESEARCH: &[&str] = &["tiresias", "tiresias[mode=gittins]", "themis", "priority", "weighted-score"];
 
 /// The Philly cluster per the official machine list: 321 x 2 GPUs (12 GB) and 231 x 8 (24 GB).
 const PHILLY_CLUSTER: &str = "321x2:12GB,231x8:24GB";
@@ -80,6 +86,16 @@ fn philly_full(bencher: divan::Bencher, spec: &str) {
 
 #[divan::bench(args = POLICIES, sample_count = 5, sample_size = 1)]
 fn philly_congested(bencher: divan::Bencher, spec: &str) {
+    bench_philly(bencher, spec, "60x8:V100");
+}
+
+#[divan::bench(args = RESEARCH, sample_count = 5, sample_size = 1)]
+fn philly_research_full(bencher: divan::Bencher, spec: &str) {
+    bench_philly(bencher, spec, PHILLY_CLUSTER);
+}
+
+#[divan::bench(args = RESEARCH, sample_count = 5, sample_size = 1)]
+fn philly_research_congested(bencher: divan::Bencher, spec: &str) {
     bench_philly(bencher, spec, "60x8:V100");
 }
 

@@ -6,6 +6,8 @@ mod easy_backfill;
 mod fifo;
 mod params;
 pub mod placement;
+mod priority;
+mod quota;
 mod registry;
 mod running;
 mod sjf;
@@ -14,6 +16,7 @@ mod themis;
 mod tiresias;
 mod tracking;
 mod wait_queue;
+mod weighted_score;
 
 pub use params::{ParamInfo, SpecError};
 pub use placement::{Placement, Placer, Shape};

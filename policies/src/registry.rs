@@ -1,7 +1,7 @@
 //! Builds a policy from its spec, `name[key=value,...]`, and lists what exists.
 
 use crate::params::{ParamInfo, Params, SpecError, split_spec};
-use crate::{easy_backfill, fifo, sjf, srtf, themis, tiresias};
+use crate::{easy_backfill, fifo, priority, sjf, srtf, themis, tiresias, weighted_score};
 use sim::Policy;
 
 /// One policy as `schedlab policies` lists it.
@@ -49,6 +49,18 @@ pub const POLICIES: &[PolicyInfo] = &[
         summary: "Themis (NSDI'20) finish-time fairness: largest rho = T_shared / T_id first, preempting per lease",
         params: themis::PARAMS,
         build: |p| Ok(Box::new(themis::Themis::new(p)?)),
+    },
+    PolicyInfo {
+        name: "priority",
+        summary: "strict job priority; a waiting task preempts lower-priority tasks, least work lost first",
+        params: priority::PARAMS,
+        build: |p| Ok(Box::new(priority::Priority::new(p)?)),
+    },
+    PolicyInfo {
+        name: "weighted-score",
+        summary: "score = w_p x priority + w_d x locality + w_w x waiting s (aging), strict, non-preemptive",
+        params: weighted_score::PARAMS,
+        build: |p| Ok(Box::new(weighted_score::WeightedScore::new(p)?)),
     },
 ];
 

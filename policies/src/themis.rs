@@ -3,9 +3,13 @@
 //! GPUs to the tasks with the largest finish-time fairness rho first.
 //!
 //! **rho** of a task at time t is `T_sh / T_id`, computed exactly with integers:
-//! - `T_sh` = the finish time its job would reach if the task ran from now on without
+//! - `T_sh` = the finish time its job would reach if the task (re)started now and ran without
 //!   interruption, less the job's submit: `now + restart overhead + expected remaining -
-//!   submit` for a waiting task, `expected end - submit` for a running one. So it contains
+//!   submit`. For a waiting task that is its finish if it gets GPUs now; for a running task
+//!   (a possible victim) its finish if it were preempted now and restarted at once, so its
+//!   remaining work includes what it would lose since its last checkpoint
+//!   (`ClusterView::work_at_risk`) and its restart overhead: preempting costs the victim, and
+//!   a lease shorter than the checkpoint interval cannot make two jobs thrash. T_sh contains
 //!   all the waiting and lost work so far.
 //! - `T_id` with `t_id=alone` (the default) is the task's expected duration on its own GPUs,
 //!   alone in the cluster: rho is then the job's slowdown so far, and a waiting task's rho
@@ -27,7 +31,8 @@
 //! its restart overhead (its lease has expired), so every start makes at least one lease of
 //! progress and two jobs cannot livelock by preempting each other during their overheads.
 //! If even all of them would not make room, nothing is preempted and
-//! the preemptive pass ends there. **Preemption happens in rounds only.** Between rounds
+//! the preemptive pass ends there. Each preemption is logged with both rhos.
+//! **Preemption happens in rounds only.** Between rounds
 //! (arrivals, completions), free GPUs are filled without preemption: waiting tasks in the
 //! last round's rho order, then tasks that arrived since, in arrival order; victims wait
 //! ranked after the round's order.
@@ -39,7 +44,7 @@
 
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};
-use crate::tracking::{place_and_start, sync_waiting};
+use crate::tracking::{Placed, place_and_start, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{Change, ClusterView, DurationSource, JobId, Plan, Policy, SimDuration, SimTime, TaskId, TaskStatus};
 use std::cmp::Ordering;
@@ -130,7 +135,10 @@ impl Themis {
         let t = view.task(task);
         let submit = view.job(t.job).submit;
         let end = if t.status == TaskStatus::Running {
-            view.expected_end(task, self.source)
+            // As a victim: its end if preempted now and restarted at once, so the work it
+            // would lose since its last checkpoint and the restart it would pay count against
+            // preempting it (a lease shorter than the checkpoint interval cannot thrash).
+            view.now() + t.restart_overhead + view.expected_remaining(task, self.source) + view.work_at_risk(task)
         } else {
             view.expected_end_if_started(task, self.source)
         };
@@ -180,8 +188,8 @@ impl Themis {
         }
         let mut used = vec![0usize; victims.len()];
         for (rho, task) in ranked {
-            if place_and_start(view, plan, self.placer, &mut self.waiting, task).is_some() {
-                continue;
+            if place_and_start(view, plan, self.placer, &mut self.waiting, task) != Placed::NoRoom {
+                continue; // started, or parked by its queue's quota
             }
             if !self.preempt_for(view, plan, task, rho, &victims, &mut used) {
                 break;
@@ -203,17 +211,26 @@ impl Themis {
         let shape = Shape::of(view.task(task));
         for pool in shape.pools.iter() {
             let list = &victims[pool.index()];
+            let waiting_rho = rho;
             let savepoint = plan.savepoint();
             let mut preempted = Vec::new();
             let mut next = used[pool.index()];
-            while let Some(&(_, victim)) = list.get(next).filter(|(r, _)| r.cmp(rho) == Ordering::Less) {
+            while let Some(&(victim_rho, victim)) = list.get(next).filter(|(r, _)| r.cmp(rho) == Ordering::Less) {
                 next += 1;
-                if plan.is_decided(victim) || plan.preempt(victim).is_err() {
+                if plan.is_decided(victim) {
+                    continue;
+                }
+                let reason = format!(
+                    "themis: finish-time fairness rho {} below {} of {task}",
+                    rho_str(victim_rho),
+                    rho_str(waiting_rho)
+                );
+                if plan.preempt_for(victim, reason).is_err() {
                     continue;
                 }
                 preempted.push(victim);
                 if shape.fits_in(pool, plan.free())
-                    && place_and_start(view, plan, self.placer, &mut self.waiting, task).is_some()
+                    && place_and_start(view, plan, self.placer, &mut self.waiting, task).started().is_some()
                 {
                     used[pool.index()] = next;
                     for v in preempted {
@@ -227,6 +244,12 @@ impl Themis {
         }
         false
     }
+}
+
+/// rho to three decimals, for the decision log (exact integer division; never used to decide).
+fn rho_str(rho: Rho) -> String {
+    let milli = rho.num * 1000 / rho.den.max(1);
+    format!("{}.{:03}", milli / 1000, milli % 1000)
 }
 
 impl Policy for Themis {
@@ -260,7 +283,7 @@ impl Policy for Themis {
             self.next_round = SimTime((now.as_ms() / self.lease.as_ms() + 1) * self.lease.as_ms());
         }
         while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
-            if place_and_start(view, plan, self.placer, &mut self.waiting, task).is_none() {
+            if place_and_start(view, plan, self.placer, &mut self.waiting, task) == Placed::NoRoom {
                 break; // unreachable: a shape that fits has a placement
             }
         }

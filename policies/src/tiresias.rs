@@ -30,7 +30,8 @@
 //! new jobs of a higher queue). If even all of them would not make room, nothing is
 //! preempted and the preemptive pass stops there: a blocked gang is not bypassed by
 //! lower-priority preemptions. Then waiting tasks that fit fill the free GPUs in priority
-//! order. A job never preempts one of its own level. Victims wait again at once (and may
+//! order. A job never preempts one of its own level. Each preemption is logged with the
+//! victim's level and attained service. Victims wait again at once (and may
 //! restart elsewhere in the same decision, paying the restart overhead). Demotions take
 //! effect when they happen: while any task waits, the policy wakes itself at the next
 //! threshold crossing of a running job.
@@ -52,6 +53,7 @@
 
 use crate::params::{AVOID_FAILED, List, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{Placer, Shape};
+use crate::tracking::{Placed, place_and_start};
 use crate::wait_queue::WaitQueue;
 use sim::{Change, ClusterView, JobId, JobOutcome, Plan, Policy, PoolId, SimTime, TaskId, TaskStatus};
 use std::collections::BTreeSet;
@@ -392,6 +394,15 @@ impl Tiresias {
     fn sync(&mut self, view: &ClusterView<'_>) {
         let levels = self.levels();
         for change in view.changes() {
+            // A task that stopped, or a job that ended, may leave room in its queue's quota.
+            let stopped = match *change {
+                Change::TaskFinished(t) | Change::TaskPreempted(t) | Change::TaskFailed(t) => Some(view.task(t).job),
+                Change::JobEnded(job) => Some(job),
+                Change::TaskReady(_) | Change::TaskStarted(_) => None,
+            };
+            if let Some(q) = stopped.and_then(|job| view.queue_of(job)) {
+                self.queues.iter_mut().for_each(|queue| queue.unpark(q));
+            }
             match *change {
                 Change::TaskReady(t) | Change::TaskPreempted(t) => {
                     self.set_holds(t, false);
@@ -449,15 +460,17 @@ impl Tiresias {
         self.order.iter().find_map(|&level| pick(&self.queues[level]).map(|t| (level, t)))
     }
 
-    fn try_start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId) -> bool {
-        let Some(gpus) = self.placer.place(Shape::of(view.task(task)), view, plan.free()) else {
-            return false;
-        };
-        plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
-        self.dequeue(task);
-        self.set_holds(task, true);
-        self.touched.push(view.task(task).job);
-        true
+    /// Starts the queued `task` where its placement puts it, within its queue's quota (a
+    /// task the quota holds back is parked in its level until its queue has room again).
+    fn try_start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId) -> Placed {
+        let level = self.queued_at[task.index()].expect("only queued tasks are started");
+        let placed = place_and_start(view, plan, self.placer, &mut self.queues[level], task);
+        if placed.started().is_some() {
+            self.queued_at[task.index()] = None;
+            self.set_holds(task, true);
+            self.touched.push(view.task(task).job);
+        }
+        placed
     }
 
     /// Preempts running tasks of lower-priority levels than `level`, lowest first, until
@@ -478,11 +491,19 @@ impl Tiresias {
             let savepoint = plan.savepoint();
             let mut preempted = Vec::new();
             for victim in victims {
-                if plan.is_decided(victim) || plan.preempt(victim).is_err() {
+                if plan.is_decided(victim) {
+                    continue;
+                }
+                let victim_level = self.running.level_of(victim).map_or(0, |(_, l, _)| l);
+                let reason = format!(
+                    "tiresias: level {victim_level} (attained service {} GPU-s) ranks below level {level} of {task}",
+                    self.attained(view, view.task(victim).job) / MGPU_MS_PER_GPU_S
+                );
+                if plan.preempt_for(victim, reason).is_err() {
                     continue;
                 }
                 preempted.push(victim);
-                if shape.fits_in(pool, plan.free()) && self.try_start(view, plan, task) {
+                if shape.fits_in(pool, plan.free()) && self.try_start(view, plan, task).started().is_some() {
                     for v in preempted {
                         self.running.remove(v);
                         self.set_holds(v, false);
@@ -561,12 +582,12 @@ impl Policy for Tiresias {
             self.refresh(view, job);
         }
         while let Some((level, task)) = self.first(|q| q.head().map(|(_, t)| t)) {
-            if !self.try_start(view, plan, task) && !self.preempt_for(view, plan, task, level) {
+            if self.try_start(view, plan, task) == Placed::NoRoom && !self.preempt_for(view, plan, task, level) {
                 break;
             }
         }
         while let Some((_, task)) = self.first(|q| q.first_fitting(plan.free()).map(|(_, t)| t)) {
-            if !self.try_start(view, plan, task) {
+            if self.try_start(view, plan, task) == Placed::NoRoom {
                 break; // unreachable: a shape that fits has a placement
             }
         }

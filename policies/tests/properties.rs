@@ -46,6 +46,8 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             estimate: Some(SimDuration(work_ms * quarters / 4)),
             checkpoint: None,
             restart_overhead: None,
+            deps: Vec::new(),
+            window: sim::Window::default(),
         },
     )
 }
@@ -59,7 +61,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
         for (i, t) in tasks.iter_mut().enumerate() {
             t.name = i.to_string();
         }
-        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline: None, tasks }
+        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline: None, priority: 0, tasks }
     })
 }
 
@@ -161,14 +163,17 @@ enum Discipline {
 }
 
 fn discipline(policy_name: &str) -> Discipline {
-    if policy_name.starts_with("fifo[skip=false") {
+    // weighted-score with every priority 0 (as here) orders by queue entry, i.e. arrival.
+    if policy_name.starts_with("fifo[skip=false") || policy_name.starts_with("weighted-score[") {
         Discipline::HeadBlocks { in_order: true, shadow_check: false }
     } else if policy_name.starts_with("easy-backfill[") {
         let shadow_check = policy_name.starts_with("easy-backfill[duration=oracle");
         Discipline::HeadBlocks { in_order: false, shadow_check }
     } else {
         assert!(
-            ["fifo[skip=true", "sjf[", "srtf[", "tiresias[", "themis["].iter().any(|p| policy_name.starts_with(p)),
+            ["fifo[skip=true", "sjf[", "srtf[", "tiresias[", "themis[", "priority["]
+                .iter()
+                .any(|p| policy_name.starts_with(p)),
             "no discipline known for policy {policy_name}: add it here"
         );
         Discipline::Greedy
@@ -455,7 +460,7 @@ fn check(spec: &str, overhead_ms: u64, case: &Case) -> Result<(), TestCaseError>
     let ctx = format!("spec {spec} (run as {}), restart overhead {overhead_ms} ms, seed {}", r.policy, case.seed);
     let m = Model::new(&case.pools, &workload);
     let discipline = discipline(&r.policy);
-    let preemptive = ["srtf[", "tiresias[", "themis["].iter().any(|p| r.policy.starts_with(p));
+    let preemptive = ["srtf[", "tiresias[", "themis[", "priority["].iter().any(|p| r.policy.starts_with(p));
 
     // Replay the log at every event time (each one is a decision point: arrivals and
     // completions both call the policy), checking the discipline after each.
@@ -597,6 +602,7 @@ fn check(spec: &str, overhead_ms: u64, case: &Case) -> Result<(), TestCaseError>
     // Little's law, exactly: the jobs-in-system integral is the sum of the jobs' times in system.
     let in_system: u128 = r.jobs.iter().map(|j| u128::from(j.end.map_or(0, |e| e.as_ms()) - j.submit.as_ms())).sum();
     prop_assert_eq!(s.in_system_job_ms, in_system, "{}: Little's law", ctx);
+    common::check_series(&r).map_err(|e| TestCaseError::fail(format!("{ctx}: time series: {e}")))?;
 
     // Strict fifo: first starts in arrival (task id) order.
     if matches!(discipline, Discipline::HeadBlocks { in_order: true, .. }) {
@@ -697,6 +703,16 @@ proptest! {
     #[test]
     fn themis_share_estimate_overhead_properties(case in arb_case(), overhead_ms in 0u64..=60_000) {
         check("themis[lease_s=30,t_id=share,duration=estimate]", overhead_ms, &case)?;
+    }
+
+    #[test]
+    fn priority_properties(case in arb_case()) {
+        check("priority", 0, &case)?;
+    }
+
+    #[test]
+    fn weighted_score_properties(case in arb_case()) {
+        check("weighted-score[w_p=1,w_w=3]", 0, &case)?;
     }
 }
 
@@ -803,6 +819,8 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
         estimate: Some(SimDuration(1000)),
         checkpoint: None,
         restart_overhead: None,
+        deps: Vec::new(),
+        window: sim::Window::default(),
     };
     let cases = [
         (task(8, None, false), true),
@@ -823,6 +841,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
             submit: SimTime(0),
             queue: None,
             deadline: None,
+            priority: 0,
             tasks: vec![t.clone()],
         })
         .collect();

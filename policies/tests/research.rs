@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{cluster, job, run, sched, schedule};
+use common::{cluster, job, run, run_with, sched, schedule};
 
 fn preemptions(r: &sim::RunResult) -> Vec<u32> {
     r.jobs.iter().map(|j| j.preemptions).collect()
@@ -169,4 +169,182 @@ fn themis_spec_is_strict() {
         policies::build("themis").unwrap().name(),
         "themis[lease_s=600,t_id=alone,duration=oracle,placement=pack,avoid_failed_h=0]"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// priority
+// ---------------------------------------------------------------------------------------------
+
+fn with_priority(mut j: sim::JobSpec, priority: i32) -> sim::JobSpec {
+    j.priority = priority;
+    j
+}
+
+fn checkpoints_every(s: u64) -> sim::ControllerConfig {
+    sim::ControllerConfig { checkpoint: sim::SimDuration::from_secs(s), ..sim::ControllerConfig::default() }
+}
+
+#[test]
+fn priority_preempts_the_victim_that_loses_least() {
+    // 1 node x 4 GPUs, checkpoints every 20 s of work. a, b (priority 0, 2 GPUs, 100 s) start
+    // at 0 and 5. c (priority 5, 2 GPUs, 10 s) arrives at 30: a has done 30 s (saved 20, 10 at
+    // risk), b 25 s (saved 20, 5 at risk): b is preempted. c 30..40; b restarts from 20 s at
+    // 40 with 80 s left: 40..120. a 0..100.
+    let jobs = || vec![job("a", 0, 2, 100), job("b", 5, 2, 100), with_priority(job("c", 30, 2, 10), 5)];
+    let r = run_with("priority", cluster(&[(1, 4, "A")]), jobs(), checkpoints_every(20));
+    assert_eq!(schedule(&r), sched(&[("a", 0, 100), ("b", 5, 120), ("c", 30, 40)]));
+    assert_eq!(preemptions(&r), vec![0, 1, 0]);
+    let why = r.decisions.iter().find(|d| d.kind == sim::DecisionKind::Preempt).expect("a preemption").detail.clone();
+    assert!(why.contains("priority 5") && why.contains("loses 5.000 s") && why.contains("least of 2"), "{why}");
+    // Continuous checkpoints: both lose nothing, the tie goes to the lower task id, a. a has
+    // 70 s left at 40: 40..110; b 5..105.
+    let r = run("priority", cluster(&[(1, 4, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 110), ("b", 5, 105), ("c", 30, 40)]));
+}
+
+#[test]
+fn priority_takes_the_lowest_priority_first_and_never_preempts_its_equal() {
+    // As above with b at priority 1: a (priority 0) goes first although it loses more (10 s):
+    // a restarts from 20 s at 40, 80 s left: 40..120; b 5..105.
+    let jobs = vec![job("a", 0, 2, 100), with_priority(job("b", 5, 2, 100), 1), with_priority(job("c", 30, 2, 10), 5)];
+    let r = run_with("priority", cluster(&[(1, 4, "A")]), jobs, checkpoints_every(20));
+    assert_eq!(schedule(&r), sched(&[("a", 0, 120), ("b", 5, 105), ("c", 30, 40)]));
+    // c at priority 0 preempts nobody: it waits for a, 100..110.
+    let jobs = vec![job("a", 0, 2, 100), job("b", 5, 2, 100), job("c", 30, 2, 10)];
+    let r = run_with("priority", cluster(&[(1, 4, "A")]), jobs, checkpoints_every(20));
+    assert_eq!(schedule(&r), sched(&[("a", 0, 100), ("b", 5, 105), ("c", 100, 110)]));
+    assert_eq!(preemptions(&r), vec![0, 0, 0]);
+}
+
+#[test]
+fn priority_orders_the_queue_by_priority_then_arrival() {
+    // 1 GPU. x (10 s) runs 0..10 at priority 9. Waiting at 10: l (priority 0, at 1), h (3, at 2),
+    // m (3, at 3): h 10..20, m 20..30, l 30..40. Nobody outranks x: no preemption.
+    let jobs = vec![
+        with_priority(job("x", 0, 1, 10), 9),
+        job("l", 1, 1, 10),
+        with_priority(job("h", 2, 1, 10), 3),
+        with_priority(job("m", 3, 1, 10), 3),
+    ];
+    let r = run("priority", cluster(&[(1, 1, "A")]), jobs);
+    assert_eq!(schedule(&r), sched(&[("x", 0, 10), ("l", 30, 40), ("h", 10, 20), ("m", 20, 30)]));
+    assert_eq!(preemptions(&r), vec![0, 0, 0, 0]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// weighted-score
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn weighted_score_ages_waiting_tasks_past_urgent_ones() {
+    // 1 GPU; w_p = 10 (a priority level is worth 10 s of waiting), w_w = 1. x (30 s) runs 0..30.
+    // Waiting at 30: l (priority 0, in at 1) scores 29; h1 (priority 1, in at 5) 10 + 25 = 35;
+    // h2 (priority 1, in at 15) 10 + 15 = 25. h1 30..40. At 40: l 39 > h2 35: l 40..50, h2 50..60.
+    let jobs = || {
+        vec![
+            job("x", 0, 1, 30),
+            job("l", 1, 1, 10),
+            with_priority(job("h1", 5, 1, 10), 1),
+            with_priority(job("h2", 15, 1, 10), 1),
+        ]
+    };
+    let r = run("weighted-score[w_p=10,w_w=1]", cluster(&[(1, 1, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("x", 0, 30), ("l", 40, 50), ("h1", 30, 40), ("h2", 50, 60)]));
+    // No aging (w_w = 0): strict priority, h1, h2, then l.
+    let r = run("weighted-score[w_p=10,w_w=0]", cluster(&[(1, 1, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("x", 0, 30), ("l", 50, 60), ("h1", 30, 40), ("h2", 40, 50)]));
+}
+
+#[test]
+fn weighted_score_is_strict_the_top_task_blocks_the_rest() {
+    // 1 node x 2 GPUs. x (1 GPU, 10 s) at 0. At 1: big (priority 1, 2 GPUs, 10 s) cannot fit
+    // beside x; small (priority 0, 1 GPU, 5 s) could, but ranks below big and waits: big 10..20,
+    // small 20..25.
+    let jobs = vec![job("x", 0, 1, 10), with_priority(job("big", 1, 2, 10), 1), job("small", 1, 1, 5)];
+    let r = run("weighted-score", cluster(&[(1, 2, "A")]), jobs);
+    assert_eq!(schedule(&r), sched(&[("x", 0, 10), ("big", 10, 20), ("small", 20, 25)]));
+}
+
+mod no_starvation {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// An adversarial stream: one low-priority job L and a stream of urgent jobs that each
+    /// take the whole node and arrive faster than they run, so the queue never empties and
+    /// strict priority would start L only after the last urgent job.
+    #[derive(Debug, Clone)]
+    struct Case {
+        gap_s: u64,
+        urgent: Vec<(i32, u64)>, // (priority 1..=3, work in [gap, 2 gap] s)
+        l_submit_s: u64,
+        l_gpus: u32,
+        l_work_s: u64,
+        w_p: u64,
+        w_w: u64,
+    }
+
+    fn arb_case() -> impl Strategy<Value = Case> {
+        (5u64..=10).prop_flat_map(|gap| {
+            (
+                Just(gap),
+                prop::collection::vec((1i32..=3, gap..=2 * gap), 60),
+                0..=2 * gap,
+                1u32..=4,
+                1..=gap,
+                1u64..=10,
+                1u64..=4,
+            )
+                .prop_map(|(gap_s, urgent, l_submit_s, l_gpus, l_work_s, w_p, w_w)| Case {
+                    gap_s,
+                    urgent,
+                    l_submit_s,
+                    l_gpus,
+                    l_work_s,
+                    w_p,
+                    w_w,
+                })
+        })
+    }
+
+    fn jobs(case: &Case) -> Vec<sim::JobSpec> {
+        let mut jobs: Vec<sim::JobSpec> = case
+            .urgent
+            .iter()
+            .enumerate()
+            .map(|(i, &(p, work))| with_priority(job(&format!("h{i}"), i as u64 * case.gap_s, 4, work), p))
+            .collect();
+        jobs.push(job("L", case.l_submit_s, case.l_gpus, case.l_work_s));
+        jobs
+    }
+
+    fn start_ms(r: &sim::RunResult, name: &str) -> u64 {
+        r.jobs.iter().find(|j| j.name == name).and_then(|j| j.first_start).expect("started").as_ms()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::with_cases(48) })]
+
+        #[test]
+        fn aging_starts_every_low_priority_job_within_the_bound(case in arb_case()) {
+            let spec = format!("weighted-score[w_p={},w_w={}]", case.w_p, case.w_w);
+            let r = run(&spec, cluster(&[(1, 4, "A")]), jobs(&case));
+            // From X = s_L + 1000 w_p (p_max - p_L) / w_w ms on, every newcomer ranks behind L;
+            // ahead of it are at most the urgent jobs that arrived before X, and each head
+            // starts within one longest duration of the previous one (or of X).
+            let p_max = i64::from(case.urgent.iter().map(|&(p, _)| p).max().unwrap_or(0));
+            let delta_ms = (1000 * case.w_p * p_max as u64).div_ceil(case.w_w);
+            let x_ms = case.l_submit_s * 1000 + delta_ms;
+            let ahead = (0..case.urgent.len() as u64).filter(|i| i * case.gap_s * 1000 < x_ms).count() as u64;
+            let longest_ms = 1000 * case.urgent.iter().map(|&(_, w)| w).max().unwrap_or(0).max(case.l_work_s);
+            let bound_ms = x_ms + (ahead + 1) * longest_ms;
+            let l_start = start_ms(&r, "L");
+            prop_assert!(l_start <= bound_ms, "{spec}: L started at {l_start} ms, bound {bound_ms} ms ({case:?})");
+            // The bound is meaningful: well before the stream ends...
+            let last = format!("h{}", case.urgent.len() - 1);
+            prop_assert!(bound_ms < start_ms(&r, &last), "{case:?}: bound {bound_ms} not before the last urgent start");
+            // ...where strict priority (no aging) starves L until the last urgent job started.
+            let strict = run(&format!("weighted-score[w_p={},w_w=0]", case.w_p), cluster(&[(1, 4, "A")]), jobs(&case));
+            prop_assert!(start_ms(&strict, "L") >= start_ms(&strict, &last), "{case:?}: strict priority did not starve L");
+        }
+    }
 }

@@ -14,7 +14,27 @@ impl Controller {
         self.check_gpu_owners()?;
         self.check_running_tasks()?;
         self.check_gpu_time_conserved()?;
+        self.check_quotas()?;
         self.check_jobs_in_system()
+    }
+
+    /// Queue usage equals the recount from running tasks; no queue holds more GPUs than its cap
+    /// unless it may borrow, nor runs more jobs than its cap.
+    fn check_quotas(&self) -> Result<(), String> {
+        let running = |t: crate::ids::TaskId| self.tasks[t.index()].status == TaskStatus::Running;
+        if let Some(differs) = self.quota.recount_differs(&self.tasks, &self.job_queue, running) {
+            return Err(differs);
+        }
+        for (q, queue) in self.queues.iter() {
+            let used = self.quota.used_mgpus(q);
+            if queue.max_mgpus.is_some_and(|max| used > max && !queue.borrow) {
+                return Err(format!("queue `{}` holds {used} milli-GPUs, over its quota", queue.name));
+            }
+            if queue.max_running_jobs.is_some_and(|max| self.quota.running_jobs(q) > max) {
+                return Err(format!("queue `{}` runs more jobs than its quota", queue.name));
+            }
+        }
+        Ok(())
     }
 
     /// No GPU in two tasks (a shared GPU: only fractional tasks, their shares summing to what
@@ -65,10 +85,17 @@ impl Controller {
 
     /// Gangs whole, inside one allowed pool, on one node when asked; counts agree.
     fn check_running_tasks(&self) -> Result<(), String> {
-        let (mut running, mut allocated) = (0u32, 0u64);
+        let (mut running, mut allocated, mut stalled, mut waiting) = (0u32, 0u64, 0u64, 0u64);
         for (index, t) in self.tasks.iter().enumerate() {
             let task = crate::ids::TaskId::from_index(index);
             let running_now = t.status == TaskStatus::Running;
+            waiting += u64::from(t.status.is_startable());
+            if t.stalled_since.is_some() {
+                if !running_now {
+                    return Err(format!("task t{index} is {} but marked stalled", t.status.as_str()));
+                }
+                stalled += t.mgpus();
+            }
             if running_now == t.placed.is_empty() {
                 return Err(format!("task t{index} is {} but holds {} GPUs", t.status.as_str(), t.placed.len()));
             }
@@ -102,6 +129,12 @@ impl Controller {
             return Err(format!(
                 "{running} tasks hold {allocated} milli-GPUs, but the counters say {} and {}",
                 self.running_tasks, self.allocated_mgpus
+            ));
+        }
+        if (stalled, waiting) != (self.stalled_mgpus, self.waiting_tasks) {
+            return Err(format!(
+                "{stalled} stalled milli-GPUs and {waiting} waiting tasks, but the counters say {} and {}",
+                self.stalled_mgpus, self.waiting_tasks
             ));
         }
         let held = (0..self.owner.len()).filter(|&g| !self.idle(GpuId::from_index(g))).count() as u32;
