@@ -158,6 +158,7 @@ impl Controller {
                     lost_lag_mgpu_ms: 0,
                     lost_overhead_mgpu_ms: 0,
                     placed: Vec::new(),
+                    speed_milli: 1000,
                 });
             }
         }
@@ -380,20 +381,24 @@ impl Controller {
     pub(crate) fn end_attempt(&mut self, task: TaskId) -> Vec<GpuId> {
         let now = self.now;
         let t = &mut self.tasks[task.index()];
+        // Wall time (what GPU-time is counted in) splits into overhead, progress and stall;
+        // work (what checkpoints and `remaining` count) is progress at the pool's speed.
         let held = now.since(t.run_start);
         let active = t.stalled_since.map_or(now, |s| s.min(now)).since(t.run_start);
         let overhead_paid = t.overhead.min(active);
-        let progress = (active - overhead_paid).min(t.remaining);
+        let progress = t.progress_wall_at(now);
         let stalled = held - overhead_paid - progress;
         let done_before = t.work - t.remaining;
-        let done_now = done_before + progress;
+        let done_now = done_before + t.work_in(progress);
         let saved = t.saved(done_now);
-        let lost = done_now - saved;
+        // The wall time that produced the work kept; the rest of the progress is lost.
+        let kept = t.wall_for(saved - done_before).min(progress);
+        let lost = progress - kept;
         let gpus = t.mgpus();
         t.remaining = t.work - saved;
         t.closed_mgpu_ms += held.as_ms() * gpus;
         t.attempts_ms += held.as_ms();
-        t.productive_mgpu_ms += (progress - lost).as_ms() * gpus;
+        t.productive_mgpu_ms += kept.as_ms() * gpus;
         t.lost_redo_mgpu_ms += lost.as_ms() * gpus;
         t.lost_lag_mgpu_ms += stalled.as_ms() * gpus;
         t.lost_overhead_mgpu_ms += overhead_paid.as_ms() * gpus;
@@ -531,6 +536,7 @@ impl Controller {
         let restart = t.attempt > 0;
         t.attempt += 1;
         t.run_start = self.now;
+        t.speed_milli = self.cluster.pool(self.cluster.pool_of(gpus[0])).speed_milli;
         t.overhead = if restart { t.restart_overhead } else { SimDuration::ZERO };
         // Started on hardware that is broken but not yet known to be: no progress from the start.
         if gpus.iter().any(|&g| self.health.broken(g)) {
