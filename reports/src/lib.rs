@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod regress;
+pub mod report;
 mod summary;
 pub mod sweep;
 mod tables;
