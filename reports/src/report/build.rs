@@ -43,6 +43,8 @@ pub struct Cell {
     pub text: String,
     pub key: Option<String>,
     pub value: Option<String>,
+    /// The half-width of the value's 95 % confidence interval, exactly.
+    pub half_width: Option<String>,
     pub numeric: bool,
     pub best: bool,
 }
@@ -260,6 +262,7 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
                         text: show_interval(key, e.mean, e.half_width),
                         key: Some(key.to_string()),
                         value: Some(format!("{}", e.mean)),
+                        half_width: e.half_width.map(|h| format!("{h}")),
                         numeric: true,
                         best: t.groups.len() > 1 && e.mean == best,
                     },
@@ -732,15 +735,11 @@ fn runs_section(input: &Input) -> Section {
                         key: Some(key.to_string()),
                         value: Some(n.to_string()),
                         numeric: true,
-                        best: false,
+                        ..Cell::default()
                     },
-                    Some(serde_json::Value::String(s)) => Cell {
-                        text: s.clone(),
-                        key: Some(key.to_string()),
-                        value: Some(s.clone()),
-                        numeric: false,
-                        best: false,
-                    },
+                    Some(serde_json::Value::String(s)) => {
+                        Cell { text: s.clone(), key: Some(key.to_string()), value: Some(s.clone()), ..Cell::default() }
+                    }
                     _ => Cell::text("-"),
                 });
             }

@@ -316,7 +316,8 @@ impl Chart {
         let n = bars.len().max(1);
         let (lo, hi) = extent(bars.iter().filter_map(|b| b.span).flat_map(|(a, b)| [a, b]));
         let (unit, _) = time_unit(hi - lo);
-        let hi = if hi > lo { hi } else { lo + unit };
+        // Room on the right for the legend (a DAG runs top left to bottom right).
+        let hi = if hi > lo { hi + 0.18 * (hi - lo) } else { lo + unit };
         // Row i (top to bottom) is centred at y = n - i - 0.5.
         let row_y = |i: usize| (n - i) as f64 - 0.5;
         let ticks: Vec<f64> = (0..bars.len()).map(row_y).collect();
@@ -363,7 +364,7 @@ impl Chart {
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.9))
             .border_style(AXIS.mix(0.5))
             .label_font((FONT, 13.0 * scale))

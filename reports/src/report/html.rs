@@ -160,6 +160,9 @@ fn cell_html(out: &mut String, cell: &Cell) {
     if let Some(value) = &cell.value {
         let _ = write!(out, " data-value=\"{v}\" title=\"{v}\"", v = escape(value));
     }
+    if let Some(half_width) = &cell.half_width {
+        let _ = write!(out, " data-half-width=\"{}\"", escape(half_width));
+    }
     let _ = write!(out, ">{}</td>", escape(&cell.text));
 }
 
@@ -175,7 +178,6 @@ fn table_html(out: &mut String, table: &Table) {
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     for row in &table.rows {
-        // The run table's first cell names the run: kept as an attribute for lookups.
         out.push_str("<tr>");
         for cell in row {
             cell_html(out, cell);
