@@ -106,7 +106,14 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                     }
                 })
                 .collect();
-            JobSpec { name: format!("job{j}"), submit: SimTime(submit_ms), queue: None, deadline: None, tasks }
+            JobSpec {
+                name: format!("job{j}"),
+                submit: SimTime(submit_ms),
+                queue: None,
+                deadline: None,
+                priority: 0,
+                tasks,
+            }
         })
         .collect()
 }

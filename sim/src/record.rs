@@ -2,6 +2,7 @@
 //! decision log (always hashed into the digest, kept in memory only when asked for).
 
 use crate::ids::{GpuId, JobId, TaskId};
+use crate::series::Series;
 use crate::state::JobOutcome;
 use crate::time::SimTime;
 
@@ -127,4 +128,6 @@ pub struct RunResult {
     pub decisions: Vec<DecisionRecord>,
     /// Broken and unusable GPUs over time, one sample per change (O(failures)).
     pub health_series: Vec<HealthSample>,
+    /// The cluster's time series, in fixed-width buckets.
+    pub series: Series,
 }

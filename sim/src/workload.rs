@@ -52,13 +52,23 @@ pub struct JobSpec {
     pub queue: Option<String>,
     /// Time after submit by which the job should end; it shrinks the retry budget.
     pub deadline: Option<SimDuration>,
+    /// Higher is more urgent; 0 unless the trace says. Priority policies read it; others
+    /// ignore it.
+    pub priority: i32,
     pub tasks: Vec<TaskSpec>,
 }
 
 impl JobSpec {
     /// A job of one task: the common case in every public trace.
     pub fn single(name: impl Into<String>, submit: SimTime, gpus: u32, work: SimDuration) -> JobSpec {
-        JobSpec { name: name.into(), submit, queue: None, deadline: None, tasks: vec![TaskSpec::new("0", gpus, work)] }
+        JobSpec {
+            name: name.into(),
+            submit,
+            queue: None,
+            deadline: None,
+            priority: 0,
+            tasks: vec![TaskSpec::new("0", gpus, work)],
+        }
     }
     pub fn gpus(&self) -> u64 {
         self.tasks.iter().map(|t| u64::from(t.gpus)).sum()

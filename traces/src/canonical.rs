@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
-pub const JOB_COLUMNS: [&str; 13] = [
+pub const JOB_COLUMNS: [&str; 14] = [
     "job_id",
     "task_id",
     "submit_s",
@@ -26,6 +26,7 @@ pub const JOB_COLUMNS: [&str; 13] = [
     "checkpoint_s",
     "restart_overhead_s",
     "deadline_s",
+    "priority",
 ];
 
 const KNOWN: &[Column] = &[
@@ -42,6 +43,7 @@ const KNOWN: &[Column] = &[
     Column { name: "checkpoint_s", required: false },
     Column { name: "restart_overhead_s", required: false },
     Column { name: "deadline_s", required: false },
+    Column { name: "priority", required: false },
 ];
 
 /// Column indexes in the file at hand (`None`: the optional column is absent).
@@ -59,6 +61,7 @@ struct Cols {
     checkpoint: Option<usize>,
     restart_overhead: Option<usize>,
     deadline: Option<usize>,
+    priority: Option<usize>,
 }
 
 /// Reads a canonical `jobs.csv` from `source`; `file` names it in errors.
@@ -84,6 +87,7 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
         checkpoint: c[10],
         restart_overhead: c[11],
         deadline: c[12],
+        priority: c[13],
     };
     let mut builder = Builder::default();
     rows.parse_all(sink, |row| builder.add(row, &cols))?;
@@ -115,6 +119,7 @@ impl Builder {
         let checkpoint_ms = row.opt_seconds_ms(cols.checkpoint)?;
         let restart_overhead_ms = row.opt_seconds_ms(cols.restart_overhead)?;
         let deadline_ms = row.opt_positive_seconds_ms(cols.deadline)?;
+        let priority = parse_priority(row, cols.priority)?;
 
         let continues = self.jobs.last().is_some_and(|j| j.name == job_id);
         if !continues && let Some(&index) = self.seen.get(job_id) {
@@ -138,6 +143,9 @@ impl Builder {
             }
             if job.deadline.map(SimDuration::as_ms) != deadline_ms {
                 return Err(conflict(row, job_id, "deadline_s", first));
+            }
+            if job.priority != priority {
+                return Err(conflict(row, job_id, "priority", first));
             }
         }
         let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
@@ -173,6 +181,7 @@ impl Builder {
                     submit: SimTime(submit_ms),
                     queue: (!queue.is_empty()).then(|| queue.to_owned()),
                     deadline: deadline_ms.map(SimDuration),
+                    priority,
                     tasks: vec![task],
                 });
             }
@@ -190,6 +199,16 @@ fn conflict(row: &Row<'_>, job_id: &str, field: &str, first_line: u64) -> TraceE
              every row of a job must have the same {field}"
         ),
     )
+}
+
+/// A job's priority: an integer (negative allowed), higher more urgent; empty or absent: 0.
+fn parse_priority(row: &Row<'_>, column: Option<usize>) -> Result<i32, TraceError> {
+    let Some(column) = column else { return Ok(0) };
+    let text = row.text(column)?;
+    if text.is_empty() {
+        return Ok(0);
+    }
+    text.parse().map_err(|_| row.error(column, "an integer priority (higher runs first), e.g. 0, 10 or -5", text))
 }
 
 /// A share of one GPU in milli-GPUs, `1..=999`, on a row with `gpus` = 1; empty or absent:
@@ -279,6 +298,7 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                     &seconds(task.checkpoint),
                     &seconds(task.restart_overhead),
                     &seconds(job.deadline),
+                    &job.priority.to_string(),
                 ])
                 .map_err(io_error)?;
         }
@@ -453,15 +473,29 @@ mod tests {
     #[test]
     fn writer_output_is_readable_and_exact() {
         let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli,gpu_type,single_node,estimate_s,queue,\
-                    checkpoint_s,restart_overhead_s,deadline_s\n\
-                    \"a,b\",0,0.5,600,1,,,false,,,,,\n\
-                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400\n\
-                    j,w,1,2,8,,,false,,q,1800.500,0,86400\n";
+                    checkpoint_s,restart_overhead_s,deadline_s,priority\n\
+                    \"a,b\",0,0.5,600,1,,,false,,,,,,0\n\
+                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400,-3\n\
+                    j,w,1,2,8,,,false,,q,1800.500,0,86400,-3\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_jobs_csv(&w, &mut out).unwrap();
         assert_eq!(String::from_utf8(out.clone()).unwrap(), text.replace("0.5,", "0.500,"));
         assert_eq!(read_jobs_csv(out.as_slice(), "again.csv").unwrap(), w);
+    }
+
+    #[test]
+    fn priority_is_a_job_level_integer() {
+        let head = "job_id,task_id,submit_s,duration_s,gpus,priority\n";
+        let w = read(&format!("{head}j,a,0,10,1,7\nj,b,0,10,1,7\nk,,1,10,1,\nl,,2,10,1,-2\n")).unwrap();
+        let priorities: Vec<i32> = w.jobs().iter().map(|j| j.priority).collect();
+        assert_eq!(priorities, [7, 0, -2]);
+        assert_eq!(
+            err(&format!("{head}j,a,0,10,1,high\n")),
+            "jobs.csv:2: field `priority`: expected an integer priority (higher runs first), e.g. 0, 10 or -5, \
+             got \"high\""
+        );
+        assert!(err(&format!("{head}j,a,0,10,1,1\nj,b,0,10,1,2\n")).contains("`priority` differs"));
     }
 
     #[test]

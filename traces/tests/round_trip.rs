@@ -87,14 +87,16 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
         prop::option::of(name()),
         prop::option::of(1u64..=MAX_MS),
         1usize..4,
+        prop_oneof![Just(0i32), any::<i32>()],
     )
-        .prop_flat_map(move |(n, submit, queue, deadline, tasks)| {
+        .prop_flat_map(move |(n, submit, queue, deadline, tasks, priority)| {
             let tasks: Vec<_> = (0..tasks).map(task).collect();
             tasks.prop_map(move |tasks| JobSpec {
                 name: format!("{n}#{index}"),
                 submit: SimTime(submit),
                 queue: queue.clone(),
                 deadline: deadline.map(SimDuration),
+                priority,
                 tasks,
             })
         })
