@@ -374,7 +374,7 @@ fn missing_note(t: &Trace<'_>, file: &str, what: &str) -> Option<Item> {
         .collect();
     (!missing.is_empty()).then(|| {
         Item::Note(format!(
-            "{}: {what} left out for {}: no {file} in the run folder (written by `schedlab simulate --out` and \
+            "{}: {what} left out: no {file} in the run folder {} (written by `schedlab simulate --out` and \
              `schedlab sweep` from this version on; re-run to get it).",
             t.name,
             missing.join(", ")
@@ -404,20 +404,20 @@ fn time_section(traces: &[Trace<'_>]) -> Section {
         };
         let seeds =
             shown.iter().map(|(g, _)| format!("{}: seed {}", g.spec, g.shown().seed)).collect::<Vec<_>>().join("; ");
-        let util = line(|b| {
-            let healthy = b.capacity_gpus - b.failed_gpus;
-            (healthy > 0.0).then(|| 100.0 * b.allocated_gpus / healthy)
-        });
+        let util = line(|b| (b.capacity_gpus > 0.0).then(|| 100.0 * b.allocated_gpus / b.capacity_gpus));
         let queue = line(|b| Some(b.waiting_tasks));
         items.push(Item::Chart(
             Chart {
                 id: format!("utilisation-{}", t.slug),
                 title: format!("GPU utilisation over time · {}", t.name),
                 x_label: time_label(&util),
-                y_label: "allocated / healthy GPUs (%)".into(),
+                y_label: "allocated GPUs (% of cluster)".into(),
                 plot: Plot::Lines { x: XAxis::Time, y_max: Some(100.0), series: util },
             },
-            format!("Time-average per bucket of allocated GPUs over healthy GPUs (cluster less failed), one line per policy ({seeds})."),
+            format!(
+                "Time-average per bucket of allocated GPUs (stalled ones on broken hardware included) as a share of \
+                 the cluster's GPUs, one line per policy ({seeds})."
+            ),
         ));
         items.push(Item::Chart(
             Chart {
@@ -616,9 +616,11 @@ fn gantt_section(traces: &[Trace<'_>]) -> Section {
         let Some(g) = t.groups.first() else { continue };
         let run = g.shown();
         let Some(tasks) = &run.tasks else {
-            if let Some(note) = missing_note(t, "tasks.csv", "the Gantt chart of a DAG job") {
-                items.push(note);
-            }
+            items.push(Item::Note(format!(
+                "{}: the Gantt chart of a DAG job left out: no tasks.csv in the run folder {} (written by `schedlab simulate --out` \
+                 and `schedlab sweep` from this version on; re-run to get it).",
+                t.name, run.dir
+            )));
             continue;
         };
         match gantt_chart(t, g, run, tasks) {

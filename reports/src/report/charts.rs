@@ -200,7 +200,12 @@ impl Chart {
                 ((lo, hi), None, unit)
             }
         };
-        let top = y_max.unwrap_or_else(|| nice_top(extent(series.iter().flat_map(|s| s.points.iter().map(|p| p.1))).1));
+        // A fixed top (1 for a CDF, 100 %) grows if the data goes past it: never drawn off the chart.
+        let data_top = extent(series.iter().flat_map(|s| s.points.iter().map(|p| p.1))).1;
+        let top = match y_max {
+            Some(max) if data_top <= max => max,
+            _ => nice_top(data_top),
+        };
         let transform = |v: f64| if log { v.max(1.0).log10() } else { v / unit };
         let x_spec = Ticked::new(x_range.0..x_range.1, ticks);
         let mut chart = builder.build_cartesian_2d(x_spec, 0.0..top).map_err(|e| self.error(e))?;
