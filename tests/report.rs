@@ -144,7 +144,7 @@ fn a_sweep_report_has_every_chart_and_no_network_reference() {
     // Every chart has its title, axis labels and (several series) a legend inside its SVG.
     for (title, texts) in [
         ("Job completion time CDF", vec!["fraction of finished jobs", "JCT (log scale)", "fifo", "sjf"]),
-        ("GPU utilisation over time", vec!["allocated GPUs (% of cluster)", "simulated time (h)"]),
+        ("GPU utilisation over time", vec!["allocated GPUs (% of cluster)", "time since the first submission (h)"]),
         ("GPU share per queue", vec!["share of cluster GPUs (%)", "prod", "research"]),
         ("DAG job 1", vec!["train (8 GPUs)", "prep (1 GPU)", "succeeded", "failed", "task (GPUs)"]),
     ] {

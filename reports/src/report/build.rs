@@ -336,6 +336,13 @@ fn cdf_section(traces: &[Trace<'_>], id: &str, title: &str, value: fn(&super::in
     }
 }
 
+/// Where a trace's time axes start: the earliest bucket start of the runs shown (every run of a
+/// trace starts its buckets at the trace's first submission).
+fn origin<'a>(runs: impl Iterator<Item = &'a [super::input::Bucket]>) -> f64 {
+    let earliest = runs.filter_map(|b| b.first()).map(|b| b.start_s).fold(f64::INFINITY, f64::min);
+    if earliest.is_finite() { earliest } else { 0.0 }
+}
+
 /// Points at bucket midpoints, averaged in runs of adjacent buckets when there are too many.
 fn thin(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     let per = points.len().div_ceil(SERIES_POINTS).max(1);
@@ -357,7 +364,7 @@ fn time_label(series: &[Series]) -> String {
         .flat_map(|s| s.points.iter().map(|p| p.0))
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
     let span = if hi > lo { hi - lo } else { 0.0 };
-    format!("simulated time ({})", time_unit(span).1)
+    format!("time since the first submission ({})", time_unit(span).1)
 }
 
 fn missing_note(t: &Trace<'_>, file: &str, what: &str) -> Option<Item> {
@@ -393,12 +400,15 @@ fn time_section(traces: &[Trace<'_>]) -> Section {
         if shown.is_empty() {
             continue;
         }
+        let origin = origin(shown.iter().map(|(_, b)| *b));
         let line = |f: fn(&super::input::Bucket) -> Option<f64>| -> Vec<Series> {
             shown
                 .iter()
                 .map(|(g, buckets)| Series {
                     name: g.spec.to_string(),
-                    points: thin(buckets.iter().filter_map(|b| Some(((b.start_s + b.end_s) / 2.0, f(b)?))).collect()),
+                    points: thin(
+                        buckets.iter().filter_map(|b| Some(((b.start_s + b.end_s) / 2.0 - origin, f(b)?))).collect(),
+                    ),
                 })
                 .collect()
         };
@@ -500,7 +510,12 @@ fn share_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, rows: &[super::input::Qu
         };
         values[layer][index[&k]] += share;
     }
-    let xs: Vec<f64> = buckets.values().copied().collect();
+    let origin = rows.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min);
+    let origin = match &run.timeseries {
+        Some(ts) => ts.first().map_or(origin, |b| b.start_s.min(origin)),
+        None => origin,
+    };
+    let xs: Vec<f64> = buckets.values().map(|x| x - origin).collect();
     let series: Vec<Series> = values
         .into_iter()
         .enumerate()
@@ -552,9 +567,10 @@ fn failure_section(traces: &[Trace<'_>]) -> Option<Section> {
         let shown: Vec<(&Group<'_>, &[super::input::Bucket])> =
             t.groups.iter().filter_map(|g| Some((g, g.shown().timeseries.as_deref()?))).collect();
         let Some((first, buckets)) = shown.first() else { continue };
+        let origin = origin(shown.iter().map(|(_, b)| *b));
         let failures = vec![Series {
             name: "failures".into(),
-            points: thin(buckets.iter().map(|b| ((b.start_s + b.end_s) / 2.0, b.failures)).collect()),
+            points: thin(buckets.iter().map(|b| ((b.start_s + b.end_s) / 2.0 - origin, b.failures)).collect()),
         }];
         items.push(Item::Chart(
             Chart {
@@ -582,7 +598,7 @@ fn failure_section(traces: &[Trace<'_>]) -> Option<Section> {
                             .iter()
                             .map(|b| {
                                 total += b.lost_gpu_h;
-                                (b.end_s, total)
+                                (b.end_s - origin, total)
                             })
                             .collect(),
                     ),
@@ -660,12 +676,13 @@ fn gantt_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, tasks: &[super::input::T
     let mut states: Vec<String> = job_tasks.iter().map(|t| t.state.clone()).collect();
     states.sort();
     states.dedup();
+    let first_start = job_tasks.iter().filter_map(|t| t.first_start_s).fold(f64::INFINITY, f64::min);
     let bars: Vec<Bar> = job_tasks
         .iter()
         .map(|task| Bar {
             label: format!("{} ({} GPU{})", task.name, task.gpus, if task.gpus == 1.0 { "" } else { "s" }),
             span: match (task.first_start_s, task.finish_s) {
-                (Some(s), Some(e)) => Some((s, e.max(s))),
+                (Some(s), Some(e)) => Some((s - first_start, e.max(s) - first_start)),
                 _ => None,
             },
             state: states.iter().position(|s| *s == task.state).unwrap_or(0),
@@ -689,7 +706,7 @@ fn gantt_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, tasks: &[super::input::T
         Chart {
             id: format!("gantt-{}", t.slug),
             title: format!("DAG job {job} · {} · {}", t.name, g.spec),
-            x_label: format!("simulated time ({unit})"),
+            x_label: format!("time since the job's first task started ({unit})"),
             y_label: "task (GPUs)".into(),
             plot: Plot::Gantt { bars, edges, states },
         },

@@ -66,7 +66,8 @@ pub enum XAxis {
     /// Durations in seconds on a log scale, ticks at 1 s, 10 s, 1 min, ... (values below 1 s
     /// are drawn at 1 s).
     LogDuration,
-    /// Simulated time in seconds, shown in `unit` (`min`, `h` or `d`) chosen for the span.
+    /// Time in seconds from an origin the caller chose, shown from 0 in `min`, `h` or `d` as
+    /// suits the span.
     Time,
 }
 
@@ -186,18 +187,19 @@ impl Chart {
         scale: f64,
     ) -> Result<(), String> {
         let log = matches!(x, XAxis::LogDuration);
-        let (x_range, ticks, unit) = match x {
+        let (x_range, ticks, unit, origin) = match x {
             XAxis::LogDuration => {
                 let (lo, hi) = extent(series.iter().flat_map(|s| s.points.iter().map(|p| p.0.max(1.0))));
                 let (lo, hi) = (lo.log10().floor(), hi.log10().max(lo.log10() + 1.0));
                 let ticks = DURATION_TICKS.iter().map(|(s, _)| s.log10()).filter(|t| *t >= lo && *t <= hi).collect();
-                ((lo, hi), Some(ticks), 1.0)
+                ((lo, hi), Some(ticks), 1.0, 0.0)
             }
             XAxis::Time => {
                 let (lo, hi) = extent(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)));
+                let lo = lo.min(0.0);
                 let unit = time_unit(hi - lo).0;
-                let (lo, hi) = (lo / unit, if hi > lo { hi / unit } else { lo / unit + 1.0 });
-                ((lo, hi), None, unit)
+                // Time from 0 (the caller's origin), or from the earliest point if that is before.
+                ((0.0, if hi > lo { (hi - lo) / unit } else { 1.0 }), None, unit, lo)
             }
         };
         // A fixed top (1 for a CDF, 100 %) grows if the data goes past it: never drawn off the chart.
@@ -206,7 +208,7 @@ impl Chart {
             Some(max) if data_top <= max => max,
             _ => nice_top(data_top),
         };
-        let transform = |v: f64| if log { v.max(1.0).log10() } else { v / unit };
+        let transform = |v: f64| if log { v.max(1.0).log10() } else { (v - origin) / unit };
         let x_spec = Ticked::new(x_range.0..x_range.1, ticks);
         let mut chart = builder.build_cartesian_2d(x_spec, 0.0..top).map_err(|e| self.error(e))?;
         let format_x = |v: &f64| if log { duration_label(10f64.powf(*v)) } else { axis_number(*v) };
@@ -268,10 +270,11 @@ impl Chart {
             lower = upper;
         }
         let (lo, hi) = extent(xs.iter().copied());
+        let lo = lo.min(0.0);
         let (unit, _) = time_unit(hi - lo);
         let hi = if hi > lo { hi } else { lo + unit };
         let top = nice_top(extent(lower.iter().copied()).1);
-        let mut chart = builder.build_cartesian_2d(lo / unit..hi / unit, 0.0..top).map_err(|e| self.error(e))?;
+        let mut chart = builder.build_cartesian_2d(0.0..(hi - lo) / unit, 0.0..top).map_err(|e| self.error(e))?;
         chart
             .configure_mesh()
             .x_desc(&self.x_label)
@@ -289,8 +292,8 @@ impl Chart {
             .map_err(|e| self.error(e))?;
         for (i, (s, (lower, upper))) in series.iter().zip(&layers).enumerate() {
             let color = PALETTE[i % PALETTE.len()];
-            let mut outline: Vec<(f64, f64)> = xs.iter().zip(upper).map(|(x, y)| (x / unit, *y)).collect();
-            outline.extend(xs.iter().zip(lower).rev().map(|(x, y)| (x / unit, *y)));
+            let mut outline: Vec<(f64, f64)> = xs.iter().zip(upper).map(|(x, y)| ((x - lo) / unit, *y)).collect();
+            outline.extend(xs.iter().zip(lower).rev().map(|(x, y)| ((x - lo) / unit, *y)));
             let side = (6.0 * scale) as i32;
             chart
                 .draw_series(std::iter::once(Polygon::new(outline, color.mix(0.85).filled())))
@@ -320,6 +323,7 @@ impl Chart {
     ) -> Result<(), String> {
         let n = bars.len().max(1);
         let (lo, hi) = extent(bars.iter().filter_map(|b| b.span).flat_map(|(a, b)| [a, b]));
+        let lo = lo.min(0.0);
         let (unit, _) = time_unit(hi - lo);
         // Room on the right for the legend (a DAG runs top left to bottom right).
         let hi = if hi > lo { hi + 0.18 * (hi - lo) } else { lo + unit };
@@ -330,7 +334,7 @@ impl Chart {
         let label_of =
             |v: &f64| labels.iter().find(|(y, _)| (y - v).abs() < 1e-6).map(|(_, l)| l.clone()).unwrap_or_default();
         let mut chart = builder
-            .build_cartesian_2d(lo / unit..hi / unit, Ticked::new(0.0..n as f64, Some(ticks)))
+            .build_cartesian_2d(0.0..(hi - lo) / unit, Ticked::new(0.0..n as f64, Some(ticks)))
             .map_err(|e| self.error(e))?;
         chart
             .configure_mesh()
@@ -351,7 +355,10 @@ impl Chart {
             .draw_series(edges.iter().filter_map(|&(from, to)| {
                 let (_, from_end) = bars.get(from)?.span?;
                 let (to_start, _) = bars.get(to)?.span?;
-                Some(PathElement::new(vec![(from_end / unit, row_y(from)), (to_start / unit, row_y(to))], edge_style))
+                Some(PathElement::new(
+                    vec![((from_end - lo) / unit, row_y(from)), ((to_start - lo) / unit, row_y(to))],
+                    edge_style,
+                ))
             }))
             .map_err(|e| self.error(e))?;
         for (k, state) in states.iter().enumerate() {
@@ -361,7 +368,10 @@ impl Chart {
                 .draw_series(bars.iter().enumerate().filter(|(_, b)| b.state == k).filter_map(|(i, b)| {
                     let (start, end) = b.span?;
                     let y = row_y(i);
-                    Some(Rectangle::new([(start / unit, y - 0.32), (end / unit, y + 0.32)], color.filled()))
+                    Some(Rectangle::new(
+                        [((start - lo) / unit, y - 0.32), ((end - lo) / unit, y + 0.32)],
+                        color.filled(),
+                    ))
                 }))
                 .map_err(|e| self.error(e))?
                 .label(state)
