@@ -389,3 +389,21 @@ fn chromium_check_fails_when_a_chart_is_missing_or_the_page_errs() {
     assert!(page.console.iter().any(|l| l.contains("no_such_function")), "console: {:#?}", page.console);
     assert!(page.console.iter().any(|l| l.contains("schedlab-no-such-image")), "console: {:#?}", page.console);
 }
+
+#[test]
+fn parquet_output_needs_the_polars_feature() {
+    let dir = scratch("report", "parquet");
+    let sweep = sweep(&dir);
+    let parquet = dir.join("sweep.parquet");
+    let out = schedlab(&["report", s(&sweep), "-o", s(&dir.join("r.html")), "--parquet", s(&parquet)]);
+    if cfg!(feature = "polars") {
+        assert!(out.status.success(), "{}", stderr(&out));
+        let bytes = std::fs::read(&parquet).expect("sweep.parquet written");
+        assert_eq!(&bytes[..4], b"PAR1");
+        assert!(stdout(&out).contains("(4 runs)"), "{}", stdout(&out));
+    } else {
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("--parquet needs schedlab built with the polars feature"), "{}", stderr(&out));
+        assert!(!parquet.exists());
+    }
+}

@@ -1,6 +1,8 @@
 //! Metric summaries, per-job tables and printed reports of schedlab runs.
 
 pub mod compare;
+#[cfg(feature = "polars")]
+pub mod parquet;
 pub mod regress;
 pub mod report;
 mod series_tables;

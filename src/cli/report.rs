@@ -19,9 +19,16 @@ pub struct ReportArgs {
     /// Also write each chart as an SVG into this folder.
     #[arg(long, value_name = "DIR")]
     svg: Option<PathBuf>,
+    /// Also write a sweep's table (DIR/sweep.csv) as Parquet to this file, typed as
+    /// summary.json is (needs schedlab built with `--features polars`).
+    #[arg(long, value_name = "FILE")]
+    parquet: Option<PathBuf>,
 }
 
 pub fn run(args: ReportArgs) -> CliResult {
+    if let Some(path) = &args.parquet {
+        write_parquet(&args.dir, path)?;
+    }
     let input = reports::report::load(&args.dir)?;
     let rendered = reports::report::render(&input)?;
     let output = args.output.unwrap_or_else(|| args.dir.join("report.html"));
@@ -37,4 +44,20 @@ pub fn run(args: ReportArgs) -> CliResult {
         emit(format_args!("wrote {} PNG file(s) into {}\n", written.len(), dir.display()))?;
     }
     Ok(())
+}
+
+#[cfg(feature = "polars")]
+fn write_parquet(dir: &std::path::Path, path: &std::path::Path) -> CliResult {
+    let csv = dir.join("sweep.csv");
+    let text = std::fs::read_to_string(&csv)
+        .map_err(|e| format!("--parquet writes a sweep's table: cannot read {}: {e}", csv.display()))?;
+    let what = csv.display().to_string();
+    let table = reports::sweep::SweepTable::read(&text, &what)?;
+    reports::parquet::write_sweep_parquet(&table, &what, path)?;
+    emit(format_args!("wrote {} ({} runs)\n", path.display(), table.rows.len()))
+}
+
+#[cfg(not(feature = "polars"))]
+fn write_parquet(_dir: &std::path::Path, _path: &std::path::Path) -> CliResult {
+    Err("--parquet needs schedlab built with the polars feature (cargo build --release --features polars)".into())
 }
