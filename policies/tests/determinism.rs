@@ -103,6 +103,8 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                         estimate: Some(SimDuration(estimate_ms)),
                         checkpoint: None,
                         restart_overhead: None,
+                        deps: Vec::new(),
+                        window: sim::Window::default(),
                     }
                 })
                 .collect();

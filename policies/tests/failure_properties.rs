@@ -94,6 +94,8 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             estimate: Some(SimDuration(work_ms * quarters / 4)),
             checkpoint,
             restart_overhead,
+            deps: Vec::new(),
+            window: sim::Window::default(),
         })
 }
 

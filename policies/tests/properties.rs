@@ -46,6 +46,8 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             estimate: Some(SimDuration(work_ms * quarters / 4)),
             checkpoint: None,
             restart_overhead: None,
+            deps: Vec::new(),
+            window: sim::Window::default(),
         },
     )
 }
@@ -784,6 +786,8 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
         estimate: Some(SimDuration(1000)),
         checkpoint: None,
         restart_overhead: None,
+        deps: Vec::new(),
+        window: sim::Window::default(),
     };
     let cases = [
         (task(8, None, false), true),

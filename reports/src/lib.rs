@@ -1,6 +1,7 @@
 //! Metric summaries, per-job tables and printed reports of schedlab runs.
 
 pub mod compare;
+pub mod fairness;
 #[cfg(feature = "polars")]
 pub mod parquet;
 pub mod regress;
@@ -12,4 +13,6 @@ mod tables;
 
 pub use series_tables::{write_queue_timeseries_csv, write_timeseries_csv};
 pub use summary::{Summary, percentile_s};
-pub use tables::{summary_table, write_decisions_csv, write_gpu_health_csv, write_jobs_csv, write_summary_json};
+pub use tables::{
+    summary_table, write_decisions_csv, write_gpu_health_csv, write_jobs_csv, write_summary_json, write_tasks_csv,
+};

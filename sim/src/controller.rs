@@ -6,13 +6,15 @@
 use crate::alloc::FreeGpus;
 use crate::alloc::WHOLE_GPU_MILLI;
 use crate::cluster::Cluster;
+use crate::deps::{Dag, Timer};
 use crate::digest::Digest;
 use crate::failure::FailureConfig;
 use crate::health::Health;
 use crate::ids::{GpuId, JobId, NodeId, TaskId};
 use crate::plan::{Decision, Mark, Plan};
 use crate::policy::Policy;
-use crate::record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResult, RunStats};
+use crate::quota::{Queues, QuotaUsage};
+use crate::record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResult, RunStats, TaskRecord};
 use crate::rng::{StreamRng, stream};
 use crate::series::{Levels, QueueDelta, Series};
 use crate::state::{JobOutcome, JobState, TaskState, TaskStatus};
@@ -92,8 +94,15 @@ pub struct Controller {
     /// Tasks a policy may start (ready, preempted, retrying).
     pub(crate) waiting_tasks: u64,
     /// Each job's queue, as an index into the series' queue names.
-    job_queue: Vec<u32>,
+    series_queue: Vec<u32>,
+    /// Each job's queue with quotas (`None` for all when the cluster defines no queues).
+    pub(crate) job_queue: Vec<Option<crate::quota::QueueId>>,
     pub(crate) series: Series,
+    pub(crate) dag: Dag,
+    pub(crate) queues: Queues,
+    pub(crate) quota: QuotaUsage,
+    /// Timers asked for since the driver last took them (see `take_timers`).
+    pub(crate) timers: Vec<(SimTime, Timer)>,
     /// Jobs arrived and not ended.
     pub(crate) in_system: u64,
     pub(crate) stats: RunStats,
@@ -116,6 +125,7 @@ impl Controller {
                 submit: spec.submit,
                 arrived: false,
                 open_tasks: spec.tasks.len() as u32,
+                failure: None,
                 outcome: None,
                 end: None,
             });
@@ -152,11 +162,17 @@ impl Controller {
             }
         }
         let stats = RunStats { cluster_gpus: cluster.gpu_count(), ..RunStats::default() };
-        let (queues, job_queue) = queue_index(&workload);
+        let (queues, series_queue) = queue_index(&workload);
+        let dag = Dag::new(&workload, |t| tasks[t.index()].checkpoint);
         let width = config.series_bucket.unwrap_or_else(|| crate::series::auto_width(&workload));
         Controller {
             series: Series::new(width, queues),
-            job_queue,
+            dag,
+            quota: QuotaUsage::new(&Queues::default(), workload.len()),
+            queues: Queues::default(),
+            timers: Vec::new(),
+            series_queue,
+            job_queue: vec![None; workload.len()],
             stalled_mgpus: 0,
             waiting_tasks: 0,
             rng: stream(config.seed, &format!("policy:{policy_name}")),
@@ -182,6 +198,23 @@ impl Controller {
             jobs,
             tasks,
         }
+    }
+
+    /// Puts jobs in `queues` (resolved against this cluster): each task may then run only in
+    /// its queue's pools, within its queue's quota. Call before anything arrives. An error
+    /// names a job whose queue is not defined.
+    pub fn with_queues(mut self, queues: Queues) -> Result<Controller, String> {
+        assert!(self.stats.first_submit.is_none(), "queues are set before the run starts");
+        let job_queue = queues.assign(&self.workload)?;
+        for t in &mut self.tasks {
+            if let Some(q) = job_queue[t.job.index()] {
+                t.pools = crate::cluster::PoolMask(t.pools.0 & queues.get(q).pools.0);
+            }
+        }
+        self.quota = QuotaUsage::new(&queues, job_queue.len());
+        self.job_queue = job_queue;
+        self.queues = queues;
+        Ok(self)
     }
 
     pub fn now(&self) -> SimTime {
@@ -245,10 +278,7 @@ impl Controller {
             return;
         }
         self.in_system += 1;
-        for t in self.jobs[job.index()].tasks() {
-            self.set_status(t, TaskStatus::Ready);
-            self.changes.push(Change::TaskReady(t));
-        }
+        self.arrive_tasks(job);
     }
 
     /// Why `job` can never run on this cluster, if it cannot.
@@ -256,6 +286,28 @@ impl Controller {
         let spec = &self.workload.jobs()[job.index()];
         for (t, task_spec) in self.jobs[job.index()].tasks().zip(&spec.tasks) {
             let task = &self.tasks[t.index()];
+            if let Some(q) = self.job_queue[job.index()] {
+                let queue = self.queues.get(q);
+                let over_cap = queue.max_mgpus.is_some_and(|max| task.mgpus() > max) && !queue.borrow;
+                if over_cap || queue.max_running_jobs == Some(0) {
+                    return Some(format!(
+                        "task `{}` asks for {} GPUs; its queue `{}` allows {} GPUs and {} running jobs",
+                        task_spec.name,
+                        task.gpus,
+                        queue.name,
+                        queue.max_mgpus.map_or("any number of".into(), |m| format!("{}", m / 1000)),
+                        queue.max_running_jobs.map_or("any number of".into(), |m| m.to_string())
+                    ));
+                }
+                if task.pools.is_empty() {
+                    return Some(format!(
+                        "task `{}` asks for GPU type `{}`, which no pool of its queue `{}` has",
+                        task_spec.name,
+                        task_spec.gpu_type.as_deref().unwrap_or(""),
+                        queue.name
+                    ));
+                }
+            }
             if task.pools.is_empty() {
                 let types: Vec<&str> = self.cluster.pools().iter().map(|p| p.gpu_type.as_str()).collect();
                 return Some(format!(
@@ -297,18 +349,12 @@ impl Controller {
         let gpus = self.end_attempt(task);
         self.release_to_free(task, &gpus);
         self.set_status(task, TaskStatus::Succeeded);
-        let t = &mut self.tasks[task.index()];
+        let t = &self.tasks[task.index()];
         debug_assert_eq!(t.remaining, SimDuration::ZERO, "{task} completed with work left");
-        t.finish = Some(self.now);
         let job = t.job;
         self.log(DecisionKind::Finish, job, Some(task), &gpus, "");
         self.changes.push(Change::TaskFinished(task));
-        let j = &mut self.jobs[job.index()];
-        j.open_tasks -= 1;
-        if j.open_tasks == 0 {
-            self.in_system -= 1;
-            self.end_job(job, JobOutcome::Succeeded);
-        }
+        self.task_ended(task, None);
         true
     }
 
@@ -341,11 +387,7 @@ impl Controller {
         let stalled = held - overhead_paid - progress;
         let done_before = t.work - t.remaining;
         let done_now = done_before + progress;
-        let saved = if t.checkpoint == SimDuration::ZERO || done_now == t.work {
-            done_now
-        } else {
-            SimDuration(done_now.as_ms() / t.checkpoint.as_ms() * t.checkpoint.as_ms()).max(done_before)
-        };
+        let saved = t.saved(done_now);
         let lost = done_now - saved;
         let gpus = t.mgpus();
         t.remaining = t.work - saved;
@@ -355,6 +397,8 @@ impl Controller {
         t.lost_redo_mgpu_ms += lost.as_ms() * gpus;
         t.lost_lag_mgpu_ms += stalled.as_ms() * gpus;
         t.lost_overhead_mgpu_ms += overhead_paid.as_ms() * gpus;
+        self.reached(task, done_now);
+        let t = &mut self.tasks[task.index()];
         let was_stalled = t.stalled_since.take().is_some();
         let placed = std::mem::take(&mut t.placed);
         let lost_mgpu_ms = (lost + stalled + overhead_paid).as_ms() * gpus;
@@ -372,8 +416,11 @@ impl Controller {
     }
 
     /// Returns `task`'s `gpus` (or its share of them) to the free index, GPUs the scheduler
-    /// may no longer use (on a node known dead, known failed) excepted.
+    /// may no longer use (on a node known dead, known failed) excepted, and its GPUs to its
+    /// queue's quota.
     pub(crate) fn release_to_free(&mut self, task: TaskId, gpus: &[GpuId]) {
+        let t = &self.tasks[task.index()];
+        self.quota.stop(self.job_queue[t.job.index()], t);
         let milli = self.tasks[task.index()].milli;
         for &gpu in gpus {
             let usable = self.health.usable(gpu);
@@ -435,6 +482,9 @@ impl Controller {
             tasks: &self.tasks,
             health: &self.health,
             failures_seen: &self.failures_seen,
+            queues: &self.queues,
+            job_queue: &self.job_queue,
+            owner: &self.owner,
         };
         let mut plan = Plan {
             now: self.now,
@@ -443,6 +493,9 @@ impl Controller {
             tasks: &self.tasks,
             free: &mut self.free,
             marks: &mut self.marks,
+            queues: &self.queues,
+            job_queue: &self.job_queue,
+            quota: &mut self.quota,
             rng: &mut self.rng,
             decisions: Vec::new(),
             refused: 0,
@@ -455,7 +508,7 @@ impl Controller {
         for decision in decisions {
             match decision {
                 Decision::Start { task, gpus } => self.commit_start(task, gpus, effects),
-                Decision::Preempt { task } => self.commit_preempt(task, effects),
+                Decision::Preempt { task, reason } => self.commit_preempt(task, &reason, effects),
                 Decision::Reject { job, reason } => self.commit_reject(job, reason),
                 Decision::WakeAt(at) => {
                     effects.push(Effect::WakeAt(at));
@@ -497,10 +550,11 @@ impl Controller {
         self.log(DecisionKind::Start, job, Some(task), &gpus, "");
         self.tasks[task.index()].placed = gpus;
         self.changes.push(Change::TaskStarted(task));
+        self.watch_progress(task);
         effects.push(Effect::Started { task, attempt, finish_at });
     }
 
-    fn commit_preempt(&mut self, task: TaskId, effects: &mut Vec<Effect>) {
+    fn commit_preempt(&mut self, task: TaskId, reason: &str, effects: &mut Vec<Effect>) {
         self.marks[task.index()] = Mark::None;
         let gpus = self.end_attempt(task);
         self.set_status(task, TaskStatus::Preempted);
@@ -508,7 +562,7 @@ impl Controller {
         t.preemptions += 1;
         let job = t.job;
         self.stats.preemptions += 1;
-        self.log(DecisionKind::Preempt, job, Some(task), &gpus, "");
+        self.log(DecisionKind::Preempt, job, Some(task), &gpus, reason);
         self.changes.push(Change::TaskPreempted(task));
         effects.push(Effect::Stopped { task });
     }
@@ -516,7 +570,10 @@ impl Controller {
     fn commit_reject(&mut self, job: JobId, reason: String) {
         for t in self.jobs[job.index()].tasks() {
             self.marks[t.index()] = Mark::None;
-            self.set_status(t, TaskStatus::Failed);
+            if !self.tasks[t.index()].status.is_final() {
+                self.set_status(t, TaskStatus::Failed);
+                self.tasks[t.index()].finish = Some(self.now);
+            }
         }
         self.jobs[job.index()].open_tasks = 0;
         self.in_system -= 1;
@@ -562,6 +619,7 @@ impl Controller {
             .enumerate()
             .map(|(index, (state, spec))| {
                 let tasks = state.tasks().map(|t| &self.tasks[t.index()]);
+                let critical_path_ms = self.critical_path_ms(state, spec);
                 JobRecord {
                     job: JobId::from_index(index),
                     name: spec.name.clone(),
@@ -579,9 +637,13 @@ impl Controller {
                     lost_lag_mgpu_ms: tasks.clone().map(|t| t.lost_lag_mgpu_ms).sum(),
                     lost_overhead_mgpu_ms: tasks.map(|t| t.lost_overhead_mgpu_ms).sum(),
                     outcome: state.outcome.clone(),
+                    critical_path_ms,
+                    alone_ms: critical_path_ms
+                        .unwrap_or_else(|| spec.tasks.iter().map(|t| t.work.as_ms()).max().unwrap_or(0)),
                 }
             })
             .collect();
+        let tasks = self.task_records();
         let mut series = self.series;
         series.finish(self.now);
         let mut stats = self.stats;
@@ -591,11 +653,62 @@ impl Controller {
             policy: self.policy_name,
             seed: self.config.seed,
             jobs,
+            tasks,
+            queues: self.queues.iter().map(|(_, q)| q.clone()).collect(),
             stats,
             decisions: self.decision_log,
             health_series: self.health_series,
             series,
         }
+    }
+
+    /// The critical path of a DAG job over its tasks that were not skipped; `None` for a job
+    /// without dependencies.
+    fn critical_path_ms(&self, state: &JobState, spec: &crate::workload::JobSpec) -> Option<u64> {
+        if spec.tasks.iter().all(|t| t.deps.is_empty()) {
+            return None;
+        }
+        let ran = |i: usize| self.tasks[state.first_task.index() + i].status != TaskStatus::Skipped;
+        let duration = |i: usize| if ran(i) { spec.tasks[i].work.as_ms() } else { 0 };
+        let lag = |i: usize, d: usize| {
+            let dep = spec.tasks[i].deps[d];
+            let upstream = &self.tasks[state.first_task.index() + dep.upstream];
+            match dep.kind {
+                _ if !ran(dep.upstream) => 0,
+                crate::workload::DepKind::Data(at) => at.as_ms(),
+                crate::workload::DepKind::Checkpoint(n) => {
+                    (u64::from(n) * upstream.checkpoint.as_ms()).min(upstream.work.as_ms())
+                }
+                _ => duration(dep.upstream),
+            }
+        };
+        Some(crate::dag::schedule(spec, duration, lag).length_ms)
+    }
+
+    /// Records of the tasks of jobs with several tasks.
+    fn task_records(&self) -> Vec<TaskRecord> {
+        let mut records = Vec::new();
+        for (state, spec) in self.jobs.iter().zip(self.workload.jobs()) {
+            if spec.tasks.len() < 2 {
+                continue;
+            }
+            for (task, t_spec) in state.tasks().zip(&spec.tasks) {
+                let t = &self.tasks[task.index()];
+                records.push(TaskRecord {
+                    task,
+                    job: t.job,
+                    name: t_spec.name.clone(),
+                    status: t.status,
+                    gpus: t.gpus,
+                    first_start: t.first_start,
+                    finish: t.finish,
+                    preemptions: t.preemptions,
+                    failures: t.failures,
+                    deps: t_spec.deps.clone(),
+                });
+            }
+        }
+        records
     }
 
     /// Moves `task` to `status`, keeping the waiting-task counts (cluster and queue) true.
@@ -604,7 +717,7 @@ impl Controller {
         let delta = i64::from(status.is_startable()) - i64::from(t.status.is_startable());
         t.status = status;
         if delta != 0 {
-            let queue = self.job_queue[t.job.index()] as usize;
+            let queue = self.series_queue[t.job.index()] as usize;
             self.waiting_tasks = self.waiting_tasks.checked_add_signed(delta).expect("waiting count below zero");
             self.series.queue_change(queue, self.now, QueueDelta::Waiting(delta));
         }
@@ -613,7 +726,7 @@ impl Controller {
     /// `task` started (`+1`) or stopped (`-1`) running: its queue's running levels change.
     fn running_changed(&mut self, task: TaskId, sign: i64) {
         let t = &self.tasks[task.index()];
-        let queue = self.job_queue[t.job.index()] as usize;
+        let queue = self.series_queue[t.job.index()] as usize;
         let mgpus = sign * i64::try_from(t.mgpus()).unwrap_or(i64::MAX);
         self.series.queue_change(queue, self.now, QueueDelta::Running { tasks: sign, mgpus });
     }

@@ -10,6 +10,7 @@ use crate::failure::ClusterEvent;
 use crate::ids::JobId;
 use crate::observe::Observer;
 use crate::policy::Policy;
+use crate::quota::{QueueSpec, Queues};
 use crate::record::RunResult;
 use crate::time::SimTime;
 use crate::workload::Workload;
@@ -21,6 +22,10 @@ pub enum SimError {
     MissingEstimate { policy: String, job: String },
     /// A cluster event names hardware the cluster does not have.
     BadEvent { index: usize, problem: String },
+    /// A task dependency this run cannot honour.
+    BadDependency { job: String, problem: String },
+    /// A queue definition, or a job's queue, that does not fit the cluster.
+    BadQueue(String),
 }
 
 impl fmt::Display for SimError {
@@ -32,6 +37,8 @@ impl fmt::Display for SimError {
                  (give an estimate column, or use duration=oracle)"
             ),
             SimError::BadEvent { index, problem } => write!(f, "cluster event {index}: {problem}"),
+            SimError::BadDependency { job, problem } => write!(f, "job `{job}`: {problem}"),
+            SimError::BadQueue(problem) => f.write_str(problem),
         }
     }
 }
@@ -45,11 +52,24 @@ pub struct Scenario {
     pub cluster: Cluster,
     pub workload: Workload,
     events: Vec<ClusterEvent>,
+    queues: Queues,
 }
 
 impl Scenario {
     pub fn new(cluster: Cluster, workload: Workload) -> Scenario {
-        Scenario { cluster, workload, events: Vec::new() }
+        Scenario { cluster, workload, events: Vec::new(), queues: Queues::default() }
+    }
+
+    /// Adds queues with quotas (checked against the cluster and the jobs' queue names).
+    pub fn with_queues(mut self, specs: &[QueueSpec]) -> Result<Scenario, SimError> {
+        let queues = Queues::new(specs, &self.cluster).map_err(|e| SimError::BadQueue(e.0))?;
+        queues.assign(&self.workload).map_err(SimError::BadQueue)?;
+        self.queues = queues;
+        Ok(self)
+    }
+
+    pub fn queues(&self) -> &Queues {
+        &self.queues
     }
 
     /// Adds ground-truth cluster events, checked against the cluster and sorted by time
@@ -86,9 +106,11 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
             return Err(SimError::MissingEstimate { policy: policy.name().to_string(), job: job.name.clone() });
         }
     }
+    check_checkpoint_dependencies(&scenario.workload, config.checkpoint)?;
     let failures = config.failures;
-    let Scenario { cluster, workload, events } = scenario;
-    let controller = Controller::new(cluster, workload, policy.name(), config);
+    let Scenario { cluster, workload, events, queues } = scenario;
+    let controller =
+        Controller::new(cluster, workload, policy.name(), config).with_queues(queues).map_err(SimError::BadQueue)?;
     let mut queue = EventQueue::default();
     for (index, e) in events.iter().enumerate() {
         queue.push(e.time(), Event::Hardware(index as u32));
@@ -103,6 +125,31 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
     };
     while engine.step(policy) {}
     Ok(engine.controller.finish())
+}
+
+/// A `checkpoint=N` dependency needs an upstream that checkpoints at intervals: with the
+/// task's own interval or the run's default, it must not be continuous (zero).
+fn check_checkpoint_dependencies(workload: &Workload, default: crate::time::SimDuration) -> Result<(), SimError> {
+    for job in workload.jobs() {
+        for task in &job.tasks {
+            for dep in &task.deps {
+                let upstream = &job.tasks[dep.upstream];
+                if let crate::workload::DepKind::Checkpoint(n) = dep.kind
+                    && upstream.checkpoint.unwrap_or(default) == crate::time::SimDuration::ZERO
+                {
+                    return Err(SimError::BadDependency {
+                        job: job.name.clone(),
+                        problem: format!(
+                            "task `{}` waits for checkpoint {n} of `{}`, which checkpoints continuously (interval \
+                             0); give it a checkpoint_s, or the run a --checkpoint-s",
+                            task.name, upstream.name
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 struct Engine {
@@ -156,6 +203,9 @@ impl Engine {
         if changed || woken {
             self.decide(policy, changed);
         }
+        for (at, timer) in self.controller.take_timers() {
+            self.queue.push(at, Event::Timer(timer));
+        }
         true
     }
 
@@ -166,6 +216,7 @@ impl Engine {
                 self.controller.job_arrived(job);
                 true
             }
+            Event::Timer(timer) => self.controller.timer_fired(timer),
             Event::Wake => {
                 self.controller.wake();
                 *woken = true;

@@ -160,10 +160,9 @@ impl Controller {
             self.stats.retries += 1;
             self.log(DecisionKind::Fail, job, Some(task), &gpus, &format!("{why}; retry {failures} of {budget}"));
         } else {
-            self.set_status(task, TaskStatus::Failed);
             let reason = format!("task {task} failed {failures} times ({why}); its retry budget was {budget}");
             self.log(DecisionKind::Fail, job, Some(task), &gpus, &reason);
-            self.fail_job(job, reason);
+            self.task_failed_for_good(task, reason);
         }
     }
 
@@ -184,7 +183,7 @@ impl Controller {
     }
 
     /// Ends `job` as failed: its running tasks stop, its waiting tasks will never run.
-    fn fail_job(&mut self, job: JobId, reason: String) {
+    pub(crate) fn fail_job(&mut self, job: JobId, reason: String) {
         for task in self.jobs[job.index()].tasks() {
             let status = self.tasks[task.index()].status;
             if status == TaskStatus::Running {
@@ -195,6 +194,7 @@ impl Controller {
             if !status.is_final() {
                 self.set_status(task, TaskStatus::Failed);
             }
+            self.tasks[task.index()].finish.get_or_insert(self.now);
         }
         self.jobs[job.index()].open_tasks = 0;
         self.in_system -= 1;
