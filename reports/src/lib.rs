@@ -2,7 +2,10 @@
 
 pub mod compare;
 pub mod fairness;
+#[cfg(feature = "polars")]
+pub mod parquet;
 pub mod regress;
+pub mod report;
 mod series_tables;
 mod summary;
 pub mod sweep;

@@ -5,6 +5,7 @@ mod compare;
 mod merge;
 mod policies;
 mod regress;
+mod report;
 mod resilience;
 mod simulate;
 mod sweep;
@@ -40,6 +41,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Run a fixed sweep and compare every metric with a committed baseline (CI regression).
     Regress(regress::RegressArgs),
+    /// One self-contained HTML report (inline SVG charts) of a run or sweep folder; --png/--svg files.
+    Report(report::ReportArgs),
     /// List the policies with their parameters and defaults.
     Policies,
     /// Import, validate or describe traces.
@@ -88,6 +91,7 @@ pub fn run() -> CliResult {
         Command::Merge(args) => merge::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Regress(args) => regress::run(args),
+        Command::Report(args) => report::run(args),
         Command::Policies => policies::run(),
         Command::Trace(command) => trace::run(command),
         Command::Cluster(command) => cluster::run(command),
