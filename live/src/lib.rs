@@ -1,0 +1,5 @@
+//! schedlab live mode: the second driver of the same `sim::Controller` and the same policies,
+//! with a wall clock in place of the virtual one. Only this crate touches wall time,
+//! processes, sockets and hardware.
+
+pub mod backend;
