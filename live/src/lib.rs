@@ -2,4 +2,6 @@
 //! with a wall clock in place of the virtual one. Only this crate touches wall time,
 //! processes, sockets and hardware.
 
+pub mod api;
 pub mod backend;
+pub mod driver;

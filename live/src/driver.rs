@@ -1,0 +1,804 @@
+//! The live driver: the second driver of `sim::Controller`, beside the virtual-time engine.
+//!
+//! Its state is a pure function of the journal: a list of [`Batch`]es, each a time (SimTime
+//! milliseconds since the coordinator's epoch, strictly increasing) and the inputs that arrived
+//! then (submissions, process exits, heartbeats, GPU failures, cancels). The coordinator writes
+//! a batch to SQLite before applying it, and rebuilds this state after a crash by applying the
+//! journal again: the Controller and the policy are deterministic, so the same journal gives
+//! the same decisions, the same attempts, the same everything.
+//!
+//! Architecture Invariant: this module reads no clock. Batch times come from the coordinator.
+//!
+//! Each batch is applied as the engine applies one timestamp (sim/src/engine.rs): hardware
+//! first (heartbeats and GPU failures in arrival order, then the heartbeat deadlines due now),
+//! then completions (in the order their attempts started, as the engine's heap pops them),
+//! arrivals, cancels and wake-ups; the policy decides once if anything happened. Heartbeats
+//! follow the explicit-heartbeat rule of sim/src/failure.rs: a node is declared dead
+//! `missed_beats x heartbeat_interval` after its last beat, and every configured node beats
+//! once at time 0. So the journal, written as a canonical trace (explicit `heartbeat` rows,
+//! `gpu_fail` rows, each task's real run time as its duration), replays in `schedlab simulate`
+//! with the same decisions.
+//!
+//! The Controller is built with a fixed workload; a batch that brings jobs it does not know
+//! rebuilds it (and the policy) from the journal with the longer workload. That costs the
+//! replay of the journal per such batch (the simulator runs millions of events a second).
+
+use crate::api::{Assignment, JobRequest, Refusal};
+use serde::{Deserialize, Serialize};
+use sim::{
+    Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DecisionRecord, Effect, FailureConfig, GpuId,
+    JobId, JobSpec, NodeId, Policy, SimDuration, SimTime, TaskId, TaskSpec, TaskStatus, Workload,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One input of a batch, as journaled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Input {
+    /// A job submitted through the API (already validated).
+    Submit { job: JobRequest },
+    /// An attempt's process ended with `code`.
+    Exit { task: u32, attempt: u32, code: i32 },
+    /// The node's agent reported in.
+    Beat { node: u32 },
+    /// A GPU failed (XID, uncorrected ECC, lost); `what` for the logs.
+    GpuFail { node: u32, slot: u32, what: String },
+    /// The user cancelled the job (by submission index).
+    Cancel { job: u32 },
+    /// Nothing arrived: a heartbeat deadline, a wake-up or a dependency release fell due.
+    Tick,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Batch {
+    pub time_ms: u64,
+    pub inputs: Vec<Input>,
+}
+
+/// What the coordinator was started with; fixed for the life of its state directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverConfig {
+    /// The cluster, as a `--cluster` spec (shorthand or the text of a cluster.csv).
+    pub cluster: String,
+    pub policy: String,
+    pub seed: u64,
+    pub heartbeat_ms: u64,
+    pub missed_beats: u32,
+    pub max_retries: u32,
+    /// The work the Controller assumes for a task without an estimate until its process ends.
+    pub default_work_ms: u64,
+}
+
+/// A Controller job: a whole submitted job, or one task of a job with dependencies (released
+/// when its upstream tasks succeed, named `job/task`).
+#[derive(Debug, Clone)]
+struct Unit {
+    submission: usize,
+    spec: JobSpec,
+}
+
+/// A submitted job and where its tasks are.
+#[derive(Debug, Clone)]
+pub struct Submission {
+    pub request: JobRequest,
+    pub submit: SimTime,
+    /// The Controller task of each request task, once its unit exists.
+    pub task_ids: Vec<Option<TaskId>>,
+    pub exit_codes: Vec<Option<i32>>,
+    pub cancelled: bool,
+    estimates: Vec<Option<u64>>,
+}
+
+pub struct Driver {
+    config: DriverConfig,
+    spec: ClusterSpec,
+    cluster: Cluster,
+    failures: FailureConfig,
+    controller: Controller,
+    policy: Box<dyn Policy + Send>,
+    journal: Vec<Batch>,
+    submissions: Vec<Submission>,
+    units: Vec<Unit>,
+    /// Units not yet arrived, by arrival time (index into `units`).
+    arrivals: BTreeMap<SimTime, Vec<usize>>,
+    /// The Controller task -> (submission, task index).
+    task_origin: Vec<(usize, usize)>,
+    last_beat: Vec<Option<SimTime>>,
+    dead: Vec<bool>,
+    gpu_out: BTreeSet<GpuId>,
+    /// Heartbeat deadlines (one per delivered beat, as the engine queues them) and wake-ups.
+    deadlines: BTreeMap<SimTime, u32>,
+    wakes: BTreeMap<SimTime, u32>,
+    /// The order attempts started in (the engine pops same-time completions in this order).
+    start_seq: BTreeMap<(TaskId, u32), u64>,
+    next_seq: u64,
+    /// Hardware events for the trace: explicit beats and GPU failures as applied.
+    trace_events: Vec<ClusterEvent>,
+    now: SimTime,
+}
+
+fn controller_config(config: &DriverConfig, failures: FailureConfig) -> ControllerConfig {
+    ControllerConfig {
+        seed: config.seed,
+        failures,
+        check_invariants: cfg!(debug_assertions),
+        record_decisions: true,
+        ..ControllerConfig::default()
+    }
+}
+
+/// Parses a `--cluster` value: the shorthand, or the text of a cluster.csv.
+pub fn parse_cluster(text: &str) -> Result<ClusterSpec, String> {
+    if text.contains('\n') {
+        traces::read_cluster_csv(text.as_bytes(), "cluster.csv").map_err(|e| e.to_string())
+    } else {
+        traces::parse_cluster_shorthand(text).map_err(|e| e.to_string())
+    }
+}
+
+impl Driver {
+    /// A fresh driver; nothing applied yet (see [`Driver::start_batch`]).
+    pub fn new(config: DriverConfig) -> Result<Driver, String> {
+        let spec = parse_cluster(&config.cluster)?;
+        let cluster = Cluster::new(&spec).map_err(|e| e.to_string())?;
+        if config.heartbeat_ms == 0 || config.missed_beats == 0 {
+            return Err("the heartbeat interval and missed beats must be positive".into());
+        }
+        let failures = FailureConfig {
+            heartbeat_interval: SimDuration(config.heartbeat_ms),
+            missed_beats: config.missed_beats,
+            gpu_detect_delay: SimDuration::ZERO,
+            max_retries: config.max_retries,
+        };
+        let policy = policies::build(&config.policy).map_err(|e| e.to_string())?;
+        let nodes = cluster.nodes().len();
+        let controller =
+            Controller::new(cluster.clone(), Workload::default(), policy.name(), controller_config(&config, failures));
+        Ok(Driver {
+            spec,
+            failures,
+            controller,
+            policy,
+            journal: Vec::new(),
+            submissions: Vec::new(),
+            units: Vec::new(),
+            arrivals: BTreeMap::new(),
+            task_origin: Vec::new(),
+            last_beat: vec![None; nodes],
+            dead: vec![false; nodes],
+            gpu_out: BTreeSet::new(),
+            deadlines: BTreeMap::new(),
+            wakes: BTreeMap::new(),
+            start_seq: BTreeMap::new(),
+            next_seq: 0,
+            trace_events: Vec::new(),
+            now: SimTime::ZERO,
+            cluster,
+            config,
+        })
+    }
+
+    /// The first batch of a fresh journal: every node beats once at time 0.
+    pub fn start_batch(&self) -> Batch {
+        let inputs = (0..self.cluster.nodes().len() as u32).map(|node| Input::Beat { node }).collect();
+        Batch { time_ms: 0, inputs }
+    }
+
+    pub fn config(&self) -> &DriverConfig {
+        &self.config
+    }
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+    pub fn cluster_spec(&self) -> &ClusterSpec {
+        &self.spec
+    }
+    pub fn controller(&self) -> &Controller {
+        &self.controller
+    }
+    pub fn submissions(&self) -> &[Submission] {
+        &self.submissions
+    }
+    pub fn journal(&self) -> &[Batch] {
+        &self.journal
+    }
+    pub fn decisions(&self) -> &[DecisionRecord] {
+        self.controller.decision_log()
+    }
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+    pub fn node_dead(&self, node: u32) -> bool {
+        self.dead.get(node as usize).copied().unwrap_or(false)
+    }
+    pub fn last_beat(&self, node: u32) -> Option<SimTime> {
+        self.last_beat.get(node as usize).copied().flatten()
+    }
+    pub fn gpu_out(&self, gpu: GpuId) -> bool {
+        self.gpu_out.contains(&gpu)
+    }
+    pub fn policy_name(&self) -> &str {
+        self.policy.name()
+    }
+
+    /// The earliest time something is due without any input (a heartbeat deadline, a
+    /// wake-up, a dependency release), if any.
+    pub fn next_due(&self) -> Option<SimTime> {
+        [self.deadlines.keys().next(), self.wakes.keys().next(), self.arrivals.keys().next()]
+            .into_iter()
+            .flatten()
+            .copied()
+            .min()
+    }
+
+    /// Checks what a submission needs from the driver's state: a unique name, estimates when
+    /// the policy reads them.
+    pub fn check_submission(&self, job: &JobRequest) -> Result<(), Refusal> {
+        let estimates = job.validate()?;
+        if self.submissions.iter().any(|s| s.request.name == job.name) {
+            return Err(Refusal::new(409, format!("a job named `{}` was already submitted", job.name)));
+        }
+        if self.policy.needs_estimates()
+            && let Some(t) = job.tasks.iter().zip(&estimates).find(|(_, e)| e.is_none())
+        {
+            return Err(Refusal::bad(format!(
+                "policy {} uses duration estimates: task `{}` needs estimate_s",
+                self.policy.name(),
+                t.0.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Applies `batch`, first applying on their own the deadlines, wake-ups and releases due
+    /// before it (as [`Input::Tick`] batches, returned so the caller journals them too).
+    /// Batches must come in strictly increasing time; an earlier one is refused.
+    pub fn apply(&mut self, batch: Batch) -> Result<Vec<Batch>, String> {
+        let at = SimTime(batch.time_ms);
+        if !self.journal.is_empty() && at <= self.now {
+            return Err(format!("batch at {} ms is not after the last one ({} ms)", at.as_ms(), self.now.as_ms()));
+        }
+        let mut ticks = Vec::new();
+        while let Some(due) = self.next_due().filter(|&d| d < at) {
+            let tick = Batch { time_ms: due.as_ms(), inputs: vec![Input::Tick] };
+            self.apply_one(tick.clone());
+            ticks.push(tick);
+        }
+        self.apply_one(batch);
+        Ok(ticks)
+    }
+
+    fn apply_one(&mut self, batch: Batch) {
+        let at = SimTime(batch.time_ms);
+        // New submissions become units; if any unit arrives now that the Controller does not
+        // know, rebuild it from the journal with the longer workload.
+        for input in &batch.inputs {
+            if let Input::Submit { job } = input {
+                self.add_submission(job.clone(), at);
+            }
+        }
+        if self.controller.workload().len() < self.units.len() {
+            self.rebuild();
+        }
+        self.journal.push(batch.clone());
+        self.step(&batch, at);
+    }
+
+    fn add_submission(&mut self, request: JobRequest, at: SimTime) {
+        let estimates = request.validate().unwrap_or_else(|_| vec![None; request.tasks.len()]);
+        let index = self.submissions.len();
+        let n = request.tasks.len();
+        let has_deps = request.tasks.iter().any(|t| !t.depends_on.is_empty());
+        self.submissions.push(Submission {
+            request,
+            submit: at,
+            task_ids: vec![None; n],
+            exit_codes: vec![None; n],
+            cancelled: false,
+            estimates,
+        });
+        if has_deps {
+            let roots: Vec<usize> =
+                (0..n).filter(|&t| self.submissions[index].request.tasks[t].depends_on.is_empty()).collect();
+            for t in roots {
+                self.add_unit(index, vec![t], at);
+            }
+        } else {
+            self.add_unit(index, (0..n).collect(), at);
+        }
+    }
+
+    fn add_unit(&mut self, submission: usize, tasks: Vec<usize>, at: SimTime) {
+        let s = &self.submissions[submission];
+        let split = tasks.len() == 1 && s.request.tasks.iter().any(|t| !t.depends_on.is_empty());
+        let name = if split {
+            format!("{}/{}", s.request.name, s.request.tasks[tasks[0]].name)
+        } else {
+            s.request.name.clone()
+        };
+        let specs = tasks
+            .iter()
+            .map(|&t| {
+                let r = &s.request.tasks[t];
+                let estimate = s.estimates[t].map(SimDuration);
+                let mut spec = TaskSpec::new(
+                    r.name.clone(),
+                    r.gpus,
+                    estimate.unwrap_or(SimDuration(self.config.default_work_ms.max(1))),
+                );
+                spec.estimate = estimate;
+                spec.gpu_type = r.gpu_type.clone();
+                spec.single_node = r.single_node;
+                spec
+            })
+            .collect();
+        let spec = JobSpec { name, submit: at, queue: s.request.queue.clone(), deadline: None, tasks: specs };
+        let unit = self.units.len();
+        let first_task = self.task_origin.len();
+        for (k, &t) in tasks.iter().enumerate() {
+            self.task_origin.push((submission, t));
+            self.submissions[submission].task_ids[t] = Some(TaskId::from_index(first_task + k));
+        }
+        self.units.push(Unit { submission, spec });
+        self.arrivals.entry(at).or_default().push(unit);
+    }
+
+    /// A fresh Controller and policy over every unit known, with the journal applied again.
+    fn rebuild(&mut self) {
+        let jobs: Vec<JobSpec> = self.units.iter().map(|u| u.spec.clone()).collect();
+        let workload = Workload::new(jobs).expect("live units are valid jobs");
+        debug_assert!(
+            workload.jobs().iter().zip(&self.units).all(|(a, b)| a.name == b.spec.name),
+            "units are in arrival order"
+        );
+        let policy = policies::build(&self.config.policy).expect("the policy built before");
+        let before = self.controller.decision_log().len();
+        let digest_before = (before, self.controller.digest_hex());
+        let journal = std::mem::take(&mut self.journal);
+        let submissions = std::mem::take(&mut self.submissions);
+        let units = std::mem::take(&mut self.units);
+        *self = Driver {
+            controller: Controller::new(
+                self.cluster.clone(),
+                workload,
+                policy.name(),
+                controller_config(&self.config, self.failures),
+            ),
+            policy,
+            journal: Vec::new(),
+            submissions: Vec::new(),
+            units: Vec::new(),
+            arrivals: BTreeMap::new(),
+            task_origin: Vec::new(),
+            last_beat: vec![None; self.cluster.nodes().len()],
+            dead: vec![false; self.cluster.nodes().len()],
+            gpu_out: BTreeSet::new(),
+            deadlines: BTreeMap::new(),
+            wakes: BTreeMap::new(),
+            start_seq: BTreeMap::new(),
+            next_seq: 0,
+            trace_events: Vec::new(),
+            now: SimTime::ZERO,
+            config: self.config.clone(),
+            spec: self.spec.clone(),
+            cluster: self.cluster.clone(),
+            failures: self.failures,
+        };
+        // Submissions and units are re-derived by the replay, in the same order; then the
+        // submissions of the batch being applied (not journaled yet) are added again.
+        for batch in journal {
+            let at = SimTime(batch.time_ms);
+            for input in &batch.inputs {
+                if let Input::Submit { job } = input {
+                    self.add_submission(job.clone(), at);
+                }
+            }
+            self.journal.push(batch.clone());
+            self.step(&batch, at);
+        }
+        for pending in submissions.into_iter().skip(self.submissions.len()) {
+            self.add_submission(pending.request, pending.submit);
+        }
+        let same_units =
+            self.units.len() == units.len() && self.units.iter().zip(&units).all(|(a, b)| a.spec == b.spec);
+        assert!(same_units, "the journal replayed to other jobs");
+        let after = (self.controller.decision_log().len(), self.controller.digest_hex());
+        assert_eq!(digest_before, after, "the journal replayed to other decisions");
+    }
+
+    /// One timestamp, as the engine applies one.
+    fn step(&mut self, batch: &Batch, at: SimTime) {
+        self.now = at;
+        self.controller.advance_to(at);
+        let mut changed = false;
+        let mut woken = false;
+        // Hardware: inputs in arrival order, then the deadlines due now.
+        for input in &batch.inputs {
+            match input {
+                Input::Beat { node } => {
+                    changed = true;
+                    self.beat(*node, at);
+                }
+                Input::GpuFail { node, slot, .. } => {
+                    let Some(gpu) = self.gpu_at(*node, *slot) else { continue };
+                    changed = true;
+                    self.trace_events.push(ClusterEvent::GpuFail {
+                        time: at,
+                        node: NodeId(*node),
+                        gpu: *slot,
+                        repair: None,
+                    });
+                    if self.gpu_out.insert(gpu) {
+                        self.controller.gpu_broke(gpu);
+                        self.controller.gpu_failure_seen(gpu, at, true);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(count) = self.deadlines.remove(&at) {
+            let _ = count;
+            changed = true;
+            let k = SimDuration(self.failures.heartbeat_interval.as_ms() * u64::from(self.failures.missed_beats));
+            for node in 0..self.last_beat.len() {
+                if self.last_beat[node].is_some_and(|b| b + k == at) && !self.dead[node] {
+                    self.dead[node] = true;
+                    self.controller.node_declared_dead(NodeId(node as u32), None);
+                }
+            }
+        }
+        // Completions, in the order their attempts started.
+        let mut exits: Vec<(u64, u32, u32, i32)> = batch
+            .inputs
+            .iter()
+            .filter_map(|i| match *i {
+                Input::Exit { task, attempt, code } => {
+                    let seq = self.start_seq.get(&(TaskId(task), attempt)).copied()?;
+                    Some((seq, task, attempt, code))
+                }
+                _ => None,
+            })
+            .collect();
+        exits.sort_unstable();
+        exits.dedup_by_key(|e| (e.1, e.2));
+        for (_, task, attempt, code) in exits {
+            if (task as usize) < self.task_origin.len() && self.controller.task_exited(TaskId(task), attempt) {
+                changed = true;
+                let (s, t) = self.task_origin[task as usize];
+                self.submissions[s].exit_codes[t] = Some(code);
+                self.release_dependents(s, at);
+            }
+        }
+        // Arrivals.
+        if let Some(units) = self.arrivals.remove(&at) {
+            for unit in units {
+                changed = true;
+                self.controller.job_arrived(JobId::from_index(unit));
+            }
+        }
+        // Cancels.
+        for input in &batch.inputs {
+            if let Input::Cancel { job } = *input
+                && let Some(s) = self.submissions.get_mut(job as usize)
+                && !s.cancelled
+            {
+                s.cancelled = true;
+                changed = true;
+                let units: Vec<usize> = self
+                    .units
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, u)| u.submission == job as usize)
+                    .map(|(i, _)| i)
+                    .collect();
+                for unit in units {
+                    if (unit as u64) < self.controller.workload().len() as u64 {
+                        self.controller.cancel_job(JobId::from_index(unit), "cancelled by the user");
+                    }
+                }
+                // Units not released yet never will be.
+                for pending in self.arrivals.values_mut() {
+                    pending.retain(|&u| self.units[u].submission != job as usize);
+                }
+                self.arrivals.retain(|_, v| !v.is_empty());
+            }
+        }
+        // Wake-ups.
+        if let Some(count) = self.wakes.remove(&at) {
+            for _ in 0..count {
+                self.controller.wake();
+            }
+            woken = true;
+        }
+        if changed || woken {
+            let mut effects = Vec::new();
+            self.controller.decide(self.policy.as_mut(), &mut effects);
+            for effect in effects {
+                match effect {
+                    Effect::Started { task, attempt, .. } => {
+                        self.start_seq.insert((task, attempt), self.next_seq);
+                        self.next_seq += 1;
+                    }
+                    Effect::Stopped { .. } => {}
+                    Effect::WakeAt(t) => *self.wakes.entry(t).or_default() += 1,
+                }
+            }
+        }
+    }
+
+    fn beat(&mut self, node: u32, at: SimTime) {
+        let Some(n) = self.last_beat.get_mut(node as usize) else { return };
+        *n = Some(at);
+        self.trace_events.push(ClusterEvent::Heartbeat { time: at, node: NodeId(node) });
+        if std::mem::replace(&mut self.dead[node as usize], false) {
+            self.controller.node_rejoined(NodeId(node));
+        }
+        let k = self.failures.heartbeat_interval.as_ms() * u64::from(self.failures.missed_beats);
+        *self.deadlines.entry(at + SimDuration(k)).or_default() += 1;
+    }
+
+    fn gpu_at(&self, node: u32, slot: u32) -> Option<GpuId> {
+        let n = self.cluster.nodes().get(node as usize)?;
+        (slot < n.gpu_count).then(|| n.gpu_at(slot))
+    }
+
+    /// After a task of submission `s` succeeded: tasks whose dependencies all exited 0 are
+    /// released 1 ms later (a unit arrives in a batch of its own time).
+    fn release_dependents(&mut self, s: usize, at: SimTime) {
+        let sub = &self.submissions[s];
+        let succeeded = |name: &str| {
+            sub.request.tasks.iter().position(|t| t.name == name).is_some_and(|i| sub.exit_codes[i] == Some(0))
+        };
+        let ready: Vec<usize> = (0..sub.request.tasks.len())
+            .filter(|&t| {
+                let r = &sub.request.tasks[t];
+                sub.task_ids[t].is_none() && !r.depends_on.is_empty() && r.depends_on.iter().all(|d| succeeded(d))
+            })
+            .collect();
+        if sub.cancelled {
+            return;
+        }
+        for t in ready {
+            self.add_unit(s, vec![t], at + SimDuration(1));
+        }
+    }
+
+    /// What `node` must run now: every running attempt with GPUs on it.
+    pub fn assignments(&self, node: u32, addr_of: impl Fn(u32) -> String) -> Vec<Assignment> {
+        let mut out = Vec::new();
+        for (index, &(s, t)) in self.task_origin.iter().enumerate() {
+            let task = TaskId::from_index(index);
+            if index >= self.controller.workload().task_count() {
+                break;
+            }
+            let state = self.controller.task(task);
+            if state.status != TaskStatus::Running {
+                continue;
+            }
+            let mut nodes: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+            for &g in &state.placed {
+                let n = self.cluster.node_of(g);
+                let slot = g.0 - self.cluster.node(n).first_gpu.0;
+                nodes.entry(n.0).or_default().push(slot);
+            }
+            let Some(rank) = nodes.keys().position(|&n| n == node) else { continue };
+            let sub = &self.submissions[s];
+            let first = *nodes.keys().next().unwrap_or(&node);
+            out.push(Assignment {
+                task: task.0,
+                attempt: state.attempt,
+                job: sub.request.name.clone(),
+                task_name: sub.request.tasks[t].name.clone(),
+                command: sub.request.tasks[t].command.clone(),
+                gpus: nodes[&node].iter().map(|s| s.to_string()).collect(),
+                rank: rank as u32,
+                world_size: nodes.len() as u32,
+                master_addr: addr_of(first),
+            });
+        }
+        out
+    }
+
+    /// The state of submission `s` as users see it: `waiting`, `running`, `succeeded`,
+    /// `failed` (a task exited non-zero, or failed past its retries), `cancelled`.
+    pub fn job_state(&self, s: usize) -> &'static str {
+        let sub = &self.submissions[s];
+        if sub.cancelled {
+            return "cancelled";
+        }
+        let statuses: Vec<Option<TaskStatus>> = sub.task_ids.iter().map(|t| t.map(|t| self.task_status(t))).collect();
+        if sub.exit_codes.iter().any(|c| c.is_some_and(|c| c != 0))
+            || statuses.iter().any(|s| matches!(s, Some(TaskStatus::Failed | TaskStatus::Unschedulable)))
+        {
+            let open = statuses.iter().any(|s| s.is_some_and(|s| !s.is_final()));
+            return if open { "failing" } else { "failed" };
+        }
+        if statuses.iter().all(|s| *s == Some(TaskStatus::Succeeded)) {
+            return "succeeded";
+        }
+        if statuses.contains(&Some(TaskStatus::Running)) { "running" } else { "waiting" }
+    }
+
+    /// A task's status (`Pending` until its unit reached the Controller).
+    pub fn task_status(&self, task: TaskId) -> TaskStatus {
+        if task.index() < self.controller.workload().task_count() {
+            self.controller.task(task).status
+        } else {
+            TaskStatus::Pending
+        }
+    }
+
+    /// The session as a canonical trace: the units as jobs (each task's duration its real run
+    /// time once it succeeded, the assumed work otherwise), the cluster, and the hardware
+    /// events (explicit heartbeats and GPU failures).
+    pub fn trace(&self) -> traces::Trace {
+        let jobs: Vec<JobSpec> = self
+            .units
+            .iter()
+            .enumerate()
+            .map(|(u, unit)| {
+                let mut spec = unit.spec.clone();
+                if u < self.controller.workload().len() {
+                    let first = self.controller.job(JobId::from_index(u)).first_task;
+                    for (k, t) in spec.tasks.iter_mut().enumerate() {
+                        let state = self.controller.task(TaskId(first.0 + k as u32));
+                        if state.status == TaskStatus::Succeeded {
+                            t.work = state.work.max(SimDuration(1));
+                        }
+                    }
+                }
+                spec
+            })
+            .collect();
+        traces::Trace {
+            workload: Workload::new(jobs).expect("live units are valid jobs"),
+            cluster: Some(self.spec.clone()),
+            events: self.trace_events.clone(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::TaskRequest;
+
+    type Line = (u64, &'static str, u32, Option<u32>, Vec<u32>);
+
+    fn config(cluster: &str, policy: &str) -> DriverConfig {
+        DriverConfig {
+            cluster: cluster.into(),
+            policy: policy.into(),
+            seed: 1,
+            heartbeat_ms: 1000,
+            missed_beats: 3,
+            max_retries: 3,
+            default_work_ms: 3_600_000,
+        }
+    }
+
+    fn job(name: &str, tasks: &[(&str, u32, &[&str])]) -> JobRequest {
+        JobRequest {
+            name: name.into(),
+            queue: None,
+            tasks: tasks
+                .iter()
+                .map(|&(n, gpus, deps)| TaskRequest {
+                    name: n.into(),
+                    command: "true".into(),
+                    gpus,
+                    gpu_type: None,
+                    single_node: false,
+                    estimate_s: None,
+                    depends_on: deps.iter().map(|d| d.to_string()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    fn batch(t: u64, inputs: Vec<Input>) -> Batch {
+        Batch { time_ms: t, inputs }
+    }
+
+    /// Replays `driver`'s trace in the simulator; its decisions as (time, kind, job, task, gpus).
+    fn simulated(driver: &Driver) -> Vec<Line> {
+        let trace = driver.trace();
+        let cluster = Cluster::new(trace.cluster.as_ref().unwrap()).unwrap();
+        let scenario = sim::Scenario::new(cluster, trace.workload).with_events(trace.events).unwrap();
+        let mut policy = policies::build(&driver.config.policy).unwrap();
+        let result =
+            sim::simulate(scenario, policy.as_mut(), controller_config(&driver.config, driver.failures)).unwrap();
+        result.decisions.iter().map(key).collect()
+    }
+
+    fn key(d: &DecisionRecord) -> Line {
+        (d.time.as_ms(), d.kind.as_str(), d.job.0, d.task.map(|t| t.0), d.gpus.iter().map(|g| g.0).collect())
+    }
+
+    fn live(driver: &Driver) -> Vec<Line> {
+        driver.decisions().iter().map(key).collect()
+    }
+
+    #[test]
+    fn a_session_replays_to_the_same_decisions() {
+        let mut d = Driver::new(config("2x1", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(100, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(150, vec![Input::Submit { job: job("b", &[("x", 1, &[]), ("y", 1, &[])]) }])).unwrap();
+        assert_eq!(d.assignments(0, |_| String::new()).len(), 1);
+        d.apply(batch(900, vec![Input::Beat { node: 0 }, Input::Beat { node: 1 }])).unwrap();
+        d.apply(batch(1200, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
+        d.apply(batch(1900, vec![Input::Beat { node: 0 }, Input::Beat { node: 1 }])).unwrap();
+        d.apply(batch(
+            2500,
+            vec![Input::Exit { task: 1, attempt: 1, code: 0 }, Input::Exit { task: 2, attempt: 1, code: 0 }],
+        ))
+        .unwrap();
+        assert_eq!(d.job_state(0), "succeeded");
+        assert_eq!(d.job_state(1), "succeeded");
+        let decisions = live(&d);
+        assert_eq!(decisions.iter().filter(|x| x.1 == "start").count(), 3);
+        assert_eq!(decisions, simulated(&d));
+    }
+
+    #[test]
+    fn a_silent_node_is_declared_dead_and_its_task_retried_elsewhere() {
+        let mut d = Driver::new(config("2x1", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        // Task 0 runs on node 0 (pack). Only node 1 keeps beating.
+        assert_eq!(d.assignments(0, |_| String::new()).len(), 1);
+        for t in [1000, 2000, 3000, 4000] {
+            d.apply(batch(t, vec![Input::Beat { node: 1 }])).unwrap();
+        }
+        // Node 0's last beat was at 0: declared dead at 3 s, the task restarted on node 1.
+        assert!(d.node_dead(0));
+        let on1 = d.assignments(1, |_| String::new());
+        assert_eq!((on1.len(), on1[0].attempt), (1, 2));
+        d.apply(batch(4500, vec![Input::Exit { task: 0, attempt: 2, code: 0 }])).unwrap();
+        // Node 0 comes back.
+        d.apply(batch(5000, vec![Input::Beat { node: 0 }, Input::Beat { node: 1 }])).unwrap();
+        assert!(!d.node_dead(0));
+        let decisions = live(&d);
+        assert!(decisions.iter().any(|x| x.1 == "fail" && x.0 == 3000), "{decisions:?}");
+        assert_eq!(decisions, simulated(&d));
+    }
+
+    #[test]
+    fn dependencies_release_tasks_and_a_rebuild_keeps_the_decisions() {
+        let mut d = Driver::new(config("1x2", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::Submit { job: job("dag", &[("prep", 1, &[]), ("train", 2, &["prep"])]) }]))
+            .unwrap();
+        assert_eq!(d.assignments(0, |_| String::new()).len(), 1);
+        d.apply(batch(500, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
+        // `train` arrives 1 ms later, through a tick applied before the next batch.
+        let ticks = d.apply(batch(600, vec![Input::Beat { node: 0 }])).unwrap();
+        assert_eq!(ticks, vec![batch(501, vec![Input::Tick])]);
+        let a = d.assignments(0, |_| String::new());
+        assert_eq!((a.len(), a[0].task_name.as_str(), a[0].gpus.len()), (1, "train", 2));
+        d.apply(batch(900, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
+        assert_eq!(d.job_state(0), "succeeded");
+        assert_eq!(live(&d), simulated(&d));
+        // A driver built from the journal alone is the same driver.
+        let mut again = Driver::new(config("1x2", "fifo")).unwrap();
+        for b in d.journal().to_vec() {
+            again.apply(b).unwrap();
+        }
+        assert_eq!(live(&again), live(&d));
+    }
+
+    #[test]
+    fn cancel_stops_a_running_job_and_its_gpus_return() {
+        let mut d = Driver::new(config("1x1", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(20, vec![Input::Submit { job: job("b", &[("0", 1, &[])]) }])).unwrap();
+        assert_eq!(d.assignments(0, |_| String::new())[0].job, "a");
+        d.apply(batch(30, vec![Input::Cancel { job: 0 }])).unwrap();
+        assert_eq!(d.job_state(0), "cancelled");
+        assert_eq!(d.assignments(0, |_| String::new())[0].job, "b");
+        assert!(d.apply(batch(30, vec![Input::Tick])).is_err(), "time must move forward");
+    }
+}
