@@ -167,7 +167,7 @@ impl Session {
 
     /// Exports the journal and replays it in the simulator: its decisions in the same form,
     /// and its digest.
-    fn replay(&self, heartbeat_s: &str, missed: &str) -> (Vec<String>, String) {
+    fn replay(&self, policy: &str, heartbeat_s: &str, missed: &str) -> (Vec<String>, String) {
         let trace = self.dir.join("trace");
         let out = self.dir.join("replay");
         let _ = std::fs::remove_dir_all(&out);
@@ -181,6 +181,8 @@ impl Session {
                 "simulate",
                 "--trace",
                 trace.to_str().unwrap(),
+                "--policy",
+                policy,
                 "--heartbeat-s",
                 heartbeat_s,
                 "--missed-beats",
@@ -246,7 +248,7 @@ fn a_live_session_replays_in_the_simulator_with_the_same_decisions() {
     assert_eq!(dag["tasks"][1]["exit_code"], 0);
     let (live, live_digest) = s.decisions();
     assert_eq!(live.iter().filter(|l| l.contains(",start,")).count(), 6, "{live:?}");
-    let (replayed, sim_digest) = s.replay("0.2", "5");
+    let (replayed, sim_digest) = s.replay("fifo", "0.2", "5");
     assert_eq!(live, replayed);
     assert_eq!(live_digest, sim_digest);
 }
@@ -335,7 +337,7 @@ fn a_killed_agent_is_declared_dead_and_its_task_reruns_elsewhere() {
     }
     let (live, digest) = s.decisions();
     assert!(live.iter().any(|l| l.contains(",fail,")), "{live:?}");
-    assert_eq!(s.replay("0.2", "3"), (live, digest));
+    assert_eq!(s.replay("fifo", "0.2", "3"), (live, digest));
 }
 
 #[test]
@@ -404,4 +406,108 @@ fn kill_9_of_the_coordinator_loses_no_job_and_starts_no_task_twice() {
     let mut expected: Vec<String> = acknowledged.iter().map(|n| format!("{n} 1")).collect();
     expected.sort_unstable();
     assert_eq!(lines, expected, "seed {seed}: each task must run exactly once");
+}
+
+#[test]
+fn a_preempted_task_is_stopped_term_then_kill_and_resumes_later() {
+    let args = ["--cluster", "1x1:SIM", "--policy", "srtf[duration=estimate]", "--heartbeat-s", "0.2"];
+    let mut s = Session::start("preempt", &args);
+    s.agent("n0", 1);
+    s.wait_agents(1);
+    // The long task ignores SIGTERM: it is killed after the 1 s grace.
+    let marks = s.dir.join("attempts.txt");
+    let long = format!(
+        "echo \"start $SCHEDLAB_ATTEMPT\" >> {0}; trap '' TERM; sleep 1.5; echo \"end $SCHEDLAB_ATTEMPT\" >> {0}",
+        marks.display()
+    );
+    let job = |name: &str, command: &str, estimate: f64| json!({ "name": name, "tasks": [{ "name": "0", "command": command, "estimate_s": estimate }] });
+    s.submit(job("long", &long, 100.0)).unwrap();
+    wait_for(30, "`long` to run", || (s.job("long")["tasks"][0]["status"] == "running").then_some(()));
+    // Let its process start, then a shorter job preempts it.
+    wait_for(30, "`long`'s process", || std::fs::read_to_string(&marks).ok().filter(|t| t.contains("start 1")));
+    s.submit(job("short", "sleep 0.2", 0.5)).unwrap();
+    let jobs = s.wait_jobs_ended(60);
+    for j in jobs["jobs"].as_array().unwrap() {
+        assert_eq!(j["state"], "succeeded", "{jobs:#}");
+    }
+    assert_eq!(s.job("long")["tasks"][0]["attempt"], 2);
+    // Attempt 1 never ended by itself: it was killed; attempt 2 ran to the end.
+    let text = std::fs::read_to_string(&marks).unwrap();
+    assert_eq!(text, "start 1\nstart 2\nend 2\n");
+    let log = std::fs::read_to_string(s.dir.join("agent-n0.log")).unwrap();
+    assert!(
+        log.contains("stopping task 0 attempt 1 (SIGTERM)") && log.contains("task 0 attempt 1 exited 137 (stopped)"),
+        "{log}"
+    );
+    let (live, digest) = s.decisions();
+    assert!(live.iter().any(|l| l.contains(",preempt,")), "{live:?}");
+    assert_eq!(s.replay("srtf[duration=estimate]", "0.2", "3"), (live, digest));
+}
+
+/// Builds the fake libnvidia-ml (tests in live/ test it on its own) into `dir`.
+fn fake_nvml(dir: &Path, control: &str) -> (PathBuf, PathBuf) {
+    let so = dir.join("libnvidia-ml.so.1");
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("live/tests/fake_nvml/fake_nvml.c");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let out = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&so)
+        .arg(&source)
+        .arg("-lpthread")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ctl = PathBuf::from(format!("{}.ctl", so.display()));
+    std::fs::write(&ctl, control).unwrap();
+    (so, ctl)
+}
+
+#[test]
+fn an_xid_error_takes_the_gpu_out_and_the_task_reruns_elsewhere() {
+    let mut s = Session::start("xid", &["--cluster", "2x1:SIM", "--heartbeat-s", "0.2"]);
+    // Node 0: the real NVML backend on the fake library; node 1: the simulated backend.
+    let (so, ctl) = fake_nvml(&s.dir, "devices 1\n");
+    let inject = s.dir.join("inject-n1.txt");
+    std::fs::write(&inject, "").unwrap();
+    let token = s.state().join("token");
+    for (name, node, backend) in [
+        ("n0", "0", format!("nvml:{}", so.display())),
+        ("n1", "1", format!("sim:gpus=1,prefix=n1,inject={}", inject.display())),
+    ] {
+        let work = s.dir.join(format!("agent-{name}"));
+        let args = ["live", "agent", "--coordinator", &s.addr, "--token-file", token.to_str().unwrap(), "--name", name];
+        let args = [
+            &args[..],
+            &["--node", node, "--backend", &backend, "--work-dir", work.to_str().unwrap(), "--grace-s", "1"],
+        ]
+        .concat();
+        s.procs.spawn(name, &args, &s.dir.join(format!("agent-{name}.log")));
+    }
+    s.wait_agents(2);
+    let cluster: Value = s.client().get("/v1/cluster").unwrap();
+    assert_eq!(cluster["nodes"][0]["gpus"][0]["uuid"], "GPU-fa4e0000-0000-4000-8000-000000000000");
+    assert_eq!(cluster["nodes"][0]["gpus"][0]["name"], "Fake NVIDIA A100-SXM4-40GB");
+    s.submit(json!({ "name": "long", "tasks": [task("0", "sleep 3", &[])] })).unwrap();
+    let node = wait_for(30, "`long` to run", || {
+        let t = s.job("long")["tasks"][0].clone();
+        (t["status"] == "running").then(|| t["placed"][0]["node"].as_u64().unwrap())
+    });
+    let append = |path: &Path, line: &str| {
+        use std::io::Write;
+        writeln!(std::fs::OpenOptions::new().append(true).open(path).unwrap(), "{line}").unwrap();
+    };
+    append(if node == 0 { &ctl } else { &inject }, "xid 0 79");
+    let rerun = wait_for(30, "`long` to rerun on the other node", || {
+        let t = s.job("long")["tasks"][0].clone();
+        (t["status"] == "running" && t["attempt"] == 2).then(|| t["placed"][0]["node"].as_u64().unwrap())
+    });
+    assert_eq!(rerun, 1 - node);
+    let cluster: Value = s.client().get("/v1/cluster").unwrap();
+    assert_eq!(cluster["nodes"][node as usize]["gpus"][0]["state"], "out");
+    let log = std::fs::read_to_string(s.dir.join("coordinator.log")).unwrap();
+    assert!(log.contains("XID 79 on GPU-"), "{log}");
+    s.wait_jobs_ended(60);
+    let (live, digest) = s.decisions();
+    assert!(live.iter().any(|l| l.contains(",fail,")), "{live:?}");
+    assert_eq!(s.replay("fifo", "0.2", "3"), (live, digest));
 }

@@ -34,6 +34,8 @@ pub struct AgentOptions {
 
 struct Running {
     child: Child,
+    /// The GPUs it was given (UUIDs).
+    gpus: Vec<String>,
     /// When SIGTERM was sent, if it was.
     stopping: Option<Instant>,
 }
@@ -48,6 +50,8 @@ pub struct Agent {
     running: BTreeMap<(u32, u32), Running>,
     exits: Vec<ExitReport>,
     health: Vec<HealthEvent>,
+    /// What the last heartbeat answer said this node must run.
+    assignments: Vec<Assignment>,
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {
@@ -66,6 +70,7 @@ impl Agent {
             running: BTreeMap::new(),
             exits: Vec::new(),
             health: Vec::new(),
+            assignments: Vec::new(),
         }
     }
 
@@ -103,6 +108,10 @@ impl Agent {
                 if self.reap() {
                     break;
                 }
+                // Escalate stops past their grace; start what waited for a stopped process.
+                let assignments = std::mem::take(&mut self.assignments);
+                self.reconcile(&assignments);
+                self.assignments = assignments;
             }
         }
         self.stop_all();
@@ -142,6 +151,7 @@ impl Agent {
         self.health.drain(..request.health.len());
         self.exits.retain(|x| !reply.acked.contains(x));
         self.reconcile(&reply.assignments);
+        self.assignments = reply.assignments;
         Ok(Duration::from_millis(reply.heartbeat_ms.max(10)))
     }
 
@@ -165,6 +175,12 @@ impl Agent {
         let wanted: BTreeSet<(u32, u32)> = assignments.iter().map(|a| (a.task, a.attempt)).collect();
         for a in assignments {
             let key = (a.task, a.attempt);
+            // A process being stopped still holds its GPUs: start what replaces it once it is gone.
+            let busy =
+                self.running.iter().any(|(k, r)| !wanted.contains(k) && r.gpus.iter().any(|g| a.gpus.contains(g)));
+            if busy && !self.started.contains(&key) {
+                continue;
+            }
             if self.started.insert(key) {
                 match self.spawn(a) {
                     Ok(child) => {
@@ -176,7 +192,7 @@ impl Agent {
                             child.id(),
                             a.gpus.join(",")
                         ));
-                        self.running.insert(key, Running { child, stopping: None });
+                        self.running.insert(key, Running { child, gpus: a.gpus.clone(), stopping: None });
                     }
                     Err(e) => {
                         self.log(format!("cannot start {}/{}: {e}", a.job, a.task_name));
