@@ -511,3 +511,67 @@ fn an_xid_error_takes_the_gpu_out_and_the_task_reruns_elsewhere() {
     assert!(live.iter().any(|l| l.contains(",fail,")), "{live:?}");
     assert_eq!(s.replay("fifo", "0.2", "3"), (live, digest));
 }
+
+#[test]
+fn the_command_line_clients_submit_show_and_cancel() {
+    let mut s = Session::start("cli", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2"]);
+    s.agent("n0", 1);
+    s.wait_agents(1);
+    let token = s.state().join("token");
+    let cli = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["live"])
+            .args(&args[..1])
+            .args(["--coordinator", &s.addr, "--token-file", token.to_str().unwrap()])
+            .args(&args[1..])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = cli(&["submit", "--name", "sleeper", "--", "sleep", "30"]);
+    assert_eq!((code, out.as_str()), (Some(0), "submitted job 0 `sleeper`\n"), "{err}");
+    let file = s.dir.join("dag.json");
+    let dag = json!({ "name": "dag", "tasks": [task("a", "true", &[]), task("b", "true", &["a"])] });
+    std::fs::write(&file, dag.to_string()).unwrap();
+    let (code, out, _) = cli(&["submit", "--file", file.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (Some(0), "submitted job 1 `dag`\n"));
+    let cyclic = json!({ "name": "cyc", "tasks": [task("a", "true", &["b"]), task("b", "true", &["a"])] });
+    std::fs::write(&file, cyclic.to_string()).unwrap();
+    let (code, _, err) = cli(&["submit", "--file", file.to_str().unwrap()]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("400: job `cyc`: its dependencies form a cycle: a -> b -> a"), "{err}");
+    wait_for(30, "`sleeper` to run", || {
+        cli(&["status", "sleeper"]).1.contains("task 0 running attempt 1").then_some(())
+    });
+    let (_, out, _) = cli(&["status"]);
+    assert!(
+        out.contains("sleeper") && out.contains("running") && out.contains("dag") && out.contains("waiting"),
+        "{out}"
+    );
+    let (_, out, _) = cli(&["status", "--cluster"]);
+    assert!(
+        out.contains("node 0 (SIM) alive agent n0") && out.contains("GPU-n0-0 SIM busy sleeper/0 (job 0)"),
+        "{out}"
+    );
+    let (code, out, _) = cli(&["cancel", "sleeper"]);
+    assert_eq!((code, out.as_str()), (Some(0), "job 0 `sleeper`: cancelled\n"));
+    let (code, _, err) = cli(&["cancel", "sleeper"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("409: job `sleeper` has already ended (cancelled)"), "{err}");
+    s.wait_jobs_ended(60);
+    let (_, out, _) = cli(&["status", "dag"]);
+    assert!(out.contains("job 1 `dag` succeeded") && out.contains("task b succeeded attempt 1 exit 0"), "{out}");
+    let (_, out, _) = cli(&["status", "--decisions"]);
+    assert!(out.contains("reject") && out.contains("cancelled by the user") && out.contains("digest "), "{out}");
+    std::fs::write(s.dir.join("bad-token"), "x".repeat(64)).unwrap();
+    let out = Command::new(BIN)
+        .args(["live", "status", "--coordinator", &s.addr, "--token-file"])
+        .arg(s.dir.join("bad-token"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("401 unauthorised"));
+}
