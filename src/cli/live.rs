@@ -24,6 +24,8 @@ pub enum LiveCommand {
     Status(StatusArgs),
     /// Cancel a job (by id or name): its running tasks are stopped, the rest never run.
     Cancel(CancelArgs),
+    /// List the GPUs a backend finds, and watch their health for a while (--watch-s).
+    Gpus(GpusArgs),
     /// Write a state directory's journal as a canonical trace (for `schedlab simulate --trace`);
     /// works on a stopped coordinator's state, after a crash too.
     Export(ExportArgs),
@@ -164,6 +166,16 @@ pub struct CancelArgs {
 }
 
 #[derive(Args)]
+pub struct GpusArgs {
+    /// nvml, nvml:PATH or sim[:...], as for `live agent`.
+    #[arg(long, default_value = "nvml")]
+    backend: String,
+    /// Watch for health events (XID, ECC, lost GPUs) this many seconds.
+    #[arg(long, default_value = "0")]
+    watch_s: String,
+}
+
+#[derive(Args)]
 pub struct ExportArgs {
     #[arg(long, default_value = "schedlab-live")]
     state: PathBuf,
@@ -190,6 +202,27 @@ pub fn run(command: LiveCommand) -> CliResult {
                 v["name"].as_str().unwrap_or(""),
                 v["state"].as_str().unwrap_or("")
             ))
+        }
+        LiveCommand::Gpus(a) => {
+            let mut backend = live::backend::from_spec(&a.backend)?;
+            let mut out = String::new();
+            for g in backend.gpus()? {
+                out += &format!(
+                    "{} {} {} {} MiB ({} MiB used) {} % {} C\n",
+                    g.index, g.uuid, g.name, g.memory_total_mib, g.memory_used_mib, g.utilisation_pct, g.temperature_c
+                );
+            }
+            for p in backend.processes()? {
+                out += &format!("process {} on {} using {} MiB\n", p.pid, p.uuid, p.used_memory_mib);
+            }
+            emit(out)?;
+            let until = std::time::Instant::now() + Duration::from_millis(millis("watch-s", &a.watch_s)?);
+            while std::time::Instant::now() < until {
+                for e in backend.health(200)? {
+                    emit(format!("health: {e}\n"))?;
+                }
+            }
+            Ok(())
         }
         LiveCommand::Export(a) => {
             let store = live::store::Store::open(&a.state)?;
