@@ -18,7 +18,7 @@ fn main() {
         max_retries: 3,
         default_work_ms: 3_600_000,
     };
-    let mut d = Driver::new(config).unwrap();
+    let mut d = Driver::new(config.clone()).unwrap();
     d.apply(d.start_batch()).unwrap();
     let (mut beat_time, mut beats) = (Duration::ZERO, 0u32);
     let (mut submit_time, mut submits) = (Duration::ZERO, 0u32);
@@ -79,4 +79,14 @@ fn main() {
             (beat_time, beats, submit_time, submits) = (Duration::ZERO, 0, Duration::ZERO, 0);
         }
     }
+    let journal = d.journal().to_vec();
+    let started = Instant::now();
+    let again = Driver::replay(config, journal).unwrap();
+    println!(
+        "restart: replaying {} batches ({} jobs) took {:.0} ms",
+        again.journal().len(),
+        again.submissions().len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    assert_eq!(again.controller().digest_hex(), d.controller().digest_hex());
 }

@@ -89,20 +89,17 @@ impl Coordinator {
             }
             (None, None) => return Err("a new state directory needs the cluster and policy".into()),
         };
-        let mut driver = Driver::new(config)?;
         let journal = store.batches()?;
         let mut store = store;
-        let base_ms = if journal.is_empty() {
+        let (driver, base_ms) = if journal.is_empty() {
+            let mut driver = Driver::new(config)?;
             let start = driver.start_batch();
             store.append(std::slice::from_ref(&start))?;
             driver.apply(start)?;
-            1
+            (driver, 1)
         } else {
             let last = journal.last().map_or(0, |b| b.time_ms);
-            for batch in journal {
-                driver.apply(batch)?;
-            }
-            last + 1
+            (Driver::replay(config, journal)?, last + 1)
         };
         let agents = store.agents()?.into_iter().map(|a| (a.name.clone(), a)).collect();
         let server = Server::http(&options.listen).map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;

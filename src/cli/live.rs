@@ -227,10 +227,7 @@ pub fn run(command: LiveCommand) -> CliResult {
         LiveCommand::Export(a) => {
             let store = live::store::Store::open(&a.state)?;
             let config = store.config()?.ok_or_else(|| format!("{}: no coordinator state here", a.state.display()))?;
-            let mut driver = Driver::new(config)?;
-            for batch in store.batches()? {
-                driver.apply(batch)?;
-            }
+            let driver = Driver::replay(config, store.batches()?)?;
             write_journal(&driver, &a.out)?;
             emit(format!("wrote {} ({} jobs)\n", a.out.display(), driver.trace().workload.len()))
         }
