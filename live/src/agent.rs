@@ -25,6 +25,9 @@ pub struct AgentOptions {
     pub addr: String,
     /// Ask for this node of the cluster.
     pub node: Option<u32>,
+    /// Between heartbeats, ask for new assignments this often (a start reaches the node
+    /// within this, not within a heartbeat interval).
+    pub poll: Duration,
     /// SIGTERM, then SIGKILL after this long.
     pub grace: Duration,
     /// Task logs (`logs/`) and checkpoints (`checkpoints/JOB/TASK`, kept across attempts).
@@ -103,10 +106,18 @@ impl Agent {
             };
             // Wait for the next beat, but report an exit at once.
             let until = Instant::now() + interval;
+            let mut polled = Instant::now();
             while Instant::now() < until && !stop.load(Ordering::Relaxed) {
                 self.collect_health(20);
-                if self.reap() {
+                if self.reap() || !self.health.is_empty() {
                     break;
+                }
+                if self.registered.is_some() && polled.elapsed() >= self.options.poll {
+                    polled = Instant::now();
+                    let path = format!("/v1/agents/{}/assignments", self.options.name);
+                    if let Ok(assignments) = self.client.get::<Vec<Assignment>>(&path) {
+                        self.assignments = assignments;
+                    }
                 }
                 // Escalate stops past their grace; start what waited for a stopped process.
                 let assignments = std::mem::take(&mut self.assignments);

@@ -257,6 +257,14 @@ impl Coordinator {
             (Method::Get, ["v1", "decisions"]) => Ok((200, self.decisions_json())),
             (Method::Post, ["v1", "agents", "register"]) => self.register(parse(body)?),
             (Method::Post, ["v1", "agents", "heartbeat"]) => self.heartbeat(parse(body)?),
+            (Method::Get, ["v1", "agents", name, "assignments"]) => {
+                let agent = self
+                    .agents
+                    .get(*name)
+                    .cloned()
+                    .ok_or_else(|| Refusal::new(404, format!("no agent `{name}`: register first")))?;
+                Ok((200, serde_json::to_value(self.assignments_of(&agent)).unwrap_or(Value::Null)))
+            }
             (
                 _,
                 ["v1", "jobs"]
@@ -581,8 +589,17 @@ impl Coordinator {
             }
         }
         self.commit(inputs).map_err(Self::internal)?;
+        let assignments = self.assignments_of(&agent);
+        let reply = HeartbeatReply { assignments, acked: h.exits, heartbeat_ms: self.driver.config().heartbeat_ms };
+        Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
+    }
+}
+
+impl Coordinator {
+    /// What `agent`'s node must run, with its GPUs' UUIDs.
+    fn assignments_of(&self, agent: &AgentRecord) -> Vec<crate::api::Assignment> {
         let addr_of = |n: u32| self.agent_of(n).map(|a| a.addr.clone()).unwrap_or_default();
-        let mut assignments = self.driver.assignments(node, addr_of);
+        let mut assignments = self.driver.assignments(agent.node, addr_of);
         for a in &mut assignments {
             a.gpus = a
                 .gpus
@@ -596,8 +613,7 @@ impl Coordinator {
                 })
                 .collect();
         }
-        let reply = HeartbeatReply { assignments, acked: h.exits, heartbeat_ms: self.driver.config().heartbeat_ms };
-        Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
+        assignments
     }
 }
 

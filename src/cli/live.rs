@@ -107,6 +107,9 @@ pub struct AgentArgs {
     /// sim[:gpus=N,name=NAME,prefix=P,inject=FILE] (made-up GPUs, for tests).
     #[arg(long, default_value = "nvml")]
     backend: String,
+    /// Seconds between asking for new tasks (between heartbeats, which report).
+    #[arg(long, default_value = "0.5")]
+    poll_s: String,
     /// Seconds between SIGTERM and SIGKILL when a task is stopped.
     #[arg(long, default_value = "10")]
     grace_s: String,
@@ -280,6 +283,7 @@ fn run_agent(a: AgentArgs) -> CliResult {
         name,
         addr: a.addr,
         node: a.node,
+        poll: Duration::from_millis(millis("poll-s", &a.poll_s)?.max(10)),
         grace: Duration::from_millis(millis("grace-s", &a.grace_s)?),
         work_dir: a.work_dir,
         quiet: a.quiet,
