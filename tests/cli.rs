@@ -77,6 +77,112 @@ fn summary_json_has_every_promised_key_and_the_job_table_every_job() {
     assert_eq!(jobs_csv.lines().count(), 201, "header + one row per job");
 }
 
+/// The time series of the fifo scenario below (a: 2 GPUs 0..10, b: 4 GPUs 10..15 waiting from
+/// 0, c: 1 GPU 15..17 waiting from 1) in 5 s buckets, averaged over each bucket:
+/// [0,5): 2 GPUs, waiting (5 + 4) / 5 = 1.8; [5,10): 2 GPUs, 2 waiting; [10,15): 4 GPUs, c
+/// waiting; [15,17) (cut at the run's end): 1 GPU. Three arrivals in the first bucket; a ends
+/// in the third, b and c in the fourth.
+#[test]
+fn time_series_matches_a_hand_computed_run() {
+    let dir = scratch("cli", "series");
+    std::fs::write(
+        dir.join("jobs.csv"),
+        "job_id,submit_s,duration_s,gpus,queue
+a,0,10,2,x
+b,0,5,4,y
+c,1,2,1,x
+",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let trace = dir.join("jobs.csv");
+    let args = ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "1x4:A", "--series-bucket-s", "5"];
+    let out = schedlab(&[&args[..], &["--out", out_dir.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let series = std::fs::read_to_string(out_dir.join("timeseries.csv")).unwrap();
+    let rows: Vec<&str> = series.lines().skip(1).collect();
+    assert_eq!(
+        rows,
+        [
+            "0.000,5.000,4,2.000,0.000,0.000,1.800,1.000,3,0,0,0.000000",
+            "5.000,10.000,4,2.000,0.000,0.000,2.000,1.000,0,0,0,0.000000",
+            "10.000,15.000,4,4.000,0.000,0.000,1.000,1.000,0,1,0,0.000000",
+            "15.000,17.000,4,1.000,0.000,0.000,0.000,1.000,0,2,0,0.000000",
+        ]
+    );
+    // Per queue: x holds a (2 GPUs) then c (1 GPU, waiting from 1 to 15); y holds b.
+    let queues = std::fs::read_to_string(out_dir.join("queue_timeseries.csv")).unwrap();
+    let rows: Vec<&str> = queues.lines().skip(1).collect();
+    assert_eq!(
+        rows,
+        [
+            "0.000,5.000,x,2.000,0.800,1.000",
+            "0.000,5.000,y,0.000,1.000,0.000",
+            "5.000,10.000,x,2.000,1.000,1.000",
+            "5.000,10.000,y,0.000,1.000,0.000",
+            "10.000,15.000,x,0.000,1.000,0.000",
+            "10.000,15.000,y,4.000,0.000,1.000",
+            "15.000,17.000,x,1.000,0.000,1.000",
+            "15.000,17.000,y,0.000,0.000,0.000",
+        ]
+    );
+}
+
+/// A DAG job through the CLI: tasks.csv lists every task with its state and upstreams, and
+/// jobs.csv its critical path; a cycle or a dangling name is refused with its line.
+#[test]
+fn dag_jobs_run_and_bad_dags_are_refused_with_their_line() {
+    let dir = scratch("cli", "dag");
+    let head = "job_id,task_id,submit_s,duration_s,gpus,depends_on\n";
+    let good = dir.join("good.csv");
+    std::fs::write(&good, format!("{head}p,prep,0,10,1,\np,train,0,100,2,prep\np,alert,0,1,1,train:failure\n"))
+        .unwrap();
+    let out_dir = dir.join("out");
+    let out = schedlab(&[
+        "simulate",
+        "--trace",
+        good.to_str().unwrap(),
+        "--cluster",
+        "1x2:A",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let tasks = std::fs::read_to_string(out_dir.join("tasks.csv")).unwrap();
+    assert_eq!(
+        tasks,
+        "job,task,name,state,first_start_s,finish_s,gpus,depends_on\n\
+         p,0,prep,succeeded,0.000,10.000,1,\n\
+         p,1,train,succeeded,10.000,110.000,2,prep\n\
+         p,2,alert,skipped,,110.000,1,train\n"
+    );
+    let jobs = std::fs::read_to_string(out_dir.join("jobs.csv")).unwrap();
+    assert!(jobs.lines().nth(1).unwrap().ends_with(",succeeded,,110.000"), "{jobs}");
+
+    let cyclic = dir.join("cyclic.csv");
+    std::fs::write(&cyclic, format!("{head}p,a,0,10,1,\np,b,0,10,1,a;c\np,c,0,10,1,b\n")).unwrap();
+    let dangling = dir.join("dangling.csv");
+    std::fs::write(&dangling, format!("{head}p,a,0,10,1,\np,b,0,10,1,a:any;x\n")).unwrap();
+    for (file, expected) in [
+        (&cyclic, "cyclic.csv:2: job `p`: its tasks' dependencies form a cycle: b -> c -> b"),
+        (&dangling, "dangling.csv:3: field `depends_on`: expected task names of this job (a, b)"),
+    ] {
+        for command in [
+            &["simulate", "--trace", file.to_str().unwrap(), "--cluster", "1x2:A"][..],
+            &["trace", "validate", file.to_str().unwrap()],
+        ] {
+            let out = schedlab(command);
+            assert!(!out.status.success(), "{command:?} accepted a bad DAG");
+            assert!(
+                stderr(&out).contains(expected) || stdout(&out).contains(expected),
+                "{command:?}: {}{}",
+                stdout(&out),
+                stderr(&out)
+            );
+        }
+    }
+}
+
 /// The fifo scenario of policies/tests/schedules.rs through the CLI: a (2 GPUs, 10 s) at 0,
 /// b (4, 5) at 0, c (1, 2) at 1 on 1 x 4 GPUs run 0..10, 10..15, 15..17.
 #[test]

@@ -279,7 +279,7 @@ fn bad_requests_are_refused_with_reasons() {
     let cyclic = json!({ "name": "c", "tasks": [task("a", "true", &["c"]), task("b", "true", &["a"]), task("c", "true", &["b"])] });
     let (code, reason) = err(c.post("/v1/jobs", &cyclic));
     assert_eq!(code, 400);
-    assert!(reason.contains("cycle: a -> c -> b -> a"), "{reason}");
+    assert!(reason.contains("its tasks' dependencies form a cycle: a -> b -> c -> a"), "{reason}");
     let (code, _) = err(c.get("/v1/jobs/nope"));
     assert_eq!(code, 404);
     c.post::<_, Value>("/v1/jobs", &json!({ "name": "ok", "tasks": [task("0", "true", &[])] })).unwrap();
@@ -543,7 +543,7 @@ fn the_command_line_clients_submit_show_and_cancel() {
     std::fs::write(&file, cyclic.to_string()).unwrap();
     let (code, _, err) = cli(&["submit", "--file", file.to_str().unwrap()]);
     assert_eq!(code, Some(2));
-    assert!(err.contains("400: job `cyc`: its dependencies form a cycle: a -> b -> a"), "{err}");
+    assert!(err.contains("400: job `cyc`: its tasks' dependencies form a cycle: a -> b -> a"), "{err}");
     wait_for(30, "`sleeper` to run", || {
         cli(&["status", "sleeper"]).1.contains("task 0 running attempt 1").then_some(())
     });

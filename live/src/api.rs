@@ -3,7 +3,7 @@
 
 use crate::backend::{GpuInfo, HealthEvent};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// `POST /v1/jobs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,60 +130,33 @@ impl JobRequest {
                 }
             }
         }
-        if let Some(cycle) = find_cycle(&self.tasks) {
-            return Err(Refusal::bad(format!(
-                "job `{}`: its dependencies form a cycle: {}",
-                self.name,
-                cycle.join(" -> ")
-            )));
-        }
+        // The simulator's own check: references, and a cycle printed as its path.
+        let index = |name: &str| self.tasks.iter().position(|t| t.name == name);
+        let tasks = self
+            .tasks
+            .iter()
+            .map(|t| {
+                let mut spec = sim::TaskSpec::new(t.name.clone(), t.gpus, sim::SimDuration(1));
+                spec.deps = t
+                    .depends_on
+                    .iter()
+                    .filter_map(|d| index(d))
+                    .map(|upstream| sim::Dependency { upstream, kind: sim::DepKind::Success })
+                    .collect();
+                spec
+            })
+            .collect();
+        let spec = sim::JobSpec {
+            name: self.name.clone(),
+            submit: sim::SimTime::ZERO,
+            queue: None,
+            deadline: None,
+            priority: 0,
+            tasks,
+        };
+        sim::dag::check_job(&spec).map_err(|e| Refusal::bad(e.to_string()))?;
         Ok(estimates)
     }
-}
-
-/// A dependency cycle among `tasks`, as task names with the first repeated at the end
-/// (`a -> b -> a`), or `None`. Depth-first, tasks and edges in the given order.
-pub fn find_cycle(tasks: &[TaskRequest]) -> Option<Vec<String>> {
-    let index: BTreeMap<&str, usize> = tasks.iter().enumerate().map(|(i, t)| (t.name.as_str(), i)).collect();
-    // 0: unseen, 1: on the current path, 2: done.
-    let mut mark = vec![0u8; tasks.len()];
-    let mut path: Vec<usize> = Vec::new();
-    for start in 0..tasks.len() {
-        if mark[start] != 0 {
-            continue;
-        }
-        // Iterative DFS: (task, next edge to follow).
-        let mut stack = vec![(start, 0usize)];
-        mark[start] = 1;
-        path.push(start);
-        while let Some(&mut (task, ref mut edge)) = stack.last_mut() {
-            let deps = &tasks[task].depends_on;
-            if *edge < deps.len() {
-                let next = index.get(deps[*edge].as_str()).copied();
-                *edge += 1;
-                let Some(next) = next else { continue };
-                match mark[next] {
-                    0 => {
-                        mark[next] = 1;
-                        path.push(next);
-                        stack.push((next, 0));
-                    }
-                    1 => {
-                        let from = path.iter().position(|&p| p == next).unwrap_or(0);
-                        let mut cycle: Vec<String> = path[from..].iter().map(|&p| tasks[p].name.clone()).collect();
-                        cycle.push(tasks[next].name.clone());
-                        return Some(cycle);
-                    }
-                    _ => {}
-                }
-            } else {
-                mark[task] = 2;
-                path.pop();
-                stack.pop();
-            }
-        }
-    }
-    None
 }
 
 /// `POST /v1/agents/register`.
@@ -269,14 +242,14 @@ mod tests {
     }
 
     #[test]
-    fn cycles_are_found_and_printed() {
-        assert_eq!(find_cycle(&[task("a", &[]), task("b", &["a"])]), None);
-        let c = find_cycle(&[task("a", &["c"]), task("b", &["a"]), task("c", &["b"])]).unwrap();
-        assert_eq!(c, ["a", "c", "b", "a"]);
-        assert_eq!(find_cycle(&[task("a", &["a"])]).unwrap(), ["a", "a"]);
-        let job = JobRequest { name: "j".into(), queue: None, tasks: vec![task("x", &["y"]), task("y", &["x"])] };
-        let e = job.validate().unwrap_err();
-        assert_eq!(e.reason, "job `j`: its dependencies form a cycle: x -> y -> x");
+    fn cycles_are_refused_with_their_path() {
+        let job = |tasks| JobRequest { name: "j".into(), queue: None, tasks };
+        assert!(job(vec![task("a", &[]), task("b", &["a"])]).validate().is_ok());
+        let e = job(vec![task("a", &["c"]), task("b", &["a"]), task("c", &["b"])]).validate().unwrap_err();
+        assert_eq!(e.reason, "job `j`: its tasks' dependencies form a cycle: a -> b -> c -> a");
+        assert!(job(vec![task("a", &["a"])]).validate().is_err());
+        let e = job(vec![task("x", &["y"]), task("y", &["x"])]).validate().unwrap_err();
+        assert_eq!((e.status, e.reason.as_str()), (400, "job `j`: its tasks' dependencies form a cycle: x -> y -> x"));
     }
 
     #[test]

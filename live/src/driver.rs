@@ -26,10 +26,14 @@
 use crate::api::{Assignment, JobRequest, Refusal};
 use serde::{Deserialize, Serialize};
 use sim::{
-    Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DecisionRecord, Effect, FailureConfig, GpuId,
-    JobId, JobSpec, NodeId, Policy, SimDuration, SimTime, TaskId, TaskSpec, TaskStatus, Workload,
+    Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DecisionRecord, DepKind, Dependency, Effect,
+    FailureConfig, GpuId, JobId, JobOutcome, JobSpec, NodeId, Policy, SimDuration, SimTime, TaskId, TaskSpec,
+    TaskStatus, Timer, Workload,
 };
 use std::collections::{BTreeMap, BTreeSet};
+
+/// A completion-phase event of a batch: (schedule order, an exit (task, attempt, code), a timer).
+type Completion = (u64, Option<(u32, u32, i32)>, Option<Timer>);
 
 /// One input of a batch, as journaled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,6 +113,9 @@ pub struct Driver {
     /// Heartbeat deadlines (one per delivered beat, as the engine queues them) and wake-ups.
     deadlines: BTreeMap<SimTime, u32>,
     wakes: BTreeMap<SimTime, u32>,
+    /// What the Controller asked to be told about (start windows, progress points), with the
+    /// order they were asked in.
+    timers: BTreeMap<SimTime, Vec<(u64, Timer)>>,
     /// The order attempts started in (the engine pops same-time completions in this order).
     start_seq: BTreeMap<(TaskId, u32), u64>,
     next_seq: u64,
@@ -169,6 +176,7 @@ impl Driver {
             gpu_out: BTreeSet::new(),
             deadlines: BTreeMap::new(),
             wakes: BTreeMap::new(),
+            timers: BTreeMap::new(),
             start_seq: BTreeMap::new(),
             next_seq: 0,
             trace_events: Vec::new(),
@@ -224,7 +232,7 @@ impl Driver {
     /// The earliest time something is due without any input (a heartbeat deadline, a
     /// wake-up, a dependency release), if any.
     pub fn next_due(&self) -> Option<SimTime> {
-        [self.deadlines.keys().next(), self.wakes.keys().next(), self.arrivals.keys().next()]
+        [self.deadlines.keys().next(), self.wakes.keys().next(), self.arrivals.keys().next(), self.timers.keys().next()]
             .into_iter()
             .flatten()
             .copied()
@@ -288,7 +296,6 @@ impl Driver {
         let estimates = request.validate().unwrap_or_else(|_| vec![None; request.tasks.len()]);
         let index = self.submissions.len();
         let n = request.tasks.len();
-        let has_deps = request.tasks.iter().any(|t| !t.depends_on.is_empty());
         self.submissions.push(Submission {
             request,
             submit: at,
@@ -297,29 +304,20 @@ impl Driver {
             cancelled: false,
             estimates,
         });
-        if has_deps {
-            let roots: Vec<usize> =
-                (0..n).filter(|&t| self.submissions[index].request.tasks[t].depends_on.is_empty()).collect();
-            for t in roots {
-                self.add_unit(index, vec![t], at);
-            }
-        } else {
-            self.add_unit(index, (0..n).collect(), at);
-        }
+        self.add_unit(index, at);
     }
 
-    fn add_unit(&mut self, submission: usize, tasks: Vec<usize>, at: SimTime) {
+    /// The submission as one Controller job, its `depends_on` as the job's task DAG
+    /// (`success` edges: a task runs once its upstream tasks succeeded).
+    fn add_unit(&mut self, submission: usize, at: SimTime) {
         let s = &self.submissions[submission];
-        let split = tasks.len() == 1 && s.request.tasks.iter().any(|t| !t.depends_on.is_empty());
-        let name = if split {
-            format!("{}/{}", s.request.name, s.request.tasks[tasks[0]].name)
-        } else {
-            s.request.name.clone()
-        };
-        let specs = tasks
+        let index_of = |name: &str| s.request.tasks.iter().position(|t| t.name == name);
+        let specs = s
+            .request
+            .tasks
             .iter()
-            .map(|&t| {
-                let r = &s.request.tasks[t];
+            .enumerate()
+            .map(|(t, r)| {
                 let estimate = s.estimates[t].map(SimDuration);
                 let mut spec = TaskSpec::new(
                     r.name.clone(),
@@ -329,15 +327,28 @@ impl Driver {
                 spec.estimate = estimate;
                 spec.gpu_type = r.gpu_type.clone();
                 spec.single_node = r.single_node;
+                spec.deps = r
+                    .depends_on
+                    .iter()
+                    .filter_map(|d| index_of(d))
+                    .map(|upstream| Dependency { upstream, kind: DepKind::Success })
+                    .collect();
                 spec
             })
             .collect();
-        let spec = JobSpec { name, submit: at, queue: s.request.queue.clone(), deadline: None, tasks: specs };
+        let spec = JobSpec {
+            name: s.request.name.clone(),
+            submit: at,
+            queue: s.request.queue.clone(),
+            deadline: None,
+            priority: 0,
+            tasks: specs,
+        };
         let unit = self.units.len();
         let first_task = self.task_origin.len();
-        for (k, &t) in tasks.iter().enumerate() {
+        for t in 0..spec.tasks.len() {
             self.task_origin.push((submission, t));
-            self.submissions[submission].task_ids[t] = Some(TaskId::from_index(first_task + k));
+            self.submissions[submission].task_ids[t] = Some(TaskId::from_index(first_task + t));
         }
         self.units.push(Unit { submission, spec });
         self.arrivals.entry(at).or_default().push(unit);
@@ -349,17 +360,12 @@ impl Driver {
     }
 
     /// A driver with `journal` applied: what [`Driver::apply`] of each batch in turn gives,
-    /// faster. When no job in it has dependencies, every job is known up front (each
-    /// submission is one job, in journal order), so one Controller replays the whole journal
-    /// instead of one rebuild per submission.
+    /// faster. Every job is known up front (each submission is one job, in journal order), so
+    /// one Controller replays the whole journal instead of one rebuild per submission.
     pub fn replay(config: DriverConfig, journal: Vec<Batch>) -> Result<Driver, String> {
         let mut d = Driver::new(config)?;
-        let has_dag = journal.iter().flat_map(|b| &b.inputs).any(|i| match i {
-            Input::Submit { job } => job.tasks.iter().any(|t| !t.depends_on.is_empty()),
-            _ => false,
-        });
         let increasing = journal.windows(2).all(|w| w[0].time_ms < w[1].time_ms);
-        if has_dag || !increasing {
+        if !increasing {
             for batch in journal {
                 d.apply(batch)?;
             }
@@ -408,6 +414,7 @@ impl Driver {
             gpu_out: BTreeSet::new(),
             deadlines: BTreeMap::new(),
             wakes: BTreeMap::new(),
+            timers: BTreeMap::new(),
             start_seq: BTreeMap::new(),
             next_seq: 0,
             trace_events: Vec::new(),
@@ -480,26 +487,35 @@ impl Driver {
                 }
             }
         }
-        // Completions, in the order their attempts started.
-        let mut exits: Vec<(u64, u32, u32, i32)> = batch
+        // Completions and the Controller's timers, in the order the engine's heap would pop
+        // them (the order they were scheduled in).
+        let mut completions: Vec<Completion> = batch
             .inputs
             .iter()
             .filter_map(|i| match *i {
                 Input::Exit { task, attempt, code } => {
                     let seq = self.start_seq.get(&(TaskId(task), attempt)).copied()?;
-                    Some((seq, task, attempt, code))
+                    Some((seq, Some((task, attempt, code)), None))
                 }
                 _ => None,
             })
             .collect();
-        exits.sort_unstable();
-        exits.dedup_by_key(|e| (e.1, e.2));
-        for (_, task, attempt, code) in exits {
-            if (task as usize) < self.task_origin.len() && self.controller.task_exited(TaskId(task), attempt) {
+        completions
+            .extend(self.timers.remove(&at).unwrap_or_default().into_iter().map(|(seq, t)| (seq, None, Some(t))));
+        completions.sort_by_key(|c| (c.0, c.1));
+        completions.dedup_by_key(|c| (c.0, c.1.map(|e| (e.0, e.1))));
+        for (_, exit, timer) in completions {
+            if let Some(timer) = timer {
+                changed |= self.controller.timer_fired(timer);
+            }
+            let Some((task, attempt, code)) = exit else { continue };
+            let failure = (code != 0).then(|| format!("its process exited with code {code}"));
+            if (task as usize) < self.task_origin.len()
+                && self.controller.task_exited(TaskId(task), attempt, failure.as_deref())
+            {
                 changed = true;
                 let (s, t) = self.task_origin[task as usize];
                 self.submissions[s].exit_codes[t] = Some(code);
-                self.release_dependents(s, at);
             }
         }
         // Arrivals.
@@ -557,6 +573,11 @@ impl Driver {
                 }
             }
         }
+        let timers: Vec<(SimTime, Timer)> = self.controller.take_timers().collect();
+        for (t, timer) in timers {
+            self.timers.entry(t).or_default().push((self.next_seq, timer));
+            self.next_seq += 1;
+        }
     }
 
     fn beat(&mut self, node: u32, at: SimTime) {
@@ -573,27 +594,6 @@ impl Driver {
     fn gpu_at(&self, node: u32, slot: u32) -> Option<GpuId> {
         let n = self.cluster.nodes().get(node as usize)?;
         (slot < n.gpu_count).then(|| n.gpu_at(slot))
-    }
-
-    /// After a task of submission `s` succeeded: tasks whose dependencies all exited 0 are
-    /// released 1 ms later (a unit arrives in a batch of its own time).
-    fn release_dependents(&mut self, s: usize, at: SimTime) {
-        let sub = &self.submissions[s];
-        let succeeded = |name: &str| {
-            sub.request.tasks.iter().position(|t| t.name == name).is_some_and(|i| sub.exit_codes[i] == Some(0))
-        };
-        let ready: Vec<usize> = (0..sub.request.tasks.len())
-            .filter(|&t| {
-                let r = &sub.request.tasks[t];
-                sub.task_ids[t].is_none() && !r.depends_on.is_empty() && r.depends_on.iter().all(|d| succeeded(d))
-            })
-            .collect();
-        if sub.cancelled {
-            return;
-        }
-        for t in ready {
-            self.add_unit(s, vec![t], at + SimDuration(1));
-        }
     }
 
     /// What `node` must run now: every running attempt with GPUs on it.
@@ -633,23 +633,27 @@ impl Driver {
     }
 
     /// The state of submission `s` as users see it: `waiting`, `running`, `succeeded`,
-    /// `failed` (a task exited non-zero, or failed past its retries), `cancelled`.
+    /// `failed` (a task failed past its retries or exited non-zero), `cancelled`,
+    /// `rejected` (by the policy) or `unschedulable`.
     pub fn job_state(&self, s: usize) -> &'static str {
         let sub = &self.submissions[s];
         if sub.cancelled {
             return "cancelled";
         }
-        let statuses: Vec<Option<TaskStatus>> = sub.task_ids.iter().map(|t| t.map(|t| self.task_status(t))).collect();
-        if sub.exit_codes.iter().any(|c| c.is_some_and(|c| c != 0))
-            || statuses.iter().any(|s| matches!(s, Some(TaskStatus::Failed | TaskStatus::Unschedulable)))
-        {
-            let open = statuses.iter().any(|s| s.is_some_and(|s| !s.is_final()));
-            return if open { "failing" } else { "failed" };
+        let unit = self.units.iter().position(|u| u.submission == s);
+        let outcome = unit
+            .filter(|&u| u < self.controller.workload().len())
+            .map(|u| &self.controller.job(JobId::from_index(u)).outcome);
+        match outcome {
+            Some(Some(JobOutcome::Succeeded)) => "succeeded",
+            Some(Some(JobOutcome::Failed(_))) => "failed",
+            Some(Some(JobOutcome::Rejected(_))) => "rejected",
+            Some(Some(JobOutcome::Unschedulable(_))) => "unschedulable",
+            _ => {
+                let running = sub.task_ids.iter().flatten().any(|&t| self.task_status(t) == TaskStatus::Running);
+                if running { "running" } else { "waiting" }
+            }
         }
-        if statuses.iter().all(|s| *s == Some(TaskStatus::Succeeded)) {
-            return "succeeded";
-        }
-        if statuses.contains(&Some(TaskStatus::Running)) { "running" } else { "waiting" }
     }
 
     /// A task's status (`Pending` until its unit reached the Controller).
@@ -799,27 +803,49 @@ mod tests {
     }
 
     #[test]
-    fn dependencies_release_tasks_and_a_rebuild_keeps_the_decisions() {
+    fn dependencies_run_in_the_controller_and_a_rebuild_keeps_the_decisions() {
         let mut d = Driver::new(config("1x2", "fifo")).unwrap();
         d.apply(d.start_batch()).unwrap();
-        d.apply(batch(10, vec![Input::Submit { job: job("dag", &[("prep", 1, &[]), ("train", 2, &["prep"])]) }]))
-            .unwrap();
+        let dag = job("dag", &[("prep", 1, &[]), ("train", 2, &["prep"]), ("eval", 1, &["train"])]);
+        d.apply(batch(10, vec![Input::Submit { job: dag }])).unwrap();
         assert_eq!(d.assignments(0, |_| String::new()).len(), 1);
-        d.apply(batch(500, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
-        // `train` arrives 1 ms later, through a tick applied before the next batch.
-        let ticks = d.apply(batch(600, vec![Input::Beat { node: 0 }])).unwrap();
-        assert_eq!(ticks, vec![batch(501, vec![Input::Tick])]);
+        assert_eq!(d.task_status(TaskId(1)), TaskStatus::Pending);
+        // `train` starts as soon as `prep` succeeded, in the same batch.
+        let ticks = d.apply(batch(500, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
+        assert_eq!(ticks, vec![]);
         let a = d.assignments(0, |_| String::new());
         assert_eq!((a.len(), a[0].task_name.as_str(), a[0].gpus.len()), (1, "train", 2));
-        d.apply(batch(900, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
-        assert_eq!(d.job_state(0), "succeeded");
-        assert_eq!(live(&d), simulated(&d));
+        // `train` exits non-zero: it fails for good (no retry) and `eval` is skipped.
+        d.apply(batch(900, vec![Input::Exit { task: 1, attempt: 1, code: 3 }])).unwrap();
+        assert_eq!(d.job_state(0), "failed");
+        assert_eq!(d.task_status(TaskId(2)), TaskStatus::Skipped);
+        assert!(d.decisions().iter().any(|r| r.detail == "its process exited with code 3"));
+        // A second job, so the Controller is rebuilt from the journal.
+        d.apply(batch(1000, vec![Input::Submit { job: job("b", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(1200, vec![Input::Exit { task: 3, attempt: 1, code: 0 }])).unwrap();
+        assert_eq!(d.job_state(1), "succeeded");
         // A driver built from the journal alone is the same driver.
         let mut again = Driver::new(config("1x2", "fifo")).unwrap();
         for b in d.journal().to_vec() {
             again.apply(b).unwrap();
         }
         assert_eq!(live(&again), live(&d));
+    }
+
+    #[test]
+    fn a_dag_session_replays_to_the_same_decisions() {
+        let mut d = Driver::new(config("1x2", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        let dag = job("dag", &[("prep", 1, &[]), ("a", 1, &["prep"]), ("b", 1, &["prep"]), ("join", 2, &["a", "b"])]);
+        d.apply(batch(10, vec![Input::Submit { job: dag }])).unwrap();
+        d.apply(batch(300, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
+        d.apply(batch(700, vec![Input::Exit { task: 2, attempt: 1, code: 0 }])).unwrap();
+        d.apply(batch(800, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
+        d.apply(batch(1300, vec![Input::Exit { task: 3, attempt: 1, code: 0 }])).unwrap();
+        assert_eq!(d.job_state(0), "succeeded");
+        let trace = d.trace();
+        assert_eq!(trace.workload.jobs()[0].tasks[3].deps.len(), 2);
+        assert_eq!(live(&d), simulated(&d));
     }
 
     #[test]

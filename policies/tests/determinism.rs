@@ -103,10 +103,19 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                         estimate: Some(SimDuration(estimate_ms)),
                         checkpoint: None,
                         restart_overhead: None,
+                        deps: Vec::new(),
+                        window: sim::Window::default(),
                     }
                 })
                 .collect();
-            JobSpec { name: format!("job{j}"), submit: SimTime(submit_ms), queue: None, deadline: None, tasks }
+            JobSpec {
+                name: format!("job{j}"),
+                submit: SimTime(submit_ms),
+                queue: None,
+                deadline: None,
+                priority: 0,
+                tasks,
+            }
         })
         .collect()
 }

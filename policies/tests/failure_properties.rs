@@ -94,6 +94,8 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             estimate: Some(SimDuration(work_ms * quarters / 4)),
             checkpoint,
             restart_overhead,
+            deps: Vec::new(),
+            window: sim::Window::default(),
         })
 }
 
@@ -107,7 +109,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
         for (i, t) in tasks.iter_mut().enumerate() {
             t.name = i.to_string();
         }
-        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline, tasks }
+        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline, priority: 0, tasks }
     })
 }
 
@@ -313,6 +315,8 @@ fn config_of(case: &Case) -> ControllerConfig {
         failures: case.failures,
         check_invariants: true,
         record_decisions: true,
+        // Short buckets, so that levels are split at many bucket edges.
+        series_bucket: Some(SimDuration::from_secs(600)),
     }
 }
 
@@ -969,6 +973,7 @@ fn greedy(policy_name: &str) -> bool {
 fn check(spec: &str, case: &Case) -> Result<(), TestCaseError> {
     let r = run_case(spec, case);
     let ctx = format!("spec {spec} (run as {}), seed {}", r.policy, case.seed);
+    common::check_series(&r).map_err(|e| TestCaseError::fail(format!("{ctx}: time series: {e}")))?;
     let workload = Workload::new(case.jobs.clone()).expect("valid workload");
     let hw = Hw::new(&case.pools, &sorted_events(case), &case.failures);
     let mut replay = Replay::new(&hw, case, &workload);

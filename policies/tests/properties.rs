@@ -46,6 +46,8 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             estimate: Some(SimDuration(work_ms * quarters / 4)),
             checkpoint: None,
             restart_overhead: None,
+            deps: Vec::new(),
+            window: sim::Window::default(),
         },
     )
 }
@@ -59,7 +61,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
         for (i, t) in tasks.iter_mut().enumerate() {
             t.name = i.to_string();
         }
-        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline: None, tasks }
+        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline: None, priority: 0, tasks }
     })
 }
 
@@ -597,6 +599,7 @@ fn check(spec: &str, overhead_ms: u64, case: &Case) -> Result<(), TestCaseError>
     // Little's law, exactly: the jobs-in-system integral is the sum of the jobs' times in system.
     let in_system: u128 = r.jobs.iter().map(|j| u128::from(j.end.map_or(0, |e| e.as_ms()) - j.submit.as_ms())).sum();
     prop_assert_eq!(s.in_system_job_ms, in_system, "{}: Little's law", ctx);
+    common::check_series(&r).map_err(|e| TestCaseError::fail(format!("{ctx}: time series: {e}")))?;
 
     // Strict fifo: first starts in arrival (task id) order.
     if matches!(discipline, Discipline::HeadBlocks { in_order: true, .. }) {
@@ -783,6 +786,8 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
         estimate: Some(SimDuration(1000)),
         checkpoint: None,
         restart_overhead: None,
+        deps: Vec::new(),
+        window: sim::Window::default(),
     };
     let cases = [
         (task(8, None, false), true),
@@ -803,6 +808,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
             submit: SimTime(0),
             queue: None,
             deadline: None,
+            priority: 0,
             tasks: vec![t.clone()],
         })
         .collect();

@@ -39,6 +39,7 @@ pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
         "lost_gpu_hours",
         "state",
         "reason",
+        "critical_path_s",
     ])?;
     for j in &run.jobs {
         let succeeded = j.outcome == Some(sim::JobOutcome::Succeeded);
@@ -66,6 +67,32 @@ pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
             &format!("{:.6}", hours(u128::from(j.lost_redo_mgpu_ms + j.lost_lag_mgpu_ms + j.lost_overhead_mgpu_ms))),
             state,
             reason,
+            &j.critical_path_ms.map(|ms| secs(SimTime(ms))).unwrap_or_default(),
+        ])?;
+    }
+    w.flush()
+}
+
+/// Per-task table of jobs with several tasks (DAG jobs and gangs): what a Gantt chart is
+/// drawn from. `depends_on` lists the upstream task names, `;`-separated.
+pub fn write_tasks_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(["job", "task", "name", "state", "first_start_s", "finish_s", "gpus", "depends_on"])?;
+    let mut first_of_job = 0;
+    for (i, t) in run.tasks.iter().enumerate() {
+        if i == 0 || run.tasks[i - 1].job != t.job {
+            first_of_job = i;
+        }
+        let deps: Vec<&str> = t.deps.iter().map(|d| run.tasks[first_of_job + d.upstream].name.as_str()).collect();
+        w.write_record([
+            run.jobs[t.job.index()].name.as_str(),
+            &t.task.0.to_string(),
+            &t.name,
+            t.status.as_str(),
+            &opt_secs(t.first_start),
+            &opt_secs(t.finish),
+            &t.gpus.to_string(),
+            &deps.join(";"),
         ])?;
     }
     w.flush()

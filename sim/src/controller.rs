@@ -6,14 +6,16 @@
 use crate::alloc::FreeGpus;
 use crate::alloc::WHOLE_GPU_MILLI;
 use crate::cluster::Cluster;
+use crate::deps::{Dag, Timer};
 use crate::digest::Digest;
 use crate::failure::FailureConfig;
 use crate::health::Health;
 use crate::ids::{GpuId, JobId, NodeId, TaskId};
 use crate::plan::{Decision, Mark, Plan};
 use crate::policy::Policy;
-use crate::record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResult, RunStats};
+use crate::record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResult, RunStats, TaskRecord};
 use crate::rng::{StreamRng, stream};
+use crate::series::{Levels, QueueDelta, Series};
 use crate::state::{JobOutcome, JobState, TaskState, TaskStatus};
 use crate::time::{SimDuration, SimTime};
 use crate::view::{Change, ClusterView};
@@ -35,6 +37,9 @@ pub struct ControllerConfig {
     pub check_invariants: bool,
     /// Keep the decision log in memory for output (it is always hashed).
     pub record_decisions: bool,
+    /// Width of the time series' buckets; `None`: about 500 buckets over the submit span
+    /// (see [`crate::series::auto_width`]).
+    pub series_bucket: Option<SimDuration>,
 }
 
 impl Default for ControllerConfig {
@@ -46,6 +51,7 @@ impl Default for ControllerConfig {
             failures: FailureConfig::default(),
             check_invariants: cfg!(debug_assertions),
             record_decisions: false,
+            series_bucket: None,
         }
     }
 }
@@ -82,6 +88,16 @@ pub struct Controller {
     /// Milli-GPUs held by running tasks.
     pub(crate) allocated_mgpus: u64,
     pub(crate) running_tasks: u32,
+    /// Milli-GPUs held by running tasks stalled on broken hardware.
+    pub(crate) stalled_mgpus: u64,
+    /// Tasks a policy may start (ready, preempted, retrying).
+    pub(crate) waiting_tasks: u64,
+    /// Each job's queue, as an index into the series' queue names.
+    job_queue: Vec<u32>,
+    pub(crate) series: Series,
+    pub(crate) dag: Dag,
+    /// Timers asked for since the driver last took them (see `take_timers`).
+    pub(crate) timers: Vec<(SimTime, Timer)>,
     /// Jobs arrived and not ended.
     pub(crate) in_system: u64,
     pub(crate) stats: RunStats,
@@ -104,6 +120,7 @@ impl Controller {
                 submit: spec.submit,
                 arrived: false,
                 open_tasks: spec.tasks.len() as u32,
+                failure: None,
                 outcome: None,
                 end: None,
             });
@@ -140,7 +157,16 @@ impl Controller {
             }
         }
         let stats = RunStats { cluster_gpus: cluster.gpu_count(), ..RunStats::default() };
+        let (queues, job_queue) = queue_index(&workload);
+        let dag = Dag::new(&workload, |t| tasks[t.index()].checkpoint);
+        let width = config.series_bucket.unwrap_or_else(|| crate::series::auto_width(&workload));
         Controller {
+            series: Series::new(width, queues),
+            dag,
+            timers: Vec::new(),
+            job_queue,
+            stalled_mgpus: 0,
+            waiting_tasks: 0,
             rng: stream(config.seed, &format!("policy:{policy_name}")),
             policy_name: policy_name.to_string(),
             free: FreeGpus::all_free(&cluster),
@@ -194,6 +220,14 @@ impl Controller {
             self.stats.in_system_job_ms += u128::from(dt) * u128::from(self.in_system);
             self.stats.broken_gpu_ms += dt * u64::from(self.health.broken_gpus());
         }
+        let levels = Levels {
+            allocated_mgpus: self.allocated_mgpus,
+            stalled_mgpus: self.stalled_mgpus,
+            unusable_gpus: u64::from(self.health.unusable_gpus()),
+            waiting: self.waiting_tasks,
+            running: u64::from(self.running_tasks),
+        };
+        self.series.advance(&levels, now);
         self.now = now;
     }
 
@@ -202,13 +236,15 @@ impl Controller {
         self.stats.events += 1;
         if self.stats.first_submit.is_none() {
             self.stats.first_submit = Some(self.now);
+            self.series.start(self.now);
         }
+        self.series.count(self.now, |b| b.arrivals += 1);
         let j = &mut self.jobs[job.index()];
         assert!(!j.arrived, "{job} arrived twice (seed {})", self.config.seed);
         j.arrived = true;
         if let Some(reason) = self.unschedulable_reason(job) {
             for t in self.jobs[job.index()].tasks() {
-                self.tasks[t.index()].status = TaskStatus::Unschedulable;
+                self.set_status(t, TaskStatus::Unschedulable);
             }
             let j = &mut self.jobs[job.index()];
             j.open_tasks = 0;
@@ -217,10 +253,7 @@ impl Controller {
             return;
         }
         self.in_system += 1;
-        for t in self.jobs[job.index()].tasks() {
-            self.tasks[t.index()].status = TaskStatus::Ready;
-            self.changes.push(Change::TaskReady(t));
-        }
+        self.arrive_tasks(job);
     }
 
     /// Why `job` can never run on this cluster, if it cannot.
@@ -268,19 +301,13 @@ impl Controller {
         self.stats.events += 1;
         let gpus = self.end_attempt(task);
         self.release_to_free(task, &gpus);
-        let t = &mut self.tasks[task.index()];
+        self.set_status(task, TaskStatus::Succeeded);
+        let t = &self.tasks[task.index()];
         debug_assert_eq!(t.remaining, SimDuration::ZERO, "{task} completed with work left");
-        t.status = TaskStatus::Succeeded;
-        t.finish = Some(self.now);
         let job = t.job;
         self.log(DecisionKind::Finish, job, Some(task), &gpus, "");
         self.changes.push(Change::TaskFinished(task));
-        let j = &mut self.jobs[job.index()];
-        j.open_tasks -= 1;
-        if j.open_tasks == 0 {
-            self.in_system -= 1;
-            self.end_job(job, JobOutcome::Succeeded);
-        }
+        self.task_ended(task, None);
         true
     }
 
@@ -294,6 +321,7 @@ impl Controller {
         j.outcome = Some(outcome);
         j.end = Some(self.now);
         self.stats.last_end = Some(self.now);
+        self.series.count(self.now, |b| b.completions += 1);
         self.changes.push(Change::JobEnded(job));
     }
 
@@ -326,8 +354,16 @@ impl Controller {
         t.lost_redo_mgpu_ms += lost.as_ms() * gpus;
         t.lost_lag_mgpu_ms += stalled.as_ms() * gpus;
         t.lost_overhead_mgpu_ms += overhead_paid.as_ms() * gpus;
-        t.stalled_since = None;
+        self.reached(task, done_now);
+        let t = &mut self.tasks[task.index()];
+        let was_stalled = t.stalled_since.take().is_some();
         let placed = std::mem::take(&mut t.placed);
+        let lost_mgpu_ms = (lost + stalled + overhead_paid).as_ms() * gpus;
+        self.series.count(now, |b| b.lost_mgpu_ms += lost_mgpu_ms);
+        if was_stalled {
+            self.stalled_mgpus -= gpus;
+        }
+        self.running_changed(task, -1);
         self.allocated_mgpus -= gpus;
         for &gpu in &placed {
             self.unhold(gpu, task);
@@ -437,15 +473,18 @@ impl Controller {
 
     fn commit_start(&mut self, task: TaskId, gpus: Vec<GpuId>, effects: &mut Vec<Effect>) {
         self.marks[task.index()] = Mark::None;
+        self.set_status(task, TaskStatus::Running);
+        self.running_changed(task, 1);
         let t = &mut self.tasks[task.index()];
         let restart = t.attempt > 0;
-        t.status = TaskStatus::Running;
         t.attempt += 1;
         t.run_start = self.now;
         t.overhead = if restart { t.restart_overhead } else { SimDuration::ZERO };
         // Started on hardware that is broken but not yet known to be: no progress from the start.
         if gpus.iter().any(|&g| self.health.broken(g)) {
             t.stalled_since = Some(self.now);
+            let mgpus = t.mgpus();
+            self.stalled_mgpus += mgpus;
         }
         t.first_start.get_or_insert(self.now);
         for &gpu in &gpus {
@@ -459,14 +498,15 @@ impl Controller {
         self.log(DecisionKind::Start, job, Some(task), &gpus, "");
         self.tasks[task.index()].placed = gpus;
         self.changes.push(Change::TaskStarted(task));
+        self.watch_progress(task);
         effects.push(Effect::Started { task, attempt, finish_at });
     }
 
     fn commit_preempt(&mut self, task: TaskId, effects: &mut Vec<Effect>) {
         self.marks[task.index()] = Mark::None;
         let gpus = self.end_attempt(task);
+        self.set_status(task, TaskStatus::Preempted);
         let t = &mut self.tasks[task.index()];
-        t.status = TaskStatus::Preempted;
         t.preemptions += 1;
         let job = t.job;
         self.stats.preemptions += 1;
@@ -478,7 +518,10 @@ impl Controller {
     fn commit_reject(&mut self, job: JobId, reason: String) {
         for t in self.jobs[job.index()].tasks() {
             self.marks[t.index()] = Mark::None;
-            self.tasks[t.index()].status = TaskStatus::Failed;
+            if !self.tasks[t.index()].status.is_final() {
+                self.set_status(t, TaskStatus::Failed);
+                self.tasks[t.index()].finish = Some(self.now);
+            }
         }
         self.jobs[job.index()].open_tasks = 0;
         self.in_system -= 1;
@@ -516,9 +559,11 @@ impl Controller {
     }
 
     /// Live mode: `task`'s attempt `attempt` ended on its own (its process exited), so its work
-    /// was exactly what it did: the work is set to that and the attempt completes now, as
+    /// was exactly what it did: the work is set to that. With `failure` (a non-zero exit) the
+    /// task fails for good with that reason, as a task past its retries does (a program's own
+    /// failure is not retried); otherwise the attempt completes now, as
     /// [`Controller::task_finished`] would complete it. False (nothing changed) when stale.
-    pub fn task_exited(&mut self, task: TaskId, attempt: u32) -> bool {
+    pub fn task_exited(&mut self, task: TaskId, attempt: u32, failure: Option<&str>) -> bool {
         let now = self.now;
         let t = &mut self.tasks[task.index()];
         if t.status != TaskStatus::Running || t.attempt != attempt || t.stalled_since.is_some() {
@@ -528,7 +573,18 @@ impl Controller {
         let progress = now.since(t.run_start).saturating_sub(t.overhead);
         t.work = done_before + progress;
         t.remaining = progress;
-        self.task_finished(task, attempt)
+        let Some(why) = failure else { return self.task_finished(task, attempt) };
+        self.stats.events += 1;
+        let gpus = self.end_attempt(task);
+        self.release_to_free(task, &gpus);
+        let t = &mut self.tasks[task.index()];
+        t.failures += 1;
+        let job = t.job;
+        self.stats.task_failures += 1;
+        self.changes.push(Change::TaskFailed(task));
+        self.log(DecisionKind::Fail, job, Some(task), &gpus, why);
+        self.task_failed_for_good(task, why.to_string());
+        true
     }
 
     /// Live mode: the user cancelled `job`. Its running attempts end now (their GPUs return),
@@ -549,7 +605,8 @@ impl Controller {
                 self.changes.push(Change::TaskFailed(task));
             }
             if !status.is_final() {
-                self.tasks[task.index()].status = TaskStatus::Failed;
+                self.set_status(task, TaskStatus::Failed);
+                self.tasks[task.index()].finish = Some(self.now);
             }
         }
         self.jobs[job.index()].open_tasks = 0;
@@ -601,9 +658,13 @@ impl Controller {
                     lost_lag_mgpu_ms: tasks.clone().map(|t| t.lost_lag_mgpu_ms).sum(),
                     lost_overhead_mgpu_ms: tasks.map(|t| t.lost_overhead_mgpu_ms).sum(),
                     outcome: state.outcome.clone(),
+                    critical_path_ms: self.critical_path_ms(state, spec),
                 }
             })
             .collect();
+        let tasks = self.task_records();
+        let mut series = self.series;
+        series.finish(self.now);
         let mut stats = self.stats;
         stats.digest = self.digest.hex();
         stats.last_event = self.now;
@@ -611,9 +672,91 @@ impl Controller {
             policy: self.policy_name,
             seed: self.config.seed,
             jobs,
+            tasks,
             stats,
             decisions: self.decision_log,
             health_series: self.health_series,
+            series,
         }
     }
+
+    /// The critical path of a DAG job over its tasks that were not skipped; `None` for a job
+    /// without dependencies.
+    fn critical_path_ms(&self, state: &JobState, spec: &crate::workload::JobSpec) -> Option<u64> {
+        if spec.tasks.iter().all(|t| t.deps.is_empty()) {
+            return None;
+        }
+        let ran = |i: usize| self.tasks[state.first_task.index() + i].status != TaskStatus::Skipped;
+        let duration = |i: usize| if ran(i) { spec.tasks[i].work.as_ms() } else { 0 };
+        let lag = |i: usize, d: usize| {
+            let dep = spec.tasks[i].deps[d];
+            let upstream = &self.tasks[state.first_task.index() + dep.upstream];
+            match dep.kind {
+                _ if !ran(dep.upstream) => 0,
+                crate::workload::DepKind::Data(at) => at.as_ms(),
+                crate::workload::DepKind::Checkpoint(n) => {
+                    (u64::from(n) * upstream.checkpoint.as_ms()).min(upstream.work.as_ms())
+                }
+                _ => duration(dep.upstream),
+            }
+        };
+        Some(crate::dag::schedule(spec, duration, lag).length_ms)
+    }
+
+    /// Records of the tasks of jobs with several tasks.
+    fn task_records(&self) -> Vec<TaskRecord> {
+        let mut records = Vec::new();
+        for (state, spec) in self.jobs.iter().zip(self.workload.jobs()) {
+            if spec.tasks.len() < 2 {
+                continue;
+            }
+            for (task, t_spec) in state.tasks().zip(&spec.tasks) {
+                let t = &self.tasks[task.index()];
+                records.push(TaskRecord {
+                    task,
+                    job: t.job,
+                    name: t_spec.name.clone(),
+                    status: t.status,
+                    gpus: t.gpus,
+                    first_start: t.first_start,
+                    finish: t.finish,
+                    preemptions: t.preemptions,
+                    failures: t.failures,
+                    deps: t_spec.deps.clone(),
+                });
+            }
+        }
+        records
+    }
+
+    /// Moves `task` to `status`, keeping the waiting-task counts (cluster and queue) true.
+    pub(crate) fn set_status(&mut self, task: TaskId, status: TaskStatus) {
+        let t = &mut self.tasks[task.index()];
+        let delta = i64::from(status.is_startable()) - i64::from(t.status.is_startable());
+        t.status = status;
+        if delta != 0 {
+            let queue = self.job_queue[t.job.index()] as usize;
+            self.waiting_tasks = self.waiting_tasks.checked_add_signed(delta).expect("waiting count below zero");
+            self.series.queue_change(queue, self.now, QueueDelta::Waiting(delta));
+        }
+    }
+
+    /// `task` started (`+1`) or stopped (`-1`) running: its queue's running levels change.
+    fn running_changed(&mut self, task: TaskId, sign: i64) {
+        let t = &self.tasks[task.index()];
+        let queue = self.job_queue[t.job.index()] as usize;
+        let mgpus = sign * i64::try_from(t.mgpus()).unwrap_or(i64::MAX);
+        self.series.queue_change(queue, self.now, QueueDelta::Running { tasks: sign, mgpus });
+    }
+}
+
+/// The workload's queue names ("-" first, for jobs without one, then sorted) and each job's
+/// index into them.
+fn queue_index(workload: &Workload) -> (Vec<String>, Vec<u32>) {
+    let named: BTreeSet<&str> = workload.jobs().iter().filter_map(|j| j.queue.as_deref()).collect();
+    let mut names = vec!["-".to_string()];
+    names.extend(named.iter().map(|q| q.to_string()));
+    let index: BTreeMap<&str, u32> = named.iter().enumerate().map(|(i, &q)| (q, i as u32 + 1)).collect();
+    let job_queue = workload.jobs().iter().map(|j| j.queue.as_deref().map_or(0, |q| index[q])).collect();
+    (names, job_queue)
 }

@@ -21,6 +21,8 @@ pub enum SimError {
     MissingEstimate { policy: String, job: String },
     /// A cluster event names hardware the cluster does not have.
     BadEvent { index: usize, problem: String },
+    /// A task dependency this run cannot honour.
+    BadDependency { job: String, problem: String },
 }
 
 impl fmt::Display for SimError {
@@ -32,6 +34,7 @@ impl fmt::Display for SimError {
                  (give an estimate column, or use duration=oracle)"
             ),
             SimError::BadEvent { index, problem } => write!(f, "cluster event {index}: {problem}"),
+            SimError::BadDependency { job, problem } => write!(f, "job `{job}`: {problem}"),
         }
     }
 }
@@ -86,6 +89,7 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
             return Err(SimError::MissingEstimate { policy: policy.name().to_string(), job: job.name.clone() });
         }
     }
+    check_checkpoint_dependencies(&scenario.workload, config.checkpoint)?;
     let failures = config.failures;
     let Scenario { cluster, workload, events } = scenario;
     let controller = Controller::new(cluster, workload, policy.name(), config);
@@ -103,6 +107,31 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
     };
     while engine.step(policy) {}
     Ok(engine.controller.finish())
+}
+
+/// A `checkpoint=N` dependency needs an upstream that checkpoints at intervals: with the
+/// task's own interval or the run's default, it must not be continuous (zero).
+fn check_checkpoint_dependencies(workload: &Workload, default: crate::time::SimDuration) -> Result<(), SimError> {
+    for job in workload.jobs() {
+        for task in &job.tasks {
+            for dep in &task.deps {
+                let upstream = &job.tasks[dep.upstream];
+                if let crate::workload::DepKind::Checkpoint(n) = dep.kind
+                    && upstream.checkpoint.unwrap_or(default) == crate::time::SimDuration::ZERO
+                {
+                    return Err(SimError::BadDependency {
+                        job: job.name.clone(),
+                        problem: format!(
+                            "task `{}` waits for checkpoint {n} of `{}`, which checkpoints continuously (interval \
+                             0); give it a checkpoint_s, or the run a --checkpoint-s",
+                            task.name, upstream.name
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 struct Engine {
@@ -156,6 +185,9 @@ impl Engine {
         if changed || woken {
             self.decide(policy, changed);
         }
+        for (at, timer) in self.controller.take_timers() {
+            self.queue.push(at, Event::Timer(timer));
+        }
         true
     }
 
@@ -166,6 +198,7 @@ impl Engine {
                 self.controller.job_arrived(job);
                 true
             }
+            Event::Timer(timer) => self.controller.timer_fired(timer),
             Event::Wake => {
                 self.controller.wake();
                 *woken = true;

@@ -2,6 +2,7 @@
 //! the phase fixes same-time semantics, then `seq` (the order the event was scheduled) breaks
 //! the remaining ties. So the order is total and never depends on heap internals.
 
+use crate::deps::Timer;
 use crate::ids::{GpuId, JobId, NodeId, TaskId};
 use crate::time::SimTime;
 use std::cmp::Ordering;
@@ -44,6 +45,8 @@ pub enum Event {
         attempt: u32,
     },
     JobArrival(JobId),
+    /// A timer the Controller asked for (start windows, progress points of DAG dependencies).
+    Timer(Timer),
     Wake,
 }
 
@@ -63,7 +66,7 @@ impl Event {
             | Event::NodeMissedBeats { .. }
             | Event::NodeBeatsAgain { .. }
             | Event::BeatDeadline { .. } => PHASE_HARDWARE,
-            Event::TaskFinished { .. } => PHASE_COMPLETION,
+            Event::TaskFinished { .. } | Event::Timer(_) => PHASE_COMPLETION,
             Event::JobArrival(_) => PHASE_ARRIVAL,
             Event::Wake => PHASE_WAKE,
         }

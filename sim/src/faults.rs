@@ -15,6 +15,7 @@ impl Controller {
     /// Truth: `gpu` broke now. The task on it stops making progress.
     pub fn gpu_broke(&mut self, gpu: GpuId) {
         self.stats.failures += 1;
+        self.series.count(self.now, |b| b.failures += 1);
         self.health.set_gpu_broken(gpu, true);
         self.stall_tasks_on(&[gpu]);
         self.sample_health();
@@ -23,6 +24,7 @@ impl Controller {
     /// Truth: `node` went down now, with all its GPUs.
     pub fn node_broke(&mut self, node: NodeId) {
         self.stats.failures += 1;
+        self.series.count(self.now, |b| b.failures += 1);
         self.health.set_node_down(node, true);
         let gpus: Vec<GpuId> = self.cluster.node(node).gpus().collect();
         self.stall_tasks_on(&gpus);
@@ -98,7 +100,12 @@ impl Controller {
         for &gpu in gpus {
             let holders: Vec<TaskId> = self.holders(gpu).collect();
             for task in holders {
-                self.tasks[task.index()].stalled_since.get_or_insert(self.now);
+                let t = &mut self.tasks[task.index()];
+                if t.stalled_since.is_none() {
+                    t.stalled_since = Some(self.now);
+                    let mgpus = t.mgpus();
+                    self.stalled_mgpus += mgpus;
+                }
             }
         }
     }
@@ -147,16 +154,15 @@ impl Controller {
         self.stats.task_failures += 1;
         self.changes.push(Change::TaskFailed(task));
         if failures <= budget {
+            self.set_status(task, TaskStatus::Retrying);
             let t = &mut self.tasks[task.index()];
-            t.status = TaskStatus::Retrying;
             t.retries += 1;
             self.stats.retries += 1;
             self.log(DecisionKind::Fail, job, Some(task), &gpus, &format!("{why}; retry {failures} of {budget}"));
         } else {
-            self.tasks[task.index()].status = TaskStatus::Failed;
             let reason = format!("task {task} failed {failures} times ({why}); its retry budget was {budget}");
             self.log(DecisionKind::Fail, job, Some(task), &gpus, &reason);
-            self.fail_job(job, reason);
+            self.task_failed_for_good(task, reason);
         }
     }
 
@@ -177,7 +183,7 @@ impl Controller {
     }
 
     /// Ends `job` as failed: its running tasks stop, its waiting tasks will never run.
-    fn fail_job(&mut self, job: JobId, reason: String) {
+    pub(crate) fn fail_job(&mut self, job: JobId, reason: String) {
         for task in self.jobs[job.index()].tasks() {
             let status = self.tasks[task.index()].status;
             if status == TaskStatus::Running {
@@ -186,8 +192,9 @@ impl Controller {
                 self.changes.push(Change::TaskFailed(task));
             }
             if !status.is_final() {
-                self.tasks[task.index()].status = TaskStatus::Failed;
+                self.set_status(task, TaskStatus::Failed);
             }
+            self.tasks[task.index()].finish.get_or_insert(self.now);
         }
         self.jobs[job.index()].open_tasks = 0;
         self.in_system -= 1;

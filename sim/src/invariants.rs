@@ -65,10 +65,17 @@ impl Controller {
 
     /// Gangs whole, inside one allowed pool, on one node when asked; counts agree.
     fn check_running_tasks(&self) -> Result<(), String> {
-        let (mut running, mut allocated) = (0u32, 0u64);
+        let (mut running, mut allocated, mut stalled, mut waiting) = (0u32, 0u64, 0u64, 0u64);
         for (index, t) in self.tasks.iter().enumerate() {
             let task = crate::ids::TaskId::from_index(index);
             let running_now = t.status == TaskStatus::Running;
+            waiting += u64::from(t.status.is_startable());
+            if t.stalled_since.is_some() {
+                if !running_now {
+                    return Err(format!("task t{index} is {} but marked stalled", t.status.as_str()));
+                }
+                stalled += t.mgpus();
+            }
             if running_now == t.placed.is_empty() {
                 return Err(format!("task t{index} is {} but holds {} GPUs", t.status.as_str(), t.placed.len()));
             }
@@ -102,6 +109,12 @@ impl Controller {
             return Err(format!(
                 "{running} tasks hold {allocated} milli-GPUs, but the counters say {} and {}",
                 self.running_tasks, self.allocated_mgpus
+            ));
+        }
+        if (stalled, waiting) != (self.stalled_mgpus, self.waiting_tasks) {
+            return Err(format!(
+                "{stalled} stalled milli-GPUs and {waiting} waiting tasks, but the counters say {} and {}",
+                self.stalled_mgpus, self.waiting_tasks
             ));
         }
         let held = (0..self.owner.len()).filter(|&g| !self.idle(GpuId::from_index(g))).count() as u32;

@@ -2,8 +2,10 @@
 //! decision log (always hashed into the digest, kept in memory only when asked for).
 
 use crate::ids::{GpuId, JobId, TaskId};
-use crate::state::JobOutcome;
+use crate::series::Series;
+use crate::state::{JobOutcome, TaskStatus};
 use crate::time::SimTime;
+use crate::workload::Dependency;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobRecord {
@@ -29,6 +31,27 @@ pub struct JobRecord {
     pub lost_overhead_mgpu_ms: u64,
     /// `None` when the run ended with the job still waiting or running (a stalled policy).
     pub outcome: Option<JobOutcome>,
+    /// For a job with task dependencies: the length of its critical path over the tasks that
+    /// were not skipped (true work, and progress points for `data`/`checkpoint` edges), the
+    /// shortest it could have run on an empty cluster.
+    pub critical_path_ms: Option<u64>,
+}
+
+/// One task of a job of several tasks (the record a DAG's Gantt chart is drawn from).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRecord {
+    pub task: TaskId,
+    pub job: JobId,
+    pub name: String,
+    pub status: TaskStatus,
+    pub gpus: u32,
+    pub first_start: Option<SimTime>,
+    /// When it reached its final state.
+    pub finish: Option<SimTime>,
+    pub preemptions: u32,
+    pub failures: u32,
+    /// Its dependencies; `upstream` indexes the job's tasks (its records, in order).
+    pub deps: Vec<Dependency>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,9 +145,13 @@ pub struct RunResult {
     pub policy: String,
     pub seed: u64,
     pub jobs: Vec<JobRecord>,
+    /// The tasks of jobs with several tasks, in task order (empty when every job has one).
+    pub tasks: Vec<TaskRecord>,
     pub stats: RunStats,
     /// The decision log, when the run was configured to keep it.
     pub decisions: Vec<DecisionRecord>,
     /// Broken and unusable GPUs over time, one sample per change (O(failures)).
     pub health_series: Vec<HealthSample>,
+    /// The cluster's time series, in fixed-width buckets.
+    pub series: Series,
 }

@@ -1,7 +1,9 @@
 //! Run-time state of tasks and jobs: the task state machine and the bookkeeping that
 //! metrics are computed from.
 //!
-//! Task states: `Pending` (its job has not arrived) -> `Ready` -> `Running` -> `Succeeded`;
+//! Task states: `Pending` (its job has not arrived, or it waits on its dependencies or start
+//! window) -> `Ready` -> `Running` -> `Succeeded`;
+//! `Pending` -> `Skipped` (a dependency can no longer be met: the branch not taken);
 //! `Running` -> `Preempted` (waiting to restart, its progress kept) -> `Running`;
 //! `Pending` -> `Unschedulable` (can never fit: reported, never offered to a policy);
 //! `Running` -> `Retrying` (its hardware failed and it has retries left; waiting to restart
@@ -23,6 +25,9 @@ pub enum TaskStatus {
     Succeeded,
     Failed,
     Unschedulable,
+    /// Never ran: a dependency can no longer be met (a conditional branch not taken, or an
+    /// upstream that failed or was skipped).
+    Skipped,
 }
 
 impl TaskStatus {
@@ -31,7 +36,7 @@ impl TaskStatus {
         matches!(self, TaskStatus::Ready | TaskStatus::Preempted | TaskStatus::Retrying)
     }
     pub fn is_final(self) -> bool {
-        matches!(self, TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Unschedulable)
+        matches!(self, TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Unschedulable | TaskStatus::Skipped)
     }
     pub fn as_str(self) -> &'static str {
         match self {
@@ -43,6 +48,7 @@ impl TaskStatus {
             TaskStatus::Succeeded => "succeeded",
             TaskStatus::Failed => "failed",
             TaskStatus::Unschedulable => "unschedulable",
+            TaskStatus::Skipped => "skipped",
         }
     }
 }
@@ -72,6 +78,7 @@ pub struct TaskState {
     /// Restart overhead paid at the start of the current attempt (no progress meanwhile).
     pub overhead: SimDuration,
     pub first_start: Option<SimTime>,
+    /// When the task reached its final state (succeeded, failed or skipped).
     pub finish: Option<SimTime>,
     pub preemptions: u32,
     /// Attempts ended by a hardware failure, and of those the ones retried.
@@ -165,6 +172,9 @@ pub struct JobState {
     pub arrived: bool,
     /// Tasks not yet in a final state.
     pub open_tasks: u32,
+    /// The first task failure no task of the job handles (with an `on failure` dependency):
+    /// the job fails with it when its last task ends.
+    pub failure: Option<String>,
     pub outcome: Option<JobOutcome>,
     pub end: Option<SimTime>,
 }

@@ -24,6 +24,56 @@ pub struct TaskSpec {
     pub checkpoint: Option<SimDuration>,
     /// Restart overhead after a preemption or failure (`None`: the run's default).
     pub restart_overhead: Option<SimDuration>,
+    /// What the task waits for inside its job (a DAG; empty: nothing, it is ready on arrival).
+    pub deps: Vec<Dependency>,
+    /// When the task may first start.
+    pub window: Window,
+}
+
+/// An edge of a job's task DAG: this task waits on `upstream` (an index into the job's tasks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dependency {
+    pub upstream: usize,
+    pub kind: DepKind,
+}
+
+/// What a dependency waits for. When it can no longer be met (its upstream ended the other
+/// way), the waiting task ends `Skipped`, and so do the tasks waiting on that one as they
+/// would a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DepKind {
+    /// The upstream succeeded (the default). Never met if it fails or is skipped.
+    Success,
+    /// The upstream ended, whatever happened (cleanup tasks).
+    Any,
+    /// The upstream failed (the other branch of a conditional; met only then).
+    Failure,
+    /// The upstream has done this much work (it wrote its artifact there), even if it later
+    /// fails and loses that work.
+    Data(SimDuration),
+    /// The upstream passed its n-th checkpoint (n x its checkpoint interval of work saved).
+    Checkpoint(u32),
+}
+
+impl DepKind {
+    /// As the canonical trace spells it after `task:` (`success` is also the bare name).
+    pub fn spelling(self) -> String {
+        match self {
+            DepKind::Success => "success".into(),
+            DepKind::Any => "any".into(),
+            DepKind::Failure => "failure".into(),
+            DepKind::Data(work) => format!("data={}.{:03}", work.as_ms() / 1000, work.as_ms() % 1000),
+            DepKind::Checkpoint(n) => format!("checkpoint={n}"),
+        }
+    }
+}
+
+/// A task's start window, in trace time: it starts no earlier than `not_before`; if it has not
+/// started by `not_after`, it ends `Failed` (its window closed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Window {
+    pub not_before: Option<SimTime>,
+    pub not_after: Option<SimTime>,
 }
 
 impl TaskSpec {
@@ -39,6 +89,8 @@ impl TaskSpec {
             estimate: None,
             checkpoint: None,
             restart_overhead: None,
+            deps: Vec::new(),
+            window: Window::default(),
         }
     }
 }
@@ -52,16 +104,30 @@ pub struct JobSpec {
     pub queue: Option<String>,
     /// Time after submit by which the job should end; it shrinks the retry budget.
     pub deadline: Option<SimDuration>,
+    /// Higher is more urgent; 0 unless the trace says. Priority policies read it; others
+    /// ignore it.
+    pub priority: i32,
     pub tasks: Vec<TaskSpec>,
 }
 
 impl JobSpec {
     /// A job of one task: the common case in every public trace.
     pub fn single(name: impl Into<String>, submit: SimTime, gpus: u32, work: SimDuration) -> JobSpec {
-        JobSpec { name: name.into(), submit, queue: None, deadline: None, tasks: vec![TaskSpec::new("0", gpus, work)] }
+        JobSpec {
+            name: name.into(),
+            submit,
+            queue: None,
+            deadline: None,
+            priority: 0,
+            tasks: vec![TaskSpec::new("0", gpus, work)],
+        }
     }
     pub fn gpus(&self) -> u64 {
         self.tasks.iter().map(|t| u64::from(t.gpus)).sum()
+    }
+    /// Whether any task waits on another (a DAG job) or on a start window.
+    pub fn has_dependencies(&self) -> bool {
+        self.tasks.iter().any(|t| !t.deps.is_empty() || t.window != Window::default())
     }
 }
 
@@ -103,6 +169,9 @@ impl Workload {
                     job.name, t.name, t.gpu_milli, t.gpus
                 )));
             }
+        }
+        for job in &jobs {
+            crate::dag::check_job(job)?;
         }
         // Stable: equal submit times keep the caller's order.
         jobs.sort_by_key(|j| j.submit);

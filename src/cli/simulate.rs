@@ -14,7 +14,8 @@ use std::time::Instant;
 pub struct SimulateArgs {
     #[command(flatten)]
     run: RunArgs,
-    /// Write summary.json and jobs.csv (gpu_health.csv when hardware fails; decisions.csv with
+    /// Write summary.json, jobs.csv, timeseries.csv and queue_timeseries.csv (tasks.csv when
+    /// jobs have several tasks; gpu_health.csv when hardware fails; decisions.csv with
     /// --decisions) into this folder.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -63,6 +64,11 @@ pub struct RunArgs {
     /// Check every invariant after every step (slow: a full recount per step).
     #[arg(long)]
     pub check_invariants: bool,
+    /// Width in seconds of the time series' buckets (timeseries.csv, queue_timeseries.csv);
+    /// without it, the smallest of 1 min, 2 min, 5 min, ... 2 weeks giving at most 500 buckets
+    /// over the submissions.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub series_bucket_s: Option<u64>,
 }
 
 pub fn run(args: SimulateArgs) -> CliResult {
@@ -101,6 +107,7 @@ pub fn execute(
         seed: args.seed,
         check_invariants: args.check_invariants,
         record_decisions,
+        series_bucket: args.series_bucket_s.map(sim::SimDuration::from_secs),
         ..ControllerConfig::default()
     })?;
     let started = Instant::now();
@@ -163,6 +170,11 @@ pub(super) fn write_outputs(
     };
     reports::write_summary_json(summary, create("summary.json")?)?;
     reports::write_jobs_csv(run, create("jobs.csv")?)?;
+    reports::write_timeseries_csv(run, create("timeseries.csv")?)?;
+    reports::write_queue_timeseries_csv(run, create("queue_timeseries.csv")?)?;
+    if !run.tasks.is_empty() {
+        reports::write_tasks_csv(run, create("tasks.csv")?)?;
+    }
     if !run.health_series.is_empty() {
         reports::write_gpu_health_csv(run, create("gpu_health.csv")?)?;
     }

@@ -7,12 +7,12 @@ use crate::error::{Sink, TraceError, first_error};
 use crate::itp::finish;
 use crate::rows::{Column, Row, Rows, Unknown, parse_u32};
 use crate::timeparse::MAX_SECONDS;
-use sim::{JobSpec, SimDuration, SimTime, TaskSpec, Workload};
+use sim::{DepKind, Dependency, JobSpec, SimDuration, SimTime, TaskSpec, Window, Workload};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
-pub const JOB_COLUMNS: [&str; 13] = [
+pub const JOB_COLUMNS: [&str; 17] = [
     "job_id",
     "task_id",
     "submit_s",
@@ -26,6 +26,10 @@ pub const JOB_COLUMNS: [&str; 13] = [
     "checkpoint_s",
     "restart_overhead_s",
     "deadline_s",
+    "priority",
+    "depends_on",
+    "not_before_s",
+    "not_after_s",
 ];
 
 const KNOWN: &[Column] = &[
@@ -42,6 +46,10 @@ const KNOWN: &[Column] = &[
     Column { name: "checkpoint_s", required: false },
     Column { name: "restart_overhead_s", required: false },
     Column { name: "deadline_s", required: false },
+    Column { name: "priority", required: false },
+    Column { name: "depends_on", required: false },
+    Column { name: "not_before_s", required: false },
+    Column { name: "not_after_s", required: false },
 ];
 
 /// Column indexes in the file at hand (`None`: the optional column is absent).
@@ -59,6 +67,10 @@ struct Cols {
     checkpoint: Option<usize>,
     restart_overhead: Option<usize>,
     deadline: Option<usize>,
+    priority: Option<usize>,
+    depends_on: Option<usize>,
+    not_before: Option<usize>,
+    not_after: Option<usize>,
 }
 
 /// Reads a canonical `jobs.csv` from `source`; `file` names it in errors.
@@ -84,9 +96,17 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
         checkpoint: c[10],
         restart_overhead: c[11],
         deadline: c[12],
+        priority: c[13],
+        depends_on: c[14],
+        not_before: c[15],
+        not_after: c[16],
     };
     let mut builder = Builder::default();
     rows.parse_all(sink, |row| builder.add(row, &cols))?;
+    if let Err(e) = builder.close_job(rows.file()) {
+        sink.push(e);
+        return None;
+    }
     finish(builder.jobs, rows.file(), sink)
 }
 
@@ -98,6 +118,9 @@ struct Builder {
     first_line: Vec<u64>,
     /// Every job id seen so far, so a job that reappears after another job is caught.
     seen: BTreeMap<String, usize>,
+    /// The current job's `depends_on` fields, resolved when its last row has been read (a
+    /// task may name a task on a later row): (task index, line, column, text).
+    deps: Vec<(usize, u64, usize, String)>,
 }
 
 impl Builder {
@@ -115,6 +138,12 @@ impl Builder {
         let checkpoint_ms = row.opt_seconds_ms(cols.checkpoint)?;
         let restart_overhead_ms = row.opt_seconds_ms(cols.restart_overhead)?;
         let deadline_ms = row.opt_positive_seconds_ms(cols.deadline)?;
+        let priority = parse_priority(row, cols.priority)?;
+        let depends_on = row.opt_text(cols.depends_on)?;
+        let window = Window {
+            not_before: row.opt_seconds_ms(cols.not_before)?.map(SimTime),
+            not_after: row.opt_seconds_ms(cols.not_after)?.map(SimTime),
+        };
 
         let continues = self.jobs.last().is_some_and(|j| j.name == job_id);
         if !continues && let Some(&index) = self.seen.get(job_id) {
@@ -139,6 +168,9 @@ impl Builder {
             if job.deadline.map(SimDuration::as_ms) != deadline_ms {
                 return Err(conflict(row, job_id, "deadline_s", first));
             }
+            if job.priority != priority {
+                return Err(conflict(row, job_id, "priority", first));
+            }
         }
         let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
@@ -153,7 +185,15 @@ impl Builder {
             estimate: estimate_ms.map(SimDuration),
             checkpoint: checkpoint_ms.map(SimDuration),
             restart_overhead: restart_overhead_ms.map(SimDuration),
+            deps: Vec::new(),
+            window,
         };
+        if !continues {
+            self.close_job(row.file())?;
+        }
+        if let (false, Some(column)) = (depends_on.is_empty(), cols.depends_on) {
+            self.deps.push((position, row.line, column, depends_on.to_owned()));
+        }
         match self.jobs.last_mut() {
             Some(job) if continues => {
                 if job.tasks.iter().any(|t| t.name == task.name) {
@@ -173,12 +213,71 @@ impl Builder {
                     submit: SimTime(submit_ms),
                     queue: (!queue.is_empty()).then(|| queue.to_owned()),
                     deadline: deadline_ms.map(SimDuration),
+                    priority,
                     tasks: vec![task],
                 });
             }
         }
         Ok(())
     }
+}
+
+impl Builder {
+    /// Resolves the last job's `depends_on` names once all its rows are read, and refuses a
+    /// dangling name (with its line) or a cycle (with its path and the job's first line).
+    fn close_job(&mut self, file: &str) -> Result<(), TraceError> {
+        let deps = std::mem::take(&mut self.deps);
+        let (Some(job), Some(&first_line)) = (self.jobs.last_mut(), self.first_line.last()) else { return Ok(()) };
+        for (task, line, _column, text) in deps {
+            let resolved = parse_depends_on(&text, &job.tasks)
+                .map_err(|(expected, found)| TraceError::field(file, line, "depends_on", expected, &found))?;
+            job.tasks[task].deps = resolved;
+        }
+        sim::dag::check_job(job).map_err(|e| TraceError::row(file, first_line, e.0))
+    }
+}
+
+/// `name[:kind];...` with kind `success` (the default), `any`, `failure`, `data=SECONDS` or
+/// `checkpoint=N`. Errors are (what was expected, what was found).
+fn parse_depends_on(text: &str, tasks: &[TaskSpec]) -> Result<Vec<Dependency>, (String, String)> {
+    let mut deps = Vec::new();
+    for item in text.split(';') {
+        let (name, kind) = match item.rsplit_once(':') {
+            Some((name, kind)) => (name, parse_dep_kind(kind).map_err(|e| (e, item.to_owned()))?),
+            None => (item, DepKind::Success),
+        };
+        let Some(upstream) = tasks.iter().position(|t| t.name == name) else {
+            let names: Vec<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
+            return Err((
+                format!("task names of this job ({}), `;`-separated, each with an optional :kind", names.join(", ")),
+                name.to_owned(),
+            ));
+        };
+        deps.push(Dependency { upstream, kind });
+    }
+    Ok(deps)
+}
+
+fn parse_dep_kind(kind: &str) -> Result<DepKind, String> {
+    let expected = || {
+        "a dependency kind after `:`: success, any, failure, data=SECONDS (the upstream's progress point) or \
+         checkpoint=N (its n-th checkpoint)"
+            .to_string()
+    };
+    Ok(match kind.split_once('=') {
+        None => match kind {
+            "success" => DepKind::Success,
+            "any" => DepKind::Any,
+            "failure" => DepKind::Failure,
+            _ => return Err(expected()),
+        },
+        Some(("data", seconds)) => {
+            let ms = crate::timeparse::parse_seconds_ms(seconds).map_err(|_| expected())?;
+            DepKind::Data(SimDuration(ms))
+        }
+        Some(("checkpoint", n)) => DepKind::Checkpoint(n.parse().map_err(|_| expected())?),
+        Some(_) => return Err(expected()),
+    })
 }
 
 fn conflict(row: &Row<'_>, job_id: &str, field: &str, first_line: u64) -> TraceError {
@@ -190,6 +289,16 @@ fn conflict(row: &Row<'_>, job_id: &str, field: &str, first_line: u64) -> TraceE
              every row of a job must have the same {field}"
         ),
     )
+}
+
+/// A job's priority: an integer (negative allowed), higher more urgent; empty or absent: 0.
+fn parse_priority(row: &Row<'_>, column: Option<usize>) -> Result<i32, TraceError> {
+    let Some(column) = column else { return Ok(0) };
+    let text = row.text(column)?;
+    if text.is_empty() {
+        return Ok(0);
+    }
+    text.parse().map_err(|_| row.error(column, "an integer priority (higher runs first), e.g. 0, 10 or -5", text))
 }
 
 /// A share of one GPU in milli-GPUs, `1..=999`, on a row with `gpus` = 1; empty or absent:
@@ -279,11 +388,31 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                     &seconds(task.checkpoint),
                     &seconds(task.restart_overhead),
                     &seconds(job.deadline),
+                    &job.priority.to_string(),
+                    &depends_on_text(job, task),
+                    &task.window.not_before.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
+                    &task.window.not_after.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
                 ])
                 .map_err(io_error)?;
         }
     }
     writer.flush().map_err(|e| TraceError::io("jobs.csv output", e.to_string()))
+}
+
+/// `task`'s dependencies as `depends_on` spells them (a bare name for `success`).
+fn depends_on_text(job: &JobSpec, task: &TaskSpec) -> String {
+    let items: Vec<String> = task
+        .deps
+        .iter()
+        .map(|d| {
+            let name = &job.tasks[d.upstream].name;
+            match d.kind {
+                DepKind::Success => name.clone(),
+                kind => format!("{name}:{}", kind.spelling()),
+            }
+        })
+        .collect();
+    items.join(";")
 }
 
 fn check_writable(workload: &Workload) -> Result<(), TraceError> {
@@ -332,6 +461,17 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
             if !at_most_max(task.checkpoint) || !at_most_max(task.restart_overhead) {
                 return refuse(format!(
                     "job `{name}` task `{tname}`: checkpoint interval and restart overhead must be 0..={MAX_SECONDS} s"
+                ));
+            }
+            let window = [task.window.not_before, task.window.not_after];
+            if window.iter().flatten().any(|t| t.as_ms() > max_ms) {
+                return refuse(format!("job `{name}` task `{tname}`: its window must lie within {MAX_SECONDS} s"));
+            }
+            let referenced = job.tasks.iter().any(|o| o.deps.iter().any(|d| d.upstream == t));
+            if referenced && tname.contains([':', ';']) {
+                return refuse(format!(
+                    "job `{name}` task `{tname}`: a task other tasks depend on cannot have `:` or `;` in its name \
+                     (depends_on could not name it)"
                 ));
             }
         }
@@ -453,15 +593,31 @@ mod tests {
     #[test]
     fn writer_output_is_readable_and_exact() {
         let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli,gpu_type,single_node,estimate_s,queue,\
-                    checkpoint_s,restart_overhead_s,deadline_s\n\
-                    \"a,b\",0,0.5,600,1,,,false,,,,,\n\
-                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400\n\
-                    j,w,1,2,8,,,false,,q,1800.500,0,86400\n";
+                    checkpoint_s,restart_overhead_s,deadline_s,priority,depends_on,not_before_s,not_after_s\n\
+                    \"a,b\",0,0.5,600,1,,,false,,,,,,0,,,\n\
+                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400,-3,w:failure,5,\n\
+                    j,w,1,2,8,,,false,,q,1800.500,0,86400,-3,,,100.250\n\
+                    k,a,2,10,1,,,false,,,,,,0,,,\n\
+                    k,b,2,10,1,,,false,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_jobs_csv(&w, &mut out).unwrap();
         assert_eq!(String::from_utf8(out.clone()).unwrap(), text.replace("0.5,", "0.500,"));
         assert_eq!(read_jobs_csv(out.as_slice(), "again.csv").unwrap(), w);
+    }
+
+    #[test]
+    fn priority_is_a_job_level_integer() {
+        let head = "job_id,task_id,submit_s,duration_s,gpus,priority\n";
+        let w = read(&format!("{head}j,a,0,10,1,7\nj,b,0,10,1,7\nk,,1,10,1,\nl,,2,10,1,-2\n")).unwrap();
+        let priorities: Vec<i32> = w.jobs().iter().map(|j| j.priority).collect();
+        assert_eq!(priorities, [7, 0, -2]);
+        assert_eq!(
+            err(&format!("{head}j,a,0,10,1,high\n")),
+            "jobs.csv:2: field `priority`: expected an integer priority (higher runs first), e.g. 0, 10 or -5, \
+             got \"high\""
+        );
+        assert!(err(&format!("{head}j,a,0,10,1,1\nj,b,0,10,1,2\n")).contains("`priority` differs"));
     }
 
     #[test]

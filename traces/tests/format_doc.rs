@@ -85,4 +85,13 @@ fn the_error_examples_are_real() {
     let jobs = "job_id,submit_s,duration_s,gpus,estimate_sec\na,0,1,1,5\n";
     let e = read_workload(jobs.as_bytes(), "jobs.csv", Format::Canonical).unwrap_err();
     assert_eq!(e.to_string(), shown[2]);
+
+    let jobs = "job_id,task_id,submit_s,duration_s,gpus,depends_on\npipe,prep,0,1,1,\npipe,train,0,1,1,pre\n";
+    let e = read_workload(jobs.as_bytes(), "jobs.csv", Format::Canonical).unwrap_err();
+    assert_eq!(e.to_string(), shown[3]);
+
+    let jobs = "job_id,task_id,submit_s,duration_s,gpus,depends_on\n\
+                pipe,prep,0,1,1,\npipe,train,0,1,1,prep;eval\npipe,eval,0,1,1,train\n";
+    let e = read_workload(jobs.as_bytes(), "jobs.csv", Format::Canonical).unwrap_err();
+    assert_eq!(e.to_string(), shown[4]);
 }

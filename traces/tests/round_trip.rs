@@ -5,7 +5,7 @@
 mod common;
 
 use proptest::prelude::*;
-use sim::{JobSpec, SimDuration, SimTime, TaskSpec, Workload};
+use sim::{DepKind, Dependency, JobSpec, SimDuration, SimTime, TaskSpec, Window, Workload};
 use traces::timeparse::MAX_SECONDS;
 use traces::{Format, SynthConfig, load, read_jobs_csv, write_jobs_csv};
 
@@ -63,21 +63,51 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
             prop::option::of(prop_oneof![Just(0u64), 0u64..=MAX_MS]),
             prop::option::of(prop_oneof![Just(0u64), 0u64..=MAX_MS]),
         ),
+        (prop::option::of(0u64..=MAX_MS / 2), prop::option::of(0u64..=MAX_MS / 2)),
     )
-        .prop_map(move |(n, (gpus, gpu_milli), gpu_type, single_node, work, estimate, (checkpoint, restart))| {
-            TaskSpec {
-                // Unique within the job: a suffix nobody else has.
-                name: format!("{n}#{index}"),
-                gpus,
-                gpu_milli,
-                gpu_type,
-                single_node,
-                work: SimDuration(work),
-                estimate: estimate.map(SimDuration),
-                checkpoint: checkpoint.map(SimDuration),
-                restart_overhead: restart.map(SimDuration),
-            }
-        })
+        .prop_map(
+            move |(n, (gpus, gpu_milli), gpu_type, single_node, work, estimate, (checkpoint, restart), window)| {
+                // A window that opens after it closes is refused; keep the pair ordered.
+                let (not_before, not_after) = match window {
+                    (Some(a), Some(b)) => (Some(a.min(b)), Some(a.max(b))),
+                    other => other,
+                };
+                TaskSpec {
+                    // Unique within the job: a suffix nobody else has.
+                    name: format!("{n}#{index}"),
+                    gpus,
+                    gpu_milli,
+                    gpu_type,
+                    single_node,
+                    work: SimDuration(work),
+                    estimate: estimate.map(SimDuration),
+                    checkpoint: checkpoint.map(SimDuration),
+                    restart_overhead: restart.map(SimDuration),
+                    deps: Vec::new(),
+                    window: Window { not_before: not_before.map(SimTime), not_after: not_after.map(SimTime) },
+                }
+            },
+        )
+}
+
+/// Dependencies on earlier tasks only (so the DAG is acyclic), of every kind; `choices` are
+/// raw draws: (whether, which upstream, which kind, a number).
+fn add_deps(tasks: &mut [TaskSpec], choices: &[(bool, usize, u8, u64)]) {
+    for (t, &(on, upstream, kind, x)) in choices.iter().enumerate().take(tasks.len()).skip(1) {
+        if !on {
+            continue;
+        }
+        let upstream = upstream % t;
+        let work = tasks[upstream].work.as_ms();
+        let kind = match kind % 5 {
+            0 => DepKind::Success,
+            1 => DepKind::Any,
+            2 => DepKind::Failure,
+            3 => DepKind::Data(SimDuration(1 + x % work)),
+            _ => DepKind::Checkpoint(1 + (x % 100) as u32),
+        };
+        tasks[t].deps.push(Dependency { upstream, kind });
+    }
 }
 
 fn job(index: usize) -> impl Strategy<Value = JobSpec> {
@@ -87,15 +117,21 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
         prop::option::of(name()),
         prop::option::of(1u64..=MAX_MS),
         1usize..4,
+        prop_oneof![Just(0i32), any::<i32>()],
+        prop::collection::vec((any::<bool>(), any::<usize>(), any::<u8>(), any::<u64>()), 4),
     )
-        .prop_flat_map(move |(n, submit, queue, deadline, tasks)| {
+        .prop_flat_map(move |(n, submit, queue, deadline, tasks, priority, choices)| {
             let tasks: Vec<_> = (0..tasks).map(task).collect();
-            tasks.prop_map(move |tasks| JobSpec {
-                name: format!("{n}#{index}"),
-                submit: SimTime(submit),
-                queue: queue.clone(),
-                deadline: deadline.map(SimDuration),
-                tasks,
+            tasks.prop_map(move |mut tasks| {
+                add_deps(&mut tasks, &choices);
+                JobSpec {
+                    name: format!("{n}#{index}"),
+                    submit: SimTime(submit),
+                    queue: queue.clone(),
+                    deadline: deadline.map(SimDuration),
+                    priority,
+                    tasks,
+                }
             })
         })
 }

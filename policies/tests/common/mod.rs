@@ -131,3 +131,42 @@ pub fn gpu_fail(node: u32, slot: u32, at_s: u64, repair_s: u64) -> sim::ClusterE
         repair: Some(SimDuration::from_secs(repair_s)),
     }
 }
+
+/// The time series conserves what the run's counters integrate: its buckets sum to the run's
+/// allocated GPU-time, the queues' buckets sum to the cluster's, every arrival and job end is
+/// counted once, and lost GPU-time adds up to the jobs'.
+pub fn check_series(r: &RunResult) -> Result<(), String> {
+    let s = &r.series;
+    let buckets = s.buckets();
+    let allocated: u128 = buckets.iter().map(|b| u128::from(b.allocated_mgpu_ms)).sum();
+    if allocated != r.stats.allocated_mgpu_ms {
+        return Err(format!("series allocated {allocated} mGPU-ms, run {}", r.stats.allocated_mgpu_ms));
+    }
+    for (i, b) in buckets.iter().enumerate() {
+        let q = s.queue_buckets(i);
+        let sum = |f: fn(&sim::QueueBucket) -> u64| q.iter().map(f).sum::<u64>();
+        let by_queue = (sum(|q| q.allocated_mgpu_ms), sum(|q| q.waiting_task_ms), sum(|q| q.running_task_ms));
+        if by_queue != (b.allocated_mgpu_ms, b.waiting_task_ms, b.running_task_ms) {
+            return Err(format!("bucket {i}: queues sum to {by_queue:?}, the cluster has {b:?}"));
+        }
+        if b.allocated_mgpu_ms > u64::from(r.stats.cluster_gpus) * 1000 * s.width().as_ms() {
+            return Err(format!("bucket {i} holds more GPU-time than the cluster has"));
+        }
+    }
+    let arrivals: u64 = buckets.iter().map(|b| b.arrivals).sum();
+    let ended: u64 = buckets.iter().map(|b| b.completions).sum();
+    let jobs_ended = r.jobs.iter().filter(|j| j.end.is_some()).count() as u64;
+    if (arrivals, ended) != (r.jobs.len() as u64, jobs_ended) {
+        return Err(format!(
+            "series counts {arrivals} arrivals and {ended} ends; the run has {} and {jobs_ended}",
+            r.jobs.len()
+        ));
+    }
+    let lost: u64 = buckets.iter().map(|b| b.lost_mgpu_ms).sum();
+    let jobs_lost: u64 =
+        r.jobs.iter().map(|j| j.lost_redo_mgpu_ms + j.lost_lag_mgpu_ms + j.lost_overhead_mgpu_ms).sum();
+    if lost != jobs_lost {
+        return Err(format!("series lost {lost} mGPU-ms, jobs {jobs_lost}"));
+    }
+    Ok(())
+}

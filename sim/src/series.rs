@@ -1,0 +1,304 @@
+//! The cluster's time series: fixed-width buckets of time-averaged levels (allocated, stalled and
+//! unusable GPUs, waiting and running tasks, cluster-wide and per queue) and counts of what
+//! happened in each bucket (arrivals, completions, failures, GPU-time lost).
+//!
+//! Levels are step functions; each is integrated exactly (integer level x milliseconds) over
+//! the span it held, split at bucket edges. Cluster-wide levels are integrated whenever time
+//! advances; per-queue levels only when one of them changes (and once at the end), so a run
+//! with many queues pays O(1) per change, not O(queues) per event. The first bucket starts at
+//! the first arrival; buckets are `[origin + k * width, origin + (k + 1) * width)`.
+
+use crate::time::{SimDuration, SimTime};
+use crate::workload::Workload;
+
+/// Bucket widths a reader can take in at a glance, in seconds: 1 min up to 1 week.
+const NICE_WIDTHS_S: [u64; 16] =
+    [60, 120, 300, 600, 900, 1800, 3600, 7200, 10_800, 21_600, 43_200, 86_400, 172_800, 345_600, 604_800, 1_209_600];
+
+/// The smallest nice width giving at most 500 buckets over the workload's submit span, so a
+/// chart has enough points and a million-job run stays small.
+pub fn auto_width(workload: &Workload) -> SimDuration {
+    let jobs = workload.jobs();
+    let span_ms = match (jobs.first(), jobs.last()) {
+        (Some(first), Some(last)) => last.submit.since(first.submit).as_ms(),
+        _ => 0,
+    };
+    let width_s = NICE_WIDTHS_S.iter().copied().find(|w| span_ms / (w * 1000) < 500).unwrap_or(1_209_600);
+    SimDuration::from_secs(width_s)
+}
+
+/// Cluster-wide integrals and counts of one bucket.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bucket {
+    /// Allocated GPUs, in milli-GPU-milliseconds.
+    pub allocated_mgpu_ms: u64,
+    /// GPUs held by tasks stalled on broken hardware (no progress), in milli-GPU-ms.
+    pub stalled_mgpu_ms: u64,
+    /// GPUs the scheduler knows are unusable (failed, on dead nodes), in GPU-ms.
+    pub unusable_gpu_ms: u64,
+    /// Tasks waiting for GPUs (ready, preempted, retrying), in task-ms.
+    pub waiting_task_ms: u64,
+    pub running_task_ms: u64,
+    pub arrivals: u64,
+    pub completions: u64,
+    /// Hardware failures (GPU or node) that happened in the bucket.
+    pub failures: u64,
+    /// GPU-time lost (redone work, detection lag, restart overhead) by attempts that ended in
+    /// the bucket, in milli-GPU-ms.
+    pub lost_mgpu_ms: u64,
+}
+
+/// Per-queue integrals of one bucket.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueBucket {
+    pub allocated_mgpu_ms: u64,
+    pub waiting_task_ms: u64,
+    pub running_task_ms: u64,
+}
+
+/// A queue's levels and the time since which they held.
+#[derive(Debug, Clone, Copy, Default)]
+struct QueueLevels {
+    allocated_mgpus: u64,
+    waiting: u64,
+    running: u64,
+    since: SimTime,
+}
+
+/// Cluster-wide levels, set by the Controller as they change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Levels {
+    pub allocated_mgpus: u64,
+    pub stalled_mgpus: u64,
+    pub unusable_gpus: u64,
+    pub waiting: u64,
+    pub running: u64,
+}
+
+/// What a level change is, for one queue.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum QueueDelta {
+    Waiting(i64),
+    Running { tasks: i64, mgpus: i64 },
+}
+
+#[derive(Debug, Clone)]
+pub struct Series {
+    width: SimDuration,
+    origin: Option<SimTime>,
+    /// Until when the cluster-wide levels are integrated.
+    integrated_to: SimTime,
+    /// Queue names (index 0 is "-": jobs without a queue), sorted after it.
+    queues: Vec<String>,
+    levels: Vec<QueueLevels>,
+    buckets: Vec<Bucket>,
+    /// `buckets.len() x queues.len()`, bucket-major.
+    queue_buckets: Vec<QueueBucket>,
+}
+
+impl Series {
+    /// A series of `width`-wide buckets over `queues` (names, index 0 meaning no queue).
+    /// A zero width is taken as one hour.
+    pub fn new(width: SimDuration, queues: Vec<String>) -> Series {
+        let width = if width == SimDuration::ZERO { SimDuration::from_secs(3600) } else { width };
+        Series {
+            width,
+            origin: None,
+            integrated_to: SimTime::ZERO,
+            levels: vec![QueueLevels::default(); queues.len()],
+            queues,
+            buckets: Vec::new(),
+            queue_buckets: Vec::new(),
+        }
+    }
+
+    pub fn width(&self) -> SimDuration {
+        self.width
+    }
+    pub fn queues(&self) -> &[String] {
+        &self.queues
+    }
+    /// The start of the first bucket (the first arrival); `None` before it.
+    pub fn origin(&self) -> Option<SimTime> {
+        self.origin
+    }
+    pub fn buckets(&self) -> &[Bucket] {
+        &self.buckets
+    }
+    /// The per-queue integrals of bucket `bucket`, one per queue in `queues()` order.
+    pub fn queue_buckets(&self, bucket: usize) -> &[QueueBucket] {
+        let q = self.queues.len();
+        &self.queue_buckets[bucket * q..(bucket + 1) * q]
+    }
+
+    /// Starts the series at the first arrival.
+    pub(crate) fn start(&mut self, now: SimTime) {
+        if self.origin.is_none() {
+            self.origin = Some(now);
+            self.integrated_to = now;
+            for level in &mut self.levels {
+                level.since = now;
+            }
+        }
+    }
+
+    /// Integrates the cluster-wide `levels`, which held since the last call, up to `now`.
+    pub(crate) fn advance(&mut self, levels: &Levels, now: SimTime) {
+        if self.origin.is_none() || now <= self.integrated_to {
+            return;
+        }
+        let from = self.integrated_to;
+        self.integrated_to = now;
+        self.spread(from, now, |b, ms| {
+            b.allocated_mgpu_ms += levels.allocated_mgpus * ms;
+            b.stalled_mgpu_ms += levels.stalled_mgpus * ms;
+            b.unusable_gpu_ms += levels.unusable_gpus * ms;
+            b.waiting_task_ms += levels.waiting * ms;
+            b.running_task_ms += levels.running * ms;
+        });
+    }
+
+    /// Counts something that happened at `now` in its bucket.
+    pub(crate) fn count(&mut self, now: SimTime, add: impl FnOnce(&mut Bucket)) {
+        if let Some(index) = self.bucket_of(now) {
+            self.ensure(index);
+            add(&mut self.buckets[index]);
+        }
+    }
+
+    /// Changes one of `queue`'s levels at `now`, integrating the old levels first.
+    pub(crate) fn queue_change(&mut self, queue: usize, now: SimTime, delta: QueueDelta) {
+        self.flush_queue(queue, now);
+        let level = &mut self.levels[queue];
+        let apply = |value: &mut u64, by: i64| *value = value.checked_add_signed(by).expect("queue level below zero");
+        match delta {
+            QueueDelta::Waiting(by) => apply(&mut level.waiting, by),
+            QueueDelta::Running { tasks, mgpus } => {
+                apply(&mut level.running, tasks);
+                apply(&mut level.allocated_mgpus, mgpus);
+            }
+        }
+    }
+
+    /// Integrates every queue's levels up to `now` (at the end of the run).
+    pub(crate) fn finish(&mut self, now: SimTime) {
+        for queue in 0..self.queues.len() {
+            self.flush_queue(queue, now);
+        }
+    }
+
+    fn flush_queue(&mut self, queue: usize, now: SimTime) {
+        let level = self.levels[queue];
+        if self.origin.is_none() || now <= level.since {
+            return;
+        }
+        self.levels[queue].since = now;
+        if level.allocated_mgpus == 0 && level.waiting == 0 && level.running == 0 {
+            // Nothing to add; but the buckets must still reach `now` (see `ensure`).
+            if let Some(index) = self.bucket_of(now) {
+                self.ensure(index);
+            }
+            return;
+        }
+        let q = self.queues.len();
+        let mut first = self.bucket_of(level.since).unwrap_or(0);
+        let mut start = level.since;
+        while start < now {
+            let end = self.bucket_end(first).min(now);
+            self.ensure(first);
+            let ms = end.since(start).as_ms();
+            let b = &mut self.queue_buckets[first * q + queue];
+            b.allocated_mgpu_ms += level.allocated_mgpus * ms;
+            b.waiting_task_ms += level.waiting * ms;
+            b.running_task_ms += level.running * ms;
+            start = end;
+            first += 1;
+        }
+    }
+
+    /// Adds `add(bucket, milliseconds of overlap)` to every bucket `[from, to)` overlaps.
+    fn spread(&mut self, from: SimTime, to: SimTime, add: impl Fn(&mut Bucket, u64)) {
+        let Some(mut index) = self.bucket_of(from) else { return };
+        let mut start = from;
+        while start < to {
+            let end = self.bucket_end(index).min(to);
+            self.ensure(index);
+            add(&mut self.buckets[index], end.since(start).as_ms());
+            start = end;
+            index += 1;
+        }
+    }
+
+    fn bucket_of(&self, t: SimTime) -> Option<usize> {
+        let origin = self.origin?;
+        usize::try_from(t.since(origin).as_ms() / self.width.as_ms()).ok()
+    }
+
+    fn bucket_end(&self, index: usize) -> SimTime {
+        let origin = self.origin.unwrap_or(SimTime::ZERO);
+        origin + SimDuration(self.width.as_ms().saturating_mul(index as u64 + 1))
+    }
+
+    /// Grows the bucket tables so that bucket `index` exists.
+    fn ensure(&mut self, index: usize) {
+        if index >= self.buckets.len() {
+            self.buckets.resize(index + 1, Bucket::default());
+            self.queue_buckets.resize((index + 1) * self.queues.len(), QueueBucket::default());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series() -> Series {
+        Series::new(SimDuration(10), vec!["-".into(), "a".into()])
+    }
+
+    #[test]
+    fn levels_are_split_exactly_at_bucket_edges() {
+        let mut s = series();
+        s.start(SimTime(5));
+        let two = Levels { allocated_mgpus: 2000, running: 1, ..Levels::default() };
+        // [5, 28): 2000 mGPU over 23 ms -> buckets [5,15): 10 ms, [15,25): 10 ms, [25,35): 3 ms.
+        s.advance(&two, SimTime(28));
+        let alloc: Vec<u64> = s.buckets().iter().map(|b| b.allocated_mgpu_ms).collect();
+        assert_eq!(alloc, [20_000, 20_000, 6_000]);
+        let running: Vec<u64> = s.buckets().iter().map(|b| b.running_task_ms).collect();
+        assert_eq!(running, [10, 10, 3]);
+        // Going nowhere adds nothing.
+        s.advance(&two, SimTime(28));
+        assert_eq!(s.buckets()[2].allocated_mgpu_ms, 6_000);
+    }
+
+    #[test]
+    fn queue_levels_integrate_lazily_and_on_finish() {
+        let mut s = series();
+        s.start(SimTime(0));
+        s.queue_change(1, SimTime(0), QueueDelta::Waiting(2));
+        s.queue_change(1, SimTime(4), QueueDelta::Waiting(-1));
+        s.queue_change(1, SimTime(4), QueueDelta::Running { tasks: 1, mgpus: 500 });
+        s.count(SimTime(19), |b| b.arrivals += 1);
+        s.finish(SimTime(12));
+        // Queue a: 2 waiting over [0,4), then 1 waiting + 1 running (500 mGPU) over [4,12).
+        assert_eq!(
+            s.queue_buckets(0)[1],
+            QueueBucket { allocated_mgpu_ms: 3_000, waiting_task_ms: 14, running_task_ms: 6 }
+        );
+        assert_eq!(
+            s.queue_buckets(1)[1],
+            QueueBucket { allocated_mgpu_ms: 1_000, waiting_task_ms: 2, running_task_ms: 2 }
+        );
+        assert_eq!(s.queue_buckets(1)[0], QueueBucket::default());
+        assert_eq!(s.buckets()[1].arrivals, 1);
+    }
+
+    #[test]
+    fn nothing_is_recorded_before_the_first_arrival() {
+        let mut s = series();
+        s.advance(&Levels { waiting: 3, ..Levels::default() }, SimTime(50));
+        s.count(SimTime(50), |b| b.failures += 1);
+        assert!(s.buckets().is_empty());
+    }
+}
