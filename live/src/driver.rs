@@ -49,7 +49,7 @@ pub enum Input {
     GpuFail { node: u32, slot: u32, what: String },
     /// The user cancelled the job (by submission index).
     Cancel { job: u32 },
-    /// Nothing arrived: a heartbeat deadline, a wake-up or a dependency release fell due.
+    /// Nothing arrived: a heartbeat deadline, a wake-up or a Controller timer fell due.
     Tick,
 }
 
@@ -73,8 +73,7 @@ pub struct DriverConfig {
     pub default_work_ms: u64,
 }
 
-/// A Controller job: a whole submitted job, or one task of a job with dependencies (released
-/// when its upstream tasks succeed, named `job/task`).
+/// A Controller job: one submitted job (its dependencies the job's task DAG).
 #[derive(Debug, Clone)]
 struct Unit {
     submission: usize,
@@ -230,7 +229,7 @@ impl Driver {
     }
 
     /// The earliest time something is due without any input (a heartbeat deadline, a
-    /// wake-up, a dependency release), if any.
+    /// wake-up, a Controller timer), if any.
     pub fn next_due(&self) -> Option<SimTime> {
         [self.deadlines.keys().next(), self.wakes.keys().next(), self.arrivals.keys().next(), self.timers.keys().next()]
             .into_iter()
