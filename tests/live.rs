@@ -463,26 +463,25 @@ fn fake_nvml(dir: &Path, control: &str) -> (PathBuf, PathBuf) {
 }
 
 #[test]
-fn an_xid_error_takes_the_gpu_out_and_the_task_reruns_elsewhere() {
+fn an_xid_error_takes_the_gpu_out_the_task_reruns_elsewhere_and_a_restarted_agent_brings_it_back() {
     let mut s = Session::start("xid", &["--cluster", "2x1:SIM", "--heartbeat-s", "0.2"]);
     // Node 0: the real NVML backend on the fake library; node 1: the simulated backend.
     let (so, ctl) = fake_nvml(&s.dir, "devices 1\n");
     let inject = s.dir.join("inject-n1.txt");
     std::fs::write(&inject, "").unwrap();
     let token = s.state().join("token");
-    for (name, node, backend) in [
+    let agents = [
         ("n0", "0", format!("nvml:{}", so.display())),
         ("n1", "1", format!("sim:gpus=1,prefix=n1,inject={}", inject.display())),
-    ] {
+    ];
+    let spawn = |s: &mut Session, (name, node, backend): &(&str, &str, String)| {
         let work = s.dir.join(format!("agent-{name}"));
         let args = ["live", "agent", "--coordinator", &s.addr, "--token-file", token.to_str().unwrap(), "--name", name];
-        let args = [
-            &args[..],
-            &["--node", node, "--backend", &backend, "--work-dir", work.to_str().unwrap(), "--grace-s", "1"],
-        ]
-        .concat();
-        s.procs.spawn(name, &args, &s.dir.join(format!("agent-{name}.log")));
-    }
+        let more = ["--node", node, "--backend", backend, "--work-dir", work.to_str().unwrap(), "--grace-s", "1"];
+        let log = s.dir.join(format!("agent-{name}.log"));
+        s.procs.spawn(name, &[&args[..], &more[..]].concat(), &log)
+    };
+    let procs: Vec<usize> = agents.iter().map(|a| spawn(&mut s, a)).collect();
     s.wait_agents(2);
     let cluster: Value = s.client().get("/v1/cluster").unwrap();
     assert_eq!(cluster["nodes"][0]["gpus"][0]["uuid"], "GPU-fa4e0000-0000-4000-8000-000000000000");
@@ -506,6 +505,14 @@ fn an_xid_error_takes_the_gpu_out_and_the_task_reruns_elsewhere() {
     assert_eq!(cluster["nodes"][node as usize]["gpus"][0]["state"], "out");
     let log = std::fs::read_to_string(s.dir.join("coordinator.log")).unwrap();
     assert!(log.contains("XID 79 on GPU-"), "{log}");
+    // The node's agent restarts (its injected error consumed): the GPU is back in service.
+    s.procs.kill(procs[node as usize]);
+    std::fs::write(&inject, "").unwrap();
+    spawn(&mut s, &agents[node as usize]);
+    wait_for(30, "the GPU to return", || {
+        let cluster: Value = s.client().get("/v1/cluster").ok()?;
+        (cluster["nodes"][node as usize]["gpus"][0]["state"] != "out").then_some(())
+    });
     s.wait_jobs_ended(60);
     let (live, digest) = s.decisions();
     assert!(live.iter().any(|l| l.contains(",fail,")), "{live:?}");

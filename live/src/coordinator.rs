@@ -196,10 +196,20 @@ impl Coordinator {
                 self.commit(Vec::new())?;
             }
             if self.journal_dirty && self.journal_written.elapsed() >= self.journal_every {
-                self.write_journal()?;
+                self.write_journal_or_log();
             }
         }
-        self.write_journal()
+        self.write_journal_or_log();
+        Ok(())
+    }
+
+    /// The trace journal is a copy of what SQLite holds: failing to write it is logged (and
+    /// retried at the next interval), never fatal.
+    fn write_journal_or_log(&mut self) {
+        if let Err(e) = self.write_journal() {
+            self.log(format!("cannot write the journal: {e}"));
+            self.journal_written = Instant::now();
+        }
     }
 
     /// Writes the session as a canonical trace directory, `STATE/journal/`, replaced whole.
@@ -509,19 +519,53 @@ impl Coordinator {
                 ));
             }
         }
+        // An agent registering again under its name keeps its node and its GPU slots; it may
+        // bring fewer GPUs (a lost one stays out), never others.
+        if let Some(known) = self.agents.get(&r.name).cloned()
+            && r.node.is_none_or(|n| n == known.node)
+        {
+            if let Some(g) = r.gpus.iter().find(|g| !known.gpus.iter().any(|k| k.uuid == g.uuid)) {
+                return Err(self.refuse(
+                    &r.name,
+                    format!(
+                        "registers again with GPU {}, which it did not have (it holds node {})",
+                        g.uuid, known.node
+                    ),
+                ));
+            }
+            let node = known.node;
+            let mut record = known;
+            record.addr = r.addr;
+            let mut inputs = vec![Input::Beat { node }];
+            for (slot, g) in record.gpus.iter_mut().enumerate() {
+                if let Some(now) = r.gpus.iter().find(|n| n.uuid == g.uuid) {
+                    *g = now.clone();
+                    let gpu = self.driver.cluster().node(sim::NodeId(node)).gpu_at(slot as u32);
+                    if self.driver.gpu_out(gpu) {
+                        self.log(format!("node {node}: GPU {} is back", g.uuid));
+                        inputs.push(Input::GpuRepair { node, slot: slot as u32 });
+                    }
+                }
+            }
+            self.store.put_agent(&record).map_err(Self::internal)?;
+            self.agents.insert(r.name.clone(), record);
+            self.commit(inputs).map_err(Self::internal)?;
+            self.log(format!("agent `{}` registered again as node {node}", r.name));
+            let reply = RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms };
+            return Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)));
+        }
         let cluster = self.driver.cluster();
         let fits = |node: u32| cluster.nodes().get(node as usize).is_some_and(|n| n.gpu_count as usize == r.gpus.len());
         let taken = |node: u32| self.agents.values().any(|a| a.node == node && a.name != r.name);
-        let node = match (r.node, self.agents.get(&r.name)) {
-            (Some(n), _) if !fits(n) => {
+        let node = match r.node {
+            Some(n) if !fits(n) => {
                 return Err(
                     self.refuse(&r.name, format!("node {n} does not exist or does not have {} GPUs", r.gpus.len()))
                 );
             }
-            (Some(n), _) if taken(n) => return Err(self.refuse(&r.name, format!("node {n} is held by another agent"))),
-            (Some(n), _) => n,
-            (None, Some(known)) => known.node,
-            (None, None) => match (0..cluster.nodes().len() as u32).find(|&n| fits(n) && !taken(n)) {
+            Some(n) if taken(n) => return Err(self.refuse(&r.name, format!("node {n} is held by another agent"))),
+            Some(n) => n,
+            None => match (0..cluster.nodes().len() as u32).find(|&n| fits(n) && !taken(n)) {
                 Some(n) => n,
                 None => {
                     return Err(self.refuse(&r.name, format!("no free node of the cluster has {} GPUs", r.gpus.len())));

@@ -30,7 +30,7 @@ use sim::{
     FailureConfig, GpuId, JobId, JobOutcome, JobSpec, NodeId, Policy, SimDuration, SimTime, TaskId, TaskSpec,
     TaskStatus, Timer, Workload,
 };
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// A completion-phase event of a batch: (schedule order, an exit (task, attempt, code), a timer).
 type Completion = (u64, Option<(u32, u32, i32)>, Option<Timer>);
@@ -47,6 +47,8 @@ pub enum Input {
     Beat { node: u32 },
     /// A GPU failed (XID, uncorrected ECC, lost); `what` for the logs.
     GpuFail { node: u32, slot: u32, what: String },
+    /// The GPU works again (its agent registered again with it).
+    GpuRepair { node: u32, slot: u32 },
     /// The user cancelled the job (by submission index).
     Cancel { job: u32 },
     /// Nothing arrived: a heartbeat deadline, a wake-up or a Controller timer fell due.
@@ -108,7 +110,8 @@ pub struct Driver {
     task_origin: Vec<(usize, usize)>,
     last_beat: Vec<Option<SimTime>>,
     dead: Vec<bool>,
-    gpu_out: BTreeSet<GpuId>,
+    /// GPUs taken out, with their failures' rows in `trace_events` (repaired together).
+    gpu_out: BTreeMap<GpuId, Vec<usize>>,
     /// Heartbeat deadlines (one per delivered beat, as the engine queues them) and wake-ups.
     deadlines: BTreeMap<SimTime, u32>,
     wakes: BTreeMap<SimTime, u32>,
@@ -172,7 +175,7 @@ impl Driver {
             task_origin: Vec::new(),
             last_beat: vec![None; nodes],
             dead: vec![false; nodes],
-            gpu_out: BTreeSet::new(),
+            gpu_out: BTreeMap::new(),
             deadlines: BTreeMap::new(),
             wakes: BTreeMap::new(),
             timers: BTreeMap::new(),
@@ -222,7 +225,7 @@ impl Driver {
         self.last_beat.get(node as usize).copied().flatten()
     }
     pub fn gpu_out(&self, gpu: GpuId) -> bool {
-        self.gpu_out.contains(&gpu)
+        self.gpu_out.contains_key(&gpu)
     }
     pub fn policy_name(&self) -> &str {
         self.policy.name()
@@ -410,7 +413,7 @@ impl Driver {
             task_origin: Vec::new(),
             last_beat: vec![None; self.cluster.nodes().len()],
             dead: vec![false; self.cluster.nodes().len()],
-            gpu_out: BTreeSet::new(),
+            gpu_out: BTreeMap::new(),
             deadlines: BTreeMap::new(),
             wakes: BTreeMap::new(),
             timers: BTreeMap::new(),
@@ -461,18 +464,36 @@ impl Driver {
                 Input::GpuFail { node, slot, .. } => {
                     let Some(gpu) = self.gpu_at(*node, *slot) else { continue };
                     changed = true;
+                    let row = self.trace_events.len();
                     self.trace_events.push(ClusterEvent::GpuFail {
                         time: at,
                         node: NodeId(*node),
                         gpu: *slot,
                         repair: None,
                     });
-                    if self.gpu_out.insert(gpu) {
+                    let rows = self.gpu_out.entry(gpu).or_default();
+                    rows.push(row);
+                    if rows.len() == 1 {
                         self.controller.gpu_broke(gpu);
                         self.controller.gpu_failure_seen(gpu, at, true);
                     }
                 }
                 _ => {}
+            }
+        }
+        // Repairs: each failure of the GPU ends now (the trace says so in its repair_s).
+        for input in &batch.inputs {
+            if let Input::GpuRepair { node, slot } = *input
+                && let Some(gpu) = self.gpu_at(node, slot)
+                && let Some(rows) = self.gpu_out.remove(&gpu)
+            {
+                changed = true;
+                for row in rows {
+                    if let ClusterEvent::GpuFail { time, repair, .. } = &mut self.trace_events[row] {
+                        *repair = Some(at.since(*time).max(SimDuration(1)));
+                    }
+                }
+                self.controller.gpu_repaired(gpu);
             }
         }
         if let Some(count) = self.deadlines.remove(&at) {
@@ -863,6 +884,28 @@ mod tests {
         assert_eq!(bulk.assignments(1, |_| String::new()), d.assignments(1, |_| String::new()));
         assert_eq!((bulk.node_dead(0), bulk.node_dead(1)), (d.node_dead(0), d.node_dead(1)));
         assert_eq!(bulk.next_due(), d.next_due());
+    }
+
+    #[test]
+    fn a_failed_gpu_is_out_until_repaired_and_the_session_replays() {
+        let mut d = Driver::new(config("1x2", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 2, &[])]) }])).unwrap();
+        d.apply(batch(200, vec![Input::GpuFail { node: 0, slot: 1, what: "xid 79".into() }])).unwrap();
+        // The task failed; it needs both GPUs and one is out: it waits.
+        assert_eq!(d.assignments(0, |_| String::new()).len(), 0);
+        assert!(d.gpu_out(GpuId(1)));
+        d.apply(batch(900, vec![Input::Beat { node: 0 }, Input::GpuRepair { node: 0, slot: 1 }])).unwrap();
+        assert!(!d.gpu_out(GpuId(1)));
+        let a = d.assignments(0, |_| String::new());
+        assert_eq!((a.len(), a[0].attempt), (1, 2));
+        d.apply(batch(1500, vec![Input::Exit { task: 0, attempt: 2, code: 0 }, Input::Beat { node: 0 }])).unwrap();
+        assert_eq!(d.job_state(0), "succeeded");
+        let trace = d.trace();
+        assert!(
+            trace.events.iter().any(|e| matches!(e, ClusterEvent::GpuFail { repair: Some(r), .. } if r.as_ms() == 700))
+        );
+        assert_eq!(live(&d), simulated(&d));
     }
 
     #[test]
