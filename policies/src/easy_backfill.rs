@@ -21,7 +21,7 @@
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};
 use crate::running::RunningIndex;
-use crate::tracking::{place_and_start, sync_waiting};
+use crate::tracking::{Placed, place_and_start, sync_waiting};
 use crate::wait_queue::WaitQueue;
 use sim::{ClusterView, DurationSource, Plan, Policy, PoolId, SimTime, TaskId};
 
@@ -128,8 +128,9 @@ impl Policy for EasyBackfill {
         let head = loop {
             let Some((_, head)) = self.waiting.head() else { return };
             match place_and_start(view, plan, self.placer, &mut self.waiting, head) {
-                Some(gpus) => self.running.insert_started(view, head, &gpus, source),
-                None => break head,
+                Placed::Started(gpus) => self.running.insert_started(view, head, &gpus, source),
+                Placed::Parked => {}
+                Placed::NoRoom => break head,
             }
         };
         let Some(mut reservation) = self.reserve(view, plan, head) else { return };
@@ -137,6 +138,9 @@ impl Policy for EasyBackfill {
         for task in candidates {
             if plan.free().total() == 0 {
                 break;
+            }
+            if !plan.quota_allows(task) {
+                continue;
             }
             let shape = Shape::of(view.task(task));
             let ends_in_time = view.expected_end_if_started(task, source) <= reservation.shadow;

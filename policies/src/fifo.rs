@@ -14,7 +14,7 @@
 
 use crate::params::{AVOID_FAILED, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::Placer;
-use crate::tracking::{place_and_start, sync_waiting};
+use crate::tracking::{Placed, place_and_start, reclaim_for_head, sync_waiting};
 use crate::wait_queue::WaitQueue;
 use sim::{ClusterView, Plan, Policy, SimDuration};
 
@@ -96,9 +96,14 @@ impl Policy for Fifo {
         }
         loop {
             let next = if self.skip { self.waiting.first_fitting(plan.free()) } else { self.waiting.head() };
-            let Some((_, task)) = next else { return };
-            if place_and_start(view, plan, self.placer, &mut self.waiting, task).is_none() {
-                return; // strict: the head waits, and so does everyone behind it
+            let Some((_, task)) = next else {
+                if self.skip {
+                    reclaim_for_head(view, plan, self.placer, &mut self.waiting);
+                }
+                return;
+            };
+            if place_and_start(view, plan, self.placer, &mut self.waiting, task) == Placed::NoRoom {
+                return; // strict: the head waits for GPUs, and so does everyone behind it
             }
         }
     }

@@ -6,6 +6,7 @@ mod easy_backfill;
 mod fifo;
 mod params;
 pub mod placement;
+mod quota;
 mod registry;
 mod running;
 mod sjf;

@@ -7,7 +7,7 @@
 
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::Placer;
-use crate::tracking::{place_and_start, sync_waiting};
+use crate::tracking::{Placed, place_and_start, reclaim_for_head, sync_waiting};
 use crate::wait_queue::WaitQueue;
 use sim::{ClusterView, DurationSource, Plan, Policy};
 
@@ -46,8 +46,9 @@ impl Policy for Sjf {
         let source = self.source;
         sync_waiting(view, &mut self.waiting, |t| view.expected_duration(t, source).as_ms());
         while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
-            let started = place_and_start(view, plan, self.placer, &mut self.waiting, task);
-            assert!(started.is_some(), "a task whose shape fits has a placement");
+            let placed = place_and_start(view, plan, self.placer, &mut self.waiting, task);
+            assert!(placed != Placed::NoRoom, "a task whose shape fits has a placement");
         }
+        reclaim_for_head(view, plan, self.placer, &mut self.waiting);
     }
 }

@@ -16,7 +16,7 @@
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};
 use crate::running::RunningIndex;
-use crate::tracking::{place_and_start, sync_waiting};
+use crate::tracking::{Placed, place_and_start, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{ClusterView, DurationSource, Plan, Policy, SimDuration, TaskId};
 
@@ -43,9 +43,9 @@ impl Srtf {
         })
     }
 
-    /// Places and starts `task` if its shape fits now.
-    fn try_start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId) -> bool {
-        place_and_start(view, plan, self.placer, &mut self.waiting, task).is_some()
+    /// Places and starts `task` if its shape fits now and its quota allows.
+    fn try_start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId) -> Placed {
+        place_and_start(view, plan, self.placer, &mut self.waiting, task)
     }
 
     /// Preempts longer-running tasks until `task` (with `remaining` work) fits, and starts it.
@@ -60,10 +60,11 @@ impl Srtf {
             while let Some((end, victim)) = self.running.latest_before(pool, cursor).filter(|&(end, _)| end > deadline)
             {
                 cursor = Some((end, victim));
-                if plan.preempt(victim).is_ok() {
+                // A victim already reclaimed by its queue's quota in this plan is not one again.
+                if !plan.is_decided(victim) && plan.preempt(victim).is_ok() {
                     preempted.push(victim);
                 }
-                if shape.fits_in(pool, plan.free()) && self.try_start(view, plan, task) {
+                if shape.fits_in(pool, plan.free()) && self.try_start(view, plan, task).started().is_some() {
                     // Victims wait again at once, so the fill pass can restart them on GPUs
                     // that are free now instead of leaving those idle until the next event.
                     for &v in &preempted {
@@ -94,12 +95,13 @@ impl Policy for Srtf {
         sync_waiting(view, &mut self.waiting, |t| view.expected_remaining(t, source).as_ms());
         self.running.sync(view, source);
         while let Some((remaining, task)) = self.waiting.head() {
-            if !self.try_start(view, plan, task) && !self.preempt_for(view, plan, task, remaining) {
+            let placed = self.try_start(view, plan, task);
+            if placed == Placed::NoRoom && !self.preempt_for(view, plan, task, remaining) {
                 break;
             }
         }
         while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
-            if !self.try_start(view, plan, task) {
+            if self.try_start(view, plan, task) == Placed::NoRoom {
                 break; // unreachable: a shape that fits has a placement
             }
         }

@@ -1,16 +1,44 @@
 //! The moves every queue-based policy here makes the same way: keeping its waiting queue in
 //! step with the view's changes (only the key differs), and starting a waiting task where its
-//! placement puts it.
+//! placement puts it, within its queue's quota, reclaiming borrowed GPUs when it is entitled.
 
 use crate::placement::{Placer, Shape};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{Change, ClusterView, GpuId, Plan, TaskId};
+
+/// What became of a task `place_and_start` tried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placed {
+    Started(Vec<GpuId>),
+    /// Not enough free GPUs of its shape now: it keeps its place in the order.
+    NoRoom,
+    /// Its queue's quota holds it back: parked until a task of its queue stops.
+    Parked,
+}
+
+impl Placed {
+    pub fn started(&self) -> Option<&[GpuId]> {
+        match self {
+            Placed::Started(gpus) => Some(gpus),
+            _ => None,
+        }
+    }
+}
 
 /// Applies the view's changes to `queue`: startable tasks (new, preempted, retrying after a
 /// failure) are queued under `key(task)`; tasks that started, finished or failed for good, and
 /// those of ended jobs, are dropped.
 pub fn sync_waiting(view: &ClusterView<'_>, queue: &mut WaitQueue, mut key: impl FnMut(TaskId) -> Key) {
     for change in view.changes() {
+        // A task that stopped, or a job that ended, may leave room in its queue's quota.
+        let stopped = match *change {
+            Change::TaskFinished(t) | Change::TaskPreempted(t) | Change::TaskFailed(t) => Some(view.task(t).job),
+            Change::JobEnded(job) => Some(job),
+            Change::TaskReady(_) | Change::TaskStarted(_) => None,
+        };
+        if let Some(q) = stopped.and_then(|job| view.queue_of(job)) {
+            queue.unpark(q);
+        }
         match *change {
             Change::TaskReady(t) | Change::TaskPreempted(t) => {
                 queue.insert(t, key(t), Shape::of(view.task(t)));
@@ -25,16 +53,38 @@ pub fn sync_waiting(view: &ClusterView<'_>, queue: &mut WaitQueue, mut key: impl
 }
 
 /// Places `task` with `placer` on the GPUs free now and starts it, taking it off `waiting`.
-/// `None` (and nothing changed) when it does not fit.
+/// A task its queue's quota holds back is parked. A task within its queue's GPU cap that does
+/// not fit may reclaim GPUs other queues borrowed (`crate::quota::reclaim`).
 pub fn place_and_start(
     view: &ClusterView<'_>,
     plan: &mut Plan<'_>,
     placer: Placer,
     waiting: &mut WaitQueue,
     task: TaskId,
-) -> Option<Vec<GpuId>> {
-    let gpus = placer.place(Shape::of(view.task(task)), view, plan.free())?;
-    plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool");
+) -> Placed {
+    if !plan.quota_allows(task) {
+        let queue = plan.queue_of_task(task).expect("only a task with a queue has a quota");
+        waiting.park(task, queue);
+        return Placed::Parked;
+    }
+    let shape = Shape::of(view.task(task));
+    let Some(gpus) = placer.place(shape, view, plan.free()).or_else(|| crate::quota::reclaim(view, plan, placer, task))
+    else {
+        return Placed::NoRoom;
+    };
+    plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool, within quota");
     waiting.remove(task);
-    Some(gpus)
+    Placed::Started(gpus)
+}
+
+/// For policies whose passes only try tasks that fit: the first waiting task in their order,
+/// if it finds no room, gets its chance to reclaim GPUs its queue is entitled to. Free without
+/// queues.
+pub fn reclaim_for_head(view: &ClusterView<'_>, plan: &mut Plan<'_>, placer: Placer, waiting: &mut WaitQueue) {
+    if view.queues().is_empty() {
+        return;
+    }
+    if let Some((_, head)) = waiting.head() {
+        place_and_start(view, plan, placer, waiting, head);
+    }
 }

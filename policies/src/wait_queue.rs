@@ -4,9 +4,13 @@
 //! together, so "the first task in key order that fits now" is the minimum over shapes that
 //! fit of each shape's first task: O(shapes x log n) per query however long the queue, with
 //! shapes in the tens on real traces. That is what keeps fifo, sjf and srtf incremental.
+//!
+//! A task its queue's quota holds back is *parked*, out of the order, until a task of that
+//! queue stops (see `tracking::sync_waiting`): it is not waiting for GPUs, so it neither
+//! blocks the tasks behind it nor costs a query anything.
 
 use crate::placement::Shape;
-use sim::{FreeGpus, TaskId};
+use sim::{FreeGpus, QueueId, TaskId};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Smaller keys go first; ties break by task id (arrival order).
@@ -18,6 +22,9 @@ pub struct WaitQueue {
     by_shape: BTreeMap<Shape, BTreeSet<(Key, TaskId)>>,
     /// Each queued task's key and shape, by dense task id.
     entry: Vec<Option<(Key, Shape)>>,
+    /// Parked tasks by queue, and each parked task's queue.
+    parked: BTreeMap<QueueId, BTreeMap<TaskId, (Key, Shape)>>,
+    parked_in: BTreeMap<TaskId, QueueId>,
 }
 
 impl WaitQueue {
@@ -32,8 +39,29 @@ impl WaitQueue {
         self.by_shape.entry(shape).or_default().insert((key, task));
     }
 
-    /// Removes `task` if queued.
+    /// Sets `task` aside until its queue `queue` has room again (`unpark`).
+    pub fn park(&mut self, task: TaskId, queue: QueueId) {
+        let Some((key, shape)) = self.entry.get(task.index()).copied().flatten() else { return };
+        self.remove(task);
+        self.parked.entry(queue).or_default().insert(task, (key, shape));
+        self.parked_in.insert(task, queue);
+    }
+
+    /// Puts back in order every task parked for `queue`.
+    pub fn unpark(&mut self, queue: QueueId) {
+        for (task, (key, shape)) in self.parked.remove(&queue).unwrap_or_default() {
+            self.parked_in.remove(&task);
+            self.insert(task, key, shape);
+        }
+    }
+
+    /// Removes `task` if queued or parked.
     pub fn remove(&mut self, task: TaskId) {
+        if let Some(queue) = self.parked_in.remove(&task)
+            && let Some(set) = self.parked.get_mut(&queue)
+        {
+            set.remove(&task);
+        }
         let Some((key, shape)) = self.entry.get_mut(task.index()).and_then(Option::take) else {
             return;
         };

@@ -13,6 +13,7 @@ use crate::health::Health;
 use crate::ids::{GpuId, JobId, NodeId, TaskId};
 use crate::plan::{Decision, Mark, Plan};
 use crate::policy::Policy;
+use crate::quota::{Queues, QuotaUsage};
 use crate::record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResult, RunStats, TaskRecord};
 use crate::rng::{StreamRng, stream};
 use crate::series::{Levels, QueueDelta, Series};
@@ -93,9 +94,13 @@ pub struct Controller {
     /// Tasks a policy may start (ready, preempted, retrying).
     pub(crate) waiting_tasks: u64,
     /// Each job's queue, as an index into the series' queue names.
-    job_queue: Vec<u32>,
+    series_queue: Vec<u32>,
+    /// Each job's queue with quotas (`None` for all when the cluster defines no queues).
+    pub(crate) job_queue: Vec<Option<crate::quota::QueueId>>,
     pub(crate) series: Series,
     pub(crate) dag: Dag,
+    pub(crate) queues: Queues,
+    pub(crate) quota: QuotaUsage,
     /// Timers asked for since the driver last took them (see `take_timers`).
     pub(crate) timers: Vec<(SimTime, Timer)>,
     /// Jobs arrived and not ended.
@@ -157,14 +162,17 @@ impl Controller {
             }
         }
         let stats = RunStats { cluster_gpus: cluster.gpu_count(), ..RunStats::default() };
-        let (queues, job_queue) = queue_index(&workload);
+        let (queues, series_queue) = queue_index(&workload);
         let dag = Dag::new(&workload, |t| tasks[t.index()].checkpoint);
         let width = config.series_bucket.unwrap_or_else(|| crate::series::auto_width(&workload));
         Controller {
             series: Series::new(width, queues),
             dag,
+            quota: QuotaUsage::new(&Queues::default(), workload.len()),
+            queues: Queues::default(),
             timers: Vec::new(),
-            job_queue,
+            series_queue,
+            job_queue: vec![None; workload.len()],
             stalled_mgpus: 0,
             waiting_tasks: 0,
             rng: stream(config.seed, &format!("policy:{policy_name}")),
@@ -190,6 +198,23 @@ impl Controller {
             jobs,
             tasks,
         }
+    }
+
+    /// Puts jobs in `queues` (resolved against this cluster): each task may then run only in
+    /// its queue's pools, within its queue's quota. Call before anything arrives. An error
+    /// names a job whose queue is not defined.
+    pub fn with_queues(mut self, queues: Queues) -> Result<Controller, String> {
+        assert!(self.stats.first_submit.is_none(), "queues are set before the run starts");
+        let job_queue = queues.assign(&self.workload)?;
+        for t in &mut self.tasks {
+            if let Some(q) = job_queue[t.job.index()] {
+                t.pools = crate::cluster::PoolMask(t.pools.0 & queues.get(q).pools.0);
+            }
+        }
+        self.quota = QuotaUsage::new(&queues, job_queue.len());
+        self.job_queue = job_queue;
+        self.queues = queues;
+        Ok(self)
     }
 
     pub fn now(&self) -> SimTime {
@@ -261,6 +286,28 @@ impl Controller {
         let spec = &self.workload.jobs()[job.index()];
         for (t, task_spec) in self.jobs[job.index()].tasks().zip(&spec.tasks) {
             let task = &self.tasks[t.index()];
+            if let Some(q) = self.job_queue[job.index()] {
+                let queue = self.queues.get(q);
+                let over_cap = queue.max_mgpus.is_some_and(|max| task.mgpus() > max) && !queue.borrow;
+                if over_cap || queue.max_running_jobs == Some(0) {
+                    return Some(format!(
+                        "task `{}` asks for {} GPUs; its queue `{}` allows {} GPUs and {} running jobs",
+                        task_spec.name,
+                        task.gpus,
+                        queue.name,
+                        queue.max_mgpus.map_or("any number of".into(), |m| format!("{}", m / 1000)),
+                        queue.max_running_jobs.map_or("any number of".into(), |m| m.to_string())
+                    ));
+                }
+                if task.pools.is_empty() {
+                    return Some(format!(
+                        "task `{}` asks for GPU type `{}`, which no pool of its queue `{}` has",
+                        task_spec.name,
+                        task_spec.gpu_type.as_deref().unwrap_or(""),
+                        queue.name
+                    ));
+                }
+            }
             if task.pools.is_empty() {
                 let types: Vec<&str> = self.cluster.pools().iter().map(|p| p.gpu_type.as_str()).collect();
                 return Some(format!(
@@ -340,11 +387,7 @@ impl Controller {
         let stalled = held - overhead_paid - progress;
         let done_before = t.work - t.remaining;
         let done_now = done_before + progress;
-        let saved = if t.checkpoint == SimDuration::ZERO || done_now == t.work {
-            done_now
-        } else {
-            SimDuration(done_now.as_ms() / t.checkpoint.as_ms() * t.checkpoint.as_ms()).max(done_before)
-        };
+        let saved = t.saved(done_now);
         let lost = done_now - saved;
         let gpus = t.mgpus();
         t.remaining = t.work - saved;
@@ -373,8 +416,11 @@ impl Controller {
     }
 
     /// Returns `task`'s `gpus` (or its share of them) to the free index, GPUs the scheduler
-    /// may no longer use (on a node known dead, known failed) excepted.
+    /// may no longer use (on a node known dead, known failed) excepted, and its GPUs to its
+    /// queue's quota.
     pub(crate) fn release_to_free(&mut self, task: TaskId, gpus: &[GpuId]) {
+        let t = &self.tasks[task.index()];
+        self.quota.stop(self.job_queue[t.job.index()], t);
         let milli = self.tasks[task.index()].milli;
         for &gpu in gpus {
             let usable = self.health.usable(gpu);
@@ -436,6 +482,9 @@ impl Controller {
             tasks: &self.tasks,
             health: &self.health,
             failures_seen: &self.failures_seen,
+            queues: &self.queues,
+            job_queue: &self.job_queue,
+            owner: &self.owner,
         };
         let mut plan = Plan {
             now: self.now,
@@ -444,6 +493,9 @@ impl Controller {
             tasks: &self.tasks,
             free: &mut self.free,
             marks: &mut self.marks,
+            queues: &self.queues,
+            job_queue: &self.job_queue,
+            quota: &mut self.quota,
             rng: &mut self.rng,
             decisions: Vec::new(),
             refused: 0,
@@ -456,7 +508,7 @@ impl Controller {
         for decision in decisions {
             match decision {
                 Decision::Start { task, gpus } => self.commit_start(task, gpus, effects),
-                Decision::Preempt { task } => self.commit_preempt(task, effects),
+                Decision::Preempt { task, reason } => self.commit_preempt(task, &reason, effects),
                 Decision::Reject { job, reason } => self.commit_reject(job, reason),
                 Decision::WakeAt(at) => {
                     effects.push(Effect::WakeAt(at));
@@ -502,7 +554,7 @@ impl Controller {
         effects.push(Effect::Started { task, attempt, finish_at });
     }
 
-    fn commit_preempt(&mut self, task: TaskId, effects: &mut Vec<Effect>) {
+    fn commit_preempt(&mut self, task: TaskId, reason: &str, effects: &mut Vec<Effect>) {
         self.marks[task.index()] = Mark::None;
         let gpus = self.end_attempt(task);
         self.set_status(task, TaskStatus::Preempted);
@@ -510,7 +562,7 @@ impl Controller {
         t.preemptions += 1;
         let job = t.job;
         self.stats.preemptions += 1;
-        self.log(DecisionKind::Preempt, job, Some(task), &gpus, "");
+        self.log(DecisionKind::Preempt, job, Some(task), &gpus, reason);
         self.changes.push(Change::TaskPreempted(task));
         effects.push(Effect::Stopped { task });
     }
@@ -735,7 +787,7 @@ impl Controller {
         let delta = i64::from(status.is_startable()) - i64::from(t.status.is_startable());
         t.status = status;
         if delta != 0 {
-            let queue = self.job_queue[t.job.index()] as usize;
+            let queue = self.series_queue[t.job.index()] as usize;
             self.waiting_tasks = self.waiting_tasks.checked_add_signed(delta).expect("waiting count below zero");
             self.series.queue_change(queue, self.now, QueueDelta::Waiting(delta));
         }
@@ -744,7 +796,7 @@ impl Controller {
     /// `task` started (`+1`) or stopped (`-1`) running: its queue's running levels change.
     fn running_changed(&mut self, task: TaskId, sign: i64) {
         let t = &self.tasks[task.index()];
-        let queue = self.job_queue[t.job.index()] as usize;
+        let queue = self.series_queue[t.job.index()] as usize;
         let mgpus = sign * i64::try_from(t.mgpus()).unwrap_or(i64::MAX);
         self.series.queue_change(queue, self.now, QueueDelta::Running { tasks: sign, mgpus });
     }

@@ -10,6 +10,7 @@ use crate::failure::ClusterEvent;
 use crate::ids::JobId;
 use crate::observe::Observer;
 use crate::policy::Policy;
+use crate::quota::{QueueSpec, Queues};
 use crate::record::RunResult;
 use crate::time::SimTime;
 use crate::workload::Workload;
@@ -23,6 +24,8 @@ pub enum SimError {
     BadEvent { index: usize, problem: String },
     /// A task dependency this run cannot honour.
     BadDependency { job: String, problem: String },
+    /// A queue definition, or a job's queue, that does not fit the cluster.
+    BadQueue(String),
 }
 
 impl fmt::Display for SimError {
@@ -35,6 +38,7 @@ impl fmt::Display for SimError {
             ),
             SimError::BadEvent { index, problem } => write!(f, "cluster event {index}: {problem}"),
             SimError::BadDependency { job, problem } => write!(f, "job `{job}`: {problem}"),
+            SimError::BadQueue(problem) => f.write_str(problem),
         }
     }
 }
@@ -48,11 +52,24 @@ pub struct Scenario {
     pub cluster: Cluster,
     pub workload: Workload,
     events: Vec<ClusterEvent>,
+    queues: Queues,
 }
 
 impl Scenario {
     pub fn new(cluster: Cluster, workload: Workload) -> Scenario {
-        Scenario { cluster, workload, events: Vec::new() }
+        Scenario { cluster, workload, events: Vec::new(), queues: Queues::default() }
+    }
+
+    /// Adds queues with quotas (checked against the cluster and the jobs' queue names).
+    pub fn with_queues(mut self, specs: &[QueueSpec]) -> Result<Scenario, SimError> {
+        let queues = Queues::new(specs, &self.cluster).map_err(|e| SimError::BadQueue(e.0))?;
+        queues.assign(&self.workload).map_err(SimError::BadQueue)?;
+        self.queues = queues;
+        Ok(self)
+    }
+
+    pub fn queues(&self) -> &Queues {
+        &self.queues
     }
 
     /// Adds ground-truth cluster events, checked against the cluster and sorted by time
@@ -91,8 +108,9 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
     }
     check_checkpoint_dependencies(&scenario.workload, config.checkpoint)?;
     let failures = config.failures;
-    let Scenario { cluster, workload, events } = scenario;
-    let controller = Controller::new(cluster, workload, policy.name(), config);
+    let Scenario { cluster, workload, events, queues } = scenario;
+    let controller =
+        Controller::new(cluster, workload, policy.name(), config).with_queues(queues).map_err(SimError::BadQueue)?;
     let mut queue = EventQueue::default();
     for (index, e) in events.iter().enumerate() {
         queue.push(e.time(), Event::Hardware(index as u32));

@@ -14,7 +14,27 @@ impl Controller {
         self.check_gpu_owners()?;
         self.check_running_tasks()?;
         self.check_gpu_time_conserved()?;
+        self.check_quotas()?;
         self.check_jobs_in_system()
+    }
+
+    /// Queue usage equals the recount from running tasks; no queue holds more GPUs than its cap
+    /// unless it may borrow, nor runs more jobs than its cap.
+    fn check_quotas(&self) -> Result<(), String> {
+        let running = |t: crate::ids::TaskId| self.tasks[t.index()].status == TaskStatus::Running;
+        if let Some(differs) = self.quota.recount_differs(&self.tasks, &self.job_queue, running) {
+            return Err(differs);
+        }
+        for (q, queue) in self.queues.iter() {
+            let used = self.quota.used_mgpus(q);
+            if queue.max_mgpus.is_some_and(|max| used > max && !queue.borrow) {
+                return Err(format!("queue `{}` holds {used} milli-GPUs, over its quota", queue.name));
+            }
+            if queue.max_running_jobs.is_some_and(|max| self.quota.running_jobs(q) > max) {
+                return Err(format!("queue `{}` runs more jobs than its quota", queue.name));
+            }
+        }
+        Ok(())
     }
 
     /// No GPU in two tasks (a shared GPU: only fractional tasks, their shares summing to what

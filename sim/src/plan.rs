@@ -7,6 +7,7 @@
 use crate::alloc::{FreeGpus, WHOLE_GPU_MILLI};
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId, PoolId, TaskId};
+use crate::quota::{QueueId, Queues, QuotaUsage};
 use crate::rng::StreamRng;
 use crate::state::{JobState, TaskState, TaskStatus};
 use crate::time::SimTime;
@@ -27,6 +28,7 @@ pub enum PlanError {
     NotRunning { task: TaskId, status: TaskStatus },
     JobNotRejectable { job: JobId },
     WakeNotInFuture { at: SimTime, now: SimTime },
+    Quota { task: TaskId, breach: crate::quota::QuotaBreach },
 }
 
 impl fmt::Display for PlanError {
@@ -62,6 +64,7 @@ impl fmt::Display for PlanError {
             PlanError::WakeNotInFuture { at, now } => {
                 write!(f, "wake_at({at}) is not after now ({now})")
             }
+            PlanError::Quota { task, breach } => write!(f, "{task} cannot start: {breach}"),
         }
     }
 }
@@ -71,9 +74,19 @@ impl std::error::Error for PlanError {}
 /// One accepted decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    Start { task: TaskId, gpus: Vec<GpuId> },
-    Preempt { task: TaskId },
-    Reject { job: JobId, reason: String },
+    Start {
+        task: TaskId,
+        gpus: Vec<GpuId>,
+    },
+    /// `reason` says why, in the decision log (empty: the policy's ordering).
+    Preempt {
+        task: TaskId,
+        reason: String,
+    },
+    Reject {
+        job: JobId,
+        reason: String,
+    },
     WakeAt(SimTime),
 }
 
@@ -98,6 +111,10 @@ pub struct Plan<'a> {
     pub(crate) tasks: &'a [TaskState],
     pub(crate) free: &'a mut FreeGpus,
     pub(crate) marks: &'a mut [Mark],
+    pub(crate) queues: &'a Queues,
+    /// Each job's queue (`None` without queues).
+    pub(crate) job_queue: &'a [Option<QueueId>],
+    pub(crate) quota: &'a mut QuotaUsage,
     pub(crate) rng: &'a mut StreamRng,
     pub(crate) decisions: Vec<Decision>,
     pub(crate) refused: u64,
@@ -117,6 +134,35 @@ impl<'a> Plan<'a> {
     }
     pub fn decisions(&self) -> &[Decision] {
         &self.decisions
+    }
+    /// Queue usage as of now, after this plan's decisions so far.
+    pub fn quota(&self) -> &QuotaUsage {
+        self.quota
+    }
+    /// Whether `task` may start now as far as its queue's quota goes (GPUs aside).
+    pub fn quota_allows(&self, task: TaskId) -> bool {
+        let t = &self.tasks[task.index()];
+        self.quota.check(self.queues, self.job_queue[t.job.index()], t).is_ok()
+    }
+    /// Whether `task` fits its queue's GPU cap without borrowing: what entitles it to reclaim
+    /// GPUs other queues borrowed.
+    pub fn within_cap(&self, task: TaskId) -> bool {
+        let t = &self.tasks[task.index()];
+        self.quota.within_cap(self.queues, self.job_queue[t.job.index()], t)
+    }
+    /// Whether `queue` holds more GPUs than its cap now (it is borrowing).
+    pub fn borrowing(&self, queue: QueueId) -> bool {
+        self.quota.borrowing(self.queues, queue)
+    }
+    /// The queue of `task`'s job, if the cluster has queues.
+    pub fn queue_of_task(&self, task: TaskId) -> Option<QueueId> {
+        self.job_queue[self.tasks[task.index()].job.index()]
+    }
+    /// Tells the quota that `task` starts (`+`) or stops (`-`), tentatively.
+    fn count(&mut self, task: TaskId, starts: bool) {
+        let t = &self.tasks[task.index()];
+        let queue = self.job_queue[t.job.index()];
+        if starts { self.quota.start(queue, t) } else { self.quota.stop(queue, t) }
     }
     /// Whether this plan already started, preempted or rejected `task`.
     pub fn is_decided(&self, task: TaskId) -> bool {
@@ -139,6 +185,7 @@ impl<'a> Plan<'a> {
                 self.free.take(self.cluster.node_of(gpu), gpu);
             }
         }
+        self.count(task, true);
         self.marks[task.index()] = Mark::Started;
         self.decisions.push(Decision::Start { task, gpus: gpus.to_vec() });
         Ok(())
@@ -155,6 +202,9 @@ impl<'a> Plan<'a> {
         if !t.status.is_startable() && !preempted_here {
             return Err(PlanError::NotStartable { task, status: t.status });
         }
+        // A task this plan preempted no longer counts against its queue (`preempt` said so).
+        let queue = self.job_queue[t.job.index()];
+        self.quota.check(self.queues, queue, t).map_err(|breach| PlanError::Quota { task, breach })?;
         if gpus.len() != t.gpus as usize {
             return Err(PlanError::GangSize { task, asked: t.gpus, given: gpus.len() });
         }
@@ -197,6 +247,12 @@ impl<'a> Plan<'a> {
     /// restart from where it was (paying the restart overhead when it does, which may be later
     /// in this same plan, on other GPUs).
     pub fn preempt(&mut self, task: TaskId) -> Result<(), PlanError> {
+        self.preempt_for(task, String::new())
+    }
+
+    /// Preempts a running task, saying why in the decision log (say, which queue reclaims
+    /// its GPUs and how little work the choice loses).
+    pub fn preempt_for(&mut self, task: TaskId, reason: impl Into<String>) -> Result<(), PlanError> {
         let status = self.tasks[task.index()].status;
         if self.marks[task.index()] != Mark::None {
             self.refused += 1;
@@ -208,8 +264,9 @@ impl<'a> Plan<'a> {
         }
         // A running task's GPUs are usable (an invariant), so they go back to the free set.
         self.give_back(task, &self.tasks[task.index()].placed);
+        self.count(task, false);
         self.marks[task.index()] = Mark::Preempted;
-        self.decisions.push(Decision::Preempt { task });
+        self.decisions.push(Decision::Preempt { task, reason: reason.into() });
         Ok(())
     }
 
@@ -262,11 +319,13 @@ impl<'a> Plan<'a> {
             match self.decisions.pop().expect("len checked") {
                 Decision::Start { task, gpus } => {
                     self.give_back(task, &gpus);
+                    self.count(task, false);
                     // Running in the committed state means this plan preempted it first.
                     let running = self.tasks[task.index()].status == TaskStatus::Running;
                     self.marks[task.index()] = if running { Mark::Preempted } else { Mark::None };
                 }
-                Decision::Preempt { task } => {
+                Decision::Preempt { task, .. } => {
+                    self.count(task, true);
                     let t = &self.tasks[task.index()];
                     for &gpu in &t.placed {
                         if t.milli < WHOLE_GPU_MILLI {

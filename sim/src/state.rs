@@ -127,6 +127,15 @@ impl TaskState {
     pub fn mgpus(&self) -> u64 {
         u64::from(self.gpus) * u64::from(self.milli)
     }
+    /// The work kept of `done` (its last checkpoint): all of it with continuous checkpoints or
+    /// once the task is complete, never less than what the attempt started from.
+    pub fn saved(&self, done: SimDuration) -> SimDuration {
+        let done_before = self.work - self.remaining;
+        if self.checkpoint == SimDuration::ZERO || done == self.work {
+            return done;
+        }
+        SimDuration(done.as_ms() / self.checkpoint.as_ms() * self.checkpoint.as_ms()).max(done_before)
+    }
     /// Milli-GPU-milliseconds held by `now`, over all attempts.
     pub fn mgpu_ms_at(&self, now: SimTime) -> u64 {
         let open =

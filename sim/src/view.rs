@@ -6,7 +6,8 @@
 use crate::cluster::Cluster;
 use crate::health::Health;
 use crate::ids::{JobId, NodeId, TaskId};
-use crate::state::{JobState, TaskState};
+use crate::quota::{QueueId, Queues};
+use crate::state::{JobState, TaskState, TaskStatus};
 use crate::time::{SimDuration, SimTime};
 use crate::workload::{JobSpec, Workload};
 use std::collections::BTreeSet;
@@ -56,6 +57,9 @@ pub struct ClusterView<'a> {
     pub(crate) tasks: &'a [TaskState],
     pub(crate) health: &'a Health,
     pub(crate) failures_seen: &'a BTreeSet<(SimTime, NodeId)>,
+    pub(crate) queues: &'a Queues,
+    pub(crate) job_queue: &'a [Option<QueueId>],
+    pub(crate) owner: &'a [Option<TaskId>],
 }
 
 impl<'a> ClusterView<'a> {
@@ -76,6 +80,31 @@ impl<'a> ClusterView<'a> {
     }
     pub fn job_spec(&self, job: JobId) -> &'a JobSpec {
         &self.workload.jobs()[job.index()]
+    }
+    /// The cluster's queues and their quotas (what each queue uses now, including this
+    /// decision's tentative starts and preemptions, is `Plan::quota`).
+    pub fn queues(&self) -> &'a Queues {
+        self.queues
+    }
+    /// The task holding `gpu` whole (as of the start of this decision), if any.
+    pub fn gpu_owner(&self, gpu: crate::ids::GpuId) -> Option<TaskId> {
+        self.owner[gpu.index()]
+    }
+    /// The queue `job` runs in, when the cluster has queues.
+    pub fn queue_of(&self, job: JobId) -> Option<QueueId> {
+        self.job_queue[job.index()]
+    }
+    /// The work a running task would lose if it were preempted now: what it did since its
+    /// last checkpoint (nothing with continuous checkpoints, or while stalled it has none).
+    pub fn work_at_risk(&self, task: TaskId) -> SimDuration {
+        let t = &self.tasks[task.index()];
+        if t.status != TaskStatus::Running {
+            return SimDuration::ZERO;
+        }
+        let until = t.stalled_since.map_or(self.now, |s| s.min(self.now));
+        let progress = until.since(t.run_start).saturating_sub(t.overhead).min(t.remaining);
+        let done = t.work - t.remaining + progress;
+        done - t.saved(done)
     }
     /// What the scheduler knows of the hardware (nodes declared dead, GPUs taken out). The
     /// ground truth in it is for reports; a policy that reads `broken` is cheating.
