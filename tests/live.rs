@@ -486,6 +486,12 @@ fn an_xid_error_takes_the_gpu_out_the_task_reruns_elsewhere_and_a_restarted_agen
     let cluster: Value = s.client().get("/v1/cluster").unwrap();
     assert_eq!(cluster["nodes"][0]["gpus"][0]["uuid"], "GPU-fa4e0000-0000-4000-8000-000000000000");
     assert_eq!(cluster["nodes"][0]["gpus"][0]["name"], "Fake NVIDIA A100-SXM4-40GB");
+    // NVML's compute processes reach the cluster view.
+    std::fs::write(&ctl, "devices 1\nproc 0 4242 100\n").unwrap();
+    wait_for(30, "the process on node 0's GPU", || {
+        let cluster: Value = s.client().get("/v1/cluster").ok()?;
+        (cluster["nodes"][0]["gpus"][0]["processes"][0]["pid"] == 4242).then_some(())
+    });
     s.submit(json!({ "name": "long", "tasks": [task("0", "sleep 3", &[])] })).unwrap();
     let node = wait_for(30, "`long` to run", || {
         let t = s.job("long")["tasks"][0].clone();

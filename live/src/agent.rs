@@ -150,6 +150,7 @@ impl Agent {
             exits: self.exits.clone(),
             health: self.health.clone(),
             gpus: self.backend.gpus().unwrap_or_default(),
+            processes: self.backend.processes().unwrap_or_default(),
         };
         let reply: HeartbeatReply = match self.client.post("/v1/agents/heartbeat", &request) {
             Ok(r) => r,

@@ -1,7 +1,7 @@
 //! What goes over the wire: the JSON bodies of the HTTP API, and their validation. Bad input
 //! is a [`Refusal`] with the reason, never a panic.
 
-use crate::backend::{GpuInfo, HealthEvent};
+use crate::backend::{GpuInfo, GpuProcess, HealthEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -199,6 +199,9 @@ pub struct HeartbeatRequest {
     /// The GPUs as the backend sees them now (for `GET /v1/cluster`).
     #[serde(default)]
     pub gpus: Vec<GpuInfo>,
+    /// Compute processes on them (for `GET /v1/cluster`).
+    #[serde(default)]
+    pub processes: Vec<GpuProcess>,
 }
 
 /// What one node must run: the agent starts each assignment it has not started before and

@@ -43,6 +43,8 @@ pub struct Coordinator {
     driver: Driver,
     token: String,
     agents: BTreeMap<String, AgentRecord>,
+    /// The compute processes each agent last saw on its GPUs (not journaled: for display).
+    processes: BTreeMap<String, Vec<crate::backend::GpuProcess>>,
     epoch: Instant,
     base_ms: u64,
     state_dir: PathBuf,
@@ -109,6 +111,7 @@ impl Coordinator {
             driver,
             token,
             agents,
+            processes: BTreeMap::new(),
             epoch: Instant::now(),
             base_ms,
             state_dir: options.state_dir,
@@ -435,6 +438,13 @@ impl Coordinator {
                     .enumerate()
                     .map(|(slot, g)| {
                         let info = agent.and_then(|a| a.gpus.get(slot));
+                        let processes: Vec<Value> = agent
+                            .and_then(|a| self.processes.get(&a.name))
+                            .into_iter()
+                            .flatten()
+                            .filter(|p| info.is_some_and(|i| i.uuid == p.uuid))
+                            .map(|p| json!({ "pid": p.pid, "used_memory_mib": p.used_memory_mib }))
+                            .collect();
                         let state = if self.driver.gpu_out(g) {
                             "out"
                         } else if holder.contains_key(&g.0) {
@@ -451,6 +461,7 @@ impl Coordinator {
                             "temperature_c": info.map(|i| i.temperature_c),
                             "state": state,
                             "task": holder.get(&g.0),
+                            "processes": processes,
                         })
                     })
                     .collect();
@@ -597,6 +608,10 @@ impl Coordinator {
         if let Some(g) = h.gpus.iter().find(|g| slot_of(&g.uuid).is_none()) {
             return Err(self.refuse(&h.name, format!("reports unknown GPU {}", g.uuid)));
         }
+        if let Some(p) = h.processes.iter().find(|p| slot_of(&p.uuid).is_none()) {
+            return Err(self.refuse(&h.name, format!("reports a process on unknown GPU {}", p.uuid)));
+        }
+        self.processes.insert(h.name.clone(), h.processes.clone());
         let mut inputs = vec![Input::Beat { node }];
         for e in &h.health {
             let slot = slot_of(e.uuid()).unwrap_or(0) as u32;
