@@ -341,6 +341,31 @@ fn a_killed_agent_is_declared_dead_and_its_task_reruns_elsewhere() {
 }
 
 #[test]
+fn a_restarted_agent_loses_its_tasks_which_run_again_as_new_attempts() {
+    // Missed beats far beyond the restart: the node is never declared dead.
+    let mut s = Session::start("restart", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "20"]);
+    let agent = s.agent("n0", 1);
+    s.wait_agents(1);
+    let marks = s.dir.join("attempts.txt");
+    let command = format!(
+        "echo \"start $SCHEDLAB_ATTEMPT\" >> {0}; sleep 1.5; echo \"end $SCHEDLAB_ATTEMPT\" >> {0}",
+        marks.display()
+    );
+    s.submit(json!({ "name": "long", "tasks": [task("0", &command, &[])] })).unwrap();
+    wait_for(30, "attempt 1 to start", || std::fs::read_to_string(&marks).ok().filter(|t| t.contains("start 1")));
+    s.procs.kill(agent);
+    s.agent("n0", 1);
+    let jobs = s.wait_jobs_ended(60);
+    assert_eq!(jobs["jobs"][0]["state"], "succeeded", "{jobs:#}");
+    assert_eq!(s.job("long")["tasks"][0]["attempt"], 2);
+    let text = std::fs::read_to_string(&marks).unwrap();
+    assert_eq!(text, "start 1\nstart 2\nend 2\n", "attempt 1 died with its agent and never ran again");
+    let (live, digest) = s.decisions();
+    assert!(live.iter().any(|l| l.contains(",fail,")), "{live:?}");
+    assert_eq!(s.replay("fifo", "0.2", "20"), (live, digest));
+}
+
+#[test]
 fn kill_9_of_the_coordinator_loses_no_job_and_starts_no_task_twice() {
     let seed: u64 = std::env::var("SCHEDLAB_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(6);
     let mut rng = SplitMix(seed);

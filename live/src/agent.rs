@@ -48,6 +48,8 @@ pub struct Agent {
     backend: Box<dyn GpuBackend>,
     client: Client,
     registered: Option<RegisterReply>,
+    /// This process registered once already (so a registration again is not a restart).
+    ever_registered: bool,
     /// Every (task, attempt) ever started here: never started again.
     started: BTreeSet<(u32, u32)>,
     running: BTreeMap<(u32, u32), Running>,
@@ -69,6 +71,7 @@ impl Agent {
             backend,
             client,
             registered: None,
+            ever_registered: false,
             started: BTreeSet::new(),
             running: BTreeMap::new(),
             exits: Vec::new(),
@@ -138,10 +141,12 @@ impl Agent {
                 addr: self.options.addr.clone(),
                 gpus,
                 node: self.options.node,
+                fresh: !self.ever_registered,
             };
             let reply: RegisterReply = self.client.post("/v1/agents/register", &request).map_err(|e| e.to_string())?;
             self.log(format!("registered as node {} (heartbeat {} ms)", reply.node, reply.heartbeat_ms));
             self.registered = Some(reply);
+            self.ever_registered = true;
         }
         self.collect_health(0);
         self.reap();

@@ -170,6 +170,10 @@ pub struct RegisterRequest {
     /// Ask for this node of the cluster (otherwise the first free node with as many GPUs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<u32>,
+    /// The agent process has just started: nothing it ran before (if it held this node
+    /// already) runs any more.
+    #[serde(default)]
+    pub fresh: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -547,7 +547,14 @@ impl Coordinator {
             let node = known.node;
             let mut record = known;
             record.addr = r.addr;
-            let mut inputs = vec![Input::Beat { node }];
+            // A fresh agent process runs nothing of what its node ran: the node went down and
+            // is back (its tasks fail at its next beat, as the simulator has it).
+            let mut inputs = if r.fresh {
+                self.log(format!("node {node}: agent `{}` restarted; what ran there is lost", r.name));
+                vec![Input::NodeRestarted { node }, Input::Beat { node }]
+            } else {
+                vec![Input::Beat { node }]
+            };
             for (slot, g) in record.gpus.iter_mut().enumerate() {
                 if let Some(now) = r.gpus.iter().find(|n| n.uuid == g.uuid) {
                     *g = now.clone();

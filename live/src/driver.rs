@@ -32,6 +32,23 @@ use sim::{
 };
 use std::collections::BTreeMap;
 
+/// A hardware event the driver schedules itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Hardware {
+    /// `missed_beats` beats after the beat at `beat`.
+    Deadline {
+        node: u32,
+        beat: SimTime,
+    },
+    NodeRepair {
+        node: u32,
+    },
+    /// The GPU's failures end (its repairs were scheduled when it failed).
+    GpuRepair {
+        gpu: GpuId,
+    },
+}
+
 /// A completion-phase event of a batch: (schedule order, an exit (task, attempt, code), a timer).
 type Completion = (u64, Option<(u32, u32, i32)>, Option<Timer>);
 
@@ -47,6 +64,9 @@ pub enum Input {
     Beat { node: u32 },
     /// A GPU failed (XID, uncorrected ECC, lost); `what` for the logs.
     GpuFail { node: u32, slot: u32, what: String },
+    /// The node's agent started afresh: whatever ran there is gone (the node went down and
+    /// came back at once, as a trace's `node_fail` with a 1 ms repair).
+    NodeRestarted { node: u32 },
     /// The GPU works again (its agent registered again with it).
     GpuRepair { node: u32, slot: u32 },
     /// The user cancelled the job (by submission index).
@@ -110,10 +130,19 @@ pub struct Driver {
     task_origin: Vec<(usize, usize)>,
     last_beat: Vec<Option<SimTime>>,
     dead: Vec<bool>,
-    /// GPUs taken out, with their failures' rows in `trace_events` (repaired together).
-    gpu_out: BTreeMap<GpuId, Vec<usize>>,
-    /// Heartbeat deadlines (one per delivered beat, as the engine queues them) and wake-ups.
-    deadlines: BTreeMap<SimTime, u32>,
+    /// GPUs taken out, with their failures' rows in `trace_events` and the order each
+    /// failure was scheduled in (repaired together).
+    gpu_out: BTreeMap<GpuId, Vec<(usize, u64)>>,
+    /// Hardware events the driver scheduled itself (heartbeat deadlines, one per delivered
+    /// beat; node repairs), with the order they were scheduled in, as the engine queues them.
+    hardware: BTreeMap<SimTime, Vec<(u64, Hardware)>>,
+    /// Nodes whose agent restarted: down until the repair 1 ms later (a count, as the
+    /// observer counts overlapping failures), when that down period began, when they were
+    /// last repaired, and whether they have been down since their last delivered beat.
+    down: Vec<u32>,
+    node_failed_at: Vec<SimTime>,
+    node_repaired_at: Vec<Option<SimTime>>,
+    down_since_beat: Vec<bool>,
     wakes: BTreeMap<SimTime, u32>,
     /// What the Controller asked to be told about (start windows, progress points), with the
     /// order they were asked in.
@@ -176,7 +205,11 @@ impl Driver {
             last_beat: vec![None; nodes],
             dead: vec![false; nodes],
             gpu_out: BTreeMap::new(),
-            deadlines: BTreeMap::new(),
+            hardware: BTreeMap::new(),
+            down: vec![0; nodes],
+            node_failed_at: vec![SimTime::ZERO; nodes],
+            node_repaired_at: vec![None; nodes],
+            down_since_beat: vec![false; nodes],
             wakes: BTreeMap::new(),
             timers: BTreeMap::new(),
             start_seq: BTreeMap::new(),
@@ -234,7 +267,7 @@ impl Driver {
     /// The earliest time something is due without any input (a heartbeat deadline, a
     /// wake-up, a Controller timer), if any.
     pub fn next_due(&self) -> Option<SimTime> {
-        [self.deadlines.keys().next(), self.wakes.keys().next(), self.arrivals.keys().next(), self.timers.keys().next()]
+        [self.hardware.keys().next(), self.wakes.keys().next(), self.arrivals.keys().next(), self.timers.keys().next()]
             .into_iter()
             .flatten()
             .copied()
@@ -398,6 +431,7 @@ impl Driver {
         let journal = std::mem::take(&mut self.journal);
         let submissions = std::mem::take(&mut self.submissions);
         let units = std::mem::take(&mut self.units);
+        let nodes = self.cluster.nodes().len();
         *self = Driver {
             controller: Controller::new(
                 self.cluster.clone(),
@@ -411,10 +445,14 @@ impl Driver {
             units: Vec::new(),
             arrivals: BTreeMap::new(),
             task_origin: Vec::new(),
-            last_beat: vec![None; self.cluster.nodes().len()],
-            dead: vec![false; self.cluster.nodes().len()],
+            last_beat: vec![None; nodes],
+            dead: vec![false; nodes],
             gpu_out: BTreeMap::new(),
-            deadlines: BTreeMap::new(),
+            hardware: BTreeMap::new(),
+            down: vec![0; nodes],
+            node_failed_at: vec![SimTime::ZERO; nodes],
+            node_repaired_at: vec![None; nodes],
+            down_since_beat: vec![false; nodes],
             wakes: BTreeMap::new(),
             timers: BTreeMap::new(),
             start_seq: BTreeMap::new(),
@@ -454,57 +492,78 @@ impl Driver {
         self.controller.advance_to(at);
         let mut changed = false;
         let mut woken = false;
-        // Hardware: inputs in arrival order, then the deadlines due now.
+        // Hardware: the inputs in arrival order (a trace's rows come first in the engine's
+        // queue), then what the driver scheduled for now (deadlines, repairs) in the order it
+        // scheduled them.
         for input in &batch.inputs {
-            match input {
-                Input::Beat { node } => {
+            match *input {
+                Input::Beat { node } if (node as usize) < self.last_beat.len() => {
                     changed = true;
-                    self.beat(*node, at);
+                    self.trace_events.push(ClusterEvent::Heartbeat { time: at, node: NodeId(node) });
+                    self.beat(node, at);
                 }
                 Input::GpuFail { node, slot, .. } => {
-                    let Some(gpu) = self.gpu_at(*node, *slot) else { continue };
+                    let Some(gpu) = self.gpu_at(node, slot) else { continue };
                     changed = true;
                     let row = self.trace_events.len();
                     self.trace_events.push(ClusterEvent::GpuFail {
                         time: at,
-                        node: NodeId(*node),
-                        gpu: *slot,
+                        node: NodeId(node),
+                        gpu: slot,
                         repair: None,
                     });
+                    let seq = self.seq();
                     let rows = self.gpu_out.entry(gpu).or_default();
-                    rows.push(row);
+                    rows.push((row, seq));
                     if rows.len() == 1 {
                         self.controller.gpu_broke(gpu);
                         self.controller.gpu_failure_seen(gpu, at, true);
                     }
                 }
+                Input::NodeRestarted { node } if (node as usize) < self.down.len() => {
+                    changed = true;
+                    self.node_restarted(node, at);
+                }
                 _ => {}
             }
         }
-        // Repairs: each failure of the GPU ends now (the trace says so in its repair_s).
+        let mut due = self.hardware.remove(&at).unwrap_or_default();
         for input in &batch.inputs {
             if let Input::GpuRepair { node, slot } = *input
                 && let Some(gpu) = self.gpu_at(node, slot)
                 && let Some(rows) = self.gpu_out.remove(&gpu)
             {
-                changed = true;
-                for row in rows {
+                for &(row, _) in &rows {
                     if let ClusterEvent::GpuFail { time, repair, .. } = &mut self.trace_events[row] {
                         *repair = Some(at.since(*time).max(SimDuration(1)));
                     }
                 }
-                self.controller.gpu_repaired(gpu);
+                // One repair per failure; the GPU works again at the last of them.
+                let last = rows.iter().map(|&(_, seq)| seq).max().unwrap_or(0);
+                due.push((last, Hardware::GpuRepair { gpu }));
             }
         }
-        if let Some(count) = self.deadlines.remove(&at) {
-            let _ = count;
+        due.sort_unstable();
+        for (_, event) in due {
             changed = true;
-            let k = SimDuration(self.failures.heartbeat_interval.as_ms() * u64::from(self.failures.missed_beats));
-            for node in 0..self.last_beat.len() {
-                if self.last_beat[node].is_some_and(|b| b + k == at) && !self.dead[node] {
-                    self.dead[node] = true;
-                    self.controller.node_declared_dead(NodeId(node as u32), None);
+            match event {
+                Hardware::Deadline { node, beat } => {
+                    let n = node as usize;
+                    if self.last_beat[n] == Some(beat) && !self.dead[n] {
+                        self.dead[n] = true;
+                        let failed_at = (self.down[n] > 0).then_some(self.node_failed_at[n]);
+                        self.controller.node_declared_dead(NodeId(node), failed_at);
+                    }
                 }
+                Hardware::NodeRepair { node } => {
+                    let n = node as usize;
+                    self.down[n] -= 1;
+                    if self.down[n] == 0 {
+                        self.controller.node_repaired(NodeId(node));
+                        self.node_repaired_at[n] = Some(at);
+                    }
+                }
+                Hardware::GpuRepair { gpu } => self.controller.gpu_repaired(gpu),
             }
         }
         // Completions and the Controller's timers, in the order the engine's heap would pop
@@ -585,8 +644,8 @@ impl Driver {
             for effect in effects {
                 match effect {
                     Effect::Started { task, attempt, .. } => {
-                        self.start_seq.insert((task, attempt), self.next_seq);
-                        self.next_seq += 1;
+                        let seq = self.seq();
+                        self.start_seq.insert((task, attempt), seq);
                     }
                     Effect::Stopped { .. } => {}
                     Effect::WakeAt(t) => *self.wakes.entry(t).or_default() += 1,
@@ -595,20 +654,53 @@ impl Driver {
         }
         let timers: Vec<(SimTime, Timer)> = self.controller.take_timers().collect();
         for (t, timer) in timers {
-            self.timers.entry(t).or_default().push((self.next_seq, timer));
-            self.next_seq += 1;
+            let seq = self.seq();
+            self.timers.entry(t).or_default().push((seq, timer));
         }
     }
 
+    fn seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq - 1
+    }
+
+    /// A heartbeat, as the observer applies an explicit one: not delivered while the node is
+    /// down; a dead node rejoins; a node that was down since its last beat reports the tasks
+    /// it lost (those the down period stalled fail and retry).
     fn beat(&mut self, node: u32, at: SimTime) {
-        let Some(n) = self.last_beat.get_mut(node as usize) else { return };
-        *n = Some(at);
-        self.trace_events.push(ClusterEvent::Heartbeat { time: at, node: NodeId(node) });
-        if std::mem::replace(&mut self.dead[node as usize], false) {
-            self.controller.node_rejoined(NodeId(node));
+        let n = node as usize;
+        if self.down[n] > 0 {
+            return;
         }
+        if std::mem::replace(&mut self.dead[n], false) {
+            self.controller.node_rejoined(NodeId(node));
+        } else if std::mem::take(&mut self.down_since_beat[n]) {
+            self.controller.node_lost_tasks(NodeId(node), self.node_failed_at[n]);
+        }
+        self.down_since_beat[n] = false;
+        self.last_beat[n] = Some(at);
         let k = self.failures.heartbeat_interval.as_ms() * u64::from(self.failures.missed_beats);
-        *self.deadlines.entry(at + SimDuration(k)).or_default() += 1;
+        let seq = self.seq();
+        self.hardware.entry(at + SimDuration(k)).or_default().push((seq, Hardware::Deadline { node, beat: at }));
+    }
+
+    /// The node's agent restarted: as the observer applies a `node_fail` repaired 1 ms later.
+    fn node_restarted(&mut self, node: u32, at: SimTime) {
+        let n = node as usize;
+        let repair = SimDuration(1);
+        self.trace_events.push(ClusterEvent::NodeFail { time: at, node: NodeId(node), repair: Some(repair) });
+        self.down[n] += 1;
+        let seq = self.seq();
+        self.hardware.entry(at + repair).or_default().push((seq, Hardware::NodeRepair { node }));
+        if self.down[n] > 1 {
+            return;
+        }
+        let beat_since_repair = self.node_repaired_at[n].is_none_or(|r| self.failures.next_beat_at(r) < at);
+        if beat_since_repair {
+            self.node_failed_at[n] = at;
+        }
+        self.down_since_beat[n] = true;
+        self.controller.node_broke(NodeId(node));
     }
 
     fn gpu_at(&self, node: u32, slot: u32) -> Option<GpuId> {
@@ -625,7 +717,9 @@ impl Driver {
                 break;
             }
             let state = self.controller.task(task);
-            if state.status != TaskStatus::Running {
+            // Stalled: its node went down under it (an agent restart); it fails at the node's
+            // next beat and runs again as a new attempt.
+            if state.status != TaskStatus::Running || state.stalled_since.is_some() {
                 continue;
             }
             let mut nodes: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
@@ -905,6 +999,27 @@ mod tests {
         assert!(
             trace.events.iter().any(|e| matches!(e, ClusterEvent::GpuFail { repair: Some(r), .. } if r.as_ms() == 700))
         );
+        assert_eq!(live(&d), simulated(&d));
+    }
+
+    #[test]
+    fn an_agent_restart_fails_what_ran_there_at_its_next_beat_and_the_session_replays() {
+        let mut d = Driver::new(config("1x1", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(500, vec![Input::Beat { node: 0 }])).unwrap();
+        // The agent comes back afresh: its registration's beat is not delivered (the node is
+        // down until 1 ms later), and the attempt is no longer assigned.
+        d.apply(batch(700, vec![Input::NodeRestarted { node: 0 }, Input::Beat { node: 0 }])).unwrap();
+        assert_eq!(d.assignments(0, |_| String::new()), vec![]);
+        assert_eq!(d.task_status(TaskId(0)), TaskStatus::Running);
+        // Its next beat reports the lost task: it fails and runs again as attempt 2.
+        d.apply(batch(1200, vec![Input::Beat { node: 0 }])).unwrap();
+        let a = d.assignments(0, |_| String::new());
+        assert_eq!((a.len(), a[0].attempt), (1, 2));
+        d.apply(batch(1600, vec![Input::Exit { task: 0, attempt: 2, code: 0 }, Input::Beat { node: 0 }])).unwrap();
+        assert_eq!(d.job_state(0), "succeeded");
+        assert!(d.decisions().iter().any(|r| r.detail.contains("its node restarted")), "{:?}", d.decisions());
         assert_eq!(live(&d), simulated(&d));
     }
 
