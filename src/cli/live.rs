@@ -265,6 +265,16 @@ fn run_serve(a: ServeArgs) -> CliResult {
         quiet: a.quiet,
     };
     eprintln!("schedlab live: state in {}, API token in {}", a.state.display(), a.state.join("token").display());
+    let loopback = options.listen.starts_with("127.")
+        || options.listen.starts_with("localhost:")
+        || options.listen.starts_with("[::1]");
+    if !loopback {
+        eprintln!(
+            "warning: listening on {} beyond this machine without TLS: the token travels in the clear; \
+             put a TLS proxy in front",
+            options.listen
+        );
+    }
     serve(options, Arc::new(AtomicBool::new(false)))?;
     Ok(())
 }
