@@ -2,26 +2,30 @@
 //!
 //! Its state is a pure function of the journal: a list of [`Batch`]es, each a time (SimTime
 //! milliseconds since the coordinator's epoch, strictly increasing) and the inputs that arrived
-//! then (submissions, process exits, heartbeats, GPU failures, cancels). The coordinator writes
-//! a batch to SQLite before applying it, and rebuilds this state after a crash by applying the
-//! journal again: the Controller and the policy are deterministic, so the same journal gives
-//! the same decisions, the same attempts, the same everything.
+//! then (submissions, process exits, heartbeats, GPU failures and repairs, agent restarts,
+//! cancels, ticks). The coordinator writes a batch to SQLite before applying it, and rebuilds
+//! this state after a crash by applying the journal again: the Controller and the policy are
+//! deterministic, so the same journal gives the same decisions, the same attempts, the same
+//! everything.
 //!
 //! Architecture Invariant: this module reads no clock. Batch times come from the coordinator.
 //!
 //! Each batch is applied as the engine applies one timestamp (sim/src/engine.rs): hardware
-//! first (heartbeats and GPU failures in arrival order, then the heartbeat deadlines due now),
-//! then completions (in the order their attempts started, as the engine's heap pops them),
-//! arrivals, cancels and wake-ups; the policy decides once if anything happened. Heartbeats
-//! follow the explicit-heartbeat rule of sim/src/failure.rs: a node is declared dead
-//! `missed_beats x heartbeat_interval` after its last beat, and every configured node beats
+//! first (the inputs in arrival order, as a trace's rows come first in the engine's queue,
+//! then the deadlines and repairs the driver scheduled, in the order it scheduled them), then
+//! completions and the Controller's timers (in the order they were scheduled, as the engine's
+//! heap pops them), arrivals, cancels and wake-ups; the policy decides once if anything
+//! happened. Heartbeats and node down periods follow the observer (sim/src/observe.rs) for
+//! explicit heartbeats: a node is declared dead `missed_beats x heartbeat_interval` after its
+//! last delivered beat; beats are not delivered while it is down; every configured node beats
 //! once at time 0. So the journal, written as a canonical trace (explicit `heartbeat` rows,
-//! `gpu_fail` rows, each task's real run time as its duration), replays in `schedlab simulate`
-//! with the same decisions.
+//! `gpu_fail` and `node_fail` rows with their repairs, each task's real run time as its
+//! duration), replays in `schedlab simulate` with the same decisions.
 //!
 //! The Controller is built with a fixed workload; a batch that brings jobs it does not know
 //! rebuilds it (and the policy) from the journal with the longer workload. That costs the
-//! replay of the journal per such batch (the simulator runs millions of events a second).
+//! replay of the journal per such batch (about a microsecond a batch); a restart replays the
+//! whole journal once ([`Driver::replay`]).
 
 use crate::api::{Assignment, JobRequest, Refusal};
 use serde::{Deserialize, Serialize};
