@@ -809,6 +809,8 @@ impl Driver {
             workload: Workload::new(jobs).expect("live units are valid jobs"),
             cluster: Some(self.spec.clone()),
             events: self.trace_events.clone(),
+            // Live mode does not take queues with quotas yet: jobs name queues, none is capped.
+            queues: Vec::new(),
             notes: Vec::new(),
         }
     }

@@ -1,6 +1,7 @@
 //! Metric summaries, per-job tables and printed reports of schedlab runs.
 
 pub mod compare;
+pub mod fairness;
 pub mod regress;
 mod series_tables;
 mod summary;

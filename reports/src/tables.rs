@@ -175,6 +175,10 @@ pub fn summary_table(s: &Summary) -> String {
                 s.mean_detection_lag_s
             ),
         ),
+        (
+            "queue fairness (Jain) / FTF rho mean, max",
+            format!("{:.3} / {:.2}, {:.2}", s.queue_fairness_jain, s.ftf_rho_mean, s.ftf_rho_max),
+        ),
         ("Little's law error", format!("{:.2e}", s.littles_law_error)),
         ("events", s.events.to_string()),
         ("digest", s.digest.clone()),

@@ -693,6 +693,7 @@ impl Controller {
             .enumerate()
             .map(|(index, (state, spec))| {
                 let tasks = state.tasks().map(|t| &self.tasks[t.index()]);
+                let critical_path_ms = self.critical_path_ms(state, spec);
                 JobRecord {
                     job: JobId::from_index(index),
                     name: spec.name.clone(),
@@ -710,7 +711,9 @@ impl Controller {
                     lost_lag_mgpu_ms: tasks.clone().map(|t| t.lost_lag_mgpu_ms).sum(),
                     lost_overhead_mgpu_ms: tasks.map(|t| t.lost_overhead_mgpu_ms).sum(),
                     outcome: state.outcome.clone(),
-                    critical_path_ms: self.critical_path_ms(state, spec),
+                    critical_path_ms,
+                    alone_ms: critical_path_ms
+                        .unwrap_or_else(|| spec.tasks.iter().map(|t| t.work.as_ms()).max().unwrap_or(0)),
                 }
             })
             .collect();
@@ -725,6 +728,7 @@ impl Controller {
             seed: self.config.seed,
             jobs,
             tasks,
+            queues: self.queues.iter().map(|(_, q)| q.clone()).collect(),
             stats,
             decisions: self.decision_log,
             health_series: self.health_series,

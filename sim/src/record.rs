@@ -35,6 +35,9 @@ pub struct JobRecord {
     /// were not skipped (true work, and progress points for `data`/`checkpoint` edges), the
     /// shortest it could have run on an empty cluster.
     pub critical_path_ms: Option<u64>,
+    /// How long the job would take alone on an empty cluster with no failures: its critical
+    /// path, or its longest task. Finish-time fairness rho = JCT / this.
+    pub alone_ms: u64,
 }
 
 /// One task of a job of several tasks (the record a DAG's Gantt chart is drawn from).
@@ -147,6 +150,8 @@ pub struct RunResult {
     pub jobs: Vec<JobRecord>,
     /// The tasks of jobs with several tasks, in task order (empty when every job has one).
     pub tasks: Vec<TaskRecord>,
+    /// The cluster's queues with their quotas (empty: queue names were only labels).
+    pub queues: Vec<crate::quota::Queue>,
     pub stats: RunStats,
     /// The decision log, when the run was configured to keep it.
     pub decisions: Vec<DecisionRecord>,
