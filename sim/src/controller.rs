@@ -616,6 +616,80 @@ impl Controller {
         }
     }
 
+    /// Live mode: `task`'s attempt `attempt` ended on its own (its process exited), so its work
+    /// was exactly what it did: the work is set to that. With `failure` (a non-zero exit) the
+    /// task fails for good with that reason, as a task past its retries does (a program's own
+    /// failure is not retried); otherwise the attempt completes now, as
+    /// [`Controller::task_finished`] would complete it. False (nothing changed) when stale.
+    pub fn task_exited(&mut self, task: TaskId, attempt: u32, failure: Option<&str>) -> bool {
+        let now = self.now;
+        let t = &mut self.tasks[task.index()];
+        if t.status != TaskStatus::Running || t.attempt != attempt || t.stalled_since.is_some() {
+            return false;
+        }
+        let done_before = t.work - t.remaining;
+        let progress = now.since(t.run_start).saturating_sub(t.overhead);
+        t.work = done_before + progress;
+        t.remaining = progress;
+        let Some(why) = failure else { return self.task_finished(task, attempt) };
+        self.stats.events += 1;
+        let gpus = self.end_attempt(task);
+        self.release_to_free(task, &gpus);
+        let t = &mut self.tasks[task.index()];
+        t.failures += 1;
+        let job = t.job;
+        self.stats.task_failures += 1;
+        self.changes.push(Change::TaskFailed(task));
+        self.log(DecisionKind::Fail, job, Some(task), &gpus, why);
+        self.task_failed_for_good(task, why.to_string());
+        true
+    }
+
+    /// Live mode: the user cancelled `job`. Its running attempts end now (their GPUs return),
+    /// its waiting tasks never run, and it ends rejected with `reason`. False (nothing
+    /// changed) when the job has not arrived or has already ended.
+    pub fn cancel_job(&mut self, job: JobId, reason: &str) -> bool {
+        let j = &self.jobs[job.index()];
+        if !j.arrived || j.outcome.is_some() {
+            return false;
+        }
+        self.stats.events += 1;
+        for task in self.jobs[job.index()].tasks() {
+            self.marks[task.index()] = Mark::None;
+            let status = self.tasks[task.index()].status;
+            if status == TaskStatus::Running {
+                let gpus = self.end_attempt(task);
+                self.release_to_free(task, &gpus);
+                self.changes.push(Change::TaskFailed(task));
+            }
+            if !status.is_final() {
+                self.set_status(task, TaskStatus::Failed);
+                self.tasks[task.index()].finish = Some(self.now);
+            }
+        }
+        self.jobs[job.index()].open_tasks = 0;
+        self.in_system -= 1;
+        self.stats.rejects += 1;
+        self.log(DecisionKind::Reject, job, None, &[], reason);
+        self.end_job(job, JobOutcome::Rejected(reason.to_string()));
+        true
+    }
+
+    /// The job's run-time state.
+    pub fn job(&self, job: JobId) -> &JobState {
+        &self.jobs[job.index()]
+    }
+
+    /// The decision log so far (empty unless `record_decisions`).
+    pub fn decision_log(&self) -> &[DecisionRecord] {
+        &self.decision_log
+    }
+
+    /// The digest of the decisions so far (what [`Controller::finish`] reports).
+    pub fn digest_hex(&self) -> String {
+        self.digest.hex()
+    }
+
     /// Ends the run: per-job records, counters and the digest.
     pub fn finish(self) -> RunResult {
         let jobs = self
