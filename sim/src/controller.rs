@@ -628,7 +628,9 @@ impl Controller {
             return false;
         }
         let done_before = t.work - t.remaining;
-        let progress = now.since(t.run_start).saturating_sub(t.overhead);
+        // The work its wall time did at its pool's speed (not capped: it ran as long as it ran).
+        let wall = now.since(t.run_start).saturating_sub(t.overhead);
+        let progress = SimDuration((u128::from(wall.as_ms()) * u128::from(t.speed_milli) / 1000) as u64);
         t.work = done_before + progress;
         t.remaining = progress;
         let Some(why) = failure else { return self.task_finished(task, attempt) };
