@@ -89,18 +89,22 @@ pub const ALL_SPECS: &[&str] = &[
     "fifo[placement=spread]",
     "fifo[avoid_failed_h=24]",
     "fifo[placement=fastest]",
+    "fifo[placement=local]",
     "sjf",
     "sjf[duration=estimate]",
     "sjf[placement=spread,avoid_failed_h=1]",
     "sjf[placement=fastest]",
+    "sjf[placement=local]",
     "srtf",
     "srtf[duration=estimate,placement=spread]",
     "srtf[avoid_failed_h=0.5]",
     "srtf[placement=fastest]",
+    "srtf[placement=local]",
     "easy-backfill",
     "easy-backfill[duration=estimate,depth=3]",
     "easy-backfill[placement=spread,avoid_failed_h=2]",
     "easy-backfill[placement=fastest]",
+    "easy-backfill[placement=local]",
 ];
 
 /// Runs `jobs` with ground-truth cluster `events` (failures, repairs, heartbeats).
