@@ -96,6 +96,12 @@ pub const ALL_SPECS: &[&str] = &[
     "easy-backfill",
     "easy-backfill[duration=estimate,depth=3]",
     "easy-backfill[placement=spread,avoid_failed_h=2]",
+    "fair-share",
+    "fair-share[order=sjf,duration=estimate,placement=spread,avoid_failed_h=1]",
+    "drf",
+    "drf[order=sjf,duration=estimate,placement=spread,avoid_failed_h=2]",
+    "critical-path",
+    "critical-path[duration=estimate,placement=spread,avoid_failed_h=0.5]",
 ];
 
 /// Runs `jobs` with ground-truth cluster `events` (failures, repairs, heartbeats).
