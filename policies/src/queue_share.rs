@@ -45,10 +45,8 @@ impl Order {
             "fifo" => false,
             "sjf" => true,
             _ => {
-                return Err(SpecError(format!(
-                    "policy `{}`: `order={order}`: expected {} (valid: {})",
-                    params.policy, ORDER.values, ORDER.values
-                )));
+                let (policy, values) = (&params.policy, ORDER.values);
+                return Err(SpecError(format!("policy `{policy}`: `order={order}`: expected {values}")));
             }
         };
         let Source(source) = params.get(DURATION.key)?;

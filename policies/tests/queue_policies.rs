@@ -1,0 +1,316 @@
+//! The queue- and DAG-aware policies, exact: hand-computed schedules for `fair-share` (weights,
+//! the queue-priority tie-break, sjf order inside a queue, caps), `drf` (dominant shares over
+//! two GPU types, weighted) and `critical-path` (a DAG where arrival order delays the critical
+//! task), each against what fifo or sjf do with the same jobs.
+
+mod common;
+
+use common::{cluster, job, run, sched, schedule};
+use sim::{
+    Cluster, ControllerConfig, DepKind, Dependency, JobSpec, QueueSpec, RunResult, Scenario, SimDuration, SimTime,
+    TaskSpec, Workload,
+};
+
+fn in_queue(mut j: JobSpec, queue: &str) -> JobSpec {
+    j.queue = Some(queue.to_string());
+    j
+}
+
+fn of_type(mut j: JobSpec, gpu_type: &str) -> JobSpec {
+    j.tasks[0].gpu_type = Some(gpu_type.to_string());
+    j
+}
+
+/// A queue with no caps: name, weight, priority.
+fn queue(name: &str, weight: u32, priority: i32) -> QueueSpec {
+    QueueSpec { weight, priority, ..QueueSpec::new(name) }
+}
+
+fn run_queues(spec: &str, cluster: Cluster, queues: &[QueueSpec], jobs: Vec<JobSpec>) -> RunResult {
+    let scenario = Scenario::new(cluster, Workload::new(jobs).unwrap()).with_queues(queues).unwrap();
+    let mut policy = policies::build(spec).unwrap();
+    let config = ControllerConfig { check_invariants: true, record_decisions: true, ..ControllerConfig::default() };
+    sim::simulate(scenario, policy.as_mut(), config).unwrap()
+}
+
+/// `n` jobs of queue `q`, named q1..qn, submitted at 0, 1 GPU and `work_s` each.
+fn batch(q: &str, n: usize, work_s: u64) -> Vec<JobSpec> {
+    (1..=n).map(|i| in_queue(job(&format!("{q}{i}"), 0, 1, work_s), q)).collect()
+}
+
+/// 1 x 4 GPUs; queue a has weight 1, b weight 3; four 10 s jobs each, a's first in the file.
+/// At 0, shares as allocated milli-GPUs / weight:
+///   a 0/1 = b 0/3, tie on priority (0 = 0) then id: a1 (a = 1000/1);
+///   a 1000/1 > b 0/3: b1 (b = 1000/3);
+///   a 1000/1 > b 1000/3 (1000 x 3 > 1000 x 1): b2 (b = 2000/3);
+///   a 1000/1 > b 2000/3 (3000 > 2000): b3. Full.
+/// At 10 all four end, both shares are 0 again: a2 (tie, id), b4 (0 < 1000), then b is empty:
+/// a3, a4. fifo runs a's four first and b's four 10..20.
+#[test]
+fn fair_share_serves_the_queue_with_the_fewest_gpus_per_weight() {
+    let queues = [queue("a", 1, 0), queue("b", 3, 0)];
+    let jobs = [batch("a", 4, 10), batch("b", 4, 10)].concat();
+    let r = run_queues("fair-share", cluster(&[(1, 4, "A")]), &queues, jobs.clone());
+    assert_eq!(
+        schedule(&r),
+        sched(&[
+            ("a1", 0, 10),
+            ("a2", 10, 20),
+            ("a3", 10, 20),
+            ("a4", 10, 20),
+            ("b1", 0, 10),
+            ("b2", 0, 10),
+            ("b3", 0, 10),
+            ("b4", 10, 20)
+        ])
+    );
+    let r = run_queues("fifo", cluster(&[(1, 4, "A")]), &queues, jobs);
+    let fifo: Vec<u64> = schedule(&r).iter().map(|(_, start, _)| *start).collect();
+    assert_eq!(fifo, [0, 0, 0, 0, 10, 10, 10, 10]);
+}
+
+/// 1 x 3 GPUs, equal weights, 10 s jobs. Equal shares go to the higher queue priority: with b
+/// at priority 5, at 0: b1 (tie, b's priority), a1 (0 < 1000), b2 (tie again); at 10 (all end,
+/// shares 0): b3, a2, b4; at 20: a3, a4. With equal priorities the tie goes to queue id (a):
+/// a1, b1, a2 at 0; a3, b2, a4 at 10; b3, b4 at 20.
+#[test]
+fn fair_share_breaks_equal_shares_by_queue_priority_then_id() {
+    let jobs = [batch("a", 4, 10), batch("b", 4, 10)].concat();
+    let r = run_queues("fair-share", cluster(&[(1, 3, "A")]), &[queue("a", 1, 0), queue("b", 1, 5)], jobs.clone());
+    assert_eq!(
+        schedule(&r),
+        sched(&[
+            ("a1", 0, 10),
+            ("a2", 10, 20),
+            ("a3", 20, 30),
+            ("a4", 20, 30),
+            ("b1", 0, 10),
+            ("b2", 0, 10),
+            ("b3", 10, 20),
+            ("b4", 10, 20)
+        ])
+    );
+    let r = run_queues("fair-share", cluster(&[(1, 3, "A")]), &[queue("a", 1, 0), queue("b", 1, 0)], jobs);
+    assert_eq!(
+        schedule(&r),
+        sched(&[
+            ("a1", 0, 10),
+            ("a2", 0, 10),
+            ("a3", 10, 20),
+            ("a4", 10, 20),
+            ("b1", 0, 10),
+            ("b2", 10, 20),
+            ("b3", 20, 30),
+            ("b4", 20, 30)
+        ])
+    );
+}
+
+/// 1 x 1 GPU, queues a and b of equal weight; a1 (30 s), a2 (10 s), b1 (20 s) at 0. Shares are
+/// what a queue holds *now*: with the GPU idle both are 0 and a wins on id every time.
+/// order=fifo: a1 0..30, a2 30..40, b1 40..60. order=sjf: a's shortest first: a2 0..10,
+/// a1 10..40, b1 40..60.
+#[test]
+fn fair_share_orders_each_queue_by_arrival_or_shortest_first() {
+    let queues = [queue("a", 1, 0), queue("b", 1, 0)];
+    let jobs = vec![
+        in_queue(job("a1", 0, 1, 30), "a"),
+        in_queue(job("a2", 0, 1, 10), "a"),
+        in_queue(job("b1", 0, 1, 20), "b"),
+    ];
+    let r = run_queues("fair-share", cluster(&[(1, 1, "A")]), &queues, jobs.clone());
+    assert_eq!(schedule(&r), sched(&[("a1", 0, 30), ("a2", 30, 40), ("b1", 40, 60)]));
+    let r = run_queues("fair-share[order=sjf]", cluster(&[(1, 1, "A")]), &queues, jobs);
+    assert_eq!(schedule(&r), sched(&[("a1", 10, 40), ("a2", 0, 10), ("b1", 40, 60)]));
+}
+
+/// 1 x 4 GPUs; a may hold 2 GPUs, b is uncapped; a1..a3 and b1 (1 GPU, 10 s) at 0. a1 (tie,
+/// id), b1 (0 < 1000), a2 (1000 = 1000, id); then a3 would take a past its cap: parked, and a
+/// GPU stays idle (b has nothing more). At 10 a's tasks stop: a3 10..20.
+#[test]
+fn fair_share_keeps_queue_caps() {
+    let queues = [QueueSpec { max_gpus: Some(2), ..queue("a", 1, 0) }, queue("b", 1, 0)];
+    let jobs = [batch("a", 3, 10), batch("b", 1, 10)].concat();
+    for spec in ["fair-share", "drf"] {
+        let r = run_queues(spec, cluster(&[(1, 4, "A")]), &queues, jobs.clone());
+        assert_eq!(schedule(&r), sched(&[("a1", 0, 10), ("a2", 0, 10), ("a3", 10, 20), ("b1", 0, 10)]), "{spec}");
+    }
+}
+
+/// Without queues both are greedy fifo (fifo[skip=true]), or sjf with order=sjf. 1 x 4 GPUs:
+/// big (4 GPUs, 10 s) behind h (2 GPUs, 20 s) at 0, then s1 (1 GPU, 5 s), s2 (1 GPU, 30 s):
+/// fifo order: h 0..20, big does not fit, s1 0..5, s2 0..30 (skipping big); big 30..40.
+/// sjf order: s1 0..5, big no, h 0..20, s2 0..30; big 30..40 the same here.
+#[test]
+fn without_queues_they_are_greedy_fifo_or_sjf() {
+    let jobs = vec![job("h", 0, 2, 20), job("big", 0, 4, 10), job("s1", 0, 1, 5), job("s2", 0, 1, 30)];
+    let expected = sched(&[("h", 0, 20), ("big", 30, 40), ("s1", 0, 5), ("s2", 0, 30)]);
+    for spec in ["fifo[skip=true]", "sjf", "fair-share", "drf", "fair-share[order=sjf]", "drf[order=sjf]"] {
+        let r = run(spec, cluster(&[(1, 4, "A")]), jobs.clone());
+        assert_eq!(schedule(&r), expected, "{spec}");
+    }
+}
+
+/// Pools A (1 x 4 GPUs) and B (1 x 2 GPUs); queues x, y of weight 1. At 0 x1 takes both B GPUs
+/// and y1 two of A's (2 GPUs, 100 s each). At 1, x2, x3, y2, y3 arrive (1 GPU of type A, 10 s).
+/// drf: x's dominant share is max(0/4, 2/2) = 1, y's 2/4 = 1/2: y2 (y 3/4 < 1), y3 (y 4/4): A
+///   is full. At 11 y2, y3 end: x2, x3 11..21.
+/// fair-share counts GPUs alone: x 2000 = y 2000, tie on id: x2; then y2 (2000 < 3000); A full.
+///   At 11: x 2000 = y 2000 again: x3, y3 11..21.
+/// fifo: x2, x3 1..11, y2, y3 11..21.
+/// Weighted drf with x's weight 2: x's share 1/2 = y's 1/2, tie on id: x2 (x max(1/4, 1)/2 =
+///   1/2 = y's), x3: as fifo.
+#[test]
+fn drf_serves_the_smallest_dominant_share_over_gpu_types() {
+    let pools = || cluster(&[(1, 4, "A"), (1, 2, "B")]);
+    let queues = [queue("x", 1, 0), queue("y", 1, 0)];
+    let jobs = vec![
+        of_type(in_queue(job("x1", 0, 2, 100), "x"), "B"),
+        of_type(in_queue(job("y1", 0, 2, 100), "y"), "A"),
+        of_type(in_queue(job("x2", 1, 1, 10), "x"), "A"),
+        of_type(in_queue(job("x3", 1, 1, 10), "x"), "A"),
+        of_type(in_queue(job("y2", 1, 1, 10), "y"), "A"),
+        of_type(in_queue(job("y3", 1, 1, 10), "y"), "A"),
+    ];
+    let times = |r: &RunResult| -> Vec<(u64, u64)> { schedule(r).iter().map(|&(_, s, e)| (s, e)).collect() };
+    let r = run_queues("drf", pools(), &queues, jobs.clone());
+    assert_eq!(times(&r), [(0, 100), (0, 100), (11, 21), (11, 21), (1, 11), (1, 11)], "drf");
+    let r = run_queues("fair-share", pools(), &queues, jobs.clone());
+    assert_eq!(times(&r), [(0, 100), (0, 100), (1, 11), (11, 21), (1, 11), (11, 21)], "fair-share");
+    let r = run_queues("fifo", pools(), &queues, jobs.clone());
+    assert_eq!(times(&r), [(0, 100), (0, 100), (1, 11), (1, 11), (11, 21), (11, 21)], "fifo");
+    let weighted = [queue("x", 2, 0), queue("y", 1, 0)];
+    let r = run_queues("drf", pools(), &weighted, jobs);
+    assert_eq!(times(&r), [(0, 100), (0, 100), (1, 11), (1, 11), (11, 21), (11, 21)], "weighted drf");
+}
+
+/// A task: name, GPUs, work s, dependencies as (upstream index, kind).
+type Task<'a> = (&'a str, u32, u64, &'a [(usize, DepKind)]);
+
+fn dag(name: &str, submit_s: u64, tasks: &[Task<'_>]) -> JobSpec {
+    let mut job = JobSpec::single(name, SimTime::from_secs(submit_s), 1, SimDuration(1));
+    job.tasks = tasks
+        .iter()
+        .map(|&(task, gpus, work_s, deps)| {
+            let mut t = TaskSpec::new(task, gpus, SimDuration::from_secs(work_s));
+            t.deps = deps.iter().map(|&(upstream, kind)| Dependency { upstream, kind }).collect();
+            t
+        })
+        .collect();
+    job
+}
+
+/// (task name, first start s, end s) of the tasks of multi-task jobs.
+fn task_times(r: &RunResult) -> Vec<(String, u64, u64)> {
+    let secs = |t: Option<SimTime>| t.expect("task ran").as_ms() / 1000;
+    r.tasks.iter().map(|t| (t.name.clone(), secs(t.first_start), secs(t.finish))).collect()
+}
+
+/// 1 x 2 GPUs. At 0, e (a single-task job, 1 GPU, 30 s) and then DAG job d: d0 (30 s),
+/// d1 (10 s), d2 (60 s after d1), 1 GPU each.
+/// d's longest-path schedule: earliest d0 0, d1 0, d2 10; length max(30, 10 + 60) = 70;
+/// latest d2 70 - 60 = 10, d1 10 - 10 = 0, d0 70 - 30 = 40. Paths (length - latest): d0 30,
+/// d1 70, d2 60; slack: d0 40, d1 0, d2 0. e's path is its 30 s, slack 0.
+/// critical-path: zero slack first, longest path first: d1 (70), e (30), then d0 (slack 40).
+///   d1 0..10 and e 0..30; at 10 d2 (critical, 60) passes d0: 10..70; d0 30..60. d ends at
+///   70, its critical path; e is not delayed.
+/// fifo (arrival order e, d0, d1): e, d0 0..30; d1 30..40; d2 40..100: d ends 30 s later.
+/// sjf: d1 0..10, e 0..30 (30 = d0's 30, e first by id); at 10 d0 (30) before d2 (60): 10..40;
+///   d2 30..90: d ends at 90.
+#[test]
+fn critical_path_runs_the_critical_task_first() {
+    let jobs = || {
+        vec![
+            job("e", 0, 1, 30),
+            dag("d", 0, &[("d0", 1, 30, &[]), ("d1", 1, 10, &[]), ("d2", 1, 60, &[(1, DepKind::Success)])]),
+        ]
+    };
+    let rows = |rows: &[(&str, u64, u64)]| sched(rows);
+    for (spec, d_end, tasks) in [
+        ("critical-path", 70, rows(&[("d0", 30, 60), ("d1", 0, 10), ("d2", 10, 70)])),
+        ("critical-path[duration=estimate]", 70, rows(&[("d0", 30, 60), ("d1", 0, 10), ("d2", 10, 70)])),
+        ("fifo", 100, rows(&[("d0", 0, 30), ("d1", 30, 40), ("d2", 40, 100)])),
+        ("sjf", 90, rows(&[("d0", 10, 40), ("d1", 0, 10), ("d2", 30, 90)])),
+    ] {
+        let mut jobs = jobs();
+        for t in jobs.iter_mut().flat_map(|j| j.tasks.iter_mut()) {
+            t.estimate = Some(t.work);
+        }
+        let r = run(spec, cluster(&[(1, 2, "A")]), jobs);
+        assert_eq!(schedule(&r), sched(&[("e", 0, 30), ("d", 0, d_end)]), "{spec}");
+        assert_eq!(task_times(&r), tasks, "{spec}");
+        assert_eq!(r.jobs[1].critical_path_ms, Some(70_000), "{spec}");
+    }
+}
+
+/// Estimates steer it: the same jobs with d2 estimated at 1 s (truly 60). From the estimates,
+/// d's length is max(30, 10 + 1) = 30; latest d2 29, d1 min(30 - 10, 29 - 10) = 19, d0 0. d0 is
+/// now critical (path 30, slack 0) and d1 is not (path 11, slack 19): e (path 30, first by id)
+/// and d0 start at 0, d1 30..40, d2 40..100, as fifo.
+#[test]
+fn critical_path_with_estimates_ranks_by_what_it_is_told() {
+    let mut d = dag("d", 0, &[("d0", 1, 30, &[]), ("d1", 1, 10, &[]), ("d2", 1, 60, &[(1, DepKind::Success)])]);
+    for t in &mut d.tasks {
+        t.estimate = Some(t.work);
+    }
+    d.tasks[2].estimate = Some(SimDuration::from_secs(1));
+    let mut e = job("e", 0, 1, 30);
+    e.tasks[0].estimate = Some(SimDuration::from_secs(30));
+    let r = run("critical-path[duration=estimate]", cluster(&[(1, 2, "A")]), vec![e, d]);
+    assert_eq!(task_times(&r), sched(&[("d0", 0, 30), ("d1", 30, 40), ("d2", 40, 100)]));
+}
+
+/// Zero slack goes first even before a longer path with slack. 1 x 2 GPUs; at 0, DAG job d:
+/// prep (10 s) -> train (90 s), and side (60 s) beside them; then s (single task, 20 s); 1 GPU
+/// each. d's length is 100: prep path 100, train 90 (slack 0), side path 60 with slack 40. s's
+/// path is 20, slack 0.
+/// critical-path: prep and s at 0; at 10 train (critical) 10..100; at 20 side 20..80, within
+///   its slack: d still ends at 100, and s at 20.
+/// fifo (prep, side, train, s by id): prep 0..10, side 0..60, train 10..100, s 60..80. Ranking
+///   by path alone (side's 60 before s's 20) would do the same.
+#[test]
+fn critical_path_puts_zero_slack_before_a_longer_path_with_slack() {
+    let jobs = || {
+        let d = dag("d", 0, &[("prep", 1, 10, &[]), ("train", 1, 90, &[(0, DepKind::Success)]), ("side", 1, 60, &[])]);
+        vec![d, job("s", 0, 1, 20)]
+    };
+    let r = run("critical-path", cluster(&[(1, 2, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("d", 0, 100), ("s", 0, 20)]));
+    assert_eq!(task_times(&r), sched(&[("prep", 0, 10), ("train", 10, 100), ("side", 20, 80)]));
+    let r = run("fifo", cluster(&[(1, 2, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("d", 0, 100), ("s", 60, 80)]));
+    assert_eq!(task_times(&r), sched(&[("prep", 0, 10), ("train", 10, 100), ("side", 0, 60)]));
+}
+
+/// Non-critical tasks are lowered, never preempted. 1 x 2 GPUs; d (no dependencies: a gang of
+/// two independent tasks) has long (100 s, slack 0) and short (10 s, slack 90): both start at 0.
+/// At 1, s (1 GPU, 50 s, critical: its own path) finds no GPU; short is not preempted for it:
+/// s 10..60.
+#[test]
+fn critical_path_never_preempts_a_non_critical_task() {
+    let d = dag("d", 0, &[("long", 1, 100, &[]), ("short", 1, 10, &[])]);
+    let r = run("critical-path", cluster(&[(1, 2, "A")]), vec![d, job("s", 1, 1, 50)]);
+    assert_eq!(schedule(&r), sched(&[("d", 0, 100), ("s", 10, 60)]));
+    assert!(r.decisions.iter().all(|d| d.kind != sim::DecisionKind::Preempt));
+}
+
+/// Specs are strict: a bad order is refused with what is valid, and the name lists every
+/// parameter.
+#[test]
+fn specs_are_strict_and_names_complete() {
+    let e = policies::build("fair-share[order=lifo]").err().expect("refused").to_string();
+    assert!(e.contains("order=lifo") && e.contains("fifo|sjf"), "{e}");
+    assert!(policies::build("drf[weight=2]").is_err());
+    let names: Vec<String> = ["fair-share", "drf[order=sjf,duration=estimate]", "critical-path[placement=spread]"]
+        .iter()
+        .map(|s| policies::build(s).unwrap().name().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "fair-share[order=fifo,duration=oracle,placement=pack,avoid_failed_h=0]",
+            "drf[order=sjf,duration=estimate,placement=pack,avoid_failed_h=0]",
+            "critical-path[duration=oracle,placement=spread,avoid_failed_h=0]"
+        ]
+    );
+}
