@@ -17,8 +17,11 @@
 //! Usage per (queue, pool) is kept incrementally: running tasks enter on `TaskStarted` and on
 //! this policy's own starts, and leave when they stop (preempted, finished, failed, or
 //! preempted by a reclaim in this very plan); each task is counted at most once.
-//! Decision cost: O((starts + Q) x (Q x P + shapes x log n)) for Q queues with waiting tasks and
-//! P pools, plus O(1) per change.
+//!
+//! Decision cost (see `queue_share`), for Q queues with waiting tasks and P pools: O(1) per
+//! change, then O(shapes x log n) when nothing waiting fits; otherwise O(Q x P + Q log Q) to
+//! rank the queues, then O(P + Q + shapes x log n) per start and per queue found with nothing
+//! that fits.
 
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::Placer;

@@ -16,8 +16,9 @@
 //! Parameters: `order=fifo|sjf`, `duration=oracle|estimate` (read only with `order=sjf`),
 //! `placement`, `avoid_failed_h`.
 //!
-//! Decision cost: O((starts + Q) x (Q + shapes x log n)) for Q queues with waiting tasks (see
-//! `queue_share`); a share is one read of the plan's quota usage.
+//! Decision cost (see `queue_share`): O(shapes x log n) when nothing waiting fits; otherwise
+//! O(Q log Q) to rank the Q queues with waiting tasks, then O(Q + shapes x log n) per start and
+//! per queue found with nothing that fits. A share is one read of the plan's quota usage.
 
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::Placer;

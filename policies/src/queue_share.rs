@@ -14,8 +14,13 @@
 //! chance to reclaim GPUs borrowed by other queues (`crate::quota::reclaim`); one per decision
 //! point, as the other greedy policies do.
 //!
-//! Decision cost: O((starts + Q) x (Q x c + shapes x log n)) for Q queues with waiting tasks,
-//! where c is the cost of one share (O(1) for fair-share, O(pools) for drf).
+//! Decision cost, for Q queues with waiting tasks and c the cost of one share (O(1) for
+//! fair-share, O(pools) for drf): O(shapes x log n) when nothing waiting fits (one query of an
+//! index of all waiting tasks, the common case on a busy cluster); otherwise O(Q x c + Q log Q)
+//! to rank the queues once, then per start O(c + Q + shapes x log n) (only the starting queue's
+//! share changes: nothing is preempted in the pass), and O(shapes x log n) per queue found with
+//! nothing that fits (each at most once). The reclaim step ranks the queues again only while
+//! some queue is borrowing.
 
 use crate::params::{DURATION, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};
@@ -95,10 +100,12 @@ pub trait Shares {
     fn note(&mut self, _view: &ClusterView<'_>, _plan: &Plan<'_>, _from: usize) {}
 }
 
-/// The waiting tasks, one queue per quota queue (one in all without queues).
+/// The waiting tasks, one queue per quota queue (one in all without queues), and all of them
+/// in one more, to tell at once when nothing waiting fits.
 #[derive(Debug, Default)]
 pub struct PerQueue {
     waits: Vec<WaitQueue>,
+    all: WaitQueue,
 }
 
 impl PerQueue {
@@ -122,25 +129,41 @@ impl PerQueue {
             };
             if let Some(q) = stopped.and_then(|job| view.queue_of(job)) {
                 self.waits[q.index()].unpark(q);
+                self.all.unpark(q);
             }
             match *change {
-                Change::TaskReady(t) | Change::TaskPreempted(t) => {
-                    let waits = &mut self.waits[Self::index(view, view.task(t).job)];
-                    waits.insert(t, key(t), Shape::of(view.task(t)));
-                }
-                Change::TaskFailed(t) if view.task(t).status.is_startable() => {
-                    let waits = &mut self.waits[Self::index(view, view.task(t).job)];
-                    waits.insert(t, key(t), Shape::of(view.task(t)));
-                }
+                Change::TaskReady(t) | Change::TaskPreempted(t) => self.insert(view, t, key(t)),
+                Change::TaskFailed(t) if view.task(t).status.is_startable() => self.insert(view, t, key(t)),
                 Change::TaskStarted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => {
                     self.waits[Self::index(view, view.task(t).job)].remove(t);
+                    self.all.remove(t);
                 }
                 Change::JobEnded(job) => {
                     let waits = &mut self.waits[Self::index(view, job)];
-                    view.job(job).tasks().for_each(|t| waits.remove(t));
+                    for t in view.job(job).tasks() {
+                        waits.remove(t);
+                        self.all.remove(t);
+                    }
                 }
             }
         }
+    }
+
+    fn insert(&mut self, view: &ClusterView<'_>, task: TaskId, key: Key) {
+        let shape = Shape::of(view.task(task));
+        self.waits[Self::index(view, view.task(task).job)].insert(task, key, shape);
+        self.all.insert(task, key, shape);
+    }
+
+    /// Tries `task` of queue `i` (`place_and_start`) and mirrors the outcome in `all`.
+    fn start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, placer: Placer, i: usize, task: TaskId) -> Placed {
+        let placed = place_and_start(view, plan, placer, &mut self.waits[i], task);
+        match placed {
+            Placed::Started(_) => self.all.remove(task),
+            Placed::Parked => self.all.park(task, QueueId(i as u32)),
+            Placed::NoRoom => {}
+        }
+        placed
     }
 
     /// Which of queues `a` and `b` is served first: the smaller share, then the higher queue
@@ -154,48 +177,57 @@ impl PerQueue {
         sa.cmp_exact(sb).then_with(|| priority(b).cmp(&priority(a))).then(a.cmp(&b))
     }
 
-    /// Each queue's share, for those with a waiting task (`None` for the others).
-    fn measure(&self, view: &ClusterView<'_>, plan: &Plan<'_>, shares: &impl Shares, out: &mut [Option<Share>]) {
+    /// Queue `i`'s share if it has a waiting task.
+    fn measure(&self, view: &ClusterView<'_>, plan: &Plan<'_>, shares: &impl Shares, i: usize) -> Option<Share> {
         let queued = !view.queues().is_empty();
-        for (i, waits) in self.waits.iter().enumerate() {
-            out[i] = waits
-                .head()
-                .map(|_| if queued { shares.share(view, plan, QueueId(i as u32)) } else { Share::new(0, 1) });
-        }
+        self.waits[i]
+            .head()
+            .map(|_| if queued { shares.share(view, plan, QueueId(i as u32)) } else { Share::new(0, 1) })
     }
 
     /// The fill pass, then one reclaim (see the module comment).
+    ///
+    /// Queues with waiting tasks are sorted by share once; a start changes only its own queue's
+    /// share (nothing is preempted here: only tasks that fit are tried), so that queue alone is
+    /// measured again and moved to its new place.
     pub fn fill(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, placer: Placer, shares: &mut impl Shares) {
         let n = self.waits.len();
+        let mut something_fits = self.all.first_fitting(plan.free()).is_some();
         let mut measured: Vec<Option<Share>> = vec![None; n];
-        let mut exhausted = vec![false; n];
-        loop {
-            self.measure(view, plan, shares, &mut measured);
-            let best = (0..n)
-                .filter(|&i| !exhausted[i] && measured[i].is_some())
-                .min_by(|&a, &b| Self::before(view, &measured, a, b));
-            let Some(i) = best else { break };
+        let mut order: Vec<usize> = Vec::new();
+        if something_fits {
+            measured = (0..n).map(|i| self.measure(view, plan, shares, i)).collect();
+            order = (0..n).filter(|&i| measured[i].is_some()).collect();
+            order.sort_by(|&a, &b| Self::before(view, &measured, a, b));
+        }
+        while something_fits && let Some(&i) = order.first() {
+            order.remove(0);
             let Some((_, task)) = self.waits[i].first_fitting(plan.free()) else {
-                exhausted[i] = true;
-                continue;
+                continue; // nothing of this queue fits, and GPUs only get fewer in this pass
             };
             let from = plan.decisions().len();
-            let placed = place_and_start(view, plan, placer, &mut self.waits[i], task);
+            let placed = self.start(view, plan, placer, i, task);
             assert!(placed != Placed::NoRoom, "a task whose shape fits has a placement");
             shares.note(view, plan, from);
-        }
-        if view.queues().is_empty() {
-            return;
+            measured[i] = self.measure(view, plan, shares, i);
+            if measured[i].is_some() {
+                let at = order.partition_point(|&j| Self::before(view, &measured, j, i).is_lt());
+                order.insert(at, i);
+            }
+            something_fits = self.all.first_fitting(plan.free()).is_some();
         }
         // The neediest queue whose head is entitled to reclaim borrowed GPUs gets its chance.
-        self.measure(view, plan, shares, &mut measured);
+        if !view.queues().iter().any(|(q, _)| plan.borrowing(q)) {
+            return;
+        }
+        let measured: Vec<Option<Share>> = (0..n).map(|i| self.measure(view, plan, shares, i)).collect();
         let mut order: Vec<usize> = (0..n).filter(|&i| measured[i].is_some()).collect();
         order.sort_by(|&a, &b| Self::before(view, &measured, a, b));
         for i in order {
             let Some((_, head)) = self.waits[i].head() else { continue };
             if plan.within_cap(head) {
                 let from = plan.decisions().len();
-                place_and_start(view, plan, placer, &mut self.waits[i], head);
+                self.start(view, plan, placer, i, head);
                 shares.note(view, plan, from);
                 return;
             }
