@@ -5,7 +5,9 @@
 
 mod common;
 
+use common::random::{PoolDesc, arb_gpu_type, arb_gpus, arb_pools, arb_submit_ms, arb_work_ms, build_cluster};
 use common::{cluster, job, run, sched, schedule};
+use proptest::prelude::*;
 use sim::{
     Cluster, ControllerConfig, DepKind, Dependency, JobSpec, QueueSpec, RunResult, Scenario, SimDuration, SimTime,
     TaskSpec, Workload,
@@ -313,4 +315,92 @@ fn specs_are_strict_and_names_complete() {
             "critical-path[duration=oracle,placement=spread,avoid_failed_h=0]"
         ]
     );
+}
+
+/// 1 x 4 GPUs. Queue a (cap 2, may borrow) runs a1 and a2 (2 GPUs, 100 s) from 0: a2 borrows.
+/// At 5, b1 (queue b, cap 2, 2 GPUs, 10 s) finds no room; b is the neediest queue (0 GPUs)
+/// and within its cap, so it reclaims: a2 (checkpoints every 1 s, nothing at risk) is preempted
+/// rather than a1 (checkpoints every 60 s, 5 s at risk). b1 5..15; a2 restarts at 15 with its
+/// 5 s kept: 15..110. The same under every new policy.
+#[test]
+fn borrowed_gpus_are_reclaimed_for_the_neediest_queue() {
+    let queues = [
+        QueueSpec { max_gpus: Some(2), borrow: true, ..queue("a", 1, 0) },
+        QueueSpec { max_gpus: Some(2), ..queue("b", 1, 0) },
+    ];
+    let mut a1 = in_queue(job("a1", 0, 2, 100), "a");
+    a1.tasks[0].checkpoint = Some(SimDuration::from_secs(60));
+    let mut a2 = in_queue(job("a2", 0, 2, 100), "a");
+    a2.tasks[0].checkpoint = Some(SimDuration::from_secs(1));
+    let b1 = in_queue(job("b1", 5, 2, 10), "b");
+    for spec in ["fair-share", "drf", "critical-path"] {
+        let r = run_queues(spec, cluster(&[(1, 4, "A")]), &queues, vec![a1.clone(), a2.clone(), b1.clone()]);
+        assert_eq!(schedule(&r), sched(&[("a1", 0, 100), ("a2", 0, 110), ("b1", 5, 15)]), "{spec}");
+        let preempts: Vec<&sim::DecisionRecord> =
+            r.decisions.iter().filter(|d| d.kind == sim::DecisionKind::Preempt).collect();
+        assert_eq!(preempts.len(), 1, "{spec}");
+        assert_eq!(r.jobs[preempts[0].job.index()].name, "a2", "{spec}");
+        assert!(preempts[0].detail.starts_with("reclaimed for"), "{spec}: {}", preempts[0].detail);
+    }
+}
+
+fn arb_jobs() -> impl Strategy<Value = Vec<JobSpec>> {
+    let job = (arb_submit_ms(&[0, 1_000, 60_000], 20), arb_gpus(), arb_gpu_type(), any::<bool>(), arb_work_ms(3_600));
+    prop::collection::vec(job, 1..=40).prop_map(|jobs| {
+        jobs.into_iter()
+            .enumerate()
+            .map(|(i, (submit_ms, gpus, gpu_type, single_node, work_ms))| {
+                let mut j = JobSpec::single(format!("j{i}"), SimTime(submit_ms), gpus, SimDuration(work_ms));
+                j.tasks[0].gpu_type = gpu_type;
+                j.tasks[0].single_node = single_node && gpus <= 2;
+                j.tasks[0].estimate = Some(SimDuration(work_ms / 2 + 1));
+                j
+            })
+            .collect()
+    })
+}
+
+/// Every decision, as (time, kind, task, GPUs).
+fn decisions(r: &RunResult) -> Vec<(u64, sim::DecisionKind, Option<sim::TaskId>, Vec<sim::GpuId>)> {
+    r.decisions.iter().map(|d| (d.time.as_ms(), d.kind, d.task, d.gpus.clone())).collect()
+}
+
+/// Jobs that no pool can ever host are left out (they are unschedulable under every policy).
+fn runnable(pools: &[PoolDesc], jobs: Vec<JobSpec>) -> Vec<JobSpec> {
+    let fits = |j: &JobSpec| {
+        let t = &j.tasks[0];
+        pools.iter().any(|p| {
+            t.gpu_type.as_deref().is_none_or(|ty| ty == p.gpu_type)
+                && if t.single_node { t.gpus <= p.gpus_per_node } else { t.gpus <= p.nodes * p.gpus_per_node }
+        })
+    };
+    jobs.into_iter().filter(fits).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::with_cases(48) })]
+
+    /// Without queues, or with one queue that caps nothing, fair-share and drf make exactly
+    /// the decisions of greedy fifo (`fifo[skip=true]`), or of sjf with `order=sjf`; and
+    /// critical-path never preempts.
+    #[test]
+    fn with_one_queue_fair_share_and_drf_are_greedy_fifo_or_sjf(
+        pools in arb_pools(4, 2),
+        jobs in arb_jobs(),
+        one_queue in any::<bool>(),
+    ) {
+        let jobs = runnable(&pools, jobs);
+        prop_assume!(!jobs.is_empty());
+        let queues: Vec<QueueSpec> = if one_queue { vec![queue("only", 3, 1)] } else { Vec::new() };
+        let go = |spec: &str| run_queues(spec, build_cluster(&pools), &queues, jobs.clone());
+        for (spec, same_as) in [
+            ("fair-share", "fifo[skip=true]"),
+            ("drf", "fifo[skip=true]"),
+            ("fair-share[order=sjf,duration=estimate]", "sjf[duration=estimate]"),
+            ("drf[order=sjf]", "sjf"),
+        ] {
+            prop_assert_eq!(decisions(&go(spec)), decisions(&go(same_as)), "{} vs {}", spec, same_as);
+        }
+        prop_assert_eq!(go("critical-path[duration=estimate]").stats.preemptions, 0);
+    }
 }
