@@ -23,12 +23,12 @@
 //! rank the queues, then O(P + Q + shapes x log n) per start and per queue found with nothing
 //! that fits.
 
-use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, SpecError};
+use crate::params::{AVOID_FAILED, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::Placer;
-use crate::queue_share::{ORDER, Order, PerQueue, Share, Shares};
+use crate::queue_share::{ORDER, Order, PerQueue, SJF_DURATION, Share, Shares};
 use sim::{Change, ClusterView, Decision, Plan, Policy, PoolId, QueueId, TaskId};
 
-pub const PARAMS: &[ParamInfo] = &[ORDER, DURATION, PLACEMENT, AVOID_FAILED];
+pub const PARAMS: &[ParamInfo] = &[ORDER, SJF_DURATION, PLACEMENT, AVOID_FAILED];
 
 pub struct Drf {
     name: String,

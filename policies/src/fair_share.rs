@@ -20,12 +20,12 @@
 //! O(Q log Q) to rank the Q queues with waiting tasks, then O(Q + shapes x log n) per start and
 //! per queue found with nothing that fits. A share is one read of the plan's quota usage.
 
-use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, SpecError};
+use crate::params::{AVOID_FAILED, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::Placer;
-use crate::queue_share::{ORDER, Order, PerQueue, Share, Shares};
+use crate::queue_share::{ORDER, Order, PerQueue, SJF_DURATION, Share, Shares};
 use sim::{ClusterView, Plan, Policy, QueueId};
 
-pub const PARAMS: &[ParamInfo] = &[ORDER, DURATION, PLACEMENT, AVOID_FAILED];
+pub const PARAMS: &[ParamInfo] = &[ORDER, SJF_DURATION, PLACEMENT, AVOID_FAILED];
 
 pub struct FairShare {
     name: String,

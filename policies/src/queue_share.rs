@@ -22,7 +22,7 @@
 //! nothing that fits (each at most once). The reclaim step ranks the queues again only while
 //! some queue is borrowing.
 
-use crate::params::{DURATION, ParamInfo, Params, Source, SpecError};
+use crate::params::{ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};
 use crate::tracking::{Placed, place_and_start};
 use crate::wait_queue::{Key, WaitQueue};
@@ -34,6 +34,14 @@ pub const ORDER: ParamInfo = ParamInfo {
     values: "fifo|sjf",
     default: "fifo",
     help: "order of the tasks within one queue: arrival, or shortest (expected) duration first",
+};
+
+/// `duration` for fair-share and drf: read only with `order=sjf`.
+pub const SJF_DURATION: ParamInfo = ParamInfo {
+    key: "duration",
+    values: "oracle|estimate",
+    default: "oracle",
+    help: "with order=sjf, the durations it sorts by: the true one (an upper bound) or the trace's estimate",
 };
 
 /// `order` and `duration`: the order of tasks inside one queue.
@@ -54,7 +62,7 @@ impl Order {
                 return Err(SpecError(format!("policy `{policy}`: `order={order}`: expected {values}")));
             }
         };
-        let Source(source) = params.get(DURATION.key)?;
+        let Source(source) = params.get(SJF_DURATION.key)?;
         Ok(Order { sjf, source })
     }
 

@@ -284,6 +284,25 @@ fn critical_path_puts_zero_slack_before_a_longer_path_with_slack() {
     assert_eq!(task_times(&r), sched(&[("prep", 0, 10), ("train", 10, 100), ("side", 0, 60)]));
 }
 
+/// A `data` edge's lag is its progress point, not the upstream's whole duration. 1 x 2 GPUs;
+/// d: a (100 s), b (50 s) waiting for a's artifact at 10 s of work; s (single task, 20 s)
+/// arrives at 10. d's schedule: earliest b 10; length max(100, 10 + 50) = 100; latest b
+/// 100 - 50 = 50, a min(0, 50 - 10) = 0. So b has slack 40: at 10, b (ready then) and s
+/// compete for the free GPU and s (critical) goes first: s 10..30, b 30..80, and d still ends
+/// at 100. (Were the lag a's 100 s, b would be critical and go first.) fifo: b 10..60, s 60..80.
+#[test]
+fn critical_path_counts_a_data_edge_from_its_progress_point() {
+    let jobs = || {
+        let d = dag("d", 0, &[("a", 1, 100, &[]), ("b", 1, 50, &[(0, DepKind::Data(SimDuration::from_secs(10)))])]);
+        vec![d, job("s", 10, 1, 20)]
+    };
+    let r = run("critical-path", cluster(&[(1, 2, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("d", 0, 100), ("s", 10, 30)]));
+    assert_eq!(task_times(&r), sched(&[("a", 0, 100), ("b", 30, 80)]));
+    let r = run("fifo", cluster(&[(1, 2, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("d", 0, 100), ("s", 60, 80)]));
+}
+
 /// Non-critical tasks are lowered, never preempted. 1 x 2 GPUs; d (no dependencies: a gang of
 /// two independent tasks) has long (100 s, slack 0) and short (10 s, slack 90): both start at 0.
 /// At 1, s (1 GPU, 50 s, critical: its own path) finds no GPU; short is not preempted for it:
