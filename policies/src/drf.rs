@@ -3,10 +3,10 @@
 //! NSDI 2011), with each pool's GPUs (one GPU type) as a resource.
 //!
 //! A queue's dominant share is the largest, over pools, of the GPUs it holds in that pool over
-//! the pool's GPUs, divided by its `weight` (weighted DRF, section 4.3 of the paper). Each next
-//! start goes to the queue with the smallest dominant share (progressive filling), compared
-//! exactly as fractions by cross-multiplication; ties go to the higher queue `priority`, then
-//! the lower queue id. A queue holding 2 of a 2-GPU pool has share 1 even while it holds
+//! the pool's GPUs (all of them, healthy or not), divided by its `weight` (the paper's weighted
+//! DRF). Each next start goes to the queue with the smallest dominant share (progressive
+//! filling), compared exactly as fractions by cross-multiplication; ties go to the higher queue
+//! `priority`, then the lower queue id. A queue holding 2 of a 2-GPU pool has share 1 even while it holds
 //! nothing of a 64-GPU pool, so a scarce GPU type counts for what it is. Within a queue, and
 //! for quotas, parking, reclaiming and the case without queues, as `fair-share` (greedy, no
 //! reservation; see `queue_share`).
@@ -100,9 +100,16 @@ impl PoolUsage {
 
 impl Shares for PoolUsage {
     /// max over pools of (held / pool GPUs), over the weight.
-    fn share(&self, view: &ClusterView<'_>, _plan: &Plan<'_>, queue: QueueId) -> Share {
+    fn share(&self, view: &ClusterView<'_>, plan: &Plan<'_>, queue: QueueId) -> Share {
         let weight = u128::from(view.queues().get(queue).weight);
-        let Some(held) = self.mgpus.get(queue.index()) else { return Share::new(0, weight) };
+        let held = self.mgpus.get(queue.index()).map_or(&[][..], Vec::as_slice);
+        // Invariant: the per-pool index agrees with the plan's own count of the queue's GPUs.
+        debug_assert_eq!(
+            held.iter().sum::<u64>(),
+            plan.quota().used_mgpus(queue),
+            "drf's usage of queue {queue:?} by pool {held:?} disagrees with the plan's quota usage at {}",
+            view.now()
+        );
         let mut dominant = Share::new(0, 1);
         for (pool, &mgpus) in view.cluster().pools().iter().zip(held) {
             let capacity = u128::from(pool.gpu_count().max(1)) * 1000;
