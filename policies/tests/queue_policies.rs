@@ -1,7 +1,9 @@
 //! The queue- and DAG-aware policies, exact: hand-computed schedules for `fair-share` (weights,
 //! the queue-priority tie-break, sjf order inside a queue, caps), `drf` (dominant shares over
 //! two GPU types, weighted) and `critical-path` (a DAG where arrival order delays the critical
-//! task), each against what fifo or sjf do with the same jobs.
+//! task), each against what fifo or sjf do with the same jobs. Two properties: with one queue
+//! (or none) fair-share and drf decide exactly as greedy fifo or sjf; with several, a replay of
+//! the decision log finds every start went to the neediest queue's first job.
 
 mod common;
 
@@ -421,5 +423,112 @@ proptest! {
             prop_assert_eq!(decisions(&go(spec)), decisions(&go(same_as)), "{} vs {}", spec, same_as);
         }
         prop_assert_eq!(go("critical-path[duration=estimate]").stats.preemptions, 0);
+    }
+}
+
+/// A random case for the fairness replay: 2-3 uncapped queues with weights and priorities, one
+/// pool, single-GPU single-task jobs (so any waiting job fits any free GPU).
+#[derive(Debug, Clone)]
+struct FairCase {
+    nodes: u32,
+    gpus_per_node: u32,
+    queues: Vec<(u32, i32)>,
+    jobs: Vec<(u64, u64, usize)>,
+}
+
+fn arb_fair_case() -> impl Strategy<Value = FairCase> {
+    let queues = prop::collection::vec((1u32..=4, -1i32..=1), 2..=3);
+    let jobs = prop::collection::vec((arb_submit_ms(&[0, 1_000, 60_000], 10), arb_work_ms(600), 0usize..3), 1..=40);
+    (1u32..=2, 1u32..=4, queues, jobs).prop_map(|(nodes, gpus_per_node, queues, jobs)| {
+        let jobs = jobs.into_iter().map(|(s, w, q)| (s, w, q % queues.len())).collect();
+        FairCase { nodes, gpus_per_node, queues, jobs }
+    })
+}
+
+/// Replays the decision log of a fair-share (or, on one pool, drf) run and checks each start:
+/// its queue had the smallest GPUs / weight among the queues with a job waiting (ties: higher
+/// priority, then lower id) and the job was its queue's earliest waiting one; and after each
+/// decision point no GPU is free while a job waits.
+fn check_fair(case: &FairCase, spec: &str) -> Result<(), TestCaseError> {
+    let specs: Vec<QueueSpec> =
+        case.queues.iter().enumerate().map(|(i, &(w, p))| queue(&format!("q{i}"), w, p)).collect();
+    let jobs: Vec<JobSpec> = case
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, &(submit_ms, work_ms, q))| {
+            let mut j = JobSpec::single(format!("j{i}"), SimTime(submit_ms), 1, SimDuration(work_ms));
+            j.queue = Some(format!("q{q}"));
+            j
+        })
+        .collect();
+    let gpus = case.nodes * case.gpus_per_node;
+    let r = run_queues(spec, cluster(&[(case.nodes, case.gpus_per_node, "A")]), &specs, jobs);
+    // Job ids are in (submit, file order); read each job's queue and submit from the records.
+    let queue_of: Vec<usize> =
+        r.jobs.iter().map(|j| j.name[1..].parse::<usize>().map(|i| case.jobs[i].2).unwrap()).collect();
+    let mut used = vec![0u64; case.queues.len()];
+    let mut started = vec![false; r.jobs.len()];
+    let mut running = 0u32;
+    let waiting = |started: &[bool], t: u64, q: usize| {
+        (0..r.jobs.len()).find(|&j| !started[j] && queue_of[j] == q && r.jobs[j].submit.as_ms() <= t)
+    };
+    let log = &r.decisions;
+    for (i, d) in log.iter().enumerate() {
+        let t = d.time.as_ms();
+        let j = d.job.index();
+        match d.kind {
+            sim::DecisionKind::Start => {
+                let q = queue_of[j];
+                prop_assert_eq!(
+                    waiting(&started, t, q),
+                    Some(j),
+                    "{}: at {} ms job {} is not its queue's first",
+                    spec,
+                    t,
+                    j
+                );
+                for other in (0..case.queues.len()).filter(|&o| o != q && waiting(&started, t, o).is_some()) {
+                    let (wq, wo) = (u64::from(case.queues[q].0), u64::from(case.queues[other].0));
+                    let order = (used[q] * wo).cmp(&(used[other] * wq));
+                    let (pq, po) = (case.queues[q].1, case.queues[other].1);
+                    let first = order.is_lt() || (order.is_eq() && (pq > po || (pq == po && q < other)));
+                    prop_assert!(
+                        first,
+                        "{}: at {} ms queue {} ({:?}) served before queue {}: used {:?}",
+                        spec,
+                        t,
+                        q,
+                        case.queues,
+                        other,
+                        used
+                    );
+                }
+                used[q] += 1;
+                started[j] = true;
+                running += 1;
+            }
+            sim::DecisionKind::Finish => {
+                used[queue_of[j]] -= 1;
+                running -= 1;
+            }
+            kind => prop_assert!(false, "{}: unexpected {:?}", spec, kind),
+        }
+        let last_of_instant = log.get(i + 1).is_none_or(|next| next.time.as_ms() > t);
+        if last_of_instant {
+            let someone_waits = (0..case.queues.len()).any(|q| waiting(&started, t, q).is_some());
+            prop_assert!(running == gpus || !someone_waits, "{}: at {} ms a GPU is idle while a job waits", spec, t);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::with_cases(64) })]
+
+    #[test]
+    fn fair_share_and_drf_serve_the_neediest_queue_first(case in arb_fair_case()) {
+        check_fair(&case, "fair-share")?;
+        check_fair(&case, "drf")?;
     }
 }
