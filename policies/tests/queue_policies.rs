@@ -3,7 +3,8 @@
 //! two GPU types, weighted) and `critical-path` (a DAG where arrival order delays the critical
 //! task), each against what fifo or sjf do with the same jobs. Two properties: with one queue
 //! (or none) fair-share and drf decide exactly as greedy fifo or sjf; with several, a replay of
-//! the decision log finds every start went to the neediest queue's first job.
+//! the decision log finds every start went to the neediest queue's first job. A third replays
+//! critical-path on random DAGs against ranks recomputed from `sim::dag::schedule`.
 
 mod common;
 
@@ -530,5 +531,110 @@ proptest! {
     fn fair_share_and_drf_serve_the_neediest_queue_first(case in arb_fair_case()) {
         check_fair(&case, "fair-share")?;
         check_fair(&case, "drf")?;
+    }
+}
+
+/// Random DAG jobs of single-GPU tasks: (submit ms, tasks as (work s, upstreams by index)).
+type DagJob = (u64, Vec<(u64, Vec<usize>)>);
+
+fn arb_dag_jobs() -> impl Strategy<Value = Vec<DagJob>> {
+    let task = (1u64..=300, prop::collection::vec(0usize..4, 0..=2));
+    let job = (arb_submit_ms(&[0, 1_000, 60_000], 10), prop::collection::vec(task, 1..=4));
+    prop::collection::vec(job, 1..=12).prop_map(|jobs| {
+        jobs.into_iter()
+            .map(|(submit, tasks)| {
+                // Upstreams point to earlier tasks only: acyclic by construction.
+                let tasks = tasks
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (work, ups))| {
+                        let mut ups: Vec<usize> = ups.into_iter().filter(|&u| u < i).collect();
+                        ups.sort_unstable();
+                        ups.dedup();
+                        (work, ups)
+                    })
+                    .collect();
+                (submit, tasks)
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::with_cases(64) })]
+
+    /// A replay of critical-path's decision log: every start is of a ready task with the least
+    /// (non-critical, longest path first, id) key among the ready tasks, keys recomputed here
+    /// from `sim::dag::schedule` on the true durations; no GPU idles while a task is ready.
+    #[test]
+    fn critical_path_starts_the_most_critical_ready_task(
+        nodes in 1u32..=2,
+        gpus_per_node in 1u32..=3,
+        jobs in arb_dag_jobs(),
+    ) {
+        let specs: Vec<JobSpec> = jobs
+            .iter()
+            .enumerate()
+            .map(|(i, (submit_ms, tasks))| {
+                let mut j = JobSpec::single(format!("{i}"), SimTime(*submit_ms), 1, SimDuration(1));
+                j.tasks = tasks
+                    .iter()
+                    .enumerate()
+                    .map(|(k, (work_s, ups))| {
+                        let mut t = TaskSpec::new(format!("{k}"), 1, SimDuration::from_secs(*work_s));
+                        t.deps = ups.iter().map(|&u| Dependency { upstream: u, kind: DepKind::Success }).collect();
+                        t
+                    })
+                    .collect();
+                j
+            })
+            .collect();
+        let r = run("critical-path", cluster(&[(nodes, gpus_per_node, "A")]), specs.clone());
+        // Task ids follow job ids (submit, file order), tasks in job order.
+        let mut key = Vec::new(); // by task id: (non-critical, -path, id)
+        let mut task_job = Vec::new();
+        let mut upstreams = Vec::new();
+        for (job_id, record) in r.jobs.iter().enumerate() {
+            let spec = &specs[record.name.parse::<usize>().unwrap()];
+            let first = key.len();
+            let s = sim::dag::schedule(spec, |t| spec.tasks[t].work.as_ms(), |t, d| spec.tasks[spec.tasks[t].deps[d].upstream].work.as_ms());
+            for (t, task) in spec.tasks.iter().enumerate() {
+                let path = s.length_ms - s.latest_start_ms[t];
+                key.push((s.slack_ms(t) > 0, u64::MAX - path, first + t));
+                task_job.push(job_id);
+                upstreams.push(task.deps.iter().map(|d| first + d.upstream).collect::<Vec<usize>>());
+            }
+        }
+        let n = key.len();
+        let (mut started, mut finished) = (vec![false; n], vec![false; n]);
+        let mut running = 0u32;
+        let ready = |t: usize, now: u64, started: &[bool], finished: &[bool]| {
+            !started[t] && r.jobs[task_job[t]].submit.as_ms() <= now && upstreams[t].iter().all(|&u| finished[u])
+        };
+        let log = &r.decisions;
+        for (i, d) in log.iter().enumerate() {
+            let now = d.time.as_ms();
+            let t = d.task.expect("a task decision").index();
+            match d.kind {
+                sim::DecisionKind::Start => {
+                    prop_assert!(ready(t, now, &started, &finished), "task {} started before it was ready", t);
+                    for w in (0..n).filter(|&w| w != t && ready(w, now, &started, &finished)) {
+                        prop_assert!(key[t] < key[w], "at {} ms task {} {:?} started before task {} {:?}", now, t, key[t], w, key[w]);
+                    }
+                    started[t] = true;
+                    running += 1;
+                }
+                sim::DecisionKind::Finish => {
+                    finished[t] = true;
+                    running -= 1;
+                }
+                kind => prop_assert!(false, "unexpected {:?}", kind),
+            }
+            if log.get(i + 1).is_none_or(|next| next.time.as_ms() > now) {
+                let someone_ready = (0..n).any(|w| ready(w, now, &started, &finished));
+                prop_assert!(running == nodes * gpus_per_node || !someone_ready, "at {} ms a GPU idles while a task is ready", now);
+            }
+        }
+        prop_assert!(finished.iter().all(|&f| f), "every task ran");
     }
 }
