@@ -105,6 +105,18 @@ pub const ALL_SPECS: &[&str] = &[
     "easy-backfill[placement=spread,avoid_failed_h=2]",
     "easy-backfill[placement=fastest]",
     "easy-backfill[placement=local]",
+    "fair-share",
+    "fair-share[order=sjf,duration=estimate,placement=spread,avoid_failed_h=1]",
+    "drf",
+    "drf[order=sjf,duration=estimate,placement=spread,avoid_failed_h=2]",
+    "critical-path",
+    "critical-path[duration=estimate,placement=spread,avoid_failed_h=0.5]",
+    "fair-share[placement=fastest]",
+    "fair-share[order=sjf,placement=local]",
+    "drf[placement=local]",
+    "drf[placement=fastest]",
+    "critical-path[placement=fastest]",
+    "critical-path[placement=local]",
 ];
 
 /// Runs `jobs` with ground-truth cluster `events` (failures, repairs, heartbeats).
