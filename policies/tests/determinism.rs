@@ -52,6 +52,7 @@ fn cluster() -> Cluster {
         nodes,
         gpus_per_node,
         nodes_per_rack: 2,
+        speed_milli: 1000,
     };
     let pools = vec![pool("a-big", "A", 4, 8), pool("b", "B", 8, 4), pool("a-small", "A", 2, 2)];
     Cluster::new(&ClusterSpec { pools }).expect("valid cluster")

@@ -158,6 +158,7 @@ impl Controller {
                     lost_lag_mgpu_ms: 0,
                     lost_overhead_mgpu_ms: 0,
                     placed: Vec::new(),
+                    speed_milli: 1000,
                 });
             }
         }
@@ -380,20 +381,24 @@ impl Controller {
     pub(crate) fn end_attempt(&mut self, task: TaskId) -> Vec<GpuId> {
         let now = self.now;
         let t = &mut self.tasks[task.index()];
+        // Wall time (what GPU-time is counted in) splits into overhead, progress and stall;
+        // work (what checkpoints and `remaining` count) is progress at the pool's speed.
         let held = now.since(t.run_start);
         let active = t.stalled_since.map_or(now, |s| s.min(now)).since(t.run_start);
         let overhead_paid = t.overhead.min(active);
-        let progress = (active - overhead_paid).min(t.remaining);
+        let progress = t.progress_wall_at(now);
         let stalled = held - overhead_paid - progress;
         let done_before = t.work - t.remaining;
-        let done_now = done_before + progress;
+        let done_now = done_before + t.work_in(progress);
         let saved = t.saved(done_now);
-        let lost = done_now - saved;
+        // The wall time that produced the work kept; the rest of the progress is lost.
+        let kept = t.wall_for(saved - done_before).min(progress);
+        let lost = progress - kept;
         let gpus = t.mgpus();
         t.remaining = t.work - saved;
         t.closed_mgpu_ms += held.as_ms() * gpus;
         t.attempts_ms += held.as_ms();
-        t.productive_mgpu_ms += (progress - lost).as_ms() * gpus;
+        t.productive_mgpu_ms += kept.as_ms() * gpus;
         t.lost_redo_mgpu_ms += lost.as_ms() * gpus;
         t.lost_lag_mgpu_ms += stalled.as_ms() * gpus;
         t.lost_overhead_mgpu_ms += overhead_paid.as_ms() * gpus;
@@ -531,6 +536,7 @@ impl Controller {
         let restart = t.attempt > 0;
         t.attempt += 1;
         t.run_start = self.now;
+        t.speed_milli = self.cluster.pool(self.cluster.pool_of(gpus[0])).speed_milli;
         t.overhead = if restart { t.restart_overhead } else { SimDuration::ZERO };
         // Started on hardware that is broken but not yet known to be: no progress from the start.
         if gpus.iter().any(|&g| self.health.broken(g)) {
@@ -608,6 +614,80 @@ impl Controller {
                 self.now, self.policy_name, self.config.seed
             );
         }
+    }
+
+    /// Live mode: `task`'s attempt `attempt` ended on its own (its process exited), so its work
+    /// was exactly what it did: the work is set to that. With `failure` (a non-zero exit) the
+    /// task fails for good with that reason, as a task past its retries does (a program's own
+    /// failure is not retried); otherwise the attempt completes now, as
+    /// [`Controller::task_finished`] would complete it. False (nothing changed) when stale.
+    pub fn task_exited(&mut self, task: TaskId, attempt: u32, failure: Option<&str>) -> bool {
+        let now = self.now;
+        let t = &mut self.tasks[task.index()];
+        if t.status != TaskStatus::Running || t.attempt != attempt || t.stalled_since.is_some() {
+            return false;
+        }
+        let done_before = t.work - t.remaining;
+        let progress = now.since(t.run_start).saturating_sub(t.overhead);
+        t.work = done_before + progress;
+        t.remaining = progress;
+        let Some(why) = failure else { return self.task_finished(task, attempt) };
+        self.stats.events += 1;
+        let gpus = self.end_attempt(task);
+        self.release_to_free(task, &gpus);
+        let t = &mut self.tasks[task.index()];
+        t.failures += 1;
+        let job = t.job;
+        self.stats.task_failures += 1;
+        self.changes.push(Change::TaskFailed(task));
+        self.log(DecisionKind::Fail, job, Some(task), &gpus, why);
+        self.task_failed_for_good(task, why.to_string());
+        true
+    }
+
+    /// Live mode: the user cancelled `job`. Its running attempts end now (their GPUs return),
+    /// its waiting tasks never run, and it ends rejected with `reason`. False (nothing
+    /// changed) when the job has not arrived or has already ended.
+    pub fn cancel_job(&mut self, job: JobId, reason: &str) -> bool {
+        let j = &self.jobs[job.index()];
+        if !j.arrived || j.outcome.is_some() {
+            return false;
+        }
+        self.stats.events += 1;
+        for task in self.jobs[job.index()].tasks() {
+            self.marks[task.index()] = Mark::None;
+            let status = self.tasks[task.index()].status;
+            if status == TaskStatus::Running {
+                let gpus = self.end_attempt(task);
+                self.release_to_free(task, &gpus);
+                self.changes.push(Change::TaskFailed(task));
+            }
+            if !status.is_final() {
+                self.set_status(task, TaskStatus::Failed);
+                self.tasks[task.index()].finish = Some(self.now);
+            }
+        }
+        self.jobs[job.index()].open_tasks = 0;
+        self.in_system -= 1;
+        self.stats.rejects += 1;
+        self.log(DecisionKind::Reject, job, None, &[], reason);
+        self.end_job(job, JobOutcome::Rejected(reason.to_string()));
+        true
+    }
+
+    /// The job's run-time state.
+    pub fn job(&self, job: JobId) -> &JobState {
+        &self.jobs[job.index()]
+    }
+
+    /// The decision log so far (empty unless `record_decisions`).
+    pub fn decision_log(&self) -> &[DecisionRecord] {
+        &self.decision_log
+    }
+
+    /// The digest of the decisions so far (what [`Controller::finish`] reports).
+    pub fn digest_hex(&self) -> String {
+        self.digest.hex()
     }
 
     /// Ends the run: per-job records, counters and the digest.

@@ -255,7 +255,7 @@ impl Controller {
             return;
         }
         let done = (t.work - t.remaining).as_ms();
-        let at = t.run_start + t.overhead + SimDuration(point.saturating_sub(done));
+        let at = t.run_start + t.overhead + t.wall_for(SimDuration(point.saturating_sub(done)));
         self.timers.push((at, Timer::Progress { task, attempt: t.attempt }));
     }
 
@@ -264,8 +264,7 @@ impl Controller {
         if t.status != TaskStatus::Running || t.attempt != attempt || t.stalled_since.is_some() {
             return false;
         }
-        let active = self.now.since(t.run_start).saturating_sub(t.overhead);
-        let done = t.work - t.remaining + active.min(t.remaining);
+        let done = t.work - t.remaining + t.progress_at(self.now);
         let changed = self.reached(task, done);
         self.watch_progress(task);
         changed

@@ -101,9 +101,7 @@ impl<'a> ClusterView<'a> {
         if t.status != TaskStatus::Running {
             return SimDuration::ZERO;
         }
-        let until = t.stalled_since.map_or(self.now, |s| s.min(self.now));
-        let progress = until.since(t.run_start).saturating_sub(t.overhead).min(t.remaining);
-        let done = t.work - t.remaining + progress;
+        let done = t.work - t.remaining + t.progress_at(self.now);
         done - t.saved(done)
     }
     /// What the scheduler knows of the hardware (nodes declared dead, GPUs taken out). The
@@ -157,6 +155,6 @@ impl<'a> ClusterView<'a> {
         let t = self.task(task);
         let overhead_end = t.run_start + t.overhead;
         let resume = if overhead_end > self.now { overhead_end } else { self.now };
-        resume + self.expected_remaining(task, source)
+        resume + t.wall_for(self.expected_remaining(task, source))
     }
 }

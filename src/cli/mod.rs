@@ -2,6 +2,7 @@
 
 mod cluster;
 mod compare;
+mod live;
 mod merge;
 mod policies;
 mod regress;
@@ -51,6 +52,9 @@ enum Command {
     /// Build a cluster from a real machine inventory (Alibaba PAI, openb, spot; Philly).
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
+    /// Live mode: a coordinator and node agents run real processes on real GPUs under a policy.
+    #[command(subcommand)]
+    Live(live::LiveCommand),
 }
 
 /// Writes `text` to standard output. A closed pipe (`schedlab trace stats ... | head`) ends
@@ -95,5 +99,6 @@ pub fn run() -> CliResult {
         Command::Policies => policies::run(),
         Command::Trace(command) => trace::run(command),
         Command::Cluster(command) => cluster::run(command),
+        Command::Live(command) => live::run(command),
     }
 }

@@ -64,17 +64,21 @@ pub enum Placement {
     /// Spread load: a gang that fits on one node goes to the emptiest node, in the pool with
     /// the most free GPUs (worst fit).
     Spread,
+    /// Heterogeneity-aware: the fastest pool (cluster `speed`) that can host the gang now,
+    /// ties by pool id; inside it, pack. O(eligible pools) pack attempts.
+    Fastest,
 }
 
 impl Placement {
-    pub const NAMES: &'static [&'static str] = &["pack", "spread"];
+    pub const NAMES: &'static [&'static str] = &["pack", "spread", "fastest"];
 
     /// GPUs for a task of `shape`, or `None` when it does not fit now. Ties break by pool id,
     /// then node id, then GPU slot, so the answer is a function of the free set alone.
     fn place(self, shape: Shape, candidates: &Candidates<'_>) -> Option<Vec<GpuId>> {
         match self {
+            // `fastest` has chosen one pool before it gets here and packs inside it.
             _ if shape.is_share() => share::place(self, shape, candidates),
-            Placement::Pack => pack::place(shape, candidates),
+            Placement::Pack | Placement::Fastest => pack::place(shape, candidates),
             Placement::Spread => spread::place(shape, candidates),
         }
     }
@@ -82,6 +86,7 @@ impl Placement {
         match self {
             Placement::Pack => "pack",
             Placement::Spread => "spread",
+            Placement::Fastest => "fastest",
         }
     }
 }
@@ -98,6 +103,7 @@ impl FromStr for Placement {
         match s {
             "pack" => Ok(Placement::Pack),
             "spread" => Ok(Placement::Spread),
+            "fastest" => Ok(Placement::Fastest),
             _ => Err(format!("expected one of {}", Placement::NAMES.join("|"))),
         }
     }
@@ -129,6 +135,18 @@ impl Placer {
     /// GPUs for a task of `shape` among those free now (`free`), avoiding recently failed
     /// nodes when it can; `None` when the shape does not fit at all.
     pub fn place(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<Vec<GpuId>> {
+        if self.kind == Placement::Fastest {
+            let mut pools: Vec<PoolId> = shape.pools.iter().collect();
+            pools.sort_by_key(|&p| (std::cmp::Reverse(view.cluster().pool(p).speed_milli), p));
+            return pools.into_iter().find_map(|p| {
+                let one = Shape { pools: PoolMask::EMPTY.with(p), ..shape };
+                self.place_among(one, view, free)
+            });
+        }
+        self.place_among(shape, view, free)
+    }
+
+    fn place_among(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<Vec<GpuId>> {
         let none = BTreeSet::new();
         if self.avoid_failed_for > SimDuration::ZERO {
             let since = SimTime(view.now().as_ms().saturating_sub(self.avoid_failed_for.as_ms()));

@@ -19,6 +19,7 @@ pub fn cluster(pools: &[(u32, u32, &str)]) -> Cluster {
             nodes,
             gpus_per_node,
             nodes_per_rack: 0,
+            speed_milli: 1000,
         })
         .collect();
     Cluster::new(&ClusterSpec { pools }).expect("valid test cluster")
@@ -87,15 +88,19 @@ pub const ALL_SPECS: &[&str] = &[
     "fifo[skip=true]",
     "fifo[placement=spread]",
     "fifo[avoid_failed_h=24]",
+    "fifo[placement=fastest]",
     "sjf",
     "sjf[duration=estimate]",
     "sjf[placement=spread,avoid_failed_h=1]",
+    "sjf[placement=fastest]",
     "srtf",
     "srtf[duration=estimate,placement=spread]",
     "srtf[avoid_failed_h=0.5]",
+    "srtf[placement=fastest]",
     "easy-backfill",
     "easy-backfill[duration=estimate,depth=3]",
     "easy-backfill[placement=spread,avoid_failed_h=2]",
+    "easy-backfill[placement=fastest]",
 ];
 
 /// Runs `jobs` with ground-truth cluster `events` (failures, repairs, heartbeats).
