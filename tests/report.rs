@@ -407,3 +407,31 @@ fn parquet_output_needs_the_polars_feature() {
         assert!(!parquet.exists());
     }
 }
+
+#[test]
+fn a_dag_trace_gets_a_gantt_chart_from_simulate_output() {
+    let dir = scratch("report", "dag");
+    let trace = dir.join("dag.csv");
+    let mut text = String::from("job_id,task_id,submit_s,duration_s,gpus,depends_on\n");
+    for j in 0..3 {
+        let submit = j * 600;
+        text.push_str(&format!("small{j},prep,{submit},60,1,\n"));
+        text.push_str(&format!("small{j},train,{submit},600,2,prep\n"));
+    }
+    // The largest DAG job: four tasks, a conditional branch that is skipped.
+    text.push_str("big,data,100,300,1,\nbig,train,100,3600,4,data\nbig,alert,100,60,1,train:failure\n");
+    text.push_str("big,report,100,60,1,train;data\n");
+    std::fs::write(&trace, text).unwrap();
+    let run = dir.join("run");
+    let out = schedlab(&["simulate", "--trace", s(&trace), "--cluster", "1x8:A100", "--out", s(&run)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let html = report(&run, &dir.join("report.html"), &[]);
+    assert!(figures(&html).contains(&"gantt-run".to_string()), "{:?}", figures(&html));
+    assert!(!html.contains("no tasks.csv"));
+    let start = html.find("aria-label=\"DAG job big").expect("the Gantt chart of job big");
+    let svg = &html[start..start + html[start..].find("</svg>").unwrap()];
+    for text in ["data (1 GPU)", "train (4 GPUs)", "alert (1 GPU)", "report (1 GPU)", "skipped", "succeeded"] {
+        assert!(svg.contains(text), "the Gantt chart lacks `{text}`");
+    }
+    assert!(html.contains("4 tasks; 1 never ran (no bar)"), "caption");
+}

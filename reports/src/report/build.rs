@@ -655,15 +655,21 @@ fn gantt_section(traces: &[Trace<'_>]) -> Section {
 }
 
 fn gantt_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, tasks: &[super::input::Task]) -> Option<Item> {
-    let mut by_job: BTreeMap<u64, Vec<&super::input::Task>> = BTreeMap::new();
+    // Jobs in file order (a job's rows are consecutive in tasks.csv, but do not rely on it).
+    let mut by_job: Vec<(&str, Vec<&super::input::Task>)> = Vec::new();
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
     for task in tasks {
-        by_job.entry(task.job).or_default().push(task);
+        let i = *index.entry(&task.job).or_insert_with(|| {
+            by_job.push((&task.job, Vec::new()));
+            by_job.len() - 1
+        });
+        by_job[i].1.push(task);
     }
-    // The DAG job with the most tasks; the lowest job id on ties.
+    // The DAG job with the most tasks; the first in the file on ties.
     let (job, mut job_tasks) = by_job
         .into_iter()
         .filter(|(_, ts)| ts.len() > 1 && ts.iter().any(|t| !t.depends_on.is_empty()))
-        .fold(None, |best: Option<(u64, Vec<&super::input::Task>)>, (job, ts)| match &best {
+        .fold(None, |best: Option<(&str, Vec<&super::input::Task>)>, (job, ts)| match &best {
             Some((_, b)) if b.len() >= ts.len() => best,
             _ => Some((job, ts)),
         })?;

@@ -191,7 +191,12 @@ impl Chart {
             XAxis::LogDuration => {
                 let (lo, hi) = extent(series.iter().flat_map(|s| s.points.iter().map(|p| p.0.max(1.0))));
                 let (lo, hi) = (lo.log10().floor(), hi.log10().max(lo.log10() + 1.0));
-                let ticks = DURATION_TICKS.iter().map(|(s, _)| s.log10()).filter(|t| *t >= lo && *t <= hi).collect();
+                let within = |set: &[(f64, &str)]| -> Vec<f64> {
+                    set.iter().map(|(s, _)| s.log10()).filter(|t| *t >= lo && *t <= hi).collect()
+                };
+                // Decades, or (on a narrow range) 1-2-5 steps in each unit.
+                let coarse = within(&DURATION_TICKS);
+                let ticks = if coarse.len() >= 4 { coarse } else { within(&FINE_DURATION_TICKS) };
                 ((lo, hi), Some(ticks), 1.0, 0.0)
             }
             XAxis::Time => {
@@ -414,8 +419,34 @@ const DURATION_TICKS: [(f64, &str); 9] = [
     (8_640_000.0, "100 d"),
 ];
 
+/// Ticks for narrow log ranges.
+const FINE_DURATION_TICKS: [(f64, &str); 22] = [
+    (1.0, "1 s"),
+    (2.0, "2 s"),
+    (5.0, "5 s"),
+    (10.0, "10 s"),
+    (20.0, "20 s"),
+    (60.0, "1 min"),
+    (120.0, "2 min"),
+    (300.0, "5 min"),
+    (600.0, "10 min"),
+    (1200.0, "20 min"),
+    (3600.0, "1 h"),
+    (7200.0, "2 h"),
+    (18_000.0, "5 h"),
+    (36_000.0, "10 h"),
+    (86_400.0, "1 d"),
+    (172_800.0, "2 d"),
+    (432_000.0, "5 d"),
+    (864_000.0, "10 d"),
+    (1_728_000.0, "20 d"),
+    (4_320_000.0, "50 d"),
+    (8_640_000.0, "100 d"),
+    (17_280_000.0, "200 d"),
+];
+
 fn duration_label(seconds: f64) -> String {
-    DURATION_TICKS
+    FINE_DURATION_TICKS
         .iter()
         .find(|(s, _)| (s / seconds - 1.0).abs() < 1e-6)
         .map_or_else(|| axis_number(seconds), |(_, l)| l.to_string())

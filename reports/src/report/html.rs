@@ -29,7 +29,7 @@ table { border-collapse: collapse; font-size: 13.5px; width: 100%; }
 caption { text-align: left; font-weight: 600; padding-bottom: 6px; }
 th, td { padding: 5px 10px; border-bottom: 1px solid var(--rule); text-align: left; white-space: nowrap; }
 th { background: var(--band); font-weight: 600; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.best { font-weight: 700; }
 tbody tr:nth-child(even) td { background: #fbfcfd; }
 .foot { color: var(--muted); font-size: 13px; margin-top: 6px; white-space: normal; }
@@ -173,8 +173,11 @@ fn table_html(out: &mut String, table: &Table) {
         escape(&table.id),
         escape(&table.caption)
     );
-    for h in &table.header {
-        let _ = write!(out, "<th>{}</th>", escape(h));
+    // A column of numbers has its heading right-aligned over them.
+    let numeric = |c: usize| table.rows.first().and_then(|r| r.get(c)).is_some_and(|cell| cell.numeric);
+    for (c, h) in table.header.iter().enumerate() {
+        let class = if numeric(c) { " class=\"num\"" } else { "" };
+        let _ = write!(out, "<th{class}>{}</th>", escape(h));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     for row in &table.rows {

@@ -72,7 +72,8 @@ pub const QUEUE_TIMESERIES_COLUMNS: [&str; 6] =
 /// One task of tasks.csv (for Gantt charts of DAG jobs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
-    pub job: u64,
+    /// The job's name (as jobs.csv's `name`).
+    pub job: String,
     pub task: u64,
     pub name: String,
     pub state: String,
@@ -343,7 +344,7 @@ pub fn read_tasks(path: &Path) -> Result<Vec<Task>, String> {
     read_csv(path, &TASKS_COLUMNS, |f| {
         let depends = f.text(7)?;
         tasks.push(Task {
-            job: f.whole(0)?,
+            job: f.text(0)?.to_string(),
             task: f.whole(1)?,
             name: f.text(2)?.to_string(),
             state: f.text(3)?.to_string(),
@@ -414,6 +415,7 @@ mod tests {
         let tasks = read_tasks(&path).unwrap();
         assert_eq!(tasks.len(), 3);
         assert_eq!(tasks[1].depends_on, vec!["prep".to_string()]);
+        assert_eq!(tasks[1].job, "3");
         assert_eq!(tasks[2].depends_on, vec!["train".to_string(), "prep".to_string()]);
         assert_eq!(tasks[2].first_start_s, None);
         assert_eq!(tasks[1].finish_s, Some(99.0));
