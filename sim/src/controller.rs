@@ -680,21 +680,7 @@ impl Controller {
             return false;
         }
         self.stats.events += 1;
-        for task in self.jobs[job.index()].tasks() {
-            self.marks[task.index()] = Mark::None;
-            let status = self.tasks[task.index()].status;
-            if status == TaskStatus::Running {
-                let gpus = self.end_attempt(task);
-                self.release_to_free(task, &gpus);
-                self.changes.push(Change::TaskFailed(task));
-            }
-            if !status.is_final() {
-                self.set_status(task, TaskStatus::Failed);
-                self.tasks[task.index()].finish = Some(self.now);
-            }
-        }
-        self.jobs[job.index()].open_tasks = 0;
-        self.in_system -= 1;
+        self.stop_job(job);
         self.stats.rejects += 1;
         self.log(DecisionKind::Reject, job, None, &[], reason);
         self.end_job(job, JobOutcome::Rejected(reason.to_string()));
