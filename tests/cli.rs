@@ -328,7 +328,7 @@ fn policies_lists_every_policy_with_parameters_and_defaults() {
         "srtf",
         "easy-backfill",
         "skip=true|false  (default false)",
-        "placement=pack|spread|fastest  (default pack)",
+        "placement=pack|spread|fastest|local  (default pack)",
         "duration=oracle|estimate  (default oracle)",
         "depth=1..  (default 100)",
     ] {

@@ -811,6 +811,7 @@ impl Driver {
             events: self.trace_events.clone(),
             // Live mode does not take queues with quotas yet: jobs name queues, none is capped.
             queues: Vec::new(),
+            datasets: Vec::new(),
             notes: Vec::new(),
         }
     }

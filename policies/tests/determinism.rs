@@ -106,6 +106,7 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                         restart_overhead: None,
                         deps: Vec::new(),
                         window: sim::Window::default(),
+                        dataset: None,
                     }
                 })
                 .collect();

@@ -63,6 +63,7 @@ pub const METRICS: &[(&str, Better)] = &[
     ("ftf_rho_max", Better::Lower),
     ("dag_jobs", Better::Neither),
     ("dag_stretch_mean", Better::Lower),
+    ("data_locality", Better::Higher),
     ("littles_law_error", Better::Lower),
     ("events", Better::Neither),
     ("decision_points", Better::Neither),

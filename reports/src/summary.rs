@@ -60,6 +60,8 @@ pub struct Summary {
     /// Jobs with task dependencies, and their mean stretch: JCT / critical path.
     pub dag_jobs: u64,
     pub dag_stretch_mean: f64,
+    /// Of the starts of tasks that read a dataset, the share on nodes holding it (1 if none).
+    pub data_locality: f64,
     pub littles_law_error: f64,
     pub events: u64,
     pub decision_points: u64,
@@ -127,6 +129,10 @@ impl Summary {
             ftf_rho_mean: mean(finished.iter().filter_map(|j| crate::fairness::rho(j))),
             ftf_rho_max: finished.iter().filter_map(|j| crate::fairness::rho(j)).fold(0.0, f64::max),
             dag_jobs: run.jobs.iter().filter(|j| j.critical_path_ms.is_some()).count() as u64,
+            data_locality: {
+                let starts = stats.local_starts + stats.remote_starts;
+                if starts == 0 { 1.0 } else { stats.local_starts as f64 / starts as f64 }
+            },
             dag_stretch_mean: mean(
                 finished.iter().filter(|j| j.critical_path_ms.is_some()).filter_map(|j| crate::fairness::rho(j)),
             ),

@@ -101,6 +101,7 @@ pub struct Controller {
     pub(crate) dag: Dag,
     pub(crate) queues: Queues,
     pub(crate) quota: QuotaUsage,
+    pub(crate) datasets: crate::data::Datasets,
     /// Timers asked for since the driver last took them (see `take_timers`).
     pub(crate) timers: Vec<(SimTime, Timer)>,
     /// Jobs arrived and not ended.
@@ -159,6 +160,7 @@ impl Controller {
                     lost_overhead_mgpu_ms: 0,
                     placed: Vec::new(),
                     speed_milli: 1000,
+                    dataset: None,
                 });
             }
         }
@@ -171,6 +173,7 @@ impl Controller {
             dag,
             quota: QuotaUsage::new(&Queues::default(), workload.len()),
             queues: Queues::default(),
+            datasets: crate::data::Datasets::default(),
             timers: Vec::new(),
             series_queue,
             job_queue: vec![None; workload.len()],
@@ -215,6 +218,17 @@ impl Controller {
         self.quota = QuotaUsage::new(&queues, job_queue.len());
         self.job_queue = job_queue;
         self.queues = queues;
+        Ok(self)
+    }
+
+    /// Puts datasets on nodes: a task reading one and started away from it pays its transfer.
+    /// Call before anything arrives. An error names a task reading a dataset not defined.
+    pub fn with_datasets(mut self, datasets: crate::data::Datasets) -> Result<Controller, String> {
+        assert!(self.stats.first_submit.is_none(), "datasets are set before the run starts");
+        for (t, dataset) in self.tasks.iter_mut().zip(datasets.assign(&self.workload)?) {
+            t.dataset = dataset;
+        }
+        self.datasets = datasets;
         Ok(self)
     }
 
@@ -490,6 +504,7 @@ impl Controller {
             queues: &self.queues,
             job_queue: &self.job_queue,
             owner: &self.owner,
+            datasets: &self.datasets,
         };
         let mut plan = Plan {
             now: self.now,
@@ -538,6 +553,15 @@ impl Controller {
         t.run_start = self.now;
         t.speed_milli = self.cluster.pool(self.cluster.pool_of(gpus[0])).speed_milli;
         t.overhead = if restart { t.restart_overhead } else { SimDuration::ZERO };
+        if let Some(d) = t.dataset {
+            let dataset = self.datasets.get(d);
+            if gpus.iter().all(|&g| dataset.nodes.contains(&self.cluster.node_of(g))) {
+                self.stats.local_starts += 1;
+            } else {
+                t.overhead += dataset.transfer;
+                self.stats.remote_starts += 1;
+            }
+        }
         // Started on hardware that is broken but not yet known to be: no progress from the start.
         if gpus.iter().any(|&g| self.health.broken(g)) {
             t.stalled_since = Some(self.now);
@@ -628,7 +652,9 @@ impl Controller {
             return false;
         }
         let done_before = t.work - t.remaining;
-        let progress = now.since(t.run_start).saturating_sub(t.overhead);
+        // The work its wall time did at its pool's speed (not capped: it ran as long as it ran).
+        let wall = now.since(t.run_start).saturating_sub(t.overhead);
+        let progress = SimDuration((u128::from(wall.as_ms()) * u128::from(t.speed_milli) / 1000) as u64);
         t.work = done_before + progress;
         t.remaining = progress;
         let Some(why) = failure else { return self.task_finished(task, attempt) };

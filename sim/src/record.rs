@@ -127,6 +127,9 @@ pub struct RunStats {
     /// Attempts failed by hardware, and retries started after them.
     pub task_failures: u64,
     pub retries: u64,
+    /// Starts of tasks reading a dataset on nodes holding it, and elsewhere (paying a transfer).
+    pub local_starts: u64,
+    pub remote_starts: u64,
     /// Integral of broken GPUs (truth) over time, in GPU-milliseconds.
     pub broken_gpu_ms: u64,
     /// Hex digest of the decision log.

@@ -105,6 +105,8 @@ pub struct TaskState {
     /// Speed of the pool the current (or last) attempt runs in, in thousandths of the
     /// reference type's: work `w` takes `wall_for(w)` there.
     pub speed_milli: u32,
+    /// Index of the dataset it reads, when the cluster defines datasets.
+    pub dataset: Option<u32>,
 }
 
 impl TaskState {

@@ -60,6 +60,7 @@ pub struct ClusterView<'a> {
     pub(crate) queues: &'a Queues,
     pub(crate) job_queue: &'a [Option<QueueId>],
     pub(crate) owner: &'a [Option<TaskId>],
+    pub(crate) datasets: &'a crate::data::Datasets,
 }
 
 impl<'a> ClusterView<'a> {
@@ -89,6 +90,10 @@ impl<'a> ClusterView<'a> {
     /// The task holding `gpu` whole (as of the start of this decision), if any.
     pub fn gpu_owner(&self, gpu: crate::ids::GpuId) -> Option<TaskId> {
         self.owner[gpu.index()]
+    }
+    /// The cluster's datasets (a task's `dataset` indexes them).
+    pub fn datasets(&self) -> &'a crate::data::Datasets {
+        self.datasets
     }
     /// The queue `job` runs in, when the cluster has queues.
     pub fn queue_of(&self, job: JobId) -> Option<QueueId> {

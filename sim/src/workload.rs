@@ -28,6 +28,8 @@ pub struct TaskSpec {
     pub deps: Vec<Dependency>,
     /// When the task may first start.
     pub window: Window,
+    /// The dataset it reads (see `data.rs`); started away from it, it pays a transfer first.
+    pub dataset: Option<String>,
 }
 
 /// An edge of a job's task DAG: this task waits on `upstream` (an index into the job's tasks).
@@ -91,6 +93,7 @@ impl TaskSpec {
             restart_overhead: None,
             deps: Vec::new(),
             window: Window::default(),
+            dataset: None,
         }
     }
 }

@@ -50,6 +50,10 @@ pub struct RunArgs {
     /// trace directory. Without either, queue names are only labels.
     #[arg(long)]
     pub queues: Option<PathBuf>,
+    /// Datasets on nodes: a datasets.csv (traces/FORMAT.md), in place of any of the trace
+    /// directory. Without either, tasks' dataset names are only labels.
+    #[arg(long)]
+    pub datasets: Option<PathBuf>,
     /// Policy spec name[key=value,...]; see `schedlab policies`.
     #[arg(long, default_value = "fifo")]
     pub policy: String,
@@ -96,9 +100,16 @@ pub fn execute(
     let trace = load_trace(args)?;
     let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
     let cluster = Cluster::new(&choose_cluster(args, trace_cluster)?)?;
-    let (workload, mut events, trace_queues) = match trace {
-        Some(trace) => (trace.workload, trace.events, trace.queues),
-        None => (builtin::workload(cluster.gpu_count(), args.jobs, args.load, args.seed)?, Vec::new(), Vec::new()),
+    let (workload, mut events, trace_queues, trace_datasets) = match trace {
+        Some(trace) => (trace.workload, trace.events, trace.queues, trace.datasets),
+        None => {
+            let workload = builtin::workload(cluster.gpu_count(), args.jobs, args.load, args.seed)?;
+            (workload, Vec::new(), Vec::new(), Vec::new())
+        }
+    };
+    let datasets = match &args.datasets {
+        Some(path) => traces::load_datasets_file(path)?,
+        None => trace_datasets,
     };
     let queues = match &args.queues {
         Some(path) => traces::load_queues_file(path)?,
@@ -109,7 +120,8 @@ pub fn execute(
         events.extend(spec.events(&cluster, failure_window(&workload, &cluster), args.seed)?);
     }
     let workload = args.resilience.apply_queue_defaults(workload)?;
-    let scenario = Scenario::new(cluster, workload).with_events(events)?.with_queues(&queues)?;
+    let scenario =
+        Scenario::new(cluster, workload).with_events(events)?.with_queues(&queues)?.with_datasets(&datasets)?;
     let mut policy = policies::build(&args.policy)?;
     let config = args.resilience.apply(ControllerConfig {
         seed: args.seed,

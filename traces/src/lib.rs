@@ -12,6 +12,7 @@
 
 pub mod canonical;
 pub mod cluster_spec;
+pub mod datasets;
 pub mod error;
 pub mod events;
 pub mod failures;
@@ -27,6 +28,7 @@ pub mod timeparse;
 
 pub use canonical::{read_jobs_csv, write_jobs_csv};
 pub use cluster_spec::{load_cluster_file, parse_cluster_shorthand, read_cluster_csv, write_cluster_csv};
+pub use datasets::{load_datasets_file, read_datasets_csv, write_datasets_csv};
 pub use error::{MAX_ERRORS, TraceError};
 pub use events::{EventRecord, read_events_csv, write_events_csv};
 pub use failures::{FailureModel, FailureSpec, FailureTrace, FitReport};
@@ -102,6 +104,8 @@ pub struct Trace {
     pub events: Vec<EventRecord>,
     /// Queues with quotas (canonical directory with `queues.csv`); empty: no quotas.
     pub queues: Vec<sim::QueueSpec>,
+    /// Datasets on nodes (canonical directory with `datasets.csv`); empty: none.
+    pub datasets: Vec<sim::DatasetSpec>,
     /// What the import left out, changed or does not model, one line each, for a command to
     /// print on stderr when it loads the trace (such as `skipped 1,088 pods CPU-only ...` for
     /// openb). Empty when the trace was taken as written (canonical, ITP, Philly).
@@ -154,6 +158,9 @@ pub fn write_trace_dir(trace: &Trace, dir: &Path) -> Result<(), TraceError> {
     if !trace.queues.is_empty() {
         write_queues_csv(&trace.queues, create("queues.csv")?)?;
     }
+    if !trace.datasets.is_empty() {
+        write_datasets_csv(&trace.datasets, create("datasets.csv")?)?;
+    }
     Ok(())
 }
 
@@ -196,7 +203,7 @@ fn read_file_into<R: Read>(source: R, file: &str, format: Format, sink: &mut Sin
             (import.workload, import.report.notes())
         }
     };
-    Some(Trace { workload, cluster: None, events: Vec::new(), queues: Vec::new(), notes })
+    Some(Trace { workload, cluster: None, events: Vec::new(), queues: Vec::new(), datasets: Vec::new(), notes })
 }
 
 /// A canonical trace directory: `jobs.csv` required, `cluster.csv`, `events.csv` and
@@ -231,7 +238,20 @@ fn load_directory(dir: &Path, sink: &mut Sink) -> Option<Trace> {
     } else {
         Some(Vec::new())
     };
-    Some(Trace { workload: workload?, cluster, events: events?, queues: queues?, notes: Vec::new() })
+    let datasets_path = dir.join("datasets.csv");
+    let datasets = if datasets_path.exists() && !sink.is_full() {
+        open(&datasets_path, sink).and_then(|(file, name)| datasets::read_datasets_into(file, &name, sink))
+    } else {
+        Some(Vec::new())
+    };
+    Some(Trace {
+        workload: workload?,
+        cluster,
+        events: events?,
+        queues: queues?,
+        datasets: datasets?,
+        notes: Vec::new(),
+    })
 }
 
 #[cfg(test)]
