@@ -48,13 +48,21 @@ pub fn run(args: ReportArgs) -> CliResult {
 
 #[cfg(feature = "polars")]
 fn write_parquet(dir: &std::path::Path, path: &std::path::Path) -> CliResult {
+    let runs = sweep_parquet(dir, path)?;
+    emit(format_args!("wrote {} ({runs} runs)\n", path.display()))
+}
+
+/// Writes the sweep table of sweep folder `dir` (its sweep.csv) as Parquet at `path`; the
+/// number of runs. Also what `schedlab sweep` and `merge` call when built with polars.
+#[cfg(feature = "polars")]
+pub(super) fn sweep_parquet(dir: &std::path::Path, path: &std::path::Path) -> Result<usize, String> {
     let csv = dir.join("sweep.csv");
     let text = std::fs::read_to_string(&csv)
-        .map_err(|e| format!("--parquet writes a sweep's table: cannot read {}: {e}", csv.display()))?;
+        .map_err(|e| format!("the Parquet sweep table: cannot read {}: {e}", csv.display()))?;
     let what = csv.display().to_string();
     let table = reports::sweep::SweepTable::read(&text, &what)?;
     reports::parquet::write_sweep_parquet(&table, &what, path)?;
-    emit(format_args!("wrote {} ({} runs)\n", path.display(), table.rows.len()))
+    Ok(table.rows.len())
 }
 
 #[cfg(not(feature = "polars"))]
