@@ -765,14 +765,10 @@ impl Controller {
         let lag = |i: usize, d: usize| {
             let dep = spec.tasks[i].deps[d];
             let upstream = &self.tasks[state.first_task.index() + dep.upstream];
-            match dep.kind {
-                _ if !ran(dep.upstream) => 0,
-                crate::workload::DepKind::Data(at) => at.as_ms(),
-                crate::workload::DepKind::Checkpoint(n) => {
-                    (u64::from(n) * upstream.checkpoint.as_ms()).min(upstream.work.as_ms())
-                }
-                _ => duration(dep.upstream),
+            if !ran(dep.upstream) {
+                return 0;
             }
+            dep.kind.point(upstream.checkpoint, upstream.work).map_or(duration(dep.upstream), |p| p.as_ms())
         };
         Some(crate::dag::schedule(spec, duration, lag).length_ms)
     }

@@ -82,13 +82,9 @@ impl Dag {
                 let mut edges = Vec::with_capacity(task.deps.len());
                 for (d, dep) in task.deps.iter().enumerate() {
                     let upstream = id(dep.upstream);
-                    let work_ms = job.tasks[dep.upstream].work.as_ms();
-                    let point_ms = match dep.kind {
-                        DepKind::Data(at) => at.as_ms(),
-                        DepKind::Checkpoint(n) => (u64::from(n) * checkpoint(upstream).as_ms()).min(work_ms),
-                        _ => 0,
-                    };
-                    if matches!(dep.kind, DepKind::Data(_) | DepKind::Checkpoint(_)) {
+                    let point = dep.kind.point(checkpoint(upstream), job.tasks[dep.upstream].work);
+                    let point_ms = point.map_or(0, SimDuration::as_ms);
+                    if point.is_some() {
                         let watch =
                             dag.watched.entry(upstream).or_insert(Watch { points_ms: Vec::new(), reached_ms: 0 });
                         watch.points_ms.push(point_ms);

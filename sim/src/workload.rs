@@ -58,6 +58,16 @@ pub enum DepKind {
 }
 
 impl DepKind {
+    /// For `data` and `checkpoint`: the point of the upstream's work that meets the dependency,
+    /// given the upstream's checkpoint interval and work (a checkpoint past its end is its end).
+    /// `None` for the kinds that wait for the upstream's end.
+    pub fn point(self, checkpoint: SimDuration, work: SimDuration) -> Option<SimDuration> {
+        match self {
+            DepKind::Data(at) => Some(at),
+            DepKind::Checkpoint(n) => Some(SimDuration(u64::from(n).saturating_mul(checkpoint.as_ms())).min(work)),
+            DepKind::Success | DepKind::Any | DepKind::Failure => None,
+        }
+    }
     /// As the canonical trace spells it after `task:` (`success` is also the bare name).
     pub fn spelling(self) -> String {
         match self {
