@@ -10,6 +10,9 @@
 //!   apart so that the groups above stay comparable with earlier measurements;
 //! - `philly_with_failures`: philly.csv on the Philly cluster with the InfiniteHBD node-fault
 //!   history mapped onto it (about 240 node failures), 30 min checkpoints, 2 min restarts;
+//! - `philly_vc_queues`: philly.csv with its virtual clusters as queues (philly_vc.csv quotas,
+//!   8 GPUs per quota node, borrowing on; the 4 VCs without a quota uncapped) on the Philly
+//!   cluster, under the queue-aware and research policies;
 //! - `synthetic_1m`: one million synthetic jobs on 10,000 GPUs at 90 % offered load;
 //! - `synthetic_1m_overload`: the same at 110 %, where queues grow to tens of thousands.
 //!
@@ -77,6 +80,36 @@ fn bench_philly(bencher: divan::Bencher, spec: &str, shorthand: &str) {
     let Some(workload) = philly() else { return };
     let c = cluster(shorthand);
     bencher.with_inputs(|| (c.clone(), workload.clone())).bench_values(|(c, w)| run(spec, c, w));
+}
+
+/// The queue-aware and research policies the VC-queue bench runs.
+const QUEUE_POLICIES: &[&str] = &["fifo", "fair-share", "drf", "critical-path"];
+
+/// Philly's VCs as queues: the quotas of philly_vc.csv, and uncapped queues for the VCs the
+/// trace names without one. `None` when the shared traces are absent.
+fn philly_queues() -> Option<Vec<sim::QueueSpec>> {
+    let workload = philly()?;
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/philly-pollux/philly_vc.csv");
+    let file = std::fs::File::open(&path).ok()?;
+    let mut queues = traces::read_philly_vc_csv(file, "philly_vc.csv", 8, true).expect("philly_vc.csv loads");
+    let named: std::collections::BTreeSet<&str> = workload.jobs().iter().filter_map(|j| j.queue.as_deref()).collect();
+    for name in named {
+        if !queues.iter().any(|q| q.name == name) {
+            queues.push(sim::QueueSpec::new(name));
+        }
+    }
+    Some(queues)
+}
+
+#[divan::bench(args = QUEUE_POLICIES, sample_count = 5, sample_size = 1)]
+fn philly_vc_queues(bencher: divan::Bencher, spec: &str) {
+    let (Some(workload), Some(queues)) = (philly(), philly_queues()) else { return };
+    let c = cluster(PHILLY_CLUSTER);
+    bencher.with_inputs(|| (c.clone(), workload.clone())).bench_values(|(c, w)| {
+        let mut policy = policies::build(spec).expect("valid policy");
+        let scenario = sim::Scenario::new(c, w).with_queues(&queues).expect("every VC has a queue");
+        sim::simulate(scenario, policy.as_mut(), config()).expect("runs")
+    });
 }
 
 #[divan::bench(args = POLICIES, sample_count = 5, sample_size = 1)]

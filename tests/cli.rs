@@ -183,6 +183,49 @@ fn dag_jobs_run_and_bad_dags_are_refused_with_their_line() {
     }
 }
 
+/// Queues from a trace directory's queues.csv, and the sharing metrics, by hand. On 1 x 4
+/// GPUs: a1 (queue a, 2 GPUs, 10 s) and b1 (b, 2, 10) run 0..10, a2 (a, 4, 10) 10..20. GPU-time:
+/// a 60 GPU-s, b 20. Per unit of weight (a 1, b 3): 60 and 6.67, Jain = 66.67^2 / (2 x (3600 +
+/// 44.44)) = 0.6098. rho = JCT / time alone: 1, 1, 20 / 10 = 2; mean 4/3, max 2.
+#[test]
+fn queues_from_the_trace_and_sharing_metrics_by_hand() {
+    let dir = scratch("cli", "queues");
+    std::fs::write(
+        dir.join("jobs.csv"),
+        "job_id,submit_s,duration_s,gpus,queue\na1,0,10,2,a\nb1,0,10,2,b\na2,0,10,4,a\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("cluster.csv"), "pool,gpu_type,nodes,gpus_per_node\nA,A,1,4\n").unwrap();
+    std::fs::write(dir.join("queues.csv"), "queue,weight\na,1\nb,3\n").unwrap();
+    let out_dir = dir.join("out");
+    let out = schedlab(&["simulate", "--trace", dir.to_str().unwrap(), "--out", out_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = read_json(&out_dir.join("summary.json"));
+    let close = |key: &str, want: f64| {
+        let got = s[key].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-9, "{key}: {got} != {want}");
+    };
+    close("queue_fairness_jain", 66.666_666_666_666_67_f64.powi(2) / (2.0 * (3600.0 + 400.0 / 9.0)));
+    close("ftf_rho_mean", 4.0 / 3.0);
+    close("ftf_rho_max", 2.0);
+    let metrics = std::fs::read_to_string(out_dir.join("queue_metrics.csv")).unwrap();
+    assert_eq!(
+        metrics,
+        "queue,weight,max_gpus,jobs,finished,mean_jct_s,p95_jct_s,mean_queue_s,gpu_hours,gpu_share,ftf_rho_mean\n\
+         a,1,,2,2,15.000,20.000,5.000,0.016667,0.750000,1.500000\n\
+         b,3,,1,1,10.000,10.000,0.000,0.005556,0.250000,1.000000\n"
+    );
+    // --queues replaces the trace's: a queue the jobs do not name is an error naming it.
+    let other = dir.join("other.csv");
+    std::fs::write(&other, "queue\nc\n").unwrap();
+    let out = schedlab(&["simulate", "--trace", dir.to_str().unwrap(), "--queues", other.to_str().unwrap()]);
+    assert!(
+        stderr(&out).contains("job `a1` is in queue `a`, which the cluster does not define (it has c)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// The fifo scenario of policies/tests/schedules.rs through the CLI: a (2 GPUs, 10 s) at 0,
 /// b (4, 5) at 0, c (1, 2) at 1 on 1 x 4 GPUs run 0..10, 10..15, 15..17.
 #[test]
@@ -285,7 +328,7 @@ fn policies_lists_every_policy_with_parameters_and_defaults() {
         "srtf",
         "easy-backfill",
         "skip=true|false  (default false)",
-        "placement=pack|spread  (default pack)",
+        "placement=pack|spread|fastest|local  (default pack)",
         "duration=oracle|estimate  (default oracle)",
         "depth=1..  (default 100)",
     ] {

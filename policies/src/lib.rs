@@ -2,11 +2,15 @@
 //! `name[key=value,...]`. Every policy implements `sim::Policy` and nothing else: it cannot
 //! tell simulation from live mode.
 
+mod critical_path;
+mod drf;
 mod easy_backfill;
+mod fair_share;
 mod fifo;
 mod params;
 pub mod placement;
 mod priority;
+mod queue_share;
 mod quota;
 mod registry;
 mod running;

@@ -106,9 +106,10 @@ impl std::str::FromStr for Source {
 
 pub const PLACEMENT: ParamInfo = ParamInfo {
     key: "placement",
-    values: "pack|spread",
+    values: "pack|spread|fastest|local",
     default: "pack",
-    help: "which GPUs a gang gets: pack = fewest nodes, fullest first; spread = emptiest node",
+    help: "which GPUs a gang gets: pack = fewest nodes, fullest first; spread = emptiest node; fastest = the \
+           fastest GPU type (cluster speed) that fits, packed; local = nodes holding the task's dataset first",
 };
 
 pub const AVOID_FAILED: ParamInfo = ParamInfo {

@@ -1,7 +1,9 @@
 //! Builds a policy from its spec, `name[key=value,...]`, and lists what exists.
 
 use crate::params::{ParamInfo, Params, SpecError, split_spec};
-use crate::{easy_backfill, fifo, priority, sjf, srtf, themis, tiresias, weighted_score};
+use crate::{
+    critical_path, drf, easy_backfill, fair_share, fifo, priority, sjf, srtf, themis, tiresias, weighted_score,
+};
 use sim::Policy;
 
 /// One policy as `schedlab policies` lists it.
@@ -37,6 +39,24 @@ pub const POLICIES: &[PolicyInfo] = &[
         summary: "fifo with a reservation for the blocked head; later tasks start if they do not delay it",
         params: easy_backfill::PARAMS,
         build: |p| Ok(Box::new(easy_backfill::EasyBackfill::new(p)?)),
+    },
+    PolicyInfo {
+        name: "fair-share",
+        summary: "weighted fair share across queues: the queue with the fewest allocated GPUs per weight starts next",
+        params: fair_share::PARAMS,
+        build: |p| Ok(Box::new(fair_share::FairShare::new(p)?)),
+    },
+    PolicyInfo {
+        name: "drf",
+        summary: "dominant resource fairness across queues, GPUs of each pool as resources (Ghodsi et al. 2011)",
+        params: drf::PARAMS,
+        build: |p| Ok(Box::new(drf::Drf::new(p)?)),
+    },
+    PolicyInfo {
+        name: "critical-path",
+        summary: "DAG-aware: zero-slack tasks first, then the longest remaining path; non-preemptive",
+        params: critical_path::PARAMS,
+        build: |p| Ok(Box::new(critical_path::CriticalPath::new(p)?)),
     },
     PolicyInfo {
         name: "tiresias",

@@ -52,6 +52,7 @@ fn cluster() -> Cluster {
         nodes,
         gpus_per_node,
         nodes_per_rack: 2,
+        speed_milli: 1000,
     };
     let pools = vec![pool("a-big", "A", 4, 8), pool("b", "B", 8, 4), pool("a-small", "A", 2, 2)];
     Cluster::new(&ClusterSpec { pools }).expect("valid cluster")
@@ -105,6 +106,7 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                         restart_overhead: None,
                         deps: Vec::new(),
                         window: sim::Window::default(),
+                        dataset: None,
                     }
                 })
                 .collect();

@@ -96,6 +96,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             restart_overhead,
             deps: Vec::new(),
             window: sim::Window::default(),
+            dataset: None,
         })
 }
 

@@ -48,6 +48,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             restart_overhead: None,
             deps: Vec::new(),
             window: sim::Window::default(),
+            dataset: None,
         },
     )
 }
@@ -821,6 +822,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
         restart_overhead: None,
         deps: Vec::new(),
         window: sim::Window::default(),
+        dataset: None,
     };
     let cases = [
         (task(8, None, false), true),

@@ -1,7 +1,11 @@
 //! Metric summaries, per-job tables and printed reports of schedlab runs.
 
 pub mod compare;
+pub mod fairness;
+#[cfg(feature = "polars")]
+pub mod parquet;
 pub mod regress;
+pub mod report;
 mod series_tables;
 mod summary;
 pub mod sweep;

@@ -31,20 +31,8 @@ fn average(integral: u64, span_ms: u64, scale: f64) -> String {
 
 pub fn write_timeseries_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
-    w.write_record([
-        "start_s",
-        "end_s",
-        "capacity_gpus",
-        "allocated_gpus",
-        "stalled_gpus",
-        "failed_gpus",
-        "waiting_tasks",
-        "running_tasks",
-        "arrivals",
-        "completions",
-        "failures",
-        "lost_gpu_h",
-    ])?;
+    // One list of columns for the writer here and the report's reader.
+    w.write_record(crate::report::input::TIMESERIES_COLUMNS)?;
     let capacity = run.stats.cluster_gpus.to_string();
     for (b, (start, end)) in run.series.buckets().iter().zip(spans(run)) {
         let span = end - start;
@@ -68,7 +56,7 @@ pub fn write_timeseries_csv(run: &RunResult, out: impl Write) -> io::Result<()> 
 
 pub fn write_queue_timeseries_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
-    w.write_record(["start_s", "end_s", "queue", "allocated_gpus", "waiting_tasks", "running_tasks"])?;
+    w.write_record(crate::report::input::QUEUE_TIMESERIES_COLUMNS)?;
     // Named queues come from the workload's jobs; "-" (no queue) is written only when a job
     // has no queue, so that a trace where every job names one has no empty rows.
     let skip = usize::from(run.jobs.iter().all(|j| j.queue.is_some()));

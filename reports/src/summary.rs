@@ -52,6 +52,16 @@ pub struct Summary {
     pub mean_detection_lag_s: f64,
     /// Broken GPU-hours (ground truth) within the window.
     pub failed_gpu_hours: f64,
+    /// Jain's index over queues of GPU-time per unit of queue weight (1: proportional).
+    pub queue_fairness_jain: f64,
+    /// Finish-time fairness rho = JCT / time alone, mean and max over finished jobs.
+    pub ftf_rho_mean: f64,
+    pub ftf_rho_max: f64,
+    /// Jobs with task dependencies, and their mean stretch: JCT / critical path.
+    pub dag_jobs: u64,
+    pub dag_stretch_mean: f64,
+    /// Of the starts of tasks that read a dataset, the share on nodes holding it (1 if none).
+    pub data_locality: f64,
     pub littles_law_error: f64,
     pub events: u64,
     pub decision_points: u64,
@@ -115,6 +125,17 @@ impl Summary {
                 stats.detection_lag_ms as f64 / stats.detections as f64 / 1000.0
             },
             failed_gpu_hours: hours(u128::from(stats.broken_gpu_ms) * 1000),
+            queue_fairness_jain: crate::fairness::jain_index(&crate::fairness::queue_shares(run)),
+            ftf_rho_mean: mean(finished.iter().filter_map(|j| crate::fairness::rho(j))),
+            ftf_rho_max: finished.iter().filter_map(|j| crate::fairness::rho(j)).fold(0.0, f64::max),
+            dag_jobs: run.jobs.iter().filter(|j| j.critical_path_ms.is_some()).count() as u64,
+            data_locality: {
+                let starts = stats.local_starts + stats.remote_starts;
+                if starts == 0 { 1.0 } else { stats.local_starts as f64 / starts as f64 }
+            },
+            dag_stretch_mean: mean(
+                finished.iter().filter(|j| j.critical_path_ms.is_some()).filter_map(|j| crate::fairness::rho(j)),
+            ),
             littles_law_error: littles_law_error(run),
             events: stats.events,
             decision_points: stats.decision_points,
@@ -123,6 +144,12 @@ impl Summary {
             wall_s: None,
         }
     }
+}
+
+/// The mean of `values`; 0 when there are none.
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = values.fold((0.0, 0u64), |(s, n), v| (s + v, n + 1));
+    if n == 0 { 0.0 } else { sum / n as f64 }
 }
 
 /// |L - lambda W| / L over the run, where L is the engine's integral of jobs in the system and

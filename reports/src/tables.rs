@@ -175,6 +175,10 @@ pub fn summary_table(s: &Summary) -> String {
                 s.mean_detection_lag_s
             ),
         ),
+        (
+            "queue fairness (Jain) / FTF rho mean, max",
+            format!("{:.3} / {:.2}, {:.2}", s.queue_fairness_jain, s.ftf_rho_mean, s.ftf_rho_max),
+        ),
         ("Little's law error", format!("{:.2e}", s.littles_law_error)),
         ("events", s.events.to_string()),
         ("digest", s.digest.clone()),
@@ -188,7 +192,7 @@ pub fn summary_table(s: &Summary) -> String {
 }
 
 /// Seconds in the largest unit that reads well: `42.0 s`, `3.5 min`, `7.25 h`, `2.10 d`.
-fn human(secs: f64) -> String {
+pub(crate) fn human(secs: f64) -> String {
     if secs < 120.0 {
         format!("{secs:.1} s")
     } else if secs < 7200.0 {

@@ -21,6 +21,9 @@ pub struct PoolSpec {
     pub gpus_per_node: u32,
     /// Nodes per rack; `0` means the whole pool is one rack.
     pub nodes_per_rack: u32,
+    /// How fast its GPUs run a task's work, in thousandths of the reference type's speed
+    /// (1000: work takes its stated duration; 2000: half of it). At least 1.
+    pub speed_milli: u32,
 }
 
 /// A whole cluster as the user describes it: pools in a stated order (the order fixes node ids).
@@ -47,6 +50,8 @@ pub struct Pool {
     pub name: String,
     pub gpu_type: String,
     pub gpus_per_node: u32,
+    /// Speed relative to the reference GPU type, in thousandths (see `PoolSpec`).
+    pub speed_milli: u32,
     /// Nodes of this pool, contiguous ids.
     pub first_node: NodeId,
     pub node_count: u32,
@@ -122,6 +127,9 @@ impl Cluster {
                     p.name, p.gpus_per_node
                 )));
             }
+            if p.speed_milli == 0 {
+                return Err(ClusterError(format!("pool `{}`: speed must be above 0", p.name)));
+            }
             let id = PoolId::from_index(index);
             let first_node = NodeId::from_index(nodes.len());
             let per_rack = if p.nodes_per_rack == 0 { p.nodes } else { p.nodes_per_rack };
@@ -144,6 +152,7 @@ impl Cluster {
                 id,
                 name: p.name.clone(),
                 gpu_type: p.gpu_type.clone(),
+                speed_milli: p.speed_milli,
                 gpus_per_node: p.gpus_per_node,
                 first_node,
                 node_count: p.nodes,

@@ -101,6 +101,7 @@ pub struct Controller {
     pub(crate) dag: Dag,
     pub(crate) queues: Queues,
     pub(crate) quota: QuotaUsage,
+    pub(crate) datasets: crate::data::Datasets,
     /// Timers asked for since the driver last took them (see `take_timers`).
     pub(crate) timers: Vec<(SimTime, Timer)>,
     /// Jobs arrived and not ended.
@@ -158,6 +159,8 @@ impl Controller {
                     lost_lag_mgpu_ms: 0,
                     lost_overhead_mgpu_ms: 0,
                     placed: Vec::new(),
+                    speed_milli: 1000,
+                    dataset: None,
                 });
             }
         }
@@ -170,6 +173,7 @@ impl Controller {
             dag,
             quota: QuotaUsage::new(&Queues::default(), workload.len()),
             queues: Queues::default(),
+            datasets: crate::data::Datasets::default(),
             timers: Vec::new(),
             series_queue,
             job_queue: vec![None; workload.len()],
@@ -214,6 +218,17 @@ impl Controller {
         self.quota = QuotaUsage::new(&queues, job_queue.len());
         self.job_queue = job_queue;
         self.queues = queues;
+        Ok(self)
+    }
+
+    /// Puts datasets on nodes: a task reading one and started away from it pays its transfer.
+    /// Call before anything arrives. An error names a task reading a dataset not defined.
+    pub fn with_datasets(mut self, datasets: crate::data::Datasets) -> Result<Controller, String> {
+        assert!(self.stats.first_submit.is_none(), "datasets are set before the run starts");
+        for (t, dataset) in self.tasks.iter_mut().zip(datasets.assign(&self.workload)?) {
+            t.dataset = dataset;
+        }
+        self.datasets = datasets;
         Ok(self)
     }
 
@@ -380,20 +395,24 @@ impl Controller {
     pub(crate) fn end_attempt(&mut self, task: TaskId) -> Vec<GpuId> {
         let now = self.now;
         let t = &mut self.tasks[task.index()];
+        // Wall time (what GPU-time is counted in) splits into overhead, progress and stall;
+        // work (what checkpoints and `remaining` count) is progress at the pool's speed.
         let held = now.since(t.run_start);
         let active = t.stalled_since.map_or(now, |s| s.min(now)).since(t.run_start);
         let overhead_paid = t.overhead.min(active);
-        let progress = (active - overhead_paid).min(t.remaining);
+        let progress = t.progress_wall_at(now);
         let stalled = held - overhead_paid - progress;
         let done_before = t.work - t.remaining;
-        let done_now = done_before + progress;
+        let done_now = done_before + t.work_in(progress);
         let saved = t.saved(done_now);
-        let lost = done_now - saved;
+        // The wall time that produced the work kept; the rest of the progress is lost.
+        let kept = t.wall_for(saved - done_before).min(progress);
+        let lost = progress - kept;
         let gpus = t.mgpus();
         t.remaining = t.work - saved;
         t.closed_mgpu_ms += held.as_ms() * gpus;
         t.attempts_ms += held.as_ms();
-        t.productive_mgpu_ms += (progress - lost).as_ms() * gpus;
+        t.productive_mgpu_ms += kept.as_ms() * gpus;
         t.lost_redo_mgpu_ms += lost.as_ms() * gpus;
         t.lost_lag_mgpu_ms += stalled.as_ms() * gpus;
         t.lost_overhead_mgpu_ms += overhead_paid.as_ms() * gpus;
@@ -485,6 +504,7 @@ impl Controller {
             queues: &self.queues,
             job_queue: &self.job_queue,
             owner: &self.owner,
+            datasets: &self.datasets,
         };
         let mut plan = Plan {
             now: self.now,
@@ -531,7 +551,17 @@ impl Controller {
         let restart = t.attempt > 0;
         t.attempt += 1;
         t.run_start = self.now;
+        t.speed_milli = self.cluster.pool(self.cluster.pool_of(gpus[0])).speed_milli;
         t.overhead = if restart { t.restart_overhead } else { SimDuration::ZERO };
+        if let Some(d) = t.dataset {
+            let dataset = self.datasets.get(d);
+            if gpus.iter().all(|&g| dataset.nodes.contains(&self.cluster.node_of(g))) {
+                self.stats.local_starts += 1;
+            } else {
+                t.overhead += dataset.transfer;
+                self.stats.remote_starts += 1;
+            }
+        }
         // Started on hardware that is broken but not yet known to be: no progress from the start.
         if gpus.iter().any(|&g| self.health.broken(g)) {
             t.stalled_since = Some(self.now);
@@ -610,6 +640,68 @@ impl Controller {
         }
     }
 
+    /// Live mode: `task`'s attempt `attempt` ended on its own (its process exited), so its work
+    /// was exactly what it did: the work is set to that. With `failure` (a non-zero exit) the
+    /// task fails for good with that reason, as a task past its retries does (a program's own
+    /// failure is not retried); otherwise the attempt completes now, as
+    /// [`Controller::task_finished`] would complete it. False (nothing changed) when stale.
+    pub fn task_exited(&mut self, task: TaskId, attempt: u32, failure: Option<&str>) -> bool {
+        let now = self.now;
+        let t = &mut self.tasks[task.index()];
+        if t.status != TaskStatus::Running || t.attempt != attempt || t.stalled_since.is_some() {
+            return false;
+        }
+        let done_before = t.work - t.remaining;
+        // The work its wall time did at its pool's speed (not capped: it ran as long as it ran).
+        let wall = now.since(t.run_start).saturating_sub(t.overhead);
+        let progress = SimDuration((u128::from(wall.as_ms()) * u128::from(t.speed_milli) / 1000) as u64);
+        t.work = done_before + progress;
+        t.remaining = progress;
+        let Some(why) = failure else { return self.task_finished(task, attempt) };
+        self.stats.events += 1;
+        let gpus = self.end_attempt(task);
+        self.release_to_free(task, &gpus);
+        let t = &mut self.tasks[task.index()];
+        t.failures += 1;
+        let job = t.job;
+        self.stats.task_failures += 1;
+        self.changes.push(Change::TaskFailed(task));
+        self.log(DecisionKind::Fail, job, Some(task), &gpus, why);
+        self.task_failed_for_good(task, why.to_string());
+        true
+    }
+
+    /// Live mode: the user cancelled `job`. Its running attempts end now (their GPUs return),
+    /// its waiting tasks never run, and it ends rejected with `reason`. False (nothing
+    /// changed) when the job has not arrived or has already ended.
+    pub fn cancel_job(&mut self, job: JobId, reason: &str) -> bool {
+        let j = &self.jobs[job.index()];
+        if !j.arrived || j.outcome.is_some() {
+            return false;
+        }
+        self.stats.events += 1;
+        self.stop_job(job);
+        self.stats.rejects += 1;
+        self.log(DecisionKind::Reject, job, None, &[], reason);
+        self.end_job(job, JobOutcome::Rejected(reason.to_string()));
+        true
+    }
+
+    /// The job's run-time state.
+    pub fn job(&self, job: JobId) -> &JobState {
+        &self.jobs[job.index()]
+    }
+
+    /// The decision log so far (empty unless `record_decisions`).
+    pub fn decision_log(&self) -> &[DecisionRecord] {
+        &self.decision_log
+    }
+
+    /// The digest of the decisions so far (what [`Controller::finish`] reports).
+    pub fn digest_hex(&self) -> String {
+        self.digest.hex()
+    }
+
     /// Ends the run: per-job records, counters and the digest.
     pub fn finish(self) -> RunResult {
         let jobs = self
@@ -619,6 +711,7 @@ impl Controller {
             .enumerate()
             .map(|(index, (state, spec))| {
                 let tasks = state.tasks().map(|t| &self.tasks[t.index()]);
+                let critical_path_ms = self.critical_path_ms(state, spec);
                 JobRecord {
                     job: JobId::from_index(index),
                     name: spec.name.clone(),
@@ -636,7 +729,9 @@ impl Controller {
                     lost_lag_mgpu_ms: tasks.clone().map(|t| t.lost_lag_mgpu_ms).sum(),
                     lost_overhead_mgpu_ms: tasks.map(|t| t.lost_overhead_mgpu_ms).sum(),
                     outcome: state.outcome.clone(),
-                    critical_path_ms: self.critical_path_ms(state, spec),
+                    critical_path_ms,
+                    alone_ms: critical_path_ms
+                        .unwrap_or_else(|| spec.tasks.iter().map(|t| t.work.as_ms()).max().unwrap_or(0)),
                 }
             })
             .collect();
@@ -651,6 +746,7 @@ impl Controller {
             seed: self.config.seed,
             jobs,
             tasks,
+            queues: self.queues.iter().map(|(_, q)| q.clone()).collect(),
             stats,
             decisions: self.decision_log,
             health_series: self.health_series,
@@ -669,14 +765,10 @@ impl Controller {
         let lag = |i: usize, d: usize| {
             let dep = spec.tasks[i].deps[d];
             let upstream = &self.tasks[state.first_task.index() + dep.upstream];
-            match dep.kind {
-                _ if !ran(dep.upstream) => 0,
-                crate::workload::DepKind::Data(at) => at.as_ms(),
-                crate::workload::DepKind::Checkpoint(n) => {
-                    (u64::from(n) * upstream.checkpoint.as_ms()).min(upstream.work.as_ms())
-                }
-                _ => duration(dep.upstream),
+            if !ran(dep.upstream) {
+                return 0;
             }
+            dep.kind.point(upstream.checkpoint, upstream.work).map_or(duration(dep.upstream), |p| p.as_ms())
         };
         Some(crate::dag::schedule(spec, duration, lag).length_ms)
     }

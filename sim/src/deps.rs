@@ -82,13 +82,9 @@ impl Dag {
                 let mut edges = Vec::with_capacity(task.deps.len());
                 for (d, dep) in task.deps.iter().enumerate() {
                     let upstream = id(dep.upstream);
-                    let work_ms = job.tasks[dep.upstream].work.as_ms();
-                    let point_ms = match dep.kind {
-                        DepKind::Data(at) => at.as_ms(),
-                        DepKind::Checkpoint(n) => (u64::from(n) * checkpoint(upstream).as_ms()).min(work_ms),
-                        _ => 0,
-                    };
-                    if matches!(dep.kind, DepKind::Data(_) | DepKind::Checkpoint(_)) {
+                    let point = dep.kind.point(checkpoint(upstream), job.tasks[dep.upstream].work);
+                    let point_ms = point.map_or(0, SimDuration::as_ms);
+                    if point.is_some() {
                         let watch =
                             dag.watched.entry(upstream).or_insert(Watch { points_ms: Vec::new(), reached_ms: 0 });
                         watch.points_ms.push(point_ms);
@@ -255,7 +251,7 @@ impl Controller {
             return;
         }
         let done = (t.work - t.remaining).as_ms();
-        let at = t.run_start + t.overhead + SimDuration(point.saturating_sub(done));
+        let at = t.run_start + t.overhead + t.wall_for(SimDuration(point.saturating_sub(done)));
         self.timers.push((at, Timer::Progress { task, attempt: t.attempt }));
     }
 
@@ -264,8 +260,7 @@ impl Controller {
         if t.status != TaskStatus::Running || t.attempt != attempt || t.stalled_since.is_some() {
             return false;
         }
-        let active = self.now.since(t.run_start).saturating_sub(t.overhead);
-        let done = t.work - t.remaining + active.min(t.remaining);
+        let done = t.work - t.remaining + t.progress_at(self.now);
         let changed = self.reached(task, done);
         self.watch_progress(task);
         changed

@@ -24,7 +24,8 @@ pub enum SimError {
     BadEvent { index: usize, problem: String },
     /// A task dependency this run cannot honour.
     BadDependency { job: String, problem: String },
-    /// A queue definition, or a job's queue, that does not fit the cluster.
+    /// A queue or dataset definition, or a job's queue or dataset, that does not fit the
+    /// cluster.
     BadQueue(String),
 }
 
@@ -53,11 +54,18 @@ pub struct Scenario {
     pub workload: Workload,
     events: Vec<ClusterEvent>,
     queues: Queues,
+    datasets: crate::data::Datasets,
 }
 
 impl Scenario {
     pub fn new(cluster: Cluster, workload: Workload) -> Scenario {
-        Scenario { cluster, workload, events: Vec::new(), queues: Queues::default() }
+        Scenario {
+            cluster,
+            workload,
+            events: Vec::new(),
+            queues: Queues::default(),
+            datasets: crate::data::Datasets::default(),
+        }
     }
 
     /// Adds queues with quotas (checked against the cluster and the jobs' queue names).
@@ -70,6 +78,14 @@ impl Scenario {
 
     pub fn queues(&self) -> &Queues {
         &self.queues
+    }
+
+    /// Puts datasets on nodes (checked against the cluster and the tasks' dataset names).
+    pub fn with_datasets(mut self, specs: &[crate::data::DatasetSpec]) -> Result<Scenario, SimError> {
+        let datasets = crate::data::Datasets::new(specs, &self.cluster).map_err(|e| SimError::BadQueue(e.0))?;
+        datasets.assign(&self.workload).map_err(SimError::BadQueue)?;
+        self.datasets = datasets;
+        Ok(self)
     }
 
     /// Adds ground-truth cluster events, checked against the cluster and sorted by time
@@ -108,9 +124,11 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
     }
     check_checkpoint_dependencies(&scenario.workload, config.checkpoint)?;
     let failures = config.failures;
-    let Scenario { cluster, workload, events, queues } = scenario;
-    let controller =
-        Controller::new(cluster, workload, policy.name(), config).with_queues(queues).map_err(SimError::BadQueue)?;
+    let Scenario { cluster, workload, events, queues, datasets } = scenario;
+    let controller = Controller::new(cluster, workload, policy.name(), config)
+        .with_queues(queues)
+        .and_then(|c| c.with_datasets(datasets))
+        .map_err(SimError::BadQueue)?;
     let mut queue = EventQueue::default();
     for (index, e) in events.iter().enumerate() {
         queue.push(e.time(), Event::Hardware(index as u32));

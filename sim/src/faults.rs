@@ -184,6 +184,13 @@ impl Controller {
 
     /// Ends `job` as failed: its running tasks stop, its waiting tasks will never run.
     pub(crate) fn fail_job(&mut self, job: JobId, reason: String) {
+        self.stop_job(job);
+        self.end_job(job, JobOutcome::Failed(reason));
+    }
+
+    /// Stops every task of `job` that has not ended (running ones lose their GPUs) and takes
+    /// the job out of the system; the caller ends it with its outcome.
+    pub(crate) fn stop_job(&mut self, job: JobId) {
         for task in self.jobs[job.index()].tasks() {
             let status = self.tasks[task.index()].status;
             if status == TaskStatus::Running {
@@ -198,7 +205,6 @@ impl Controller {
         }
         self.jobs[job.index()].open_tasks = 0;
         self.in_system -= 1;
-        self.end_job(job, JobOutcome::Failed(reason));
     }
 
     fn sample_health(&mut self) {

@@ -35,6 +35,9 @@ pub struct JobRecord {
     /// were not skipped (true work, and progress points for `data`/`checkpoint` edges), the
     /// shortest it could have run on an empty cluster.
     pub critical_path_ms: Option<u64>,
+    /// How long the job would take alone on an empty cluster with no failures: its critical
+    /// path, or its longest task. Finish-time fairness rho = JCT / this.
+    pub alone_ms: u64,
 }
 
 /// One task of a job of several tasks (the record a DAG's Gantt chart is drawn from).
@@ -124,6 +127,9 @@ pub struct RunStats {
     /// Attempts failed by hardware, and retries started after them.
     pub task_failures: u64,
     pub retries: u64,
+    /// Starts of tasks reading a dataset on nodes holding it, and elsewhere (paying a transfer).
+    pub local_starts: u64,
+    pub remote_starts: u64,
     /// Integral of broken GPUs (truth) over time, in GPU-milliseconds.
     pub broken_gpu_ms: u64,
     /// Hex digest of the decision log.
@@ -147,6 +153,8 @@ pub struct RunResult {
     pub jobs: Vec<JobRecord>,
     /// The tasks of jobs with several tasks, in task order (empty when every job has one).
     pub tasks: Vec<TaskRecord>,
+    /// The cluster's queues with their quotas (empty: queue names were only labels).
+    pub queues: Vec<crate::quota::Queue>,
     pub stats: RunStats,
     /// The decision log, when the run was configured to keep it.
     pub decisions: Vec<DecisionRecord>,

@@ -102,6 +102,11 @@ pub struct TaskState {
     pub lost_overhead_mgpu_ms: u64,
     /// GPUs held now; empty unless running.
     pub placed: Vec<GpuId>,
+    /// Speed of the pool the current (or last) attempt runs in, in thousandths of the
+    /// reference type's: work `w` takes `wall_for(w)` there.
+    pub speed_milli: u32,
+    /// Index of the dataset it reads, when the cluster defines datasets.
+    pub dataset: Option<u32>,
 }
 
 impl TaskState {
@@ -111,8 +116,23 @@ impl TaskState {
         if self.status != TaskStatus::Running {
             return SimDuration::ZERO;
         }
+        self.work_in(self.progress_wall_at(now))
+    }
+    /// Wall time the current attempt has spent making progress by `now` (after its restart
+    /// overhead, before its hardware broke, at most what its remaining work takes).
+    pub fn progress_wall_at(&self, now: SimTime) -> SimDuration {
         let until = self.stalled_since.map_or(now, |s| s.min(now));
-        until.since(self.run_start).saturating_sub(self.overhead).min(self.remaining)
+        until.since(self.run_start).saturating_sub(self.overhead).min(self.wall_for(self.remaining))
+    }
+    /// Wall time `work` takes at this task's speed (rounded up to whole ms: never early).
+    pub fn wall_for(&self, work: SimDuration) -> SimDuration {
+        let speed = u64::from(self.speed_milli);
+        SimDuration((u128::from(work.as_ms()) * 1000).div_ceil(u128::from(speed)) as u64)
+    }
+    /// Work done in `wall` time at this task's speed (rounded down), at most what is left.
+    pub fn work_in(&self, wall: SimDuration) -> SimDuration {
+        let work = u128::from(wall.as_ms()) * u128::from(self.speed_milli) / 1000;
+        SimDuration(work as u64).min(self.remaining)
     }
     /// True work left at `now`.
     pub fn remaining_at(&self, now: SimTime) -> SimDuration {
@@ -120,7 +140,7 @@ impl TaskState {
     }
     /// When the current attempt ends if nothing interrupts it.
     pub fn finish_if_undisturbed(&self) -> SimTime {
-        self.run_start + self.overhead + self.remaining
+        self.run_start + self.overhead + self.wall_for(self.remaining)
     }
     /// What the task holds while running, in milli-GPUs: 1000 per whole GPU, or its share of
     /// one GPU.

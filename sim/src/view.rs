@@ -60,6 +60,7 @@ pub struct ClusterView<'a> {
     pub(crate) queues: &'a Queues,
     pub(crate) job_queue: &'a [Option<QueueId>],
     pub(crate) owner: &'a [Option<TaskId>],
+    pub(crate) datasets: &'a crate::data::Datasets,
 }
 
 impl<'a> ClusterView<'a> {
@@ -90,6 +91,10 @@ impl<'a> ClusterView<'a> {
     pub fn gpu_owner(&self, gpu: crate::ids::GpuId) -> Option<TaskId> {
         self.owner[gpu.index()]
     }
+    /// The cluster's datasets (a task's `dataset` indexes them).
+    pub fn datasets(&self) -> &'a crate::data::Datasets {
+        self.datasets
+    }
     /// The queue `job` runs in, when the cluster has queues.
     pub fn queue_of(&self, job: JobId) -> Option<QueueId> {
         self.job_queue[job.index()]
@@ -101,9 +106,7 @@ impl<'a> ClusterView<'a> {
         if t.status != TaskStatus::Running {
             return SimDuration::ZERO;
         }
-        let until = t.stalled_since.map_or(self.now, |s| s.min(self.now));
-        let progress = until.since(t.run_start).saturating_sub(t.overhead).min(t.remaining);
-        let done = t.work - t.remaining + progress;
+        let done = t.work - t.remaining + t.progress_at(self.now);
         done - t.saved(done)
     }
     /// What the scheduler knows of the hardware (nodes declared dead, GPUs taken out). The
@@ -157,6 +160,6 @@ impl<'a> ClusterView<'a> {
         let t = self.task(task);
         let overhead_end = t.run_start + t.overhead;
         let resume = if overhead_end > self.now { overhead_end } else { self.now };
-        resume + self.expected_remaining(task, source)
+        resume + t.wall_for(self.expected_remaining(task, source))
     }
 }

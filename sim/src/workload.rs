@@ -28,6 +28,8 @@ pub struct TaskSpec {
     pub deps: Vec<Dependency>,
     /// When the task may first start.
     pub window: Window,
+    /// The dataset it reads (see `data.rs`); started away from it, it pays a transfer first.
+    pub dataset: Option<String>,
 }
 
 /// An edge of a job's task DAG: this task waits on `upstream` (an index into the job's tasks).
@@ -56,6 +58,16 @@ pub enum DepKind {
 }
 
 impl DepKind {
+    /// For `data` and `checkpoint`: the point of the upstream's work that meets the dependency,
+    /// given the upstream's checkpoint interval and work (a checkpoint past its end is its end).
+    /// `None` for the kinds that wait for the upstream's end.
+    pub fn point(self, checkpoint: SimDuration, work: SimDuration) -> Option<SimDuration> {
+        match self {
+            DepKind::Data(at) => Some(at),
+            DepKind::Checkpoint(n) => Some(SimDuration(u64::from(n).saturating_mul(checkpoint.as_ms())).min(work)),
+            DepKind::Success | DepKind::Any | DepKind::Failure => None,
+        }
+    }
     /// As the canonical trace spells it after `task:` (`success` is also the bare name).
     pub fn spelling(self) -> String {
         match self {
@@ -91,6 +103,7 @@ impl TaskSpec {
             restart_overhead: None,
             deps: Vec::new(),
             window: Window::default(),
+            dataset: None,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! `schedlab cluster import`: a cluster.csv from a real machine inventory.
+//! `schedlab cluster import`: a cluster.csv from a real machine inventory; `schedlab cluster
+//! queues`: a queues.csv from published virtual-cluster sizes.
 
 use super::{CliResult, emit};
 use clap::Subcommand;
@@ -20,10 +21,76 @@ pub enum ClusterCommand {
         #[arg(long, short)]
         out: Option<PathBuf>,
     },
+    /// Build queues with quotas from virtual-cluster sizes, printed as queues.csv
+    /// (traces/FORMAT.md): Philly's philly_vc.csv (node quota per VC) or Helios's
+    /// *_cluster_gpu_number.csv (GPUs per VC per day).
+    Queues {
+        /// philly_vc.csv, or Venus_/Earth_cluster_gpu_number.csv.
+        path: PathBuf,
+        /// philly-vc or helios.
+        #[arg(long)]
+        format: String,
+        /// philly-vc: GPUs per node of a VC's node quota (the Helios simulation took 8).
+        #[arg(long, default_value_t = 8)]
+        gpus_per_node: u32,
+        /// helios: the day whose sizes to take, as in the file's `date` column (default: the last).
+        #[arg(long)]
+        date: Option<String>,
+        /// Let every queue borrow idle GPUs past its quota (reclaimed by preemption).
+        #[arg(long)]
+        borrow: bool,
+        /// A trace whose jobs will run in these queues: each queue its jobs name that the file
+        /// gives no quota is added uncapped (and said so on stderr), so every job has a queue.
+        #[arg(long)]
+        jobs: Option<PathBuf>,
+        /// Format of --jobs (canonical, itp, philly, openb).
+        #[arg(long, default_value = "canonical")]
+        jobs_format: String,
+        /// Write queues.csv here instead of standard output.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
 }
 
 pub fn run(command: ClusterCommand) -> CliResult {
     match command {
+        ClusterCommand::Queues { path, format, gpus_per_node, date, borrow, jobs, jobs_format, out } => {
+            let name = path.display().to_string();
+            let file = std::fs::File::open(&path).map_err(|e| format!("cannot read {name}: {e}"))?;
+            let reader = std::io::BufReader::new(file);
+            let (mut queues, mut notes) = match format.as_str() {
+                "philly-vc" => (traces::read_philly_vc_csv(reader, &name, gpus_per_node, borrow)?, Vec::new()),
+                "helios" => traces::read_helios_vc_csv(reader, &name, date.as_deref(), borrow)?,
+                other => return Err(format!("unknown queue format `{other}`; valid: philly-vc, helios").into()),
+            };
+            if let Some(jobs) = jobs {
+                let trace = super::load_trace(&jobs, &jobs_format)?;
+                let named: std::collections::BTreeSet<&str> =
+                    trace.workload.jobs().iter().filter_map(|j| j.queue.as_deref()).collect();
+                for name in named {
+                    if !queues.iter().any(|q| q.name == name) {
+                        notes.push(format!(
+                            "queue `{name}` has jobs but no quota in {}: added uncapped",
+                            path.display()
+                        ));
+                        queues.push(sim::QueueSpec { borrow, ..sim::QueueSpec::new(name) });
+                    }
+                }
+            }
+            for note in notes {
+                eprintln!("{note}");
+            }
+            let mut csv = Vec::new();
+            traces::write_queues_csv(&queues, &mut csv)?;
+            let gpus: u64 = queues.iter().filter_map(|q| q.max_gpus).map(u64::from).sum();
+            match out {
+                Some(out) => {
+                    std::fs::write(&out, &csv).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+                    emit(format_args!("wrote {} queues ({gpus} GPUs of quota) to {}\n", queues.len(), out.display()))
+                }
+                None => emit(String::from_utf8_lossy(&csv)),
+            }
+        }
         ClusterCommand::Import { path, format, out } => {
             let import = traces::load_inventory(&path, format.parse()?)?;
             let mut csv = Vec::new();

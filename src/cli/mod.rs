@@ -2,9 +2,11 @@
 
 mod cluster;
 mod compare;
+mod live;
 mod merge;
 mod policies;
 mod regress;
+mod report;
 mod resilience;
 mod simulate;
 mod sweep;
@@ -40,6 +42,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Run a fixed sweep and compare every metric with a committed baseline (CI regression).
     Regress(regress::RegressArgs),
+    /// One self-contained HTML report (inline SVG charts) of a run or sweep folder; --png/--svg files.
+    Report(report::ReportArgs),
     /// List the policies with their parameters and defaults.
     Policies,
     /// Import, validate or describe traces.
@@ -48,6 +52,9 @@ enum Command {
     /// Build a cluster from a real machine inventory (Alibaba PAI, openb, spot; Philly).
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
+    /// Live mode: a coordinator and node agents run real processes on real GPUs under a policy.
+    #[command(subcommand)]
+    Live(live::LiveCommand),
 }
 
 /// Writes `text` to standard output. A closed pipe (`schedlab trace stats ... | head`) ends
@@ -88,8 +95,10 @@ pub fn run() -> CliResult {
         Command::Merge(args) => merge::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Regress(args) => regress::run(args),
+        Command::Report(args) => report::run(args),
         Command::Policies => policies::run(),
         Command::Trace(command) => trace::run(command),
         Command::Cluster(command) => cluster::run(command),
+        Command::Live(command) => live::run(command),
     }
 }

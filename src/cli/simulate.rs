@@ -46,6 +46,14 @@ pub struct RunArgs {
     /// to any events.csv of the trace.
     #[arg(long)]
     pub failures: Option<String>,
+    /// Queues with quotas: a queues.csv (traces/FORMAT.md), in place of any queues.csv of the
+    /// trace directory. Without either, queue names are only labels.
+    #[arg(long)]
+    pub queues: Option<PathBuf>,
+    /// Datasets on nodes: a datasets.csv (traces/FORMAT.md), in place of any of the trace
+    /// directory. Without either, tasks' dataset names are only labels.
+    #[arg(long)]
+    pub datasets: Option<PathBuf>,
     /// Policy spec name[key=value,...]; see `schedlab policies`.
     #[arg(long, default_value = "fifo")]
     pub policy: String,
@@ -92,16 +100,28 @@ pub fn execute(
     let trace = load_trace(args)?;
     let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
     let cluster = Cluster::new(&choose_cluster(args, trace_cluster)?)?;
-    let (workload, mut events) = match trace {
-        Some(trace) => (trace.workload, trace.events),
-        None => (builtin::workload(cluster.gpu_count(), args.jobs, args.load, args.seed)?, Vec::new()),
+    let (workload, mut events, trace_queues, trace_datasets) = match trace {
+        Some(trace) => (trace.workload, trace.events, trace.queues, trace.datasets),
+        None => {
+            let workload = builtin::workload(cluster.gpu_count(), args.jobs, args.load, args.seed)?;
+            (workload, Vec::new(), Vec::new(), Vec::new())
+        }
+    };
+    let datasets = match &args.datasets {
+        Some(path) => traces::load_datasets_file(path)?,
+        None => trace_datasets,
+    };
+    let queues = match &args.queues {
+        Some(path) => traces::load_queues_file(path)?,
+        None => trace_queues,
     };
     if let Some(spec) = &args.failures {
         let spec: traces::FailureSpec = spec.parse()?;
         events.extend(spec.events(&cluster, failure_window(&workload, &cluster), args.seed)?);
     }
     let workload = args.resilience.apply_queue_defaults(workload)?;
-    let scenario = Scenario::new(cluster, workload).with_events(events)?;
+    let scenario =
+        Scenario::new(cluster, workload).with_events(events)?.with_queues(&queues)?.with_datasets(&datasets)?;
     let mut policy = policies::build(&args.policy)?;
     let config = args.resilience.apply(ControllerConfig {
         seed: args.seed,
@@ -171,6 +191,7 @@ pub(super) fn write_outputs(
     reports::write_summary_json(summary, create("summary.json")?)?;
     reports::write_jobs_csv(run, create("jobs.csv")?)?;
     reports::write_timeseries_csv(run, create("timeseries.csv")?)?;
+    reports::fairness::write_queue_metrics_csv(run, create("queue_metrics.csv")?)?;
     reports::write_queue_timeseries_csv(run, create("queue_timeseries.csv")?)?;
     if !run.tasks.is_empty() {
         reports::write_tasks_csv(run, create("tasks.csv")?)?;

@@ -246,7 +246,8 @@ pub(super) fn prepare_out(dir: &Path) -> Result<(), String> {
     fs::create_dir_all(&runs).map_err(|e| format!("cannot create {}: {e}", runs.display()))
 }
 
-/// sweep.csv, sweep.json and wall.csv: the same function for a sweep and a merge.
+/// sweep.csv, sweep.json and wall.csv (and sweep.parquet when built with the polars
+/// feature): the same function for a sweep and a merge.
 pub(super) fn write_tables(
     dir: &Path,
     manifest: &SweepManifest,
@@ -265,7 +266,10 @@ pub(super) fn write_tables(
     let (path, file) = create("sweep.json")?;
     reports::sweep::write_sweep_json(manifest, file).map_err(|e| failed(&path, e))?;
     let (path, file) = create("wall.csv")?;
-    reports::sweep::write_wall_csv(walls, file).map_err(|e| failed(&path, e))
+    reports::sweep::write_wall_csv(walls, file).map_err(|e| failed(&path, e))?;
+    #[cfg(feature = "polars")]
+    super::report::sweep_parquet(dir, &dir.join("sweep.parquet"))?;
+    Ok(())
 }
 
 /// A bar with ETA on a terminal; nothing when stderr is not one, or under CI.

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
-pub const JOB_COLUMNS: [&str; 17] = [
+pub const JOB_COLUMNS: [&str; 18] = [
     "job_id",
     "task_id",
     "submit_s",
@@ -30,6 +30,7 @@ pub const JOB_COLUMNS: [&str; 17] = [
     "depends_on",
     "not_before_s",
     "not_after_s",
+    "dataset",
 ];
 
 const KNOWN: &[Column] = &[
@@ -50,6 +51,7 @@ const KNOWN: &[Column] = &[
     Column { name: "depends_on", required: false },
     Column { name: "not_before_s", required: false },
     Column { name: "not_after_s", required: false },
+    Column { name: "dataset", required: false },
 ];
 
 /// Column indexes in the file at hand (`None`: the optional column is absent).
@@ -71,6 +73,7 @@ struct Cols {
     depends_on: Option<usize>,
     not_before: Option<usize>,
     not_after: Option<usize>,
+    dataset: Option<usize>,
 }
 
 /// Reads a canonical `jobs.csv` from `source`; `file` names it in errors.
@@ -100,6 +103,7 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
         depends_on: c[14],
         not_before: c[15],
         not_after: c[16],
+        dataset: c[17],
     };
     let mut builder = Builder::default();
     rows.parse_all(sink, |row| builder.add(row, &cols))?;
@@ -187,6 +191,7 @@ impl Builder {
             restart_overhead: restart_overhead_ms.map(SimDuration),
             deps: Vec::new(),
             window,
+            dataset: row.opt_text(cols.dataset).map(|d| (!d.is_empty()).then(|| d.to_owned()))?,
         };
         if !continues {
             self.close_job(row.file())?;
@@ -392,6 +397,7 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                     &depends_on_text(job, task),
                     &task.window.not_before.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
                     &task.window.not_after.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
+                    task.dataset.as_deref().unwrap_or(""),
                 ])
                 .map_err(io_error)?;
         }
@@ -462,6 +468,9 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
                 return refuse(format!(
                     "job `{name}` task `{tname}`: checkpoint interval and restart overhead must be 0..={MAX_SECONDS} s"
                 ));
+            }
+            if task.dataset.as_deref() == Some("") {
+                return refuse(format!("job `{name}` task `{tname}` has an empty dataset name (use none instead)"));
             }
             let window = [task.window.not_before, task.window.not_after];
             if window.iter().flatten().any(|t| t.as_ms() > max_ms) {
@@ -593,12 +602,12 @@ mod tests {
     #[test]
     fn writer_output_is_readable_and_exact() {
         let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli,gpu_type,single_node,estimate_s,queue,\
-                    checkpoint_s,restart_overhead_s,deadline_s,priority,depends_on,not_before_s,not_after_s\n\
-                    \"a,b\",0,0.5,600,1,,,false,,,,,,0,,,\n\
-                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400,-3,w:failure,5,\n\
-                    j,w,1,2,8,,,false,,q,1800.500,0,86400,-3,,,100.250\n\
-                    k,a,2,10,1,,,false,,,,,,0,,,\n\
-                    k,b,2,10,1,,,false,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,\n";
+                    checkpoint_s,restart_overhead_s,deadline_s,priority,depends_on,not_before_s,not_after_s,dataset\n\
+                    \"a,b\",0,0.5,600,1,,,false,,,,,,0,,,,\n\
+                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400,-3,w:failure,5,,imagenet\n\
+                    j,w,1,2,8,,,false,,q,1800.500,0,86400,-3,,,100.250,\n\
+                    k,a,2,10,1,,,false,,,,,,0,,,,\n\
+                    k,b,2,10,1,,,false,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_jobs_csv(&w, &mut out).unwrap();

@@ -18,7 +18,7 @@ pub const DEFAULT_GPU_TYPE: &str = "GPU";
 /// so a typo like `4000000x8` must be an error, not an attempt to allocate it.
 pub const MAX_CLUSTER_GPUS: u64 = 1_000_000;
 
-const SHAPE: &str = "NODESxGPUS[:TYPE] parts separated by commas, such as 40x8:V100 or 8x8:A100,32x8:V100";
+const SHAPE: &str = "NODESxGPUS[:TYPE[@SPEED]] parts separated by commas, such as 40x8:V100 or 8x8:A100@2.5,32x8:V100";
 
 /// Parses the shorthand `NODESxGPUS[:TYPE][,...]`: `40x8:V100` is 40 nodes of 8 V100 GPUs.
 ///
@@ -39,6 +39,19 @@ pub fn parse_cluster_shorthand(text: &str) -> Result<ClusterSpec, TraceError> {
             Some((shape, ty)) => (shape, ty.trim()),
             None => (part, DEFAULT_GPU_TYPE),
         };
+        // `TYPE@SPEED`: the type's speed relative to the reference type (default 1).
+        let (gpu_type, speed_milli) = match gpu_type.split_once('@') {
+            Some((ty, speed)) => match crate::timeparse::parse_seconds_ms(speed.trim()) {
+                Ok(milli) if (1..=u64::from(u32::MAX)).contains(&milli) => (ty.trim(), milli as u32),
+                _ => {
+                    return Err(fail(format!(
+                        "part {number} `{part}`: the speed after `@` must be a number > 0 with up to 3 decimals, \
+                         such as A100@2.5"
+                    )));
+                }
+            },
+            None => (gpu_type, 1000),
+        };
         let Some((nodes, gpus)) = shape.split_once(['x', 'X']) else {
             return Err(fail(format!("part {number} `{part}`: expected {SHAPE}")));
         };
@@ -58,13 +71,20 @@ pub fn parse_cluster_shorthand(text: &str) -> Result<ClusterSpec, TraceError> {
         if gpus == 0 || gpus > MAX_GPUS_PER_NODE {
             return Err(fail(format!("part {number} `{part}`: GPUs per node must be 1..={MAX_GPUS_PER_NODE}")));
         }
-        parsed.push((nodes, gpus, gpu_type));
+        parsed.push((nodes, gpus, gpu_type, speed_milli));
     }
     let types: Vec<&str> = parsed.iter().map(|p| p.2).collect();
     let mut pools: Vec<PoolSpec> = Vec::with_capacity(parsed.len());
-    for &(nodes, gpus_per_node, gpu_type) in &parsed {
+    for &(nodes, gpus_per_node, gpu_type, speed_milli) in &parsed {
         let name = pool_name(gpu_type, &pools, &types);
-        pools.push(PoolSpec { name, gpu_type: gpu_type.to_owned(), nodes, gpus_per_node, nodes_per_rack: 0 });
+        pools.push(PoolSpec {
+            name,
+            gpu_type: gpu_type.to_owned(),
+            nodes,
+            gpus_per_node,
+            nodes_per_rack: 0,
+            speed_milli,
+        });
     }
     let spec = ClusterSpec { pools };
     check_spec(&spec).map_err(fail)?;
@@ -99,6 +119,7 @@ const KNOWN: &[Column] = &[
     Column { name: "nodes", required: true },
     Column { name: "gpus_per_node", required: true },
     Column { name: "nodes_per_rack", required: false },
+    Column { name: "speed", required: false },
 ];
 
 /// Reads `cluster.csv` (`pool,gpu_type,nodes,gpus_per_node[,nodes_per_rack]`); pools keep
@@ -123,8 +144,9 @@ pub fn write_cluster_csv<W: Write>(spec: &ClusterSpec, out: W) -> Result<(), Tra
     writer.write_record(KNOWN.iter().map(|c| c.name)).map_err(io_error)?;
     for p in &spec.pools {
         let numbers = [p.nodes, p.gpus_per_node, p.nodes_per_rack].map(|n| n.to_string());
+        let speed = format!("{}.{:03}", p.speed_milli / 1000, p.speed_milli % 1000);
         writer
-            .write_record([p.name.as_str(), p.gpu_type.as_str(), &numbers[0], &numbers[1], &numbers[2]])
+            .write_record([p.name.as_str(), p.gpu_type.as_str(), &numbers[0], &numbers[1], &numbers[2], &speed])
             .map_err(io_error)?;
     }
     writer.flush().map_err(|e| TraceError::io("cluster.csv output", e.to_string()))
@@ -133,6 +155,7 @@ pub fn write_cluster_csv<W: Write>(spec: &ClusterSpec, out: W) -> Result<(), Tra
 pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<ClusterSpec> {
     let (mut rows, cols) = Rows::open_checked(source, file, KNOWN, Unknown::Refuse, sink)?;
     let (pool_col, type_col, nodes_col, gpus_col, rack_col) = (cols[0]?, cols[1]?, cols[2]?, cols[3]?, cols[4]);
+    let speed_col = cols[5];
     let mut pools = Vec::new();
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
     let mut total_gpus = 0u64;
@@ -174,7 +197,29 @@ pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink)
                 ));
             }
             lines.insert(name.to_owned(), row.line);
-            Ok(PoolSpec { name: name.to_owned(), gpu_type: gpu_type.to_owned(), nodes, gpus_per_node, nodes_per_rack })
+            let speed_text = row.opt_text(speed_col)?;
+            // Thousandths, exactly as the decimal says (the seconds parser reads "2.5" as 2500).
+            let speed_milli = match speed_text {
+                "" => 1000,
+                text => match crate::timeparse::parse_seconds_ms(text) {
+                    Ok(milli) if (1..=u64::from(u32::MAX)).contains(&milli) => milli as u32,
+                    _ => {
+                        return Err(row.error(
+                            speed_col.unwrap_or(0),
+                            "a speed relative to the reference GPU type, > 0 with up to 3 decimals (empty: 1)",
+                            text,
+                        ));
+                    }
+                },
+            };
+            Ok(PoolSpec {
+                name: name.to_owned(),
+                gpu_type: gpu_type.to_owned(),
+                nodes,
+                gpus_per_node,
+                nodes_per_rack,
+                speed_milli,
+            })
         });
         match parsed {
             Ok(pool) => pools.push(pool),

@@ -180,6 +180,7 @@ mod tests {
             nodes,
             gpus_per_node,
             nodes_per_rack: 0,
+            speed_milli: 1000,
         };
         ClusterSpec { pools: vec![pool("A100", 2, 8), pool("K80", 3, 2)] }
     }

@@ -12,6 +12,7 @@
 
 pub mod canonical;
 pub mod cluster_spec;
+pub mod datasets;
 pub mod error;
 pub mod events;
 pub mod failures;
@@ -19,6 +20,7 @@ pub mod inventory;
 pub mod itp;
 pub mod openb;
 pub mod philly;
+pub mod queues;
 mod rows;
 pub mod stats;
 pub mod synth;
@@ -26,6 +28,7 @@ pub mod timeparse;
 
 pub use canonical::{read_jobs_csv, write_jobs_csv};
 pub use cluster_spec::{load_cluster_file, parse_cluster_shorthand, read_cluster_csv, write_cluster_csv};
+pub use datasets::{load_datasets_file, read_datasets_csv, write_datasets_csv};
 pub use error::{MAX_ERRORS, TraceError};
 pub use events::{EventRecord, read_events_csv, write_events_csv};
 pub use failures::{FailureModel, FailureSpec, FailureTrace, FitReport};
@@ -33,6 +36,7 @@ pub use inventory::{ClusterImport, ImportReport, InventoryFormat, load_inventory
 pub use itp::read_itp_csv;
 pub use openb::{OpenbImport, OpenbReport, read_openb_pods};
 pub use philly::read_philly_csv;
+pub use queues::{load_queues_file, read_helios_vc_csv, read_philly_vc_csv, read_queues_csv, write_queues_csv};
 pub use stats::{DurationSummary, TraceStats};
 pub use synth::SynthConfig;
 pub use timeparse::{parse_datetime_ms, parse_seconds_ms};
@@ -98,6 +102,10 @@ pub struct Trace {
     pub cluster: Option<ClusterSpec>,
     /// Ground-truth cluster events, sorted by time (canonical directory with `events.csv`).
     pub events: Vec<EventRecord>,
+    /// Queues with quotas (canonical directory with `queues.csv`); empty: no quotas.
+    pub queues: Vec<sim::QueueSpec>,
+    /// Datasets on nodes (canonical directory with `datasets.csv`); empty: none.
+    pub datasets: Vec<sim::DatasetSpec>,
     /// What the import left out, changed or does not model, one line each, for a command to
     /// print on stderr when it loads the trace (such as `skipped 1,088 pods CPU-only ...` for
     /// openb). Empty when the trace was taken as written (canonical, ITP, Philly).
@@ -130,7 +138,7 @@ pub fn read_trace<R: Read>(source: R, file: &str, format: Format) -> Result<Trac
 }
 
 /// Writes `trace` as a canonical trace directory: `jobs.csv`, plus `cluster.csv` when the
-/// trace has a cluster and `events.csv` when it has events. Creates `dir` if needed.
+/// trace has a cluster, `events.csv` when it has events and `queues.csv` when it has queues. Creates `dir` if needed.
 pub fn write_trace_dir(trace: &Trace, dir: &Path) -> Result<(), TraceError> {
     let name = dir.display().to_string();
     std::fs::create_dir_all(dir).map_err(|e| TraceError::io(&name, format!("cannot create: {e}")))?;
@@ -146,6 +154,12 @@ pub fn write_trace_dir(trace: &Trace, dir: &Path) -> Result<(), TraceError> {
     }
     if !trace.events.is_empty() {
         write_events_csv(&trace.events, create("events.csv")?)?;
+    }
+    if !trace.queues.is_empty() {
+        write_queues_csv(&trace.queues, create("queues.csv")?)?;
+    }
+    if !trace.datasets.is_empty() {
+        write_datasets_csv(&trace.datasets, create("datasets.csv")?)?;
     }
     Ok(())
 }
@@ -189,10 +203,11 @@ fn read_file_into<R: Read>(source: R, file: &str, format: Format, sink: &mut Sin
             (import.workload, import.report.notes())
         }
     };
-    Some(Trace { workload, cluster: None, events: Vec::new(), notes })
+    Some(Trace { workload, cluster: None, events: Vec::new(), queues: Vec::new(), datasets: Vec::new(), notes })
 }
 
-/// A canonical trace directory: `jobs.csv` required, `cluster.csv` and `events.csv` optional.
+/// A canonical trace directory: `jobs.csv` required, `cluster.csv`, `events.csv` and
+/// `queues.csv` optional.
 /// All three are read even after an error, so `validate` reports problems in each.
 fn load_directory(dir: &Path, sink: &mut Sink) -> Option<Trace> {
     let jobs_path = dir.join("jobs.csv");
@@ -217,7 +232,26 @@ fn load_directory(dir: &Path, sink: &mut Sink) -> Option<Trace> {
     } else {
         Some(Vec::new())
     };
-    Some(Trace { workload: workload?, cluster, events: events?, notes: Vec::new() })
+    let queues_path = dir.join("queues.csv");
+    let queues = if queues_path.exists() && !sink.is_full() {
+        open(&queues_path, sink).and_then(|(file, name)| queues::read_queues_into(file, &name, sink))
+    } else {
+        Some(Vec::new())
+    };
+    let datasets_path = dir.join("datasets.csv");
+    let datasets = if datasets_path.exists() && !sink.is_full() {
+        open(&datasets_path, sink).and_then(|(file, name)| datasets::read_datasets_into(file, &name, sink))
+    } else {
+        Some(Vec::new())
+    };
+    Some(Trace {
+        workload: workload?,
+        cluster,
+        events: events?,
+        queues: queues?,
+        datasets: datasets?,
+        notes: Vec::new(),
+    })
 }
 
 #[cfg(test)]

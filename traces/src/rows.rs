@@ -104,6 +104,11 @@ impl<R: Read> Rows<R> {
         }))
     }
 
+    /// The header's column names, as read.
+    pub(crate) fn header(&self) -> &[String] {
+        &self.header
+    }
+
     pub(crate) fn file(&self) -> &str {
         &self.file
     }

@@ -41,6 +41,8 @@ fn every_csv_example_loads() {
         let loaded = match first_column {
             "job_id" => read_workload(example.as_bytes(), "example", Format::Canonical).map(|_| ()),
             "pool" => read_cluster_csv(example.as_bytes(), "example").map(|_| ()),
+            "queue" => traces::read_queues_csv(example.as_bytes(), "example").map(|_| ()),
+            "dataset" => traces::read_datasets_csv(example.as_bytes(), "example").map(|_| ()),
             "time_s" => {
                 // Node indexes in the example refer to the example cluster (8 + 32 nodes).
                 let cluster = parse_cluster_shorthand("8x8:A100,32x8:V100").unwrap();

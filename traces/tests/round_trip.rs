@@ -85,6 +85,7 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
                     restart_overhead: restart.map(SimDuration),
                     deps: Vec::new(),
                     window: Window { not_before: not_before.map(SimTime), not_after: not_after.map(SimTime) },
+                    dataset: n.contains('a').then(|| format!("data {n}")),
                 }
             },
         )

@@ -26,11 +26,19 @@ pub struct Shape {
     pub single_node: bool,
     /// Milli-GPUs of each GPU: 1000 for whole GPUs, less for a share of one GPU.
     pub milli: u32,
+    /// The dataset it reads (an index into the cluster's datasets), for `placement=local`.
+    pub dataset: Option<u32>,
 }
 
 impl Shape {
     pub fn of(task: &TaskState) -> Shape {
-        Shape { gpus: task.gpus, pools: task.pools, single_node: task.single_node, milli: task.milli }
+        Shape {
+            gpus: task.gpus,
+            pools: task.pools,
+            single_node: task.single_node,
+            milli: task.milli,
+            dataset: task.dataset,
+        }
     }
 
     /// A share of one GPU, not whole GPUs.
@@ -64,17 +72,24 @@ pub enum Placement {
     /// Spread load: a gang that fits on one node goes to the emptiest node, in the pool with
     /// the most free GPUs (worst fit).
     Spread,
+    /// Heterogeneity-aware: the fastest pool (cluster `speed`) that can host the gang now,
+    /// ties by pool id; inside it, pack. O(eligible pools) pack attempts.
+    Fastest,
+    /// Data-local: a task reading a dataset goes, packed, to nodes holding it when they have
+    /// room, else (packed) anywhere, paying the transfer. O(nodes of its pools) per placement.
+    Local,
 }
 
 impl Placement {
-    pub const NAMES: &'static [&'static str] = &["pack", "spread"];
+    pub const NAMES: &'static [&'static str] = &["pack", "spread", "fastest", "local"];
 
     /// GPUs for a task of `shape`, or `None` when it does not fit now. Ties break by pool id,
     /// then node id, then GPU slot, so the answer is a function of the free set alone.
     fn place(self, shape: Shape, candidates: &Candidates<'_>) -> Option<Vec<GpuId>> {
         match self {
+            // `fastest` has chosen one pool before it gets here and packs inside it.
             _ if shape.is_share() => share::place(self, shape, candidates),
-            Placement::Pack => pack::place(shape, candidates),
+            Placement::Pack | Placement::Fastest | Placement::Local => pack::place(shape, candidates),
             Placement::Spread => spread::place(shape, candidates),
         }
     }
@@ -82,6 +97,8 @@ impl Placement {
         match self {
             Placement::Pack => "pack",
             Placement::Spread => "spread",
+            Placement::Fastest => "fastest",
+            Placement::Local => "local",
         }
     }
 }
@@ -98,6 +115,8 @@ impl FromStr for Placement {
         match s {
             "pack" => Ok(Placement::Pack),
             "spread" => Ok(Placement::Spread),
+            "fastest" => Ok(Placement::Fastest),
+            "local" => Ok(Placement::Local),
             _ => Err(format!("expected one of {}", Placement::NAMES.join("|"))),
         }
     }
@@ -129,17 +148,52 @@ impl Placer {
     /// GPUs for a task of `shape` among those free now (`free`), avoiding recently failed
     /// nodes when it can; `None` when the shape does not fit at all.
     pub fn place(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<Vec<GpuId>> {
-        let none = BTreeSet::new();
-        if self.avoid_failed_for > SimDuration::ZERO {
-            let since = SimTime(view.now().as_ms().saturating_sub(self.avoid_failed_for.as_ms()));
-            let avoid: BTreeSet<NodeId> = view.failures_seen_since(since).collect();
-            if !avoid.is_empty()
-                && let Some(gpus) = self.kind.place(shape, &Candidates { free, avoid: &avoid })
-            {
+        if self.kind == Placement::Fastest {
+            let mut pools: Vec<PoolId> = shape.pools.iter().collect();
+            pools.sort_by_key(|&p| (std::cmp::Reverse(view.cluster().pool(p).speed_milli), p));
+            return pools.into_iter().find_map(|p| {
+                let one = Shape { pools: PoolMask::EMPTY.with(p), ..shape };
+                self.place_among(one, view, free)
+            });
+        }
+        self.place_among(shape, view, free)
+    }
+
+    fn place_among(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<Vec<GpuId>> {
+        if self.kind == Placement::Local
+            && let Some(d) = shape.dataset
+        {
+            // Nodes of its pools without its data are avoided first; then anywhere.
+            let holding = &view.datasets().get(d).nodes;
+            let cluster = view.cluster();
+            let away: BTreeSet<NodeId> =
+                shape.pools.iter().flat_map(|p| cluster.pool(p).nodes()).filter(|n| !holding.contains(n)).collect();
+            if let Some(gpus) = self.place_avoiding(shape, view, free, &away) {
                 return Some(gpus);
             }
         }
-        self.kind.place(shape, &Candidates { free, avoid: &none })
+        self.place_avoiding(shape, view, free, &BTreeSet::new())
+    }
+
+    /// Placement off `away` nodes, and off recently failed ones when it can.
+    fn place_avoiding(
+        &self,
+        shape: Shape,
+        view: &ClusterView<'_>,
+        free: &FreeGpus,
+        away: &BTreeSet<NodeId>,
+    ) -> Option<Vec<GpuId>> {
+        if self.avoid_failed_for > SimDuration::ZERO {
+            let since = SimTime(view.now().as_ms().saturating_sub(self.avoid_failed_for.as_ms()));
+            let mut avoid: BTreeSet<NodeId> = view.failures_seen_since(since).collect();
+            if !avoid.is_empty() {
+                avoid.extend(away.iter().copied());
+                if let Some(gpus) = self.kind.place(shape, &Candidates { free, avoid: &avoid }) {
+                    return Some(gpus);
+                }
+            }
+        }
+        self.kind.place(shape, &Candidates { free, avoid: away })
     }
 }
 

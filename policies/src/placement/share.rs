@@ -35,7 +35,7 @@ pub(super) fn place(kind: Placement, shape: Shape, free: &Candidates<'_>) -> Opt
         shape.pools.iter().filter_map(|p| pick(free, p).map(|(node, count)| (count, p, node))).collect::<Vec<_>>()
     };
     let gpu = match kind {
-        Placement::Pack => shared_best_fit().map(|(_, _, g)| g).or_else(|| {
+        Placement::Pack | Placement::Fastest | Placement::Local => shared_best_fit().map(|(_, _, g)| g).or_else(|| {
             let (_, _, node) = whole(|c, p| c.nodes_with_at_least(p, 1).next()).into_iter().min()?;
             first_free(free, node)
         }),

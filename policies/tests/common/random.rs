@@ -29,6 +29,7 @@ pub fn build_cluster(pools: &[PoolDesc]) -> Cluster {
             nodes: p.nodes,
             gpus_per_node: p.gpus_per_node,
             nodes_per_rack: 0,
+            speed_milli: 1000,
         })
         .collect();
     Cluster::new(&ClusterSpec { pools }).expect("valid random cluster")

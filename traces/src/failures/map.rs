@@ -207,7 +207,14 @@ mod tests {
     const DAY: u64 = 86_400_000;
 
     fn cluster(nodes: u32, gpus: u32) -> Cluster {
-        let pool = PoolSpec { name: "A".into(), gpu_type: "A".into(), nodes, gpus_per_node: gpus, nodes_per_rack: 0 };
+        let pool = PoolSpec {
+            name: "A".into(),
+            gpu_type: "A".into(),
+            nodes,
+            gpus_per_node: gpus,
+            nodes_per_rack: 0,
+            speed_milli: 1000,
+        };
         Cluster::new(&ClusterSpec { pools: vec![pool] }).unwrap()
     }
 

@@ -182,6 +182,7 @@ mod tests {
                 nodes,
                 gpus_per_node: gpus,
                 nodes_per_rack: 0,
+                speed_milli: 1000,
             }],
         })
         .unwrap()

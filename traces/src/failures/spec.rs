@@ -163,6 +163,7 @@ fn spec_of(cluster: &Cluster) -> ClusterSpec {
                 nodes: p.node_count,
                 gpus_per_node: p.gpus_per_node,
                 nodes_per_rack: 0,
+                speed_milli: p.speed_milli,
             })
             .collect(),
     }

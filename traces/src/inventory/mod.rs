@@ -320,6 +320,7 @@ impl Tally {
                 nodes: u32::try_from(count).unwrap_or(u32::MAX),
                 gpus_per_node: *gpus_per_node,
                 nodes_per_rack: 0,
+                speed_milli: 1000,
             });
         }
         let skipped_all = || {

@@ -1,0 +1,92 @@
+//! How long the live driver takes per batch: `cargo run --release -p schedlab-live --example latency`.
+//! A 16-node x 8-GPU cluster under fifo; every node heartbeats each second, a 1-GPU job is
+//! submitted every 2 s and its process exits 60 s after it started. Prints the mean time to
+//! apply a heartbeat batch (the policy's decision included) and a submission batch (which
+//! rebuilds the Controller from the journal) as the journal grows.
+
+use schedlab_live::api::{JobRequest, TaskRequest};
+use schedlab_live::driver::{Batch, Driver, DriverConfig, Input};
+use std::time::{Duration, Instant};
+
+fn main() {
+    let config = DriverConfig {
+        cluster: "16x8".into(),
+        policy: "fifo".into(),
+        seed: 0,
+        heartbeat_ms: 1000,
+        missed_beats: 3,
+        max_retries: 3,
+        default_work_ms: 3_600_000,
+    };
+    let mut d = Driver::new(config.clone()).unwrap();
+    d.apply(d.start_batch()).unwrap();
+    let (mut beat_time, mut beats) = (Duration::ZERO, 0u32);
+    let (mut submit_time, mut submits) = (Duration::ZERO, 0u32);
+    let mut running: Vec<(u64, u32, u32)> = Vec::new();
+    let mut job = 0;
+    for second in 1..=3600u64 {
+        for node in 0..16u32 {
+            let t = second * 1000 + u64::from(node) * 10;
+            let mut inputs = vec![Input::Beat { node }];
+            running.retain(|&(end, task, attempt)| {
+                if end <= t {
+                    inputs.push(Input::Exit { task, attempt, code: 0 });
+                    false
+                } else {
+                    true
+                }
+            });
+            let started = Instant::now();
+            d.apply(Batch { time_ms: t, inputs }).unwrap();
+            beat_time += started.elapsed();
+            beats += 1;
+        }
+        if second % 2 == 0 {
+            let request = JobRequest {
+                name: format!("j{job}"),
+                queue: None,
+                tasks: vec![TaskRequest {
+                    name: "0".into(),
+                    command: "true".into(),
+                    gpus: 1,
+                    gpu_type: None,
+                    single_node: false,
+                    estimate_s: None,
+                    depends_on: Vec::new(),
+                }],
+            };
+            job += 1;
+            let t = second * 1000 + 500;
+            let started = Instant::now();
+            d.apply(Batch { time_ms: t, inputs: vec![Input::Submit { job: request }] }).unwrap();
+            submit_time += started.elapsed();
+            submits += 1;
+            for a in d.decisions().iter().rev().take_while(|r| r.time.as_ms() == t) {
+                if a.kind.as_str() == "start" {
+                    let task = a.task.unwrap();
+                    running.push((t + 60_000, task.0, d.controller().task(task).attempt));
+                }
+            }
+        }
+        if second % 600 == 0 {
+            println!(
+                "after {second:>5} s: journal {:>6} batches, {:>5} jobs; heartbeat batch {:>8.1} us, submission batch {:>8.1} us (means so far)",
+                d.journal().len(),
+                job,
+                beat_time.as_secs_f64() * 1e6 / f64::from(beats),
+                submit_time.as_secs_f64() * 1e6 / f64::from(submits),
+            );
+            (beat_time, beats, submit_time, submits) = (Duration::ZERO, 0, Duration::ZERO, 0);
+        }
+    }
+    let journal = d.journal().to_vec();
+    let started = Instant::now();
+    let again = Driver::replay(config, journal).unwrap();
+    println!(
+        "restart: replaying {} batches ({} jobs) took {:.0} ms",
+        again.journal().len(),
+        again.submissions().len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    assert_eq!(again.controller().digest_hex(), d.controller().digest_hex());
+}

@@ -1,0 +1,324 @@
+//! The node agent (`schedlab live agent`): registers its GPUs, heartbeats, and makes the node
+//! run what the coordinator says it must. Level-triggered: each heartbeat answer lists every
+//! attempt the node must run; the agent starts each attempt it has never started (an attempt
+//! is started at most once, whatever the coordinator or the network do), and stops, SIGTERM
+//! then SIGKILL after a grace period, every process whose attempt is no longer listed
+//! (preempted, failed, cancelled). Exits and GPU health events are reported until the
+//! coordinator acknowledges them. If the coordinator is unreachable it keeps its processes and
+//! retries; if the coordinator no longer knows it, it registers again.
+
+use crate::api::{Assignment, ExitReport, HeartbeatReply, HeartbeatRequest, RegisterReply, RegisterRequest};
+use crate::backend::{GpuBackend, HealthEvent};
+use crate::client::{CallError, Client};
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+pub struct AgentOptions {
+    pub coordinator: String,
+    pub token: String,
+    pub name: String,
+    /// How other nodes reach this one.
+    pub addr: String,
+    /// Ask for this node of the cluster.
+    pub node: Option<u32>,
+    /// Between heartbeats, ask for new assignments this often (a start reaches the node
+    /// within this, not within a heartbeat interval).
+    pub poll: Duration,
+    /// SIGTERM, then SIGKILL after this long.
+    pub grace: Duration,
+    /// Task logs (`logs/`) and checkpoints (`checkpoints/JOB/TASK`, kept across attempts).
+    pub work_dir: PathBuf,
+    pub quiet: bool,
+}
+
+struct Running {
+    child: Child,
+    /// The GPUs it was given (UUIDs).
+    gpus: Vec<String>,
+    /// When SIGTERM was sent, if it was.
+    stopping: Option<Instant>,
+}
+
+pub struct Agent {
+    options: AgentOptions,
+    backend: Box<dyn GpuBackend>,
+    client: Client,
+    registered: Option<RegisterReply>,
+    /// This process registered once already (so a registration again is not a restart).
+    ever_registered: bool,
+    /// Every (task, attempt) ever started here: never started again.
+    started: BTreeSet<(u32, u32)>,
+    running: BTreeMap<(u32, u32), Running>,
+    exits: Vec<ExitReport>,
+    health: Vec<HealthEvent>,
+    /// What the last heartbeat answer said this node must run.
+    assignments: Vec<Assignment>,
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+impl Agent {
+    pub fn new(options: AgentOptions, backend: Box<dyn GpuBackend>) -> Agent {
+        let client = Client::new(&options.coordinator, &options.token, Duration::from_secs(10));
+        Agent {
+            options,
+            backend,
+            client,
+            registered: None,
+            ever_registered: false,
+            started: BTreeSet::new(),
+            running: BTreeMap::new(),
+            exits: Vec::new(),
+            health: Vec::new(),
+            assignments: Vec::new(),
+        }
+    }
+
+    fn log(&self, message: impl std::fmt::Display) {
+        if !self.options.quiet {
+            eprintln!("agent {}: {message}", self.options.name);
+        }
+    }
+
+    /// Runs until `stop` is set; then stops its processes (SIGTERM, grace, SIGKILL).
+    pub fn run(&mut self, stop: &AtomicBool) -> Result<(), String> {
+        let gpus = self.backend.gpus().map_err(|e| e.to_string())?;
+        self.log(format!("{} backend, {} GPUs", self.backend.kind(), gpus.len()));
+        for g in &gpus {
+            self.log(format!("  GPU {} {} {} {} MiB", g.index, g.uuid, g.name, g.memory_total_mib));
+        }
+        let mut backoff = Duration::from_millis(100);
+        while !stop.load(Ordering::Relaxed) {
+            let interval = match self.step() {
+                Ok(h) => {
+                    backoff = Duration::from_millis(100);
+                    h
+                }
+                Err(e) => {
+                    self.log(format!("{e}; retrying in {:?}", backoff));
+                    let wait = backoff;
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    wait
+                }
+            };
+            // Wait for the next beat, but report an exit at once.
+            let until = Instant::now() + interval;
+            let mut polled = Instant::now();
+            while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+                self.collect_health(20);
+                if self.reap() || !self.health.is_empty() {
+                    break;
+                }
+                if self.registered.is_some() && polled.elapsed() >= self.options.poll {
+                    polled = Instant::now();
+                    let path = format!("/v1/agents/{}/assignments", self.options.name);
+                    if let Ok(assignments) = self.client.get::<Vec<Assignment>>(&path) {
+                        self.assignments = assignments;
+                    }
+                }
+                // Escalate stops past their grace; start what waited for a stopped process.
+                let assignments = std::mem::take(&mut self.assignments);
+                self.reconcile(&assignments);
+                self.assignments = assignments;
+            }
+        }
+        self.stop_all();
+        Ok(())
+    }
+
+    /// One heartbeat (registering first if needed); the interval until the next.
+    fn step(&mut self) -> Result<Duration, String> {
+        if self.registered.is_none() {
+            let gpus = self.backend.gpus().map_err(|e| e.to_string())?;
+            let request = RegisterRequest {
+                name: self.options.name.clone(),
+                addr: self.options.addr.clone(),
+                gpus,
+                node: self.options.node,
+                fresh: !self.ever_registered,
+            };
+            let reply: RegisterReply = self.client.post("/v1/agents/register", &request).map_err(|e| e.to_string())?;
+            self.log(format!("registered as node {} (heartbeat {} ms)", reply.node, reply.heartbeat_ms));
+            self.registered = Some(reply);
+            self.ever_registered = true;
+        }
+        self.collect_health(0);
+        self.reap();
+        let request = HeartbeatRequest {
+            name: self.options.name.clone(),
+            exits: self.exits.clone(),
+            health: self.health.clone(),
+            gpus: self.backend.gpus().unwrap_or_default(),
+            processes: self.backend.processes().unwrap_or_default(),
+        };
+        let reply: HeartbeatReply = match self.client.post("/v1/agents/heartbeat", &request) {
+            Ok(r) => r,
+            Err(CallError::Status(404, _)) => {
+                self.registered = None;
+                return Err("the coordinator does not know this agent; registering again".into());
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        self.health.drain(..request.health.len());
+        self.exits.retain(|x| !reply.acked.contains(x));
+        self.reconcile(&reply.assignments);
+        self.assignments = reply.assignments;
+        Ok(Duration::from_millis(reply.heartbeat_ms.max(10)))
+    }
+
+    fn collect_health(&mut self, timeout_ms: u32) {
+        match self.backend.health(timeout_ms) {
+            Ok(events) => {
+                for e in &events {
+                    self.log(format!("health: {e}"));
+                }
+                self.health.extend(events);
+            }
+            Err(e) => {
+                self.log(format!("health: {e}"));
+                std::thread::sleep(Duration::from_millis(u64::from(timeout_ms)));
+            }
+        }
+    }
+
+    /// Starts what is new, stops what is gone.
+    fn reconcile(&mut self, assignments: &[Assignment]) {
+        let wanted: BTreeSet<(u32, u32)> = assignments.iter().map(|a| (a.task, a.attempt)).collect();
+        for a in assignments {
+            let key = (a.task, a.attempt);
+            // A process being stopped still holds its GPUs: start what replaces it once it is gone.
+            let busy =
+                self.running.iter().any(|(k, r)| !wanted.contains(k) && r.gpus.iter().any(|g| a.gpus.contains(g)));
+            if busy && !self.started.contains(&key) {
+                continue;
+            }
+            if self.started.insert(key) {
+                match self.spawn(a) {
+                    Ok(child) => {
+                        self.log(format!(
+                            "started {}/{} attempt {} (pid {}) on {}",
+                            a.job,
+                            a.task_name,
+                            a.attempt,
+                            child.id(),
+                            a.gpus.join(",")
+                        ));
+                        self.running.insert(key, Running { child, gpus: a.gpus.clone(), stopping: None });
+                    }
+                    Err(e) => {
+                        self.log(format!("cannot start {}/{}: {e}", a.job, a.task_name));
+                        self.exits.push(ExitReport { task: a.task, attempt: a.attempt, code: 127 });
+                    }
+                }
+            }
+        }
+        let now = Instant::now();
+        for (key, r) in self.running.iter_mut() {
+            if wanted.contains(key) {
+                continue;
+            }
+            match r.stopping {
+                None => {
+                    r.stopping = Some(now);
+                    signal_group(&r.child, libc::SIGTERM);
+                    if !self.options.quiet {
+                        eprintln!("agent {}: stopping task {} attempt {} (SIGTERM)", self.options.name, key.0, key.1);
+                    }
+                }
+                Some(since) if now.duration_since(since) >= self.options.grace => {
+                    signal_group(&r.child, libc::SIGKILL);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    fn spawn(&self, a: &Assignment) -> std::io::Result<Child> {
+        let logs = self.options.work_dir.join("logs");
+        let checkpoint = self.options.work_dir.join("checkpoints").join(&a.job).join(&a.task_name);
+        std::fs::create_dir_all(&logs)?;
+        std::fs::create_dir_all(&checkpoint)?;
+        let log = std::fs::File::create(logs.join(format!("{}.{}.{}.log", a.job, a.task_name, a.attempt)))?;
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(&a.command)
+            .env("CUDA_VISIBLE_DEVICES", a.gpus.join(","))
+            .env("SCHEDLAB_JOB", &a.job)
+            .env("SCHEDLAB_TASK", &a.task_name)
+            .env("SCHEDLAB_ATTEMPT", a.attempt.to_string())
+            .env("SCHEDLAB_RANK", a.rank.to_string())
+            .env("SCHEDLAB_WORLD_SIZE", a.world_size.to_string())
+            .env("SCHEDLAB_MASTER_ADDR", &a.master_addr)
+            .env("SCHEDLAB_CHECKPOINT_DIR", &checkpoint)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                // Its own process group, so a stop reaches everything it started; and it dies
+                // with the agent, as it would with its node.
+                libc::setpgid(0, 0);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        command.spawn()
+    }
+
+    /// Collects ended processes; true when one ended that the coordinator must hear of.
+    fn reap(&mut self) -> bool {
+        let mut ended = Vec::new();
+        for (key, r) in self.running.iter_mut() {
+            if let Ok(Some(status)) = r.child.try_wait() {
+                ended.push((*key, exit_code(status), r.stopping.is_some()));
+            }
+        }
+        let mut news = false;
+        for (key, code, stopped) in ended {
+            self.running.remove(&key);
+            self.log(format!(
+                "task {} attempt {} exited {code}{}",
+                key.0,
+                key.1,
+                if stopped { " (stopped)" } else { "" }
+            ));
+            if !stopped {
+                self.exits.push(ExitReport { task: key.0, attempt: key.1, code });
+                news = true;
+            }
+        }
+        news
+    }
+
+    fn stop_all(&mut self) {
+        for r in self.running.values() {
+            signal_group(&r.child, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + self.options.grace;
+        while !self.running.is_empty() && Instant::now() < deadline {
+            self.reap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for r in self.running.values_mut() {
+            signal_group(&r.child, libc::SIGKILL);
+            let _ = r.child.wait();
+        }
+    }
+}
+
+fn signal_group(child: &Child, signal: i32) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: plain kill(2) on the child's process group.
+        unsafe {
+            libc::kill(-pid, signal);
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! A blocking HTTP client of the coordinator's API (ureq, plain HTTP, no TLS stack: put a
+//! TLS proxy in front of a coordinator that leaves the machine).
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Clone)]
+pub struct Client {
+    base: String,
+    token: String,
+    agent: ureq::Agent,
+}
+
+/// Why a call failed: the coordinator could not be reached, or it answered with an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    Unreachable(String),
+    Status(u16, String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Unreachable(e) => write!(f, "coordinator unreachable: {e}"),
+            CallError::Status(401, _) => write!(f, "401 unauthorised: wrong or missing token"),
+            CallError::Status(s, reason) => write!(f, "{s}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// Reads a token file (first line, trimmed).
+pub fn read_token(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path)
+        .map(|t| t.trim().to_string())
+        .map_err(|e| format!("{}: cannot read the token: {e}", path.display()))
+}
+
+impl Client {
+    /// `base` is `http://HOST:PORT` (a bare `HOST:PORT` gets `http://`).
+    pub fn new(base: &str, token: &str, timeout: Duration) -> Client {
+        let base = if base.contains("://") { base.to_string() } else { format!("http://{base}") };
+        let agent: ureq::Agent =
+            ureq::Agent::config_builder().timeout_global(Some(timeout)).http_status_as_error(false).build().into();
+        Client { base: base.trim_end_matches('/').to_string(), token: token.to_string(), agent }
+    }
+
+    pub fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CallError> {
+        let response = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .call();
+        Self::read(response)
+    }
+
+    pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, CallError> {
+        let response = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .send_json(body);
+        Self::read(response)
+    }
+
+    fn read<T: DeserializeOwned>(
+        response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<T, CallError> {
+        let mut response = response.map_err(|e| CallError::Unreachable(e.to_string()))?;
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().map_err(|e| CallError::Unreachable(e.to_string()))?;
+        if !(200..300).contains(&status) {
+            let reason = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_string))
+                .unwrap_or(text);
+            return Err(CallError::Status(status, reason));
+        }
+        serde_json::from_str(&text).map_err(|e| CallError::Status(status, format!("unreadable answer: {e}")))
+    }
+}

@@ -1,0 +1,729 @@
+//! The coordinator (`schedlab live serve`): one thread, one loop. It receives HTTP requests
+//! (tiny_http: blocking, no async runtime), turns what they report into a batch stamped with
+//! the wall clock, writes the batch to SQLite, then applies it to the [`Driver`]. Between
+//! requests it applies what falls due (heartbeat deadlines, wake-ups) as `Tick` batches.
+//!
+//! The wall clock lives here only: SimTime is milliseconds since the coordinator's epoch,
+//! read from a monotonic clock. After a restart the clock resumes 1 ms after the journal's
+//! last batch: time while the coordinator was down does not count (agents' missed heartbeats
+//! included, so a restart never declares every node dead).
+
+use crate::api::{HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply, RegisterRequest};
+use crate::backend::HealthEvent;
+use crate::driver::{Batch, Driver, DriverConfig, Input};
+use crate::store::{AgentRecord, Store, load_or_create_token};
+use serde_json::{Value, json};
+use sim::{SimTime, TaskId, TaskStatus};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tiny_http::{Header, Method, Request, Response, Server};
+
+const MAX_BODY: usize = 1 << 20;
+
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub state_dir: PathBuf,
+    /// `127.0.0.1:7450` by default; port 0 picks a free one (written to `STATE/addr`).
+    pub listen: String,
+    /// Used when the state directory is new; an existing one keeps its own, and a different
+    /// one given here is an error.
+    pub config: Option<DriverConfig>,
+    /// Write the journal as a canonical trace (`STATE/journal/`) at most this often.
+    pub journal_every: Duration,
+    pub quiet: bool,
+}
+
+pub struct Coordinator {
+    server: Server,
+    store: Store,
+    driver: Driver,
+    token: String,
+    agents: BTreeMap<String, AgentRecord>,
+    /// The compute processes each agent last saw on its GPUs (not journaled: for display).
+    processes: BTreeMap<String, Vec<crate::backend::GpuProcess>>,
+    epoch: Instant,
+    base_ms: u64,
+    state_dir: PathBuf,
+    journal_every: Duration,
+    journal_dirty: bool,
+    journal_written: Instant,
+    quiet: bool,
+    /// Wall time spent per batch applied (for the numbers in the README).
+    pub apply_time: Duration,
+    pub batches_applied: u64,
+}
+
+fn header(name: &str, value: &str) -> Header {
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
+}
+
+fn json_response(status: u16, body: &Value) -> Response<std::io::Cursor<Vec<u8>>> {
+    Response::from_string(body.to_string())
+        .with_status_code(status)
+        .with_header(header("Content-Type", "application/json"))
+}
+
+fn refusal_response(r: &Refusal) -> Response<std::io::Cursor<Vec<u8>>> {
+    json_response(r.status, &json!({ "error": r.reason }))
+}
+
+impl Coordinator {
+    /// Opens (or creates) the state directory, replays its journal and binds the socket.
+    pub fn open(options: ServeOptions) -> Result<Coordinator, String> {
+        let store = Store::open(&options.state_dir)?;
+        let _ = std::fs::set_permissions(&options.state_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        let token = load_or_create_token(&options.state_dir)?;
+        let config = match (store.config()?, options.config) {
+            (Some(stored), Some(given)) if stored != given => {
+                return Err(format!(
+                    "{} was created with {stored:?}; start it with the same settings (or none), or use a new --state",
+                    options.state_dir.display()
+                ));
+            }
+            (Some(stored), _) => stored,
+            (None, Some(given)) => {
+                store.set_config(&given)?;
+                given
+            }
+            (None, None) => return Err("a new state directory needs the cluster and policy".into()),
+        };
+        let journal = store.batches()?;
+        let mut store = store;
+        let (driver, base_ms) = if journal.is_empty() {
+            let mut driver = Driver::new(config)?;
+            let start = driver.start_batch();
+            store.append(std::slice::from_ref(&start))?;
+            driver.apply(start)?;
+            (driver, 1)
+        } else {
+            let last = journal.last().map_or(0, |b| b.time_ms);
+            (Driver::replay(config, journal)?, last + 1)
+        };
+        let agents = store.agents()?.into_iter().map(|a| (a.name.clone(), a)).collect();
+        let server = Server::http(&options.listen).map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+        let coordinator = Coordinator {
+            server,
+            store,
+            driver,
+            token,
+            agents,
+            processes: BTreeMap::new(),
+            epoch: Instant::now(),
+            base_ms,
+            state_dir: options.state_dir,
+            journal_every: options.journal_every,
+            journal_dirty: true,
+            journal_written: Instant::now(),
+            quiet: options.quiet,
+            apply_time: Duration::ZERO,
+            batches_applied: 0,
+        };
+        let addr = coordinator.addr();
+        std::fs::write(coordinator.state_dir.join("addr"), format!("{addr}\n"))
+            .map_err(|e| format!("{}: {e}", coordinator.state_dir.display()))?;
+        Ok(coordinator)
+    }
+
+    pub fn addr(&self) -> String {
+        self.server.server_addr().to_ip().map_or_else(|| "unknown".to_string(), |a| a.to_string())
+    }
+
+    pub fn driver(&self) -> &Driver {
+        &self.driver
+    }
+
+    fn log(&self, message: impl std::fmt::Display) {
+        if !self.quiet {
+            eprintln!("[{:>10.3}s] {message}", self.driver.now().as_ms() as f64 / 1000.0);
+        }
+    }
+
+    /// SimTime now by the wall clock.
+    fn clock(&self) -> SimTime {
+        SimTime(self.base_ms + self.epoch.elapsed().as_millis() as u64)
+    }
+
+    /// Journals and applies what fell due up to now, then `inputs` (if any) at now.
+    fn commit(&mut self, inputs: Vec<Input>) -> Result<(), String> {
+        let now = self.clock().max(self.driver.now() + sim::SimDuration(1));
+        while let Some(due) = self.driver.next_due().filter(|&d| d < now || (inputs.is_empty() && d <= now)) {
+            self.write_and_apply(Batch { time_ms: due.as_ms(), inputs: vec![Input::Tick] })?;
+        }
+        if !inputs.is_empty() {
+            self.write_and_apply(Batch { time_ms: now.as_ms(), inputs })?;
+        }
+        Ok(())
+    }
+
+    fn write_and_apply(&mut self, batch: Batch) -> Result<(), String> {
+        self.store.append(std::slice::from_ref(&batch))?;
+        let decisions = self.driver.decisions().len();
+        let started = Instant::now();
+        let ticks = self.driver.apply(batch)?;
+        self.apply_time += started.elapsed();
+        self.batches_applied += 1;
+        debug_assert!(ticks.is_empty(), "due ticks are applied first");
+        self.journal_dirty = true;
+        for d in &self.driver.decisions()[decisions..] {
+            let task = d.task.map(|t| format!(" task {}", t.0)).unwrap_or_default();
+            let gpus: Vec<String> = d.gpus.iter().map(|g| g.0.to_string()).collect();
+            let detail = if d.detail.is_empty() { String::new() } else { format!(" ({})", d.detail) };
+            self.log(format!("{} job {}{task} gpus [{}]{detail}", d.kind.as_str(), d.job.0, gpus.join(",")));
+        }
+        Ok(())
+    }
+
+    /// Serves until `stop` is set.
+    pub fn run(&mut self, stop: &AtomicBool) -> Result<(), String> {
+        self.log(format!(
+            "listening on http://{} (policy {}, {} nodes)",
+            self.addr(),
+            self.driver.policy_name(),
+            self.driver.cluster().nodes().len()
+        ));
+        while !stop.load(Ordering::Relaxed) {
+            let wait = match self.driver.next_due() {
+                Some(due) => Duration::from_millis(due.as_ms().saturating_sub(self.clock().as_ms())),
+                None => Duration::from_millis(100),
+            }
+            .min(Duration::from_millis(100));
+            let request = self.server.recv_timeout(wait).map_err(|e| format!("HTTP server: {e}"))?;
+            if let Some(request) = request {
+                self.handle(request)?;
+            }
+            if self.driver.next_due().is_some_and(|d| d <= self.clock()) {
+                self.commit(Vec::new())?;
+            }
+            if self.journal_dirty && self.journal_written.elapsed() >= self.journal_every {
+                self.write_journal_or_log();
+            }
+        }
+        self.write_journal_or_log();
+        Ok(())
+    }
+
+    /// The trace journal is a copy of what SQLite holds: failing to write it is logged (and
+    /// retried at the next interval), never fatal.
+    fn write_journal_or_log(&mut self) {
+        if let Err(e) = self.write_journal() {
+            self.log(format!("cannot write the journal: {e}"));
+            self.journal_written = Instant::now();
+        }
+    }
+
+    /// Writes the session as a canonical trace directory, `STATE/journal/`, replaced whole.
+    pub fn write_journal(&mut self) -> Result<(), String> {
+        let dir = self.state_dir.join("journal");
+        write_journal(&self.driver, &dir)?;
+        self.journal_dirty = false;
+        self.journal_written = Instant::now();
+        Ok(())
+    }
+
+    fn handle(&mut self, mut request: Request) -> Result<(), String> {
+        let authorised = request.headers().iter().any(|h| {
+            h.field.equiv("Authorization")
+                && h.value
+                    .as_str()
+                    .strip_prefix("Bearer ")
+                    .is_some_and(|t| constant_time_eq(t.as_bytes(), self.token.as_bytes()))
+        });
+        if !authorised {
+            let response = Response::empty(401).with_header(header("WWW-Authenticate", "Bearer"));
+            let _ = request.respond(response);
+            return Ok(());
+        }
+        let mut body = Vec::new();
+        let read = request.as_reader().take(MAX_BODY as u64 + 1).read_to_end(&mut body);
+        let response = if read.is_err() {
+            refusal_response(&Refusal::bad("cannot read the request body"))
+        } else if body.len() > MAX_BODY {
+            refusal_response(&Refusal::new(413, "the body is over 1 MiB"))
+        } else {
+            let method = request.method().clone();
+            let url = request.url().to_string();
+            match self.route(&method, &url, &body) {
+                Ok((status, value)) => json_response(status, &value),
+                Err(r) => {
+                    self.log(format!("{method} {url}: refused: {}", r.reason));
+                    refusal_response(&r)
+                }
+            }
+        };
+        let _ = request.respond(response);
+        Ok(())
+    }
+
+    fn route(&mut self, method: &Method, url: &str, body: &[u8]) -> Result<(u16, Value), Refusal> {
+        let path = url.split('?').next().unwrap_or("");
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        match (method, parts.as_slice()) {
+            (Method::Post, ["v1", "jobs"]) => self.submit(parse(body)?),
+            (Method::Get, ["v1", "jobs"]) => Ok((200, self.jobs_json())),
+            (Method::Get, ["v1", "jobs", job]) => Ok((200, self.job_json(self.find_job(job)?))),
+            (Method::Post, ["v1", "jobs", job, "cancel"]) => self.cancel(job),
+            (Method::Get, ["v1", "cluster"]) => Ok((200, self.cluster_json())),
+            (Method::Get, ["v1", "decisions"]) => Ok((200, self.decisions_json())),
+            (Method::Post, ["v1", "agents", "register"]) => self.register(parse(body)?),
+            (Method::Post, ["v1", "agents", "heartbeat"]) => self.heartbeat(parse(body)?),
+            (Method::Get, ["v1", "agents", name, "assignments"]) => {
+                let agent = self
+                    .agents
+                    .get(*name)
+                    .cloned()
+                    .ok_or_else(|| Refusal::new(404, format!("no agent `{name}`: register first")))?;
+                Ok((200, serde_json::to_value(self.assignments_of(&agent)).unwrap_or(Value::Null)))
+            }
+            (
+                _,
+                ["v1", "jobs"]
+                | ["v1", "jobs", _]
+                | ["v1", "jobs", _, "cancel"]
+                | ["v1", "cluster"]
+                | ["v1", "decisions"],
+            )
+            | (_, ["v1", "agents", "register" | "heartbeat"]) => {
+                Err(Refusal::new(405, format!("{method} is not allowed on {path}")))
+            }
+            _ => Err(Refusal::new(404, format!("no such endpoint: {path}"))),
+        }
+    }
+
+    fn internal(e: String) -> Refusal {
+        Refusal::new(500, e)
+    }
+
+    fn submit(&mut self, job: JobRequest) -> Result<(u16, Value), Refusal> {
+        self.driver.check_submission(&job)?;
+        let name = job.name.clone();
+        self.commit(vec![Input::Submit { job }]).map_err(Self::internal)?;
+        let id = self.driver.submissions().len() - 1;
+        self.log(format!("submitted job {id} `{name}`"));
+        Ok((201, json!({ "id": id, "name": name })))
+    }
+
+    fn find_job(&self, key: &str) -> Result<usize, Refusal> {
+        let subs = self.driver.submissions();
+        let found = match key.parse::<usize>() {
+            Ok(i) if i < subs.len() => Some(i),
+            _ => subs.iter().position(|s| s.request.name == key),
+        };
+        found.ok_or_else(|| Refusal::new(404, format!("no job `{key}`")))
+    }
+
+    fn cancel(&mut self, key: &str) -> Result<(u16, Value), Refusal> {
+        let job = self.find_job(key)?;
+        let state = self.driver.job_state(job);
+        if matches!(state, "succeeded" | "failed" | "cancelled") {
+            return Err(Refusal::new(409, format!("job `{key}` has already ended ({state})")));
+        }
+        self.commit(vec![Input::Cancel { job: job as u32 }]).map_err(Self::internal)?;
+        Ok((200, self.job_json(job)))
+    }
+
+    fn jobs_json(&self) -> Value {
+        let list: Vec<Value> = (0..self.driver.submissions().len())
+            .map(|i| {
+                let s = &self.driver.submissions()[i];
+                json!({
+                    "id": i,
+                    "name": s.request.name,
+                    "state": self.driver.job_state(i),
+                    "submit_s": seconds(s.submit),
+                    "tasks": s.request.tasks.len(),
+                })
+            })
+            .collect();
+        json!({ "jobs": list })
+    }
+
+    fn job_json(&self, i: usize) -> Value {
+        let s = &self.driver.submissions()[i];
+        let c = self.driver.controller();
+        let tasks: Vec<Value> = s
+            .request
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let id = s.task_ids[k];
+                let state = id.map(|id| c.task(id));
+                let status = match id {
+                    None if s.cancelled => "cancelled",
+                    None => "blocked",
+                    Some(id) => self.driver.task_status(id).as_str(),
+                };
+                json!({
+                    "name": t.name,
+                    "task_id": id.map(|t| t.0),
+                    "status": status,
+                    "gpus": t.gpus,
+                    "depends_on": t.depends_on,
+                    "attempt": state.filter(|_| id.is_some_and(|id| self.driver.task_status(id) != TaskStatus::Pending)).map(|s| s.attempt),
+                    "exit_code": s.exit_codes[k],
+                    "placed": self.placement(id),
+                })
+            })
+            .collect();
+        json!({
+            "id": i,
+            "name": s.request.name,
+            "state": self.driver.job_state(i),
+            "submit_s": seconds(s.submit),
+            "tasks": tasks,
+        })
+    }
+
+    /// Where a running task is: `node:slot` with each GPU's UUID.
+    fn placement(&self, task: Option<TaskId>) -> Vec<Value> {
+        let Some(task) = task else { return Vec::new() };
+        if self.driver.task_status(task) != TaskStatus::Running {
+            return Vec::new();
+        }
+        let cluster = self.driver.cluster();
+        self.driver
+            .controller()
+            .task(task)
+            .placed
+            .iter()
+            .map(|&g| {
+                let node = cluster.node_of(g);
+                let slot = g.0 - cluster.node(node).first_gpu.0;
+                json!({ "node": node.0, "slot": slot, "uuid": self.uuid_of(node.0, slot) })
+            })
+            .collect()
+    }
+
+    fn agent_of(&self, node: u32) -> Option<&AgentRecord> {
+        self.agents.values().find(|a| a.node == node)
+    }
+
+    fn uuid_of(&self, node: u32, slot: u32) -> Option<String> {
+        self.agent_of(node).and_then(|a| a.gpus.get(slot as usize)).map(|g| g.uuid.clone())
+    }
+
+    fn cluster_json(&self) -> Value {
+        let cluster = self.driver.cluster();
+        let c = self.driver.controller();
+        let mut holder: BTreeMap<u32, String> = BTreeMap::new();
+        for (i, s) in self.driver.submissions().iter().enumerate() {
+            for (k, id) in s.task_ids.iter().enumerate() {
+                if let Some(id) = *id
+                    && self.driver.task_status(id) == TaskStatus::Running
+                {
+                    for g in &c.task(id).placed {
+                        holder.insert(g.0, format!("{}/{} (job {i})", s.request.name, s.request.tasks[k].name));
+                    }
+                }
+            }
+        }
+        let nodes: Vec<Value> = cluster
+            .nodes()
+            .iter()
+            .map(|n| {
+                let agent = self.agent_of(n.id.0);
+                let state = if self.driver.node_dead(n.id.0) {
+                    "dead"
+                } else if agent.is_none() {
+                    "no agent"
+                } else {
+                    "alive"
+                };
+                let gpus: Vec<Value> = n
+                    .gpus()
+                    .enumerate()
+                    .map(|(slot, g)| {
+                        let info = agent.and_then(|a| a.gpus.get(slot));
+                        let processes: Vec<Value> = agent
+                            .and_then(|a| self.processes.get(&a.name))
+                            .into_iter()
+                            .flatten()
+                            .filter(|p| info.is_some_and(|i| i.uuid == p.uuid))
+                            .map(|p| json!({ "pid": p.pid, "used_memory_mib": p.used_memory_mib }))
+                            .collect();
+                        let state = if self.driver.gpu_out(g) {
+                            "out"
+                        } else if holder.contains_key(&g.0) {
+                            "busy"
+                        } else {
+                            "free"
+                        };
+                        json!({
+                            "slot": slot,
+                            "uuid": info.map(|i| i.uuid.clone()),
+                            "name": info.map(|i| i.name.clone()),
+                            "memory_total_mib": info.map(|i| i.memory_total_mib),
+                            "utilisation_pct": info.map(|i| i.utilisation_pct),
+                            "temperature_c": info.map(|i| i.temperature_c),
+                            "state": state,
+                            "task": holder.get(&g.0),
+                            "processes": processes,
+                        })
+                    })
+                    .collect();
+                json!({
+                    "node": n.id.0,
+                    "pool": cluster.pool(n.pool).name,
+                    "agent": agent.map(|a| a.name.clone()),
+                    "addr": agent.map(|a| a.addr.clone()),
+                    "state": state,
+                    "last_beat_s": self.driver.last_beat(n.id.0).map(seconds),
+                    "gpus": gpus,
+                })
+            })
+            .collect();
+        json!({
+            "now_s": seconds(self.driver.now()),
+            "policy": self.driver.policy_name(),
+            "heartbeat_s": self.driver.config().heartbeat_ms as f64 / 1000.0,
+            "missed_beats": self.driver.config().missed_beats,
+            "nodes": nodes,
+        })
+    }
+
+    fn decisions_json(&self) -> Value {
+        let list: Vec<Value> = self
+            .driver
+            .decisions()
+            .iter()
+            .map(|d| {
+                json!({
+                    "time_ms": d.time.as_ms(),
+                    "kind": d.kind.as_str(),
+                    "job": d.job.0,
+                    "task": d.task.map(|t| t.0),
+                    "gpus": d.gpus.iter().map(|g| g.0).collect::<Vec<_>>(),
+                    "detail": d.detail,
+                })
+            })
+            .collect();
+        json!({ "digest": self.driver.controller().digest_hex(), "decisions": list })
+    }
+
+    fn refuse(&self, who: &str, reason: String) -> Refusal {
+        self.log(format!("REFUSED {who}: {reason}"));
+        let _ = self.store.refuse(self.driver.now().as_ms(), who, &reason);
+        Refusal::new(409, reason)
+    }
+
+    fn register(&mut self, r: RegisterRequest) -> Result<(u16, Value), Refusal> {
+        crate::api::check_name("agent name", &r.name)?;
+        if r.gpus.is_empty() {
+            return Err(Refusal::bad("an agent must bring at least one GPU"));
+        }
+        let mut uuids: Vec<&str> = r.gpus.iter().map(|g| g.uuid.as_str()).collect();
+        uuids.sort_unstable();
+        if uuids.windows(2).any(|w| w[0] == w[1]) || uuids.iter().any(|u| u.is_empty()) {
+            return Err(Refusal::bad("the GPU list repeats a UUID or has an empty one"));
+        }
+        for g in &r.gpus {
+            if let Some(other) =
+                self.agents.values().find(|a| a.name != r.name && a.gpus.iter().any(|h| h.uuid == g.uuid))
+            {
+                return Err(self.refuse(
+                    &r.name,
+                    format!("GPU {} is held by agent `{}` (node {}); refused", g.uuid, other.name, other.node),
+                ));
+            }
+        }
+        // An agent registering again under its name keeps its node and its GPU slots; it may
+        // bring fewer GPUs (a lost one stays out), never others.
+        if let Some(known) = self.agents.get(&r.name).cloned()
+            && r.node.is_none_or(|n| n == known.node)
+        {
+            if let Some(g) = r.gpus.iter().find(|g| !known.gpus.iter().any(|k| k.uuid == g.uuid)) {
+                return Err(self.refuse(
+                    &r.name,
+                    format!(
+                        "registers again with GPU {}, which it did not have (it holds node {})",
+                        g.uuid, known.node
+                    ),
+                ));
+            }
+            let node = known.node;
+            let mut record = known;
+            record.addr = r.addr;
+            // A fresh agent process runs nothing of what its node ran: the node went down and
+            // is back (its tasks fail at its next beat, as the simulator has it).
+            let mut inputs = if r.fresh {
+                self.log(format!("node {node}: agent `{}` restarted; what ran there is lost", r.name));
+                vec![Input::NodeRestarted { node }, Input::Beat { node }]
+            } else {
+                vec![Input::Beat { node }]
+            };
+            for (slot, g) in record.gpus.iter_mut().enumerate() {
+                if let Some(now) = r.gpus.iter().find(|n| n.uuid == g.uuid) {
+                    *g = now.clone();
+                    let gpu = self.driver.cluster().node(sim::NodeId(node)).gpu_at(slot as u32);
+                    if self.driver.gpu_out(gpu) {
+                        self.log(format!("node {node}: GPU {} is back", g.uuid));
+                        inputs.push(Input::GpuRepair { node, slot: slot as u32 });
+                    }
+                }
+            }
+            self.store.put_agent(&record).map_err(Self::internal)?;
+            self.agents.insert(r.name.clone(), record);
+            self.commit(inputs).map_err(Self::internal)?;
+            self.log(format!("agent `{}` registered again as node {node}", r.name));
+            let reply = RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms };
+            return Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)));
+        }
+        let cluster = self.driver.cluster();
+        let fits = |node: u32| cluster.nodes().get(node as usize).is_some_and(|n| n.gpu_count as usize == r.gpus.len());
+        let taken = |node: u32| self.agents.values().any(|a| a.node == node && a.name != r.name);
+        let node = match r.node {
+            Some(n) if !fits(n) => {
+                return Err(
+                    self.refuse(&r.name, format!("node {n} does not exist or does not have {} GPUs", r.gpus.len()))
+                );
+            }
+            Some(n) if taken(n) => return Err(self.refuse(&r.name, format!("node {n} is held by another agent"))),
+            Some(n) => n,
+            None => match (0..cluster.nodes().len() as u32).find(|&n| fits(n) && !taken(n)) {
+                Some(n) => n,
+                None => {
+                    return Err(self.refuse(&r.name, format!("no free node of the cluster has {} GPUs", r.gpus.len())));
+                }
+            },
+        };
+        let record = AgentRecord { name: r.name.clone(), node, addr: r.addr, gpus: r.gpus };
+        self.store.put_agent(&record).map_err(Self::internal)?;
+        self.agents.insert(r.name.clone(), record);
+        self.commit(vec![Input::Beat { node }]).map_err(Self::internal)?;
+        self.log(format!("agent `{}` registered as node {node}", r.name));
+        let reply = RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms };
+        Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
+    }
+
+    fn heartbeat(&mut self, h: HeartbeatRequest) -> Result<(u16, Value), Refusal> {
+        let Some(agent) = self.agents.get(&h.name).cloned() else {
+            return Err(Refusal::new(404, format!("no agent `{}`: register first", h.name)));
+        };
+        let node = agent.node;
+        let slot_of = |uuid: &str| agent.gpus.iter().position(|g| g.uuid == uuid);
+        for e in &h.health {
+            if slot_of(e.uuid()).is_none() {
+                return Err(
+                    self.refuse(&h.name, format!("health event for unknown GPU {} (not this agent's)", e.uuid()))
+                );
+            }
+        }
+        if let Some(g) = h.gpus.iter().find(|g| slot_of(&g.uuid).is_none()) {
+            return Err(self.refuse(&h.name, format!("reports unknown GPU {}", g.uuid)));
+        }
+        if let Some(p) = h.processes.iter().find(|p| slot_of(&p.uuid).is_none()) {
+            return Err(self.refuse(&h.name, format!("reports a process on unknown GPU {}", p.uuid)));
+        }
+        self.processes.insert(h.name.clone(), h.processes.clone());
+        let mut inputs = vec![Input::Beat { node }];
+        for e in &h.health {
+            let slot = slot_of(e.uuid()).unwrap_or(0) as u32;
+            self.log(format!("node {node}: {e}"));
+            let what = match e {
+                HealthEvent::Xid { code, .. } => format!("xid {code}"),
+                HealthEvent::Ecc { count, .. } => format!("ecc {count}"),
+                HealthEvent::Lost { .. } => "lost".to_string(),
+            };
+            inputs.push(Input::GpuFail { node, slot, what });
+        }
+        let c = self.driver.controller();
+        for x in &h.exits {
+            let task = TaskId(x.task);
+            let current = (x.task as usize) < c.workload().task_count()
+                && self.driver.task_status(task) == TaskStatus::Running
+                && c.task(task).attempt == x.attempt;
+            // A gang spanning nodes ends when its rank 0 (its first node) exits.
+            let rank0 =
+                current && c.task(task).placed.iter().map(|&g| self.driver.cluster().node_of(g).0).min() == Some(node);
+            if rank0 {
+                inputs.push(Input::Exit { task: x.task, attempt: x.attempt, code: x.code });
+                self.log(format!("node {node}: task {} attempt {} exited {}", x.task, x.attempt, x.code));
+            }
+        }
+        // Refresh what the agent says of its GPUs (utilisation, temperature) for the cluster view.
+        if !h.gpus.is_empty()
+            && let Some(a) = self.agents.get_mut(&h.name)
+        {
+            for g in &h.gpus {
+                if let Some(mine) = a.gpus.iter_mut().find(|m| m.uuid == g.uuid) {
+                    *mine = g.clone();
+                }
+            }
+        }
+        self.commit(inputs).map_err(Self::internal)?;
+        let assignments = self.assignments_of(&agent);
+        let reply = HeartbeatReply { assignments, acked: h.exits, heartbeat_ms: self.driver.config().heartbeat_ms };
+        Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
+    }
+}
+
+impl Coordinator {
+    /// What `agent`'s node must run, with its GPUs' UUIDs.
+    fn assignments_of(&self, agent: &AgentRecord) -> Vec<crate::api::Assignment> {
+        let addr_of = |n: u32| self.agent_of(n).map(|a| a.addr.clone()).unwrap_or_default();
+        let mut assignments = self.driver.assignments(agent.node, addr_of);
+        for a in &mut assignments {
+            a.gpus = a
+                .gpus
+                .iter()
+                .map(|slot| {
+                    slot.parse::<usize>()
+                        .ok()
+                        .and_then(|s| agent.gpus.get(s))
+                        .map(|g| g.uuid.clone())
+                        .unwrap_or_default()
+                })
+                .collect();
+        }
+        assignments
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Refusal> {
+    serde_json::from_slice(body).map_err(|e| Refusal::bad(format!("malformed request body: {e}")))
+}
+
+fn seconds(t: SimTime) -> f64 {
+    t.as_ms() as f64 / 1000.0
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Writes `driver`'s session as a canonical trace directory at `dir` (replaced whole), with
+/// `live.json` beside it: the settings `schedlab simulate` needs to replay it.
+pub fn write_journal(driver: &Driver, dir: &Path) -> Result<(), String> {
+    let tmp = dir.with_extension("tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    let trace = driver.trace();
+    if trace.workload.is_empty() {
+        return Ok(()); // the format needs at least one job
+    }
+    traces::write_trace_dir(&trace, &tmp).map_err(|e| e.to_string())?;
+    let config = driver.config();
+    let settings = json!({
+        "policy": config.policy,
+        "seed": config.seed,
+        "heartbeat_s": config.heartbeat_ms as f64 / 1000.0,
+        "missed_beats": config.missed_beats,
+        "max_retries": config.max_retries,
+        "replay": format!(
+            "schedlab simulate --trace {} --policy '{}' --seed {} --heartbeat-s {} --missed-beats {} --max-retries {} --decisions",
+            dir.display(), config.policy, config.seed, config.heartbeat_ms as f64 / 1000.0, config.missed_beats, config.max_retries
+        ),
+    });
+    std::fs::write(tmp.join("live.json"), format!("{settings:#}\n")).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::rename(&tmp, dir).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// Runs the coordinator until `stop` is set (the CLI passes a flag no one sets).
+pub fn serve(options: ServeOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
+    let mut c = Coordinator::open(options)?;
+    c.run(&stop)
+}

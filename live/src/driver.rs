@@ -1,0 +1,1045 @@
+//! The live driver: the second driver of `sim::Controller`, beside the virtual-time engine.
+//!
+//! Its state is a pure function of the journal: a list of [`Batch`]es, each a time (SimTime
+//! milliseconds since the coordinator's epoch, strictly increasing) and the inputs that arrived
+//! then (submissions, process exits, heartbeats, GPU failures and repairs, agent restarts,
+//! cancels, ticks). The coordinator writes a batch to SQLite before applying it, and rebuilds
+//! this state after a crash by applying the journal again: the Controller and the policy are
+//! deterministic, so the same journal gives the same decisions, the same attempts, the same
+//! everything.
+//!
+//! Architecture Invariant: this module reads no clock. Batch times come from the coordinator.
+//!
+//! Each batch is applied as the engine applies one timestamp (sim/src/engine.rs): hardware
+//! first (the inputs in arrival order, as a trace's rows come first in the engine's queue,
+//! then the deadlines and repairs the driver scheduled, in the order it scheduled them), then
+//! completions and the Controller's timers (in the order they were scheduled, as the engine's
+//! heap pops them), arrivals, cancels and wake-ups; the policy decides once if anything
+//! happened. Heartbeats and node down periods follow the observer (sim/src/observe.rs) for
+//! explicit heartbeats: a node is declared dead `missed_beats x heartbeat_interval` after its
+//! last delivered beat; beats are not delivered while it is down; every configured node beats
+//! once at time 0. So the journal, written as a canonical trace (explicit `heartbeat` rows,
+//! `gpu_fail` and `node_fail` rows with their repairs, each task's real run time as its
+//! duration), replays in `schedlab simulate` with the same decisions.
+//!
+//! The Controller is built with a fixed workload; a batch that brings jobs it does not know
+//! rebuilds it (and the policy) from the journal with the longer workload. That costs the
+//! replay of the journal per such batch (about a microsecond a batch); a restart replays the
+//! whole journal once ([`Driver::replay`]).
+
+use crate::api::{Assignment, JobRequest, Refusal};
+use serde::{Deserialize, Serialize};
+use sim::{
+    Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DecisionRecord, DepKind, Dependency, Effect,
+    FailureConfig, GpuId, JobId, JobOutcome, JobSpec, NodeId, Policy, SimDuration, SimTime, TaskId, TaskSpec,
+    TaskStatus, Timer, Workload,
+};
+use std::collections::BTreeMap;
+
+/// A hardware event the driver schedules itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Hardware {
+    /// `missed_beats` beats after the beat at `beat`.
+    Deadline {
+        node: u32,
+        beat: SimTime,
+    },
+    NodeRepair {
+        node: u32,
+    },
+    /// The GPU's failures end (its repairs were scheduled when it failed).
+    GpuRepair {
+        gpu: GpuId,
+    },
+}
+
+/// A completion-phase event of a batch: (schedule order, an exit (task, attempt, code), a timer).
+type Completion = (u64, Option<(u32, u32, i32)>, Option<Timer>);
+
+/// One input of a batch, as journaled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Input {
+    /// A job submitted through the API (already validated).
+    Submit { job: JobRequest },
+    /// An attempt's process ended with `code`.
+    Exit { task: u32, attempt: u32, code: i32 },
+    /// The node's agent reported in.
+    Beat { node: u32 },
+    /// A GPU failed (XID, uncorrected ECC, lost); `what` for the logs.
+    GpuFail { node: u32, slot: u32, what: String },
+    /// The node's agent started afresh: whatever ran there is gone (the node went down and
+    /// came back at once, as a trace's `node_fail` with a 1 ms repair).
+    NodeRestarted { node: u32 },
+    /// The GPU works again (its agent registered again with it).
+    GpuRepair { node: u32, slot: u32 },
+    /// The user cancelled the job (by submission index).
+    Cancel { job: u32 },
+    /// Nothing arrived: a heartbeat deadline, a wake-up or a Controller timer fell due.
+    Tick,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Batch {
+    pub time_ms: u64,
+    pub inputs: Vec<Input>,
+}
+
+/// What the coordinator was started with; fixed for the life of its state directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriverConfig {
+    /// The cluster, as a `--cluster` spec (shorthand or the text of a cluster.csv).
+    pub cluster: String,
+    pub policy: String,
+    pub seed: u64,
+    pub heartbeat_ms: u64,
+    pub missed_beats: u32,
+    pub max_retries: u32,
+    /// The work the Controller assumes for a task without an estimate until its process ends.
+    pub default_work_ms: u64,
+}
+
+/// A Controller job: one submitted job (its dependencies the job's task DAG).
+#[derive(Debug, Clone)]
+struct Unit {
+    submission: usize,
+    spec: JobSpec,
+}
+
+/// A submitted job and where its tasks are.
+#[derive(Debug, Clone)]
+pub struct Submission {
+    pub request: JobRequest,
+    pub submit: SimTime,
+    /// The Controller task of each request task, once its unit exists.
+    pub task_ids: Vec<Option<TaskId>>,
+    pub exit_codes: Vec<Option<i32>>,
+    pub cancelled: bool,
+    estimates: Vec<Option<u64>>,
+}
+
+pub struct Driver {
+    config: DriverConfig,
+    spec: ClusterSpec,
+    cluster: Cluster,
+    failures: FailureConfig,
+    controller: Controller,
+    policy: Box<dyn Policy + Send>,
+    journal: Vec<Batch>,
+    submissions: Vec<Submission>,
+    units: Vec<Unit>,
+    /// Units not yet arrived, by arrival time (index into `units`).
+    arrivals: BTreeMap<SimTime, Vec<usize>>,
+    /// The Controller task -> (submission, task index).
+    task_origin: Vec<(usize, usize)>,
+    last_beat: Vec<Option<SimTime>>,
+    dead: Vec<bool>,
+    /// GPUs taken out, with their failures' rows in `trace_events` and the order each
+    /// failure was scheduled in (repaired together).
+    gpu_out: BTreeMap<GpuId, Vec<(usize, u64)>>,
+    /// Hardware events the driver scheduled itself (heartbeat deadlines, one per delivered
+    /// beat; node repairs), with the order they were scheduled in, as the engine queues them.
+    hardware: BTreeMap<SimTime, Vec<(u64, Hardware)>>,
+    /// Nodes whose agent restarted: down until the repair 1 ms later (a count, as the
+    /// observer counts overlapping failures), when that down period began, when they were
+    /// last repaired, and whether they have been down since their last delivered beat.
+    down: Vec<u32>,
+    node_failed_at: Vec<SimTime>,
+    node_repaired_at: Vec<Option<SimTime>>,
+    down_since_beat: Vec<bool>,
+    wakes: BTreeMap<SimTime, u32>,
+    /// What the Controller asked to be told about (start windows, progress points), with the
+    /// order they were asked in.
+    timers: BTreeMap<SimTime, Vec<(u64, Timer)>>,
+    /// The order attempts started in (the engine pops same-time completions in this order).
+    start_seq: BTreeMap<(TaskId, u32), u64>,
+    next_seq: u64,
+    /// Hardware events for the trace: explicit beats and GPU failures as applied.
+    trace_events: Vec<ClusterEvent>,
+    now: SimTime,
+}
+
+fn controller_config(config: &DriverConfig, failures: FailureConfig) -> ControllerConfig {
+    ControllerConfig {
+        seed: config.seed,
+        failures,
+        check_invariants: cfg!(debug_assertions),
+        record_decisions: true,
+        ..ControllerConfig::default()
+    }
+}
+
+/// Parses a `--cluster` value: the shorthand, or the text of a cluster.csv.
+pub fn parse_cluster(text: &str) -> Result<ClusterSpec, String> {
+    if text.contains('\n') {
+        traces::read_cluster_csv(text.as_bytes(), "cluster.csv").map_err(|e| e.to_string())
+    } else {
+        traces::parse_cluster_shorthand(text).map_err(|e| e.to_string())
+    }
+}
+
+impl Driver {
+    /// A fresh driver; nothing applied yet (see [`Driver::start_batch`]).
+    pub fn new(config: DriverConfig) -> Result<Driver, String> {
+        let spec = parse_cluster(&config.cluster)?;
+        let cluster = Cluster::new(&spec).map_err(|e| e.to_string())?;
+        if config.heartbeat_ms == 0 || config.missed_beats == 0 {
+            return Err("the heartbeat interval and missed beats must be positive".into());
+        }
+        let failures = FailureConfig {
+            heartbeat_interval: SimDuration(config.heartbeat_ms),
+            missed_beats: config.missed_beats,
+            gpu_detect_delay: SimDuration::ZERO,
+            max_retries: config.max_retries,
+        };
+        let policy = policies::build(&config.policy).map_err(|e| e.to_string())?;
+        let nodes = cluster.nodes().len();
+        let controller =
+            Controller::new(cluster.clone(), Workload::default(), policy.name(), controller_config(&config, failures));
+        Ok(Driver {
+            spec,
+            failures,
+            controller,
+            policy,
+            journal: Vec::new(),
+            submissions: Vec::new(),
+            units: Vec::new(),
+            arrivals: BTreeMap::new(),
+            task_origin: Vec::new(),
+            last_beat: vec![None; nodes],
+            dead: vec![false; nodes],
+            gpu_out: BTreeMap::new(),
+            hardware: BTreeMap::new(),
+            down: vec![0; nodes],
+            node_failed_at: vec![SimTime::ZERO; nodes],
+            node_repaired_at: vec![None; nodes],
+            down_since_beat: vec![false; nodes],
+            wakes: BTreeMap::new(),
+            timers: BTreeMap::new(),
+            start_seq: BTreeMap::new(),
+            next_seq: 0,
+            trace_events: Vec::new(),
+            now: SimTime::ZERO,
+            cluster,
+            config,
+        })
+    }
+
+    /// The first batch of a fresh journal: every node beats once at time 0.
+    pub fn start_batch(&self) -> Batch {
+        let inputs = (0..self.cluster.nodes().len() as u32).map(|node| Input::Beat { node }).collect();
+        Batch { time_ms: 0, inputs }
+    }
+
+    pub fn config(&self) -> &DriverConfig {
+        &self.config
+    }
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+    pub fn cluster_spec(&self) -> &ClusterSpec {
+        &self.spec
+    }
+    pub fn controller(&self) -> &Controller {
+        &self.controller
+    }
+    pub fn submissions(&self) -> &[Submission] {
+        &self.submissions
+    }
+    pub fn journal(&self) -> &[Batch] {
+        &self.journal
+    }
+    pub fn decisions(&self) -> &[DecisionRecord] {
+        self.controller.decision_log()
+    }
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+    pub fn node_dead(&self, node: u32) -> bool {
+        self.dead.get(node as usize).copied().unwrap_or(false)
+    }
+    pub fn last_beat(&self, node: u32) -> Option<SimTime> {
+        self.last_beat.get(node as usize).copied().flatten()
+    }
+    pub fn gpu_out(&self, gpu: GpuId) -> bool {
+        self.gpu_out.contains_key(&gpu)
+    }
+    pub fn policy_name(&self) -> &str {
+        self.policy.name()
+    }
+
+    /// The earliest time something is due without any input (a heartbeat deadline, a
+    /// wake-up, a Controller timer), if any.
+    pub fn next_due(&self) -> Option<SimTime> {
+        [self.hardware.keys().next(), self.wakes.keys().next(), self.arrivals.keys().next(), self.timers.keys().next()]
+            .into_iter()
+            .flatten()
+            .copied()
+            .min()
+    }
+
+    /// Checks what a submission needs from the driver's state: a unique name, estimates when
+    /// the policy reads them.
+    pub fn check_submission(&self, job: &JobRequest) -> Result<(), Refusal> {
+        let estimates = job.validate()?;
+        if self.submissions.iter().any(|s| s.request.name == job.name) {
+            return Err(Refusal::new(409, format!("a job named `{}` was already submitted", job.name)));
+        }
+        if self.policy.needs_estimates()
+            && let Some(t) = job.tasks.iter().zip(&estimates).find(|(_, e)| e.is_none())
+        {
+            return Err(Refusal::bad(format!(
+                "policy {} uses duration estimates: task `{}` needs estimate_s",
+                self.policy.name(),
+                t.0.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Applies `batch`, first applying on their own the deadlines, wake-ups and releases due
+    /// before it (as [`Input::Tick`] batches, returned so the caller journals them too).
+    /// Batches must come in strictly increasing time; an earlier one is refused.
+    pub fn apply(&mut self, batch: Batch) -> Result<Vec<Batch>, String> {
+        let at = SimTime(batch.time_ms);
+        if !self.journal.is_empty() && at <= self.now {
+            return Err(format!("batch at {} ms is not after the last one ({} ms)", at.as_ms(), self.now.as_ms()));
+        }
+        let mut ticks = Vec::new();
+        while let Some(due) = self.next_due().filter(|&d| d < at) {
+            let tick = Batch { time_ms: due.as_ms(), inputs: vec![Input::Tick] };
+            self.apply_one(tick.clone());
+            ticks.push(tick);
+        }
+        self.apply_one(batch);
+        Ok(ticks)
+    }
+
+    fn apply_one(&mut self, batch: Batch) {
+        let at = SimTime(batch.time_ms);
+        // New submissions become units; if any unit arrives now that the Controller does not
+        // know, rebuild it from the journal with the longer workload.
+        for input in &batch.inputs {
+            if let Input::Submit { job } = input {
+                self.add_submission(job.clone(), at);
+            }
+        }
+        if self.controller.workload().len() < self.units.len() {
+            self.rebuild();
+        }
+        self.journal.push(batch.clone());
+        self.step(&batch, at);
+    }
+
+    fn add_submission(&mut self, request: JobRequest, at: SimTime) {
+        let estimates = request.validate().unwrap_or_else(|_| vec![None; request.tasks.len()]);
+        let index = self.submissions.len();
+        let n = request.tasks.len();
+        self.submissions.push(Submission {
+            request,
+            submit: at,
+            task_ids: vec![None; n],
+            exit_codes: vec![None; n],
+            cancelled: false,
+            estimates,
+        });
+        self.add_unit(index, at);
+    }
+
+    /// The submission as one Controller job, its `depends_on` as the job's task DAG
+    /// (`success` edges: a task runs once its upstream tasks succeeded).
+    fn add_unit(&mut self, submission: usize, at: SimTime) {
+        let s = &self.submissions[submission];
+        let index_of = |name: &str| s.request.tasks.iter().position(|t| t.name == name);
+        let specs = s
+            .request
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(t, r)| {
+                let estimate = s.estimates[t].map(SimDuration);
+                let mut spec = TaskSpec::new(
+                    r.name.clone(),
+                    r.gpus,
+                    estimate.unwrap_or(SimDuration(self.config.default_work_ms.max(1))),
+                );
+                spec.estimate = estimate;
+                spec.gpu_type = r.gpu_type.clone();
+                spec.single_node = r.single_node;
+                spec.deps = r
+                    .depends_on
+                    .iter()
+                    .filter_map(|d| index_of(d))
+                    .map(|upstream| Dependency { upstream, kind: DepKind::Success })
+                    .collect();
+                spec
+            })
+            .collect();
+        let spec = JobSpec {
+            name: s.request.name.clone(),
+            submit: at,
+            queue: s.request.queue.clone(),
+            deadline: None,
+            priority: 0,
+            tasks: specs,
+        };
+        let unit = self.units.len();
+        let first_task = self.task_origin.len();
+        for t in 0..spec.tasks.len() {
+            self.task_origin.push((submission, t));
+            self.submissions[submission].task_ids[t] = Some(TaskId::from_index(first_task + t));
+        }
+        self.units.push(Unit { submission, spec });
+        self.arrivals.entry(at).or_default().push(unit);
+    }
+
+    /// A fresh Controller and policy over every unit known, with the journal applied again.
+    fn rebuild(&mut self) {
+        self.rebuild_checked(true);
+    }
+
+    /// A driver with `journal` applied: what [`Driver::apply`] of each batch in turn gives,
+    /// faster. Every job is known up front (each submission is one job, in journal order), so
+    /// one Controller replays the whole journal instead of one rebuild per submission.
+    pub fn replay(config: DriverConfig, journal: Vec<Batch>) -> Result<Driver, String> {
+        let mut d = Driver::new(config)?;
+        let increasing = journal.windows(2).all(|w| w[0].time_ms < w[1].time_ms);
+        if !increasing {
+            for batch in journal {
+                d.apply(batch)?;
+            }
+            return Ok(d);
+        }
+        for batch in &journal {
+            for input in &batch.inputs {
+                if let Input::Submit { job } = input {
+                    d.add_submission(job.clone(), SimTime(batch.time_ms));
+                }
+            }
+        }
+        d.journal = journal;
+        d.rebuild_checked(false);
+        Ok(d)
+    }
+
+    fn rebuild_checked(&mut self, check: bool) {
+        let jobs: Vec<JobSpec> = self.units.iter().map(|u| u.spec.clone()).collect();
+        let workload = Workload::new(jobs).expect("live units are valid jobs");
+        debug_assert!(
+            workload.jobs().iter().zip(&self.units).all(|(a, b)| a.name == b.spec.name),
+            "units are in arrival order"
+        );
+        let policy = policies::build(&self.config.policy).expect("the policy built before");
+        let before = self.controller.decision_log().len();
+        let digest_before = (before, self.controller.digest_hex());
+        let journal = std::mem::take(&mut self.journal);
+        let submissions = std::mem::take(&mut self.submissions);
+        let units = std::mem::take(&mut self.units);
+        let nodes = self.cluster.nodes().len();
+        *self = Driver {
+            controller: Controller::new(
+                self.cluster.clone(),
+                workload,
+                policy.name(),
+                controller_config(&self.config, self.failures),
+            ),
+            policy,
+            journal: Vec::new(),
+            submissions: Vec::new(),
+            units: Vec::new(),
+            arrivals: BTreeMap::new(),
+            task_origin: Vec::new(),
+            last_beat: vec![None; nodes],
+            dead: vec![false; nodes],
+            gpu_out: BTreeMap::new(),
+            hardware: BTreeMap::new(),
+            down: vec![0; nodes],
+            node_failed_at: vec![SimTime::ZERO; nodes],
+            node_repaired_at: vec![None; nodes],
+            down_since_beat: vec![false; nodes],
+            wakes: BTreeMap::new(),
+            timers: BTreeMap::new(),
+            start_seq: BTreeMap::new(),
+            next_seq: 0,
+            trace_events: Vec::new(),
+            now: SimTime::ZERO,
+            config: self.config.clone(),
+            spec: self.spec.clone(),
+            cluster: self.cluster.clone(),
+            failures: self.failures,
+        };
+        // Submissions and units are re-derived by the replay, in the same order; then the
+        // submissions of the batch being applied (not journaled yet) are added again.
+        for batch in journal {
+            let at = SimTime(batch.time_ms);
+            for input in &batch.inputs {
+                if let Input::Submit { job } = input {
+                    self.add_submission(job.clone(), at);
+                }
+            }
+            self.journal.push(batch.clone());
+            self.step(&batch, at);
+        }
+        for pending in submissions.into_iter().skip(self.submissions.len()) {
+            self.add_submission(pending.request, pending.submit);
+        }
+        let same_units =
+            self.units.len() == units.len() && self.units.iter().zip(&units).all(|(a, b)| a.spec == b.spec);
+        assert!(same_units, "the journal replayed to other jobs");
+        let after = (self.controller.decision_log().len(), self.controller.digest_hex());
+        assert!(!check || digest_before == after, "the journal replayed to other decisions");
+    }
+
+    /// One timestamp, as the engine applies one.
+    fn step(&mut self, batch: &Batch, at: SimTime) {
+        self.now = at;
+        self.controller.advance_to(at);
+        let mut changed = false;
+        let mut woken = false;
+        // Hardware: the inputs in arrival order (a trace's rows come first in the engine's
+        // queue), then what the driver scheduled for now (deadlines, repairs) in the order it
+        // scheduled them.
+        for input in &batch.inputs {
+            match *input {
+                Input::Beat { node } if (node as usize) < self.last_beat.len() => {
+                    changed = true;
+                    self.trace_events.push(ClusterEvent::Heartbeat { time: at, node: NodeId(node) });
+                    self.beat(node, at);
+                }
+                Input::GpuFail { node, slot, .. } => {
+                    let Some(gpu) = self.gpu_at(node, slot) else { continue };
+                    changed = true;
+                    let row = self.trace_events.len();
+                    self.trace_events.push(ClusterEvent::GpuFail {
+                        time: at,
+                        node: NodeId(node),
+                        gpu: slot,
+                        repair: None,
+                    });
+                    let seq = self.seq();
+                    let rows = self.gpu_out.entry(gpu).or_default();
+                    rows.push((row, seq));
+                    if rows.len() == 1 {
+                        self.controller.gpu_broke(gpu);
+                        self.controller.gpu_failure_seen(gpu, at, true);
+                    }
+                }
+                Input::NodeRestarted { node } if (node as usize) < self.down.len() => {
+                    changed = true;
+                    self.node_restarted(node, at);
+                }
+                _ => {}
+            }
+        }
+        let mut due = self.hardware.remove(&at).unwrap_or_default();
+        for input in &batch.inputs {
+            if let Input::GpuRepair { node, slot } = *input
+                && let Some(gpu) = self.gpu_at(node, slot)
+                && let Some(rows) = self.gpu_out.remove(&gpu)
+            {
+                for &(row, _) in &rows {
+                    if let ClusterEvent::GpuFail { time, repair, .. } = &mut self.trace_events[row] {
+                        *repair = Some(at.since(*time).max(SimDuration(1)));
+                    }
+                }
+                // One repair per failure; the GPU works again at the last of them.
+                let last = rows.iter().map(|&(_, seq)| seq).max().unwrap_or(0);
+                due.push((last, Hardware::GpuRepair { gpu }));
+            }
+        }
+        due.sort_unstable();
+        for (_, event) in due {
+            changed = true;
+            match event {
+                Hardware::Deadline { node, beat } => {
+                    let n = node as usize;
+                    if self.last_beat[n] == Some(beat) && !self.dead[n] {
+                        self.dead[n] = true;
+                        let failed_at = (self.down[n] > 0).then_some(self.node_failed_at[n]);
+                        self.controller.node_declared_dead(NodeId(node), failed_at);
+                    }
+                }
+                Hardware::NodeRepair { node } => {
+                    let n = node as usize;
+                    self.down[n] -= 1;
+                    if self.down[n] == 0 {
+                        self.controller.node_repaired(NodeId(node));
+                        self.node_repaired_at[n] = Some(at);
+                    }
+                }
+                Hardware::GpuRepair { gpu } => self.controller.gpu_repaired(gpu),
+            }
+        }
+        // Completions and the Controller's timers, in the order the engine's heap would pop
+        // them (the order they were scheduled in).
+        let mut completions: Vec<Completion> = batch
+            .inputs
+            .iter()
+            .filter_map(|i| match *i {
+                Input::Exit { task, attempt, code } => {
+                    let seq = self.start_seq.get(&(TaskId(task), attempt)).copied()?;
+                    Some((seq, Some((task, attempt, code)), None))
+                }
+                _ => None,
+            })
+            .collect();
+        completions
+            .extend(self.timers.remove(&at).unwrap_or_default().into_iter().map(|(seq, t)| (seq, None, Some(t))));
+        completions.sort_by_key(|c| (c.0, c.1));
+        completions.dedup_by_key(|c| (c.0, c.1.map(|e| (e.0, e.1))));
+        for (_, exit, timer) in completions {
+            if let Some(timer) = timer {
+                changed |= self.controller.timer_fired(timer);
+            }
+            let Some((task, attempt, code)) = exit else { continue };
+            let failure = (code != 0).then(|| format!("its process exited with code {code}"));
+            if (task as usize) < self.task_origin.len()
+                && self.controller.task_exited(TaskId(task), attempt, failure.as_deref())
+            {
+                changed = true;
+                let (s, t) = self.task_origin[task as usize];
+                self.submissions[s].exit_codes[t] = Some(code);
+            }
+        }
+        // Arrivals.
+        if let Some(units) = self.arrivals.remove(&at) {
+            for unit in units {
+                changed = true;
+                self.controller.job_arrived(JobId::from_index(unit));
+            }
+        }
+        // Cancels.
+        for input in &batch.inputs {
+            if let Input::Cancel { job } = *input
+                && let Some(s) = self.submissions.get_mut(job as usize)
+                && !s.cancelled
+            {
+                s.cancelled = true;
+                changed = true;
+                let units: Vec<usize> = self
+                    .units
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, u)| u.submission == job as usize)
+                    .map(|(i, _)| i)
+                    .collect();
+                for unit in units {
+                    if (unit as u64) < self.controller.workload().len() as u64 {
+                        self.controller.cancel_job(JobId::from_index(unit), "cancelled by the user");
+                    }
+                }
+                // Units not released yet never will be.
+                for pending in self.arrivals.values_mut() {
+                    pending.retain(|&u| self.units[u].submission != job as usize);
+                }
+                self.arrivals.retain(|_, v| !v.is_empty());
+            }
+        }
+        // Wake-ups.
+        if let Some(count) = self.wakes.remove(&at) {
+            for _ in 0..count {
+                self.controller.wake();
+            }
+            woken = true;
+        }
+        if changed || woken {
+            let mut effects = Vec::new();
+            self.controller.decide(self.policy.as_mut(), &mut effects);
+            for effect in effects {
+                match effect {
+                    Effect::Started { task, attempt, .. } => {
+                        let seq = self.seq();
+                        self.start_seq.insert((task, attempt), seq);
+                    }
+                    Effect::Stopped { .. } => {}
+                    Effect::WakeAt(t) => *self.wakes.entry(t).or_default() += 1,
+                }
+            }
+        }
+        let timers: Vec<(SimTime, Timer)> = self.controller.take_timers().collect();
+        for (t, timer) in timers {
+            let seq = self.seq();
+            self.timers.entry(t).or_default().push((seq, timer));
+        }
+    }
+
+    fn seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq - 1
+    }
+
+    /// A heartbeat, as the observer applies an explicit one: not delivered while the node is
+    /// down; a dead node rejoins; a node that was down since its last beat reports the tasks
+    /// it lost (those the down period stalled fail and retry).
+    fn beat(&mut self, node: u32, at: SimTime) {
+        let n = node as usize;
+        if self.down[n] > 0 {
+            return;
+        }
+        if std::mem::replace(&mut self.dead[n], false) {
+            self.controller.node_rejoined(NodeId(node));
+        } else if std::mem::take(&mut self.down_since_beat[n]) {
+            self.controller.node_lost_tasks(NodeId(node), self.node_failed_at[n]);
+        }
+        self.down_since_beat[n] = false;
+        self.last_beat[n] = Some(at);
+        let k = self.failures.heartbeat_interval.as_ms() * u64::from(self.failures.missed_beats);
+        let seq = self.seq();
+        self.hardware.entry(at + SimDuration(k)).or_default().push((seq, Hardware::Deadline { node, beat: at }));
+    }
+
+    /// The node's agent restarted: as the observer applies a `node_fail` repaired 1 ms later.
+    fn node_restarted(&mut self, node: u32, at: SimTime) {
+        let n = node as usize;
+        let repair = SimDuration(1);
+        self.trace_events.push(ClusterEvent::NodeFail { time: at, node: NodeId(node), repair: Some(repair) });
+        self.down[n] += 1;
+        let seq = self.seq();
+        self.hardware.entry(at + repair).or_default().push((seq, Hardware::NodeRepair { node }));
+        if self.down[n] > 1 {
+            return;
+        }
+        let beat_since_repair = self.node_repaired_at[n].is_none_or(|r| self.failures.next_beat_at(r) < at);
+        if beat_since_repair {
+            self.node_failed_at[n] = at;
+        }
+        self.down_since_beat[n] = true;
+        self.controller.node_broke(NodeId(node));
+    }
+
+    fn gpu_at(&self, node: u32, slot: u32) -> Option<GpuId> {
+        let n = self.cluster.nodes().get(node as usize)?;
+        (slot < n.gpu_count).then(|| n.gpu_at(slot))
+    }
+
+    /// What `node` must run now: every running attempt with GPUs on it.
+    pub fn assignments(&self, node: u32, addr_of: impl Fn(u32) -> String) -> Vec<Assignment> {
+        let mut out = Vec::new();
+        for (index, &(s, t)) in self.task_origin.iter().enumerate() {
+            let task = TaskId::from_index(index);
+            if index >= self.controller.workload().task_count() {
+                break;
+            }
+            let state = self.controller.task(task);
+            // Stalled: its node went down under it (an agent restart); it fails at the node's
+            // next beat and runs again as a new attempt.
+            if state.status != TaskStatus::Running || state.stalled_since.is_some() {
+                continue;
+            }
+            let mut nodes: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+            for &g in &state.placed {
+                let n = self.cluster.node_of(g);
+                let slot = g.0 - self.cluster.node(n).first_gpu.0;
+                nodes.entry(n.0).or_default().push(slot);
+            }
+            let Some(rank) = nodes.keys().position(|&n| n == node) else { continue };
+            let sub = &self.submissions[s];
+            let first = *nodes.keys().next().unwrap_or(&node);
+            out.push(Assignment {
+                task: task.0,
+                attempt: state.attempt,
+                job: sub.request.name.clone(),
+                task_name: sub.request.tasks[t].name.clone(),
+                command: sub.request.tasks[t].command.clone(),
+                gpus: nodes[&node].iter().map(|s| s.to_string()).collect(),
+                rank: rank as u32,
+                world_size: nodes.len() as u32,
+                master_addr: addr_of(first),
+            });
+        }
+        out
+    }
+
+    /// The state of submission `s` as users see it: `waiting`, `running`, `succeeded`,
+    /// `failed` (a task failed past its retries or exited non-zero), `cancelled`,
+    /// `rejected` (by the policy) or `unschedulable`.
+    pub fn job_state(&self, s: usize) -> &'static str {
+        let sub = &self.submissions[s];
+        if sub.cancelled {
+            return "cancelled";
+        }
+        let unit = self.units.iter().position(|u| u.submission == s);
+        let outcome = unit
+            .filter(|&u| u < self.controller.workload().len())
+            .map(|u| &self.controller.job(JobId::from_index(u)).outcome);
+        match outcome {
+            Some(Some(JobOutcome::Succeeded)) => "succeeded",
+            Some(Some(JobOutcome::Failed(_))) => "failed",
+            Some(Some(JobOutcome::Rejected(_))) => "rejected",
+            Some(Some(JobOutcome::Unschedulable(_))) => "unschedulable",
+            _ => {
+                let running = sub.task_ids.iter().flatten().any(|&t| self.task_status(t) == TaskStatus::Running);
+                if running { "running" } else { "waiting" }
+            }
+        }
+    }
+
+    /// A task's status (`Pending` until its unit reached the Controller).
+    pub fn task_status(&self, task: TaskId) -> TaskStatus {
+        if task.index() < self.controller.workload().task_count() {
+            self.controller.task(task).status
+        } else {
+            TaskStatus::Pending
+        }
+    }
+
+    /// The session as a canonical trace: the units as jobs (each task's duration its real run
+    /// time once it succeeded, the assumed work otherwise), the cluster, and the hardware
+    /// events (explicit heartbeats and GPU failures).
+    pub fn trace(&self) -> traces::Trace {
+        let jobs: Vec<JobSpec> = self
+            .units
+            .iter()
+            .enumerate()
+            .map(|(u, unit)| {
+                let mut spec = unit.spec.clone();
+                if u < self.controller.workload().len() {
+                    let first = self.controller.job(JobId::from_index(u)).first_task;
+                    for (k, t) in spec.tasks.iter_mut().enumerate() {
+                        let state = self.controller.task(TaskId(first.0 + k as u32));
+                        if state.status == TaskStatus::Succeeded {
+                            t.work = state.work.max(SimDuration(1));
+                        }
+                    }
+                }
+                spec
+            })
+            .collect();
+        traces::Trace {
+            workload: Workload::new(jobs).expect("live units are valid jobs"),
+            cluster: Some(self.spec.clone()),
+            events: self.trace_events.clone(),
+            // Live mode does not take queues with quotas yet: jobs name queues, none is capped.
+            queues: Vec::new(),
+            datasets: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::TaskRequest;
+
+    type Line = (u64, &'static str, u32, Option<u32>, Vec<u32>);
+
+    fn config(cluster: &str, policy: &str) -> DriverConfig {
+        DriverConfig {
+            cluster: cluster.into(),
+            policy: policy.into(),
+            seed: 1,
+            heartbeat_ms: 1000,
+            missed_beats: 3,
+            max_retries: 3,
+            default_work_ms: 3_600_000,
+        }
+    }
+
+    fn job(name: &str, tasks: &[(&str, u32, &[&str])]) -> JobRequest {
+        JobRequest {
+            name: name.into(),
+            queue: None,
+            tasks: tasks
+                .iter()
+                .map(|&(n, gpus, deps)| TaskRequest {
+                    name: n.into(),
+                    command: "true".into(),
+                    gpus,
+                    gpu_type: None,
+                    single_node: false,
+                    estimate_s: None,
+                    depends_on: deps.iter().map(|d| d.to_string()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    fn batch(t: u64, inputs: Vec<Input>) -> Batch {
+        Batch { time_ms: t, inputs }
+    }
+
+    /// Replays `driver`'s trace in the simulator; its decisions as (time, kind, job, task, gpus).
+    fn simulated(driver: &Driver) -> Vec<Line> {
+        let trace = driver.trace();
+        let cluster = Cluster::new(trace.cluster.as_ref().unwrap()).unwrap();
+        let scenario = sim::Scenario::new(cluster, trace.workload).with_events(trace.events).unwrap();
+        let mut policy = policies::build(&driver.config.policy).unwrap();
+        let result =
+            sim::simulate(scenario, policy.as_mut(), controller_config(&driver.config, driver.failures)).unwrap();
+        result.decisions.iter().map(key).collect()
+    }
+
+    fn key(d: &DecisionRecord) -> Line {
+        (d.time.as_ms(), d.kind.as_str(), d.job.0, d.task.map(|t| t.0), d.gpus.iter().map(|g| g.0).collect())
+    }
+
+    fn live(driver: &Driver) -> Vec<Line> {
+        driver.decisions().iter().map(key).collect()
+    }
+
+    #[test]
+    fn a_session_replays_to_the_same_decisions() {
+        let mut d = Driver::new(config("2x1", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(100, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(150, vec![Input::Submit { job: job("b", &[("x", 1, &[]), ("y", 1, &[])]) }])).unwrap();
+        assert_eq!(d.assignments(0, |_| String::new()).len(), 1);
+        d.apply(batch(900, vec![Input::Beat { node: 0 }, Input::Beat { node: 1 }])).unwrap();
+        d.apply(batch(1200, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
+        d.apply(batch(1900, vec![Input::Beat { node: 0 }, Input::Beat { node: 1 }])).unwrap();
+        d.apply(batch(
+            2500,
+            vec![Input::Exit { task: 1, attempt: 1, code: 0 }, Input::Exit { task: 2, attempt: 1, code: 0 }],
+        ))
+        .unwrap();
+        assert_eq!(d.job_state(0), "succeeded");
+        assert_eq!(d.job_state(1), "succeeded");
+        let decisions = live(&d);
+        assert_eq!(decisions.iter().filter(|x| x.1 == "start").count(), 3);
+        assert_eq!(decisions, simulated(&d));
+    }
+
+    #[test]
+    fn a_silent_node_is_declared_dead_and_its_task_retried_elsewhere() {
+        let mut d = Driver::new(config("2x1", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        // Task 0 runs on node 0 (pack). Only node 1 keeps beating.
+        assert_eq!(d.assignments(0, |_| String::new()).len(), 1);
+        for t in [1000, 2000, 3000, 4000] {
+            d.apply(batch(t, vec![Input::Beat { node: 1 }])).unwrap();
+        }
+        // Node 0's last beat was at 0: declared dead at 3 s, the task restarted on node 1.
+        assert!(d.node_dead(0));
+        let on1 = d.assignments(1, |_| String::new());
+        assert_eq!((on1.len(), on1[0].attempt), (1, 2));
+        d.apply(batch(4500, vec![Input::Exit { task: 0, attempt: 2, code: 0 }])).unwrap();
+        // Node 0 comes back.
+        d.apply(batch(5000, vec![Input::Beat { node: 0 }, Input::Beat { node: 1 }])).unwrap();
+        assert!(!d.node_dead(0));
+        let decisions = live(&d);
+        assert!(decisions.iter().any(|x| x.1 == "fail" && x.0 == 3000), "{decisions:?}");
+        assert_eq!(decisions, simulated(&d));
+    }
+
+    #[test]
+    fn dependencies_run_in_the_controller_and_a_rebuild_keeps_the_decisions() {
+        let mut d = Driver::new(config("1x2", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        let dag = job("dag", &[("prep", 1, &[]), ("train", 2, &["prep"]), ("eval", 1, &["train"])]);
+        d.apply(batch(10, vec![Input::Submit { job: dag }])).unwrap();
+        assert_eq!(d.assignments(0, |_| String::new()).len(), 1);
+        assert_eq!(d.task_status(TaskId(1)), TaskStatus::Pending);
+        // `train` starts as soon as `prep` succeeded, in the same batch.
+        let ticks = d.apply(batch(500, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
+        assert_eq!(ticks, vec![]);
+        let a = d.assignments(0, |_| String::new());
+        assert_eq!((a.len(), a[0].task_name.as_str(), a[0].gpus.len()), (1, "train", 2));
+        // `train` exits non-zero: it fails for good (no retry) and `eval` is skipped.
+        d.apply(batch(900, vec![Input::Exit { task: 1, attempt: 1, code: 3 }])).unwrap();
+        assert_eq!(d.job_state(0), "failed");
+        assert_eq!(d.task_status(TaskId(2)), TaskStatus::Skipped);
+        assert!(d.decisions().iter().any(|r| r.detail == "its process exited with code 3"));
+        // A second job, so the Controller is rebuilt from the journal.
+        d.apply(batch(1000, vec![Input::Submit { job: job("b", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(1200, vec![Input::Exit { task: 3, attempt: 1, code: 0 }])).unwrap();
+        assert_eq!(d.job_state(1), "succeeded");
+        // A driver built from the journal alone is the same driver.
+        let mut again = Driver::new(config("1x2", "fifo")).unwrap();
+        for b in d.journal().to_vec() {
+            again.apply(b).unwrap();
+        }
+        assert_eq!(live(&again), live(&d));
+    }
+
+    #[test]
+    fn a_dag_session_replays_to_the_same_decisions() {
+        let mut d = Driver::new(config("1x2", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        let dag = job("dag", &[("prep", 1, &[]), ("a", 1, &["prep"]), ("b", 1, &["prep"]), ("join", 2, &["a", "b"])]);
+        d.apply(batch(10, vec![Input::Submit { job: dag }])).unwrap();
+        d.apply(batch(300, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
+        d.apply(batch(700, vec![Input::Exit { task: 2, attempt: 1, code: 0 }])).unwrap();
+        d.apply(batch(800, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
+        d.apply(batch(1300, vec![Input::Exit { task: 3, attempt: 1, code: 0 }])).unwrap();
+        assert_eq!(d.job_state(0), "succeeded");
+        let trace = d.trace();
+        assert_eq!(trace.workload.jobs()[0].tasks[3].deps.len(), 2);
+        assert_eq!(live(&d), simulated(&d));
+    }
+
+    #[test]
+    fn a_bulk_replay_is_the_incremental_one() {
+        let mut d = Driver::new(config("2x1", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(20, vec![Input::Submit { job: job("b", &[("0", 2, &[])]) }])).unwrap();
+        d.apply(batch(500, vec![Input::Exit { task: 0, attempt: 1, code: 0 }, Input::Beat { node: 1 }])).unwrap();
+        d.apply(batch(3500, vec![Input::Submit { job: job("c", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(4000, vec![Input::Beat { node: 0 }])).unwrap();
+        let bulk = Driver::replay(config("2x1", "fifo"), d.journal().to_vec()).unwrap();
+        assert_eq!(live(&bulk), live(&d));
+        assert_eq!(bulk.controller().digest_hex(), d.controller().digest_hex());
+        assert_eq!(bulk.journal(), d.journal());
+        assert_eq!(bulk.assignments(1, |_| String::new()), d.assignments(1, |_| String::new()));
+        assert_eq!((bulk.node_dead(0), bulk.node_dead(1)), (d.node_dead(0), d.node_dead(1)));
+        assert_eq!(bulk.next_due(), d.next_due());
+    }
+
+    #[test]
+    fn a_failed_gpu_is_out_until_repaired_and_the_session_replays() {
+        let mut d = Driver::new(config("1x2", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 2, &[])]) }])).unwrap();
+        d.apply(batch(200, vec![Input::GpuFail { node: 0, slot: 1, what: "xid 79".into() }])).unwrap();
+        // The task failed; it needs both GPUs and one is out: it waits.
+        assert_eq!(d.assignments(0, |_| String::new()).len(), 0);
+        assert!(d.gpu_out(GpuId(1)));
+        d.apply(batch(900, vec![Input::Beat { node: 0 }, Input::GpuRepair { node: 0, slot: 1 }])).unwrap();
+        assert!(!d.gpu_out(GpuId(1)));
+        let a = d.assignments(0, |_| String::new());
+        assert_eq!((a.len(), a[0].attempt), (1, 2));
+        d.apply(batch(1500, vec![Input::Exit { task: 0, attempt: 2, code: 0 }, Input::Beat { node: 0 }])).unwrap();
+        assert_eq!(d.job_state(0), "succeeded");
+        let trace = d.trace();
+        assert!(
+            trace.events.iter().any(|e| matches!(e, ClusterEvent::GpuFail { repair: Some(r), .. } if r.as_ms() == 700))
+        );
+        assert_eq!(live(&d), simulated(&d));
+    }
+
+    #[test]
+    fn an_agent_restart_fails_what_ran_there_at_its_next_beat_and_the_session_replays() {
+        let mut d = Driver::new(config("1x1", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(500, vec![Input::Beat { node: 0 }])).unwrap();
+        // The agent comes back afresh: its registration's beat is not delivered (the node is
+        // down until 1 ms later), and the attempt is no longer assigned.
+        d.apply(batch(700, vec![Input::NodeRestarted { node: 0 }, Input::Beat { node: 0 }])).unwrap();
+        assert_eq!(d.assignments(0, |_| String::new()), vec![]);
+        assert_eq!(d.task_status(TaskId(0)), TaskStatus::Running);
+        // Its next beat reports the lost task: it fails and runs again as attempt 2.
+        d.apply(batch(1200, vec![Input::Beat { node: 0 }])).unwrap();
+        let a = d.assignments(0, |_| String::new());
+        assert_eq!((a.len(), a[0].attempt), (1, 2));
+        d.apply(batch(1600, vec![Input::Exit { task: 0, attempt: 2, code: 0 }, Input::Beat { node: 0 }])).unwrap();
+        assert_eq!(d.job_state(0), "succeeded");
+        assert!(d.decisions().iter().any(|r| r.detail.contains("its node restarted")), "{:?}", d.decisions());
+        assert_eq!(live(&d), simulated(&d));
+    }
+
+    #[test]
+    fn cancel_stops_a_running_job_and_its_gpus_return() {
+        let mut d = Driver::new(config("1x1", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(20, vec![Input::Submit { job: job("b", &[("0", 1, &[])]) }])).unwrap();
+        assert_eq!(d.assignments(0, |_| String::new())[0].job, "a");
+        d.apply(batch(30, vec![Input::Cancel { job: 0 }])).unwrap();
+        assert_eq!(d.job_state(0), "cancelled");
+        assert_eq!(d.assignments(0, |_| String::new())[0].job, "b");
+        assert!(d.apply(batch(30, vec![Input::Tick])).is_err(), "time must move forward");
+    }
+}

@@ -1,0 +1,11 @@
+//! schedlab live mode: the second driver of the same `sim::Controller` and the same policies,
+//! with a wall clock in place of the virtual one. Only this crate touches wall time,
+//! processes, sockets and hardware.
+
+pub mod agent;
+pub mod api;
+pub mod backend;
+pub mod client;
+pub mod coordinator;
+pub mod driver;
+pub mod store;

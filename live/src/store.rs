@@ -1,0 +1,192 @@
+//! Durable state: one SQLite database (WAL mode, synchronous FULL) in the coordinator's state
+//! directory, and the API token beside it.
+//!
+//! - `meta`: the coordinator's configuration (fixed for the life of the directory);
+//! - `batches`: the journal, one row per batch, written before the batch is applied;
+//! - `agents`: which agent holds which node and which GPU UUIDs;
+//! - `refusals`: requests refused for what they claimed (unknown GPUs, GPUs held by another
+//!   agent), for the operator.
+//!
+//! Everything else (jobs, tasks, attempts, decisions) is derived from the journal by the
+//! [`crate::driver::Driver`], so it cannot disagree with it.
+
+use crate::backend::GpuInfo;
+use crate::driver::{Batch, DriverConfig};
+use rusqlite::{Connection, OptionalExtension, params};
+use std::io::{Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+pub struct Store {
+    db: Connection,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentRecord {
+    pub name: String,
+    pub node: u32,
+    pub addr: String,
+    pub gpus: Vec<GpuInfo>,
+}
+
+fn sql(e: rusqlite::Error) -> String {
+    format!("state database: {e}")
+}
+
+impl Store {
+    pub fn open(dir: &Path) -> Result<Store, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+        let path = dir.join("live.db");
+        let db = Connection::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        db.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        db.pragma_update(None, "synchronous", "FULL").map_err(sql)?;
+        db.busy_timeout(std::time::Duration::from_secs(10)).map_err(sql)?;
+        db.execute_batch(
+            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS batches (time_ms INTEGER PRIMARY KEY, inputs TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS agents (name TEXT PRIMARY KEY, node INTEGER NOT NULL UNIQUE,
+                 addr TEXT NOT NULL, gpus TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS refusals (id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL,
+                 who TEXT NOT NULL, reason TEXT NOT NULL);",
+        )
+        .map_err(sql)?;
+        Ok(Store { db })
+    }
+
+    pub fn config(&self) -> Result<Option<DriverConfig>, String> {
+        let text: Option<String> = self
+            .db
+            .query_row("SELECT value FROM meta WHERE key = 'config'", [], |r| r.get(0))
+            .optional()
+            .map_err(sql)?;
+        text.map(|t| serde_json::from_str(&t).map_err(|e| format!("state database: bad config: {e}"))).transpose()
+    }
+
+    pub fn set_config(&self, config: &DriverConfig) -> Result<(), String> {
+        let text = serde_json::to_string(config).map_err(|e| e.to_string())?;
+        self.db
+            .execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('config', ?1)", params![text])
+            .map_err(sql)?;
+        Ok(())
+    }
+
+    /// The journal, in time order.
+    pub fn batches(&self) -> Result<Vec<Batch>, String> {
+        let mut stmt = self.db.prepare("SELECT time_ms, inputs FROM batches ORDER BY time_ms").map_err(sql)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .map_err(sql)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(sql)?;
+        rows.into_iter()
+            .map(|(t, inputs)| {
+                Ok(Batch {
+                    time_ms: t as u64,
+                    inputs: serde_json::from_str(&inputs).map_err(|e| format!("state database: batch {t}: {e}"))?,
+                })
+            })
+            .collect()
+    }
+
+    /// Appends batches to the journal, all or none, durably.
+    pub fn append(&mut self, batches: &[Batch]) -> Result<(), String> {
+        let tx = self.db.transaction().map_err(sql)?;
+        for b in batches {
+            let inputs = serde_json::to_string(&b.inputs).map_err(|e| e.to_string())?;
+            tx.execute("INSERT INTO batches (time_ms, inputs) VALUES (?1, ?2)", params![b.time_ms as i64, inputs])
+                .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)
+    }
+
+    pub fn agents(&self) -> Result<Vec<AgentRecord>, String> {
+        let mut stmt = self.db.prepare("SELECT name, node, addr, gpus FROM agents ORDER BY node").map_err(sql)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
+            })
+            .map_err(sql)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(sql)?;
+        rows.into_iter()
+            .map(|(name, node, addr, gpus)| {
+                Ok(AgentRecord {
+                    gpus: serde_json::from_str(&gpus).map_err(|e| format!("state database: agent {name}: {e}"))?,
+                    name,
+                    node: node as u32,
+                    addr,
+                })
+            })
+            .collect()
+    }
+
+    pub fn put_agent(&self, agent: &AgentRecord) -> Result<(), String> {
+        let gpus = serde_json::to_string(&agent.gpus).map_err(|e| e.to_string())?;
+        self.db
+            .execute(
+                "INSERT OR REPLACE INTO agents (name, node, addr, gpus) VALUES (?1, ?2, ?3, ?4)",
+                params![agent.name, i64::from(agent.node), agent.addr, gpus],
+            )
+            .map_err(sql)?;
+        Ok(())
+    }
+
+    pub fn refuse(&self, time_ms: u64, who: &str, reason: &str) -> Result<(), String> {
+        self.db
+            .execute(
+                "INSERT INTO refusals (time_ms, who, reason) VALUES (?1, ?2, ?3)",
+                params![time_ms as i64, who, reason],
+            )
+            .map_err(sql)?;
+        Ok(())
+    }
+
+    pub fn refusals(&self) -> Result<Vec<(u64, String, String)>, String> {
+        let mut stmt = self.db.prepare("SELECT time_ms, who, reason FROM refusals ORDER BY id").map_err(sql)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get(2)?)))
+            .map_err(sql)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(sql)?;
+        Ok(rows)
+    }
+}
+
+/// The API token in `dir/token`: read it, or on first start generate one (32 random bytes,
+/// hex) and write it readable by its owner only.
+pub fn load_or_create_token(dir: &Path) -> Result<String, String> {
+    let path = token_path(dir);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let mode = std::fs::metadata(&path).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+            if mode & 0o077 != 0 {
+                return Err(format!("{}: readable by others (mode {mode:o}); chmod 600 it", path.display()));
+            }
+            let token = text.trim().to_string();
+            if token.len() < 32 {
+                return Err(format!("{}: too short to be a token", path.display()));
+            }
+            Ok(token)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut bytes = [0u8; 32];
+            std::fs::File::open("/dev/urandom")
+                .and_then(|mut f| f.read_exact(&mut bytes))
+                .map_err(|e| format!("/dev/urandom: {e}"))?;
+            let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
+            writeln!(f, "{token}").map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(token)
+        }
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+pub fn token_path(dir: &Path) -> PathBuf {
+    dir.join("token")
+}

@@ -1,0 +1,806 @@
+//! What a report holds: sections of charts, tables and notes, built from the runs read by
+//! `input`. Runs are grouped by trace (in run order), then by policy (in run order); each
+//! (trace, policy) group holds that policy's seeds. Every iteration here follows run order or
+//! a sorted key, so the same input gives the same report.
+
+use super::charts::{Bar, Chart, Plot, Series, XAxis, time_unit};
+use super::input::{Input, Run, Source};
+use super::stats::{cdf, estimate};
+use crate::compare::{Better, METRICS};
+use crate::tables::human;
+use std::collections::BTreeMap;
+
+/// Points per CDF line: enough for a smooth curve, few enough for a small file.
+const CDF_POINTS: usize = 400;
+/// Points per time-series line: longer series are averaged in runs of adjacent buckets.
+const SERIES_POINTS: usize = 600;
+/// Queues shown by name in a share chart; the rest are summed as `other`.
+const QUEUES_SHOWN: usize = 8;
+/// Tasks drawn in a Gantt chart.
+const GANTT_TASKS: usize = 40;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// A chart and the sentence under it.
+    Chart(Chart, String),
+    Table(Table),
+    /// Something left out, and why.
+    Note(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    pub id: String,
+    pub title: String,
+    pub intro: String,
+    pub items: Vec<Item>,
+}
+
+/// A table cell: its text, and where it shows a number from the input, the key and the exact
+/// value (kept as data attributes, for readers and for tests).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Cell {
+    pub text: String,
+    pub key: Option<String>,
+    pub value: Option<String>,
+    /// The half-width of the value's 95 % confidence interval, exactly.
+    pub half_width: Option<String>,
+    pub numeric: bool,
+    pub best: bool,
+}
+
+impl Cell {
+    fn text(text: impl Into<String>) -> Cell {
+        Cell { text: text.into(), ..Cell::default() }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub id: String,
+    pub caption: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<Cell>>,
+    /// Below the table.
+    pub foot: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub title: String,
+    pub subtitle: String,
+    pub sections: Vec<Section>,
+}
+
+impl Report {
+    /// Every chart, in page order.
+    pub fn charts(&self) -> impl Iterator<Item = &Chart> {
+        self.sections
+            .iter()
+            .flat_map(|s| &s.items)
+            .filter_map(|i| if let Item::Chart(c, _) = i { Some(c) } else { None })
+    }
+}
+
+/// The runs of one policy on one trace.
+struct Group<'a> {
+    spec: &'a str,
+    runs: Vec<&'a Run>,
+}
+
+impl<'a> Group<'a> {
+    /// The run its time-series charts show: the lowest seed (first in run order on ties).
+    fn shown(&self) -> &'a Run {
+        self.runs.iter().copied().min_by_key(|r| r.seed).expect("a group has a run")
+    }
+
+    fn seeds(&self) -> String {
+        let seeds: Vec<String> = self.runs.iter().map(|r| r.seed.to_string()).collect();
+        seeds.join(", ")
+    }
+}
+
+struct Trace<'a> {
+    name: String,
+    /// Unique among the report's traces, for chart ids and file names.
+    slug: String,
+    groups: Vec<Group<'a>>,
+}
+
+fn group(input: &Input) -> Vec<Trace<'_>> {
+    let mut traces: Vec<Trace<'_>> = Vec::new();
+    for run in &input.runs {
+        let name = run.trace_name();
+        let trace = match traces.iter().position(|t| t.name == name) {
+            Some(i) => &mut traces[i],
+            None => {
+                traces.push(Trace { name: name.clone(), slug: slug(&name), groups: Vec::new() });
+                traces.last_mut().expect("just pushed")
+            }
+        };
+        match trace.groups.iter_mut().find(|g| g.spec == run.spec) {
+            Some(g) => g.runs.push(run),
+            None => trace.groups.push(Group { spec: &run.spec, runs: vec![run] }),
+        }
+    }
+    // Slugs unique: a repeated one gets the trace's position.
+    let mut seen = BTreeMap::new();
+    for t in &traces {
+        *seen.entry(t.slug.clone()).or_insert(0) += 1;
+    }
+    for (i, t) in traces.iter_mut().enumerate() {
+        if seen[&t.slug] > 1 {
+            t.slug = format!("{}-{}", t.slug, i + 1);
+        }
+    }
+    traces
+}
+
+/// Lower-case letters, digits and dashes.
+pub fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out = out.trim_matches('-').to_string();
+    if out.is_empty() { "run".to_string() } else { out }
+}
+
+/// The report of `input`.
+pub fn build(input: &Input) -> Report {
+    let traces = group(input);
+    let policies: Vec<&str> = {
+        let mut seen: Vec<&str> = Vec::new();
+        for t in &traces {
+            for g in &t.groups {
+                if !seen.contains(&g.spec) {
+                    seen.push(g.spec);
+                }
+            }
+        }
+        seen
+    };
+    let seeds: std::collections::BTreeSet<u64> = input.runs.iter().map(|r| r.seed).collect();
+    let title = match input.source {
+        Source::Run => format!("schedlab report: {}", input.name),
+        Source::Sweep => format!("schedlab sweep report: {}", input.name),
+    };
+    let subtitle = format!(
+        "{} run{} · {} trace{} · {} polic{} · {} seed{}",
+        input.runs.len(),
+        plural(input.runs.len()),
+        traces.len(),
+        plural(traces.len()),
+        policies.len(),
+        if policies.len() == 1 { "y" } else { "ies" },
+        seeds.len(),
+        plural(seeds.len())
+    );
+    let mut sections = vec![summary_section(&traces)];
+    sections.push(cdf_section(&traces, "jct", "Job completion time", |j| j.jct_s));
+    sections.push(cdf_section(&traces, "queueing", "Queueing delay", |j| j.jct_s.and(j.queue_s)));
+    sections.push(time_section(&traces));
+    sections.push(queue_share_section(&traces));
+    if let Some(section) = failure_section(&traces) {
+        sections.push(section);
+    }
+    sections.push(gantt_section(&traces));
+    sections.push(runs_section(input));
+    Report { title, subtitle, sections }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// A summary value for display, by its key's unit.
+fn show(key: &str, v: f64) -> String {
+    if key == "utilisation" || key == "goodput" {
+        format!("{:.2} %", v * 100.0)
+    } else if key.ends_with("_s") {
+        human(v)
+    } else if key.ends_with("_hours") {
+        format!("{v:.1}")
+    } else if key == "littles_law_error" {
+        format!("{v:.2e}")
+    } else if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// `mean ± half-width` in the key's unit (the half-width of a percentage in points).
+fn show_interval(key: &str, mean: f64, half_width: Option<f64>) -> String {
+    match half_width {
+        None => show(key, mean),
+        Some(hw) if key == "utilisation" || key == "goodput" => format!("{:.2} ± {:.2} %", mean * 100.0, hw * 100.0),
+        Some(hw) => format!("{} ± {}", show(key, mean), show(key, hw)),
+    }
+}
+
+fn summary_section(traces: &[Trace<'_>]) -> Section {
+    let mut items = Vec::new();
+    for t in traces {
+        // The metrics with a better side (compare.rs's one table), in its order.
+        let keys: Vec<(&str, Better)> =
+            METRICS.iter().filter(|(_, b)| matches!(b, Better::Lower | Better::Higher)).copied().collect();
+        let mut header = vec!["metric".to_string()];
+        header.extend(t.groups.iter().map(|g| format!("{} (n={})", g.spec, g.runs.len())));
+        let mut rows = Vec::new();
+        let mut all_zero = Vec::new();
+        for (key, better) in keys {
+            let estimates: Vec<_> = t
+                .groups
+                .iter()
+                .map(|g| {
+                    let values: Option<Vec<f64>> = g.runs.iter().map(|r| r.metric(key)).collect();
+                    values.map(|v| estimate(&v))
+                })
+                .collect();
+            if estimates.iter().all(Option::is_none) {
+                continue;
+            }
+            if estimates.iter().flatten().all(|e| e.mean == 0.0) {
+                all_zero.push(key);
+                continue;
+            }
+            let means: Vec<f64> = estimates.iter().flatten().map(|e| e.mean).collect();
+            let best = match better {
+                Better::Lower => means.iter().copied().fold(f64::INFINITY, f64::min),
+                _ => means.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            };
+            let mut row = vec![Cell::text(format!("{key} ({})", better.as_str()))];
+            for e in &estimates {
+                row.push(match e {
+                    None => Cell::text("-"),
+                    Some(e) => Cell {
+                        text: show_interval(key, e.mean, e.half_width),
+                        key: Some(key.to_string()),
+                        value: Some(format!("{}", e.mean)),
+                        half_width: e.half_width.map(|h| format!("{h}")),
+                        numeric: true,
+                        best: t.groups.len() > 1 && e.mean == best,
+                    },
+                });
+            }
+            rows.push(row);
+        }
+        let mut foot = "Mean over seeds ± the half-width of its 95 % confidence interval (Student's t, n - 1 \
+                        degrees of freedom); n = 1 shows the value alone. Bold: the best policy on that metric \
+                        (lower or higher is better, as the metric name says)."
+            .to_string();
+        if !all_zero.is_empty() {
+            foot.push_str(&format!(" Zero for every policy: {}.", all_zero.join(", ")));
+        }
+        items.push(Item::Table(Table {
+            id: format!("summary-{}", t.slug),
+            caption: format!("{}: policies across seeds", t.name),
+            header,
+            rows,
+            foot,
+        }));
+    }
+    Section {
+        id: "summary".into(),
+        title: "Summary".into(),
+        intro: "Each policy's metrics on each trace, averaged over its seeds.".into(),
+        items,
+    }
+}
+
+fn cdf_section(traces: &[Trace<'_>], id: &str, title: &str, value: fn(&super::input::Job) -> Option<f64>) -> Section {
+    let what = if id == "jct" { "JCT" } else { "queueing delay" };
+    let mut items = Vec::new();
+    for t in traces {
+        let series: Vec<Series> = t
+            .groups
+            .iter()
+            .map(|g| {
+                let values: Vec<f64> = g.runs.iter().flat_map(|r| r.jobs.iter().filter_map(value)).collect();
+                Series { name: g.spec.to_string(), points: cdf(&values, CDF_POINTS) }
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect();
+        if series.is_empty() {
+            items.push(Item::Note(format!("{}: no finished jobs, so no {what} CDF.", t.name)));
+            continue;
+        }
+        let chart = Chart {
+            id: format!("{id}-cdf-{}", t.slug),
+            title: format!("{title} CDF · {}", t.name),
+            x_label: format!("{what} (log scale)"),
+            y_label: "fraction of finished jobs".into(),
+            plot: Plot::Lines { x: XAxis::LogDuration, y_max: Some(1.0), series },
+        };
+        let caption = format!(
+            "Empirical CDF of {what} over finished jobs, one line per policy, all seeds pooled ({}). \
+             Values under 1 s are drawn at 1 s.",
+            t.groups.iter().map(|g| format!("{}: seeds {}", g.spec, g.seeds())).collect::<Vec<_>>().join("; ")
+        );
+        items.push(Item::Chart(chart, caption));
+    }
+    Section {
+        id: id.into(),
+        title: title.into(),
+        intro: if id == "jct" {
+            "JCT = end - submit of each finished job.".into()
+        } else {
+            "Queueing delay = first start - submit of each finished job.".into()
+        },
+        items,
+    }
+}
+
+/// Where a trace's time axes start: the earliest bucket start of the runs shown (every run of a
+/// trace starts its buckets at the trace's first submission).
+fn origin<'a>(runs: impl Iterator<Item = &'a [super::input::Bucket]>) -> f64 {
+    let earliest = runs.filter_map(|b| b.first()).map(|b| b.start_s).fold(f64::INFINITY, f64::min);
+    if earliest.is_finite() { earliest } else { 0.0 }
+}
+
+/// Points at bucket midpoints, averaged in runs of adjacent buckets when there are too many.
+fn thin(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    let per = points.len().div_ceil(SERIES_POINTS).max(1);
+    if per == 1 {
+        return points;
+    }
+    points
+        .chunks(per)
+        .map(|c| {
+            let n = c.len() as f64;
+            (c.iter().map(|p| p.0).sum::<f64>() / n, c.iter().map(|p| p.1).sum::<f64>() / n)
+        })
+        .collect()
+}
+
+fn time_label(series: &[Series]) -> String {
+    let (lo, hi) = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+    let span = if hi > lo { hi - lo } else { 0.0 };
+    format!("time since the first submission ({})", time_unit(span).1)
+}
+
+fn missing_note(t: &Trace<'_>, file: &str, what: &str) -> Option<Item> {
+    let missing: Vec<&str> = t
+        .groups
+        .iter()
+        .map(|g| g.shown())
+        .filter(|r| match file {
+            "timeseries.csv" => r.timeseries.is_none(),
+            "queue_timeseries.csv" => r.queue_timeseries.is_none(),
+            _ => r.tasks.is_none(),
+        })
+        .map(|r| r.dir.as_str())
+        .collect();
+    (!missing.is_empty()).then(|| {
+        Item::Note(format!(
+            "{}: {what} left out: no {file} in the run folder {} (written by `schedlab simulate --out` and \
+             `schedlab sweep` from this version on; re-run to get it).",
+            t.name,
+            missing.join(", ")
+        ))
+    })
+}
+
+fn time_section(traces: &[Trace<'_>]) -> Section {
+    let mut items = Vec::new();
+    for t in traces {
+        if let Some(note) = missing_note(t, "timeseries.csv", "utilisation and queue length over time") {
+            items.push(note);
+        }
+        let shown: Vec<(&Group<'_>, &[super::input::Bucket])> =
+            t.groups.iter().filter_map(|g| Some((g, g.shown().timeseries.as_deref()?))).collect();
+        if shown.is_empty() {
+            continue;
+        }
+        let origin = origin(shown.iter().map(|(_, b)| *b));
+        let line = |f: fn(&super::input::Bucket) -> Option<f64>| -> Vec<Series> {
+            shown
+                .iter()
+                .map(|(g, buckets)| Series {
+                    name: g.spec.to_string(),
+                    points: thin(
+                        buckets.iter().filter_map(|b| Some(((b.start_s + b.end_s) / 2.0 - origin, f(b)?))).collect(),
+                    ),
+                })
+                .collect()
+        };
+        let seeds =
+            shown.iter().map(|(g, _)| format!("{}: seed {}", g.spec, g.shown().seed)).collect::<Vec<_>>().join("; ");
+        let util = line(|b| (b.capacity_gpus > 0.0).then(|| 100.0 * b.allocated_gpus / b.capacity_gpus));
+        let queue = line(|b| Some(b.waiting_tasks));
+        items.push(Item::Chart(
+            Chart {
+                id: format!("utilisation-{}", t.slug),
+                title: format!("GPU utilisation over time · {}", t.name),
+                x_label: time_label(&util),
+                y_label: "allocated GPUs (% of cluster)".into(),
+                plot: Plot::Lines { x: XAxis::Time, y_max: Some(100.0), series: util },
+            },
+            format!(
+                "Time-average per bucket of allocated GPUs (stalled ones on broken hardware included) as a share of \
+                 the cluster's GPUs, one line per policy ({seeds})."
+            ),
+        ));
+        items.push(Item::Chart(
+            Chart {
+                id: format!("queue-length-{}", t.slug),
+                title: format!("Queue length over time · {}", t.name),
+                x_label: time_label(&queue),
+                y_label: "waiting tasks".into(),
+                plot: Plot::Lines { x: XAxis::Time, y_max: None, series: queue },
+            },
+            format!("Time-average per bucket of tasks waiting to start, one line per policy ({seeds})."),
+        ));
+    }
+    Section {
+        id: "over-time".into(),
+        title: "Utilisation and queue length over time".into(),
+        intro: "From each run's timeseries.csv; each policy's run with its lowest seed.".into(),
+        items,
+    }
+}
+
+fn queue_share_section(traces: &[Trace<'_>]) -> Section {
+    let mut items = Vec::new();
+    for t in traces {
+        if let Some(note) = missing_note(t, "queue_timeseries.csv", "GPU share per queue") {
+            items.push(note);
+        }
+        for g in &t.groups {
+            let run = g.shown();
+            let Some(rows) = &run.queue_timeseries else { continue };
+            if let Some(item) = share_chart(t, g, run, rows) {
+                items.push(item);
+            }
+        }
+    }
+    Section {
+        id: "queues".into(),
+        title: "GPU share per queue".into(),
+        intro: "From each run's queue_timeseries.csv; each policy's run with its lowest seed.".into(),
+        items,
+    }
+}
+
+fn share_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, rows: &[super::input::QueueBucket]) -> Option<Item> {
+    // Bucket times in ms as keys: exact, ordered.
+    let key = |s: f64| (s * 1000.0).round() as i64;
+    let mut totals: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut buckets: BTreeMap<i64, f64> = BTreeMap::new();
+    for r in rows {
+        *totals.entry(&r.queue).or_default() += r.allocated_gpus * (r.end_s - r.start_s);
+        buckets.insert(key(r.start_s), (r.start_s + r.end_s) / 2.0);
+    }
+    if totals.len() < 2 {
+        return Some(Item::Note(format!(
+            "{} · {} (seed {}): every job is in one queue ({}), so there is no share to chart.",
+            t.name,
+            g.spec,
+            run.seed,
+            totals.keys().next().copied().unwrap_or("-")
+        )));
+    }
+    // Largest queues first (ties by name); the rest summed as `other`.
+    let mut order: Vec<(&str, f64)> = totals.into_iter().collect();
+    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    let named: Vec<&str> = order.iter().take(QUEUES_SHOWN).map(|(q, _)| *q).collect();
+    let has_other = order.len() > QUEUES_SHOWN;
+    let capacity: Option<BTreeMap<i64, f64>> =
+        run.timeseries.as_ref().map(|ts| ts.iter().map(|b| (key(b.start_s), b.capacity_gpus)).collect());
+    let index: BTreeMap<i64, usize> = buckets.keys().enumerate().map(|(i, k)| (*k, i)).collect();
+    let layers = named.len() + usize::from(has_other);
+    let mut values = vec![vec![0.0; buckets.len()]; layers];
+    for r in rows {
+        let layer = named.iter().position(|q| *q == r.queue).unwrap_or(layers - 1);
+        let k = key(r.start_s);
+        let share = match &capacity {
+            Some(c) => match c.get(&k) {
+                Some(cap) if *cap > 0.0 => 100.0 * r.allocated_gpus / cap,
+                _ => 0.0,
+            },
+            None => r.allocated_gpus,
+        };
+        values[layer][index[&k]] += share;
+    }
+    let origin = rows.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min);
+    let origin = match &run.timeseries {
+        Some(ts) => ts.first().map_or(origin, |b| b.start_s.min(origin)),
+        None => origin,
+    };
+    let xs: Vec<f64> = buckets.values().map(|x| x - origin).collect();
+    let series: Vec<Series> = values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| Series {
+            name: named.get(i).map_or("other".to_string(), |q| q.to_string()),
+            points: thin(xs.iter().copied().zip(v).collect()),
+        })
+        .collect();
+    let y_label = if capacity.is_some() { "share of cluster GPUs (%)" } else { "allocated GPUs" };
+    Some(Item::Chart(
+        Chart {
+            id: format!("queue-share-{}-{}", t.slug, slug(g.spec)),
+            title: format!("GPU share per queue · {} · {}", t.name, g.spec),
+            x_label: time_label(&series),
+            y_label: y_label.into(),
+            plot: Plot::Stacked { series },
+        },
+        format!(
+            "Time-average allocated GPUs per queue, stacked{}; seed {}.{}",
+            if capacity.is_some() {
+                ", as a share of the cluster's GPUs"
+            } else {
+                " (no timeseries.csv for the cluster size)"
+            },
+            run.seed,
+            if has_other {
+                format!(" The {} largest queues by GPU-time are named; the rest are `other`.", QUEUES_SHOWN)
+            } else {
+                String::new()
+            }
+        ),
+    ))
+}
+
+fn failure_section(traces: &[Trace<'_>]) -> Option<Section> {
+    let failed = |r: &Run| r.metric("failures").unwrap_or(0.0) > 0.0;
+    if !traces.iter().any(|t| t.groups.iter().any(|g| g.runs.iter().any(|r| failed(r)))) {
+        return None;
+    }
+    let mut items = Vec::new();
+    for t in traces {
+        if !t.groups.iter().any(|g| g.runs.iter().any(|r| failed(r))) {
+            items.push(Item::Note(format!("{}: no hardware failures in any run.", t.name)));
+            continue;
+        }
+        if let Some(note) = missing_note(t, "timeseries.csv", "failures and lost GPU-hours over time") {
+            items.push(note);
+        }
+        let shown: Vec<(&Group<'_>, &[super::input::Bucket])> =
+            t.groups.iter().filter_map(|g| Some((g, g.shown().timeseries.as_deref()?))).collect();
+        let Some((first, buckets)) = shown.first() else { continue };
+        let origin = origin(shown.iter().map(|(_, b)| *b));
+        let failures = vec![Series {
+            name: "failures".into(),
+            points: thin(buckets.iter().map(|b| ((b.start_s + b.end_s) / 2.0 - origin, b.failures)).collect()),
+        }];
+        items.push(Item::Chart(
+            Chart {
+                id: format!("failures-{}", t.slug),
+                title: format!("Hardware failures over time · {}", t.name),
+                x_label: time_label(&failures),
+                y_label: "failures per bucket".into(),
+                plot: Plot::Lines { x: XAxis::Time, y_max: None, series: failures },
+            },
+            format!(
+                "GPU and node failures starting in each bucket (ground truth, the same for every policy at one seed), \
+                 from {} seed {}.",
+                first.spec,
+                first.shown().seed
+            ),
+        ));
+        let lost: Vec<Series> = shown
+            .iter()
+            .map(|(g, buckets)| {
+                let mut total = 0.0;
+                Series {
+                    name: g.spec.to_string(),
+                    points: thin(
+                        buckets
+                            .iter()
+                            .map(|b| {
+                                total += b.lost_gpu_h;
+                                (b.end_s - origin, total)
+                            })
+                            .collect(),
+                    ),
+                }
+            })
+            .collect();
+        items.push(Item::Chart(
+            Chart {
+                id: format!("lost-gpu-hours-{}", t.slug),
+                title: format!("Lost GPU-hours over time · {}", t.name),
+                x_label: time_label(&lost),
+                y_label: "lost GPU-hours (cumulative)".into(),
+                plot: Plot::Lines { x: XAxis::Time, y_max: None, series: lost },
+            },
+            "GPU-hours lost by attempts that ended (work redone since the last checkpoint, detection lag, restart \
+             overhead), summed up to each time, one line per policy (lowest seed)."
+                .into(),
+        ));
+    }
+    Some(Section {
+        id: "failures".into(),
+        title: "Failures and lost GPU-hours over time".into(),
+        intro: "Shown because hardware failed in at least one run.".into(),
+        items,
+    })
+}
+
+fn gantt_section(traces: &[Trace<'_>]) -> Section {
+    let mut items = Vec::new();
+    for t in traces {
+        let Some(g) = t.groups.first() else { continue };
+        let run = g.shown();
+        let Some(tasks) = &run.tasks else {
+            items.push(Item::Note(format!(
+                "{}: the Gantt chart of a DAG job left out: no tasks.csv in the run folder {} (written by `schedlab simulate --out` \
+                 and `schedlab sweep` from this version on; re-run to get it).",
+                t.name, run.dir
+            )));
+            continue;
+        };
+        match gantt_chart(t, g, run, tasks) {
+            Some(item) => items.push(item),
+            None => items
+                .push(Item::Note(format!("{}: no DAG jobs (jobs of several dependent tasks) in {}.", t.name, run.dir))),
+        }
+    }
+    Section {
+        id: "dag".into(),
+        title: "DAG jobs".into(),
+        intro: "The tasks of the largest DAG job of each trace, from the first policy's run with its lowest seed."
+            .into(),
+        items,
+    }
+}
+
+fn gantt_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, tasks: &[super::input::Task]) -> Option<Item> {
+    // Jobs in file order (a job's rows are consecutive in tasks.csv, but do not rely on it).
+    let mut by_job: Vec<(&str, Vec<&super::input::Task>)> = Vec::new();
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    for task in tasks {
+        let i = *index.entry(&task.job).or_insert_with(|| {
+            by_job.push((&task.job, Vec::new()));
+            by_job.len() - 1
+        });
+        by_job[i].1.push(task);
+    }
+    // The DAG job with the most tasks; the first in the file on ties.
+    let (job, mut job_tasks) = by_job
+        .into_iter()
+        .filter(|(_, ts)| ts.len() > 1 && ts.iter().any(|t| !t.depends_on.is_empty()))
+        .fold(None, |best: Option<(&str, Vec<&super::input::Task>)>, (job, ts)| match &best {
+            Some((_, b)) if b.len() >= ts.len() => best,
+            _ => Some((job, ts)),
+        })?;
+    job_tasks.sort_by(|a, b| {
+        let start = |t: &super::input::Task| t.first_start_s.unwrap_or(f64::INFINITY);
+        start(a).total_cmp(&start(b)).then(a.task.cmp(&b.task))
+    });
+    let total = job_tasks.len();
+    job_tasks.truncate(GANTT_TASKS);
+    let mut states: Vec<String> = job_tasks.iter().map(|t| t.state.clone()).collect();
+    states.sort();
+    states.dedup();
+    let first_start = job_tasks.iter().filter_map(|t| t.first_start_s).fold(f64::INFINITY, f64::min);
+    let bars: Vec<Bar> = job_tasks
+        .iter()
+        .map(|task| Bar {
+            label: format!("{} ({} GPU{})", task.name, task.gpus, if task.gpus == 1.0 { "" } else { "s" }),
+            span: match (task.first_start_s, task.finish_s) {
+                (Some(s), Some(e)) => Some((s - first_start, e.max(s) - first_start)),
+                _ => None,
+            },
+            state: states.iter().position(|s| *s == task.state).unwrap_or(0),
+        })
+        .collect();
+    let mut edges = Vec::new();
+    for (to, task) in job_tasks.iter().enumerate() {
+        for dep in &task.depends_on {
+            if let Some(from) = job_tasks.iter().position(|t| t.name == *dep) {
+                edges.push((from, to));
+            }
+        }
+    }
+    let span = bars
+        .iter()
+        .filter_map(|b| b.span)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (s, e)| (a.min(s), b.max(e)));
+    let unit = time_unit(if span.1 > span.0 { span.1 - span.0 } else { 0.0 }).1;
+    let not_run = bars.iter().filter(|b| b.span.is_none()).count();
+    Some(Item::Chart(
+        Chart {
+            id: format!("gantt-{}", t.slug),
+            title: format!("DAG job {job} · {} · {}", t.name, g.spec),
+            x_label: format!("time since the job's first task started ({unit})"),
+            y_label: "task (GPUs)".into(),
+            plot: Plot::Gantt { bars, edges, states },
+        },
+        format!(
+            "Each task from its first start to its finish, coloured by final state; grey lines join a task to those \
+             it depends on. Job {job} of {}, seed {}: {total} tasks{}{}.",
+            run.dir,
+            run.seed,
+            if total > GANTT_TASKS { format!(", the first {GANTT_TASKS} by start shown") } else { String::new() },
+            if not_run > 0 { format!("; {not_run} never ran (no bar)") } else { String::new() }
+        ),
+    ))
+}
+
+/// The per-run table: each run's headline numbers exactly as summary.json has them.
+fn runs_section(input: &Input) -> Section {
+    const KEYS: [&str; 9] = [
+        "jobs_finished",
+        "mean_jct_s",
+        "p99_jct_s",
+        "mean_queue_s",
+        "utilisation",
+        "goodput",
+        "lost_gpu_hours",
+        "makespan_s",
+        "digest",
+    ];
+    let mut header: Vec<String> = ["run", "trace", "policy", "seed"].map(str::to_string).to_vec();
+    header.extend(KEYS.iter().map(|k| k.to_string()));
+    let rows = input
+        .runs
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                Cell::text(&r.dir),
+                Cell::text(r.trace_name()),
+                Cell::text(&r.spec),
+                Cell { text: r.seed.to_string(), numeric: true, ..Cell::default() },
+            ];
+            for key in KEYS {
+                let raw = r.summary.get(key);
+                row.push(match raw {
+                    Some(serde_json::Value::Number(n)) => Cell {
+                        text: n.as_f64().map_or(n.to_string(), |v| show(key, v)),
+                        key: Some(key.to_string()),
+                        value: Some(n.to_string()),
+                        numeric: true,
+                        ..Cell::default()
+                    },
+                    Some(serde_json::Value::String(s)) => {
+                        Cell { text: s.clone(), key: Some(key.to_string()), value: Some(s.clone()), ..Cell::default() }
+                    }
+                    _ => Cell::text("-"),
+                });
+            }
+            row
+        })
+        .collect();
+    Section {
+        id: "runs".into(),
+        title: "Runs".into(),
+        intro: "Every run, with its numbers as its summary.json holds them (hover a cell for the exact value).".into(),
+        items: vec![Item::Table(Table {
+            id: "runs".into(),
+            caption: "Runs".into(),
+            header,
+            rows,
+            foot: String::new(),
+        })],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs() {
+        assert_eq!(slug("philly.csv"), "philly-csv");
+        assert_eq!(slug("fifo[skip=true]"), "fifo-skip-true");
+        assert_eq!(slug("(built-in synthetic)"), "built-in-synthetic");
+        assert_eq!(slug("///"), "run");
+    }
+
+    #[test]
+    fn intervals_read_in_units() {
+        assert_eq!(show_interval("utilisation", 0.5, Some(0.01)), "50.00 ± 1.00 %");
+        assert_eq!(show_interval("mean_jct_s", 60.0, None), "60.0 s");
+        assert_eq!(show_interval("preemptions", 3.0, Some(0.5)), "3 ± 0.50");
+    }
+}

@@ -1,0 +1,428 @@
+//! `schedlab live serve|agent|submit|status|cancel|export`: live mode (the `live` crate).
+
+use super::{CliResult, emit};
+use clap::{Args, Subcommand};
+use live::api::{JobRequest, TaskRequest};
+use live::client::{Client, read_token};
+use live::coordinator::{ServeOptions, serve, write_journal};
+use live::driver::{Driver, DriverConfig};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+#[derive(Subcommand)]
+pub enum LiveCommand {
+    /// Run the coordinator: job state in SQLite, the HTTP API, the policy on each batch of events.
+    Serve(ServeArgs),
+    /// Run a node agent: register this node's GPUs, heartbeat, run the tasks placed here.
+    Agent(AgentArgs),
+    /// Submit a job: a JSON file (--file) or one task given on the command line.
+    Submit(SubmitArgs),
+    /// Show the jobs, one job, the cluster (--cluster) or the decisions (--decisions).
+    Status(StatusArgs),
+    /// Cancel a job (by id or name): its running tasks are stopped, the rest never run.
+    Cancel(CancelArgs),
+    /// List the GPUs a backend finds, and watch their health for a while (--watch-s).
+    Gpus(GpusArgs),
+    /// Write a state directory's journal as a canonical trace (for `schedlab simulate --trace`);
+    /// works on a stopped coordinator's state, after a crash too.
+    Export(ExportArgs),
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// State directory: live.db (SQLite), token, addr, journal/.
+    #[arg(long, default_value = "schedlab-live")]
+    state: PathBuf,
+    /// Address to listen on (port 0: any free port, written to STATE/addr).
+    #[arg(long, default_value = "127.0.0.1:7450")]
+    listen: String,
+    /// The cluster: shorthand NODESxGPUS[:TYPE],... or a cluster.csv. Required for a new
+    /// state directory; an existing one keeps its settings.
+    #[arg(long)]
+    cluster: Option<String>,
+    /// Policy spec, as for `schedlab simulate`.
+    #[arg(long, default_value = "fifo")]
+    policy: String,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Seconds between agent heartbeats.
+    #[arg(long, default_value = "10")]
+    heartbeat_s: String,
+    /// Missed heartbeats after which a node is declared dead.
+    #[arg(long, default_value_t = 3)]
+    missed_beats: u32,
+    #[arg(long, default_value_t = 3)]
+    max_retries: u32,
+    /// The work assumed for a task without estimate_s until it ends, seconds.
+    #[arg(long, default_value = "3600")]
+    default_work_s: String,
+    /// Rewrite STATE/journal/ (a canonical trace of the session) at most this often, seconds.
+    #[arg(long, default_value = "1")]
+    journal_every_s: String,
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+pub struct ClientArgs {
+    /// The coordinator's URL.
+    #[arg(long, default_value = "http://127.0.0.1:7450")]
+    coordinator: String,
+    /// File holding the API token (the coordinator's STATE/token); default: $SCHEDLAB_TOKEN,
+    /// else schedlab-live/token.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+}
+
+impl ClientArgs {
+    fn token(&self) -> Result<String, String> {
+        match (&self.token_file, std::env::var("SCHEDLAB_TOKEN")) {
+            (Some(path), _) => read_token(path),
+            (None, Ok(token)) if !token.is_empty() => Ok(token),
+            _ => read_token(&PathBuf::from("schedlab-live/token")),
+        }
+    }
+    fn client(&self) -> Result<Client, String> {
+        Ok(Client::new(&self.coordinator, &self.token()?, Duration::from_secs(30)))
+    }
+}
+
+#[derive(Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    client: ClientArgs,
+    /// This agent's name (unique in the cluster); default: the host name.
+    #[arg(long)]
+    name: Option<String>,
+    /// How other nodes reach this one (SCHEDLAB_MASTER_ADDR of tasks whose rank 0 runs here).
+    #[arg(long, default_value = "127.0.0.1")]
+    addr: String,
+    /// Ask for this node of the cluster (default: the first free node with as many GPUs).
+    #[arg(long)]
+    node: Option<u32>,
+    /// GPU backend: nvml (the driver's libnvidia-ml.so.1), nvml:PATH, or
+    /// sim[:gpus=N,name=NAME,prefix=P,inject=FILE] (made-up GPUs, for tests).
+    #[arg(long, default_value = "nvml")]
+    backend: String,
+    /// Seconds between asking for new tasks (between heartbeats, which report).
+    #[arg(long, default_value = "0.5")]
+    poll_s: String,
+    /// Seconds between SIGTERM and SIGKILL when a task is stopped.
+    #[arg(long, default_value = "10")]
+    grace_s: String,
+    /// Task logs and checkpoint directories go here.
+    #[arg(long, default_value = "schedlab-agent")]
+    work_dir: PathBuf,
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    client: ClientArgs,
+    /// A job as JSON: {"name", "queue"?, "tasks": [{"name", "command", "gpus"?, "gpu_type"?,
+    /// "single_node"?, "estimate_s"?, "depends_on"?: [task names]}]}.
+    #[arg(long, conflicts_with_all = ["name", "command"])]
+    file: Option<PathBuf>,
+    /// The job's name (one task, named 0, running COMMAND).
+    #[arg(long, required_unless_present = "file")]
+    name: Option<String>,
+    #[arg(long, default_value_t = 1)]
+    gpus: u32,
+    #[arg(long)]
+    estimate_s: Option<String>,
+    #[arg(long)]
+    gpu_type: Option<String>,
+    #[arg(long)]
+    queue: Option<String>,
+    /// The command, run with `sh -c` (quote it, or give it after --).
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    client: ClientArgs,
+    /// A job id or name (default: every job).
+    job: Option<String>,
+    /// Show the nodes and GPUs instead.
+    #[arg(long)]
+    cluster: bool,
+    /// Show the decision log instead.
+    #[arg(long)]
+    decisions: bool,
+    /// Print the API's JSON as is.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct CancelArgs {
+    #[command(flatten)]
+    client: ClientArgs,
+    job: String,
+}
+
+#[derive(Args)]
+pub struct GpusArgs {
+    /// nvml, nvml:PATH or sim[:...], as for `live agent`.
+    #[arg(long, default_value = "nvml")]
+    backend: String,
+    /// Watch for health events (XID, ECC, lost GPUs) this many seconds.
+    #[arg(long, default_value = "0")]
+    watch_s: String,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    #[arg(long, default_value = "schedlab-live")]
+    state: PathBuf,
+    /// A new trace directory (jobs.csv, cluster.csv, events.csv, live.json).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+fn millis(flag: &str, text: &str) -> Result<u64, String> {
+    traces::parse_seconds_ms(text).map_err(|e| format!("--{flag} {text}: not a number of seconds ({e:?})"))
+}
+
+pub fn run(command: LiveCommand) -> CliResult {
+    match command {
+        LiveCommand::Serve(a) => run_serve(a),
+        LiveCommand::Agent(a) => run_agent(a),
+        LiveCommand::Submit(a) => run_submit(a),
+        LiveCommand::Status(a) => run_status(a),
+        LiveCommand::Cancel(a) => {
+            let v: Value = a.client.client()?.post(&format!("/v1/jobs/{}/cancel", a.job), &Value::Null)?;
+            emit(format!(
+                "job {} `{}`: {}\n",
+                v["id"],
+                v["name"].as_str().unwrap_or(""),
+                v["state"].as_str().unwrap_or("")
+            ))
+        }
+        LiveCommand::Gpus(a) => {
+            let mut backend = live::backend::from_spec(&a.backend)?;
+            let mut out = String::new();
+            for g in backend.gpus()? {
+                out += &format!(
+                    "{} {} {} {} MiB ({} MiB used) {} % {} C\n",
+                    g.index, g.uuid, g.name, g.memory_total_mib, g.memory_used_mib, g.utilisation_pct, g.temperature_c
+                );
+            }
+            for p in backend.processes()? {
+                out += &format!("process {} on {} using {} MiB\n", p.pid, p.uuid, p.used_memory_mib);
+            }
+            emit(out)?;
+            let until = std::time::Instant::now() + Duration::from_millis(millis("watch-s", &a.watch_s)?);
+            while std::time::Instant::now() < until {
+                for e in backend.health(200)? {
+                    emit(format!("health: {e}\n"))?;
+                }
+            }
+            Ok(())
+        }
+        LiveCommand::Export(a) => {
+            let store = live::store::Store::open(&a.state)?;
+            let config = store.config()?.ok_or_else(|| format!("{}: no coordinator state here", a.state.display()))?;
+            let driver = Driver::replay(config, store.batches()?)?;
+            write_journal(&driver, &a.out)?;
+            emit(format!("wrote {} ({} jobs)\n", a.out.display(), driver.trace().workload.len()))
+        }
+    }
+}
+
+fn run_serve(a: ServeArgs) -> CliResult {
+    let config = match &a.cluster {
+        None => None,
+        Some(cluster) => {
+            let text = if std::path::Path::new(cluster).is_file() {
+                std::fs::read_to_string(cluster).map_err(|e| format!("{cluster}: {e}"))?
+            } else {
+                cluster.clone()
+            };
+            Some(DriverConfig {
+                cluster: text,
+                policy: a.policy.clone(),
+                seed: a.seed,
+                heartbeat_ms: millis("heartbeat-s", &a.heartbeat_s)?,
+                missed_beats: a.missed_beats,
+                max_retries: a.max_retries,
+                default_work_ms: millis("default-work-s", &a.default_work_s)?,
+            })
+        }
+    };
+    let options = ServeOptions {
+        state_dir: a.state.clone(),
+        listen: a.listen,
+        config,
+        journal_every: Duration::from_millis(millis("journal-every-s", &a.journal_every_s)?),
+        quiet: a.quiet,
+    };
+    eprintln!("schedlab live: state in {}, API token in {}", a.state.display(), a.state.join("token").display());
+    let loopback = options.listen.starts_with("127.")
+        || options.listen.starts_with("localhost:")
+        || options.listen.starts_with("[::1]");
+    if !loopback {
+        eprintln!(
+            "warning: listening on {} beyond this machine without TLS: the token travels in the clear; \
+             put a TLS proxy in front",
+            options.listen
+        );
+    }
+    serve(options, Arc::new(AtomicBool::new(false)))?;
+    Ok(())
+}
+
+fn run_agent(a: AgentArgs) -> CliResult {
+    let backend = live::backend::from_spec(&a.backend)?;
+    let name = match a.name {
+        Some(n) => n,
+        None => {
+            std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "node".into())
+        }
+    };
+    let options = live::agent::AgentOptions {
+        coordinator: a.client.coordinator.clone(),
+        token: a.client.token()?,
+        name,
+        addr: a.addr,
+        node: a.node,
+        poll: Duration::from_millis(millis("poll-s", &a.poll_s)?.max(10)),
+        grace: Duration::from_millis(millis("grace-s", &a.grace_s)?),
+        work_dir: a.work_dir,
+        quiet: a.quiet,
+    };
+    live::agent::Agent::new(options, backend).run(&AtomicBool::new(false))?;
+    Ok(())
+}
+
+fn run_submit(a: SubmitArgs) -> CliResult {
+    let job: JobRequest = match &a.file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        None => {
+            if a.command.is_empty() {
+                return Err(
+                    "give the command after --, e.g. schedlab live submit --name probe -- python train.py".into()
+                );
+            }
+            let estimate_s = match &a.estimate_s {
+                None => None,
+                Some(s) => {
+                    Some(s.parse::<serde_json::Number>().map_err(|_| format!("--estimate-s {s}: not a number"))?)
+                }
+            };
+            JobRequest {
+                name: a.name.clone().unwrap_or_default(),
+                queue: a.queue.clone(),
+                tasks: vec![TaskRequest {
+                    name: "0".into(),
+                    command: a.command.join(" "),
+                    gpus: a.gpus,
+                    gpu_type: a.gpu_type.clone(),
+                    single_node: false,
+                    estimate_s,
+                    depends_on: Vec::new(),
+                }],
+            }
+        }
+    };
+    let v: Value = a.client.client()?.post("/v1/jobs", &job)?;
+    emit(format!("submitted job {} `{}`\n", v["id"], v["name"].as_str().unwrap_or("")))
+}
+
+fn run_status(a: StatusArgs) -> CliResult {
+    let client = a.client.client()?;
+    let path = if a.cluster {
+        "/v1/cluster".to_string()
+    } else if a.decisions {
+        "/v1/decisions".to_string()
+    } else if let Some(job) = &a.job {
+        format!("/v1/jobs/{job}")
+    } else {
+        "/v1/jobs".to_string()
+    };
+    let v: Value = client.get(&path)?;
+    if a.json {
+        return emit(format!("{v:#}\n"));
+    }
+    let s = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    let mut out = String::new();
+    if a.cluster {
+        out += &format!("policy {}, now {} s\n", s(&v["policy"]), s(&v["now_s"]));
+        for n in v["nodes"].as_array().into_iter().flatten() {
+            out += &format!(
+                "node {} ({}) {} agent {} last beat {} s\n",
+                s(&n["node"]),
+                s(&n["pool"]),
+                s(&n["state"]),
+                s(&n["agent"]),
+                s(&n["last_beat_s"])
+            );
+            for g in n["gpus"].as_array().into_iter().flatten() {
+                out += &format!(
+                    "  gpu {} {} {} {} {}\n",
+                    s(&g["slot"]),
+                    s(&g["uuid"]),
+                    s(&g["name"]),
+                    s(&g["state"]),
+                    s(&g["task"])
+                );
+            }
+        }
+    } else if a.decisions {
+        for d in v["decisions"].as_array().into_iter().flatten() {
+            out += &format!(
+                "{:>10.3} s  {:<13} job {} task {} gpus {} {}\n",
+                d["time_ms"].as_u64().unwrap_or(0) as f64 / 1000.0,
+                s(&d["kind"]),
+                s(&d["job"]),
+                s(&d["task"]),
+                s(&d["gpus"]),
+                s(&d["detail"])
+            );
+        }
+        out += &format!("digest {}\n", s(&v["digest"]));
+    } else if a.job.is_some() {
+        out += &format!(
+            "job {} `{}` {} (submitted at {} s)\n",
+            s(&v["id"]),
+            s(&v["name"]),
+            s(&v["state"]),
+            s(&v["submit_s"])
+        );
+        for t in v["tasks"].as_array().into_iter().flatten() {
+            out += &format!(
+                "  task {} {} attempt {} exit {} gpus {}\n",
+                s(&t["name"]),
+                s(&t["status"]),
+                s(&t["attempt"]),
+                s(&t["exit_code"]),
+                s(&t["placed"])
+            );
+        }
+    } else {
+        for j in v["jobs"].as_array().into_iter().flatten() {
+            out += &format!(
+                "{:>5}  {:<30} {:<10} {} task(s)\n",
+                s(&j["id"]),
+                s(&j["name"]),
+                s(&j["state"]),
+                s(&j["tasks"])
+            );
+        }
+    }
+    emit(out)
+}

@@ -1,0 +1,615 @@
+//! Live mode end to end: a coordinator and agents as real processes of the `schedlab` binary
+//! on loopback, simulated GPUs, real child processes (`sleep`). Every wait is a poll loop
+//! with a generous deadline; nothing asserts on a fixed sleep.
+
+use live::client::{CallError, Client};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
+
+/// Children killed when the test ends, passing or not.
+#[derive(Default)]
+struct Procs(Vec<(String, Child)>);
+
+impl Procs {
+    fn spawn(&mut self, name: &str, args: &[&str], log: &Path) -> usize {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+        let child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.0.push((name.to_string(), child));
+        self.0.len() - 1
+    }
+    /// SIGKILL, and wait for it.
+    fn kill(&mut self, index: usize) {
+        let child = &mut self.0[index].1;
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("live-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Polls `f` every 50 ms until it returns Some, or panics after `secs` with `what`.
+fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+struct Session {
+    dir: PathBuf,
+    procs: Procs,
+    addr: String,
+    coordinator: usize,
+}
+
+impl Session {
+    /// A coordinator on a free loopback port, with `args` (cluster, heartbeats, ...).
+    fn start(name: &str, args: &[&str]) -> Session {
+        let dir = fresh_dir(name);
+        let state = dir.join("state");
+        let mut procs = Procs::default();
+        let mut all = vec!["live", "serve", "--state", state.to_str().unwrap(), "--listen", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        let coordinator = procs.spawn("coordinator", &all, &dir.join("coordinator.log"));
+        let addr = wait_for(30, "the coordinator's address", || {
+            std::fs::read_to_string(state.join("addr")).ok().map(|a| a.trim().to_string())
+        });
+        Session { dir, procs, addr, coordinator }
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.join("state")
+    }
+
+    fn token(&self) -> String {
+        std::fs::read_to_string(self.state().join("token")).unwrap().trim().to_string()
+    }
+
+    fn client(&self) -> Client {
+        Client::new(&self.addr, &self.token(), Duration::from_secs(20))
+    }
+
+    fn agent(&mut self, name: &str, gpus: u32) -> usize {
+        let token = self.state().join("token");
+        let backend = format!("sim:gpus={gpus},prefix={name}");
+        let work = self.dir.join(format!("agent-{name}"));
+        let args = [
+            "live",
+            "agent",
+            "--coordinator",
+            &self.addr,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--name",
+            name,
+            "--backend",
+            &backend,
+            "--work-dir",
+            work.to_str().unwrap(),
+            "--grace-s",
+            "1",
+        ];
+        let log = self.dir.join(format!("agent-{name}.log"));
+        self.procs.spawn(name, &args, &log)
+    }
+
+    fn wait_agents(&self, n: usize) {
+        let client = self.client();
+        wait_for(30, "agents to register", || {
+            let v: Value = client.get("/v1/cluster").ok()?;
+            let alive = v["nodes"].as_array()?.iter().filter(|n| n["state"] == "alive").count();
+            (alive >= n).then_some(())
+        });
+    }
+
+    fn submit(&self, job: Value) -> Result<Value, CallError> {
+        self.client().post("/v1/jobs", &job)
+    }
+
+    fn job(&self, name: &str) -> Value {
+        self.client().get(&format!("/v1/jobs/{name}")).unwrap()
+    }
+
+    fn wait_jobs_ended(&self, secs: u64) -> Value {
+        let client = self.client();
+        wait_for(secs, "every job to end", || {
+            let v: Value = client.get("/v1/jobs").ok()?;
+            let jobs = v["jobs"].as_array()?;
+            jobs.iter().all(|j| matches!(j["state"].as_str(), Some("succeeded" | "failed" | "cancelled"))).then_some(v)
+        })
+    }
+
+    /// The live decision log as (time_ms, kind, job, task, gpus) lines, and its digest.
+    fn decisions(&self) -> (Vec<String>, String) {
+        let v: Value = self.client().get("/v1/decisions").unwrap();
+        let lines = v["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                let gpus: Vec<String> = d["gpus"].as_array().unwrap().iter().map(|g| g.to_string()).collect();
+                let task = d["task"].as_u64().map(|t| t.to_string()).unwrap_or_default();
+                format!("{},{},{},{},{}", d["time_ms"], d["kind"].as_str().unwrap(), d["job"], task, gpus.join(" "))
+            })
+            .collect();
+        (lines, v["digest"].as_str().unwrap().to_string())
+    }
+
+    /// Exports the journal and replays it in the simulator: its decisions in the same form,
+    /// and its digest.
+    fn replay(&self, policy: &str, heartbeat_s: &str, missed: &str) -> (Vec<String>, String) {
+        let trace = self.dir.join("trace");
+        let out = self.dir.join("replay");
+        let _ = std::fs::remove_dir_all(&out);
+        let export = Command::new(BIN)
+            .args(["live", "export", "--state", self.state().to_str().unwrap(), "--out", trace.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
+        let sim = Command::new(BIN)
+            .args([
+                "simulate",
+                "--trace",
+                trace.to_str().unwrap(),
+                "--policy",
+                policy,
+                "--heartbeat-s",
+                heartbeat_s,
+                "--missed-beats",
+                missed,
+            ])
+            .args(["--decisions", "--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(sim.status.success(), "{}", String::from_utf8_lossy(&sim.stderr));
+        let csv = std::fs::read_to_string(out.join("decisions.csv")).unwrap();
+        let lines = csv
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                let ms = (f[0].parse::<f64>().unwrap() * 1000.0).round() as u64;
+                format!("{ms},{},{},{},{}", f[1], f[2], f[3], f[4])
+            })
+            .collect();
+        let summary: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        (lines, summary["digest"].as_str().unwrap().to_string())
+    }
+}
+
+/// A seeded generator for the kill points (splitmix64: enough for test timings).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % n
+    }
+}
+
+fn task(name: &str, command: &str, deps: &[&str]) -> Value {
+    json!({ "name": name, "command": command, "gpus": 1, "depends_on": deps })
+}
+
+#[test]
+fn a_live_session_replays_in_the_simulator_with_the_same_decisions() {
+    let mut s = Session::start("replay", &["--cluster", "2x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "5"]);
+    s.agent("n0", 1);
+    s.agent("n1", 1);
+    s.wait_agents(2);
+    let env_check = "test \"$CUDA_VISIBLE_DEVICES\" = GPU-n0-0 -o \"$CUDA_VISIBLE_DEVICES\" = GPU-n1-0 && \
+                     test \"$SCHEDLAB_JOB\" = one && test \"$SCHEDLAB_RANK\" = 0 && test \"$SCHEDLAB_WORLD_SIZE\" = 1 && \
+                     test -d \"$SCHEDLAB_CHECKPOINT_DIR\" && sleep 0.2";
+    s.submit(json!({ "name": "one", "tasks": [task("0", env_check, &[])] })).unwrap();
+    s.submit(json!({ "name": "two", "tasks": [task("a", "sleep 0.2", &[]), task("b", "sleep 0.3", &[])] })).unwrap();
+    s.submit(
+        json!({ "name": "dag", "tasks": [task("prep", "sleep 0.2", &[]), task("train", "sleep 0.2", &["prep"])] }),
+    )
+    .unwrap();
+    s.submit(json!({ "name": "three", "tasks": [task("0", "sleep 0.2", &[])] })).unwrap();
+    let jobs = s.wait_jobs_ended(60);
+    for j in jobs["jobs"].as_array().unwrap() {
+        assert_eq!(j["state"], "succeeded", "{jobs:#}");
+    }
+    let dag = s.job("dag");
+    assert_eq!(dag["tasks"][1]["exit_code"], 0);
+    let (live, live_digest) = s.decisions();
+    assert_eq!(live.iter().filter(|l| l.contains(",start,")).count(), 6, "{live:?}");
+    let (replayed, sim_digest) = s.replay("fifo", "0.2", "5");
+    assert_eq!(live, replayed);
+    assert_eq!(live_digest, sim_digest);
+}
+
+#[test]
+fn bad_requests_are_refused_with_reasons() {
+    let mut s = Session::start("refuse", &["--cluster", "2x1:SIM", "--heartbeat-s", "0.2"]);
+    // The token file is the owner's only.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(s.state().join("token")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // No token, or a wrong one: 401 and nothing else.
+    for token in ["", "wrong-token-wrong-token-wrong-token-0000"] {
+        let c = Client::new(&s.addr, token, Duration::from_secs(10));
+        assert_eq!(c.get::<Value>("/v1/jobs").unwrap_err(), CallError::Status(401, String::new()));
+        assert_eq!(c.get::<Value>("/v1/nonexistent").unwrap_err(), CallError::Status(401, String::new()));
+    }
+    let c = s.client();
+    let err = |r: Result<Value, CallError>| match r {
+        Err(CallError::Status(code, reason)) => (code, reason),
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    let (code, reason) = err(c.post("/v1/jobs", &json!({ "name": "x" })));
+    assert_eq!(code, 400);
+    assert!(reason.contains("missing field `tasks`"), "{reason}");
+    let (code, reason) = err(c.post("/v1/jobs", &json!({ "name": "x", "tasks": [], "colour": 1 })));
+    assert_eq!((code, reason.contains("unknown field `colour`")), (400, true), "{reason}");
+    let cyclic = json!({ "name": "c", "tasks": [task("a", "true", &["c"]), task("b", "true", &["a"]), task("c", "true", &["b"])] });
+    let (code, reason) = err(c.post("/v1/jobs", &cyclic));
+    assert_eq!(code, 400);
+    assert!(reason.contains("its tasks' dependencies form a cycle: a -> b -> c -> a"), "{reason}");
+    let (code, _) = err(c.get("/v1/jobs/nope"));
+    assert_eq!(code, 404);
+    c.post::<_, Value>("/v1/jobs", &json!({ "name": "ok", "tasks": [task("0", "true", &[])] })).unwrap();
+    let (code, reason) = err(c.post("/v1/jobs", &json!({ "name": "ok", "tasks": [task("0", "true", &[])] })));
+    assert_eq!((code, reason.contains("already submitted")), (409, true));
+    // Agents: a GPU held by another agent, and a health report for a GPU that is not its own.
+    s.agent("n0", 1);
+    s.wait_agents(1);
+    let gpu = json!({ "index": 0, "uuid": "GPU-n0-0", "name": "SIM", "memory_total_mib": 1, "memory_used_mib": 0,
+                      "utilisation_pct": 0, "temperature_c": 30 });
+    let (code, reason) = err(c.post("/v1/agents/register", &json!({ "name": "thief", "addr": "x", "gpus": [gpu] })));
+    assert_eq!(code, 409);
+    assert!(reason.contains("GPU GPU-n0-0 is held by agent `n0`"), "{reason}");
+    let (code, reason) = err(c.post(
+        "/v1/agents/heartbeat",
+        &json!({ "name": "n0", "health": [{ "kind": "xid", "uuid": "GPU-elsewhere", "code": 79 }] }),
+    ));
+    assert_eq!(code, 409);
+    assert!(reason.contains("unknown GPU GPU-elsewhere"), "{reason}");
+    let (code, _) = err(c.post("/v1/agents/heartbeat", &json!({ "name": "ghost" })));
+    assert_eq!(code, 404);
+    // Both refusals are logged.
+    let log = std::fs::read_to_string(s.dir.join("coordinator.log")).unwrap();
+    assert!(log.contains("REFUSED thief") && log.contains("REFUSED n0"), "{log}");
+}
+
+#[test]
+fn a_killed_agent_is_declared_dead_and_its_task_reruns_elsewhere() {
+    let mut s = Session::start("nodes", &["--cluster", "3x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "3"]);
+    let agents: Vec<usize> = ["n0", "n1", "n2"].iter().map(|n| s.agent(n, 1)).collect();
+    let agent_names = ["n0", "n1", "n2"];
+    s.wait_agents(3);
+    s.submit(json!({ "name": "long", "tasks": [task("0", "sleep 3", &[])] })).unwrap();
+    s.submit(json!({ "name": "short", "tasks": [task("0", "sleep 0.3", &[])] })).unwrap();
+    let placed = wait_for(30, "job `long` to run", || {
+        let j = s.job("long");
+        (j["tasks"][0]["status"] == "running").then(|| j["tasks"][0]["placed"][0]["node"].as_u64().unwrap())
+    });
+    // Kill the agent running `long` (its task dies with it).
+    let cluster: Value = s.client().get("/v1/cluster").unwrap();
+    let holder = cluster["nodes"][placed as usize]["agent"].as_str().unwrap().to_string();
+    let index = agent_names.iter().position(|n| *n == holder).unwrap();
+    s.procs.kill(agents[index]);
+    let rerun = wait_for(30, "job `long` to rerun on another node", || {
+        let j = s.job("long");
+        let t = &j["tasks"][0];
+        (t["status"] == "running" && t["attempt"] == 2).then(|| t["placed"][0]["node"].as_u64().unwrap())
+    });
+    assert_ne!(rerun, placed);
+    let cluster: Value = s.client().get("/v1/cluster").unwrap();
+    assert_eq!(cluster["nodes"][placed as usize]["state"], "dead");
+    let jobs = s.wait_jobs_ended(60);
+    for j in jobs["jobs"].as_array().unwrap() {
+        assert_eq!(j["state"], "succeeded", "{jobs:#}");
+    }
+    let (live, digest) = s.decisions();
+    assert!(live.iter().any(|l| l.contains(",fail,")), "{live:?}");
+    assert_eq!(s.replay("fifo", "0.2", "3"), (live, digest));
+}
+
+#[test]
+fn a_restarted_agent_loses_its_tasks_which_run_again_as_new_attempts() {
+    // Missed beats far beyond the restart: the node is never declared dead.
+    let mut s = Session::start("restart", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "20"]);
+    let agent = s.agent("n0", 1);
+    s.wait_agents(1);
+    let marks = s.dir.join("attempts.txt");
+    let command = format!(
+        "echo \"start $SCHEDLAB_ATTEMPT\" >> {0}; sleep 1.5; echo \"end $SCHEDLAB_ATTEMPT\" >> {0}",
+        marks.display()
+    );
+    s.submit(json!({ "name": "long", "tasks": [task("0", &command, &[])] })).unwrap();
+    wait_for(30, "attempt 1 to start", || std::fs::read_to_string(&marks).ok().filter(|t| t.contains("start 1")));
+    s.procs.kill(agent);
+    s.agent("n0", 1);
+    let jobs = s.wait_jobs_ended(60);
+    assert_eq!(jobs["jobs"][0]["state"], "succeeded", "{jobs:#}");
+    assert_eq!(s.job("long")["tasks"][0]["attempt"], 2);
+    let text = std::fs::read_to_string(&marks).unwrap();
+    assert_eq!(text, "start 1\nstart 2\nend 2\n", "attempt 1 died with its agent and never ran again");
+    let (live, digest) = s.decisions();
+    assert!(live.iter().any(|l| l.contains(",fail,")), "{live:?}");
+    assert_eq!(s.replay("fifo", "0.2", "20"), (live, digest));
+}
+
+#[test]
+fn kill_9_of_the_coordinator_loses_no_job_and_starts_no_task_twice() {
+    let seed: u64 = std::env::var("SCHEDLAB_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(6);
+    let mut rng = SplitMix(seed);
+    // Missed beats far beyond a restart's gap: no node is declared dead, so every task runs once.
+    let args = ["--cluster", "2x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "50"];
+    let mut s = Session::start("crash", &args);
+    let listen = s.addr.clone();
+    s.agent("n0", 1);
+    s.agent("n1", 1);
+    s.wait_agents(2);
+    let runs = s.dir.join("runs.txt");
+    // A submitter thread submits all along; a submission whose answer was lost to a kill is
+    // sent again until it gets one (201, or 409: it had been committed).
+    let stop = Arc::new(AtomicBool::new(false));
+    let submitter = {
+        let (client, stop, runs) = (s.client(), stop.clone(), runs.clone());
+        let mut rng = SplitMix(seed + 1);
+        std::thread::spawn(move || {
+            let mut acknowledged = Vec::new();
+            let mut next = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let name = format!("j{next}");
+                let command = format!("echo \"$SCHEDLAB_JOB $SCHEDLAB_ATTEMPT\" >> {}; sleep 0.1", runs.display());
+                let job = json!({ "name": name, "tasks": [task("0", &command, &[])] });
+                let deadline = Instant::now() + Duration::from_secs(60);
+                loop {
+                    match client.post::<_, Value>("/v1/jobs", &job) {
+                        Ok(_) | Err(CallError::Status(409, _)) => break,
+                        Err(e) => {
+                            assert!(Instant::now() < deadline, "submit {name}: {e}");
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                    }
+                }
+                acknowledged.push(name);
+                next += 1;
+                std::thread::sleep(Duration::from_millis(rng.below(40)));
+            }
+            acknowledged
+        })
+    };
+    for _ in 0..6 {
+        std::thread::sleep(Duration::from_millis(100 + rng.below(800)));
+        s.procs.kill(s.coordinator);
+        let state = s.state();
+        let mut all = vec!["live", "serve", "--state", state.to_str().unwrap(), "--listen", &listen];
+        all.extend_from_slice(&args);
+        s.coordinator = s.procs.spawn("coordinator", &all, &s.dir.join("coordinator.log"));
+        wait_for(30, "the coordinator to come back", || s.client().get::<Value>("/v1/jobs").ok());
+    }
+    stop.store(true, Ordering::Relaxed);
+    let acknowledged = submitter.join().expect("the submitter");
+    assert!(acknowledged.len() >= 6, "seed {seed}: only {} jobs submitted", acknowledged.len());
+    let jobs = s.wait_jobs_ended(60);
+    let names: Vec<&str> = jobs["jobs"].as_array().unwrap().iter().map(|j| j["name"].as_str().unwrap()).collect();
+    assert_eq!(names, acknowledged.iter().map(String::as_str).collect::<Vec<_>>(), "seed {seed}: a job was lost");
+    for j in jobs["jobs"].as_array().unwrap() {
+        assert_eq!(j["state"], "succeeded", "seed {seed}: {j}");
+    }
+    let text = std::fs::read_to_string(&runs).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    let mut expected: Vec<String> = acknowledged.iter().map(|n| format!("{n} 1")).collect();
+    expected.sort_unstable();
+    assert_eq!(lines, expected, "seed {seed}: each task must run exactly once");
+}
+
+#[test]
+fn a_preempted_task_is_stopped_term_then_kill_and_resumes_later() {
+    let args = ["--cluster", "1x1:SIM", "--policy", "srtf[duration=estimate]", "--heartbeat-s", "0.2"];
+    let mut s = Session::start("preempt", &args);
+    s.agent("n0", 1);
+    s.wait_agents(1);
+    // The long task ignores SIGTERM: it is killed after the 1 s grace.
+    let marks = s.dir.join("attempts.txt");
+    let long = format!(
+        "echo \"start $SCHEDLAB_ATTEMPT\" >> {0}; trap '' TERM; sleep 1.5; echo \"end $SCHEDLAB_ATTEMPT\" >> {0}",
+        marks.display()
+    );
+    let job = |name: &str, command: &str, estimate: f64| json!({ "name": name, "tasks": [{ "name": "0", "command": command, "estimate_s": estimate }] });
+    s.submit(job("long", &long, 100.0)).unwrap();
+    wait_for(30, "`long` to run", || (s.job("long")["tasks"][0]["status"] == "running").then_some(()));
+    // Let its process start, then a shorter job preempts it.
+    wait_for(30, "`long`'s process", || std::fs::read_to_string(&marks).ok().filter(|t| t.contains("start 1")));
+    s.submit(job("short", "sleep 0.2", 0.5)).unwrap();
+    let jobs = s.wait_jobs_ended(60);
+    for j in jobs["jobs"].as_array().unwrap() {
+        assert_eq!(j["state"], "succeeded", "{jobs:#}");
+    }
+    assert_eq!(s.job("long")["tasks"][0]["attempt"], 2);
+    // Attempt 1 never ended by itself: it was killed; attempt 2 ran to the end.
+    let text = std::fs::read_to_string(&marks).unwrap();
+    assert_eq!(text, "start 1\nstart 2\nend 2\n");
+    let log = std::fs::read_to_string(s.dir.join("agent-n0.log")).unwrap();
+    assert!(
+        log.contains("stopping task 0 attempt 1 (SIGTERM)") && log.contains("task 0 attempt 1 exited 137 (stopped)"),
+        "{log}"
+    );
+    let (live, digest) = s.decisions();
+    assert!(live.iter().any(|l| l.contains(",preempt,")), "{live:?}");
+    assert_eq!(s.replay("srtf[duration=estimate]", "0.2", "3"), (live, digest));
+}
+
+/// Builds the fake libnvidia-ml (tests in live/ test it on its own) into `dir`.
+fn fake_nvml(dir: &Path, control: &str) -> (PathBuf, PathBuf) {
+    let so = dir.join("libnvidia-ml.so.1");
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("live/tests/fake_nvml/fake_nvml.c");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let out = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&so)
+        .arg(&source)
+        .arg("-lpthread")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ctl = PathBuf::from(format!("{}.ctl", so.display()));
+    std::fs::write(&ctl, control).unwrap();
+    (so, ctl)
+}
+
+#[test]
+fn an_xid_error_takes_the_gpu_out_the_task_reruns_elsewhere_and_a_restarted_agent_brings_it_back() {
+    let mut s = Session::start("xid", &["--cluster", "2x1:SIM", "--heartbeat-s", "0.2"]);
+    // Node 0: the real NVML backend on the fake library; node 1: the simulated backend.
+    let (so, ctl) = fake_nvml(&s.dir, "devices 1\n");
+    let inject = s.dir.join("inject-n1.txt");
+    std::fs::write(&inject, "").unwrap();
+    let token = s.state().join("token");
+    let agents = [
+        ("n0", "0", format!("nvml:{}", so.display())),
+        ("n1", "1", format!("sim:gpus=1,prefix=n1,inject={}", inject.display())),
+    ];
+    let spawn = |s: &mut Session, (name, node, backend): &(&str, &str, String)| {
+        let work = s.dir.join(format!("agent-{name}"));
+        let args = ["live", "agent", "--coordinator", &s.addr, "--token-file", token.to_str().unwrap(), "--name", name];
+        let more = ["--node", node, "--backend", backend, "--work-dir", work.to_str().unwrap(), "--grace-s", "1"];
+        let log = s.dir.join(format!("agent-{name}.log"));
+        s.procs.spawn(name, &[&args[..], &more[..]].concat(), &log)
+    };
+    let procs: Vec<usize> = agents.iter().map(|a| spawn(&mut s, a)).collect();
+    s.wait_agents(2);
+    let cluster: Value = s.client().get("/v1/cluster").unwrap();
+    assert_eq!(cluster["nodes"][0]["gpus"][0]["uuid"], "GPU-fa4e0000-0000-4000-8000-000000000000");
+    assert_eq!(cluster["nodes"][0]["gpus"][0]["name"], "Fake NVIDIA A100-SXM4-40GB");
+    // NVML's compute processes reach the cluster view.
+    std::fs::write(&ctl, "devices 1\nproc 0 4242 100\n").unwrap();
+    wait_for(30, "the process on node 0's GPU", || {
+        let cluster: Value = s.client().get("/v1/cluster").ok()?;
+        (cluster["nodes"][0]["gpus"][0]["processes"][0]["pid"] == 4242).then_some(())
+    });
+    s.submit(json!({ "name": "long", "tasks": [task("0", "sleep 3", &[])] })).unwrap();
+    let node = wait_for(30, "`long` to run", || {
+        let t = s.job("long")["tasks"][0].clone();
+        (t["status"] == "running").then(|| t["placed"][0]["node"].as_u64().unwrap())
+    });
+    let append = |path: &Path, line: &str| {
+        use std::io::Write;
+        writeln!(std::fs::OpenOptions::new().append(true).open(path).unwrap(), "{line}").unwrap();
+    };
+    append(if node == 0 { &ctl } else { &inject }, "xid 0 79");
+    let rerun = wait_for(30, "`long` to rerun on the other node", || {
+        let t = s.job("long")["tasks"][0].clone();
+        (t["status"] == "running" && t["attempt"] == 2).then(|| t["placed"][0]["node"].as_u64().unwrap())
+    });
+    assert_eq!(rerun, 1 - node);
+    let cluster: Value = s.client().get("/v1/cluster").unwrap();
+    assert_eq!(cluster["nodes"][node as usize]["gpus"][0]["state"], "out");
+    let log = std::fs::read_to_string(s.dir.join("coordinator.log")).unwrap();
+    assert!(log.contains("XID 79 on GPU-"), "{log}");
+    // The node's agent restarts (its injected error consumed): the GPU is back in service.
+    s.procs.kill(procs[node as usize]);
+    std::fs::write(&inject, "").unwrap();
+    spawn(&mut s, &agents[node as usize]);
+    wait_for(30, "the GPU to return", || {
+        let cluster: Value = s.client().get("/v1/cluster").ok()?;
+        (cluster["nodes"][node as usize]["gpus"][0]["state"] != "out").then_some(())
+    });
+    s.wait_jobs_ended(60);
+    let (live, digest) = s.decisions();
+    assert!(live.iter().any(|l| l.contains(",fail,")), "{live:?}");
+    assert_eq!(s.replay("fifo", "0.2", "3"), (live, digest));
+}
+
+#[test]
+fn the_command_line_clients_submit_show_and_cancel() {
+    let mut s = Session::start("cli", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2"]);
+    s.agent("n0", 1);
+    s.wait_agents(1);
+    let token = s.state().join("token");
+    let cli = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["live"])
+            .args(&args[..1])
+            .args(["--coordinator", &s.addr, "--token-file", token.to_str().unwrap()])
+            .args(&args[1..])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = cli(&["submit", "--name", "sleeper", "--", "sleep", "30"]);
+    assert_eq!((code, out.as_str()), (Some(0), "submitted job 0 `sleeper`\n"), "{err}");
+    let file = s.dir.join("dag.json");
+    let dag = json!({ "name": "dag", "tasks": [task("a", "true", &[]), task("b", "true", &["a"])] });
+    std::fs::write(&file, dag.to_string()).unwrap();
+    let (code, out, _) = cli(&["submit", "--file", file.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (Some(0), "submitted job 1 `dag`\n"));
+    let cyclic = json!({ "name": "cyc", "tasks": [task("a", "true", &["b"]), task("b", "true", &["a"])] });
+    std::fs::write(&file, cyclic.to_string()).unwrap();
+    let (code, _, err) = cli(&["submit", "--file", file.to_str().unwrap()]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("400: job `cyc`: its tasks' dependencies form a cycle: a -> b -> a"), "{err}");
+    wait_for(30, "`sleeper` to run", || {
+        cli(&["status", "sleeper"]).1.contains("task 0 running attempt 1").then_some(())
+    });
+    let (_, out, _) = cli(&["status"]);
+    assert!(
+        out.contains("sleeper") && out.contains("running") && out.contains("dag") && out.contains("waiting"),
+        "{out}"
+    );
+    let (_, out, _) = cli(&["status", "--cluster"]);
+    assert!(
+        out.contains("node 0 (SIM) alive agent n0") && out.contains("GPU-n0-0 SIM busy sleeper/0 (job 0)"),
+        "{out}"
+    );
+    let (code, out, _) = cli(&["cancel", "sleeper"]);
+    assert_eq!((code, out.as_str()), (Some(0), "job 0 `sleeper`: cancelled\n"));
+    let (code, _, err) = cli(&["cancel", "sleeper"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("409: job `sleeper` has already ended (cancelled)"), "{err}");
+    s.wait_jobs_ended(60);
+    let (_, out, _) = cli(&["status", "dag"]);
+    assert!(out.contains("job 1 `dag` succeeded") && out.contains("task b succeeded attempt 1 exit 0"), "{out}");
+    let (_, out, _) = cli(&["status", "--decisions"]);
+    assert!(out.contains("reject") && out.contains("cancelled by the user") && out.contains("digest "), "{out}");
+    std::fs::write(s.dir.join("bad-token"), "x".repeat(64)).unwrap();
+    let out = Command::new(BIN)
+        .args(["live", "status", "--coordinator", &s.addr, "--token-file"])
+        .arg(s.dir.join("bad-token"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("401 unauthorised"));
+}
