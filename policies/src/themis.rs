@@ -29,7 +29,8 @@
 //! smaller rho in one of its pools are preempted, smallest rho first (ties: the latest task
 //! first), until it fits. A running task is a victim only once it holds a whole lease past
 //! its restart overhead (its lease has expired), so every start makes at least one lease of
-//! progress and two jobs cannot livelock by preempting each other during their overheads.
+//! progress and two jobs cannot livelock by preempting each other during their overheads,
+//! and only once it has checkpointed work in this attempt, so no attempt is thrown away whole.
 //! If even all of them would not make room, nothing is preempted and
 //! the preemptive pass ends there. Each preemption is logged with both rhos.
 //! **Preemption happens in rounds only.** Between rounds
@@ -172,11 +173,13 @@ impl Themis {
         // Victims per pool, smallest rho first (ties: the latest task first).
         let mut victims: Vec<Vec<(Rho, TaskId)>> = vec![Vec::new(); view.cluster().pools().len()];
         // A task's lease runs from the end of its restart overhead: until it expires the task
-        // is no victim, so every start makes at least one lease of progress.
+        // is no victim, so every start makes at least one lease of progress; and it must have
+        // saved some of it (a checkpoint in this attempt), or the attempt would be lost whole.
         let now = view.now();
         for &t in &running {
             let task = view.task(t);
-            if task.run_start + task.overhead + self.lease > now {
+            if task.run_start + task.overhead + self.lease > now || view.work_saved_this_attempt(t) == SimDuration::ZERO
+            {
                 continue;
             }
             if let Some(&gpu) = task.placed.first() {

@@ -4,8 +4,9 @@
 //!
 //! **Attained service** of a job is the GPU-time its tasks have executed so far, over all
 //! attempts (GPUs x time held, less the restart overhead paid: work redone after a lost
-//! checkpoint counts, the overhead does not, so every restart makes progress before it can
-//! cost a level and promotions cannot livelock), less what it had when last promoted (below). No duration is used: Tiresias needs no prior knowledge.
+//! checkpoint counts, the overhead does not, so a restart does not cost a level before it
+//! makes progress), less what it had when last promoted (below). No duration is used:
+//! Tiresias needs no prior knowledge.
 //!
 //! **Queues.** `thresholds=t1;t2;...` (GPU-seconds, strictly increasing) cut attained
 //! service into levels: level 0 below `t1`, level k in `[tk, tk+1)`. A job starts in level 0
@@ -30,7 +31,10 @@
 //! new jobs of a higher queue). If even all of them would not make room, nothing is
 //! preempted and the preemptive pass stops there: a blocked gang is not bypassed by
 //! lower-priority preemptions. Then waiting tasks that fit fill the free GPUs in priority
-//! order. A job never preempts one of its own level. Each preemption is logged with the
+//! order. A job never preempts one of its own level. A running task is a victim only once it
+//! has checkpointed work in its current attempt (`ClusterView::work_saved_this_attempt`):
+//! without that rule, two jobs longer than a threshold and a checkpoint interval, promoted
+//! in turn by the starvation guard, preempt each other forever, each attempt lost whole. Each preemption is logged with the
 //! victim's level and attained service. Victims wait again at once (and may
 //! restart elsewhere in the same decision, paying the restart overhead). Demotions take
 //! effect when they happen: while any task waits, the policy wakes itself at the next
@@ -55,7 +59,7 @@ use crate::params::{AVOID_FAILED, List, PLACEMENT, ParamInfo, Params, SpecError}
 use crate::placement::{Placer, Shape};
 use crate::tracking::{Placed, place_and_start};
 use crate::wait_queue::WaitQueue;
-use sim::{Change, ClusterView, JobId, JobOutcome, Plan, Policy, PoolId, SimTime, TaskId, TaskStatus};
+use sim::{Change, ClusterView, JobId, JobOutcome, Plan, Policy, PoolId, SimDuration, SimTime, TaskId, TaskStatus};
 use std::collections::BTreeSet;
 
 pub const PARAMS: &[ParamInfo] = &[
@@ -320,7 +324,7 @@ impl Tiresias {
             info.promote_at.or_else(|| {
                 let gang: u64 = view.job(job).tasks().map(|t| view.task(t).mgpus()).sum();
                 let executed_ms = attained / gang.max(1);
-                Some(now + sim::SimDuration(executed_ms.saturating_mul(self.promote_after)))
+                Some(now + SimDuration(executed_ms.saturating_mul(self.promote_after)))
             })
         } else {
             None
@@ -491,7 +495,9 @@ impl Tiresias {
             let savepoint = plan.savepoint();
             let mut preempted = Vec::new();
             for victim in victims {
-                if plan.is_decided(victim) {
+                // A victim must have saved work in this attempt, so that no attempt is thrown
+                // away whole and promotions cannot make jobs preempt each other forever.
+                if plan.is_decided(victim) || view.work_saved_this_attempt(victim) == SimDuration::ZERO {
                     continue;
                 }
                 let victim_level = self.running.level_of(victim).map_or(0, |(_, l, _)| l);
@@ -552,7 +558,7 @@ fn crossing_time(now: SimTime, mut need: u64, growth: &[(SimTime, u64)]) -> SimT
         }
         (at, rate) = (from, rate + r);
     }
-    at + sim::SimDuration(need.div_ceil(rate))
+    at + SimDuration(need.div_ceil(rate))
 }
 
 fn join(values: &[u64]) -> String {

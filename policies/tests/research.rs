@@ -69,6 +69,28 @@ fn tiresias_promotes_a_starved_job() {
 }
 
 #[test]
+fn tiresias_never_preempts_an_attempt_that_saved_nothing() {
+    // 1 GPU, threshold 10 GPU-s, promote_after=1, checkpoints every 50 s of work. a (1 GPU,
+    // 100 s) at 0, b (1 GPU, 100 s) at 1 waits behind it (both level 0). a drops to level 1 at
+    // 10, under b, but has saved nothing in this attempt (its first checkpoint is at 50 s of
+    // work): preempting it would throw the attempt away, so a runs on, 0..100, and b 100..200.
+    // (Before this rule, b preempted a at 10, a was promoted at 20 and preempted b, and so on
+    // every 10 s forever, each attempt lost whole: the run never ended.)
+    let jobs = || vec![job("a", 0, 1, 100), job("b", 1, 1, 100)];
+    let spec = "tiresias[thresholds=10,promote_after=1]";
+    let r = run_with(spec, cluster(&[(1, 1, "A")]), jobs(), checkpoints_every(50));
+    assert_eq!(schedule(&r), sched(&[("a", 0, 100), ("b", 100, 200)]));
+    assert_eq!(preemptions(&r), vec![0, 0]);
+    // Checkpoints every 5 s: every preemption keeps all the work. b preempts a at 10 (a saved
+    // 10 s) and crosses at 20; a, promoted at 20 (waited 1 x its 10 s), preempts b (saved 10 s)
+    // and crosses at 30 with 10 s of service since its promotion, when b is promoted: they
+    // alternate every 10 s. a's tenth slice is 180..190; b's last 10 s run 190..200.
+    let r = run_with(spec, cluster(&[(1, 1, "A")]), jobs(), checkpoints_every(5));
+    assert_eq!(schedule(&r), sched(&[("a", 0, 190), ("b", 10, 200)]));
+    assert_eq!(preemptions(&r), vec![9, 9]);
+}
+
+#[test]
 fn tiresias_gittins_orders_levels_by_the_sizes_seen() {
     // 1 GPU, threshold 10 GPU-s (levels [0, 10) and [10, inf)). j (1 GPU, 12 s) runs 0..12 and
     // is the only job seen to finish: size 12, level 1. Gittins index of level 0:

@@ -109,6 +109,19 @@ impl<'a> ClusterView<'a> {
         let done = t.work - t.remaining + t.progress_at(self.now);
         done - t.saved(done)
     }
+    /// The work a running task has checkpointed during its current attempt: what preempting it
+    /// now would keep of the attempt. Zero while it pays its restart overhead and until its
+    /// first checkpoint of the attempt (at once with continuous checkpoints). A preemptive
+    /// policy that takes victims only when this is positive cannot livelock: every attempt it
+    /// ends has moved its task forward for good.
+    pub fn work_saved_this_attempt(&self, task: TaskId) -> SimDuration {
+        let t = &self.tasks[task.index()];
+        if t.status != TaskStatus::Running {
+            return SimDuration::ZERO;
+        }
+        let start = t.work - t.remaining;
+        t.saved(start + t.progress_at(self.now)) - start
+    }
     /// What the scheduler knows of the hardware (nodes declared dead, GPUs taken out). The
     /// ground truth in it is for reports; a policy that reads `broken` is cheating.
     pub fn health(&self) -> &'a Health {
