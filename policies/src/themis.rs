@@ -32,7 +32,8 @@
 //! progress and two jobs cannot livelock by preempting each other during their overheads,
 //! and only once it has checkpointed work in this attempt, so no attempt is thrown away whole.
 //! If even all of them would not make room, nothing is preempted and
-//! the preemptive pass ends there. Each preemption is logged with both rhos.
+//! the preemptive pass ends there. Each preemption is logged with both rhos and the work the
+//! victim loses (already inside its rho: a victim that would lose more ranks higher).
 //! **Preemption happens in rounds only.** Between rounds
 //! (arrivals, completions), free GPUs are filled without preemption: waiting tasks in the
 //! last round's rho order, then tasks that arrived since, in arrival order; victims wait
@@ -224,9 +225,10 @@ impl Themis {
                     continue;
                 }
                 let reason = format!(
-                    "themis: finish-time fairness rho {} below {} of {task}",
+                    "themis: finish-time fairness rho {} below {} of {task}; loses {:.3} s of work since its last checkpoint",
                     rho_str(victim_rho),
-                    rho_str(waiting_rho)
+                    rho_str(waiting_rho),
+                    view.work_at_risk(victim).as_secs_f64()
                 );
                 if plan.preempt_for(victim, reason).is_err() {
                     continue;

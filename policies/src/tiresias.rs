@@ -26,16 +26,17 @@
 //! the table, and changes only when it crosses a threshold or a job succeeds.
 //!
 //! **Preemption.** In priority order, each waiting task starts if it fits; if not, running
-//! tasks of strictly lower-priority levels are preempted, lowest priority first and the
-//! latest arrival first within a level, until it fits (as a demoted job is overtaken by the
+//! tasks of strictly lower-priority levels are preempted, lowest priority first and, within
+//! a level, the task that loses the least work since its last checkpoint first
+//! (`ClusterView::work_at_risk`; ties: the latest task), until it fits (as a demoted job is overtaken by the
 //! new jobs of a higher queue). If even all of them would not make room, nothing is
 //! preempted and the preemptive pass stops there: a blocked gang is not bypassed by
 //! lower-priority preemptions. Then waiting tasks that fit fill the free GPUs in priority
 //! order. A job never preempts one of its own level. A running task is a victim only once it
 //! has checkpointed work in its current attempt (`ClusterView::work_saved_this_attempt`):
 //! without that rule, two jobs longer than a threshold and a checkpoint interval, promoted
-//! in turn by the starvation guard, preempt each other forever, each attempt lost whole. Each preemption is logged with the
-//! victim's level and attained service. Victims wait again at once (and may
+//! in turn by the starvation guard, preempt each other forever, each attempt lost whole. Each
+//! preemption is logged with the victim's level, attained service and the work it loses. Victims wait again at once (and may
 //! restart elsewhere in the same decision, paying the restart overhead). Demotions take
 //! effect when they happen: while any task waits, the policy wakes itself at the next
 //! threshold crossing of a running job.
@@ -491,10 +492,18 @@ impl Tiresias {
                     continue;
                 }
             }
-            let victims: Vec<TaskId> = lower.flat_map(|&l| sets[l].iter().rev().copied()).collect();
+            // Lowest-priority level first; within a level, the task that loses the least work
+            // since its last checkpoint first (ties: the latest task), as quota reclaim does.
+            let victims: Vec<(SimDuration, TaskId)> = lower
+                .flat_map(|&l| {
+                    let mut in_level: Vec<_> = sets[l].iter().map(|&t| (view.work_at_risk(t), t)).collect();
+                    in_level.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+                    in_level
+                })
+                .collect();
             let savepoint = plan.savepoint();
             let mut preempted = Vec::new();
-            for victim in victims {
+            for (at_risk, victim) in victims {
                 // A victim must have saved work in this attempt, so that no attempt is thrown
                 // away whole and promotions cannot make jobs preempt each other forever.
                 if plan.is_decided(victim) || view.work_saved_this_attempt(victim) == SimDuration::ZERO {
@@ -502,8 +511,10 @@ impl Tiresias {
                 }
                 let victim_level = self.running.level_of(victim).map_or(0, |(_, l, _)| l);
                 let reason = format!(
-                    "tiresias: level {victim_level} (attained service {} GPU-s) ranks below level {level} of {task}",
-                    self.attained(view, view.task(victim).job) / MGPU_MS_PER_GPU_S
+                    "tiresias: level {victim_level} (attained service {} GPU-s) ranks below level {level} of {task}; \
+                     loses {:.3} s of work since its last checkpoint, the least in its level",
+                    self.attained(view, view.task(victim).job) / MGPU_MS_PER_GPU_S,
+                    at_risk.as_secs_f64()
                 );
                 if plan.preempt_for(victim, reason).is_err() {
                     continue;

@@ -62,14 +62,37 @@ pub fn place_and_start(
     waiting: &mut WaitQueue,
     task: TaskId,
 ) -> Placed {
+    start_where(plan, waiting, task, |plan| {
+        let shape = Shape::of(view.task(task));
+        placer.place(shape, view, plan.free()).or_else(|| crate::quota::reclaim(view, plan, placer, task))
+    })
+}
+
+/// As `place_and_start`, but only on nodes holding the task's dataset (`Placer::place_local`),
+/// reclaiming nothing: for a task whose policy chose it for its locality.
+pub fn start_local(
+    view: &ClusterView<'_>,
+    plan: &mut Plan<'_>,
+    placer: Placer,
+    waiting: &mut WaitQueue,
+    task: TaskId,
+) -> Placed {
+    start_where(plan, waiting, task, |plan| placer.place_local(Shape::of(view.task(task)), view, plan.free()))
+}
+
+/// Parks `task` if its queue's quota holds it back, else starts it on the GPUs `place` finds.
+fn start_where(
+    plan: &mut Plan<'_>,
+    waiting: &mut WaitQueue,
+    task: TaskId,
+    place: impl FnOnce(&mut Plan<'_>) -> Option<Vec<GpuId>>,
+) -> Placed {
     if !plan.quota_allows(task) {
         let queue = plan.queue_of_task(task).expect("only a task with a queue has a quota");
         waiting.park(task, queue);
         return Placed::Parked;
     }
-    let shape = Shape::of(view.task(task));
-    let Some(gpus) = placer.place(shape, view, plan.free()).or_else(|| crate::quota::reclaim(view, plan, placer, task))
-    else {
+    let Some(gpus) = place(plan) else {
         return Placed::NoRoom;
     };
     plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool, within quota");

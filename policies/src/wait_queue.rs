@@ -85,6 +85,12 @@ impl WaitQueue {
     }
 
     /// The first task in key order among those whose shape fits the free GPUs now.
+    /// The first task of each shape in key order (shapes in their own order), with its shape:
+    /// what a policy that scores shapes differently at each decision (data locality) compares.
+    pub fn shape_heads(&self) -> impl Iterator<Item = (Shape, Key, TaskId)> + '_ {
+        self.by_shape.iter().filter_map(|(&shape, set)| set.first().map(|&(key, task)| (shape, key, task)))
+    }
+
     pub fn first_fitting(&self, free: &FreeGpus) -> Option<(Key, TaskId)> {
         self.by_shape.iter().filter(|(shape, _)| shape.fits(free)).filter_map(|(_, set)| set.first().copied()).min()
     }

@@ -59,3 +59,68 @@ fn dataset_mistakes_are_explained() {
     let r = common::run("fifo", cluster(&[(2, 2, "A")]), vec![reads(job("x", 0, 1, 10), "nope")]);
     assert_eq!(schedule(&r), sched(&[("x", 0, 10)]));
 }
+
+// ---------------------------------------------------------------------------------------------
+// weighted-score: the locality term and waiting for locality (delay scheduling)
+// ---------------------------------------------------------------------------------------------
+
+/// `d` on node 1. At 0 the cluster fills: f0 (2 GPUs, 200 s) packs onto node 0, f1 (1 GPU,
+/// 50 s) and f2 (1 GPU, 200 s) onto node 1. `a` (no dataset) arrives at 5, `r` (reads d) at 10,
+/// both 1 GPU for 10 s. At 50 f1 frees one GPU on node 1, where r's data is.
+fn contended_holder() -> Vec<JobSpec> {
+    vec![
+        job("f0", 0, 2, 200),
+        job("f1", 0, 1, 50),
+        job("f2", 0, 1, 200),
+        job("a", 5, 1, 10),
+        reads(job("r", 10, 1, 10), "d"),
+    ]
+}
+
+#[test]
+fn weighted_score_locality_ranks_a_data_local_start_ahead_by_w_d() {
+    // At 50, a has waited 45 s, r 40 s. Without w_d, a goes first (50..60) and r follows on
+    // the same GPU at 60, local: 60..70.
+    let r = run_data("weighted-score", 1, contended_holder());
+    assert_eq!(schedule(&r), sched(&[("f0", 0, 200), ("f1", 0, 50), ("f2", 0, 200), ("a", 50, 60), ("r", 60, 70)]));
+    // w_d = 3: r scores 40 + 3 < 45: the same order.
+    let r3 = run_data("weighted-score[w_d=3]", 1, contended_holder());
+    assert_eq!(schedule(&r3), schedule(&r));
+    // w_d = 10: r, local now, scores 40 + 10 > 45 and takes node 1's GPU at 50 (no transfer).
+    let r10 = run_data("weighted-score[w_d=10]", 1, contended_holder());
+    assert_eq!(schedule(&r10), sched(&[("f0", 0, 200), ("f1", 0, 50), ("f2", 0, 200), ("a", 60, 70), ("r", 50, 60)]));
+    assert_eq!((r10.stats.local_starts, r10.stats.remote_starts), (1, 0));
+}
+
+#[test]
+fn weighted_score_locality_does_not_count_for_a_task_whose_data_nodes_are_full() {
+    // `d` on node 0, which f0 holds until 200: at 50 r cannot start locally, so its w_d does
+    // not apply and a (waited longer) takes node 1's GPU first, even with a large w_d.
+    let r = run_data("weighted-score[w_d=1000]", 0, contended_holder());
+    assert_eq!(schedule(&r), sched(&[("f0", 0, 200), ("f1", 0, 50), ("f2", 0, 200), ("a", 50, 60), ("r", 60, 100)]));
+    // r landed away from its data: 30 s of transfer, then 10 s of work.
+    assert_eq!((r.stats.local_starts, r.stats.remote_starts), (0, 1));
+}
+
+/// `d` on node 0, held by `hog` (2 GPUs) for 20 s; `r` (reads d, 100 s) and then `a` (no
+/// dataset, 5 s) arrive at 0.
+fn data_busy_for_20_s() -> Vec<JobSpec> {
+    vec![job("hog", 0, 2, 20), reads(job("r", 0, 1, 100), "d"), job("a", 0, 1, 5)]
+}
+
+#[test]
+fn weighted_score_waits_for_locality_up_to_local_wait_s() {
+    // No waiting: r takes node 1 at once and pays the transfer, 0..130; a beside it, 0..5.
+    let r = run_data("weighted-score", 0, data_busy_for_20_s());
+    assert_eq!(schedule(&r), sched(&[("hog", 0, 20), ("r", 0, 130), ("a", 0, 5)]));
+    // local_wait_s = 60: r is passed over (a starts past it at 0) until node 0 frees at 20,
+    // then starts there without a transfer: 20..120, ten seconds sooner.
+    let r = run_data("weighted-score[local_wait_s=60]", 0, data_busy_for_20_s());
+    assert_eq!(schedule(&r), sched(&[("hog", 0, 20), ("r", 20, 120), ("a", 0, 5)]));
+    // Locality counts starts of tasks that read a dataset: r's, local.
+    assert_eq!((r.stats.local_starts, r.stats.remote_starts), (1, 0));
+    // local_wait_s = 10: the policy wakes at 10, r's wait is up and node 0 still busy, so it
+    // goes where pack puts it (node 1) and pays the transfer: 10..140.
+    let r = run_data("weighted-score[local_wait_s=10]", 0, data_busy_for_20_s());
+    assert_eq!(schedule(&r), sched(&[("hog", 0, 20), ("r", 10, 140), ("a", 0, 5)]));
+}

@@ -91,6 +91,21 @@ fn tiresias_never_preempts_an_attempt_that_saved_nothing() {
 }
 
 #[test]
+fn tiresias_preempts_the_victim_that_loses_least_within_a_level() {
+    // 1 node x 4 GPUs, threshold 10 GPU-s, checkpoints every 10 s of work. a (2 GPUs, 100 s)
+    // at 0 and b (2 GPUs, 100 s) at 5 are both at level 1 by 10. c (2 GPUs, 10 s) arrives at
+    // 30 in level 0 and needs one of them: a has done 30 s (all saved, 0 at risk), b 25 s (20
+    // saved, 5 at risk). a, the one that loses nothing, is preempted though b arrived later:
+    // c 30..40, a resumes with 70 s left, 40..110; b 5..105.
+    let jobs = vec![job("a", 0, 2, 100), job("b", 5, 2, 100), job("c", 30, 2, 10)];
+    let r = run_with("tiresias[thresholds=10]", cluster(&[(1, 4, "A")]), jobs, checkpoints_every(10));
+    assert_eq!(schedule(&r), sched(&[("a", 0, 110), ("b", 5, 105), ("c", 30, 40)]));
+    assert_eq!(preemptions(&r), vec![1, 0, 0]);
+    let why = r.decisions.iter().find(|d| d.kind == sim::DecisionKind::Preempt).expect("a preemption").detail.clone();
+    assert!(why.contains("level 1") && why.contains("loses 0.000 s") && why.contains("least in its level"), "{why}");
+}
+
+#[test]
 fn tiresias_gittins_orders_levels_by_the_sizes_seen() {
     // 1 GPU, threshold 10 GPU-s (levels [0, 10) and [10, inf)). j (1 GPU, 12 s) runs 0..12 and
     // is the only job seen to finish: size 12, level 1. Gittins index of level 0:

@@ -161,18 +161,26 @@ impl Placer {
 
     fn place_among(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<Vec<GpuId>> {
         if self.kind == Placement::Local
-            && let Some(d) = shape.dataset
+            && let Some(gpus) = self.place_local(shape, view, free)
         {
-            // Nodes of its pools without its data are avoided first; then anywhere.
-            let holding = &view.datasets().get(d).nodes;
-            let cluster = view.cluster();
-            let away: BTreeSet<NodeId> =
-                shape.pools.iter().flat_map(|p| cluster.pool(p).nodes()).filter(|n| !holding.contains(n)).collect();
-            if let Some(gpus) = self.place_avoiding(shape, view, free, &away) {
-                return Some(gpus);
-            }
+            return Some(gpus);
         }
+        // Nodes of its pools without its data were tried last (`local`), or never avoided.
         self.place_avoiding(shape, view, free, &BTreeSet::new())
+    }
+
+    /// GPUs for a task reading a dataset on nodes that hold it, packed, avoiding recently
+    /// failed nodes when it can; `None` when those nodes have no room for it now, or when the
+    /// task reads no dataset. For policies that wait for locality (delay scheduling) and for
+    /// `placement=local`'s first choice. O(nodes of its pools).
+    pub fn place_local(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<Vec<GpuId>> {
+        let d = shape.dataset?;
+        let holding = &view.datasets().get(d).nodes;
+        let cluster = view.cluster();
+        let away: BTreeSet<NodeId> =
+            shape.pools.iter().flat_map(|p| cluster.pool(p).nodes()).filter(|n| !holding.contains(n)).collect();
+        let packed = Placer { kind: Placement::Pack, ..*self };
+        packed.place_avoiding(shape, view, free, &away)
     }
 
     /// Placement off `away` nodes, and off recently failed ones when it can.

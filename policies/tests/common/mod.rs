@@ -136,6 +136,7 @@ pub const ALL_SPECS: &[&str] = &[
     "priority[placement=local]",
     "weighted-score[placement=fastest]",
     "weighted-score[placement=local]",
+    "weighted-score[w_d=600,local_wait_s=30,placement=local]",
 ];
 
 /// Runs `jobs` with ground-truth cluster `events` (failures, repairs, heartbeats).
