@@ -121,15 +121,9 @@ fn row_values(html: &str, table: &str, first: &str) -> Vec<(String, String, Opti
         .collect()
 }
 
-#[test]
-fn a_sweep_report_has_every_chart_and_no_network_reference() {
-    let dir = scratch("report", "every_chart");
-    let sweep = sweep(&dir);
-    for run in run_dirs(&sweep) {
-        write_fixtures(&sweep.join(run));
-    }
-    let html = report(&sweep, &dir.join("report.html"), &[]);
-    let charts = figures(&html);
+/// The charts a report of the fixture sweep (with `write_fixtures` in every run) must have, in
+/// page order, written out here rather than read from any page.
+fn fixture_charts() -> Vec<String> {
     let trace = "built-in-synthetic";
     let mut expected: Vec<String> =
         ["jct-cdf", "queueing-cdf", "utilisation", "queue-length"].iter().map(|c| format!("{c}-{trace}")).collect();
@@ -140,7 +134,18 @@ fn a_sweep_report_has_every_chart_and_no_network_reference() {
         format!("lost-gpu-hours-{trace}"),
         format!("gantt-{trace}"),
     ]);
-    assert_eq!(charts, expected);
+    expected
+}
+
+#[test]
+fn a_sweep_report_has_every_chart_and_no_network_reference() {
+    let dir = scratch("report", "every_chart");
+    let sweep = sweep(&dir);
+    for run in run_dirs(&sweep) {
+        write_fixtures(&sweep.join(run));
+    }
+    let html = report(&sweep, &dir.join("report.html"), &[]);
+    assert_eq!(figures(&html), fixture_charts());
     // Every chart has its title, axis labels and (several series) a legend inside its SVG.
     for (title, texts) in [
         ("Job completion time CDF", vec!["fraction of finished jobs", "JCT (log scale)", "fifo", "sjf"]),
@@ -284,10 +289,16 @@ fn bad_input_is_an_error_naming_file_line_and_field() {
 
 // ---- headless Chromium ----
 
-/// The browser, or None (saying SKIPPED) when it is not installed. `.ci/run` installs it.
+/// The browser, or None (saying SKIPPED) when it is not installed. `.ci/run` installs it and
+/// sets `SCHEDLAB_REQUIRE_CHROMIUM=1`, so that in CI a missing browser fails the test instead
+/// of passing it having checked nothing.
 fn chromium() -> Option<PathBuf> {
     let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].iter().map(PathBuf::from).find(|p| p.is_file());
     if found.is_none() {
+        assert!(
+            std::env::var_os("SCHEDLAB_REQUIRE_CHROMIUM").is_none_or(|v| v != "1"),
+            "chromium not found (apt-get install -y chromium) and SCHEDLAB_REQUIRE_CHROMIUM=1 requires it"
+        );
         eprintln!("SKIPPED: chromium not found (apt-get install -y chromium); this test checked nothing");
     }
     found
@@ -356,10 +367,15 @@ fn chromium_renders_every_chart_without_console_messages() {
     let Some(browser) = chromium() else { return };
     let (dir, html) = browser_report("chromium_ok");
     let page = render(&browser, &dir.join("report.html"), &dir.join("profile"));
-    let charts = figures(&html);
+    // The charts the report builder drew for this input (not only the page's own figures, so
+    // that a chart the page lost is caught too), which must also be the fixture's full list.
+    let input = reports::report::load(&dir.join("sweep")).expect("the sweep loads");
+    let drawn: Vec<String> = reports::report::build(&input).charts().map(|c| c.id.clone()).collect();
+    assert_eq!(drawn, fixture_charts());
     assert_eq!(page.status, "ok", "missing: {:?}", page.missing);
-    assert_eq!(page.expected, charts.len());
-    assert_eq!(page.rendered, charts);
+    assert_eq!(page.expected, drawn.len());
+    assert_eq!(page.rendered, drawn);
+    assert_eq!(figures(&html), drawn);
     assert!(page.console.is_empty(), "console: {:#?}", page.console);
 }
 
