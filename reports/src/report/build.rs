@@ -632,11 +632,19 @@ fn gantt_section(traces: &[Trace<'_>]) -> Section {
         let Some(g) = t.groups.first() else { continue };
         let run = g.shown();
         let Some(tasks) = &run.tasks else {
-            items.push(Item::Note(format!(
-                "{}: the Gantt chart of a DAG job left out: no tasks.csv in the run folder {} (written by `schedlab simulate --out` \
-                 and `schedlab sweep` from this version on; re-run to get it).",
-                t.name, run.dir
-            )));
+            // `simulate` writes tasks.csv only when some job has several tasks, so a missing
+            // file is normal for a run without DAG jobs: summary.json's `dag_jobs` tells that
+            // case (nothing to re-run) from a folder written before tasks.csv existed.
+            let note = if run.metric("dag_jobs") == Some(0.0) {
+                format!("{}: no DAG jobs (jobs of several dependent tasks) in {}.", t.name, run.dir)
+            } else {
+                format!(
+                    "{}: the Gantt chart of a DAG job left out: no tasks.csv in the run folder {} (written by \
+                     `schedlab simulate --out` and `schedlab sweep` from this version on; re-run to get it).",
+                    t.name, run.dir
+                )
+            };
+            items.push(Item::Note(note));
             continue;
         };
         match gantt_chart(t, g, run, tasks) {
@@ -795,6 +803,51 @@ mod tests {
         assert_eq!(slug("fifo[skip=true]"), "fifo-skip-true");
         assert_eq!(slug("(built-in synthetic)"), "built-in-synthetic");
         assert_eq!(slug("///"), "run");
+    }
+
+    /// A run folder with summary.json's `dag_jobs` as given and no tasks.csv.
+    fn run_without_tasks_csv(dag_jobs: Option<u64>) -> Input {
+        let mut summary = serde_json::Map::new();
+        if let Some(n) = dag_jobs {
+            summary.insert("dag_jobs".into(), n.into());
+        }
+        let run = Run {
+            dir: "run".into(),
+            trace: "run".into(),
+            spec: "fifo".into(),
+            seed: 0,
+            summary,
+            jobs: Vec::new(),
+            timeseries: None,
+            queue_timeseries: None,
+            tasks: None,
+        };
+        Input { source: Source::Run, name: "run".into(), runs: vec![run] }
+    }
+
+    fn notes(section: &Section) -> Vec<&str> {
+        section.items.iter().filter_map(|i| if let Item::Note(n) = i { Some(n.as_str()) } else { None }).collect()
+    }
+
+    #[test]
+    fn no_tasks_csv_without_dag_jobs_is_not_a_reason_to_re_run() {
+        // simulate writes no tasks.csv when no job has several tasks: the note says there are
+        // no DAG jobs, not that the folder is old.
+        let input = run_without_tasks_csv(Some(0));
+        let section = gantt_section(&group(&input));
+        assert_eq!(notes(&section), ["run: no DAG jobs (jobs of several dependent tasks) in run."]);
+        // DAG jobs counted but no tasks.csv (an older folder, or the file removed), or a
+        // summary.json older than `dag_jobs`: the file is missing, and re-running writes it.
+        for dag_jobs in [Some(2), None] {
+            let input = run_without_tasks_csv(dag_jobs);
+            let section = gantt_section(&group(&input));
+            let notes = notes(&section);
+            assert_eq!(notes.len(), 1, "{dag_jobs:?}");
+            assert!(
+                notes[0].contains("no tasks.csv in the run folder run") && notes[0].contains("re-run"),
+                "{notes:?}"
+            );
+        }
     }
 
     #[test]
