@@ -82,8 +82,18 @@ fn bench_philly(bencher: divan::Bencher, spec: &str, shorthand: &str) {
     bencher.with_inputs(|| (c.clone(), workload.clone())).bench_values(|(c, w)| run(spec, c, w));
 }
 
-/// The queue-aware and research policies the VC-queue bench runs.
-const QUEUE_POLICIES: &[&str] = &["fifo", "fair-share", "drf", "critical-path"];
+/// The queue-aware and research policies the VC-queue bench runs (fifo as the baseline).
+const QUEUE_POLICIES: &[&str] = &[
+    "fifo",
+    "fair-share",
+    "drf",
+    "critical-path",
+    "tiresias",
+    "tiresias[mode=gittins]",
+    "themis",
+    "priority",
+    "weighted-score",
+];
 
 /// Philly's VCs as queues: the quotas of philly_vc.csv, and uncapped queues for the VCs the
 /// trace names without one. `None` when the shared traces are absent.
