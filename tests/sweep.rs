@@ -421,3 +421,43 @@ fn the_slurm_example_runs_its_shards_and_merges_them() {
     run(&["merge"], None);
     assert_same_tree(&whole, &dir.join("out/merged"));
 }
+
+/// With the polars feature, sweep and merge also write sweep.parquet (sweep.csv's table, from
+/// the same function for both): written, byte-identical with 1 and 4 threads, and shard +
+/// merge reproduces it byte for byte. (The other tests' tree comparisons include it too, but
+/// would pass just as well if it were never written.)
+#[cfg(feature = "polars")]
+#[test]
+fn sweep_parquet_is_written_and_the_same_bytes_whatever_the_threads_or_shards() {
+    let dir = scratch("sweep", "parquet");
+    let (one, four, shard0, shard1, merged) =
+        (dir.join("one"), dir.join("four"), dir.join("s0"), dir.join("s1"), dir.join("merged"));
+    sweep(&one, &["--threads", "1"]);
+    sweep(&four, &["--threads", "4"]);
+    sweep(&shard0, &["--shard", "0/2", "--threads", "1"]);
+    sweep(&shard1, &["--shard", "1/2", "--threads", "2"]);
+    let out = schedlab(&["merge", s(&shard0), s(&shard1), "--out", s(&merged)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let parquet = |sweep: &Path| {
+        let path = sweep.join("sweep.parquet");
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let bytes = parquet(&one);
+    assert_eq!(&bytes[..4], b"PAR1", "not a Parquet file");
+    assert!(bytes == parquet(&four), "sweep.parquet differs between 1 and 4 threads");
+    assert!(bytes == parquet(&merged), "the merged sweep.parquet differs from the unsharded one");
+    // A shard's own table holds its own runs.
+    let shard_frame = reports::parquet::read_parquet(&shard0.join("sweep.parquet")).expect("the shard's Parquet reads");
+    assert_eq!(shard_frame.height(), 3);
+    // It is sweep.csv's table: the same columns, one row per run.
+    let frame = reports::parquet::read_parquet(&one.join("sweep.parquet")).expect("the Parquet reads back");
+    let csv = std::fs::read_to_string(one.join("sweep.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let columns: Vec<&str> = frame.get_column_names().iter().map(|c| c.as_str()).collect();
+    assert_eq!(columns, header);
+    assert_eq!(frame.height(), 6);
+    let digests = frame.column("digest").and_then(|c| c.str().cloned()).expect("a text digest column");
+    for (i, line) in csv.lines().skip(1).enumerate() {
+        assert_eq!(digests.get(i), line.rsplit(',').next(), "run {i}: the digest differs from sweep.csv's");
+    }
+}
