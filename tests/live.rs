@@ -165,33 +165,28 @@ impl Session {
         (lines, v["digest"].as_str().unwrap().to_string())
     }
 
-    /// Exports the journal and replays it in the simulator: its decisions in the same form,
-    /// and its digest.
-    fn replay(&self, policy: &str, heartbeat_s: &str, missed: &str) -> (Vec<String>, String) {
-        let trace = self.dir.join("trace");
-        let out = self.dir.join("replay");
-        let _ = std::fs::remove_dir_all(&out);
+    /// Exports the journal and replays it in the simulator by running, through `sh`, exactly
+    /// the command the export stored in its live.json (with this build's `schedlab` first on
+    /// PATH): its decisions in the same form as [`Session::decisions`], its digest, and the
+    /// live.json it ran.
+    fn replay(&self) -> (Vec<String>, String, Value) {
+        // A space and a quote in the path: the stored command must quote it.
+        let trace = self.dir.join("the session's trace");
         let export = Command::new(BIN)
             .args(["live", "export", "--state", self.state().to_str().unwrap(), "--out", trace.to_str().unwrap()])
             .output()
             .unwrap();
         assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
-        let sim = Command::new(BIN)
-            .args([
-                "simulate",
-                "--trace",
-                trace.to_str().unwrap(),
-                "--policy",
-                policy,
-                "--heartbeat-s",
-                heartbeat_s,
-                "--missed-beats",
-                missed,
-            ])
-            .args(["--decisions", "--out", out.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(sim.status.success(), "{}", String::from_utf8_lossy(&sim.stderr));
+        let settings: Value = serde_json::from_str(&std::fs::read_to_string(trace.join("live.json")).unwrap()).unwrap();
+        let command = settings["replay"].as_str().expect("live.json has the replay command");
+        assert!(command.starts_with("schedlab simulate "), "{command}");
+        let out = PathBuf::from(settings["replay_out"].as_str().expect("live.json names the replay's folder"));
+        let _ = std::fs::remove_dir_all(&out);
+        let bin_dir = Path::new(BIN).parent().unwrap();
+        let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+        // From another directory: the stored paths must not depend on the coordinator's.
+        let sim = Command::new("sh").args(["-c", command]).env("PATH", path).current_dir("/").output().unwrap();
+        assert!(sim.status.success(), "`{command}` failed: {}", String::from_utf8_lossy(&sim.stderr));
         let csv = std::fs::read_to_string(out.join("decisions.csv")).unwrap();
         let lines = csv
             .lines()
@@ -203,7 +198,7 @@ impl Session {
             })
             .collect();
         let summary: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-        (lines, summary["digest"].as_str().unwrap().to_string())
+        (lines, summary["digest"].as_str().unwrap().to_string(), settings)
     }
 }
 
@@ -248,9 +243,14 @@ fn a_live_session_replays_in_the_simulator_with_the_same_decisions() {
     assert_eq!(dag["tasks"][1]["exit_code"], 0);
     let (live, live_digest) = s.decisions();
     assert_eq!(live.iter().filter(|l| l.contains(",start,")).count(), 6, "{live:?}");
-    let (replayed, sim_digest) = s.replay("fifo", "0.2", "5");
+    let (replayed, sim_digest, settings) = s.replay();
     assert_eq!(live, replayed);
     assert_eq!(live_digest, sim_digest);
+    // The stored command carries the session's settings, not simulate's defaults.
+    let command = settings["replay"].as_str().unwrap();
+    for flag in ["--policy fifo", "--heartbeat-s 0.2", "--missed-beats 5", "--max-retries 3", "--decisions"] {
+        assert!(command.contains(flag), "{command} lacks {flag}");
+    }
 }
 
 #[test]
@@ -337,7 +337,8 @@ fn a_killed_agent_is_declared_dead_and_its_task_reruns_elsewhere() {
     }
     let (live, digest) = s.decisions();
     assert!(live.iter().any(|l| l.contains(",fail,")), "{live:?}");
-    assert_eq!(s.replay("fifo", "0.2", "3"), (live, digest));
+    let (replayed, sim_digest, _) = s.replay();
+    assert_eq!((replayed, sim_digest), (live, digest), "the replay made other decisions");
 }
 
 #[test]
@@ -362,7 +363,8 @@ fn a_restarted_agent_loses_its_tasks_which_run_again_as_new_attempts() {
     assert_eq!(text, "start 1\nstart 2\nend 2\n", "attempt 1 died with its agent and never ran again");
     let (live, digest) = s.decisions();
     assert!(live.iter().any(|l| l.contains(",fail,")), "{live:?}");
-    assert_eq!(s.replay("fifo", "0.2", "20"), (live, digest));
+    let (replayed, sim_digest, _) = s.replay();
+    assert_eq!((replayed, sim_digest), (live, digest), "the replay made other decisions");
 }
 
 #[test]
@@ -466,7 +468,8 @@ fn a_preempted_task_is_stopped_term_then_kill_and_resumes_later() {
     );
     let (live, digest) = s.decisions();
     assert!(live.iter().any(|l| l.contains(",preempt,")), "{live:?}");
-    assert_eq!(s.replay("srtf[duration=estimate]", "0.2", "3"), (live, digest));
+    let (replayed, sim_digest, _) = s.replay();
+    assert_eq!((replayed, sim_digest), (live, digest), "the replay made other decisions");
 }
 
 /// Builds the fake libnvidia-ml (tests in live/ test it on its own) into `dir`.
@@ -547,7 +550,8 @@ fn an_xid_error_takes_the_gpu_out_the_task_reruns_elsewhere_and_a_restarted_agen
     s.wait_jobs_ended(60);
     let (live, digest) = s.decisions();
     assert!(live.iter().any(|l| l.contains(",fail,")), "{live:?}");
-    assert_eq!(s.replay("fifo", "0.2", "3"), (live, digest));
+    let (replayed, sim_digest, _) = s.replay();
+    assert_eq!((replayed, sim_digest), (live, digest), "the replay made other decisions");
 }
 
 #[test]

@@ -696,7 +696,8 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// Writes `driver`'s session as a canonical trace directory at `dir` (replaced whole), with
-/// `live.json` beside it: the settings `schedlab simulate` needs to replay it.
+/// `live.json` beside it: the settings `schedlab simulate` needs to replay it, and the replay
+/// command itself (writing into `DIR-replay`, `replay_out`).
 pub fn write_journal(driver: &Driver, dir: &Path) -> Result<(), String> {
     let tmp = dir.with_extension("tmp");
     let _ = std::fs::remove_dir_all(&tmp);
@@ -705,25 +706,93 @@ pub fn write_journal(driver: &Driver, dir: &Path) -> Result<(), String> {
         return Ok(()); // the format needs at least one job
     }
     traces::write_trace_dir(&trace, &tmp).map_err(|e| e.to_string())?;
-    let config = driver.config();
-    let settings = json!({
-        "policy": config.policy,
-        "seed": config.seed,
-        "heartbeat_s": config.heartbeat_ms as f64 / 1000.0,
-        "missed_beats": config.missed_beats,
-        "max_retries": config.max_retries,
-        "replay": format!(
-            "schedlab simulate --trace {} --policy '{}' --seed {} --heartbeat-s {} --missed-beats {} --max-retries {} --decisions",
-            dir.display(), config.policy, config.seed, config.heartbeat_ms as f64 / 1000.0, config.missed_beats, config.max_retries
-        ),
-    });
-    std::fs::write(tmp.join("live.json"), format!("{settings:#}\n")).map_err(|e| e.to_string())?;
+    std::fs::write(tmp.join("live.json"), format!("{:#}\n", replay_settings(driver, dir)?))
+        .map_err(|e| e.to_string())?;
     let _ = std::fs::remove_dir_all(dir);
     std::fs::rename(&tmp, dir).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// `live.json`: every setting of the session that `simulate` takes, and the command line that
+/// replays the trace at `dir` with them. The settings are read from the Controller's own
+/// configuration, and each is given even where it equals `simulate`'s default, so the replay
+/// never depends on those defaults staying what they are. Paths are absolute (the command
+/// works from any directory) and shell-quoted.
+fn replay_settings(driver: &Driver, dir: &Path) -> Result<Value, String> {
+    let policy = &driver.config().policy;
+    let c = driver.controller_config();
+    let f = c.failures;
+    let trace = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let trace = trace.to_string_lossy().trim_end_matches('/').to_string();
+    let out = format!("{trace}-replay");
+    let flags: Vec<(&str, String)> = vec![
+        ("--trace", trace.clone()),
+        ("--policy", policy.clone()),
+        ("--seed", c.seed.to_string()),
+        ("--heartbeat-s", seconds_text(f.heartbeat_interval.as_ms())),
+        ("--missed-beats", f.missed_beats.to_string()),
+        ("--gpu-detect-s", seconds_text(f.gpu_detect_delay.as_ms())),
+        ("--max-retries", f.max_retries.to_string()),
+        ("--checkpoint-s", seconds_text(c.checkpoint.as_ms())),
+        ("--restart-overhead-s", seconds_text(c.restart_overhead.as_ms())),
+        ("--out", out.clone()),
+    ];
+    let mut command = String::from("schedlab simulate");
+    for (flag, value) in &flags {
+        command += &format!(" {flag} {}", shell_quote(value));
+    }
+    command += " --decisions";
+    Ok(json!({
+        "policy": policy,
+        "seed": c.seed,
+        "heartbeat_s": f.heartbeat_interval.as_ms() as f64 / 1000.0,
+        "missed_beats": f.missed_beats,
+        "gpu_detect_s": f.gpu_detect_delay.as_ms() as f64 / 1000.0,
+        "max_retries": f.max_retries,
+        "checkpoint_s": c.checkpoint.as_ms() as f64 / 1000.0,
+        "restart_overhead_s": c.restart_overhead.as_ms() as f64 / 1000.0,
+        "replay": command,
+        "replay_out": out,
+    }))
+}
+
+/// Milliseconds as the decimal seconds the CLI's `*-s` flags parse exactly (`0.2`, `10`).
+fn seconds_text(ms: u64) -> String {
+    match ms % 1000 {
+        0 => (ms / 1000).to_string(),
+        frac => format!("{}.{frac:03}", ms / 1000).trim_end_matches('0').to_string(),
+    }
+}
+
+/// `text` as one shell word: as is when it is plainly safe, else single-quoted.
+fn shell_quote(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 /// Runs the coordinator until `stop` is set (the CLI passes a flag no one sets).
 pub fn serve(options: ServeOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
     let mut c = Coordinator::open(options)?;
     c.run(&stop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{seconds_text, shell_quote};
+
+    #[test]
+    fn replay_flags_are_exact_seconds_and_single_shell_words() {
+        let cases = [(0, "0"), (200, "0.2"), (1050, "1.05"), (1234, "1.234"), (10_000, "10")];
+        for (ms, text) in cases {
+            assert_eq!(seconds_text(ms), text);
+            assert_eq!(traces::parse_seconds_ms(text).ok(), Some(ms), "{text} must parse back to {ms} ms");
+        }
+        assert_eq!(shell_quote("fifo"), "fifo");
+        assert_eq!(shell_quote("srtf[duration=estimate]"), "'srtf[duration=estimate]'");
+        assert_eq!(shell_quote("/tmp/a b/it's"), "'/tmp/a b/it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
 }

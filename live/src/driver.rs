@@ -234,6 +234,10 @@ impl Driver {
     pub fn config(&self) -> &DriverConfig {
         &self.config
     }
+    /// The settings the Controller runs with (those a replay in `simulate` must repeat).
+    pub fn controller_config(&self) -> ControllerConfig {
+        controller_config(&self.config, self.failures)
+    }
     pub fn cluster(&self) -> &Cluster {
         &self.cluster
     }
