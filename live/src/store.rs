@@ -190,3 +190,28 @@ pub fn load_or_create_token(dir: &Path) -> Result<String, String> {
 pub fn token_path(dir: &Path) -> PathBuf {
     dir.join("token")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_database_is_in_wal_mode_with_full_sync() {
+        let dir = std::env::temp_dir().join(format!("schedlab-store-wal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut store = Store::open(&dir).unwrap();
+        store.append(&[Batch { time_ms: 0, inputs: Vec::new() }]).unwrap();
+        // WAL is a property of the file: another connection (a restarted coordinator, `live
+        // export` beside a running one) sees it too, and the write went to the log.
+        let other = Connection::open(dir.join("live.db")).unwrap();
+        let mode: String = other.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        assert_eq!(mode, "wal");
+        assert!(dir.join("live.db-wal").exists(), "a WAL database writes to live.db-wal");
+        // synchronous is per connection: the store's own must be FULL (2), so that a batch
+        // acknowledged is on disk before it is applied.
+        let sync: i64 = store.db.query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
+        assert_eq!(sync, 2);
+        drop((store, other));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
