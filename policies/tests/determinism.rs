@@ -107,6 +107,7 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                         deps: Vec::new(),
                         window: sim::Window::default(),
                         dataset: None,
+                        speeds: Default::default(),
                     }
                 })
                 .collect();

@@ -97,6 +97,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             deps: Vec::new(),
             window: sim::Window::default(),
             dataset: None,
+            speeds: Default::default(),
         })
 }
 

@@ -36,6 +36,35 @@ fn fastest_prefers_the_fastest_pool_that_fits() {
     assert_eq!(gpu_s, [600, 1200]);
 }
 
+fn with_speeds(mut j: JobSpec, speeds: &[(&str, u32)]) -> JobSpec {
+    j.tasks[0].speeds = speeds.iter().map(|&(ty, milli)| (ty.to_string(), milli)).collect();
+    j
+}
+
+/// Tasks gain differently from the fast type. `io` (memory-bound) runs at 0.5 there, `cnn` at
+/// 3, `plain` names nothing and gets the pool's 2. Under fastest each goes where it runs
+/// fastest: io to slow (600 s of work at 1: 0..600), cnn to fast (at 3: 0..200), plain to fast
+/// (at 2: 0..300). Under pack all three fill slow first (io, cnn on slow at 1: 0..600 each),
+/// and plain lands on fast at its pool speed, 0..300.
+#[test]
+fn a_tasks_own_speeds_choose_its_fastest_pool_and_scale_its_work() {
+    let jobs = || {
+        vec![
+            with_speeds(job("io", 0, 1, 600), &[("fast", 500)]),
+            with_speeds(job("cnn", 0, 1, 600), &[("fast", 3000), ("absent", 9000)]),
+            job("plain", 0, 1, 600),
+        ]
+    };
+    let r = run("fifo[placement=fastest]", two_speeds(2000), jobs());
+    assert_eq!(schedule(&r), sched(&[("io", 0, 600), ("cnn", 0, 200), ("plain", 0, 300)]));
+    let r = run("fifo", two_speeds(2000), jobs());
+    assert_eq!(schedule(&r), sched(&[("io", 0, 600), ("cnn", 0, 600), ("plain", 0, 300)]));
+    // A speed equal to the pool's changes nothing: the same run as naming none.
+    let same = vec![with_speeds(job("j", 0, 1, 600), &[("fast", 2000), ("slow", 1000)])];
+    let r = run("fifo[placement=fastest]", two_speeds(2000), same);
+    assert_eq!(schedule(&r), sched(&[("j", 0, 300)]));
+}
+
 /// At speed 1.5, 100 s of work takes 100 / 1.5 = 66.666.. s, rounded up to the ms: it ends at
 /// 66.667 s, never early.
 #[test]

@@ -49,6 +49,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             deps: Vec::new(),
             window: sim::Window::default(),
             dataset: None,
+            speeds: Default::default(),
         },
     )
 }
@@ -823,6 +824,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
         deps: Vec::new(),
         window: sim::Window::default(),
         dataset: None,
+        speeds: Default::default(),
     };
     let cases = [
         (task(8, None, false), true),

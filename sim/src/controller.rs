@@ -17,6 +17,7 @@ use crate::quota::{Queues, QuotaUsage};
 use crate::record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResult, RunStats, TaskRecord};
 use crate::rng::{StreamRng, stream};
 use crate::series::{Levels, QueueDelta, Series};
+use crate::speeds::SpeedProfiles;
 use crate::state::{JobOutcome, JobState, TaskState, TaskStatus};
 use crate::time::{SimDuration, SimTime};
 use crate::view::{Change, ClusterView};
@@ -102,6 +103,7 @@ pub struct Controller {
     pub(crate) queues: Queues,
     pub(crate) quota: QuotaUsage,
     pub(crate) datasets: crate::data::Datasets,
+    pub(crate) speed_profiles: SpeedProfiles,
     /// Timers asked for since the driver last took them (see `take_timers`).
     pub(crate) timers: Vec<(SimTime, Timer)>,
     /// Jobs arrived and not ended.
@@ -116,6 +118,7 @@ pub struct Controller {
 
 impl Controller {
     pub fn new(cluster: Cluster, workload: Workload, policy_name: &str, config: ControllerConfig) -> Controller {
+        let mut speed_profiles = SpeedProfiles::default();
         let mut jobs = Vec::with_capacity(workload.len());
         let mut tasks = Vec::with_capacity(workload.task_count());
         for (index, spec) in workload.jobs().iter().enumerate() {
@@ -161,6 +164,7 @@ impl Controller {
                     placed: Vec::new(),
                     speed_milli: 1000,
                     dataset: None,
+                    speed_profile: speed_profiles.profile_of(t, &cluster),
                 });
             }
         }
@@ -174,6 +178,7 @@ impl Controller {
             quota: QuotaUsage::new(&Queues::default(), workload.len()),
             queues: Queues::default(),
             datasets: crate::data::Datasets::default(),
+            speed_profiles,
             timers: Vec::new(),
             series_queue,
             job_queue: vec![None; workload.len()],
@@ -505,6 +510,7 @@ impl Controller {
             job_queue: &self.job_queue,
             owner: &self.owner,
             datasets: &self.datasets,
+            speed_profiles: &self.speed_profiles,
         };
         let mut plan = Plan {
             now: self.now,
@@ -551,7 +557,7 @@ impl Controller {
         let restart = t.attempt > 0;
         t.attempt += 1;
         t.run_start = self.now;
-        t.speed_milli = self.cluster.pool(self.cluster.pool_of(gpus[0])).speed_milli;
+        t.speed_milli = self.speed_profiles.speed(t.speed_profile, self.cluster.pool(self.cluster.pool_of(gpus[0])));
         t.overhead = if restart { t.restart_overhead } else { SimDuration::ZERO };
         if let Some(d) = t.dataset {
             let dataset = self.datasets.get(d);

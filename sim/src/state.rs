@@ -107,6 +107,9 @@ pub struct TaskState {
     pub speed_milli: u32,
     /// Index of the dataset it reads, when the cluster defines datasets.
     pub dataset: Option<u32>,
+    /// Its own speeds per pool (`TaskSpec::speeds` resolved, an index into
+    /// `ClusterView::speed_profile`); `None`: it runs at each pool's speed.
+    pub speed_profile: Option<u32>,
 }
 
 impl TaskState {

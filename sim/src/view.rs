@@ -61,6 +61,7 @@ pub struct ClusterView<'a> {
     pub(crate) job_queue: &'a [Option<QueueId>],
     pub(crate) owner: &'a [Option<TaskId>],
     pub(crate) datasets: &'a crate::data::Datasets,
+    pub(crate) speed_profiles: &'a crate::speeds::SpeedProfiles,
 }
 
 impl<'a> ClusterView<'a> {
@@ -90,6 +91,11 @@ impl<'a> ClusterView<'a> {
     /// The task holding `gpu` whole (as of the start of this decision), if any.
     pub fn gpu_owner(&self, gpu: crate::ids::GpuId) -> Option<TaskId> {
         self.owner[gpu.index()]
+    }
+    /// How fast a task with `profile` (`TaskState::speed_profile`) runs work in `pool`, in
+    /// thousandths of the reference type: its own speed for that GPU type, else the pool's.
+    pub fn speed_in(&self, profile: Option<u32>, pool: crate::ids::PoolId) -> u32 {
+        self.speed_profiles.speed(profile, self.cluster.pool(pool))
     }
     /// The cluster's datasets (a task's `dataset` indexes them).
     pub fn datasets(&self) -> &'a crate::data::Datasets {

@@ -2,6 +2,7 @@
 //! all be granted at once, inside one pool (one GPU type), and on one node when `single_node`.
 
 use crate::time::{SimDuration, SimTime};
+use std::collections::BTreeMap;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +31,11 @@ pub struct TaskSpec {
     pub window: Window,
     /// The dataset it reads (see `data.rs`); started away from it, it pays a transfer first.
     pub dataset: Option<String>,
+    /// How fast this task's work runs on each GPU type it names, in thousandths of the
+    /// reference type (as a pool's `speed_milli`), in place of that pool's speed: models differ
+    /// in how much a faster GPU helps them (Gavel, OSDI 2020). Types not named, and every type
+    /// when empty, run at their pool's speed.
+    pub speeds: BTreeMap<String, u32>,
 }
 
 /// An edge of a job's task DAG: this task waits on `upstream` (an index into the job's tasks).
@@ -104,6 +110,7 @@ impl TaskSpec {
             deps: Vec::new(),
             window: Window::default(),
             dataset: None,
+            speeds: BTreeMap::new(),
         }
     }
 }

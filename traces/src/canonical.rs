@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
-pub const JOB_COLUMNS: [&str; 18] = [
+pub const JOB_COLUMNS: [&str; 19] = [
     "job_id",
     "task_id",
     "submit_s",
@@ -31,6 +31,7 @@ pub const JOB_COLUMNS: [&str; 18] = [
     "not_before_s",
     "not_after_s",
     "dataset",
+    "speeds",
 ];
 
 const KNOWN: &[Column] = &[
@@ -52,6 +53,7 @@ const KNOWN: &[Column] = &[
     Column { name: "not_before_s", required: false },
     Column { name: "not_after_s", required: false },
     Column { name: "dataset", required: false },
+    Column { name: "speeds", required: false },
 ];
 
 /// Column indexes in the file at hand (`None`: the optional column is absent).
@@ -74,6 +76,7 @@ struct Cols {
     not_before: Option<usize>,
     not_after: Option<usize>,
     dataset: Option<usize>,
+    speeds: Option<usize>,
 }
 
 /// Reads a canonical `jobs.csv` from `source`; `file` names it in errors.
@@ -104,6 +107,7 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
         not_before: c[15],
         not_after: c[16],
         dataset: c[17],
+        speeds: c[18],
     };
     let mut builder = Builder::default();
     rows.parse_all(sink, |row| builder.add(row, &cols))?;
@@ -192,6 +196,7 @@ impl Builder {
             deps: Vec::new(),
             window,
             dataset: row.opt_text(cols.dataset).map(|d| (!d.is_empty()).then(|| d.to_owned()))?,
+            speeds: parse_speeds(row, cols.speeds)?,
         };
         if !continues {
             self.close_job(row.file())?;
@@ -398,11 +403,42 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                     &task.window.not_before.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
                     &task.window.not_after.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
                     task.dataset.as_deref().unwrap_or(""),
+                    &speeds_text(&task.speeds),
                 ])
                 .map_err(io_error)?;
         }
     }
     writer.flush().map_err(|e| TraceError::io("jobs.csv output", e.to_string()))
+}
+
+const SPEEDS_EXPECTED: &str =
+    "GPU types with this task's speed on each, TYPE=SPEED;... (speed > 0 with up to 3 decimals, each type once)";
+
+/// The `speeds` column: `A100=2.5;V100=1` (empty: the pools' speeds).
+fn parse_speeds(row: &Row<'_>, column: Option<usize>) -> Result<BTreeMap<String, u32>, TraceError> {
+    let text = row.opt_text(column)?;
+    let mut speeds = BTreeMap::new();
+    for item in text.split(';').map(str::trim).filter(|i| !i.is_empty()) {
+        let parsed = item.split_once('=').and_then(|(ty, speed)| {
+            let milli = crate::timeparse::parse_seconds_ms(speed.trim()).ok()?;
+            let ty = ty.trim();
+            ((1..=u64::from(u32::MAX)).contains(&milli) && !ty.is_empty()).then(|| (ty.to_owned(), milli as u32))
+        });
+        match parsed {
+            Some((ty, milli)) if !speeds.contains_key(&ty) => speeds.insert(ty, milli),
+            _ => return Err(row.error(column.unwrap_or(0), SPEEDS_EXPECTED, text)),
+        };
+    }
+    Ok(speeds)
+}
+
+/// `speeds` as the column spells it, types in order, speeds in shortest exact decimals.
+fn speeds_text(speeds: &BTreeMap<String, u32>) -> String {
+    let decimal = |milli: u32| {
+        let text = format!("{}.{:03}", milli / 1000, milli % 1000);
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    };
+    speeds.iter().map(|(ty, &milli)| format!("{ty}={}", decimal(milli))).collect::<Vec<_>>().join(";")
 }
 
 /// `task`'s dependencies as `depends_on` spells them (a bare name for `success`).
@@ -602,17 +638,33 @@ mod tests {
     #[test]
     fn writer_output_is_readable_and_exact() {
         let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli,gpu_type,single_node,estimate_s,queue,\
-                    checkpoint_s,restart_overhead_s,deadline_s,priority,depends_on,not_before_s,not_after_s,dataset\n\
-                    \"a,b\",0,0.5,600,1,,,false,,,,,,0,,,,\n\
-                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400,-3,w:failure,5,,imagenet\n\
-                    j,w,1,2,8,,,false,,q,1800.500,0,86400,-3,,,100.250,\n\
-                    k,a,2,10,1,,,false,,,,,,0,,,,\n\
-                    k,b,2,10,1,,,false,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,\n";
+                    checkpoint_s,restart_overhead_s,deadline_s,priority,depends_on,not_before_s,not_after_s,dataset,speeds\n\
+                    \"a,b\",0,0.5,600,1,,,false,,,,,,0,,,,,\n\
+                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400,-3,w:failure,5,,imagenet,A100=2.5\n\
+                    j,w,1,2,8,,,false,,q,1800.500,0,86400,-3,,,100.250,,A100=3;V100=0.125\n\
+                    k,a,2,10,1,,,false,,,,,,0,,,,,\n\
+                    k,b,2,10,1,,,false,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_jobs_csv(&w, &mut out).unwrap();
         assert_eq!(String::from_utf8(out.clone()).unwrap(), text.replace("0.5,", "0.500,"));
         assert_eq!(read_jobs_csv(out.as_slice(), "again.csv").unwrap(), w);
+    }
+
+    #[test]
+    fn speeds_are_types_with_exact_decimals() {
+        let head = "job_id,submit_s,duration_s,gpus,speeds\n";
+        let w = read(&format!("{head}j,0,10,1,A100=2.5; V100 = 1.25\nk,0,10,1,\n")).unwrap();
+        let speeds: Vec<Vec<(String, u32)>> =
+            w.jobs().iter().map(|j| j.tasks[0].speeds.iter().map(|(t, &s)| (t.clone(), s)).collect()).collect();
+        assert_eq!(speeds, [vec![("A100".into(), 2500), ("V100".into(), 1250)], vec![]]);
+        for bad in ["A100", "A100=0", "A100=fast", "=2", "A100=2;A100=3"] {
+            assert_eq!(
+                err(&format!("{head}j,0,10,1,{bad}\n")),
+                format!("jobs.csv:2: field `speeds`: expected {SPEEDS_EXPECTED}, got {bad:?}"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

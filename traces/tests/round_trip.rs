@@ -64,9 +64,21 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
             prop::option::of(prop_oneof![Just(0u64), 0u64..=MAX_MS]),
         ),
         (prop::option::of(0u64..=MAX_MS / 2), prop::option::of(0u64..=MAX_MS / 2)),
+        // GPU type names as a cluster spells them, with any speed the column can hold.
+        prop::collection::btree_map("[A-Z][A-Za-z0-9_-]{0,5}", prop_oneof![1u32..=5000, 1u32..=u32::MAX], 0..3),
     )
         .prop_map(
-            move |(n, (gpus, gpu_milli), gpu_type, single_node, work, estimate, (checkpoint, restart), window)| {
+            move |(
+                n,
+                (gpus, gpu_milli),
+                gpu_type,
+                single_node,
+                work,
+                estimate,
+                (checkpoint, restart),
+                window,
+                speeds,
+            )| {
                 // A window that opens after it closes is refused; keep the pair ordered.
                 let (not_before, not_after) = match window {
                     (Some(a), Some(b)) => (Some(a.min(b)), Some(a.max(b))),
@@ -86,6 +98,7 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
                     deps: Vec::new(),
                     window: Window { not_before: not_before.map(SimTime), not_after: not_after.map(SimTime) },
                     dataset: n.contains('a').then(|| format!("data {n}")),
+                    speeds,
                 }
             },
         )

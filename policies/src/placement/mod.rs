@@ -28,6 +28,8 @@ pub struct Shape {
     pub milli: u32,
     /// The dataset it reads (an index into the cluster's datasets), for `placement=local`.
     pub dataset: Option<u32>,
+    /// Its own speeds per pool (`TaskState::speed_profile`), for `placement=fastest`.
+    pub speeds: Option<u32>,
 }
 
 impl Shape {
@@ -38,6 +40,7 @@ impl Shape {
             single_node: task.single_node,
             milli: task.milli,
             dataset: task.dataset,
+            speeds: task.speed_profile,
         }
     }
 
@@ -72,8 +75,9 @@ pub enum Placement {
     /// Spread load: a gang that fits on one node goes to the emptiest node, in the pool with
     /// the most free GPUs (worst fit).
     Spread,
-    /// Heterogeneity-aware: the fastest pool (cluster `speed`) that can host the gang now,
-    /// ties by pool id; inside it, pack. O(eligible pools) pack attempts.
+    /// Heterogeneity-aware: the pool where the task runs fastest (its own `speeds` for the
+    /// GPU type, else the pool's `speed`) that can host the gang now, ties by pool id; inside
+    /// it, pack. O(eligible pools) pack attempts.
     Fastest,
     /// Data-local: a task reading a dataset goes, packed, to nodes holding it when they have
     /// room, else (packed) anywhere, paying the transfer. O(nodes of its pools) per placement.
@@ -150,7 +154,7 @@ impl Placer {
     pub fn place(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<Vec<GpuId>> {
         if self.kind == Placement::Fastest {
             let mut pools: Vec<PoolId> = shape.pools.iter().collect();
-            pools.sort_by_key(|&p| (std::cmp::Reverse(view.cluster().pool(p).speed_milli), p));
+            pools.sort_by_key(|&p| (std::cmp::Reverse(view.speed_in(shape.speeds, p)), p));
             return pools.into_iter().find_map(|p| {
                 let one = Shape { pools: PoolMask::EMPTY.with(p), ..shape };
                 self.place_among(one, view, free)
