@@ -29,6 +29,8 @@ if [[ -z "${SCHEDLAB:-}" ]]; then
     cargo build --release --quiet
     SCHEDLAB=$PWD/target/release/schedlab
 fi
+# Absolute: the replay below runs from another directory.
+SCHEDLAB=$(realpath "$SCHEDLAB")
 BACKEND=${SCHEDLAB_SMOKE_BACKEND:-nvml}
 BIG_S=${SCHEDLAB_SMOKE_BIG_S:-30}
 SMALL_S=${SCHEDLAB_SMOKE_SMALL_S:-3}
