@@ -46,9 +46,10 @@ struct SweepOwnArgs {
     /// value (several keys multiply). A key that no policy takes is an error.
     #[arg(long, value_name = "KEY=V1|V2|...")]
     grid: Vec<String>,
-    /// Output folder (new or empty): runs/<run>-<trace>-<policy>-s<seed>/ (summary.json,
-    /// jobs.csv) per run, sweep.csv (one row per run), sweep.json (settings and runs) and
-    /// wall.csv (wall-clock seconds per run, the one file that is not deterministic).
+    /// Output folder (new or empty): runs/<run>-<trace>-<policy>-s<seed>/ per run (what
+    /// `simulate --out` writes, but no decisions.csv), sweep.csv (one row per run), sweep.json
+    /// (settings and runs) and wall.csv (wall-clock seconds per run, the one file that is not
+    /// deterministic).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Runs at once (default: one per core). The outputs do not depend on it.
