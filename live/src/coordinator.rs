@@ -24,6 +24,41 @@ use tiny_http::{Header, Method, Request, Response, Server};
 
 const MAX_BODY: usize = 1 << 20;
 
+/// The XIDs NVIDIA's Kubernetes device plugin treats as the application's fault, not the
+/// GPU's (13 graphics engine exception, 31 GPU memory page fault, 43 GPU stopped processing,
+/// 45 preemptive cleanup, 68 video processor exception): the default of `--app-xids`.
+pub const DEFAULT_APP_XIDS: [u64; 5] = [13, 31, 43, 45, 68];
+
+/// Parses `--app-xids`: comma-separated XID numbers, or `none`. Sorted and without repeats,
+/// so that the same set written in another order is the same setting.
+pub fn parse_app_xids(text: &str) -> Result<Vec<u64>, String> {
+    if text.trim() == "none" {
+        return Ok(Vec::new());
+    }
+    let mut xids = Vec::new();
+    for item in text.split(',') {
+        let item = item.trim();
+        let xid = item.parse::<u64>().map_err(|_| {
+            let what = if item.is_empty() { "an empty item".to_string() } else { format!("`{item}`") };
+            format!(
+                "--app-xids {text}: {what} is not an XID number (give numbers separated by commas, e.g. 13,31, or none)"
+            )
+        })?;
+        xids.push(xid);
+    }
+    xids.sort_unstable();
+    xids.dedup();
+    Ok(xids)
+}
+
+/// `13,31` or `none`: the list as `--app-xids` takes it.
+pub fn app_xids_text(xids: &[u64]) -> String {
+    if xids.is_empty() {
+        return "none".to_string();
+    }
+    xids.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+}
+
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     pub state_dir: PathBuf,
@@ -35,6 +70,11 @@ pub struct ServeOptions {
     /// Write the journal as a canonical trace (`STATE/journal/`) at most this often.
     pub journal_every: Duration,
     pub quiet: bool,
+    /// XIDs that are the application's fault: the GPU stays in service. Like `config`, kept
+    /// by the state directory: None takes the stored list ([`DEFAULT_APP_XIDS`] for a new
+    /// directory), and a different list than the stored one is an error. Sorted, no repeats
+    /// (as [`parse_app_xids`] gives it).
+    pub app_xids: Option<Vec<u64>>,
 }
 
 pub struct Coordinator {
@@ -42,6 +82,8 @@ pub struct Coordinator {
     store: Store,
     driver: Driver,
     token: String,
+    /// Sorted: see [`ServeOptions::app_xids`].
+    app_xids: Vec<u64>,
     agents: BTreeMap<String, AgentRecord>,
     /// The compute processes each agent last saw on its GPUs (not journaled: for display).
     processes: BTreeMap<String, Vec<crate::backend::GpuProcess>>,
@@ -91,6 +133,25 @@ impl Coordinator {
             }
             (None, None) => return Err("a new state directory needs the cluster and policy".into()),
         };
+        // Resolved after the config, so a directory refused above is left without it. The
+        // list never reaches the journal (an application XID journals nothing), so a replay
+        // does not depend on it.
+        let app_xids = match (store.app_xids()?, options.app_xids) {
+            (Some(stored), Some(given)) if stored != given => {
+                return Err(format!(
+                    "{} was created with --app-xids {}; start it with the same list (or without --app-xids), or use a new --state",
+                    options.state_dir.display(),
+                    app_xids_text(&stored)
+                ));
+            }
+            (Some(stored), _) => stored,
+            // A new directory, or one made before the setting existed: store what it runs with.
+            (None, given) => {
+                let xids = given.unwrap_or_else(|| DEFAULT_APP_XIDS.to_vec());
+                store.set_app_xids(&xids)?;
+                xids
+            }
+        };
         let journal = store.batches()?;
         let mut store = store;
         let (driver, base_ms) = if journal.is_empty() {
@@ -110,6 +171,7 @@ impl Coordinator {
             store,
             driver,
             token,
+            app_xids,
             agents,
             processes: BTreeMap::new(),
             epoch: Instant::now(),
@@ -180,10 +242,11 @@ impl Coordinator {
     /// Serves until `stop` is set.
     pub fn run(&mut self, stop: &AtomicBool) -> Result<(), String> {
         self.log(format!(
-            "listening on http://{} (policy {}, {} nodes)",
+            "listening on http://{} (policy {}, {} nodes, application XIDs {})",
             self.addr(),
             self.driver.policy_name(),
-            self.driver.cluster().nodes().len()
+            self.driver.cluster().nodes().len(),
+            app_xids_text(&self.app_xids)
         ));
         while !stop.load(Ordering::Relaxed) {
             let wait = match self.driver.next_due() {
@@ -622,6 +685,16 @@ impl Coordinator {
         let mut inputs = vec![Input::Beat { node }];
         for e in &h.health {
             let slot = slot_of(e.uuid()).unwrap_or(0) as u32;
+            if let HealthEvent::Xid { code, uuid } = e
+                && self.app_xids.binary_search(code).is_ok()
+            {
+                // The user's program broke, not the GPU: taking the GPU out would drain the
+                // cluster one buggy job at a time. The program's process exits non-zero by
+                // itself, which fails its task. No GpuFail is journaled; the event is still
+                // acknowledged: the agent forgets the health events of a heartbeat answered 200.
+                self.log(format!("node {node}: XID {code} on {uuid}: an application error, the GPU stays in service"));
+                continue;
+            }
             self.log(format!("node {node}: {e}"));
             let what = match e {
                 HealthEvent::Xid { code, .. } => format!("xid {code}"),
@@ -781,7 +854,196 @@ pub fn serve(options: ServeOptions, stop: Arc<AtomicBool>) -> Result<(), String>
 
 #[cfg(test)]
 mod tests {
-    use super::{seconds_text, shell_quote};
+    use super::{Coordinator, DEFAULT_APP_XIDS, ServeOptions, parse_app_xids, seconds_text, shell_quote};
+    use crate::api::{HeartbeatRequest, JobRequest, RegisterRequest, TaskRequest};
+    use crate::backend::{GpuBackend, SimBackend, SimInjector};
+    use crate::driver::{DriverConfig, Input};
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    fn state_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("schedlab-coordinator-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn open(dir: &Path, app_xids: Option<Vec<u64>>) -> Result<Coordinator, String> {
+        Coordinator::open(ServeOptions {
+            state_dir: dir.to_path_buf(),
+            listen: "127.0.0.1:0".into(),
+            config: Some(DriverConfig {
+                cluster: "1x2:SIM".into(),
+                policy: "fifo".into(),
+                seed: 0,
+                // An hour: however slow the test machine, no heartbeat deadline falls due
+                // while a test runs, so only what the tests report changes the cluster.
+                heartbeat_ms: 3_600_000,
+                missed_beats: 3,
+                max_retries: 3,
+                default_work_ms: 3_600_000,
+            }),
+            journal_every: Duration::from_secs(3600),
+            quiet: true,
+            app_xids,
+        })
+    }
+
+    /// A coordinator driven in-process, its one node's agent played by the test: the
+    /// simulated backend's GPUs and injected health events, reported by calling the handlers.
+    struct Node {
+        c: Coordinator,
+        backend: SimBackend,
+        inject: SimInjector,
+    }
+
+    impl Node {
+        /// Registers node 0 (two GPUs) and runs a one-GPU task `long` there.
+        fn start(dir: &Path, app_xids: Option<Vec<u64>>) -> Node {
+            let mut c = open(dir, app_xids).unwrap();
+            let mut backend = SimBackend::new(2, "SIM", "n0");
+            let gpus = backend.gpus().unwrap();
+            let register =
+                RegisterRequest { name: "n0".into(), addr: "127.0.0.1".into(), gpus, node: None, fresh: true };
+            c.register(register).unwrap();
+            let task = TaskRequest {
+                name: "0".into(),
+                command: "sleep 1000".into(),
+                gpus: 1,
+                gpu_type: None,
+                single_node: false,
+                estimate_s: None,
+                depends_on: Vec::new(),
+            };
+            c.submit(JobRequest { name: "long".into(), queue: None, tasks: vec![task] }).unwrap();
+            let inject = backend.injector();
+            Node { c, backend, inject }
+        }
+
+        /// One heartbeat carrying what the backend reports; the coordinator must answer 200,
+        /// which is what makes the agent forget the events it sent (acknowledgement).
+        fn beat(&mut self) {
+            let health = self.backend.health(0).unwrap();
+            assert!(!health.is_empty(), "the test injected an event before beating");
+            let request = HeartbeatRequest {
+                name: "n0".into(),
+                exits: Vec::new(),
+                health,
+                gpus: Vec::new(),
+                processes: Vec::new(),
+            };
+            let (status, _) = self.c.heartbeat(request).map_err(|r| r.reason).unwrap();
+            assert_eq!(status, 200);
+        }
+
+        /// The task's (status, attempt, slot) from GET /v1/jobs/long.
+        fn task(&self) -> (String, u64, Option<u64>) {
+            let t = self.c.job_json(0)["tasks"][0].clone();
+            (t["status"].as_str().unwrap().to_string(), t["attempt"].as_u64().unwrap(), t["placed"][0]["slot"].as_u64())
+        }
+
+        /// Each GPU's state in GET /v1/cluster.
+        fn gpu_states(&self) -> Vec<String> {
+            let cluster = self.c.cluster_json();
+            let gpus = cluster["nodes"][0]["gpus"].as_array().unwrap();
+            gpus.iter().map(|g| g["state"].as_str().unwrap().to_string()).collect()
+        }
+
+        /// What the journal's GpuFail inputs say, in order.
+        fn journaled_gpu_fails(&self) -> Vec<String> {
+            let batches = self.c.store.batches().unwrap();
+            let inputs = batches.into_iter().flat_map(|b| b.inputs);
+            inputs.filter_map(|i| if let Input::GpuFail { what, .. } = i { Some(what) } else { None }).collect()
+        }
+    }
+
+    #[test]
+    fn an_application_xid_leaves_the_gpu_in_service_and_others_take_it_out() {
+        let dir = state_dir("app-xid");
+        let mut n = Node::start(&dir, None);
+        let (status, attempt, slot) = n.task();
+        assert_eq!((status.as_str(), attempt), ("running", 1));
+        let slot = slot.unwrap();
+        let mut busy = vec!["free"; 2];
+        busy[slot as usize] = "busy";
+        assert_eq!(n.gpu_states(), busy);
+
+        // XID 13 (graphics engine exception) is in the default list: the task keeps its GPU.
+        n.inject.xid(slot as u32, 13);
+        n.beat();
+        assert_eq!(n.task(), ("running".to_string(), 1, Some(slot)));
+        assert_eq!(n.gpu_states(), busy);
+        assert_eq!(n.journaled_gpu_fails(), Vec::<String>::new());
+
+        // XID 79 (fell off the bus) is the GPU's: it goes out and the task runs again on the other.
+        n.inject.xid(slot as u32, 79);
+        n.beat();
+        assert_eq!(n.journaled_gpu_fails(), vec!["xid 79"]);
+        let mut out = vec!["busy"; 2];
+        out[slot as usize] = "out";
+        assert_eq!(n.gpu_states(), out);
+        assert_eq!(n.task(), ("running".to_string(), 2, Some(1 - slot)));
+        drop(n);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn with_no_application_xids_every_xid_takes_the_gpu_out() {
+        let dir = state_dir("no-app-xids");
+        let mut n = Node::start(&dir, Some(parse_app_xids("none").unwrap()));
+        let slot = n.task().2.unwrap();
+        n.inject.xid(slot as u32, 13);
+        n.beat();
+        assert_eq!(n.journaled_gpu_fails(), vec!["xid 13"]);
+        assert_eq!(n.gpu_states()[slot as usize], "out");
+        assert_eq!(n.task().1, 2, "the task runs again");
+        drop(n);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_restarted_coordinator_keeps_its_application_xids() {
+        let dir = state_dir("keeps-app-xids");
+        let c = open(&dir, None).unwrap();
+        assert_eq!(c.app_xids, DEFAULT_APP_XIDS, "a new directory without the flag gets the default");
+        drop(c);
+        assert_eq!(open(&dir, None).unwrap().app_xids, DEFAULT_APP_XIDS);
+        let _ = std::fs::remove_dir_all(&dir);
+
+        let n = Node::start(&dir, Some(vec![94]));
+        let slot = n.task().2.unwrap() as u32;
+        // Stopped, and started again without the flag; the agent (the backend) carries on.
+        let Node { c, backend, inject } = n;
+        drop(c);
+        let mut n = Node { c: open(&dir, None).unwrap(), backend, inject };
+        assert_eq!(n.c.app_xids, vec![94], "the stored list, not the default");
+        n.inject.xid(slot, 94);
+        n.beat();
+        assert_eq!(n.journaled_gpu_fails(), Vec::<String>::new());
+        // 13 is in the default list but not in this directory's.
+        n.inject.xid(slot, 13);
+        n.beat();
+        assert_eq!(n.journaled_gpu_fails(), vec!["xid 13"]);
+        drop(n);
+        // The same list given again is fine; another is refused, naming the stored one.
+        assert!(open(&dir, Some(vec![94])).is_ok());
+        let e = open(&dir, Some(vec![13])).err().unwrap();
+        assert!(e.contains("was created with --app-xids 94;"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn app_xids_parse_as_a_set_and_bad_items_are_named() {
+        assert_eq!(parse_app_xids("13,31,43,45,68").unwrap(), DEFAULT_APP_XIDS);
+        assert_eq!(parse_app_xids(" 31, 13 ,13").unwrap(), vec![13, 31]);
+        assert_eq!(parse_app_xids("none").unwrap(), Vec::<u64>::new());
+        let e = parse_app_xids("13,x").unwrap_err();
+        assert!(e.starts_with("--app-xids 13,x: `x` is not an XID number"), "{e}");
+        let e = parse_app_xids("13,,31").unwrap_err();
+        assert!(e.contains("an empty item"), "{e}");
+        assert!(parse_app_xids("").unwrap_err().contains("an empty item"));
+        assert!(parse_app_xids("-1").unwrap_err().contains("`-1`"));
+        assert!(parse_app_xids("13;31").unwrap_err().contains("`13;31`"));
+    }
 
     #[test]
     fn replay_flags_are_exact_seconds_and_single_shell_words() {

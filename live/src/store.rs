@@ -1,7 +1,8 @@
 //! Durable state: one SQLite database (WAL mode, synchronous FULL) in the coordinator's state
 //! directory, and the API token beside it.
 //!
-//! - `meta`: the coordinator's configuration (fixed for the life of the directory);
+//! - `meta`: the coordinator's configuration (fixed for the life of the directory), and the
+//!   XIDs it takes for application errors (`--app-xids`);
 //! - `batches`: the journal, one row per batch, written before the batch is applied;
 //! - `agents`: which agent holds which node and which GPU UUIDs;
 //! - `refusals`: requests refused for what they claimed (unknown GPUs, GPUs held by another
@@ -66,6 +67,25 @@ impl Store {
         let text = serde_json::to_string(config).map_err(|e| e.to_string())?;
         self.db
             .execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('config', ?1)", params![text])
+            .map_err(sql)?;
+        Ok(())
+    }
+
+    /// The XIDs the coordinator treats as application errors; None for a directory created
+    /// before the setting existed (or not yet given one).
+    pub fn app_xids(&self) -> Result<Option<Vec<u64>>, String> {
+        let text: Option<String> = self
+            .db
+            .query_row("SELECT value FROM meta WHERE key = 'app_xids'", [], |r| r.get(0))
+            .optional()
+            .map_err(sql)?;
+        text.map(|t| serde_json::from_str(&t).map_err(|e| format!("state database: bad app_xids: {e}"))).transpose()
+    }
+
+    pub fn set_app_xids(&self, xids: &[u64]) -> Result<(), String> {
+        let text = serde_json::to_string(xids).map_err(|e| e.to_string())?;
+        self.db
+            .execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('app_xids', ?1)", params![text])
             .map_err(sql)?;
         Ok(())
     }

@@ -62,6 +62,13 @@ pub struct ServeArgs {
     /// Rewrite STATE/journal/ (a canonical trace of the session) at most this often, seconds.
     #[arg(long, default_value = "1")]
     journal_every_s: String,
+    /// XIDs that are the application's fault, not the GPU's: logged, and the GPU stays in
+    /// service (the task's process fails by itself). Every other XID, an uncorrected ECC error
+    /// or a lost GPU takes the GPU out. Comma-separated numbers, or `none` (every XID takes
+    /// the GPU out). Default for a new state directory: 13,31,43,45,68, as NVIDIA's Kubernetes
+    /// device plugin; an existing one keeps the list it was created with (another is refused).
+    #[arg(long, value_name = "LIST")]
+    app_xids: Option<String>,
     #[arg(long)]
     quiet: bool,
 }
@@ -263,6 +270,7 @@ fn run_serve(a: ServeArgs) -> CliResult {
         config,
         journal_every: Duration::from_millis(millis("journal-every-s", &a.journal_every_s)?),
         quiet: a.quiet,
+        app_xids: a.app_xids.as_deref().map(live::coordinator::parse_app_xids).transpose()?,
     };
     eprintln!("schedlab live: state in {}, API token in {}", a.state.display(), a.state.join("token").display());
     let loopback = options.listen.starts_with("127.")

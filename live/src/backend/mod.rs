@@ -8,7 +8,7 @@ mod nvml;
 mod simulated;
 
 pub use nvml::NvmlBackend;
-pub use simulated::SimBackend;
+pub use simulated::{SimBackend, SimInjector};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
