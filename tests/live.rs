@@ -254,6 +254,31 @@ fn a_live_session_replays_in_the_simulator_with_the_same_decisions() {
 }
 
 #[test]
+fn a_session_with_a_failed_program_and_a_cancel_replays_to_the_same_decisions() {
+    let mut s = Session::start("replay-cancel", &["--cluster", "2x1:SIM", "--heartbeat-s", "0.2"]);
+    s.agent("n0", 1);
+    s.agent("n1", 1);
+    s.wait_agents(2);
+    // `crash` exits 3 (failed for good, not retried); `long` is cancelled while it runs, and
+    // `after` takes its GPU.
+    s.submit(json!({ "name": "crash", "tasks": [task("0", "sleep 0.3; exit 3", &[])] })).unwrap();
+    s.submit(json!({ "name": "long", "tasks": [task("0", "sleep 30", &[])] })).unwrap();
+    wait_for(30, "long running", || (s.job("long")["state"] == "running").then_some(()));
+    s.client().post::<_, Value>("/v1/jobs/long/cancel", &json!({})).unwrap();
+    s.submit(json!({ "name": "after", "tasks": [task("0", "sleep 0.2", &[])] })).unwrap();
+    let jobs = s.wait_jobs_ended(60);
+    let states: Vec<&str> = jobs["jobs"].as_array().unwrap().iter().map(|j| j["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["failed", "cancelled", "succeeded"], "{jobs:#}");
+    let (live, live_digest) = s.decisions();
+    // Decision lines are time,kind,job,task,gpus: crash (job 0) fails, long (job 1) is rejected.
+    assert!(live.iter().any(|l| l.contains(",fail,0,0,")), "{live:?}");
+    assert!(live.iter().any(|l| l.contains(",reject,1,,")), "{live:?}");
+    let (replayed, sim_digest, _) = s.replay();
+    assert_eq!(live, replayed);
+    assert_eq!(live_digest, sim_digest);
+}
+
+#[test]
 fn bad_requests_are_refused_with_reasons() {
     let mut s = Session::start("refuse", &["--cluster", "2x1:SIM", "--heartbeat-s", "0.2"]);
     // The token file is the owner's only.

@@ -151,6 +151,7 @@ impl JobRequest {
             submit: sim::SimTime::ZERO,
             queue: None,
             deadline: None,
+            cancel: None,
             priority: 0,
             tasks,
         };

@@ -115,6 +115,8 @@ pub struct Submission {
     pub task_ids: Vec<Option<TaskId>>,
     pub exit_codes: Vec<Option<i32>>,
     pub cancelled: bool,
+    /// When the user cancelled it (for the trace's `cancel_s`).
+    pub cancelled_at: Option<SimTime>,
     estimates: Vec<Option<u64>>,
 }
 
@@ -345,6 +347,7 @@ impl Driver {
             task_ids: vec![None; n],
             exit_codes: vec![None; n],
             cancelled: false,
+            cancelled_at: None,
             estimates,
         });
         self.add_unit(index, at);
@@ -384,6 +387,7 @@ impl Driver {
             submit: at,
             queue: s.request.queue.clone(),
             deadline: None,
+            cancel: None,
             priority: 0,
             tasks: specs,
         };
@@ -596,7 +600,7 @@ impl Driver {
                 changed |= self.controller.timer_fired(timer);
             }
             let Some((task, attempt, code)) = exit else { continue };
-            let failure = (code != 0).then(|| format!("its process exited with code {code}"));
+            let failure = (code != 0).then(|| sim::controller::exited_with(code));
             if (task as usize) < self.task_origin.len()
                 && self.controller.task_exited(TaskId(task), attempt, failure.as_deref())
             {
@@ -619,6 +623,7 @@ impl Driver {
                 && !s.cancelled
             {
                 s.cancelled = true;
+                s.cancelled_at = Some(at);
                 changed = true;
                 let units: Vec<usize> = self
                     .units
@@ -629,7 +634,7 @@ impl Driver {
                     .collect();
                 for unit in units {
                     if (unit as u64) < self.controller.workload().len() as u64 {
-                        self.controller.cancel_job(JobId::from_index(unit), "cancelled by the user");
+                        self.controller.cancel_job(JobId::from_index(unit), sim::CANCELLED_BY_THE_USER);
                     }
                 }
                 // Units not released yet never will be.
@@ -787,22 +792,34 @@ impl Driver {
         }
     }
 
-    /// The session as a canonical trace: the units as jobs (each task's duration its real run
-    /// time once it succeeded, the assumed work otherwise), the cluster, and the hardware
-    /// events (explicit heartbeats and GPU failures).
+    /// The session as a canonical trace: the units as jobs, the cluster, and the hardware
+    /// events (explicit heartbeats and GPU failures). A task's duration is its real run time
+    /// once its process exited (with its `exit_code` when that was not 0), else the assumed
+    /// work; a cancelled job has its `cancel_s`, and its tasks that never ended get a duration
+    /// longer than all they ran (their real one is unknown; it was at least that), so that the
+    /// replay cancels them too instead of finishing them first.
     pub fn trace(&self) -> traces::Trace {
+        let fastest = self.cluster.pools().iter().map(|p| u64::from(p.speed_milli)).max().unwrap_or(1000);
         let jobs: Vec<JobSpec> = self
             .units
             .iter()
             .enumerate()
             .map(|(u, unit)| {
                 let mut spec = unit.spec.clone();
+                spec.cancel = self.submissions[unit.submission].cancelled_at;
                 if u < self.controller.workload().len() {
                     let first = self.controller.job(JobId::from_index(u)).first_task;
                     for (k, t) in spec.tasks.iter_mut().enumerate() {
-                        let state = self.controller.task(TaskId(first.0 + k as u32));
-                        if state.status == TaskStatus::Succeeded {
+                        let id = TaskId(first.0 + k as u32);
+                        let state = self.controller.task(id);
+                        let (s, r) = self.task_origin[id.index()];
+                        let exit_code = self.submissions[s].exit_codes[r];
+                        if state.status == TaskStatus::Succeeded || exit_code.is_some_and(|c| c != 0) {
                             t.work = state.work.max(SimDuration(1));
+                            t.exit_code = exit_code.unwrap_or(0);
+                        } else if spec.cancel.is_some() {
+                            let ran = SimDuration(state.attempts_ms * fastest / 1000 + 1);
+                            t.work = t.work.max(ran);
                         }
                     }
                 }
@@ -949,6 +966,11 @@ mod tests {
         d.apply(batch(1000, vec![Input::Submit { job: job("b", &[("0", 1, &[])]) }])).unwrap();
         d.apply(batch(1200, vec![Input::Exit { task: 3, attempt: 1, code: 0 }])).unwrap();
         assert_eq!(d.job_state(1), "succeeded");
+        // The trace carries the non-zero exit (train ran 400 ms), and the replay fails it too.
+        let trace = d.trace();
+        let train = &trace.workload.jobs()[0].tasks[1];
+        assert_eq!((train.exit_code, train.work), (3, SimDuration(400)));
+        assert_eq!(live(&d), simulated(&d));
         // A driver built from the journal alone is the same driver.
         let mut again = Driver::new(config("1x2", "fifo")).unwrap();
         for b in d.journal().to_vec() {
@@ -1045,5 +1067,32 @@ mod tests {
         assert_eq!(d.job_state(0), "cancelled");
         assert_eq!(d.assignments(0, |_| String::new())[0].job, "b");
         assert!(d.apply(batch(30, vec![Input::Tick])).is_err(), "time must move forward");
+        // b, waiting, is cancelled too; c is cancelled in the batch that submits it.
+        d.apply(batch(40, vec![Input::Submit { job: job("c", &[("0", 1, &[])]) }, Input::Cancel { job: 2 }])).unwrap();
+        assert_eq!(d.job_state(2), "cancelled");
+        d.apply(batch(50, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
+        // The trace says when each was cancelled; a ran 20 ms of its assumed hour, so its
+        // duration stays the hour, and the replay cancels it at 30 as live mode did.
+        let trace = d.trace();
+        let cancels: Vec<Option<u64>> = trace.workload.jobs().iter().map(|j| j.cancel.map(SimTime::as_ms)).collect();
+        assert_eq!(cancels, [Some(30), None, Some(40)]);
+        let decisions = live(&d);
+        assert!(decisions.iter().any(|x| x == &(30, "reject", 0, None, vec![])), "{decisions:?}");
+        assert_eq!(decisions, simulated(&d));
+    }
+
+    #[test]
+    fn a_cancelled_task_that_outran_its_assumed_work_is_not_finished_early_by_the_replay() {
+        // The assumed work is 100 ms; the task ran 500 ms when it was cancelled. The trace
+        // gives it a duration past the 500 ms it held its GPU, so the replay cancels it too.
+        let mut cfg = config("1x1", "fifo");
+        cfg.default_work_ms = 100;
+        let mut d = Driver::new(cfg).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(510, vec![Input::Cancel { job: 0 }])).unwrap();
+        let work = d.trace().workload.jobs()[0].tasks[0].work;
+        assert!(work > SimDuration(500), "{work}");
+        assert_eq!(live(&d), simulated(&d));
     }
 }

@@ -67,6 +67,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
                 submit: SimTime(submit_ms),
                 queue: None,
                 deadline: None,
+                cancel: None,
                 priority: 0,
                 tasks: specs,
             }

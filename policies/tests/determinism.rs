@@ -108,6 +108,7 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                         window: sim::Window::default(),
                         dataset: None,
                         speeds: Default::default(),
+                        exit_code: 0,
                     }
                 })
                 .collect();
@@ -116,6 +117,7 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                 submit: SimTime(submit_ms),
                 queue: None,
                 deadline: None,
+                cancel: None,
                 priority: 0,
                 tasks,
             }

@@ -98,6 +98,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             window: sim::Window::default(),
             dataset: None,
             speeds: Default::default(),
+            exit_code: 0,
         })
 }
 
@@ -111,7 +112,15 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
         for (i, t) in tasks.iter_mut().enumerate() {
             t.name = i.to_string();
         }
-        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline, priority: 0, tasks }
+        JobSpec {
+            name: String::new(),
+            submit: SimTime(submit_ms),
+            queue: None,
+            deadline,
+            priority: 0,
+            cancel: None,
+            tasks,
+        }
     })
 }
 

@@ -50,6 +50,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             window: sim::Window::default(),
             dataset: None,
             speeds: Default::default(),
+            exit_code: 0,
         },
     )
 }
@@ -63,7 +64,15 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
         for (i, t) in tasks.iter_mut().enumerate() {
             t.name = i.to_string();
         }
-        JobSpec { name: String::new(), submit: SimTime(submit_ms), queue: None, deadline: None, priority: 0, tasks }
+        JobSpec {
+            name: String::new(),
+            submit: SimTime(submit_ms),
+            queue: None,
+            deadline: None,
+            priority: 0,
+            cancel: None,
+            tasks,
+        }
     })
 }
 
@@ -825,6 +834,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
         window: sim::Window::default(),
         dataset: None,
         speeds: Default::default(),
+        exit_code: 0,
     };
     let cases = [
         (task(8, None, false), true),
@@ -845,6 +855,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
             submit: SimTime(0),
             queue: None,
             deadline: None,
+            cancel: None,
             priority: 0,
             tasks: vec![t.clone()],
         })

@@ -101,6 +101,7 @@ mod properties {
                         submit: SimTime(submit),
                         queue: None,
                         deadline: None,
+                        cancel: None,
                         priority: 0,
                         tasks: vec![t],
                     }

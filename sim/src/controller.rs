@@ -365,6 +365,13 @@ impl Controller {
         if t.status != TaskStatus::Running || t.attempt != attempt || t.stalled_since.is_some() {
             return false;
         }
+        let job = &self.workload.jobs()[t.job.index()];
+        let exit_code = job.tasks[(task.0 - self.jobs[t.job.index()].first_task.0) as usize].exit_code;
+        if exit_code != 0 {
+            // The trace says its program fails when its work is done (a replayed live exit).
+            self.program_failed(task, &exited_with(exit_code));
+            return true;
+        }
         self.stats.events += 1;
         let gpus = self.end_attempt(task);
         self.release_to_free(task, &gpus);
@@ -664,6 +671,13 @@ impl Controller {
         t.work = done_before + progress;
         t.remaining = progress;
         let Some(why) = failure else { return self.task_finished(task, attempt) };
+        self.program_failed(task, why);
+        true
+    }
+
+    /// The running `task`'s program failed (a non-zero exit): the attempt ends now and the
+    /// task fails for good with `why`, as a task past its retries does.
+    fn program_failed(&mut self, task: TaskId, why: &str) {
         self.stats.events += 1;
         let gpus = self.end_attempt(task);
         self.release_to_free(task, &gpus);
@@ -674,7 +688,6 @@ impl Controller {
         self.changes.push(Change::TaskFailed(task));
         self.log(DecisionKind::Fail, job, Some(task), &gpus, why);
         self.task_failed_for_good(task, why.to_string());
-        true
     }
 
     /// Live mode: the user cancelled `job`. Its running attempts end now (their GPUs return),
@@ -835,4 +848,9 @@ fn queue_index(workload: &Workload) -> (Vec<String>, Vec<u32>) {
     let index: BTreeMap<&str, u32> = named.iter().enumerate().map(|(i, &q)| (q, i as u32 + 1)).collect();
     let job_queue = workload.jobs().iter().map(|j| j.queue.as_deref().map_or(0, |q| index[q])).collect();
     (names, job_queue)
+}
+
+/// Why a task whose program exited with `code` failed, in live mode and in its replay alike.
+pub fn exited_with(code: i32) -> String {
+    format!("its process exited with code {code}")
 }

@@ -133,6 +133,11 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
     for (index, e) in events.iter().enumerate() {
         queue.push(e.time(), Event::Hardware(index as u32));
     }
+    for (index, job) in controller.workload().jobs().iter().enumerate() {
+        if let Some(at) = job.cancel {
+            queue.push(at, Event::Cancel(JobId::from_index(index)));
+        }
+    }
     let mut engine = Engine {
         observer: Observer::new(&controller, &events, failures),
         events,
@@ -235,6 +240,7 @@ impl Engine {
                 true
             }
             Event::Timer(timer) => self.controller.timer_fired(timer),
+            Event::Cancel(job) => self.controller.cancel_job(job, crate::workload::CANCELLED_BY_THE_USER),
             Event::Wake => {
                 self.controller.wake();
                 *woken = true;

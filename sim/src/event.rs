@@ -11,7 +11,8 @@ use std::collections::BinaryHeap;
 /// What can happen. Phases, in the order they apply at one timestamp: hardware (failures,
 /// repairs, heartbeats and what the scheduler learns from them) first, so a failure at `t`
 /// happens before a completion or a placement at `t`; then completions free their GPUs; then
-/// arrivals are queued; then wake-ups the policy asked for. The policy decides once after all.
+/// arrivals are queued; then users' cancels; then wake-ups the policy asked for. The policy
+/// decides once after all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     /// The run's `index`-th ground-truth cluster event (failure or heartbeat).
@@ -45,6 +46,9 @@ pub enum Event {
         attempt: u32,
     },
     JobArrival(JobId),
+    /// The user cancels the job (`JobSpec::cancel`), after the arrivals of the same instant, as
+    /// live mode applies a batch.
+    Cancel(JobId),
     /// A timer the Controller asked for (start windows, progress points of DAG dependencies).
     Timer(Timer),
     Wake,
@@ -68,6 +72,7 @@ impl Event {
             | Event::BeatDeadline { .. } => PHASE_HARDWARE,
             Event::TaskFinished { .. } | Event::Timer(_) => PHASE_COMPLETION,
             Event::JobArrival(_) => PHASE_ARRIVAL,
+            Event::Cancel(_) => PHASE_CANCEL,
             Event::Wake => PHASE_WAKE,
         }
     }
@@ -76,7 +81,8 @@ impl Event {
 pub const PHASE_HARDWARE: u8 = 0;
 pub const PHASE_COMPLETION: u8 = 1;
 pub const PHASE_ARRIVAL: u8 = 2;
-pub const PHASE_WAKE: u8 = 3;
+pub const PHASE_CANCEL: u8 = 3;
+pub const PHASE_WAKE: u8 = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct EventKey {

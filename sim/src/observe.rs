@@ -108,7 +108,7 @@ impl Observer {
                     c.node_declared_dead(node, failed_at);
                 }
             }
-            Event::TaskFinished { .. } | Event::JobArrival(_) | Event::Timer(_) | Event::Wake => {
+            Event::TaskFinished { .. } | Event::JobArrival(_) | Event::Cancel(_) | Event::Timer(_) | Event::Wake => {
                 unreachable!("not a hardware event: {event:?}")
             }
         }

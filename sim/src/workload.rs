@@ -36,6 +36,10 @@ pub struct TaskSpec {
     /// in how much a faster GPU helps them (Gavel, OSDI 2020). Types not named, and every type
     /// when empty, run at their pool's speed.
     pub speeds: BTreeMap<String, u32>,
+    /// How the task's program exits when its work is done: 0 succeeds; any other code fails
+    /// the task for good (a program's own failure is not retried, as in live mode), and its
+    /// job with it.
+    pub exit_code: i32,
 }
 
 /// An edge of a job's task DAG: this task waits on `upstream` (an index into the job's tasks).
@@ -111,6 +115,7 @@ impl TaskSpec {
             window: Window::default(),
             dataset: None,
             speeds: BTreeMap::new(),
+            exit_code: 0,
         }
     }
 }
@@ -127,8 +132,14 @@ pub struct JobSpec {
     /// Higher is more urgent; 0 unless the trace says. Priority policies read it; others
     /// ignore it.
     pub priority: i32,
+    /// When the user cancels the job (at or after `submit`): whatever of it has not ended
+    /// then stops, and it ends rejected with [`CANCELLED_BY_THE_USER`].
+    pub cancel: Option<SimTime>,
     pub tasks: Vec<TaskSpec>,
 }
+
+/// The reason a cancelled job ends with, in simulation and in live mode alike.
+pub const CANCELLED_BY_THE_USER: &str = "cancelled by the user";
 
 impl JobSpec {
     /// A job of one task: the common case in every public trace.
@@ -138,6 +149,7 @@ impl JobSpec {
             submit,
             queue: None,
             deadline: None,
+            cancel: None,
             priority: 0,
             tasks: vec![TaskSpec::new("0", gpus, work)],
         }
@@ -187,6 +199,12 @@ impl Workload {
                     "job `{}` task `{}`: a GPU share must be 1..=999 milli-GPUs of exactly 1 GPU \
                      (got {:?} of {} GPUs); a whole GPU is no share",
                     job.name, t.name, t.gpu_milli, t.gpus
+                )));
+            }
+            if let Some(cancel) = job.cancel.filter(|&c| c < job.submit) {
+                return Err(WorkloadError(format!(
+                    "job `{}` is cancelled at {cancel}, before it is submitted at {}",
+                    job.name, job.submit
                 )));
             }
         }

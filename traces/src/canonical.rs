@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
-pub const JOB_COLUMNS: [&str; 19] = [
+pub const JOB_COLUMNS: [&str; 21] = [
     "job_id",
     "task_id",
     "submit_s",
@@ -32,6 +32,8 @@ pub const JOB_COLUMNS: [&str; 19] = [
     "not_after_s",
     "dataset",
     "speeds",
+    "cancel_s",
+    "exit_code",
 ];
 
 const KNOWN: &[Column] = &[
@@ -54,6 +56,8 @@ const KNOWN: &[Column] = &[
     Column { name: "not_after_s", required: false },
     Column { name: "dataset", required: false },
     Column { name: "speeds", required: false },
+    Column { name: "cancel_s", required: false },
+    Column { name: "exit_code", required: false },
 ];
 
 /// Column indexes in the file at hand (`None`: the optional column is absent).
@@ -77,6 +81,8 @@ struct Cols {
     not_after: Option<usize>,
     dataset: Option<usize>,
     speeds: Option<usize>,
+    cancel: Option<usize>,
+    exit_code: Option<usize>,
 }
 
 /// Reads a canonical `jobs.csv` from `source`; `file` names it in errors.
@@ -108,6 +114,8 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
         not_after: c[16],
         dataset: c[17],
         speeds: c[18],
+        cancel: c[19],
+        exit_code: c[20],
     };
     let mut builder = Builder::default();
     rows.parse_all(sink, |row| builder.add(row, &cols))?;
@@ -147,6 +155,11 @@ impl Builder {
         let restart_overhead_ms = row.opt_seconds_ms(cols.restart_overhead)?;
         let deadline_ms = row.opt_positive_seconds_ms(cols.deadline)?;
         let priority = parse_priority(row, cols.priority)?;
+        let cancel_ms = row.opt_seconds_ms(cols.cancel)?;
+        if let (true, Some(column)) = (cancel_ms.is_some_and(|c| c < submit_ms), cols.cancel) {
+            return Err(row.error(column, "a cancel time at or after the job's submit_s", row.text(column)?));
+        }
+        let exit_code = parse_exit_code(row, cols.exit_code)?;
         let depends_on = row.opt_text(cols.depends_on)?;
         let window = Window {
             not_before: row.opt_seconds_ms(cols.not_before)?.map(SimTime),
@@ -179,6 +192,9 @@ impl Builder {
             if job.priority != priority {
                 return Err(conflict(row, job_id, "priority", first));
             }
+            if job.cancel.map(SimTime::as_ms) != cancel_ms {
+                return Err(conflict(row, job_id, "cancel_s", first));
+            }
         }
         let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
@@ -197,6 +213,7 @@ impl Builder {
             window,
             dataset: row.opt_text(cols.dataset).map(|d| (!d.is_empty()).then(|| d.to_owned()))?,
             speeds: parse_speeds(row, cols.speeds)?,
+            exit_code,
         };
         if !continues {
             self.close_job(row.file())?;
@@ -224,6 +241,7 @@ impl Builder {
                     queue: (!queue.is_empty()).then(|| queue.to_owned()),
                     deadline: deadline_ms.map(SimDuration),
                     priority,
+                    cancel: cancel_ms.map(SimTime),
                     tasks: vec![task],
                 });
             }
@@ -302,6 +320,16 @@ fn conflict(row: &Row<'_>, job_id: &str, field: &str, first_line: u64) -> TraceE
 }
 
 /// A job's priority: an integer (negative allowed), higher more urgent; empty or absent: 0.
+/// The exit code the task's program ends with: empty or absent, 0 (success).
+fn parse_exit_code(row: &Row<'_>, column: Option<usize>) -> Result<i32, TraceError> {
+    let Some(column) = column else { return Ok(0) };
+    let text = row.text(column)?;
+    if text.is_empty() {
+        return Ok(0);
+    }
+    text.parse().map_err(|_| row.error(column, "an integer exit code (0: success), e.g. 0, 1 or 137", text))
+}
+
 fn parse_priority(row: &Row<'_>, column: Option<usize>) -> Result<i32, TraceError> {
     let Some(column) = column else { return Ok(0) };
     let text = row.text(column)?;
@@ -404,6 +432,8 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                     &task.window.not_after.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
                     task.dataset.as_deref().unwrap_or(""),
                     &speeds_text(&task.speeds),
+                    &job.cancel.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
+                    &task.exit_code.to_string(),
                 ])
                 .map_err(io_error)?;
         }
@@ -638,17 +668,37 @@ mod tests {
     #[test]
     fn writer_output_is_readable_and_exact() {
         let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli,gpu_type,single_node,estimate_s,queue,\
-                    checkpoint_s,restart_overhead_s,deadline_s,priority,depends_on,not_before_s,not_after_s,dataset,speeds\n\
-                    \"a,b\",0,0.5,600,1,,,false,,,,,,0,,,,,\n\
-                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400,-3,w:failure,5,,imagenet,A100=2.5\n\
-                    j,w,1,2,8,,,false,,q,1800.500,0,86400,-3,,,100.250,,A100=3;V100=0.125\n\
-                    k,a,2,10,1,,,false,,,,,,0,,,,,\n\
-                    k,b,2,10,1,,,false,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,\n";
+                    checkpoint_s,restart_overhead_s,deadline_s,priority,depends_on,not_before_s,not_after_s,dataset,speeds,\
+                    cancel_s,exit_code\n\
+                    \"a,b\",0,0.5,600,1,,,false,,,,,,0,,,,,,,0\n\
+                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400,-3,w:failure,5,,imagenet,A100=2.5,90,0\n\
+                    j,w,1,2,8,,,false,,q,1800.500,0,86400,-3,,,100.250,,A100=3;V100=0.125,90,-9\n\
+                    k,a,2,10,1,,,false,,,,,,0,,,,,,,137\n\
+                    k,b,2,10,1,,,false,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,,,0\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_jobs_csv(&w, &mut out).unwrap();
         assert_eq!(String::from_utf8(out.clone()).unwrap(), text.replace("0.5,", "0.500,"));
         assert_eq!(read_jobs_csv(out.as_slice(), "again.csv").unwrap(), w);
+    }
+
+    #[test]
+    fn cancels_are_job_times_and_exit_codes_task_integers() {
+        let head = "job_id,task_id,submit_s,duration_s,gpus,cancel_s,exit_code\n";
+        let w = read(&format!("{head}j,a,10,5,1,12.5,\nj,b,10,5,1,12.5,1\nk,,10,5,1,,\n")).unwrap();
+        let cancels: Vec<Option<u64>> = w.jobs().iter().map(|j| j.cancel.map(SimTime::as_ms)).collect();
+        assert_eq!(cancels, [Some(12_500), None]);
+        let codes: Vec<i32> = w.jobs().iter().flat_map(|j| j.tasks.iter().map(|t| t.exit_code)).collect();
+        assert_eq!(codes, [0, 1, 0]);
+        assert_eq!(
+            err(&format!("{head}j,a,10,5,1,9,\n")),
+            "jobs.csv:2: field `cancel_s`: expected a cancel time at or after the job's submit_s, got \"9\""
+        );
+        assert!(err(&format!("{head}j,a,10,5,1,12,\nj,b,10,5,1,13,\n")).contains("`cancel_s` differs"));
+        assert_eq!(
+            err(&format!("{head}j,a,10,5,1,,oops\n")),
+            "jobs.csv:2: field `exit_code`: expected an integer exit code (0: success), e.g. 0, 1 or 137, got \"oops\""
+        );
     }
 
     #[test]

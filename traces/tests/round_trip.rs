@@ -65,7 +65,10 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
         ),
         (prop::option::of(0u64..=MAX_MS / 2), prop::option::of(0u64..=MAX_MS / 2)),
         // GPU type names as a cluster spells them, with any speed the column can hold.
-        prop::collection::btree_map("[A-Z][A-Za-z0-9_-]{0,5}", prop_oneof![1u32..=5000, 1u32..=u32::MAX], 0..3),
+        (
+            prop::collection::btree_map("[A-Z][A-Za-z0-9_-]{0,5}", prop_oneof![1u32..=5000, 1u32..=u32::MAX], 0..3),
+            prop_oneof![Just(0i32), any::<i32>()],
+        ),
     )
         .prop_map(
             move |(
@@ -77,7 +80,7 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
                 estimate,
                 (checkpoint, restart),
                 window,
-                speeds,
+                (speeds, exit_code),
             )| {
                 // A window that opens after it closes is refused; keep the pair ordered.
                 let (not_before, not_after) = match window {
@@ -99,6 +102,7 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
                     window: Window { not_before: not_before.map(SimTime), not_after: not_after.map(SimTime) },
                     dataset: n.contains('a').then(|| format!("data {n}")),
                     speeds,
+                    exit_code,
                 }
             },
         )
@@ -133,8 +137,10 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
         1usize..4,
         prop_oneof![Just(0i32), any::<i32>()],
         prop::collection::vec((any::<bool>(), any::<usize>(), any::<u8>(), any::<u64>()), 4),
+        // A cancel at or after the submit: this far after it.
+        prop::option::of(prop_oneof![Just(0u64), 0u64..=MAX_MS / 2]),
     )
-        .prop_flat_map(move |(n, submit, queue, deadline, tasks, priority, choices)| {
+        .prop_flat_map(move |(n, submit, queue, deadline, tasks, priority, choices, cancel_after)| {
             let tasks: Vec<_> = (0..tasks).map(task).collect();
             tasks.prop_map(move |mut tasks| {
                 add_deps(&mut tasks, &choices);
@@ -143,6 +149,7 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
                     submit: SimTime(submit),
                     queue: queue.clone(),
                     deadline: deadline.map(SimDuration),
+                    cancel: cancel_after.map(|after| SimTime(submit.saturating_add(after).min(MAX_MS))),
                     priority,
                     tasks,
                 }
