@@ -416,7 +416,7 @@ impl Coordinator {
                 let id = s.task_ids[k];
                 let state = id.map(|id| c.task(id));
                 let status = match id {
-                    None if s.cancelled => "cancelled",
+                    None if s.cancelled_at.is_some() => "cancelled",
                     None => "blocked",
                     Some(id) => self.driver.task_status(id).as_str(),
                 };

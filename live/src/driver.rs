@@ -114,8 +114,7 @@ pub struct Submission {
     /// The Controller task of each request task, once its unit exists.
     pub task_ids: Vec<Option<TaskId>>,
     pub exit_codes: Vec<Option<i32>>,
-    pub cancelled: bool,
-    /// When the user cancelled it (for the trace's `cancel_s`).
+    /// When the user cancelled it, if they did (the trace's `cancel_s`).
     pub cancelled_at: Option<SimTime>,
     estimates: Vec<Option<u64>>,
 }
@@ -346,7 +345,6 @@ impl Driver {
             submit: at,
             task_ids: vec![None; n],
             exit_codes: vec![None; n],
-            cancelled: false,
             cancelled_at: None,
             estimates,
         });
@@ -620,9 +618,8 @@ impl Driver {
         for input in &batch.inputs {
             if let Input::Cancel { job } = *input
                 && let Some(s) = self.submissions.get_mut(job as usize)
-                && !s.cancelled
+                && s.cancelled_at.is_none()
             {
-                s.cancelled = true;
                 s.cancelled_at = Some(at);
                 changed = true;
                 let units: Vec<usize> = self
@@ -764,7 +761,7 @@ impl Driver {
     /// `rejected` (by the policy) or `unschedulable`.
     pub fn job_state(&self, s: usize) -> &'static str {
         let sub = &self.submissions[s];
-        if sub.cancelled {
+        if sub.cancelled_at.is_some() {
             return "cancelled";
         }
         let unit = self.units.iter().position(|u| u.submission == s);
