@@ -279,6 +279,34 @@ fn a_session_with_a_failed_program_and_a_cancel_replays_to_the_same_decisions() 
 }
 
 #[test]
+fn queues_with_quotas_cap_a_live_session_and_its_replay() {
+    let queues = std::env::temp_dir().join(format!("schedlab-live-queues-{}.csv", std::process::id()));
+    std::fs::write(&queues, "queue,pools,max_gpus,max_running_jobs,priority,weight,borrow\nteam,,1,,0,1,false\n")
+        .unwrap();
+    let args = ["--cluster", "1x2:SIM", "--heartbeat-s", "0.2", "--queues", queues.to_str().unwrap()];
+    let mut s = Session::start("queues", &args);
+    s.agent("n0", 2);
+    s.wait_agents(1);
+    // team may hold one GPU: `second` waits for `first` though the node has two.
+    for name in ["first", "second"] {
+        s.submit(json!({ "name": name, "queue": "team", "tasks": [task("0", "sleep 0.3", &[])] })).unwrap();
+    }
+    let err = s.submit(json!({ "name": "x", "queue": "nope", "tasks": [task("0", "true", &[])] })).unwrap_err();
+    assert_eq!(err, CallError::Status(400, "queue `nope` is not one of this cluster's queues (team)".into()));
+    s.wait_jobs_ended(60);
+    let (live, live_digest) = s.decisions();
+    let starts: Vec<&String> = live.iter().filter(|l| l.contains(",start,")).collect();
+    assert_eq!(starts.len(), 2, "{live:?}");
+    let finish_first = live.iter().position(|l| l.contains(",finish,0,")).expect("first finished");
+    let start_second = live.iter().position(|l| l.contains(",start,1,")).expect("second started");
+    assert!(start_second > finish_first, "second started within the quota only after first: {live:?}");
+    let (replayed, sim_digest, _) = s.replay();
+    assert_eq!(live, replayed);
+    assert_eq!(live_digest, sim_digest);
+    std::fs::remove_file(&queues).ok();
+}
+
+#[test]
 fn bad_requests_are_refused_with_reasons() {
     let mut s = Session::start("refuse", &["--cluster", "2x1:SIM", "--heartbeat-s", "0.2"]);
     // The token file is the owner's only.

@@ -17,6 +17,7 @@ fn main() {
         missed_beats: 3,
         max_retries: 3,
         default_work_ms: 3_600_000,
+        queues: String::new(),
     };
     let mut d = Driver::new(config.clone()).unwrap();
     d.apply(d.start_batch()).unwrap();

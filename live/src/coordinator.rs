@@ -881,6 +881,7 @@ mod tests {
                 missed_beats: 3,
                 max_retries: 3,
                 default_work_ms: 3_600_000,
+                queues: String::new(),
             }),
             journal_every: Duration::from_secs(3600),
             quiet: true,

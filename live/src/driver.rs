@@ -31,8 +31,8 @@ use crate::api::{Assignment, JobRequest, Refusal};
 use serde::{Deserialize, Serialize};
 use sim::{
     Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DecisionRecord, DepKind, Dependency, Effect,
-    FailureConfig, GpuId, JobId, JobOutcome, JobSpec, NodeId, Policy, SimDuration, SimTime, TaskId, TaskSpec,
-    TaskStatus, Timer, Workload,
+    FailureConfig, GpuId, JobId, JobOutcome, JobSpec, NodeId, Policy, QueueSpec, Queues, SimDuration, SimTime, TaskId,
+    TaskSpec, TaskStatus, Timer, Workload,
 };
 use std::collections::BTreeMap;
 
@@ -97,6 +97,11 @@ pub struct DriverConfig {
     pub max_retries: u32,
     /// The work the Controller assumes for a task without an estimate until its process ends.
     pub default_work_ms: u64,
+    /// The queues with quotas, as the text of a queues.csv (empty: none), as the simulator
+    /// takes them: a job's `queue` names one (none: the first), and every start is checked
+    /// against its queue's quota. Absent in state directories made before queues (none).
+    #[serde(default)]
+    pub queues: String,
 }
 
 /// A Controller job: one submitted job (its dependencies the job's task DAG).
@@ -123,6 +128,9 @@ pub struct Driver {
     config: DriverConfig,
     spec: ClusterSpec,
     cluster: Cluster,
+    /// `config.queues` read, and built on the cluster.
+    queue_specs: Vec<QueueSpec>,
+    queues: Queues,
     failures: FailureConfig,
     controller: Controller,
     policy: Box<dyn Policy + Send>,
@@ -170,6 +178,21 @@ fn controller_config(config: &DriverConfig, failures: FailureConfig) -> Controll
     }
 }
 
+/// The Controller over `workload`, with the session's queues (every job's queue was checked
+/// at submission, so assigning them cannot fail).
+fn new_controller(
+    cluster: &Cluster,
+    workload: Workload,
+    policy_name: &str,
+    config: &DriverConfig,
+    failures: FailureConfig,
+    queues: &Queues,
+) -> Controller {
+    Controller::new(cluster.clone(), workload, policy_name, controller_config(config, failures))
+        .with_queues(queues.clone())
+        .expect("submissions name queues the session defines")
+}
+
 /// Parses a `--cluster` value: the shorthand, or the text of a cluster.csv.
 pub fn parse_cluster(text: &str) -> Result<ClusterSpec, String> {
     if text.contains('\n') {
@@ -194,10 +217,17 @@ impl Driver {
             max_retries: config.max_retries,
         };
         let policy = policies::build(&config.policy).map_err(|e| e.to_string())?;
+        let queue_specs = if config.queues.trim().is_empty() {
+            Vec::new()
+        } else {
+            traces::read_queues_csv(config.queues.as_bytes(), "queues.csv").map_err(|e| e.to_string())?
+        };
+        let queues = Queues::new(&queue_specs, &cluster).map_err(|e| e.to_string())?;
         let nodes = cluster.nodes().len();
-        let controller =
-            Controller::new(cluster.clone(), Workload::default(), policy.name(), controller_config(&config, failures));
+        let controller = new_controller(&cluster, Workload::default(), policy.name(), &config, failures, &queues);
         Ok(Driver {
+            queue_specs,
+            queues,
             spec,
             failures,
             controller,
@@ -289,6 +319,13 @@ impl Driver {
         let estimates = job.validate()?;
         if self.submissions.iter().any(|s| s.request.name == job.name) {
             return Err(Refusal::new(409, format!("a job named `{}` was already submitted", job.name)));
+        }
+        if let Some(queue) = job.queue.as_deref().filter(|q| !self.queues.is_empty() && self.queues.find(q).is_none()) {
+            let names: Vec<&str> = self.queues.iter().map(|(_, q)| q.name.as_str()).collect();
+            return Err(Refusal::bad(format!(
+                "queue `{queue}` is not one of this cluster's queues ({})",
+                names.join(", ")
+            )));
         }
         if self.policy.needs_estimates()
             && let Some(t) = job.tasks.iter().zip(&estimates).find(|(_, e)| e.is_none())
@@ -443,11 +480,13 @@ impl Driver {
         let units = std::mem::take(&mut self.units);
         let nodes = self.cluster.nodes().len();
         *self = Driver {
-            controller: Controller::new(
-                self.cluster.clone(),
+            controller: new_controller(
+                &self.cluster,
                 workload,
                 policy.name(),
-                controller_config(&self.config, self.failures),
+                &self.config,
+                self.failures,
+                &self.queues,
             ),
             policy,
             journal: Vec::new(),
@@ -472,6 +511,8 @@ impl Driver {
             config: self.config.clone(),
             spec: self.spec.clone(),
             cluster: self.cluster.clone(),
+            queue_specs: std::mem::take(&mut self.queue_specs),
+            queues: std::mem::take(&mut self.queues),
             failures: self.failures,
         };
         // Submissions and units are re-derived by the replay, in the same order; then the
@@ -827,8 +868,7 @@ impl Driver {
             workload: Workload::new(jobs).expect("live units are valid jobs"),
             cluster: Some(self.spec.clone()),
             events: self.trace_events.clone(),
-            // Live mode does not take queues with quotas yet: jobs name queues, none is capped.
-            queues: Vec::new(),
+            queues: self.queue_specs.clone(),
             datasets: Vec::new(),
             notes: Vec::new(),
         }
@@ -851,6 +891,7 @@ mod tests {
             missed_beats: 3,
             max_retries: 3,
             default_work_ms: 3_600_000,
+            queues: String::new(),
         }
     }
 
@@ -881,7 +922,11 @@ mod tests {
     fn simulated(driver: &Driver) -> Vec<Line> {
         let trace = driver.trace();
         let cluster = Cluster::new(trace.cluster.as_ref().unwrap()).unwrap();
-        let scenario = sim::Scenario::new(cluster, trace.workload).with_events(trace.events).unwrap();
+        let scenario = sim::Scenario::new(cluster, trace.workload)
+            .with_events(trace.events)
+            .unwrap()
+            .with_queues(&trace.queues)
+            .unwrap();
         let mut policy = policies::build(&driver.config.policy).unwrap();
         let result =
             sim::simulate(scenario, policy.as_mut(), controller_config(&driver.config, driver.failures)).unwrap();
@@ -894,6 +939,37 @@ mod tests {
 
     fn live(driver: &Driver) -> Vec<Line> {
         driver.decisions().iter().map(key).collect()
+    }
+
+    #[test]
+    fn queues_cap_what_starts_and_the_session_replays_with_them() {
+        let mut cfg = config("1x3", "fifo");
+        cfg.queues = "queue,pools,max_gpus,max_running_jobs,priority,weight,borrow\n\
+                      team,,1,,0,1,false\n\
+                      other,,,,0,1,false\n"
+            .into();
+        let mut d = Driver::new(cfg).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        let in_queue =
+            |name: &str, queue: &str| JobRequest { queue: Some(queue.into()), ..job(name, &[("0", 1, &[])]) };
+        let submits = ["a", "b"].map(|n| Input::Submit { job: in_queue(n, "team") });
+        d.apply(batch(10, [submits.to_vec(), vec![Input::Submit { job: in_queue("c", "other") }]].concat())).unwrap();
+        // team may hold one GPU: a runs and b waits, though a GPU is free; c, of other, runs.
+        let states: Vec<&str> = (0..3).map(|s| d.job_state(s)).collect();
+        assert_eq!(states, ["running", "waiting", "running"]);
+        d.apply(batch(500, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
+        assert_eq!(d.job_state(1), "running");
+        // A queue the session does not define is refused at submission, naming those it has.
+        let refused = d.check_submission(&in_queue("x", "nope")).unwrap_err();
+        assert_eq!(
+            (refused.status, refused.reason.as_str()),
+            (400, "queue `nope` is not one of this cluster's queues (team, other)")
+        );
+        let exits = (1..3).map(|t| Input::Exit { task: t, attempt: 1, code: 0 }).collect();
+        d.apply(batch(900, exits)).unwrap();
+        // The trace carries the queues, and the replay keeps within them too.
+        assert_eq!(d.trace().queues.iter().map(|q| q.name.as_str()).collect::<Vec<_>>(), ["team", "other"]);
+        assert_eq!(live(&d), simulated(&d));
     }
 
     #[test]

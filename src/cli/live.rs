@@ -59,6 +59,11 @@ pub struct ServeArgs {
     /// The work assumed for a task without estimate_s until it ends, seconds.
     #[arg(long, default_value = "3600")]
     default_work_s: String,
+    /// Queues with quotas, a queues.csv (as the simulator reads it): a job's `queue` must name
+    /// one (none: the first), and each start keeps within its queue's quota. Fixed, like
+    /// --cluster, for the life of the state directory.
+    #[arg(long, value_name = "FILE")]
+    queues: Option<PathBuf>,
     /// Rewrite STATE/journal/ (a canonical trace of the session) at most this often, seconds.
     #[arg(long, default_value = "1")]
     journal_every_s: String,
@@ -246,6 +251,9 @@ pub fn run(command: LiveCommand) -> CliResult {
 
 fn run_serve(a: ServeArgs) -> CliResult {
     let config = match &a.cluster {
+        None if a.queues.is_some() => {
+            return Err("--queues is given with --cluster, when a state directory is first made (it keeps both)".into());
+        }
         None => None,
         Some(cluster) => {
             let text = if std::path::Path::new(cluster).is_file() {
@@ -261,6 +269,10 @@ fn run_serve(a: ServeArgs) -> CliResult {
                 missed_beats: a.missed_beats,
                 max_retries: a.max_retries,
                 default_work_ms: millis("default-work-s", &a.default_work_s)?,
+                queues: match &a.queues {
+                    Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?,
+                    None => String::new(),
+                },
             })
         }
     };
