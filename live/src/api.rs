@@ -233,6 +233,21 @@ pub struct HeartbeatReply {
     pub heartbeat_ms: u64,
 }
 
+/// The answer to `POST /v1/gpus/{uuid}/return`: where the GPU is and what it does now, after
+/// the policy has had its turn (a waiting task may already hold it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuReturned {
+    pub uuid: String,
+    pub node: u32,
+    pub slot: u32,
+    pub agent: String,
+    /// `free` or `busy`, as in `GET /v1/cluster`.
+    pub state: String,
+    /// `job/task (job N)` of the task that holds it, if one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@
 //! last batch: time while the coordinator was down does not count (agents' missed heartbeats
 //! included, so a restart never declares every node dead).
 
-use crate::api::{HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply, RegisterRequest};
+use crate::api::{GpuReturned, HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply, RegisterRequest};
 use crate::backend::HealthEvent;
 use crate::driver::{Batch, Driver, DriverConfig, Input};
 use crate::store::{AgentRecord, Store, load_or_create_token};
@@ -330,6 +330,7 @@ impl Coordinator {
             (Method::Get, ["v1", "jobs", job]) => Ok((200, self.job_json(self.find_job(job)?))),
             (Method::Post, ["v1", "jobs", job, "cancel"]) => self.cancel(job),
             (Method::Get, ["v1", "cluster"]) => Ok((200, self.cluster_json())),
+            (Method::Post, ["v1", "gpus", uuid, "return"]) => self.return_gpu(uuid),
             (Method::Get, ["v1", "decisions"]) => Ok((200, self.decisions_json())),
             (Method::Post, ["v1", "agents", "register"]) => self.register(parse(body)?),
             (Method::Post, ["v1", "agents", "heartbeat"]) => self.heartbeat(parse(body)?),
@@ -347,6 +348,7 @@ impl Coordinator {
                 | ["v1", "jobs", _]
                 | ["v1", "jobs", _, "cancel"]
                 | ["v1", "cluster"]
+                | ["v1", "gpus", _, "return"]
                 | ["v1", "decisions"],
             )
             | (_, ["v1", "agents", "register" | "heartbeat"]) => {
@@ -621,10 +623,9 @@ impl Coordinator {
             for (slot, g) in record.gpus.iter_mut().enumerate() {
                 if let Some(now) = r.gpus.iter().find(|n| n.uuid == g.uuid) {
                     *g = now.clone();
-                    let gpu = self.driver.cluster().node(sim::NodeId(node)).gpu_at(slot as u32);
-                    if self.driver.gpu_out(gpu) {
-                        self.log(format!("node {node}: GPU {} is back", g.uuid));
-                        inputs.push(Input::GpuRepair { node, slot: slot as u32 });
+                    if let Some(repair) = self.gpu_repair(node, slot as u32) {
+                        self.log(format!("node {node}: GPU {} is back (its agent registered again with it)", g.uuid));
+                        inputs.push(repair);
                     }
                 }
             }
@@ -659,6 +660,58 @@ impl Coordinator {
         self.commit(vec![Input::Beat { node }]).map_err(Self::internal)?;
         self.log(format!("agent `{}` registered as node {node}", r.name));
         let reply = RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms };
+        Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
+    }
+
+    /// The input that returns the GPU at `node`'s `slot` to service, if it is out (None if it
+    /// is in service). Both ways a GPU comes back, its agent registering again with it and an
+    /// operator's `POST /v1/gpus/{uuid}/return`, journal this one input, which ends every
+    /// failure the GPU has open and sets their `repair_s` in the trace: a replay sees the same
+    /// repair whichever way it came.
+    fn gpu_repair(&self, node: u32, slot: u32) -> Option<Input> {
+        let gpu = self.driver.cluster().nodes().get(node as usize)?.gpu_at(slot);
+        self.driver.gpu_out(gpu).then_some(Input::GpuRepair { node, slot })
+    }
+
+    /// `POST /v1/gpus/{uuid}/return`: an operator who has reset or checked a GPU taken out (XID,
+    /// uncorrected ECC error, lost) puts it back without restarting its agent, which would stop
+    /// every task on the node. The coordinator takes the operator's word; the agent is not asked.
+    fn return_gpu(&mut self, uuid: &str) -> Result<(u16, Value), Refusal> {
+        let found = self
+            .agents
+            .values()
+            .find_map(|a| a.gpus.iter().position(|g| g.uuid == uuid).map(|slot| (a.name.clone(), a.node, slot as u32)));
+        let Some((agent, node, slot)) = found else {
+            return Err(Refusal::new(404, format!("no GPU `{uuid}`: no agent has registered a GPU with that UUID")));
+        };
+        let Some(repair) = self.gpu_repair(node, slot) else {
+            return Err(Refusal::new(409, format!("GPU {uuid} is in service; nothing to return")));
+        };
+        // A dead node's tasks have failed and nothing can start there until it beats again; a
+        // GPU returned now could not be used, and whatever killed the node may be what broke
+        // the GPU. The node rejoins at its agent's next heartbeat (its GPUs taken out stay out);
+        // return the GPU then.
+        if self.driver.node_dead(node) {
+            return Err(Refusal::new(
+                409,
+                format!(
+                    "GPU {uuid} is on node {node}, whose agent `{agent}` is declared dead: the node must come back first (at its agent's next heartbeat), then return the GPU"
+                ),
+            ));
+        }
+        self.commit(vec![repair]).map_err(Self::internal)?;
+        // After the commit: the policy has run, so the answer says who holds the GPU now.
+        let gpu = &self.cluster_json()["nodes"][node as usize]["gpus"][slot as usize];
+        let reply = GpuReturned {
+            uuid: uuid.to_string(),
+            node,
+            slot,
+            agent,
+            state: gpu["state"].as_str().unwrap_or("").to_string(),
+            task: gpu["task"].as_str().map(str::to_string),
+        };
+        let holder = reply.task.as_ref().map(|t| format!("; {t} runs on it")).unwrap_or_default();
+        self.log(format!("node {node}: GPU {uuid} returned to service by the operator{holder}"));
         Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
     }
 
@@ -858,6 +911,7 @@ mod tests {
     use crate::api::{HeartbeatRequest, JobRequest, RegisterRequest, TaskRequest};
     use crate::backend::{GpuBackend, SimBackend, SimInjector};
     use crate::driver::{DriverConfig, Input};
+    use serde_json::json;
     use std::path::{Path, PathBuf};
     use std::time::Duration;
 
@@ -983,6 +1037,44 @@ mod tests {
         out[slot as usize] = "out";
         assert_eq!(n.gpu_states(), out);
         assert_eq!(n.task(), ("running".to_string(), 2, Some(1 - slot)));
+        drop(n);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_returned_gpu_is_journaled_as_a_repair_and_the_journal_replays() {
+        let dir = state_dir("return-gpu");
+        let mut n = Node::start(&dir, None);
+        let slot = n.task().2.unwrap();
+        let uuid = format!("GPU-n0-{slot}");
+        let refused = |n: &mut Node, uuid: &str| n.c.return_gpu(uuid).map(|_| ()).unwrap_err();
+        let r = refused(&mut n, &uuid);
+        assert_eq!(
+            (r.status, r.reason.as_str()),
+            (409, format!("GPU {uuid} is in service; nothing to return").as_str())
+        );
+        let r = refused(&mut n, "GPU-nope");
+        assert_eq!(r.status, 404, "{}", r.reason);
+        n.inject.xid(slot as u32, 79);
+        n.beat();
+        assert_eq!(n.gpu_states()[slot as usize], "out");
+        let (status, reply) = n.c.return_gpu(&uuid).map_err(|r| r.reason).unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(
+            (reply["node"].as_u64(), reply["slot"].as_u64(), &reply["state"]),
+            (Some(0), Some(slot), &json!("free"))
+        );
+        assert_eq!(n.gpu_states()[slot as usize], "free");
+        // The same input the re-registration path journals, once.
+        let batches = n.c.store.batches().unwrap();
+        let repairs: Vec<&Input> =
+            batches.iter().flat_map(|b| &b.inputs).filter(|i| matches!(i, Input::GpuRepair { .. })).collect();
+        assert_eq!(repairs, vec![&Input::GpuRepair { node: 0, slot: slot as u32 }]);
+        let r = refused(&mut n, &uuid);
+        assert_eq!(r.status, 409, "returned once, it is in service: {}", r.reason);
+        let replayed = crate::driver::Driver::replay(n.c.driver.config().clone(), batches).unwrap();
+        assert_eq!(replayed.controller().digest_hex(), n.c.driver.controller().digest_hex());
+        assert!(!replayed.gpu_out(sim::GpuId(slot as u32)));
         drop(n);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -1,4 +1,4 @@
-//! `schedlab live serve|agent|submit|status|cancel|export`: live mode (the `live` crate).
+//! `schedlab live serve|agent|submit|status|cancel|return-gpu|gpus|export`: live mode (the `live` crate).
 
 use super::{CliResult, emit};
 use clap::{Args, Subcommand};
@@ -24,6 +24,9 @@ pub enum LiveCommand {
     Status(StatusArgs),
     /// Cancel a job (by id or name): its running tasks are stopped, the rest never run.
     Cancel(CancelArgs),
+    /// Return a GPU taken out (XID, uncorrected ECC error, lost) to service, by its UUID, once
+    /// it has been reset or checked: without restarting its agent and stopping the node's tasks.
+    ReturnGpu(ReturnGpuArgs),
     /// List the GPUs a backend finds, and watch their health for a while (--watch-s).
     Gpus(GpusArgs),
     /// Write a state directory's journal as a canonical trace (for `schedlab simulate --trace`);
@@ -181,6 +184,14 @@ pub struct CancelArgs {
 }
 
 #[derive(Args)]
+pub struct ReturnGpuArgs {
+    #[command(flatten)]
+    client: ClientArgs,
+    /// The GPU's UUID, as `live status --cluster` shows it.
+    uuid: String,
+}
+
+#[derive(Args)]
 pub struct GpusArgs {
     /// nvml, nvml:PATH or sim[:...], as for `live agent`.
     #[arg(long, default_value = "nvml")]
@@ -216,6 +227,20 @@ pub fn run(command: LiveCommand) -> CliResult {
                 v["id"],
                 v["name"].as_str().unwrap_or(""),
                 v["state"].as_str().unwrap_or("")
+            ))
+        }
+        LiveCommand::ReturnGpu(a) => {
+            // The UUID goes into the URL as is: anything that would need escaping is no UUID.
+            let plain = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+            if a.uuid.is_empty() || !a.uuid.chars().all(plain) {
+                return Err(format!("`{}` is not a GPU UUID (letters, digits, -, _ and .)", a.uuid).into());
+            }
+            let path = format!("/v1/gpus/{}/return", a.uuid);
+            let r: live::api::GpuReturned = a.client.client()?.post(&path, &Value::Null)?;
+            let holder = r.task.map(|t| format!(", running {t}")).unwrap_or_default();
+            emit(format!(
+                "GPU {} (node {} slot {}, agent {}) is back in service: {}{holder}\n",
+                r.uuid, r.node, r.slot, r.agent, r.state
             ))
         }
         LiveCommand::Gpus(a) => {
