@@ -5,12 +5,16 @@
 //! then SIGKILL after a grace period, every process whose attempt is no longer listed
 //! (preempted, failed, cancelled). Exits and GPU health events are reported until the
 //! coordinator acknowledges them. If the coordinator is unreachable it keeps its processes and
-//! retries; if the coordinator no longer knows it, it registers again.
+//! retries; if the coordinator no longer knows it, it registers again. Each attempt's process
+//! group is recorded in the work directory before its command runs, so an agent that starts
+//! again first stops what its previous incarnation left running (`leftovers`).
 
 use crate::api::{Assignment, ExitReport, HeartbeatReply, HeartbeatRequest, RegisterReply, RegisterRequest};
 use crate::backend::{GpuBackend, HealthEvent};
 use crate::client::{CallError, Client};
+use crate::leftovers::{self, Group, Record};
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -30,7 +34,8 @@ pub struct AgentOptions {
     pub poll: Duration,
     /// SIGTERM, then SIGKILL after this long.
     pub grace: Duration,
-    /// Task logs (`logs/`) and checkpoints (`checkpoints/JOB/TASK`, kept across attempts).
+    /// Task logs (`logs/`), checkpoints (`checkpoints/JOB/TASK`, kept across attempts) and the
+    /// record of the process groups it started (`process-groups.json`).
     pub work_dir: PathBuf,
     pub quiet: bool,
 }
@@ -57,7 +62,13 @@ pub struct Agent {
     health: Vec<HealthEvent>,
     /// What the last heartbeat answer said this node must run.
     assignments: Vec<Assignment>,
+    /// The process groups that may still have processes: those running, and those whose top
+    /// process ended while something it started did not (forgotten once they are gone).
+    record: Record,
 }
+
+/// The record of process groups, in the work directory.
+const RECORD: &str = "process-groups.json";
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {
     status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
@@ -67,7 +78,6 @@ impl Agent {
     pub fn new(options: AgentOptions, backend: Box<dyn GpuBackend>) -> Agent {
         let client = Client::new(&options.coordinator, &options.token, Duration::from_secs(10));
         Agent {
-            options,
             backend,
             client,
             registered: None,
@@ -77,6 +87,8 @@ impl Agent {
             exits: Vec::new(),
             health: Vec::new(),
             assignments: Vec::new(),
+            record: Record::new(&options.work_dir.join(RECORD)),
+            options,
         }
     }
 
@@ -88,6 +100,16 @@ impl Agent {
 
     /// Runs until `stop` is set; then stops its processes (SIGTERM, grace, SIGKILL).
     pub fn run(&mut self, stop: &AtomicBool) -> Result<(), String> {
+        // Before registering: the coordinator retries what ran here, maybe on these GPUs.
+        self.record = Record::load(&self.options.work_dir.join(RECORD))?;
+        let stopped = leftovers::stop_leftovers(&mut self.record, self.options.grace)
+            .map_err(|e| format!("{}: {e}", self.options.work_dir.join(RECORD).display()))?;
+        for g in stopped {
+            self.log(format!(
+                "stopped leftover process group {} of task {} attempt {} from a previous run",
+                g.pgid, g.task, g.attempt
+            ));
+        }
         let gpus = self.backend.gpus().map_err(|e| e.to_string())?;
         self.log(format!("{} backend, {} GPUs", self.backend.kind(), gpus.len()));
         for g in &gpus {
@@ -150,6 +172,7 @@ impl Agent {
         }
         self.collect_health(0);
         self.reap();
+        self.forget_ended_groups();
         let request = HeartbeatRequest {
             name: self.options.name.clone(),
             exits: self.exits.clone(),
@@ -239,15 +262,20 @@ impl Agent {
         }
     }
 
-    fn spawn(&self, a: &Assignment) -> std::io::Result<Child> {
+    fn spawn(&mut self, a: &Assignment) -> std::io::Result<Child> {
         let logs = self.options.work_dir.join("logs");
         let checkpoint = self.options.work_dir.join("checkpoints").join(&a.job).join(&a.task_name);
         std::fs::create_dir_all(&logs)?;
         std::fs::create_dir_all(&checkpoint)?;
         let log = std::fs::File::create(logs.join(format!("{}.{}.{}.log", a.job, a.task_name, a.attempt)))?;
+        // The shell waits for a line on stdin before it runs the command (with stdin from
+        // /dev/null, in the same process and group), so the group is on record before anything
+        // of the task runs; if the agent dies first, the read ends and nothing runs.
         let mut command = Command::new("sh");
         command
             .arg("-c")
+            .arg("read -r go || exit 125; exec </dev/null; exec sh -c \"$1\"")
+            .arg("sh")
             .arg(&a.command)
             .env("CUDA_VISIBLE_DEVICES", a.gpus.join(","))
             .env("SCHEDLAB_JOB", &a.job)
@@ -257,7 +285,7 @@ impl Agent {
             .env("SCHEDLAB_WORLD_SIZE", a.world_size.to_string())
             .env("SCHEDLAB_MASTER_ADDR", &a.master_addr)
             .env("SCHEDLAB_CHECKPOINT_DIR", &checkpoint)
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(log.try_clone()?)
             .stderr(log);
         // SAFETY: only async-signal-safe calls between fork and exec.
@@ -270,7 +298,47 @@ impl Agent {
                 Ok(())
             });
         }
-        command.spawn()
+        let mut child = command.spawn()?;
+        let pgid = i32::try_from(child.id()).map_err(std::io::Error::other)?;
+        let recorded = match leftovers::stat(pgid) {
+            Some((_, _, start)) => self.record.add(Group {
+                task: a.task,
+                attempt: a.attempt,
+                job: a.job.clone(),
+                task_name: a.task_name.clone(),
+                pgid,
+                start,
+            }),
+            None => Err(std::io::Error::other(format!("no /proc/{pgid}/stat"))),
+        };
+        if let Err(e) = recorded {
+            // Not on record: it must not run (a restart could not stop what it left).
+            signal_group(&child, libc::SIGKILL);
+            let _ = child.wait();
+            return Err(e);
+        }
+        if let Some(mut go) = child.stdin.take() {
+            // An error means the shell is gone already: its exit is reaped as any other.
+            let _ = go.write_all(b"\n");
+        }
+        Ok(child)
+    }
+
+    /// Forgets the recorded groups of ended attempts that have no process left.
+    fn forget_ended_groups(&mut self) {
+        let running = &self.running;
+        let gone: Vec<(u32, u32)> = self
+            .record
+            .groups()
+            .iter()
+            .filter(|g| !running.contains_key(&(g.task, g.attempt)) && !leftovers::group_alive(g.pgid))
+            .map(|g| (g.task, g.attempt))
+            .collect();
+        for (task, attempt) in gone {
+            if let Err(e) = self.record.remove(task, attempt) {
+                self.log(format!("{}: {e}", self.options.work_dir.join(RECORD).display()));
+            }
+        }
     }
 
     /// Collects ended processes; true when one ended that the coordinator must hear of.
@@ -283,13 +351,18 @@ impl Agent {
         }
         let mut news = false;
         for (key, code, stopped) in ended {
-            self.running.remove(&key);
+            let pgid = self.running.remove(&key).and_then(|r| i32::try_from(r.child.id()).ok());
+            let lingering = pgid.is_some_and(leftovers::group_alive);
             self.log(format!(
-                "task {} attempt {} exited {code}{}",
+                "task {} attempt {} exited {code}{}{}",
                 key.0,
                 key.1,
-                if stopped { " (stopped)" } else { "" }
+                if stopped { " (stopped)" } else { "" },
+                if lingering { "; processes it started are still running" } else { "" }
             ));
+            if !lingering && let Err(e) = self.record.remove(key.0, key.1) {
+                self.log(format!("{}: {e}", self.options.work_dir.join(RECORD).display()));
+            }
             if !stopped {
                 self.exits.push(ExitReport { task: key.0, attempt: key.1, code });
                 news = true;
@@ -311,6 +384,9 @@ impl Agent {
             signal_group(&r.child, libc::SIGKILL);
             let _ = r.child.wait();
         }
+        self.running.clear();
+        // What is still alive (dying) stays on record for the next start.
+        self.forget_ended_groups();
     }
 }
 

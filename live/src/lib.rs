@@ -8,4 +8,5 @@ pub mod backend;
 pub mod client;
 pub mod coordinator;
 pub mod driver;
+mod leftovers;
 pub mod store;

@@ -1,0 +1,170 @@
+//! What a task's script started outlives its SIGKILLed agent (only the top process gets
+//! PDEATHSIG); the agent started again stops it before it registers, so the retried attempt
+//! never shares the GPUs with the old one. A coordinator and an agent as processes of the
+//! `schedlab` binary on loopback, simulated GPUs; every wait is a bounded poll.
+
+use live::client::Client;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
+
+/// Children killed when the test ends, passing or not.
+#[derive(Default)]
+struct Procs(Vec<Child>);
+
+impl Procs {
+    fn spawn(&mut self, args: &[&str], log: &Path) -> usize {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+        let child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.0.push(child);
+        self.0.len() - 1
+    }
+
+    /// SIGKILL, and wait for it.
+    fn kill(&mut self, index: usize) {
+        let _ = self.0[index].kill();
+        let _ = self.0[index].wait();
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Polls `f` every 50 ms until it returns Some, or panics after `secs` with `what`.
+fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// (state, pgrp) of a process, from `/proc/PID/stat`.
+fn stat(pid: u32) -> Option<(char, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = text[text.rfind(')')? + 1..].split_whitespace().collect();
+    Some((fields.first()?.chars().next()?, fields.get(2)?.parse().ok()?))
+}
+
+/// Running, not a zombie: an orphan's zombie holds nothing, and this container's pid 1 may
+/// never reap it.
+fn alive(pid: u32) -> bool {
+    stat(pid).is_some_and(|(state, _)| state != 'Z' && state != 'X')
+}
+
+/// Kills the task's background `sleep` when the test ends, passing or not (it would run for
+/// 5 minutes otherwise). Only a process that is that `sleep`: `sleep 300`, with this test's
+/// checkpoint directory in its environment (its pid may have been reused).
+struct Orphan {
+    pid_file: PathBuf,
+    checkpoint: PathBuf,
+}
+
+impl Orphan {
+    fn pid(&self) -> Option<u32> {
+        std::fs::read_to_string(&self.pid_file).ok()?.trim().parse().ok()
+    }
+}
+
+impl Drop for Orphan {
+    fn drop(&mut self) {
+        let Some(pid) = self.pid() else { return };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let mark = format!("SCHEDLAB_CHECKPOINT_DIR={}", self.checkpoint.display());
+        if cmdline == b"sleep\x00300\x00" && environ.split(|b| *b == 0).any(|v| v == mark.as_bytes()) {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        }
+    }
+}
+
+#[test]
+fn a_restarted_agent_stops_what_its_killed_tasks_left_running_before_it_registers() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("live-orphans-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("state");
+    let work = dir.join("agent-n0");
+    let checkpoint = work.join("checkpoints").join("orphan").join("0");
+    let orphan = Orphan { pid_file: checkpoint.join("child.pid"), checkpoint: checkpoint.clone() };
+    let mut procs = Procs::default();
+    // Missed beats far beyond the restart: the node is never declared dead, the restart alone
+    // fails the attempt.
+    let serve = ["live", "serve", "--state", state.to_str().unwrap(), "--listen", "127.0.0.1:0"];
+    let more = ["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "20"];
+    procs.spawn(&[&serve[..], &more[..]].concat(), &dir.join("coordinator.log"));
+    let addr = wait_for(30, "the coordinator's address", || {
+        std::fs::read_to_string(state.join("addr")).ok().map(|a| a.trim().to_string())
+    });
+    let token_file = state.join("token");
+    let agent_args = [
+        "live",
+        "agent",
+        "--coordinator",
+        &addr,
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--name",
+        "n0",
+        "--backend",
+        "sim:gpus=1,prefix=n0",
+        "--work-dir",
+        work.to_str().unwrap(),
+        "--grace-s",
+        "1",
+    ];
+    let log = dir.join("agent-n0.log");
+    let agent = procs.spawn(&agent_args, &log);
+    let client = Client::new(&addr, std::fs::read_to_string(&token_file).unwrap().trim(), Duration::from_secs(20));
+
+    // Attempt 1 leaves a `sleep` in its process group; the retry ends at once.
+    let command = "if [ \"$SCHEDLAB_ATTEMPT\" = 1 ]; then \
+                   sleep 300 & echo $! > \"$SCHEDLAB_CHECKPOINT_DIR/child.pid\"; wait; fi";
+    let job = json!({ "name": "orphan", "tasks": [{ "name": "0", "command": command, "gpus": 1 }] });
+    client.post::<_, Value>("/v1/jobs", &job).unwrap();
+    let pid = wait_for(30, "attempt 1 to start its sleep", || orphan.pid());
+    let (_, pgrp) = stat(pid).expect("the sleep runs");
+
+    procs.kill(agent);
+    // The problem: the agent's death reached the top process only.
+    assert!(alive(pid), "the sleep {pid} outlived its agent");
+
+    procs.spawn(&agent_args, &log);
+    wait_for(30, "the leftover sleep to be stopped", || (!alive(pid)).then_some(()));
+    let text = wait_for(30, "the agent to register again", || {
+        std::fs::read_to_string(&log).ok().filter(|t| t.matches("registered as node").count() == 2)
+    });
+    let said = format!("agent n0: stopped leftover process group {pgrp} of task ");
+    let stopped = text.find(&said).unwrap_or_else(|| panic!("the agent's log does not say {said:?}:\n{text}"));
+    assert!(text[stopped..].lines().next().unwrap().ends_with(" attempt 1 from a previous run"), "{text}");
+    let second = text.rfind("registered as node").unwrap();
+    assert!(stopped < second, "stopped before it registered again:\n{text}");
+
+    // The retry ran, alone.
+    let jobs = wait_for(60, "the job to end", || {
+        let v: Value = client.get("/v1/jobs/orphan").ok()?;
+        matches!(v["state"].as_str(), Some("succeeded" | "failed" | "cancelled")).then_some(v)
+    });
+    assert_eq!(jobs["state"], "succeeded", "{jobs:#}");
+    assert_eq!(jobs["tasks"][0]["attempt"], 2, "{jobs:#}");
+    drop(procs);
+    let _ = std::fs::remove_dir_all(&dir);
+}
