@@ -359,15 +359,15 @@ impl Driver {
 
     fn apply_one(&mut self, batch: Batch) {
         let at = SimTime(batch.time_ms);
-        // New submissions become units; if any unit arrives now that the Controller does not
-        // know, rebuild it from the journal with the longer workload.
+        // New submissions become units, and each unit joins the Controller's run as it is
+        // (`Controller::add_job`: the cost of one job, not of a rebuild from the journal).
         for input in &batch.inputs {
             if let Input::Submit { job } = input {
                 self.add_submission(job.clone(), at);
             }
         }
-        if self.controller.workload().len() < self.units.len() {
-            self.rebuild();
+        while let Some(unit) = self.units.get(self.controller.workload().len()) {
+            self.controller.add_job(unit.spec.clone()).expect("a checked submission joins the run");
         }
         self.journal.push(batch.clone());
         self.step(&batch, at);
@@ -436,105 +436,15 @@ impl Driver {
         self.arrivals.entry(at).or_default().push(unit);
     }
 
-    /// A fresh Controller and policy over every unit known, with the journal applied again.
-    fn rebuild(&mut self) {
-        self.rebuild_checked(true);
-    }
-
-    /// A driver with `journal` applied: what [`Driver::apply`] of each batch in turn gives,
-    /// faster. Every job is known up front (each submission is one job, in journal order), so
-    /// one Controller replays the whole journal instead of one rebuild per submission.
+    /// A driver with `journal` applied: what [`Driver::apply`] of each batch in turn gives
+    /// (the journal holds the ticks that were due between its batches, so none is added).
     pub fn replay(config: DriverConfig, journal: Vec<Batch>) -> Result<Driver, String> {
         let mut d = Driver::new(config)?;
-        let increasing = journal.windows(2).all(|w| w[0].time_ms < w[1].time_ms);
-        if !increasing {
-            for batch in journal {
-                d.apply(batch)?;
-            }
-            return Ok(d);
-        }
-        for batch in &journal {
-            for input in &batch.inputs {
-                if let Input::Submit { job } = input {
-                    d.add_submission(job.clone(), SimTime(batch.time_ms));
-                }
-            }
-        }
-        d.journal = journal;
-        d.rebuild_checked(false);
-        Ok(d)
-    }
-
-    fn rebuild_checked(&mut self, check: bool) {
-        let jobs: Vec<JobSpec> = self.units.iter().map(|u| u.spec.clone()).collect();
-        let workload = Workload::new(jobs).expect("live units are valid jobs");
-        debug_assert!(
-            workload.jobs().iter().zip(&self.units).all(|(a, b)| a.name == b.spec.name),
-            "units are in arrival order"
-        );
-        let policy = policies::build(&self.config.policy).expect("the policy built before");
-        let before = self.controller.decision_log().len();
-        let digest_before = (before, self.controller.digest_hex());
-        let journal = std::mem::take(&mut self.journal);
-        let submissions = std::mem::take(&mut self.submissions);
-        let units = std::mem::take(&mut self.units);
-        let nodes = self.cluster.nodes().len();
-        *self = Driver {
-            controller: new_controller(
-                &self.cluster,
-                workload,
-                policy.name(),
-                &self.config,
-                self.failures,
-                &self.queues,
-            ),
-            policy,
-            journal: Vec::new(),
-            submissions: Vec::new(),
-            units: Vec::new(),
-            arrivals: BTreeMap::new(),
-            task_origin: Vec::new(),
-            last_beat: vec![None; nodes],
-            dead: vec![false; nodes],
-            gpu_out: BTreeMap::new(),
-            hardware: BTreeMap::new(),
-            down: vec![0; nodes],
-            node_failed_at: vec![SimTime::ZERO; nodes],
-            node_repaired_at: vec![None; nodes],
-            down_since_beat: vec![false; nodes],
-            wakes: BTreeMap::new(),
-            timers: BTreeMap::new(),
-            start_seq: BTreeMap::new(),
-            next_seq: 0,
-            trace_events: Vec::new(),
-            now: SimTime::ZERO,
-            config: self.config.clone(),
-            spec: self.spec.clone(),
-            cluster: self.cluster.clone(),
-            queue_specs: std::mem::take(&mut self.queue_specs),
-            queues: std::mem::take(&mut self.queues),
-            failures: self.failures,
-        };
-        // Submissions and units are re-derived by the replay, in the same order; then the
-        // submissions of the batch being applied (not journaled yet) are added again.
         for batch in journal {
-            let at = SimTime(batch.time_ms);
-            for input in &batch.inputs {
-                if let Input::Submit { job } = input {
-                    self.add_submission(job.clone(), at);
-                }
-            }
-            self.journal.push(batch.clone());
-            self.step(&batch, at);
+            let ticks = d.apply(batch)?;
+            debug_assert!(ticks.is_empty(), "a journal holds its ticks");
         }
-        for pending in submissions.into_iter().skip(self.submissions.len()) {
-            self.add_submission(pending.request, pending.submit);
-        }
-        let same_units =
-            self.units.len() == units.len() && self.units.iter().zip(&units).all(|(a, b)| a.spec == b.spec);
-        assert!(same_units, "the journal replayed to other jobs");
-        let after = (self.controller.decision_log().len(), self.controller.digest_hex());
-        assert!(!check || digest_before == after, "the journal replayed to other decisions");
+        Ok(d)
     }
 
     /// One timestamp, as the engine applies one.

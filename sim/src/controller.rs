@@ -123,49 +123,9 @@ impl Controller {
         let mut tasks = Vec::with_capacity(workload.task_count());
         for (index, spec) in workload.jobs().iter().enumerate() {
             let job = JobId::from_index(index);
-            jobs.push(JobState {
-                first_task: TaskId::from_index(tasks.len()),
-                task_count: spec.tasks.len() as u32,
-                submit: spec.submit,
-                arrived: false,
-                open_tasks: spec.tasks.len() as u32,
-                failure: None,
-                outcome: None,
-                end: None,
-            });
+            jobs.push(new_job_state(spec, TaskId::from_index(tasks.len())));
             for t in &spec.tasks {
-                tasks.push(TaskState {
-                    job,
-                    gpus: t.gpus,
-                    milli: t.gpu_milli.unwrap_or(WHOLE_GPU_MILLI),
-                    single_node: t.single_node,
-                    pools: cluster.eligible_pools(t.gpu_type.as_deref()),
-                    work: t.work,
-                    estimate: t.estimate,
-                    checkpoint: t.checkpoint.unwrap_or(config.checkpoint),
-                    restart_overhead: t.restart_overhead.unwrap_or(config.restart_overhead),
-                    status: TaskStatus::Pending,
-                    remaining: t.work,
-                    attempt: 0,
-                    run_start: SimTime::ZERO,
-                    overhead: SimDuration::ZERO,
-                    first_start: None,
-                    finish: None,
-                    preemptions: 0,
-                    failures: 0,
-                    retries: 0,
-                    stalled_since: None,
-                    attempts_ms: 0,
-                    closed_mgpu_ms: 0,
-                    productive_mgpu_ms: 0,
-                    lost_redo_mgpu_ms: 0,
-                    lost_lag_mgpu_ms: 0,
-                    lost_overhead_mgpu_ms: 0,
-                    placed: Vec::new(),
-                    speed_milli: 1000,
-                    dataset: None,
-                    speed_profile: speed_profiles.profile_of(t, &cluster),
-                });
+                tasks.push(new_task_state(t, job, &cluster, &config, &mut speed_profiles));
             }
         }
         let stats = RunStats { cluster_gpus: cluster.gpu_count(), ..RunStats::default() };
@@ -224,6 +184,42 @@ impl Controller {
         self.job_queue = job_queue;
         self.queues = queues;
         Ok(self)
+    }
+
+    /// Live mode: `spec`, submitted now or later (after every job already here), joins the run
+    /// without a new Controller: what building the Controller with it from the start and
+    /// applying the same events would give, at the cost of one job instead of the whole
+    /// history. Its id is returned; its arrival is still the driver's to signal
+    /// (`job_arrived`). An error (and nothing changed) for a job that is invalid, submitted
+    /// before now or before the last job, or naming a queue or dataset this run lacks.
+    pub fn add_job(&mut self, spec: crate::workload::JobSpec) -> Result<JobId, String> {
+        if spec.submit < self.now {
+            return Err(format!("job `{}` is submitted at {}, before now ({})", spec.name, spec.submit, self.now));
+        }
+        // The same checks as for a whole workload, on this one job.
+        let alone = Workload::new(vec![spec.clone()]).map_err(|e| e.to_string())?;
+        let queue = self.queues.assign(&alone)?[0];
+        let datasets = self.datasets.assign(&alone)?;
+        self.workload.push(spec).map_err(|e| e.to_string())?;
+        let job = JobId::from_index(self.jobs.len());
+        let spec = &self.workload.jobs()[job.index()];
+        let first = TaskId::from_index(self.tasks.len());
+        self.jobs.push(new_job_state(spec, first));
+        for (t, dataset) in spec.tasks.iter().zip(datasets) {
+            let mut state = new_task_state(t, job, &self.cluster, &self.config, &mut self.speed_profiles);
+            if let Some(q) = queue {
+                state.pools = crate::cluster::PoolMask(state.pools.0 & self.queues.get(q).pools.0);
+            }
+            state.dataset = dataset;
+            self.tasks.push(state);
+            self.marks.push(Mark::None);
+        }
+        self.series_queue.push(spec.queue.as_deref().map_or(0, |q| self.series.queue_index(q)));
+        self.job_queue.push(queue);
+        self.quota.add_job();
+        let tasks = &self.tasks;
+        self.dag.add_job(spec, first, |t| tasks[t.index()].checkpoint);
+        Ok(job)
     }
 
     /// Puts datasets on nodes: a task reading one and started away from it pays its transfer.
@@ -853,4 +849,60 @@ fn queue_index(workload: &Workload) -> (Vec<String>, Vec<u32>) {
 /// Why a task whose program exited with `code` failed, in live mode and in its replay alike.
 pub fn exited_with(code: i32) -> String {
     format!("its process exited with code {code}")
+}
+
+/// A job's run-time state before it arrives.
+fn new_job_state(spec: &crate::workload::JobSpec, first_task: TaskId) -> JobState {
+    JobState {
+        first_task,
+        task_count: spec.tasks.len() as u32,
+        submit: spec.submit,
+        arrived: false,
+        open_tasks: spec.tasks.len() as u32,
+        failure: None,
+        outcome: None,
+        end: None,
+    }
+}
+
+/// A task's run-time state before its job arrives (no queue or dataset applied yet).
+fn new_task_state(
+    t: &crate::workload::TaskSpec,
+    job: JobId,
+    cluster: &Cluster,
+    config: &ControllerConfig,
+    speed_profiles: &mut SpeedProfiles,
+) -> TaskState {
+    TaskState {
+        job,
+        gpus: t.gpus,
+        milli: t.gpu_milli.unwrap_or(WHOLE_GPU_MILLI),
+        single_node: t.single_node,
+        pools: cluster.eligible_pools(t.gpu_type.as_deref()),
+        work: t.work,
+        estimate: t.estimate,
+        checkpoint: t.checkpoint.unwrap_or(config.checkpoint),
+        restart_overhead: t.restart_overhead.unwrap_or(config.restart_overhead),
+        status: TaskStatus::Pending,
+        remaining: t.work,
+        attempt: 0,
+        run_start: SimTime::ZERO,
+        overhead: SimDuration::ZERO,
+        first_start: None,
+        finish: None,
+        preemptions: 0,
+        failures: 0,
+        retries: 0,
+        stalled_since: None,
+        attempts_ms: 0,
+        closed_mgpu_ms: 0,
+        productive_mgpu_ms: 0,
+        lost_redo_mgpu_ms: 0,
+        lost_lag_mgpu_ms: 0,
+        lost_overhead_mgpu_ms: 0,
+        placed: Vec::new(),
+        speed_milli: 1000,
+        dataset: None,
+        speed_profile: speed_profiles.profile_of(t, cluster),
+    }
 }

@@ -19,7 +19,7 @@ use crate::ids::{JobId, TaskId};
 use crate::state::{JobOutcome, TaskStatus};
 use crate::time::{SimDuration, SimTime};
 use crate::view::Change;
-use crate::workload::{DepKind, Workload};
+use crate::workload::{DepKind, JobSpec, Workload};
 use std::collections::BTreeMap;
 
 /// Something the Controller asked its driver to tell it about at a given time.
@@ -74,33 +74,41 @@ impl Dag {
         let mut dag = Dag::default();
         let mut first = 0u32;
         for job in workload.jobs() {
-            let id = |index: usize| TaskId(first + index as u32);
-            for (t, task) in job.tasks.iter().enumerate() {
-                if task.deps.is_empty() {
-                    continue;
-                }
-                let mut edges = Vec::with_capacity(task.deps.len());
-                for (d, dep) in task.deps.iter().enumerate() {
-                    let upstream = id(dep.upstream);
-                    let point = dep.kind.point(checkpoint(upstream), job.tasks[dep.upstream].work);
-                    let point_ms = point.map_or(0, SimDuration::as_ms);
-                    if point.is_some() {
-                        let watch =
-                            dag.watched.entry(upstream).or_insert(Watch { points_ms: Vec::new(), reached_ms: 0 });
-                        watch.points_ms.push(point_ms);
-                    }
-                    edges.push(Edge { kind: dep.kind, point_ms, state: EdgeState::Waiting });
-                    dag.dependents.entry(upstream).or_default().push((id(t), d));
-                }
-                dag.edges.insert(id(t), edges);
-            }
+            dag.add_job(job, TaskId(first), &checkpoint);
             first += job.tasks.len() as u32;
         }
-        for watch in dag.watched.values_mut() {
-            watch.points_ms.sort_unstable();
-            watch.points_ms.dedup();
-        }
         dag
+    }
+
+    /// Adds the edges of `job`, whose first task is `first` (a job's edges stay inside it).
+    pub(crate) fn add_job(&mut self, job: &JobSpec, first: TaskId, checkpoint: impl Fn(TaskId) -> SimDuration) {
+        let id = |index: usize| TaskId(first.0 + index as u32);
+        let mut watched = Vec::new();
+        for (t, task) in job.tasks.iter().enumerate() {
+            if task.deps.is_empty() {
+                continue;
+            }
+            let mut edges = Vec::with_capacity(task.deps.len());
+            for (d, dep) in task.deps.iter().enumerate() {
+                let upstream = id(dep.upstream);
+                let point = dep.kind.point(checkpoint(upstream), job.tasks[dep.upstream].work);
+                let point_ms = point.map_or(0, SimDuration::as_ms);
+                if point.is_some() {
+                    let watch = self.watched.entry(upstream).or_insert(Watch { points_ms: Vec::new(), reached_ms: 0 });
+                    watch.points_ms.push(point_ms);
+                    watched.push(upstream);
+                }
+                edges.push(Edge { kind: dep.kind, point_ms, state: EdgeState::Waiting });
+                self.dependents.entry(upstream).or_default().push((id(t), d));
+            }
+            self.edges.insert(id(t), edges);
+        }
+        for upstream in watched {
+            if let Some(watch) = self.watched.get_mut(&upstream) {
+                watch.points_ms.sort_unstable();
+                watch.points_ms.dedup();
+            }
+        }
     }
 
     fn blocked(&self, task: TaskId) -> bool {

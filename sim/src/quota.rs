@@ -191,6 +191,11 @@ pub struct QuotaUsage {
 }
 
 impl QuotaUsage {
+    /// Room for one more job's count (live mode: a job joins the run).
+    pub(crate) fn add_job(&mut self) {
+        self.job_running_tasks.push(0);
+    }
+
     pub(crate) fn new(queues: &Queues, jobs: usize) -> QuotaUsage {
         QuotaUsage {
             job_running_tasks: vec![0; jobs],

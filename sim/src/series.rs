@@ -88,7 +88,8 @@ pub struct Series {
     origin: Option<SimTime>,
     /// Until when the cluster-wide levels are integrated.
     integrated_to: SimTime,
-    /// Queue names (index 0 is "-": jobs without a queue), sorted after it.
+    /// Queue names (index 0 is "-": jobs without a queue), sorted after it; names that join
+    /// later (`queue_index`) are appended.
     queues: Vec<String>,
     levels: Vec<QueueLevels>,
     buckets: Vec<Bucket>,
@@ -237,6 +238,24 @@ impl Series {
     fn bucket_end(&self, index: usize) -> SimTime {
         let origin = self.origin.unwrap_or(SimTime::ZERO);
         origin + SimDuration(self.width.as_ms().saturating_mul(index as u64 + 1))
+    }
+
+    /// The index of queue `name`, added if no job named it before (live mode: jobs join the
+    /// run). A new queue goes last, its past buckets zero: O(buckets x queues), once a name.
+    pub(crate) fn queue_index(&mut self, name: &str) -> u32 {
+        if let Some(i) = self.queues.iter().position(|q| q == name) {
+            return i as u32;
+        }
+        let old = self.queues.len();
+        let mut grown = Vec::with_capacity(self.buckets.len() * (old + 1));
+        for bucket in self.queue_buckets.chunks(old) {
+            grown.extend_from_slice(bucket);
+            grown.push(QueueBucket::default());
+        }
+        self.queue_buckets = grown;
+        self.queues.push(name.to_string());
+        self.levels.push(QueueLevels::default());
+        old as u32
     }
 
     /// Grows the bucket tables so that bucket `index` exists.

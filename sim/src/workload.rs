@@ -184,36 +184,24 @@ pub struct Workload {
 impl Workload {
     pub fn new(mut jobs: Vec<JobSpec>) -> Result<Workload, WorkloadError> {
         for job in &jobs {
-            if job.tasks.is_empty() {
-                return Err(WorkloadError(format!("job `{}` has no tasks", job.name)));
-            }
-            if let Some(t) = job.tasks.iter().find(|t| t.gpus == 0) {
-                return Err(WorkloadError(format!(
-                    "job `{}` task `{}` asks for 0 GPUs; a task needs at least 1",
-                    job.name, t.name
-                )));
-            }
-            let bad_share = |t: &&TaskSpec| t.gpu_milli.is_some_and(|m| m == 0 || m >= 1000 || t.gpus != 1);
-            if let Some(t) = job.tasks.iter().find(bad_share) {
-                return Err(WorkloadError(format!(
-                    "job `{}` task `{}`: a GPU share must be 1..=999 milli-GPUs of exactly 1 GPU \
-                     (got {:?} of {} GPUs); a whole GPU is no share",
-                    job.name, t.name, t.gpu_milli, t.gpus
-                )));
-            }
-            if let Some(cancel) = job.cancel.filter(|&c| c < job.submit) {
-                return Err(WorkloadError(format!(
-                    "job `{}` is cancelled at {cancel}, before it is submitted at {}",
-                    job.name, job.submit
-                )));
-            }
-        }
-        for job in &jobs {
-            crate::dag::check_job(job)?;
+            check_job(job)?;
         }
         // Stable: equal submit times keep the caller's order.
         jobs.sort_by_key(|j| j.submit);
         Ok(Workload { jobs })
+    }
+    /// Appends `job`, which is submitted no earlier than every job already here (live mode:
+    /// a job submitted now), checked as [`Workload::new`] checks each job.
+    pub fn push(&mut self, job: JobSpec) -> Result<(), WorkloadError> {
+        check_job(&job)?;
+        if let Some(last) = self.jobs.last().filter(|last| job.submit < last.submit) {
+            return Err(WorkloadError(format!(
+                "job `{}` is submitted at {}, before job `{}` at {}: jobs join in submit order",
+                job.name, job.submit, last.name, last.submit
+            )));
+        }
+        self.jobs.push(job);
+        Ok(())
     }
     pub fn jobs(&self) -> &[JobSpec] {
         &self.jobs
@@ -231,4 +219,34 @@ impl Workload {
     pub fn len(&self) -> usize {
         self.jobs.len()
     }
+}
+
+/// What every job must be: tasks that ask for GPUs, shares of one GPU, a cancel at or after
+/// its submit, and a valid DAG.
+fn check_job(job: &JobSpec) -> Result<(), WorkloadError> {
+    if job.tasks.is_empty() {
+        return Err(WorkloadError(format!("job `{}` has no tasks", job.name)));
+    }
+    if let Some(t) = job.tasks.iter().find(|t| t.gpus == 0) {
+        return Err(WorkloadError(format!(
+            "job `{}` task `{}` asks for 0 GPUs; a task needs at least 1",
+            job.name, t.name
+        )));
+    }
+    let bad_share = |t: &&TaskSpec| t.gpu_milli.is_some_and(|m| m == 0 || m >= 1000 || t.gpus != 1);
+    if let Some(t) = job.tasks.iter().find(bad_share) {
+        return Err(WorkloadError(format!(
+            "job `{}` task `{}`: a GPU share must be 1..=999 milli-GPUs of exactly 1 GPU \
+                 (got {:?} of {} GPUs); a whole GPU is no share",
+            job.name, t.name, t.gpu_milli, t.gpus
+        )));
+    }
+    if let Some(cancel) = job.cancel.filter(|&c| c < job.submit) {
+        return Err(WorkloadError(format!(
+            "job `{}` is cancelled at {cancel}, before it is submitted at {}",
+            job.name, job.submit
+        )));
+    }
+    crate::dag::check_job(job)?;
+    Ok(())
 }
