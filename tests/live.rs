@@ -2,205 +2,16 @@
 //! on loopback, simulated GPUs, real child processes (`sleep`). Every wait is a poll loop
 //! with a generous deadline; nothing asserts on a fixed sleep.
 
+mod common;
+
+use common::live::{BIN, Session, append, wait_for};
 use live::client::{CallError, Client};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
-
-/// Children killed when the test ends, passing or not.
-#[derive(Default)]
-struct Procs(Vec<(String, Child)>);
-
-impl Procs {
-    fn spawn(&mut self, name: &str, args: &[&str], log: &Path) -> usize {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
-        let child = Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        self.0.push((name.to_string(), child));
-        self.0.len() - 1
-    }
-    /// SIGKILL, and wait for it.
-    fn kill(&mut self, index: usize) {
-        let child = &mut self.0[index].1;
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn fresh_dir(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("live-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Polls `f` every 50 ms until it returns Some, or panics after `secs` with `what`.
-fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-struct Session {
-    dir: PathBuf,
-    procs: Procs,
-    addr: String,
-    coordinator: usize,
-}
-
-impl Session {
-    /// A coordinator on a free loopback port, with `args` (cluster, heartbeats, ...).
-    fn start(name: &str, args: &[&str]) -> Session {
-        let dir = fresh_dir(name);
-        let state = dir.join("state");
-        let mut procs = Procs::default();
-        let mut all = vec!["live", "serve", "--state", state.to_str().unwrap(), "--listen", "127.0.0.1:0"];
-        all.extend_from_slice(args);
-        let coordinator = procs.spawn("coordinator", &all, &dir.join("coordinator.log"));
-        let addr = wait_for(30, "the coordinator's address", || {
-            std::fs::read_to_string(state.join("addr")).ok().map(|a| a.trim().to_string())
-        });
-        Session { dir, procs, addr, coordinator }
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.join("state")
-    }
-
-    fn token(&self) -> String {
-        std::fs::read_to_string(self.state().join("token")).unwrap().trim().to_string()
-    }
-
-    fn client(&self) -> Client {
-        Client::new(&self.addr, &self.token(), Duration::from_secs(20))
-    }
-
-    fn agent(&mut self, name: &str, gpus: u32) -> usize {
-        let token = self.state().join("token");
-        let backend = format!("sim:gpus={gpus},prefix={name}");
-        let work = self.dir.join(format!("agent-{name}"));
-        let args = [
-            "live",
-            "agent",
-            "--coordinator",
-            &self.addr,
-            "--token-file",
-            token.to_str().unwrap(),
-            "--name",
-            name,
-            "--backend",
-            &backend,
-            "--work-dir",
-            work.to_str().unwrap(),
-            "--grace-s",
-            "1",
-        ];
-        let log = self.dir.join(format!("agent-{name}.log"));
-        self.procs.spawn(name, &args, &log)
-    }
-
-    fn wait_agents(&self, n: usize) {
-        let client = self.client();
-        wait_for(30, "agents to register", || {
-            let v: Value = client.get("/v1/cluster").ok()?;
-            let alive = v["nodes"].as_array()?.iter().filter(|n| n["state"] == "alive").count();
-            (alive >= n).then_some(())
-        });
-    }
-
-    fn submit(&self, job: Value) -> Result<Value, CallError> {
-        self.client().post("/v1/jobs", &job)
-    }
-
-    fn job(&self, name: &str) -> Value {
-        self.client().get(&format!("/v1/jobs/{name}")).unwrap()
-    }
-
-    fn wait_jobs_ended(&self, secs: u64) -> Value {
-        let client = self.client();
-        wait_for(secs, "every job to end", || {
-            let v: Value = client.get("/v1/jobs").ok()?;
-            let jobs = v["jobs"].as_array()?;
-            jobs.iter().all(|j| matches!(j["state"].as_str(), Some("succeeded" | "failed" | "cancelled"))).then_some(v)
-        })
-    }
-
-    /// The live decision log as (time_ms, kind, job, task, gpus) lines, and its digest.
-    fn decisions(&self) -> (Vec<String>, String) {
-        let v: Value = self.client().get("/v1/decisions").unwrap();
-        let lines = v["decisions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| {
-                let gpus: Vec<String> = d["gpus"].as_array().unwrap().iter().map(|g| g.to_string()).collect();
-                let task = d["task"].as_u64().map(|t| t.to_string()).unwrap_or_default();
-                format!("{},{},{},{},{}", d["time_ms"], d["kind"].as_str().unwrap(), d["job"], task, gpus.join(" "))
-            })
-            .collect();
-        (lines, v["digest"].as_str().unwrap().to_string())
-    }
-
-    /// Exports the journal and replays it in the simulator by running, through `sh`, exactly
-    /// the command the export stored in its live.json (with this build's `schedlab` first on
-    /// PATH): its decisions in the same form as [`Session::decisions`], its digest, and the
-    /// live.json it ran.
-    fn replay(&self) -> (Vec<String>, String, Value) {
-        // A space and a quote in the path: the stored command must quote it.
-        let trace = self.dir.join("the session's trace");
-        let export = Command::new(BIN)
-            .args(["live", "export", "--state", self.state().to_str().unwrap(), "--out", trace.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
-        let settings: Value = serde_json::from_str(&std::fs::read_to_string(trace.join("live.json")).unwrap()).unwrap();
-        let command = settings["replay"].as_str().expect("live.json has the replay command");
-        assert!(command.starts_with("schedlab simulate "), "{command}");
-        let out = PathBuf::from(settings["replay_out"].as_str().expect("live.json names the replay's folder"));
-        let _ = std::fs::remove_dir_all(&out);
-        let bin_dir = Path::new(BIN).parent().unwrap();
-        let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
-        // From another directory: the stored paths must not depend on the coordinator's.
-        let sim = Command::new("sh").args(["-c", command]).env("PATH", path).current_dir("/").output().unwrap();
-        assert!(sim.status.success(), "`{command}` failed: {}", String::from_utf8_lossy(&sim.stderr));
-        let csv = std::fs::read_to_string(out.join("decisions.csv")).unwrap();
-        let lines = csv
-            .lines()
-            .skip(1)
-            .map(|l| {
-                let f: Vec<&str> = l.split(',').collect();
-                let ms = (f[0].parse::<f64>().unwrap() * 1000.0).round() as u64;
-                format!("{ms},{},{},{},{}", f[1], f[2], f[3], f[4])
-            })
-            .collect();
-        let summary: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-        (lines, summary["digest"].as_str().unwrap().to_string(), settings)
-    }
-}
 
 /// A seeded generator for the kill points (splitmix64: enough for test timings).
 struct SplitMix(u64);
@@ -468,7 +279,7 @@ fn kill_9_of_the_coordinator_loses_no_job_and_starts_no_task_twice() {
         let state = s.state();
         let mut all = vec!["live", "serve", "--state", state.to_str().unwrap(), "--listen", &listen];
         all.extend_from_slice(&args);
-        s.coordinator = s.procs.spawn("coordinator", &all, &s.dir.join("coordinator.log"));
+        s.coordinator = s.procs.spawn(&all, &s.dir.join("coordinator.log"));
         wait_for(30, "the coordinator to come back", || s.client().get::<Value>("/v1/jobs").ok());
     }
     stop.store(true, Ordering::Relaxed);
@@ -550,18 +361,12 @@ fn an_xid_error_takes_the_gpu_out_the_task_reruns_elsewhere_and_a_restarted_agen
     let (so, ctl) = fake_nvml(&s.dir, "devices 1\n");
     let inject = s.dir.join("inject-n1.txt");
     std::fs::write(&inject, "").unwrap();
-    let token = s.state().join("token");
     let agents = [
         ("n0", "0", format!("nvml:{}", so.display())),
         ("n1", "1", format!("sim:gpus=1,prefix=n1,inject={}", inject.display())),
     ];
-    let spawn = |s: &mut Session, (name, node, backend): &(&str, &str, String)| {
-        let work = s.dir.join(format!("agent-{name}"));
-        let args = ["live", "agent", "--coordinator", &s.addr, "--token-file", token.to_str().unwrap(), "--name", name];
-        let more = ["--node", node, "--backend", backend, "--work-dir", work.to_str().unwrap(), "--grace-s", "1"];
-        let log = s.dir.join(format!("agent-{name}.log"));
-        s.procs.spawn(name, &[&args[..], &more[..]].concat(), &log)
-    };
+    let spawn =
+        |s: &mut Session, (name, node, backend): &(&str, &str, String)| s.agent_with(name, backend, &["--node", node]);
     let procs: Vec<usize> = agents.iter().map(|a| spawn(&mut s, a)).collect();
     s.wait_agents(2);
     let cluster: Value = s.client().get("/v1/cluster").unwrap();
@@ -578,10 +383,6 @@ fn an_xid_error_takes_the_gpu_out_the_task_reruns_elsewhere_and_a_restarted_agen
         let t = s.job("long")["tasks"][0].clone();
         (t["status"] == "running").then(|| t["placed"][0]["node"].as_u64().unwrap())
     });
-    let append = |path: &Path, line: &str| {
-        use std::io::Write;
-        writeln!(std::fs::OpenOptions::new().append(true).open(path).unwrap(), "{line}").unwrap();
-    };
     append(if node == 0 { &ctl } else { &inject }, "xid 0 79");
     let rerun = wait_for(30, "`long` to rerun on the other node", || {
         let t = s.job("long")["tasks"][0].clone();

@@ -3,59 +3,12 @@
 //! never shares the GPUs with the old one. A coordinator and an agent as processes of the
 //! `schedlab` binary on loopback, simulated GPUs; every wait is a bounded poll.
 
-use live::client::Client;
+mod common;
+
+use common::live::{Session, wait_for};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
-
-/// Children killed when the test ends, passing or not.
-#[derive(Default)]
-struct Procs(Vec<Child>);
-
-impl Procs {
-    fn spawn(&mut self, args: &[&str], log: &Path) -> usize {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
-        let child = Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        self.0.push(child);
-        self.0.len() - 1
-    }
-
-    /// SIGKILL, and wait for it.
-    fn kill(&mut self, index: usize) {
-        let _ = self.0[index].kill();
-        let _ = self.0[index].wait();
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Polls `f` every 50 ms until it returns Some, or panics after `secs` with `what`.
-fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use std::path::PathBuf;
+use std::process::Command;
 
 /// (state, pgrp) of a process, from `/proc/PID/stat`.
 fn stat(pid: u32) -> Option<(char, u32)> {
@@ -98,42 +51,15 @@ impl Drop for Orphan {
 
 #[test]
 fn a_restarted_agent_stops_what_its_killed_tasks_left_running_before_it_registers() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("live-orphans-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let state = dir.join("state");
-    let work = dir.join("agent-n0");
-    let checkpoint = work.join("checkpoints").join("orphan").join("0");
-    let orphan = Orphan { pid_file: checkpoint.join("child.pid"), checkpoint: checkpoint.clone() };
-    let mut procs = Procs::default();
     // Missed beats far beyond the restart: the node is never declared dead, the restart alone
     // fails the attempt.
-    let serve = ["live", "serve", "--state", state.to_str().unwrap(), "--listen", "127.0.0.1:0"];
-    let more = ["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "20"];
-    procs.spawn(&[&serve[..], &more[..]].concat(), &dir.join("coordinator.log"));
-    let addr = wait_for(30, "the coordinator's address", || {
-        std::fs::read_to_string(state.join("addr")).ok().map(|a| a.trim().to_string())
-    });
-    let token_file = state.join("token");
-    let agent_args = [
-        "live",
-        "agent",
-        "--coordinator",
-        &addr,
-        "--token-file",
-        token_file.to_str().unwrap(),
-        "--name",
-        "n0",
-        "--backend",
-        "sim:gpus=1,prefix=n0",
-        "--work-dir",
-        work.to_str().unwrap(),
-        "--grace-s",
-        "1",
-    ];
-    let log = dir.join("agent-n0.log");
-    let agent = procs.spawn(&agent_args, &log);
-    let client = Client::new(&addr, std::fs::read_to_string(&token_file).unwrap().trim(), Duration::from_secs(20));
+    let mut s = Session::start("orphans", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "20"]);
+    let work = s.dir.join("agent-n0");
+    let checkpoint = work.join("checkpoints").join("orphan").join("0");
+    let orphan = Orphan { pid_file: checkpoint.join("child.pid"), checkpoint: checkpoint.clone() };
+    let log = s.dir.join("agent-n0.log");
+    let agent = s.agent("n0", 1);
+    let client = s.client();
 
     // Attempt 1 leaves a `sleep` in its process group; the retry ends at once.
     let command = "if [ \"$SCHEDLAB_ATTEMPT\" = 1 ]; then \
@@ -143,11 +69,11 @@ fn a_restarted_agent_stops_what_its_killed_tasks_left_running_before_it_register
     let pid = wait_for(30, "attempt 1 to start its sleep", || orphan.pid());
     let (_, pgrp) = stat(pid).expect("the sleep runs");
 
-    procs.kill(agent);
+    s.procs.kill(agent);
     // The problem: the agent's death reached the top process only.
     assert!(alive(pid), "the sleep {pid} outlived its agent");
 
-    procs.spawn(&agent_args, &log);
+    s.agent("n0", 1);
     wait_for(30, "the leftover sleep to be stopped", || (!alive(pid)).then_some(()));
     let text = wait_for(30, "the agent to register again", || {
         std::fs::read_to_string(&log).ok().filter(|t| t.matches("registered as node").count() == 2)
@@ -165,6 +91,7 @@ fn a_restarted_agent_stops_what_its_killed_tasks_left_running_before_it_register
     });
     assert_eq!(jobs["state"], "succeeded", "{jobs:#}");
     assert_eq!(jobs["tasks"][0]["attempt"], 2, "{jobs:#}");
-    drop(procs);
+    let dir = s.dir.clone();
+    drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

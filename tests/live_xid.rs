@@ -5,58 +5,9 @@
 
 mod common;
 
+use common::live::{Session, append, wait_for};
 use common::{schedlab, scratch, stderr};
-use live::client::Client;
 use serde_json::{Value, json};
-use std::io::Write;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
-
-/// Children killed when the test ends, passing or not.
-#[derive(Default)]
-struct Procs(Vec<Child>);
-
-impl Procs {
-    fn spawn(&mut self, args: &[&str], log: &Path) {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
-        let child = Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        self.0.push(child);
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Polls `f` every 50 ms until it returns Some, or panics after `secs` with `what`.
-fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn append(path: &Path, line: &str) {
-    writeln!(std::fs::OpenOptions::new().append(true).open(path).unwrap(), "{line}").unwrap();
-}
 
 #[test]
 fn bad_app_xids_are_refused_naming_the_flag_and_the_item() {
@@ -74,25 +25,10 @@ fn bad_app_xids_are_refused_naming_the_flag_and_the_item() {
 
 #[test]
 fn an_application_xid_keeps_the_gpu_and_is_acknowledged_while_xid_79_takes_it_out() {
-    let dir = scratch("live_xid", "session");
-    let state = dir.join("state");
-    let mut procs = Procs::default();
     // The default list (13 is in it): no --app-xids.
-    let serve = ["live", "serve", "--state", state.to_str().unwrap(), "--listen", "127.0.0.1:0"];
-    let settings = ["--cluster", "1x1:SIM", "--heartbeat-s", "0.2"];
-    procs.spawn(&[&serve[..], &settings[..]].concat(), &dir.join("coordinator.log"));
-    let addr = wait_for(30, "the coordinator's address", || {
-        std::fs::read_to_string(state.join("addr")).ok().map(|a| a.trim().to_string())
-    });
-    let token = state.join("token");
-    let client = Client::new(&addr, std::fs::read_to_string(&token).unwrap().trim(), Duration::from_secs(20));
-    let inject = dir.join("inject.txt");
-    std::fs::write(&inject, "").unwrap();
-    let backend = format!("sim:gpus=1,prefix=n0,inject={}", inject.display());
-    let work = dir.join("agent");
-    let agent = ["live", "agent", "--coordinator", &addr, "--token-file", token.to_str().unwrap(), "--name", "n0"];
-    let more = ["--backend", &backend, "--work-dir", work.to_str().unwrap(), "--grace-s", "1"];
-    procs.spawn(&[&agent[..], &more[..]].concat(), &dir.join("agent.log"));
+    let mut s = Session::start("xid-app", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2"]);
+    let client = s.client();
+    let (_, inject) = s.agent_with_inject("n0", 1);
     let gpu_state = || -> Option<String> {
         let v: Value = client.get("/v1/cluster").ok()?;
         (v["nodes"][0]["state"] == "alive").then(|| v["nodes"][0]["gpus"][0]["state"].as_str().unwrap().to_string())
@@ -103,7 +39,7 @@ fn an_application_xid_keeps_the_gpu_and_is_acknowledged_while_xid_79_takes_it_ou
         .unwrap();
     wait_for(30, "`long` to run", || (gpu_state()? == "busy").then_some(()));
 
-    let log = || std::fs::read_to_string(dir.join("coordinator.log")).unwrap();
+    let log = || s.log();
     let app_line = "node 0: XID 13 on GPU-n0-0: an application error, the GPU stays in service";
     append(&inject, "xid 0 13");
     wait_for(30, "the coordinator to log XID 13", || log().contains(app_line).then_some(()));

@@ -1,7 +1,10 @@
 //! The one test helper of the end-to-end tests: run the `schedlab` binary, read what it printed,
-//! give each test a fresh folder, find the shared public traces.
+//! give each test a fresh folder, find the shared public traces. [`live`]: the session helpers
+//! of the live-mode tests.
 
 #![allow(dead_code)]
+
+pub mod live;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
