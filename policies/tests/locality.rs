@@ -124,3 +124,65 @@ fn weighted_score_waits_for_locality_up_to_local_wait_s() {
     let r = run_data("weighted-score[local_wait_s=10]", 0, data_busy_for_20_s());
     assert_eq!(schedule(&r), sched(&[("hog", 0, 20), ("r", 10, 140), ("a", 0, 5)]));
 }
+
+/// Random jobs reading two datasets on a cluster of 3 nodes x 2 GPUs, under weighted-score
+/// with a locality weight and a wait for locality: no task that reads a dataset starts away
+/// from its data before it has waited `local_wait_s` (its first attempt entered the queue at
+/// its submit: no failures here), and every job still finishes.
+mod waiting_for_locality {
+    use super::*;
+    use proptest::prelude::*;
+
+    const WAIT_S: u64 = 30;
+
+    fn arb_jobs() -> impl Strategy<Value = Vec<(u64, u32, u64, Option<usize>)>> {
+        // (submit s, GPUs, work s, dataset)
+        prop::collection::vec((0u64..60, 1u32..=2, 1u64..50, prop::option::of(0usize..2)), 1..25)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn no_remote_start_before_the_wait_and_every_job_ends(
+            jobs in arb_jobs(),
+            holders in (0u32..3, 0u32..3),
+            w_d in 0u64..100,
+        ) {
+            let specs: Vec<JobSpec> = jobs
+                .iter()
+                .enumerate()
+                .map(|(i, &(submit, gpus, work, dataset))| {
+                    let j = job(&format!("j{i}"), submit, gpus, work);
+                    match dataset {
+                        Some(d) => reads(j, ["d0", "d1"][d]),
+                        None => j,
+                    }
+                })
+                .collect();
+            let datasets = [
+                DatasetSpec { name: "d0".into(), nodes: vec![NodeId(holders.0)], transfer: SimDuration::from_secs(20) },
+                DatasetSpec { name: "d1".into(), nodes: vec![NodeId(holders.1)], transfer: SimDuration::from_secs(20) },
+            ];
+            let workload = Workload::new(specs).unwrap();
+            let scenario = Scenario::new(cluster(&[(3, 2, "A")]), workload.clone()).with_datasets(&datasets).unwrap();
+            let spec = format!("weighted-score[w_d={w_d},local_wait_s={WAIT_S},placement=local]");
+            let mut policy = policies::build(&spec).unwrap();
+            let config = ControllerConfig { check_invariants: true, record_decisions: true, ..ControllerConfig::default() };
+            let r = sim::simulate(scenario, policy.as_mut(), config).unwrap();
+            prop_assert!(r.jobs.iter().all(|j| j.outcome.is_some()), "a job did not end");
+            for d in r.decisions.iter().filter(|d| d.kind == sim::DecisionKind::Start) {
+                let spec = &workload.jobs()[d.job.index()];
+                let Some(name) = spec.tasks[0].dataset.as_deref() else { continue };
+                let holder = datasets.iter().find(|x| x.name == name).unwrap().nodes[0];
+                // 2 GPUs per node: GPUs 2n and 2n + 1 are node n's.
+                let local = d.gpus.iter().all(|g| g.0 / 2 == holder.0);
+                let waited = d.time.since(spec.submit);
+                prop_assert!(
+                    local || waited >= SimDuration::from_secs(WAIT_S),
+                    "{} started away from {name} after {waited} of waiting: {:?}", spec.name, d
+                );
+            }
+        }
+    }
+}
