@@ -95,3 +95,37 @@ fn a_restarted_agent_stops_what_its_killed_tasks_left_running_before_it_register
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn what_a_task_left_running_is_killed_when_its_top_process_exits() {
+    let mut s = Session::start("orphans-exit", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2"]);
+    let work = s.dir.join("agent-n0");
+    let checkpoint = work.join("checkpoints").join("leaver").join("0");
+    let orphan = Orphan { pid_file: checkpoint.join("child.pid"), checkpoint: checkpoint.clone() };
+    let log = s.dir.join("agent-n0.log");
+    s.agent("n0", 1);
+
+    // The script ends at once, successfully, with a `sleep` still running in its group.
+    let command = "sleep 300 & echo $! > \"$SCHEDLAB_CHECKPOINT_DIR/child.pid\"; exit 0";
+    s.submit(json!({ "name": "leaver", "tasks": [{ "name": "0", "command": command, "gpus": 1 }] })).unwrap();
+    let jobs = s.wait_jobs_ended(60);
+    assert_eq!(jobs["jobs"][0]["state"], "succeeded", "{jobs:#}");
+    assert_eq!(s.task("leaver")["attempt"], 1);
+    // The pid file was written before the script exited, so it is there by now.
+    let pid = orphan.pid().expect("the script wrote its sleep's pid");
+
+    // SIGKILL was sent before the exit was reported; dying may take a moment.
+    wait_for(30, "the sleep to be gone", || (!alive(pid)).then_some(()));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let said = " attempt 1 exited 0; stopped 1 leftover process it started";
+    assert!(text.lines().any(|l| l.starts_with("agent n0: task ") && l.ends_with(said)), "{text}");
+    // Its group is gone, so the record forgets it (the next restart has nothing to stop).
+    let record = work.join("process-groups.json");
+    wait_for(30, "the record to forget the group", || {
+        let v: Value = serde_json::from_slice(&std::fs::read(&record).ok()?).ok()?;
+        v["groups"].as_array()?.is_empty().then_some(())
+    });
+    let dir = s.dir.clone();
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,9 +5,12 @@
 //! then SIGKILL after a grace period, every process whose attempt is no longer listed
 //! (preempted, failed, cancelled). Exits and GPU health events are reported until the
 //! coordinator acknowledges them. If the coordinator is unreachable it keeps its processes and
-//! retries; if the coordinator no longer knows it, it registers again. Each attempt's process
-//! group is recorded in the work directory before its command runs, so an agent that starts
-//! again first stops what its previous incarnation left running (`leftovers`).
+//! retries; if the coordinator no longer knows it, it registers again. When an attempt's top
+//! process exits on its own, the agent SIGKILLs what is left in its process group before it
+//! reports the exit (a job step's end ends all of it, as with Slurm's proctrack). Each
+//! attempt's process group is recorded in the work directory before its command runs, so an
+//! agent that starts again first stops what its previous incarnation left running
+//! (`leftovers`).
 
 use crate::api::{Assignment, ExitReport, HeartbeatReply, HeartbeatRequest, RegisterReply, RegisterRequest};
 use crate::backend::{GpuBackend, HealthEvent};
@@ -63,7 +66,8 @@ pub struct Agent {
     /// What the last heartbeat answer said this node must run.
     assignments: Vec<Assignment>,
     /// The process groups that may still have processes: those running, and those whose top
-    /// process ended while something it started did not (forgotten once they are gone).
+    /// process ended while something it started did not yet (killed or being stopped;
+    /// forgotten once they are gone).
     record: Record,
 }
 
@@ -345,20 +349,42 @@ impl Agent {
     fn reap(&mut self) -> bool {
         let mut ended = Vec::new();
         for (key, r) in self.running.iter_mut() {
+            let Ok(pid) = i32::try_from(r.child.id()) else { continue };
+            // Look before reaping: until the top process's zombie is reaped, its pid (the group
+            // id) cannot be reused, so the SIGKILL below reaches only what the task started.
+            let killed = match exited_unreaped(pid) {
+                Ok(false) => continue,
+                // The task is over (as a job step is when its main process exits): what it
+                // left in its group would keep the GPUs the coordinator hands out as soon as it
+                // hears of the exit. No grace period: its top process already chose to end
+                // without them, and waiting would either hold back the exit report (idle
+                // GPUs) or let them share the GPUs with the next task. A preempted task's
+                // group is being stopped already (SIGTERM, grace, SIGKILL in `reconcile`).
+                Ok(true) if r.stopping.is_none() => kill_leftovers(pid),
+                // An error from waitid (never expected): reap without killing, as before.
+                Ok(true) | Err(_) => 0,
+            };
             if let Ok(Some(status)) = r.child.try_wait() {
-                ended.push((*key, exit_code(status), r.stopping.is_some()));
+                ended.push((*key, exit_code(status), r.stopping.is_some(), killed));
             }
         }
         let mut news = false;
-        for (key, code, stopped) in ended {
+        for (key, code, stopped, killed) in ended {
             let pgid = self.running.remove(&key).and_then(|r| i32::try_from(r.child.id()).ok());
+            // Killed processes take a moment to die: their group stays on record until it is
+            // gone (`forget_ended_groups`), not waited for here.
             let lingering = pgid.is_some_and(leftovers::group_alive);
+            let left = match killed {
+                0 if lingering => "; processes it started are still running".to_string(),
+                0 => String::new(),
+                1 => "; stopped 1 leftover process it started".to_string(),
+                n => format!("; stopped {n} leftover processes it started"),
+            };
             self.log(format!(
-                "task {} attempt {} exited {code}{}{}",
+                "task {} attempt {} exited {code}{}{left}",
                 key.0,
                 key.1,
                 if stopped { " (stopped)" } else { "" },
-                if lingering { "; processes it started are still running" } else { "" }
             ));
             if !lingering && let Err(e) = self.record.remove(key.0, key.1) {
                 self.log(format!("{}: {e}", self.options.work_dir.join(RECORD).display()));
@@ -372,7 +398,11 @@ impl Agent {
     }
 
     fn stop_all(&mut self) {
-        for r in self.running.values() {
+        let now = Instant::now();
+        for r in self.running.values_mut() {
+            // A stop, so a top process that exits at SIGTERM leaves the rest of its group
+            // the same grace period (`reap` does not SIGKILL a stopped attempt's group).
+            r.stopping = Some(now);
             signal_group(&r.child, libc::SIGTERM);
         }
         let deadline = Instant::now() + self.options.grace;
@@ -388,6 +418,34 @@ impl Agent {
         // What is still alive (dying) stays on record for the next start.
         self.forget_ended_groups();
     }
+}
+
+/// Whether child `pid` has exited, leaving it unreaped (`WNOWAIT`) for `Child::try_wait`.
+fn exited_unreaped(pid: i32) -> std::io::Result<bool> {
+    // SAFETY: an all-zero siginfo_t is valid; POSIX leaves si_pid 0 when nothing exited.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let id = libc::id_t::try_from(pid).map_err(std::io::Error::other)?;
+    // SAFETY: waitid(2) on our own child, never blocking (WNOHANG), writing only `info`.
+    let r = unsafe { libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: waitid filled `info` (or left it zeroed).
+    Ok(unsafe { info.si_pid() } != 0)
+}
+
+/// SIGKILLs what is alive in the group of `pgid`, whose leader has exited but is not reaped;
+/// how many processes that was. One scan of /proc and one kill(2): nothing waits.
+fn kill_leftovers(pgid: i32) -> usize {
+    let alive = leftovers::alive_members(pgid);
+    // With none alive nothing can join the group (only its members can fork into it).
+    if alive > 0 {
+        // SAFETY: plain kill(2) on the process group of our unreaped child.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+    alive
 }
 
 fn signal_group(child: &Child, signal: i32) {

@@ -1,7 +1,8 @@
 //! The agent's record of the process groups it started, so that an agent that starts again
 //! stops what its previous incarnation left running. A task's top process dies with the
 //! agent (PDEATHSIG), but what that process started keeps running on the GPUs while the
-//! coordinator retries the attempt: the same task twice on the same GPUs.
+//! coordinator retries the attempt: the same task twice on the same GPUs. (While the agent
+//! runs, it kills what a task left itself, when the task's top process exits.)
 //!
 //! The record is one small JSON file in the agent's work directory, rewritten whole (temp
 //! file, fsync, rename, fsync of the directory) before each attempt's command may run and
@@ -148,6 +149,11 @@ fn members(pgid: i32) -> Vec<(i32, u64)> {
             _ => None,
         })
         .collect()
+}
+
+/// How many processes of group `pgid` are alive (not zombies).
+pub fn alive_members(pgid: i32) -> usize {
+    members(pgid).len()
 }
 
 /// Whether group `pgid` still has a process that is not a zombie. A zombie holds no GPU,
