@@ -129,3 +129,50 @@ fn what_a_task_left_running_is_killed_when_its_top_process_exits() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Whether `pid` ignores SIGTERM (`SigIgn` of `/proc/PID/status`, a hex mask, bit N-1 for
+/// signal N; SIGTERM is 15 on Linux).
+fn ignores_term(pid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:")).map(str::trim);
+    mask.and_then(|m| u64::from_str_radix(m, 16).ok()).is_some_and(|m| m & (1 << 14) != 0)
+}
+
+#[test]
+fn what_a_stopped_task_started_is_killed_after_the_grace_period_though_its_top_process_exited() {
+    // The session's agents run with `--grace-s 1`.
+    let mut s = Session::start("orphans-stop", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2"]);
+    let work = s.dir.join("agent-n0");
+    let checkpoint = work.join("checkpoints").join("stubborn").join("0");
+    let orphan = Orphan { pid_file: checkpoint.join("child.pid"), checkpoint: checkpoint.clone() };
+    let log = s.dir.join("agent-n0.log");
+    s.agent("n0", 1);
+
+    // The top process (the attempt's shell) runs an inner shell and waits for it, so SIGTERM
+    // ends it; the inner shell ignores SIGTERM, and so does its `sleep` (in POSIX sh a signal
+    // ignored on entry stays ignored in the children).
+    let command = "sh -c 'trap \"\" TERM; sleep 300 & echo $! > \"$SCHEDLAB_CHECKPOINT_DIR/child.pid\"; wait'";
+    s.submit(json!({ "name": "stubborn", "tasks": [{ "name": "0", "command": command, "gpus": 1 }] })).unwrap();
+    let pid = wait_for(30, "the task to start its sleep", || orphan.pid());
+    assert!(ignores_term(pid), "the sleep {pid} ignores SIGTERM");
+
+    // Cancelling stops the attempt as a preemption does: SIGTERM, grace, SIGKILL.
+    s.client().post::<_, Value>("/v1/jobs/stubborn/cancel", &json!({})).unwrap();
+    wait_for(30, "the sleep to be gone after the grace period", || (!alive(pid)).then_some(()));
+    // The top process went at SIGTERM (143); the inner shell and the sleep got SIGKILL once the
+    // grace period was over.
+    let said = " attempt 1 exited 143 (stopped); stopped 2 leftover processes it started";
+    wait_for(30, "the agent to log the kill", || {
+        let text = std::fs::read_to_string(&log).ok()?;
+        text.lines().any(|l| l.starts_with("agent n0: task ") && l.ends_with(said)).then_some(())
+    });
+    assert_eq!(s.job("stubborn")["state"], "cancelled");
+    let record = work.join("process-groups.json");
+    wait_for(30, "the record to forget the group", || {
+        let v: Value = serde_json::from_slice(&std::fs::read(&record).ok()?).ok()?;
+        v["groups"].as_array()?.is_empty().then_some(())
+    });
+    let dir = s.dir.clone();
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

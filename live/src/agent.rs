@@ -60,6 +60,8 @@ pub struct Agent {
     ever_registered: bool,
     /// Every (task, attempt) ever started here: never started again.
     started: BTreeSet<(u32, u32)>,
+    /// Attempts not yet reaped. A stopped one whose top process exited stays until its group
+    /// is empty or SIGKILLed at the end of the grace period, holding its GPUs until then.
     running: BTreeMap<(u32, u32), Running>,
     exits: Vec<ExitReport>,
     health: Vec<HealthEvent>,
@@ -259,7 +261,12 @@ impl Agent {
                     }
                 }
                 Some(since) if now.duration_since(since) >= self.options.grace => {
-                    signal_group(&r.child, libc::SIGKILL);
+                    // Once the top process has exited, `reap` SIGKILLs what is left (it counts
+                    // and logs them); killing here first would hide them from its count.
+                    let exited = i32::try_from(r.child.id()).is_ok_and(|pid| matches!(exited_unreaped(pid), Ok(true)));
+                    if !exited {
+                        signal_group(&r.child, libc::SIGKILL);
+                    }
                 }
                 Some(_) => {}
             }
@@ -347,22 +354,30 @@ impl Agent {
 
     /// Collects ended processes; true when one ended that the coordinator must hear of.
     fn reap(&mut self) -> bool {
+        let grace = self.options.grace;
         let mut ended = Vec::new();
         for (key, r) in self.running.iter_mut() {
             let Ok(pid) = i32::try_from(r.child.id()) else { continue };
             // Look before reaping: until the top process's zombie is reaped, its pid (the group
             // id) cannot be reused, so the SIGKILL below reaches only what the task started.
-            let killed = match exited_unreaped(pid) {
-                Ok(false) => continue,
+            let killed = match (exited_unreaped(pid), r.stopping) {
+                (Ok(false), _) => continue,
                 // The task is over (as a job step is when its main process exits): what it
                 // left in its group would keep the GPUs the coordinator hands out as soon as it
                 // hears of the exit. No grace period: its top process already chose to end
                 // without them, and waiting would either hold back the exit report (idle
-                // GPUs) or let them share the GPUs with the next task. A preempted task's
-                // group is being stopped already (SIGTERM, grace, SIGKILL in `reconcile`).
-                Ok(true) if r.stopping.is_none() => kill_leftovers(pid),
+                // GPUs) or let them share the GPUs with the next task.
+                (Ok(true), None) => kill_leftovers(pid),
+                // Stopped, and its top process went at SIGTERM: what it started gets the rest
+                // of the grace period, then SIGKILL. Until then the attempt stays in `running`
+                // with its zombie unreaped, so the group id stays ours and its GPUs stay busy
+                // (`reconcile` starts nothing on them); were it dropped here, a child that
+                // ignores SIGTERM would never get the SIGKILL and would share the GPUs with
+                // the next task.
+                (Ok(true), Some(since)) if since.elapsed() < grace && leftovers::group_alive(pid) => continue,
+                (Ok(true), Some(_)) => kill_leftovers(pid),
                 // An error from waitid (never expected): reap without killing, as before.
-                Ok(true) | Err(_) => 0,
+                (Err(_), _) => 0,
             };
             if let Ok(Some(status)) = r.child.try_wait() {
                 ended.push((*key, exit_code(status), r.stopping.is_some(), killed));
@@ -401,7 +416,8 @@ impl Agent {
         let now = Instant::now();
         for r in self.running.values_mut() {
             // A stop, so a top process that exits at SIGTERM leaves the rest of its group
-            // the same grace period (`reap` does not SIGKILL a stopped attempt's group).
+            // the same grace period (`reap` keeps a stopped attempt until its group is empty
+            // or the grace period is over, and SIGKILLs what is left then).
             r.stopping = Some(now);
             signal_group(&r.child, libc::SIGTERM);
         }
@@ -410,6 +426,9 @@ impl Agent {
             self.reap();
             std::thread::sleep(Duration::from_millis(20));
         }
+        // Past the grace period: the attempts whose top process exited get their leftovers
+        // SIGKILLed by `reap`, which logs how many; the rest get SIGKILL below.
+        self.reap();
         for r in self.running.values_mut() {
             signal_group(&r.child, libc::SIGKILL);
             let _ = r.child.wait();
