@@ -46,6 +46,7 @@ fn main() {
             let request = JobRequest {
                 name: format!("j{job}"),
                 queue: None,
+                priority: 0,
                 tasks: vec![TaskRequest {
                     name: "0".into(),
                     command: "true".into(),

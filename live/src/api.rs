@@ -13,7 +13,14 @@ pub struct JobRequest {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
+    /// Higher is more urgent (the trace's `priority`: what `priority` and `weighted-score` read).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: i32,
     pub tasks: Vec<TaskRequest>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -266,7 +273,7 @@ mod tests {
 
     #[test]
     fn cycles_are_refused_with_their_path() {
-        let job = |tasks| JobRequest { name: "j".into(), queue: None, tasks };
+        let job = |tasks| JobRequest { name: "j".into(), queue: None, priority: 0, tasks };
         assert!(job(vec![task("a", &[]), task("b", &["a"])]).validate().is_ok());
         let e = job(vec![task("a", &["c"]), task("b", &["a"]), task("c", &["b"])]).validate().unwrap_err();
         assert_eq!(e.reason, "job `j`: its tasks' dependencies form a cycle: a -> b -> c -> a");
@@ -277,7 +284,7 @@ mod tests {
 
     #[test]
     fn bad_jobs_are_refused_with_the_reason() {
-        let job = |tasks| JobRequest { name: "j".into(), queue: None, tasks };
+        let job = |tasks| JobRequest { name: "j".into(), queue: None, priority: 0, tasks };
         assert!(job(vec![]).validate().unwrap_err().reason.contains("no tasks"));
         assert!(job(vec![task("a", &[]), task("a", &[])]).validate().unwrap_err().reason.contains("two tasks"));
         assert!(job(vec![task("a", &["zz"])]).validate().unwrap_err().reason.contains("not a task of this job"));
@@ -290,7 +297,7 @@ mod tests {
         let mut t = task("a", &[]);
         t.estimate_s = Some(serde_json::Number::from_f64(0.25).unwrap());
         assert_eq!(job(vec![t]).validate().unwrap(), vec![Some(250)]);
-        let bad = JobRequest { name: "a/b".into(), queue: None, tasks: vec![task("a", &[])] };
+        let bad = JobRequest { name: "a/b".into(), queue: None, priority: 0, tasks: vec![task("a", &[])] };
         assert_eq!(bad.validate().unwrap_err().status, 400);
     }
 }

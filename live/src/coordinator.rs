@@ -969,7 +969,7 @@ mod tests {
                 estimate_s: None,
                 depends_on: Vec::new(),
             };
-            c.submit(JobRequest { name: "long".into(), queue: None, tasks: vec![task] }).unwrap();
+            c.submit(JobRequest { name: "long".into(), queue: None, priority: 0, tasks: vec![task] }).unwrap();
             let inject = backend.injector();
             Node { c, backend, inject }
         }

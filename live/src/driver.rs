@@ -22,10 +22,9 @@
 //! `gpu_fail` and `node_fail` rows with their repairs, each task's real run time as its
 //! duration), replays in `schedlab simulate` with the same decisions.
 //!
-//! The Controller is built with a fixed workload; a batch that brings jobs it does not know
-//! rebuilds it (and the policy) from the journal with the longer workload. That costs the
-//! replay of the journal per such batch (about a microsecond a batch); a restart replays the
-//! whole journal once ([`Driver::replay`]).
+//! A batch that brings new jobs adds each to the running Controller (`Controller::add_job`:
+//! the decisions of a Controller built with every job from the start, at the cost of one
+//! job); a restart applies the whole journal once ([`Driver::replay`]).
 
 use crate::api::{Assignment, JobRequest, Refusal};
 use serde::{Deserialize, Serialize};
@@ -423,7 +422,7 @@ impl Driver {
             queue: s.request.queue.clone(),
             deadline: None,
             cancel: None,
-            priority: 0,
+            priority: s.request.priority,
             tasks: specs,
         };
         let unit = self.units.len();
@@ -809,6 +808,7 @@ mod tests {
         JobRequest {
             name: name.into(),
             queue: None,
+            priority: 0,
             tasks: tasks
                 .iter()
                 .map(|&(n, gpus, deps)| TaskRequest {
@@ -883,6 +883,28 @@ mod tests {
     }
 
     #[test]
+    fn a_job_priority_orders_the_queue_and_the_trace_keeps_it() {
+        // 1 GPU, strict priority with preemption: `first` (0) runs from 10; at 20 `low` (0) and
+        // `high` (5) come, and `high` preempts `first`. When `high` ends, `first` (older than
+        // `low`, same priority) runs again, then `low`.
+        let mut d = Driver::new(config("1x1", "priority")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        let with = |name: &str, priority| JobRequest { priority, ..job(name, &[("0", 1, &[])]) };
+        d.apply(batch(10, vec![Input::Submit { job: with("first", 0) }])).unwrap();
+        d.apply(batch(20, vec![Input::Submit { job: with("low", 0) }, Input::Submit { job: with("high", 5) }]))
+            .unwrap();
+        let states: Vec<&str> = (0..3).map(|s| d.job_state(s)).collect();
+        assert_eq!(states, ["waiting", "waiting", "running"]);
+        d.apply(batch(600, vec![Input::Exit { task: 2, attempt: 1, code: 0 }])).unwrap();
+        assert_eq!((d.job_state(0), d.job_state(1)), ("running", "waiting"));
+        d.apply(batch(900, vec![Input::Exit { task: 0, attempt: 2, code: 0 }])).unwrap();
+        d.apply(batch(1200, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
+        let priorities: Vec<i32> = d.trace().workload.jobs().iter().map(|j| j.priority).collect();
+        assert_eq!(priorities, [0, 0, 5]);
+        assert_eq!(live(&d), simulated(&d));
+    }
+
+    #[test]
     fn a_session_replays_to_the_same_decisions() {
         let mut d = Driver::new(config("2x1", "fifo")).unwrap();
         d.apply(d.start_batch()).unwrap();
@@ -945,7 +967,7 @@ mod tests {
         assert_eq!(d.job_state(0), "failed");
         assert_eq!(d.task_status(TaskId(2)), TaskStatus::Skipped);
         assert!(d.decisions().iter().any(|r| r.detail == "its process exited with code 3"));
-        // A second job, so the Controller is rebuilt from the journal.
+        // A second job joins the running Controller.
         d.apply(batch(1000, vec![Input::Submit { job: job("b", &[("0", 1, &[])]) }])).unwrap();
         d.apply(batch(1200, vec![Input::Exit { task: 3, attempt: 1, code: 0 }])).unwrap();
         assert_eq!(d.job_state(1), "succeeded");

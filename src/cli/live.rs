@@ -139,7 +139,7 @@ pub struct AgentArgs {
 pub struct SubmitArgs {
     #[command(flatten)]
     client: ClientArgs,
-    /// A job as JSON: {"name", "queue"?, "tasks": [{"name", "command", "gpus"?, "gpu_type"?,
+    /// A job as JSON: {"name", "queue"?, "priority"?, "tasks": [{"name", "command", "gpus"?, "gpu_type"?,
     /// "single_node"?, "estimate_s"?, "depends_on"?: [task names]}]}.
     #[arg(long, conflicts_with_all = ["name", "command"])]
     file: Option<PathBuf>,
@@ -154,6 +154,9 @@ pub struct SubmitArgs {
     gpu_type: Option<String>,
     #[arg(long)]
     queue: Option<String>,
+    /// Higher is more urgent (what the priority and weighted-score policies read).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    priority: i32,
     /// The command, run with `sh -c` (quote it, or give it after --).
     #[arg(last = true)]
     command: Vec<String>,
@@ -368,6 +371,7 @@ fn run_submit(a: SubmitArgs) -> CliResult {
             JobRequest {
                 name: a.name.clone().unwrap_or_default(),
                 queue: a.queue.clone(),
+                priority: a.priority,
                 tasks: vec![TaskRequest {
                     name: "0".into(),
                     command: a.command.join(" "),
