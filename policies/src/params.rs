@@ -109,7 +109,8 @@ pub const PLACEMENT: ParamInfo = ParamInfo {
     values: "pack|spread|fastest|local",
     default: "pack",
     help: "which GPUs a gang gets: pack = fewest nodes, fullest first; spread = emptiest node; fastest = the \
-           fastest GPU type (cluster speed) that fits, packed; local = nodes holding the task's dataset first",
+           pool where the task runs fastest (its own speeds, else the pool's) that fits, packed; local = nodes \
+           holding the task's dataset first",
 };
 
 pub const AVOID_FAILED: ParamInfo = ParamInfo {

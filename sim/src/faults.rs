@@ -1,8 +1,9 @@
 //! What the Controller does about broken hardware: the ground truth (tasks on broken hardware
 //! stop making progress) and the observations (a node declared dead, a GPU failure seen, a
 //! node back) with their consequence: failed attempts, retries within budget, failed jobs.
-//! The engine decides *when* each observation happens (see `observe.rs`); a live coordinator
-//! will call the same observation methods from its heartbeat monitor and NVML events.
+//! The engine decides *when* each observation happens (see `observe.rs`); the live driver
+//! (`live/src/driver.rs`) calls the same methods on its heartbeat deadlines and the agents'
+//! NVML health reports.
 
 use crate::controller::Controller;
 use crate::ids::{GpuId, JobId, NodeId, TaskId};

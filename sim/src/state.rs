@@ -173,9 +173,12 @@ pub enum JobOutcome {
     Succeeded,
     /// It can never fit the cluster; the reason names the task and the limit.
     Unschedulable(String),
-    /// The policy refused it; the reason is the policy's.
+    /// The policy refused it (the reason is the policy's), or the user cancelled it (the
+    /// reason is `workload::CANCELLED_BY_THE_USER`).
     Rejected(String),
-    /// A task failed past its retry budget; the reason names it.
+    /// A task failed for good (hardware failures past its retry budget, its start window
+    /// closed, or a non-zero exit code) and, in a DAG job, no `failure` dependent handled it;
+    /// the reason names the task.
     Failed(String),
 }
 

@@ -208,7 +208,8 @@ pub struct GpusArgs {
 pub struct ExportArgs {
     #[arg(long, default_value = "schedlab-live")]
     state: PathBuf,
-    /// A new trace directory (jobs.csv, cluster.csv, events.csv, live.json).
+    /// A new trace directory: jobs.csv, cluster.csv, queues.csv (when the session has queues),
+    /// events.csv (heartbeats, GPU failures, agent restarts as node_fail rows) and live.json.
     #[arg(long)]
     out: PathBuf,
 }

@@ -49,7 +49,8 @@ enum Command {
     /// Import, validate or describe traces.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
-    /// Build a cluster from a real machine inventory (Alibaba PAI, openb, spot; Philly).
+    /// Build a cluster from a real machine inventory (Alibaba PAI, openb, spot; Philly), or queues
+    /// from virtual-cluster sizes (Philly, Helios).
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
     /// Live mode: a coordinator and node agents run real processes on real GPUs under a policy.

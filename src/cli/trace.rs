@@ -12,8 +12,8 @@ pub enum TraceCommand {
     Import {
         #[command(flatten)]
         input: Input,
-        /// Output: a jobs.csv file, or a directory (jobs.csv, plus cluster.csv and events.csv
-        /// when the trace has them).
+        /// Output: a jobs.csv file, or a directory (jobs.csv, plus cluster.csv, events.csv,
+        /// queues.csv and datasets.csv when the trace has them).
         #[arg(long, short)]
         out: PathBuf,
     },

@@ -394,9 +394,9 @@ pub(crate) fn format_seconds(ms: u64) -> String {
     if ms.is_multiple_of(1000) { (ms / 1000).to_string() } else { format!("{}.{:03}", ms / 1000, ms % 1000) }
 }
 
-/// Writes `workload` as a canonical `jobs.csv` (all thirteen columns, one row per task, jobs in
-/// workload order). Refuses, before writing anything, a workload that would not read back
-/// identically: duplicate or empty job/task names, empty-but-present GPU type or queue,
+/// Writes `workload` as a canonical `jobs.csv` (all twenty-one [`JOB_COLUMNS`], one row per
+/// task, jobs in workload order). Refuses, before writing anything, a workload that would not
+/// read back identically: duplicate or empty job/task names, empty-but-present GPU type or queue,
 /// zero or out-of-range times (a checkpoint interval or restart overhead of zero is fine).
 pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), TraceError> {
     check_writable(workload)?;

@@ -138,7 +138,8 @@ pub fn read_trace<R: Read>(source: R, file: &str, format: Format) -> Result<Trac
 }
 
 /// Writes `trace` as a canonical trace directory: `jobs.csv`, plus `cluster.csv` when the
-/// trace has a cluster, `events.csv` when it has events and `queues.csv` when it has queues. Creates `dir` if needed.
+/// trace has a cluster, `events.csv` when it has events, `queues.csv` when it has queues and
+/// `datasets.csv` when it has datasets. Creates `dir` if needed.
 pub fn write_trace_dir(trace: &Trace, dir: &Path) -> Result<(), TraceError> {
     let name = dir.display().to_string();
     std::fs::create_dir_all(dir).map_err(|e| TraceError::io(&name, format!("cannot create: {e}")))?;
@@ -206,9 +207,9 @@ fn read_file_into<R: Read>(source: R, file: &str, format: Format, sink: &mut Sin
     Some(Trace { workload, cluster: None, events: Vec::new(), queues: Vec::new(), datasets: Vec::new(), notes })
 }
 
-/// A canonical trace directory: `jobs.csv` required, `cluster.csv`, `events.csv` and
-/// `queues.csv` optional.
-/// All three are read even after an error, so `validate` reports problems in each.
+/// A canonical trace directory: `jobs.csv` required, `cluster.csv`, `events.csv`,
+/// `queues.csv` and `datasets.csv` optional. Every file present is read even after an error
+/// (until the error limit), so `validate` reports problems in each.
 fn load_directory(dir: &Path, sink: &mut Sink) -> Option<Trace> {
     let jobs_path = dir.join("jobs.csv");
     let workload = if jobs_path.is_file() {
