@@ -1,8 +1,9 @@
 //! How long the live driver takes per batch: `cargo run --release -p schedlab-live --example latency`.
 //! A 16-node x 8-GPU cluster under fifo; every node heartbeats each second, a 1-GPU job is
 //! submitted every 2 s and its process exits 60 s after it started. Prints the mean time to
-//! apply a heartbeat batch (the policy's decision included) and a submission batch (which
-//! rebuilds the Controller from the journal) as the journal grows.
+//! apply a heartbeat batch (the policy's decision included) and a submission batch (the job
+//! joins the running Controller) as the journal grows, then how long a restart's replay of
+//! the whole journal takes.
 
 use schedlab_live::api::{JobRequest, TaskRequest};
 use schedlab_live::driver::{Batch, Driver, DriverConfig, Input};

@@ -217,7 +217,7 @@ fn load_directory(dir: &Path, sink: &mut Sink) -> Option<Trace> {
     } else {
         sink.push(TraceError::file(
             &dir.display().to_string(),
-            "the trace directory has no jobs.csv (cluster.csv and events.csv are optional)",
+            "the trace directory has no jobs.csv (cluster.csv, events.csv, queues.csv and datasets.csv are optional)",
         ));
         None
     };

@@ -92,7 +92,12 @@ fn validate_reports_problems_from_every_file() {
 fn directory_mistakes_are_explained() {
     let dir = trace_dir("empty", &[]);
     let e = load(&dir, Format::Canonical).unwrap_err().to_string();
-    assert!(e.ends_with("the trace directory has no jobs.csv (cluster.csv and events.csv are optional)"), "{e}");
+    assert!(
+        e.ends_with(
+            "the trace directory has no jobs.csv (cluster.csv, events.csv, queues.csv and datasets.csv are optional)"
+        ),
+        "{e}"
+    );
     let e = load(&dir, Format::Philly).unwrap_err().to_string();
     assert!(e.ends_with("is a directory; the philly format reads one CSV file"), "{e}");
 }
