@@ -19,6 +19,8 @@ fn main() {
         max_retries: 3,
         default_work_ms: 3_600_000,
         queues: String::new(),
+        checkpoint_ms: 0,
+        restart_overhead_ms: 0,
     };
     let mut d = Driver::new(config.clone()).unwrap();
     d.apply(d.start_batch()).unwrap();

@@ -936,6 +936,8 @@ mod tests {
                 max_retries: 3,
                 default_work_ms: 3_600_000,
                 queues: String::new(),
+                checkpoint_ms: 0,
+                restart_overhead_ms: 0,
             }),
             journal_every: Duration::from_secs(3600),
             quiet: true,

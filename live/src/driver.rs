@@ -101,6 +101,15 @@ pub struct DriverConfig {
     /// against its queue's quota. Absent in state directories made before queues (none).
     #[serde(default)]
     pub queues: String,
+    /// The Controller's checkpoint interval, in work (0: continuous), as `simulate
+    /// --checkpoint-s`: what it counts a failure or preemption as losing, and what the
+    /// policies that pick victims by lost work see. Programs keep their own checkpoints.
+    #[serde(default)]
+    pub checkpoint_ms: u64,
+    /// What the Controller counts each restart as costing before progress, as `simulate
+    /// --restart-overhead-s`.
+    #[serde(default)]
+    pub restart_overhead_ms: u64,
 }
 
 /// A Controller job: one submitted job (its dependencies the job's task DAG).
@@ -171,6 +180,8 @@ fn controller_config(config: &DriverConfig, failures: FailureConfig) -> Controll
     ControllerConfig {
         seed: config.seed,
         failures,
+        checkpoint: SimDuration(config.checkpoint_ms),
+        restart_overhead: SimDuration(config.restart_overhead_ms),
         check_invariants: cfg!(debug_assertions),
         record_decisions: true,
         ..ControllerConfig::default()
@@ -801,6 +812,8 @@ mod tests {
             max_retries: 3,
             default_work_ms: 3_600_000,
             queues: String::new(),
+            checkpoint_ms: 0,
+            restart_overhead_ms: 0,
         }
     }
 
@@ -901,6 +914,27 @@ mod tests {
         d.apply(batch(1200, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
         let priorities: Vec<i32> = d.trace().workload.jobs().iter().map(|j| j.priority).collect();
         assert_eq!(priorities, [0, 0, 5]);
+        assert_eq!(live(&d), simulated(&d));
+    }
+
+    #[test]
+    fn the_checkpoint_interval_and_restart_overhead_count_lost_work_and_replay() {
+        // 1 GPU, priority, checkpoints every 100 ms of work, 50 ms per restart. `first` runs
+        // from 10 and has done 150 ms (100 saved) when `high` preempts it at 160: 50 ms of
+        // work lost. It restarts at 400 and pays 50 ms before progress.
+        let mut cfg = config("1x1", "priority");
+        (cfg.checkpoint_ms, cfg.restart_overhead_ms) = (100, 50);
+        let mut d = Driver::new(cfg).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        let with = |name: &str, priority| JobRequest { priority, ..job(name, &[("0", 1, &[])]) };
+        d.apply(batch(10, vec![Input::Submit { job: with("first", 0) }])).unwrap();
+        d.apply(batch(160, vec![Input::Submit { job: with("high", 5) }])).unwrap();
+        d.apply(batch(400, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
+        d.apply(batch(900, vec![Input::Exit { task: 0, attempt: 2, code: 0 }])).unwrap();
+        let first = d.controller().task(TaskId(0));
+        assert_eq!((first.lost_redo_mgpu_ms, first.lost_overhead_mgpu_ms), (50_000, 50_000));
+        let replay = d.controller_config();
+        assert_eq!((replay.checkpoint, replay.restart_overhead), (SimDuration(100), SimDuration(50)));
         assert_eq!(live(&d), simulated(&d));
     }
 

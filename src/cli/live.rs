@@ -67,6 +67,14 @@ pub struct ServeArgs {
     /// --cluster, for the life of the state directory.
     #[arg(long, value_name = "FILE")]
     queues: Option<PathBuf>,
+    /// The Controller's checkpoint interval in work, seconds (0: continuous), as for simulate:
+    /// what a failure or preemption is counted as losing, and what policies that pick victims
+    /// by lost work see. Fixed for the life of the state directory.
+    #[arg(long, default_value = "0")]
+    checkpoint_s: String,
+    /// What each restart is counted as costing before progress, seconds, as for simulate.
+    #[arg(long, default_value = "0")]
+    restart_overhead_s: String,
     /// Rewrite STATE/journal/ (a canonical trace of the session) at most this often, seconds.
     #[arg(long, default_value = "1")]
     journal_every_s: String,
@@ -302,6 +310,8 @@ fn run_serve(a: ServeArgs) -> CliResult {
                     Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?,
                     None => String::new(),
                 },
+                checkpoint_ms: millis("checkpoint-s", &a.checkpoint_s)?,
+                restart_overhead_ms: millis("restart-overhead-s", &a.restart_overhead_s)?,
             })
         }
     };
