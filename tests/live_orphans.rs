@@ -7,7 +7,7 @@ mod common;
 
 use common::live::{Session, wait_for};
 use serde_json::{Value, json};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// (state, pgrp) of a process, from `/proc/PID/stat`.
@@ -49,15 +49,37 @@ impl Drop for Orphan {
     }
 }
 
+/// Agent n0's work directory and log in `s`, and the guard of the `sleep` that `job`'s task
+/// leaves behind (its pid in its checkpoint directory's `child.pid`).
+fn orphan_guard(s: &Session, job: &str) -> (PathBuf, PathBuf, Orphan) {
+    let work = s.dir.join("agent-n0");
+    let checkpoint = work.join("checkpoints").join(job).join("0");
+    let orphan = Orphan { pid_file: checkpoint.join("child.pid"), checkpoint };
+    (work, s.dir.join("agent-n0.log"), orphan)
+}
+
+/// Waits until the agent's `process-groups.json` records no group: every group it knew is gone.
+fn wait_until_the_record_is_empty(work: &Path) {
+    let record = work.join("process-groups.json");
+    wait_for(30, "the record to forget the group", || {
+        let v: Value = serde_json::from_slice(&std::fs::read(&record).ok()?).ok()?;
+        v["groups"].as_array()?.is_empty().then_some(())
+    });
+}
+
+/// Ends the session (its processes killed) and removes its directory.
+fn remove(s: Session) {
+    let dir = s.dir.clone();
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_restarted_agent_stops_what_its_killed_tasks_left_running_before_it_registers() {
     // Missed beats far beyond the restart: the node is never declared dead, the restart alone
     // fails the attempt.
     let mut s = Session::start("orphans", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "20"]);
-    let work = s.dir.join("agent-n0");
-    let checkpoint = work.join("checkpoints").join("orphan").join("0");
-    let orphan = Orphan { pid_file: checkpoint.join("child.pid"), checkpoint: checkpoint.clone() };
-    let log = s.dir.join("agent-n0.log");
+    let (_, log, orphan) = orphan_guard(&s, "orphan");
     let agent = s.agent("n0", 1);
     let client = s.client();
 
@@ -91,18 +113,13 @@ fn a_restarted_agent_stops_what_its_killed_tasks_left_running_before_it_register
     });
     assert_eq!(jobs["state"], "succeeded", "{jobs:#}");
     assert_eq!(jobs["tasks"][0]["attempt"], 2, "{jobs:#}");
-    let dir = s.dir.clone();
-    drop(s);
-    let _ = std::fs::remove_dir_all(&dir);
+    remove(s);
 }
 
 #[test]
 fn what_a_task_left_running_is_killed_when_its_top_process_exits() {
     let mut s = Session::start("orphans-exit", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2"]);
-    let work = s.dir.join("agent-n0");
-    let checkpoint = work.join("checkpoints").join("leaver").join("0");
-    let orphan = Orphan { pid_file: checkpoint.join("child.pid"), checkpoint: checkpoint.clone() };
-    let log = s.dir.join("agent-n0.log");
+    let (work, log, orphan) = orphan_guard(&s, "leaver");
     s.agent("n0", 1);
 
     // The script ends at once, successfully, with a `sleep` still running in its group.
@@ -120,14 +137,8 @@ fn what_a_task_left_running_is_killed_when_its_top_process_exits() {
     let said = " attempt 1 exited 0; stopped 1 leftover process it started";
     assert!(text.lines().any(|l| l.starts_with("agent n0: task ") && l.ends_with(said)), "{text}");
     // Its group is gone, so the record forgets it (the next restart has nothing to stop).
-    let record = work.join("process-groups.json");
-    wait_for(30, "the record to forget the group", || {
-        let v: Value = serde_json::from_slice(&std::fs::read(&record).ok()?).ok()?;
-        v["groups"].as_array()?.is_empty().then_some(())
-    });
-    let dir = s.dir.clone();
-    drop(s);
-    let _ = std::fs::remove_dir_all(&dir);
+    wait_until_the_record_is_empty(&work);
+    remove(s);
 }
 
 /// Whether `pid` ignores SIGTERM (`SigIgn` of `/proc/PID/status`, a hex mask, bit N-1 for
@@ -142,10 +153,7 @@ fn ignores_term(pid: u32) -> bool {
 fn what_a_stopped_task_started_is_killed_after_the_grace_period_though_its_top_process_exited() {
     // The session's agents run with `--grace-s 1`.
     let mut s = Session::start("orphans-stop", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2"]);
-    let work = s.dir.join("agent-n0");
-    let checkpoint = work.join("checkpoints").join("stubborn").join("0");
-    let orphan = Orphan { pid_file: checkpoint.join("child.pid"), checkpoint: checkpoint.clone() };
-    let log = s.dir.join("agent-n0.log");
+    let (work, log, orphan) = orphan_guard(&s, "stubborn");
     s.agent("n0", 1);
 
     // The top process (the attempt's shell) runs an inner shell and waits for it, so SIGTERM
@@ -167,12 +175,6 @@ fn what_a_stopped_task_started_is_killed_after_the_grace_period_though_its_top_p
         text.lines().any(|l| l.starts_with("agent n0: task ") && l.ends_with(said)).then_some(())
     });
     assert_eq!(s.job("stubborn")["state"], "cancelled");
-    let record = work.join("process-groups.json");
-    wait_for(30, "the record to forget the group", || {
-        let v: Value = serde_json::from_slice(&std::fs::read(&record).ok()?).ok()?;
-        v["groups"].as_array()?.is_empty().then_some(())
-    });
-    let dir = s.dir.clone();
-    drop(s);
-    let _ = std::fs::remove_dir_all(&dir);
+    wait_until_the_record_is_empty(&work);
+    remove(s);
 }

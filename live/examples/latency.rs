@@ -10,18 +10,7 @@ use schedlab_live::driver::{Batch, Driver, DriverConfig, Input};
 use std::time::{Duration, Instant};
 
 fn main() {
-    let config = DriverConfig {
-        cluster: "16x8".into(),
-        policy: "fifo".into(),
-        seed: 0,
-        heartbeat_ms: 1000,
-        missed_beats: 3,
-        max_retries: 3,
-        default_work_ms: 3_600_000,
-        queues: String::new(),
-        checkpoint_ms: 0,
-        restart_overhead_ms: 0,
-    };
+    let config = DriverConfig { heartbeat_ms: 1000, ..DriverConfig::new("16x8", "fifo") };
     let mut d = Driver::new(config.clone()).unwrap();
     d.apply(d.start_batch()).unwrap();
     let (mut beat_time, mut beats) = (Duration::ZERO, 0u32);

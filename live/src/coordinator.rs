@@ -854,12 +854,12 @@ fn replay_settings(driver: &Driver, dir: &Path) -> Result<Value, String> {
         ("--trace", trace.clone()),
         ("--policy", policy.clone()),
         ("--seed", c.seed.to_string()),
-        ("--heartbeat-s", seconds_text(f.heartbeat_interval.as_ms())),
+        ("--heartbeat-s", traces::format_thousandths(f.heartbeat_interval.as_ms())),
         ("--missed-beats", f.missed_beats.to_string()),
-        ("--gpu-detect-s", seconds_text(f.gpu_detect_delay.as_ms())),
+        ("--gpu-detect-s", traces::format_thousandths(f.gpu_detect_delay.as_ms())),
         ("--max-retries", f.max_retries.to_string()),
-        ("--checkpoint-s", seconds_text(c.checkpoint.as_ms())),
-        ("--restart-overhead-s", seconds_text(c.restart_overhead.as_ms())),
+        ("--checkpoint-s", traces::format_thousandths(c.checkpoint.as_ms())),
+        ("--restart-overhead-s", traces::format_thousandths(c.restart_overhead.as_ms())),
         ("--out", out.clone()),
     ];
     let mut command = String::from("schedlab simulate");
@@ -881,14 +881,6 @@ fn replay_settings(driver: &Driver, dir: &Path) -> Result<Value, String> {
     }))
 }
 
-/// Milliseconds as the decimal seconds the CLI's `*-s` flags parse exactly (`0.2`, `10`).
-fn seconds_text(ms: u64) -> String {
-    match ms % 1000 {
-        0 => (ms / 1000).to_string(),
-        frac => format!("{}.{frac:03}", ms / 1000).trim_end_matches('0').to_string(),
-    }
-}
-
 /// `text` as one shell word: as is when it is plainly safe, else single-quoted.
 fn shell_quote(text: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c);
@@ -907,7 +899,7 @@ pub fn serve(options: ServeOptions, stop: Arc<AtomicBool>) -> Result<(), String>
 
 #[cfg(test)]
 mod tests {
-    use super::{Coordinator, DEFAULT_APP_XIDS, ServeOptions, parse_app_xids, seconds_text, shell_quote};
+    use super::{Coordinator, DEFAULT_APP_XIDS, ServeOptions, parse_app_xids, shell_quote};
     use crate::api::{HeartbeatRequest, JobRequest, RegisterRequest, TaskRequest};
     use crate::backend::{GpuBackend, SimBackend, SimInjector};
     use crate::driver::{DriverConfig, Input};
@@ -925,20 +917,10 @@ mod tests {
         Coordinator::open(ServeOptions {
             state_dir: dir.to_path_buf(),
             listen: "127.0.0.1:0".into(),
-            config: Some(DriverConfig {
-                cluster: "1x2:SIM".into(),
-                policy: "fifo".into(),
-                seed: 0,
-                // An hour: however slow the test machine, no heartbeat deadline falls due
-                // while a test runs, so only what the tests report changes the cluster.
-                heartbeat_ms: 3_600_000,
-                missed_beats: 3,
-                max_retries: 3,
-                default_work_ms: 3_600_000,
-                queues: String::new(),
-                checkpoint_ms: 0,
-                restart_overhead_ms: 0,
-            }),
+            // An hour between heartbeats: however slow the test machine, no heartbeat
+            // deadline falls due while a test runs, so only what the tests report changes the
+            // cluster.
+            config: Some(DriverConfig { heartbeat_ms: 3_600_000, ..DriverConfig::new("1x2:SIM", "fifo") }),
             journal_every: Duration::from_secs(3600),
             quiet: true,
             app_xids,
@@ -1144,7 +1126,7 @@ mod tests {
     fn replay_flags_are_exact_seconds_and_single_shell_words() {
         let cases = [(0, "0"), (200, "0.2"), (1050, "1.05"), (1234, "1.234"), (10_000, "10")];
         for (ms, text) in cases {
-            assert_eq!(seconds_text(ms), text);
+            assert_eq!(traces::format_thousandths(ms), text);
             assert_eq!(traces::parse_seconds_ms(text).ok(), Some(ms), "{text} must parse back to {ms} ms");
         }
         assert_eq!(shell_quote("fifo"), "fifo");

@@ -112,6 +112,26 @@ pub struct DriverConfig {
     pub restart_overhead_ms: u64,
 }
 
+impl DriverConfig {
+    /// `cluster` under `policy` with `live serve`'s defaults for everything else (seed 0,
+    /// heartbeats every 10 s, 3 missed beats, 3 retries, an hour of assumed work, no queues,
+    /// continuous checkpoints, free restarts).
+    pub fn new(cluster: &str, policy: &str) -> DriverConfig {
+        DriverConfig {
+            cluster: cluster.into(),
+            policy: policy.into(),
+            seed: 0,
+            heartbeat_ms: 10_000,
+            missed_beats: 3,
+            max_retries: 3,
+            default_work_ms: 3_600_000,
+            queues: String::new(),
+            checkpoint_ms: 0,
+            restart_overhead_ms: 0,
+        }
+    }
+}
+
 /// A Controller job: one submitted job (its dependencies the job's task DAG).
 #[derive(Debug, Clone)]
 struct Unit {
@@ -803,18 +823,7 @@ mod tests {
     type Line = (u64, &'static str, u32, Option<u32>, Vec<u32>);
 
     fn config(cluster: &str, policy: &str) -> DriverConfig {
-        DriverConfig {
-            cluster: cluster.into(),
-            policy: policy.into(),
-            seed: 1,
-            heartbeat_ms: 1000,
-            missed_beats: 3,
-            max_retries: 3,
-            default_work_ms: 3_600_000,
-            queues: String::new(),
-            checkpoint_ms: 0,
-            restart_overhead_ms: 0,
-        }
+        DriverConfig { seed: 1, heartbeat_ms: 1000, ..DriverConfig::new(cluster, policy) }
     }
 
     fn job(name: &str, tasks: &[(&str, u32, &[&str])]) -> JobRequest {

@@ -68,16 +68,10 @@ pub fn place_and_start(
     })
 }
 
-/// As `place_and_start`, but only on nodes holding the task's dataset (`Placer::place_local`),
-/// reclaiming nothing: for a task whose policy chose it for its locality.
-pub fn start_local(
-    view: &ClusterView<'_>,
-    plan: &mut Plan<'_>,
-    placer: Placer,
-    waiting: &mut WaitQueue,
-    task: TaskId,
-) -> Placed {
-    start_where(plan, waiting, task, |plan| placer.place_local(Shape::of(view.task(task)), view, plan.free()))
+/// As `place_and_start`, on `gpus` the policy already chose among those free now (a data-local
+/// placement it scored the task by), reclaiming nothing.
+pub fn start_on(plan: &mut Plan<'_>, waiting: &mut WaitQueue, task: TaskId, gpus: Vec<GpuId>) -> Placed {
+    start_where(plan, waiting, task, |_| Some(gpus))
 }
 
 /// Parks `task` if its queue's quota holds it back, else starts it on the GPUs `place` finds.

@@ -43,9 +43,9 @@
 
 use crate::params::{AVOID_FAILED, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{Placer, Shape};
-use crate::tracking::{Placed, place_and_start, start_local, sync_waiting};
+use crate::tracking::{Placed, place_and_start, start_on, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
-use sim::{ClusterView, Plan, Policy, SimDuration, SimTime, TaskId};
+use sim::{ClusterView, GpuId, Plan, Policy, SimDuration, SimTime, TaskId};
 
 pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
@@ -83,10 +83,10 @@ const MAX_WEIGHT: u64 = 1_000_000;
 const BIAS: i128 = 1 << 63;
 
 /// Where a waiting task can go at this pick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Locality {
-    /// A node holding its dataset has room for it now: start it there.
-    Local,
+    /// A node holding its dataset has room for it now: these GPUs there.
+    Local(Vec<GpuId>),
     /// It reads a dataset whose nodes are full, and may still wait for them.
     WaitForData,
     /// Anywhere its placement puts it.
@@ -154,16 +154,16 @@ impl WeightedScore {
         self.waiting
             .shape_heads()
             .map(|(shape, key, task)| {
-                let local = shape.dataset.is_some() && self.placer.place_local(shape, view, plan.free()).is_some();
-                let locality = match () {
-                    _ if local => Locality::Local,
-                    _ if shape.dataset.is_some() && self.still_waits_for_data(view, task) => Locality::WaitForData,
-                    _ => Locality::Anywhere,
+                let local = shape.dataset.and_then(|_| self.placer.place_local(shape, view, plan.free()));
+                let effective = i128::from(key) - if local.is_some() { bonus } else { 0 };
+                let locality = match local {
+                    Some(gpus) => Locality::Local(gpus),
+                    None if shape.dataset.is_some() && self.still_waits_for_data(view, task) => Locality::WaitForData,
+                    None => Locality::Anywhere,
                 };
-                let effective = i128::from(key) - if local { bonus } else { 0 };
                 (effective, task, key, shape, locality)
             })
-            .min_by_key(|&(effective, task, ..)| (effective, task))
+            .min_by_key(|(effective, task, ..)| (*effective, *task))
             .map(|(_, task, key, shape, locality)| (key, shape, task, locality))
     }
 
@@ -194,7 +194,7 @@ impl Policy for WeightedScore {
         // its queue's quota holds back is parked and does not block).
         while let Some((key, shape, task, locality)) = self.pick(view, plan) {
             let placed = match locality {
-                Locality::Local => start_local(view, plan, self.placer, &mut self.waiting, task),
+                Locality::Local(gpus) => start_on(plan, &mut self.waiting, task, gpus),
                 Locality::Anywhere => place_and_start(view, plan, self.placer, &mut self.waiting, task),
                 Locality::WaitForData => {
                     self.waiting.remove(task);

@@ -205,6 +205,10 @@ impl PoolMask {
     pub fn with(self, pool: PoolId) -> PoolMask {
         PoolMask(self.0 | (1u64 << pool.0))
     }
+    /// The pools in both masks (a task's eligible pools within its queue's).
+    pub fn and(self, other: PoolMask) -> PoolMask {
+        PoolMask(self.0 & other.0)
+    }
     pub fn contains(self, pool: PoolId) -> bool {
         pool.0 < 64 && self.0 & (1u64 << pool.0) != 0
     }

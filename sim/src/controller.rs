@@ -177,7 +177,7 @@ impl Controller {
         let job_queue = queues.assign(&self.workload)?;
         for t in &mut self.tasks {
             if let Some(q) = job_queue[t.job.index()] {
-                t.pools = crate::cluster::PoolMask(t.pools.0 & queues.get(q).pools.0);
+                t.pools = t.pools.and(queues.get(q).pools);
             }
         }
         self.quota = QuotaUsage::new(&queues, job_queue.len());
@@ -208,7 +208,7 @@ impl Controller {
         for (t, dataset) in spec.tasks.iter().zip(datasets) {
             let mut state = new_task_state(t, job, &self.cluster, &self.config, &mut self.speed_profiles);
             if let Some(q) = queue {
-                state.pools = crate::cluster::PoolMask(state.pools.0 & self.queues.get(q).pools.0);
+                state.pools = state.pools.and(self.queues.get(q).pools);
             }
             state.dataset = dataset;
             self.tasks.push(state);

@@ -320,23 +320,23 @@ fn conflict(row: &Row<'_>, job_id: &str, field: &str, first_line: u64) -> TraceE
 }
 
 /// A job's priority: an integer (negative allowed), higher more urgent; empty or absent: 0.
-/// The exit code the task's program ends with: empty or absent, 0 (success).
-fn parse_exit_code(row: &Row<'_>, column: Option<usize>) -> Result<i32, TraceError> {
-    let Some(column) = column else { return Ok(0) };
-    let text = row.text(column)?;
-    if text.is_empty() {
-        return Ok(0);
-    }
-    text.parse().map_err(|_| row.error(column, "an integer exit code (0: success), e.g. 0, 1 or 137", text))
+fn parse_priority(row: &Row<'_>, column: Option<usize>) -> Result<i32, TraceError> {
+    parse_integer(row, column, "an integer priority (higher runs first), e.g. 0, 10 or -5")
 }
 
-fn parse_priority(row: &Row<'_>, column: Option<usize>) -> Result<i32, TraceError> {
+/// The exit code the task's program ends with: empty or absent, 0 (success).
+fn parse_exit_code(row: &Row<'_>, column: Option<usize>) -> Result<i32, TraceError> {
+    parse_integer(row, column, "an integer exit code (0: success), e.g. 0, 1 or 137")
+}
+
+/// An optional integer column: empty or absent, 0.
+fn parse_integer(row: &Row<'_>, column: Option<usize>, expected: &str) -> Result<i32, TraceError> {
     let Some(column) = column else { return Ok(0) };
     let text = row.text(column)?;
     if text.is_empty() {
         return Ok(0);
     }
-    text.parse().map_err(|_| row.error(column, "an integer priority (higher runs first), e.g. 0, 10 or -5", text))
+    text.parse().map_err(|_| row.error(column, expected, text))
 }
 
 /// A share of one GPU in milli-GPUs, `1..=999`, on a row with `gpus` = 1; empty or absent:
@@ -450,9 +450,9 @@ fn parse_speeds(row: &Row<'_>, column: Option<usize>) -> Result<BTreeMap<String,
     let mut speeds = BTreeMap::new();
     for item in text.split(';').map(str::trim).filter(|i| !i.is_empty()) {
         let parsed = item.split_once('=').and_then(|(ty, speed)| {
-            let milli = crate::timeparse::parse_seconds_ms(speed.trim()).ok()?;
+            let milli = crate::cluster_spec::parse_speed_milli(speed.trim())?;
             let ty = ty.trim();
-            ((1..=u64::from(u32::MAX)).contains(&milli) && !ty.is_empty()).then(|| (ty.to_owned(), milli as u32))
+            (!ty.is_empty()).then(|| (ty.to_owned(), milli))
         });
         match parsed {
             Some((ty, milli)) if !speeds.contains_key(&ty) => speeds.insert(ty, milli),
@@ -464,11 +464,16 @@ fn parse_speeds(row: &Row<'_>, column: Option<usize>) -> Result<BTreeMap<String,
 
 /// `speeds` as the column spells it, types in order, speeds in shortest exact decimals.
 fn speeds_text(speeds: &BTreeMap<String, u32>) -> String {
-    let decimal = |milli: u32| {
-        let text = format!("{}.{:03}", milli / 1000, milli % 1000);
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
-    };
-    speeds.iter().map(|(ty, &milli)| format!("{ty}={}", decimal(milli))).collect::<Vec<_>>().join(";")
+    speeds.iter().map(|(ty, &milli)| format!("{ty}={}", format_thousandths(milli.into()))).collect::<Vec<_>>().join(";")
+}
+
+/// `n` thousandths as the shortest decimal that reads back exactly: `2500` is `2.5`, `3000`
+/// is `3`, `125` is `0.125` (the form the seconds and speed parsers take).
+pub fn format_thousandths(n: u64) -> String {
+    match n % 1000 {
+        0 => (n / 1000).to_string(),
+        frac => format!("{}.{frac:03}", n / 1000).trim_end_matches('0').to_string(),
+    }
 }
 
 /// `task`'s dependencies as `depends_on` spells them (a bare name for `success`).

@@ -41,9 +41,9 @@ pub fn parse_cluster_shorthand(text: &str) -> Result<ClusterSpec, TraceError> {
         };
         // `TYPE@SPEED`: the type's speed relative to the reference type (default 1).
         let (gpu_type, speed_milli) = match gpu_type.split_once('@') {
-            Some((ty, speed)) => match crate::timeparse::parse_seconds_ms(speed.trim()) {
-                Ok(milli) if (1..=u64::from(u32::MAX)).contains(&milli) => (ty.trim(), milli as u32),
-                _ => {
+            Some((ty, speed)) => match parse_speed_milli(speed.trim()) {
+                Some(milli) => (ty.trim(), milli),
+                None => {
                     return Err(fail(format!(
                         "part {number} `{part}`: the speed after `@` must be a number > 0 with up to 3 decimals, \
                          such as A100@2.5"
@@ -198,12 +198,11 @@ pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink)
             }
             lines.insert(name.to_owned(), row.line);
             let speed_text = row.opt_text(speed_col)?;
-            // Thousandths, exactly as the decimal says (the seconds parser reads "2.5" as 2500).
             let speed_milli = match speed_text {
                 "" => 1000,
-                text => match crate::timeparse::parse_seconds_ms(text) {
-                    Ok(milli) if (1..=u64::from(u32::MAX)).contains(&milli) => milli as u32,
-                    _ => {
+                text => match parse_speed_milli(text) {
+                    Some(milli) => milli,
+                    None => {
                         return Err(row.error(
                             speed_col.unwrap_or(0),
                             "a speed relative to the reference GPU type, > 0 with up to 3 decimals (empty: 1)",
@@ -239,6 +238,13 @@ pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink)
     }
     let spec = ClusterSpec { pools };
     sink.ok(check_spec(&spec).map(|()| spec).map_err(|message| TraceError::file(rows.file(), message)))
+}
+
+/// A speed relative to the reference GPU type (`2.5`), in thousandths, exactly as the decimal
+/// says (the seconds parser reads "2.5" as 2500); `None` unless above 0 and within u32.
+pub(crate) fn parse_speed_milli(text: &str) -> Option<u32> {
+    let milli = crate::timeparse::parse_seconds_ms(text).ok()?;
+    u32::try_from(milli).ok().filter(|&m| m > 0)
 }
 
 #[cfg(test)]
