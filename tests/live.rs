@@ -118,6 +118,71 @@ fn queues_with_quotas_cap_a_live_session_and_its_replay() {
 }
 
 #[test]
+fn shared_gpus_datasets_and_start_windows_run_live_and_replay() {
+    let datasets = std::env::temp_dir().join(format!("schedlab-live-datasets-{}.csv", std::process::id()));
+    std::fs::write(&datasets, "dataset,nodes,transfer_s\nimagenet,1,0.1\n").unwrap();
+    let args = [
+        "--cluster",
+        "2x1:SIM",
+        "--heartbeat-s",
+        "0.2",
+        "--policy",
+        "fifo[placement=local]",
+        "--datasets",
+        datasets.to_str().unwrap(),
+    ];
+    let mut s = Session::start("shares", &args);
+    s.agent_with("n0", "sim:gpus=1,prefix=n0", &["--node", "0"]);
+    s.agent_with("n1", "sim:gpus=1,prefix=n1", &["--node", "1"]);
+    s.wait_agents(2);
+    // a and b take half of GPU-n0-0 each and must run at the same time: each marks that it
+    // runs and waits (at most 5 s) to see the other's mark.
+    let marks = s.dir.join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let half = |name: &str| {
+        let command = format!(
+            "test \"$CUDA_VISIBLE_DEVICES\" = GPU-n0-0 && test \"$SCHEDLAB_GPU_MILLI\" = 500 && \
+             test -z \"$SCHEDLAB_DATASET\" && touch '{m}/{name}' && \
+             for i in $(seq 100); do test -e '{m}/a' && test -e '{m}/b' && exit 0; sleep 0.05; done; exit 1",
+            m = marks.display()
+        );
+        json!({ "name": name, "command": command, "gpu_milli": 500 })
+    };
+    s.submit(json!({ "name": "shares", "deadline_s": 600, "tasks": [half("a"), half("b")] })).unwrap();
+    // `data` reads imagenet, which node 1 holds: it runs there (the only place it may run
+    // without paying the transfer, and the GPU there is free); `cleanup` runs once it ended.
+    let reads = "test \"$CUDA_VISIBLE_DEVICES\" = GPU-n1-0 && test \"$SCHEDLAB_DATASET\" = imagenet && sleep 0.2";
+    let data = json!({ "name": "0", "command": reads, "dataset": "imagenet", "speeds": "SIM=1.5" });
+    let cleanup = json!({ "name": "cleanup", "command": "true", "depends_on": ["0:any"] });
+    s.submit(json!({ "name": "data", "tasks": [data, cleanup] })).unwrap();
+    let refused = s.submit(json!({ "name": "x", "tasks": [{ "name": "0", "command": "true", "dataset": "c4" }] }));
+    assert_eq!(
+        refused.unwrap_err(),
+        CallError::Status(400, "task `0`: dataset `c4` is not one of this cluster's datasets (imagenet)".into())
+    );
+    // `later` may start no earlier than 1 s after its submission.
+    let later = json!({ "name": "0", "command": "sleep 0.1", "not_before_s": 1, "checkpoint_s": 30 });
+    s.submit(json!({ "name": "later", "tasks": [later] })).unwrap();
+    let jobs = s.wait_jobs_ended(60);
+    for j in jobs["jobs"].as_array().unwrap() {
+        assert_eq!(j["state"], "succeeded", "{jobs:#}");
+    }
+    let (live, live_digest) = s.decisions();
+    let starts: Vec<&String> = live.iter().filter(|l| l.contains(",start,")).collect();
+    assert_eq!(starts.len(), 5, "{live:?}");
+    // The journal's trace holds every field, and the simulator makes the same decisions from it.
+    let (replayed, sim_digest, _) = s.replay();
+    let jobs_csv = std::fs::read_to_string(s.trace().join("jobs.csv")).unwrap();
+    for field in ["gpu_milli", "deadline_s", "not_before_s", "dataset", "speeds", "checkpoint_s"] {
+        assert!(jobs_csv.lines().next().unwrap().split(',').any(|c| c == field), "jobs.csv lacks {field}: {jobs_csv}");
+    }
+    assert!(s.trace().join("datasets.csv").exists());
+    assert_eq!(live, replayed);
+    assert_eq!(live_digest, sim_digest);
+    std::fs::remove_file(&datasets).ok();
+}
+
+#[test]
 fn bad_requests_are_refused_with_reasons() {
     let mut s = Session::start("refuse", &["--cluster", "2x1:SIM", "--heartbeat-s", "0.2"]);
     // The token file is the owner's only.

@@ -35,20 +35,7 @@ fn main() {
             beats += 1;
         }
         if second % 2 == 0 {
-            let request = JobRequest {
-                name: format!("j{job}"),
-                queue: None,
-                priority: 0,
-                tasks: vec![TaskRequest {
-                    name: "0".into(),
-                    command: "true".into(),
-                    gpus: 1,
-                    gpu_type: None,
-                    single_node: false,
-                    estimate_s: None,
-                    depends_on: Vec::new(),
-                }],
-            };
+            let request = JobRequest::new(format!("j{job}"), vec![TaskRequest::new("0", "true")]);
             job += 1;
             let t = second * 1000 + 500;
             let started = Instant::now();

@@ -295,10 +295,17 @@ impl Agent {
             .env("SCHEDLAB_RANK", a.rank.to_string())
             .env("SCHEDLAB_WORLD_SIZE", a.world_size.to_string())
             .env("SCHEDLAB_MASTER_ADDR", &a.master_addr)
-            .env("SCHEDLAB_CHECKPOINT_DIR", &checkpoint)
-            .stdin(Stdio::piped())
-            .stdout(log.try_clone()?)
-            .stderr(log);
+            .env("SCHEDLAB_CHECKPOINT_DIR", &checkpoint);
+        // Set or removed, so that the agent's own environment never leaks into a task.
+        for (name, value) in
+            [("SCHEDLAB_GPU_MILLI", a.gpu_milli.map(|m| m.to_string())), ("SCHEDLAB_DATASET", a.dataset.clone())]
+        {
+            match value {
+                Some(v) => command.env(name, v),
+                None => command.env_remove(name),
+            };
+        }
+        command.stdin(Stdio::piped()).stdout(log.try_clone()?).stderr(log);
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             command.pre_exec(|| {

@@ -16,6 +16,10 @@ pub struct JobRequest {
     /// Higher is more urgent (the trace's `priority`: what `priority` and `weighted-score` read).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub priority: i32,
+    /// Seconds after submission by which the job should end (the trace's `deadline_s`): it
+    /// shrinks the retry budget after failures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_s: Option<serde_json::Number>,
     pub tasks: Vec<TaskRequest>,
 }
 
@@ -39,13 +43,71 @@ pub struct TaskRequest {
     /// What the user expects it to take, seconds (what `duration=estimate` policies see).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate_s: Option<serde_json::Number>,
-    /// Tasks of the same job that must succeed (exit 0) before this one is submitted.
+    /// What the task waits for inside its job, as a trace's `depends_on` items: `prep` (prep
+    /// succeeded, i.e. exited 0), `prep:any` (ended), `prep:failure`, `prep:data=SECONDS`
+    /// (has done that much work), `prep:checkpoint=N`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<String>,
+    /// A share of one GPU in milli-GPUs, 1 to 999, for a task that shares its GPU with other
+    /// shared tasks (`gpus` must then be 1): the agent gives it the GPU and
+    /// `SCHEDLAB_GPU_MILLI`; keeping to the share is the program's part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_milli: Option<u32>,
+    /// Work between the program's checkpoints, seconds (0: continuous): what the Controller
+    /// counts a failure or preemption as losing. None: the coordinator's `--checkpoint-s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_s: Option<serde_json::Number>,
+    /// What each restart costs before progress, seconds. None: `--restart-overhead-s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_overhead_s: Option<serde_json::Number>,
+    /// The task starts no earlier than this many seconds after the job's submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before_s: Option<serde_json::Number>,
+    /// The task fails if it has not started this many seconds after the job's submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_after_s: Option<serde_json::Number>,
+    /// The dataset it reads: one of the coordinator's `--datasets` (a label without them).
+    /// The agent passes it as `SCHEDLAB_DATASET`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+    /// Its speed on GPU types, as the trace's `speeds` column spells it (`A100=3;V100=1.2`),
+    /// in place of the pools' speeds: what `placement=fastest` and the Controller's model of
+    /// progress read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speeds: Option<String>,
 }
 
 fn one() -> u32 {
     1
+}
+
+impl JobRequest {
+    /// A job of `tasks`, with every job option at its default.
+    pub fn new(name: impl Into<String>, tasks: Vec<TaskRequest>) -> JobRequest {
+        JobRequest { name: name.into(), queue: None, priority: 0, deadline_s: None, tasks }
+    }
+}
+
+impl TaskRequest {
+    /// A one-GPU task running `command`, with every other option at its default.
+    pub fn new(name: impl Into<String>, command: impl Into<String>) -> TaskRequest {
+        TaskRequest {
+            name: name.into(),
+            command: command.into(),
+            gpus: 1,
+            gpu_type: None,
+            single_node: false,
+            estimate_s: None,
+            depends_on: Vec::new(),
+            gpu_milli: None,
+            checkpoint_s: None,
+            restart_overhead_s: None,
+            not_before_s: None,
+            not_after_s: None,
+            dataset: None,
+            speeds: None,
+        }
+    }
 }
 
 /// A request refused: the HTTP status and the reason, shown to the caller.
@@ -83,10 +145,23 @@ pub(crate) fn check_name(what: &str, name: &str) -> Result<(), Refusal> {
     }
 }
 
+/// `n` seconds, in milliseconds, at least `min_ms`; refused naming `owner` (the job or task),
+/// the field and what was expected.
+fn seconds_ms(owner: &str, field: &str, n: &serde_json::Number, min_ms: u64) -> Result<u64, Refusal> {
+    let expected = match traces::parse_seconds_ms(&n.to_string()) {
+        Ok(ms) if ms >= min_ms => return Ok(ms),
+        Ok(_) => "at least 1 ms (seconds, e.g. 600 or 0.25)",
+        Err(e) => e.expected(),
+    };
+    Err(Refusal::bad(format!("{owner}: {field} {n}: expected {expected}")))
+}
+
 impl JobRequest {
-    /// Checks everything that does not depend on the coordinator's state; returns the tasks'
-    /// estimates in milliseconds.
-    pub fn validate(&self) -> Result<Vec<Option<u64>>, Refusal> {
+    /// The job as the Controller runs it, submitted at `submit`: a task without an estimate
+    /// is assumed to take `default_work` until its process ends; start windows, given in
+    /// seconds after submission, become trace time. Checked as a trace's job is (GPU shares,
+    /// the DAG with a cycle printed as its path), every refusal naming the task and field.
+    pub fn to_spec(&self, submit: sim::SimTime, default_work: sim::SimDuration) -> Result<sim::JobSpec, Refusal> {
         check_name("job name", &self.name)?;
         if let Some(q) = &self.queue {
             check_name("queue", q)?;
@@ -98,72 +173,97 @@ impl JobRequest {
             return Err(Refusal::bad(format!("job `{}` has {} tasks; at most 10,000", self.name, self.tasks.len())));
         }
         let mut names = BTreeSet::new();
-        let mut estimates = Vec::new();
         for t in &self.tasks {
             check_name("task name", &t.name)?;
             if !names.insert(t.name.as_str()) {
                 return Err(Refusal::bad(format!("job `{}`: two tasks are named `{}`", self.name, t.name)));
             }
-            if t.command.trim().is_empty() {
-                return Err(Refusal::bad(format!("task `{}`: the command is empty", t.name)));
-            }
-            if t.gpus == 0 || t.gpus > 4096 {
-                return Err(Refusal::bad(format!("task `{}`: gpus must be 1 to 4096, not {}", t.name, t.gpus)));
-            }
-            if let Some(ty) = &t.gpu_type {
-                check_name("gpu_type", ty)?;
-            }
-            let estimate = match &t.estimate_s {
-                None => None,
-                Some(n) => {
-                    let ms = traces::parse_seconds_ms(&n.to_string()).map_err(|e| {
-                        Refusal::bad(format!("task `{}`: estimate_s {n}: {e:?} (seconds, e.g. 600 or 0.25)", t.name))
-                    })?;
-                    if ms == 0 {
-                        return Err(Refusal::bad(format!("task `{}`: estimate_s must be at least 1 ms", t.name)));
-                    }
-                    Some(ms)
-                }
-            };
-            estimates.push(estimate);
         }
-        for t in &self.tasks {
-            for d in &t.depends_on {
-                if !names.contains(d.as_str()) {
-                    return Err(Refusal::bad(format!(
-                        "task `{}` depends on `{d}`, which is not a task of this job",
-                        t.name
-                    )));
-                }
-            }
-        }
-        // The simulator's own check: references, and a cycle printed as its path.
         let index = |name: &str| self.tasks.iter().position(|t| t.name == name);
-        let tasks = self
-            .tasks
-            .iter()
-            .map(|t| {
-                let mut spec = sim::TaskSpec::new(t.name.clone(), t.gpus, sim::SimDuration(1));
-                spec.deps = t
-                    .depends_on
-                    .iter()
-                    .filter_map(|d| index(d))
-                    .map(|upstream| sim::Dependency { upstream, kind: sim::DepKind::Success })
-                    .collect();
-                spec
-            })
-            .collect();
+        let tasks = self.tasks.iter().map(|t| t.to_spec(submit, default_work, index)).collect::<Result<_, _>>()?;
+        let owner = format!("job `{}`", self.name);
+        let deadline = self.deadline_s.as_ref().map(|n| seconds_ms(&owner, "deadline_s", n, 1)).transpose()?;
         let spec = sim::JobSpec {
             name: self.name.clone(),
-            submit: sim::SimTime::ZERO,
-            queue: None,
-            deadline: None,
+            submit,
+            queue: self.queue.clone(),
+            deadline: deadline.map(sim::SimDuration),
             cancel: None,
-            priority: 0,
+            priority: self.priority,
             tasks,
         };
-        sim::dag::check_job(&spec).map_err(|e| Refusal::bad(e.to_string()))?;
-        Ok(estimates)
+        // The simulator's own checks of a job: GPU shares, and the DAG (a cycle as its path).
+        sim::Workload::new(vec![spec.clone()]).map_err(|e| Refusal::bad(e.to_string()))?;
+        Ok(spec)
+    }
+}
+
+impl TaskRequest {
+    fn to_spec(
+        &self,
+        submit: sim::SimTime,
+        default_work: sim::SimDuration,
+        index: impl Fn(&str) -> Option<usize>,
+    ) -> Result<sim::TaskSpec, Refusal> {
+        let name = self.name.as_str();
+        if self.command.trim().is_empty() {
+            return Err(Refusal::bad(format!("task `{name}`: the command is empty")));
+        }
+        if self.gpus == 0 || self.gpus > 4096 {
+            return Err(Refusal::bad(format!("task `{name}`: gpus must be 1 to 4096, not {}", self.gpus)));
+        }
+        if let Some(ty) = &self.gpu_type {
+            check_name("gpu_type", ty)?;
+        }
+        if let Some(dataset) = &self.dataset {
+            check_name("dataset", dataset)?;
+        }
+        let owner = format!("task `{name}`");
+        let seconds = |field: &str, n: &Option<serde_json::Number>, min_ms: u64| {
+            n.as_ref().map(|n| seconds_ms(&owner, field, n, min_ms)).transpose()
+        };
+        let estimate = seconds("estimate_s", &self.estimate_s, 1)?.map(sim::SimDuration);
+        let after_submit = |ms: u64| sim::SimTime(submit.as_ms() + ms);
+        let window = sim::Window {
+            not_before: seconds("not_before_s", &self.not_before_s, 0)?.map(after_submit),
+            not_after: seconds("not_after_s", &self.not_after_s, 0)?.map(after_submit),
+        };
+        if let (Some(b), Some(a)) = (window.not_before, window.not_after)
+            && a < b
+        {
+            return Err(Refusal::bad(format!("task `{name}`: not_after_s is before not_before_s")));
+        }
+        let speeds = match &self.speeds {
+            None => Default::default(),
+            Some(text) => traces::parse_speeds(text).ok_or_else(|| {
+                Refusal::bad(format!("task `{name}`: speeds `{text}`: expected {}", traces::SPEEDS_EXPECTED))
+            })?,
+        };
+        let mut deps = Vec::new();
+        for d in &self.depends_on {
+            // As a trace's `depends_on` spells each item: `task[:kind]` (task names have no `:`).
+            let (upstream, kind) = match d.split_once(':') {
+                Some((upstream, kind)) => (upstream, traces::parse_dep_kind(kind)),
+                None => (d.as_str(), Ok(sim::DepKind::Success)),
+            };
+            let kind = kind.map_err(|e| Refusal::bad(format!("task `{name}`: depends_on `{d}`: expected {e}")))?;
+            let upstream = index(upstream).ok_or_else(|| {
+                Refusal::bad(format!("task `{name}` depends on `{upstream}`, which is not a task of this job"))
+            })?;
+            deps.push(sim::Dependency { upstream, kind });
+        }
+        let mut spec = sim::TaskSpec::new(name, self.gpus, estimate.unwrap_or(default_work.max(sim::SimDuration(1))));
+        spec.estimate = estimate;
+        spec.gpu_milli = self.gpu_milli;
+        spec.gpu_type = self.gpu_type.clone();
+        spec.single_node = self.single_node;
+        spec.checkpoint = seconds("checkpoint_s", &self.checkpoint_s, 0)?.map(sim::SimDuration);
+        spec.restart_overhead = seconds("restart_overhead_s", &self.restart_overhead_s, 0)?.map(sim::SimDuration);
+        spec.deps = deps;
+        spec.window = window;
+        spec.dataset = self.dataset.clone();
+        spec.speeds = speeds;
+        Ok(spec)
     }
 }
 
@@ -230,6 +330,12 @@ pub struct Assignment {
     pub rank: u32,
     pub world_size: u32,
     pub master_addr: String,
+    /// The task's share of its one GPU (`SCHEDLAB_GPU_MILLI`), if it shares it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_milli: Option<u32>,
+    /// The dataset it reads (`SCHEDLAB_DATASET`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -259,45 +365,143 @@ pub struct GpuReturned {
 mod tests {
     use super::*;
 
+    /// The work assumed for a task without an estimate.
+    const HOUR: sim::SimDuration = sim::SimDuration(3_600_000);
+
     fn task(name: &str, deps: &[&str]) -> TaskRequest {
-        TaskRequest {
-            name: name.into(),
-            command: "true".into(),
-            gpus: 1,
-            gpu_type: None,
-            single_node: false,
-            estimate_s: None,
-            depends_on: deps.iter().map(|d| d.to_string()).collect(),
-        }
+        TaskRequest { depends_on: deps.iter().map(|d| d.to_string()).collect(), ..TaskRequest::new(name, "true") }
     }
 
     #[test]
     fn cycles_are_refused_with_their_path() {
-        let job = |tasks| JobRequest { name: "j".into(), queue: None, priority: 0, tasks };
-        assert!(job(vec![task("a", &[]), task("b", &["a"])]).validate().is_ok());
-        let e = job(vec![task("a", &["c"]), task("b", &["a"]), task("c", &["b"])]).validate().unwrap_err();
+        let job = |tasks| JobRequest::new("j", tasks);
+        assert!(job(vec![task("a", &[]), task("b", &["a"])]).to_spec(sim::SimTime::ZERO, HOUR).is_ok());
+        let e = job(vec![task("a", &["c"]), task("b", &["a"]), task("c", &["b"])])
+            .to_spec(sim::SimTime::ZERO, HOUR)
+            .unwrap_err();
         assert_eq!(e.reason, "job `j`: its tasks' dependencies form a cycle: a -> b -> c -> a");
-        assert!(job(vec![task("a", &["a"])]).validate().is_err());
-        let e = job(vec![task("x", &["y"]), task("y", &["x"])]).validate().unwrap_err();
+        assert!(job(vec![task("a", &["a"])]).to_spec(sim::SimTime::ZERO, HOUR).is_err());
+        let e = job(vec![task("x", &["y"]), task("y", &["x"])]).to_spec(sim::SimTime::ZERO, HOUR).unwrap_err();
         assert_eq!((e.status, e.reason.as_str()), (400, "job `j`: its tasks' dependencies form a cycle: x -> y -> x"));
     }
 
     #[test]
     fn bad_jobs_are_refused_with_the_reason() {
-        let job = |tasks| JobRequest { name: "j".into(), queue: None, priority: 0, tasks };
-        assert!(job(vec![]).validate().unwrap_err().reason.contains("no tasks"));
-        assert!(job(vec![task("a", &[]), task("a", &[])]).validate().unwrap_err().reason.contains("two tasks"));
-        assert!(job(vec![task("a", &["zz"])]).validate().unwrap_err().reason.contains("not a task of this job"));
+        let job = |tasks| JobRequest::new("j", tasks);
+        assert!(job(vec![]).to_spec(sim::SimTime::ZERO, HOUR).unwrap_err().reason.contains("no tasks"));
+        assert!(
+            job(vec![task("a", &[]), task("a", &[])])
+                .to_spec(sim::SimTime::ZERO, HOUR)
+                .unwrap_err()
+                .reason
+                .contains("two tasks")
+        );
+        assert!(
+            job(vec![task("a", &["zz"])])
+                .to_spec(sim::SimTime::ZERO, HOUR)
+                .unwrap_err()
+                .reason
+                .contains("not a task of this job")
+        );
         let mut t = task("a", &[]);
         t.gpus = 0;
-        assert!(job(vec![t]).validate().unwrap_err().reason.contains("gpus must be"));
+        assert!(job(vec![t]).to_spec(sim::SimTime::ZERO, HOUR).unwrap_err().reason.contains("gpus must be"));
         let mut t = task("a", &[]);
         t.estimate_s = Some(serde_json::Number::from_f64(-1.0).unwrap());
-        assert!(job(vec![t]).validate().is_err());
+        assert!(job(vec![t]).to_spec(sim::SimTime::ZERO, HOUR).is_err());
         let mut t = task("a", &[]);
         t.estimate_s = Some(serde_json::Number::from_f64(0.25).unwrap());
-        assert_eq!(job(vec![t]).validate().unwrap(), vec![Some(250)]);
-        let bad = JobRequest { name: "a/b".into(), queue: None, priority: 0, tasks: vec![task("a", &[])] };
-        assert_eq!(bad.validate().unwrap_err().status, 400);
+        let spec = job(vec![t]).to_spec(sim::SimTime::ZERO, sim::SimDuration(9)).unwrap();
+        assert_eq!(spec.tasks[0].estimate, Some(sim::SimDuration(250)));
+        let bad = JobRequest::new("a/b", vec![task("a", &[])]);
+        assert_eq!(bad.to_spec(sim::SimTime::ZERO, HOUR).unwrap_err().status, 400);
+    }
+
+    fn number(text: &str) -> Option<serde_json::Number> {
+        Some(text.parse().unwrap())
+    }
+
+    #[test]
+    fn every_trace_field_reaches_the_spec_with_windows_after_submission() {
+        let job: JobRequest = serde_json::from_str(
+            r#"{"name": "j", "deadline_s": 7200, "tasks": [
+                {"name": "a", "command": "x", "gpu_milli": 250, "checkpoint_s": 0, "restart_overhead_s": 1.5,
+                 "not_before_s": 10, "not_after_s": 60.25, "dataset": "imagenet", "speeds": "A100=2.5;V100=1"},
+                {"name": "b", "command": "y", "gpus": 2, "depends_on": ["a"]},
+                {"name": "c", "command": "z", "depends_on": ["a:any", "b:failure", "a:data=30", "b:checkpoint=2"]}
+            ]}"#,
+        )
+        .unwrap();
+        let spec = job.to_spec(sim::SimTime(5_000), HOUR).unwrap();
+        assert_eq!((spec.submit, spec.deadline), (sim::SimTime(5_000), Some(sim::SimDuration(7_200_000))));
+        let a = &spec.tasks[0];
+        assert_eq!((a.gpus, a.gpu_milli), (1, Some(250)));
+        assert_eq!((a.checkpoint, a.restart_overhead), (Some(sim::SimDuration(0)), Some(sim::SimDuration(1_500))));
+        assert_eq!(
+            a.window,
+            sim::Window { not_before: Some(sim::SimTime(15_000)), not_after: Some(sim::SimTime(65_250)) }
+        );
+        assert_eq!(a.dataset.as_deref(), Some("imagenet"));
+        assert_eq!(
+            a.speeds.iter().map(|(t, &m)| (t.as_str(), m)).collect::<Vec<_>>(),
+            [("A100", 2500), ("V100", 1000)]
+        );
+        // Without an estimate, the assumed work; unset options stay the run's defaults.
+        let b = &spec.tasks[1];
+        assert_eq!((b.work, b.estimate, b.checkpoint, b.gpu_milli), (sim::SimDuration(3_600_000), None, None, None));
+        assert_eq!(b.deps, [sim::Dependency { upstream: 0, kind: sim::DepKind::Success }]);
+        let kinds: Vec<(usize, sim::DepKind)> = spec.tasks[2].deps.iter().map(|d| (d.upstream, d.kind)).collect();
+        use sim::DepKind::*;
+        assert_eq!(kinds, [(0, Any), (1, Failure), (0, Data(sim::SimDuration(30_000))), (1, Checkpoint(2))]);
+    }
+
+    #[test]
+    fn bad_trace_fields_are_refused_naming_the_task_and_field() {
+        let refused =
+            |t: TaskRequest| JobRequest::new("j", vec![t]).to_spec(sim::SimTime::ZERO, HOUR).unwrap_err().reason;
+        let base = || TaskRequest::new("a", "true");
+        assert!(refused(TaskRequest { gpu_milli: Some(500), gpus: 2, ..base() }).contains("a GPU share must be"));
+        assert!(refused(TaskRequest { gpu_milli: Some(1000), ..base() }).contains("a GPU share must be"));
+        assert!(refused(TaskRequest { gpu_milli: Some(0), ..base() }).contains("a GPU share must be"));
+        assert_eq!(
+            refused(TaskRequest { checkpoint_s: number("-1"), ..base() }),
+            "task `a`: checkpoint_s -1: expected a non-negative number of seconds"
+        );
+        assert_eq!(
+            refused(TaskRequest { estimate_s: number("0.0004"), ..base() }),
+            "task `a`: estimate_s 0.0004: expected at least 1 ms (seconds, e.g. 600 or 0.25)"
+        );
+        assert_eq!(
+            refused(TaskRequest { not_before_s: number("20"), not_after_s: number("10"), ..base() }),
+            "task `a`: not_after_s is before not_before_s"
+        );
+        assert!(
+            refused(TaskRequest { speeds: Some("A100=fast".into()), ..base() })
+                .starts_with("task `a`: speeds `A100=fast`")
+        );
+        assert!(refused(TaskRequest { speeds: Some("A100=2;A100=3".into()), ..base() }).contains("each type once"));
+        assert!(refused(TaskRequest { dataset: Some("a/b".into()), ..base() }).contains("dataset `a/b`"));
+        let dep = |d: &str| TaskRequest { depends_on: vec![d.into()], ..TaskRequest::new("b", "true") };
+        let refused_dep = |d: &str| JobRequest::new("j", vec![base(), dep(d)]).to_spec(sim::SimTime::ZERO, HOUR);
+        assert!(
+            refused_dep("a:sometimes")
+                .unwrap_err()
+                .reason
+                .starts_with("task `b`: depends_on `a:sometimes`: expected a dependency kind")
+        );
+        assert!(refused_dep("a:checkpoint=0").is_err());
+        // A data point beyond the upstream's assumed work can never be reached.
+        assert!(refused_dep("a:data=7200").is_err());
+        assert!(refused_dep("a:data=60").is_ok());
+        let late = JobRequest { deadline_s: number("0"), ..JobRequest::new("j", vec![base()]) };
+        assert!(
+            late.to_spec(sim::SimTime::ZERO, HOUR)
+                .unwrap_err()
+                .reason
+                .starts_with("job `j`: deadline_s 0: expected at least 1 ms")
+        );
+        // An unknown field is refused by name, not ignored.
+        let e = serde_json::from_str::<TaskRequest>(r#"{"name": "a", "command": "x", "gpu_mili": 5}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown field `gpu_mili`"), "{e}");
     }
 }

@@ -474,14 +474,16 @@ impl Coordinator {
     fn cluster_json(&self) -> Value {
         let cluster = self.driver.cluster();
         let c = self.driver.controller();
-        let mut holder: BTreeMap<u32, String> = BTreeMap::new();
+        // Several tasks hold a GPU they share (`gpu_milli`): each is named, in task order.
+        let mut holder: BTreeMap<u32, Vec<String>> = BTreeMap::new();
         for (i, s) in self.driver.submissions().iter().enumerate() {
             for (k, id) in s.task_ids.iter().enumerate() {
                 if let Some(id) = *id
                     && self.driver.task_status(id) == TaskStatus::Running
                 {
                     for g in &c.task(id).placed {
-                        holder.insert(g.0, format!("{}/{} (job {i})", s.request.name, s.request.tasks[k].name));
+                        let name = format!("{}/{} (job {i})", s.request.name, s.request.tasks[k].name);
+                        holder.entry(g.0).or_default().push(name);
                     }
                 }
             }
@@ -525,7 +527,7 @@ impl Coordinator {
                             "utilisation_pct": info.map(|i| i.utilisation_pct),
                             "temperature_c": info.map(|i| i.temperature_c),
                             "state": state,
-                            "task": holder.get(&g.0),
+                            "task": holder.get(&g.0).map(|names| names.join(", ")),
                             "processes": processes,
                         })
                     })
@@ -944,16 +946,7 @@ mod tests {
             let register =
                 RegisterRequest { name: "n0".into(), addr: "127.0.0.1".into(), gpus, node: None, fresh: true };
             c.register(register).unwrap();
-            let task = TaskRequest {
-                name: "0".into(),
-                command: "sleep 1000".into(),
-                gpus: 1,
-                gpu_type: None,
-                single_node: false,
-                estimate_s: None,
-                depends_on: Vec::new(),
-            };
-            c.submit(JobRequest { name: "long".into(), queue: None, priority: 0, tasks: vec![task] }).unwrap();
+            c.submit(JobRequest::new("long", vec![TaskRequest::new("0", "sleep 1000")])).unwrap();
             let inject = backend.injector();
             Node { c, backend, inject }
         }

@@ -29,9 +29,9 @@
 use crate::api::{Assignment, JobRequest, Refusal};
 use serde::{Deserialize, Serialize};
 use sim::{
-    Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DecisionRecord, DepKind, Dependency, Effect,
+    Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DatasetSpec, Datasets, DecisionRecord, Effect,
     FailureConfig, GpuId, JobId, JobOutcome, JobSpec, NodeId, Policy, QueueSpec, Queues, SimDuration, SimTime, TaskId,
-    TaskSpec, TaskStatus, Timer, Workload,
+    TaskStatus, Timer, Workload,
 };
 use std::collections::BTreeMap;
 
@@ -110,6 +110,12 @@ pub struct DriverConfig {
     /// --restart-overhead-s`.
     #[serde(default)]
     pub restart_overhead_ms: u64,
+    /// Which nodes hold which datasets, as the text of a datasets.csv (empty: none, and a
+    /// task's `dataset` is a label): a task that reads one and is placed away from it is
+    /// counted as paying its transfer first, and `placement=local` and `weighted-score`'s
+    /// locality prefer the nodes that hold it. Absent in older state directories (none).
+    #[serde(default)]
+    pub datasets: String,
 }
 
 impl DriverConfig {
@@ -128,6 +134,7 @@ impl DriverConfig {
             queues: String::new(),
             checkpoint_ms: 0,
             restart_overhead_ms: 0,
+            datasets: String::new(),
         }
     }
 }
@@ -149,7 +156,6 @@ pub struct Submission {
     pub exit_codes: Vec<Option<i32>>,
     /// When the user cancelled it, if they did (the trace's `cancel_s`).
     pub cancelled_at: Option<SimTime>,
-    estimates: Vec<Option<u64>>,
 }
 
 pub struct Driver {
@@ -159,6 +165,9 @@ pub struct Driver {
     /// `config.queues` read, and built on the cluster.
     queue_specs: Vec<QueueSpec>,
     queues: Queues,
+    /// `config.datasets` read, and placed on the cluster.
+    dataset_specs: Vec<DatasetSpec>,
+    datasets: Datasets,
     failures: FailureConfig,
     controller: Controller,
     policy: Box<dyn Policy + Send>,
@@ -208,19 +217,19 @@ fn controller_config(config: &DriverConfig, failures: FailureConfig) -> Controll
     }
 }
 
-/// The Controller over `workload`, with the session's queues (every job's queue was checked
-/// at submission, so assigning them cannot fail).
+/// The Controller, with the session's queues and datasets, before any job (each job's queue
+/// and dataset are checked at submission, so adding it cannot fail on them).
 fn new_controller(
     cluster: &Cluster,
-    workload: Workload,
     policy_name: &str,
     config: &DriverConfig,
     failures: FailureConfig,
     queues: &Queues,
-) -> Controller {
-    Controller::new(cluster.clone(), workload, policy_name, controller_config(config, failures))
-        .with_queues(queues.clone())
-        .expect("submissions name queues the session defines")
+    datasets: &Datasets,
+) -> Result<Controller, String> {
+    Controller::new(cluster.clone(), Workload::default(), policy_name, controller_config(config, failures))
+        .with_queues(queues.clone())?
+        .with_datasets(datasets.clone())
 }
 
 /// Parses a `--cluster` value: the shorthand, or the text of a cluster.csv.
@@ -253,11 +262,19 @@ impl Driver {
             traces::read_queues_csv(config.queues.as_bytes(), "queues.csv").map_err(|e| e.to_string())?
         };
         let queues = Queues::new(&queue_specs, &cluster).map_err(|e| e.to_string())?;
+        let dataset_specs = if config.datasets.trim().is_empty() {
+            Vec::new()
+        } else {
+            traces::read_datasets_csv(config.datasets.as_bytes(), "datasets.csv").map_err(|e| e.to_string())?
+        };
+        let datasets = Datasets::new(&dataset_specs, &cluster).map_err(|e| e.to_string())?;
         let nodes = cluster.nodes().len();
-        let controller = new_controller(&cluster, Workload::default(), policy.name(), &config, failures, &queues);
+        let controller = new_controller(&cluster, policy.name(), &config, failures, &queues, &datasets)?;
         Ok(Driver {
             queue_specs,
             queues,
+            dataset_specs,
+            datasets,
             spec,
             failures,
             controller,
@@ -346,7 +363,7 @@ impl Driver {
     /// Checks what a submission needs from the driver's state: a unique name, estimates when
     /// the policy reads them.
     pub fn check_submission(&self, job: &JobRequest) -> Result<(), Refusal> {
-        let estimates = job.validate()?;
+        let spec = job.to_spec(SimTime::ZERO, self.default_work())?;
         if self.submissions.iter().any(|s| s.request.name == job.name) {
             return Err(Refusal::new(409, format!("a job named `{}` was already submitted", job.name)));
         }
@@ -358,12 +375,25 @@ impl Driver {
             )));
         }
         if self.policy.needs_estimates()
-            && let Some(t) = job.tasks.iter().zip(&estimates).find(|(_, e)| e.is_none())
+            && let Some(t) = spec.tasks.iter().find(|t| t.estimate.is_none())
         {
             return Err(Refusal::bad(format!(
                 "policy {} uses duration estimates: task `{}` needs estimate_s",
                 self.policy.name(),
-                t.0.name
+                t.name
+            )));
+        }
+        if let Some((t, dataset)) = spec
+            .tasks
+            .iter()
+            .filter_map(|t| Some((t, t.dataset.as_deref()?)))
+            .find(|(_, d)| !self.datasets.is_empty() && self.datasets.find(d).is_none())
+        {
+            let names: Vec<&str> = self.dataset_specs.iter().map(|d| d.name.as_str()).collect();
+            return Err(Refusal::bad(format!(
+                "task `{}`: dataset `{dataset}` is not one of this cluster's datasets ({})",
+                t.name,
+                names.join(", ")
             )));
         }
         Ok(())
@@ -404,7 +434,6 @@ impl Driver {
     }
 
     fn add_submission(&mut self, request: JobRequest, at: SimTime) {
-        let estimates = request.validate().unwrap_or_else(|_| vec![None; request.tasks.len()]);
         let index = self.submissions.len();
         let n = request.tasks.len();
         self.submissions.push(Submission {
@@ -413,49 +442,22 @@ impl Driver {
             task_ids: vec![None; n],
             exit_codes: vec![None; n],
             cancelled_at: None,
-            estimates,
         });
         self.add_unit(index, at);
+    }
+
+    /// The work assumed for a task without an estimate until its process ends.
+    fn default_work(&self) -> SimDuration {
+        SimDuration(self.config.default_work_ms.max(1))
     }
 
     /// The submission as one Controller job, its `depends_on` as the job's task DAG
     /// (`success` edges: a task runs once its upstream tasks succeeded).
     fn add_unit(&mut self, submission: usize, at: SimTime) {
-        let s = &self.submissions[submission];
-        let index_of = |name: &str| s.request.tasks.iter().position(|t| t.name == name);
-        let specs = s
+        let spec = self.submissions[submission]
             .request
-            .tasks
-            .iter()
-            .enumerate()
-            .map(|(t, r)| {
-                let estimate = s.estimates[t].map(SimDuration);
-                let mut spec = TaskSpec::new(
-                    r.name.clone(),
-                    r.gpus,
-                    estimate.unwrap_or(SimDuration(self.config.default_work_ms.max(1))),
-                );
-                spec.estimate = estimate;
-                spec.gpu_type = r.gpu_type.clone();
-                spec.single_node = r.single_node;
-                spec.deps = r
-                    .depends_on
-                    .iter()
-                    .filter_map(|d| index_of(d))
-                    .map(|upstream| Dependency { upstream, kind: DepKind::Success })
-                    .collect();
-                spec
-            })
-            .collect();
-        let spec = JobSpec {
-            name: s.request.name.clone(),
-            submit: at,
-            queue: s.request.queue.clone(),
-            deadline: None,
-            cancel: None,
-            priority: s.request.priority,
-            tasks: specs,
-        };
+            .to_spec(at, self.default_work())
+            .expect("a journaled submission was checked when it arrived");
         let unit = self.units.len();
         let first_task = self.task_origin.len();
         for t in 0..spec.tasks.len() {
@@ -721,17 +723,20 @@ impl Driver {
             }
             let Some(rank) = nodes.keys().position(|&n| n == node) else { continue };
             let sub = &self.submissions[s];
+            let request = &sub.request.tasks[t];
             let first = *nodes.keys().next().unwrap_or(&node);
             out.push(Assignment {
                 task: task.0,
                 attempt: state.attempt,
                 job: sub.request.name.clone(),
-                task_name: sub.request.tasks[t].name.clone(),
-                command: sub.request.tasks[t].command.clone(),
+                task_name: request.name.clone(),
+                command: request.command.clone(),
                 gpus: nodes[&node].iter().map(|s| s.to_string()).collect(),
                 rank: rank as u32,
                 world_size: nodes.len() as u32,
                 master_addr: addr_of(first),
+                gpu_milli: request.gpu_milli,
+                dataset: request.dataset.clone(),
             });
         }
         out
@@ -809,7 +814,7 @@ impl Driver {
             cluster: Some(self.spec.clone()),
             events: self.trace_events.clone(),
             queues: self.queue_specs.clone(),
-            datasets: Vec::new(),
+            datasets: self.dataset_specs.clone(),
             notes: Vec::new(),
         }
     }
@@ -827,23 +832,15 @@ mod tests {
     }
 
     fn job(name: &str, tasks: &[(&str, u32, &[&str])]) -> JobRequest {
-        JobRequest {
-            name: name.into(),
-            queue: None,
-            priority: 0,
-            tasks: tasks
-                .iter()
-                .map(|&(n, gpus, deps)| TaskRequest {
-                    name: n.into(),
-                    command: "true".into(),
-                    gpus,
-                    gpu_type: None,
-                    single_node: false,
-                    estimate_s: None,
-                    depends_on: deps.iter().map(|d| d.to_string()).collect(),
-                })
-                .collect(),
-        }
+        let tasks = tasks
+            .iter()
+            .map(|&(n, gpus, deps)| TaskRequest {
+                gpus,
+                depends_on: deps.iter().map(|d| d.to_string()).collect(),
+                ..TaskRequest::new(n, "true")
+            })
+            .collect();
+        JobRequest::new(name, tasks)
     }
 
     fn batch(t: u64, inputs: Vec<Input>) -> Batch {
@@ -858,6 +855,8 @@ mod tests {
             .with_events(trace.events)
             .unwrap()
             .with_queues(&trace.queues)
+            .unwrap()
+            .with_datasets(&trace.datasets)
             .unwrap();
         let mut policy = policies::build(&driver.config.policy).unwrap();
         let result =
@@ -901,6 +900,68 @@ mod tests {
         d.apply(batch(900, exits)).unwrap();
         // The trace carries the queues, and the replay keeps within them too.
         assert_eq!(d.trace().queues.iter().map(|q| q.name.as_str()).collect::<Vec<_>>(), ["team", "other"]);
+        assert_eq!(live(&d), simulated(&d));
+    }
+
+    #[test]
+    fn shares_datasets_and_windows_run_as_the_trace_says_and_replay() {
+        // Nodes 0 (GPUs 0, 1) and 1 (GPUs 2, 3); imagenet is on node 1. At 10: `shared` (a, b:
+        // half a GPU each) shares GPU 0; `data` reads imagenet and starts on node 1 (GPU 2),
+        // though packing alone would take GPU 1; `later` may start from 1 s after its
+        // submission, at 1010, on GPU 1: b still holds half of GPU 0, and a whole-GPU task
+        // takes no GPU that is shared.
+        let mut cfg = config("2x2", "fifo[placement=local]");
+        cfg.datasets = "dataset,nodes,transfer_s\nimagenet,1,5\n".into();
+        let mut d = Driver::new(cfg).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        let half = |name: &str| TaskRequest { gpu_milli: Some(500), ..TaskRequest::new(name, "true") };
+        let shared = JobRequest {
+            deadline_s: Some(60.into()),
+            ..JobRequest::new("shared", vec![half("a"), TaskRequest { speeds: Some("SIM=2".into()), ..half("b") }])
+        };
+        let data = JobRequest::new(
+            "data",
+            vec![TaskRequest { dataset: Some("imagenet".into()), ..TaskRequest::new("0", "true") }],
+        );
+        let later = JobRequest::new(
+            "later",
+            vec![TaskRequest { not_before_s: Some(1.into()), ..TaskRequest::new("0", "true") }],
+        );
+        let unknown =
+            JobRequest::new("x", vec![TaskRequest { dataset: Some("c4".into()), ..TaskRequest::new("0", "true") }]);
+        assert_eq!(
+            d.check_submission(&unknown).unwrap_err().reason,
+            "task `0`: dataset `c4` is not one of this cluster's datasets (imagenet)"
+        );
+        let jobs = [shared, data, later].map(|job| Input::Submit { job });
+        d.apply(batch(10, jobs.to_vec())).unwrap();
+        let on0 = d.assignments(0, |_| String::new());
+        let shares: Vec<(&str, &[String], Option<u32>)> =
+            on0.iter().map(|a| (a.task_name.as_str(), a.gpus.as_slice(), a.gpu_milli)).collect();
+        assert_eq!(shares, [("a", &["0".to_string()][..], Some(500)), ("b", &["0".to_string()][..], Some(500))]);
+        let on1 = d.assignments(1, |_| String::new());
+        assert_eq!(
+            (on1[0].job.as_str(), on1[0].gpus.as_slice(), on1[0].dataset.as_deref()),
+            ("data", &["0".to_string()][..], Some("imagenet"))
+        );
+        assert_eq!(d.job_state(2), "waiting");
+        d.apply(batch(500, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
+        d.apply(batch(700, vec![Input::Exit { task: 2, attempt: 1, code: 0 }])).unwrap();
+        d.apply(batch(
+            1500,
+            vec![Input::Exit { task: 1, attempt: 1, code: 0 }, Input::Exit { task: 3, attempt: 1, code: 0 }],
+        ))
+        .unwrap();
+        let starts: Vec<(u64, u32, Vec<u32>)> =
+            live(&d).into_iter().filter(|l| l.1 == "start").map(|l| (l.0, l.2, l.4)).collect();
+        assert_eq!(starts, [(10, 0, vec![0]), (10, 0, vec![0]), (10, 1, vec![2]), (1010, 2, vec![1])]);
+        // The trace says all of it, and the simulator makes the same decisions from it.
+        let trace = d.trace();
+        let jobs = trace.workload.jobs();
+        assert_eq!(jobs[0].deadline, Some(SimDuration(60_000)));
+        assert_eq!(jobs[0].tasks[1].speeds.get("SIM"), Some(&2000));
+        assert_eq!(jobs[2].tasks[0].window.not_before, Some(SimTime(1010)));
+        assert_eq!(trace.datasets.len(), 1);
         assert_eq!(live(&d), simulated(&d));
     }
 

@@ -67,6 +67,12 @@ pub struct ServeArgs {
     /// --cluster, for the life of the state directory.
     #[arg(long, value_name = "FILE")]
     queues: Option<PathBuf>,
+    /// Which nodes hold which datasets, a datasets.csv (as the simulator reads it): a task's
+    /// `dataset` must name one, `placement=local` and weighted-score's locality prefer the
+    /// nodes holding it, and a task placed away from it is counted as paying its transfer.
+    /// Fixed, like --cluster, for the life of the state directory.
+    #[arg(long, value_name = "FILE")]
+    datasets: Option<PathBuf>,
     /// The Controller's checkpoint interval in work, seconds (0: continuous), as for simulate:
     /// what a failure or preemption is counted as losing, and what policies that pick victims
     /// by lost work see. Fixed for the life of the state directory.
@@ -147,8 +153,10 @@ pub struct AgentArgs {
 pub struct SubmitArgs {
     #[command(flatten)]
     client: ClientArgs,
-    /// A job as JSON: {"name", "queue"?, "priority"?, "tasks": [{"name", "command", "gpus"?, "gpu_type"?,
-    /// "single_node"?, "estimate_s"?, "depends_on"?: [task names]}]}.
+    /// A job as JSON: {"name", "queue"?, "priority"?, "deadline_s"?, "tasks": [{"name", "command",
+    /// "gpus"?, "gpu_milli"?, "gpu_type"?, "single_node"?, "estimate_s"?, "depends_on"?: [task
+    /// names], "checkpoint_s"?, "restart_overhead_s"?, "not_before_s"?, "not_after_s"?,
+    /// "dataset"?, "speeds"?}]}; times in seconds after submission (README: "Submitting jobs").
     #[arg(long, conflicts_with_all = ["name", "command"])]
     file: Option<PathBuf>,
     /// The job's name (one task, named 0, running COMMAND).
@@ -286,10 +294,15 @@ pub fn run(command: LiveCommand) -> CliResult {
     }
 }
 
+/// The text of an optional settings file (none: empty, as DriverConfig holds "none").
+fn read_optional(path: Option<&std::path::Path>) -> Result<String, String> {
+    path.map_or(Ok(String::new()), |p| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display())))
+}
+
 fn run_serve(a: ServeArgs) -> CliResult {
     let config = match &a.cluster {
-        None if a.queues.is_some() => {
-            return Err("--queues is given with --cluster, when a state directory is first made (it keeps both)".into());
+        None if a.queues.is_some() || a.datasets.is_some() => {
+            return Err("--queues and --datasets are given with --cluster, when a state directory is first made (it keeps them)".into());
         }
         None => None,
         Some(cluster) => {
@@ -306,10 +319,8 @@ fn run_serve(a: ServeArgs) -> CliResult {
                 missed_beats: a.missed_beats,
                 max_retries: a.max_retries,
                 default_work_ms: millis("default-work-s", &a.default_work_s)?,
-                queues: match &a.queues {
-                    Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?,
-                    None => String::new(),
-                },
+                queues: read_optional(a.queues.as_deref())?,
+                datasets: read_optional(a.datasets.as_deref())?,
                 checkpoint_ms: millis("checkpoint-s", &a.checkpoint_s)?,
                 restart_overhead_ms: millis("restart-overhead-s", &a.restart_overhead_s)?,
             })
@@ -379,19 +390,16 @@ fn run_submit(a: SubmitArgs) -> CliResult {
                     Some(s.parse::<serde_json::Number>().map_err(|_| format!("--estimate-s {s}: not a number"))?)
                 }
             };
+            let task = TaskRequest {
+                gpus: a.gpus,
+                gpu_type: a.gpu_type.clone(),
+                estimate_s,
+                ..TaskRequest::new("0", a.command.join(" "))
+            };
             JobRequest {
-                name: a.name.clone().unwrap_or_default(),
                 queue: a.queue.clone(),
                 priority: a.priority,
-                tasks: vec![TaskRequest {
-                    name: "0".into(),
-                    command: a.command.join(" "),
-                    gpus: a.gpus,
-                    gpu_type: a.gpu_type.clone(),
-                    single_node: false,
-                    estimate_s,
-                    depends_on: Vec::new(),
-                }],
+                ..JobRequest::new(a.name.clone().unwrap_or_default(), vec![task])
             }
         }
     };

@@ -212,7 +212,7 @@ impl Builder {
             deps: Vec::new(),
             window,
             dataset: row.opt_text(cols.dataset).map(|d| (!d.is_empty()).then(|| d.to_owned()))?,
-            speeds: parse_speeds(row, cols.speeds)?,
+            speeds: parse_speeds_column(row, cols.speeds)?,
             exit_code,
         };
         if !continues {
@@ -286,7 +286,8 @@ fn parse_depends_on(text: &str, tasks: &[TaskSpec]) -> Result<Vec<Dependency>, (
     Ok(deps)
 }
 
-fn parse_dep_kind(kind: &str) -> Result<DepKind, String> {
+/// A dependency's `kind` (after the `:` in `depends_on`); the error says what was expected.
+pub fn parse_dep_kind(kind: &str) -> Result<DepKind, String> {
     let expected = || {
         "a dependency kind after `:`: success, any, failure, data=SECONDS (the upstream's progress point) or \
          checkpoint=N (its n-th checkpoint)"
@@ -441,25 +442,29 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
     writer.flush().map_err(|e| TraceError::io("jobs.csv output", e.to_string()))
 }
 
-const SPEEDS_EXPECTED: &str =
+/// What the `speeds` column (and live mode's `speeds` field) holds, for error messages.
+pub const SPEEDS_EXPECTED: &str =
     "GPU types with this task's speed on each, TYPE=SPEED;... (speed > 0 with up to 3 decimals, each type once)";
 
-/// The `speeds` column: `A100=2.5;V100=1` (empty: the pools' speeds).
-fn parse_speeds(row: &Row<'_>, column: Option<usize>) -> Result<BTreeMap<String, u32>, TraceError> {
-    let text = row.opt_text(column)?;
+/// `A100=2.5;V100=1` as types and speeds in thousandths (empty: none, the pools' speeds);
+/// `None` if it is not that (see [`SPEEDS_EXPECTED`]).
+pub fn parse_speeds(text: &str) -> Option<BTreeMap<String, u32>> {
     let mut speeds = BTreeMap::new();
     for item in text.split(';').map(str::trim).filter(|i| !i.is_empty()) {
-        let parsed = item.split_once('=').and_then(|(ty, speed)| {
-            let milli = crate::cluster_spec::parse_speed_milli(speed.trim())?;
-            let ty = ty.trim();
-            (!ty.is_empty()).then(|| (ty.to_owned(), milli))
-        });
-        match parsed {
-            Some((ty, milli)) if !speeds.contains_key(&ty) => speeds.insert(ty, milli),
-            _ => return Err(row.error(column.unwrap_or(0), SPEEDS_EXPECTED, text)),
-        };
+        let (ty, speed) = item.split_once('=')?;
+        let milli = crate::cluster_spec::parse_speed_milli(speed.trim())?;
+        let ty = ty.trim();
+        if ty.is_empty() || speeds.insert(ty.to_owned(), milli).is_some() {
+            return None;
+        }
     }
-    Ok(speeds)
+    Some(speeds)
+}
+
+/// The `speeds` column.
+fn parse_speeds_column(row: &Row<'_>, column: Option<usize>) -> Result<BTreeMap<String, u32>, TraceError> {
+    let text = row.opt_text(column)?;
+    parse_speeds(text).ok_or_else(|| row.error(column.unwrap_or(0), SPEEDS_EXPECTED, text))
 }
 
 /// `speeds` as the column spells it, types in order, speeds in shortest exact decimals.

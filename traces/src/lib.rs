@@ -26,7 +26,7 @@ pub mod stats;
 pub mod synth;
 pub mod timeparse;
 
-pub use canonical::{format_thousandths, read_jobs_csv, write_jobs_csv};
+pub use canonical::{SPEEDS_EXPECTED, format_thousandths, parse_dep_kind, parse_speeds, read_jobs_csv, write_jobs_csv};
 pub use cluster_spec::{load_cluster_file, parse_cluster_shorthand, read_cluster_csv, write_cluster_csv};
 pub use datasets::{load_datasets_file, read_datasets_csv, write_datasets_csv};
 pub use error::{MAX_ERRORS, TraceError};
