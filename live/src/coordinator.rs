@@ -1,7 +1,11 @@
-//! The coordinator (`schedlab live serve`): one thread, one loop. It receives HTTP requests
-//! (tiny_http: blocking, no async runtime), turns what they report into a batch stamped with
+//! The coordinator (`schedlab live serve`): one thread, one loop, for all the scheduling state.
+//! It takes each HTTP request from the front ([`crate::http`]: tiny_http, blocking, no async
+//! runtime; a thread per request in flight reads the body and writes the answer, so a slow
+//! client holds only its own connection), turns what it reports into a batch stamped with
 //! the wall clock, writes the batch to SQLite, then applies it to the [`Driver`]. Between
-//! requests it applies what falls due (heartbeat deadlines, wake-ups) as `Tick` batches.
+//! requests it applies what falls due (heartbeat deadlines, wake-ups) as `Tick` batches. The
+//! Driver, the store and the agents never leave this thread: batches are journaled and
+//! applied in the one order it takes the requests in.
 //!
 //! The wall clock lives here only: SimTime is milliseconds since the coordinator's epoch,
 //! read from a monotonic clock. After a restart the clock resumes 1 ms after the journal's
@@ -11,18 +15,17 @@
 use crate::api::{GpuReturned, HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply, RegisterRequest};
 use crate::backend::HealthEvent;
 use crate::driver::{Batch, Driver, DriverConfig, Input};
+use crate::http::{Call, Front, Inbound};
 use crate::store::{AgentRecord, Store, load_or_create_token};
 use serde_json::{Value, json};
 use sim::{SimTime, TaskId, TaskStatus};
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
-use tiny_http::{Header, Method, Request, Response, Server};
-
-const MAX_BODY: usize = 1 << 20;
+use tiny_http::{Method, Server};
 
 /// The XIDs NVIDIA's Kubernetes device plugin treats as the application's fault, not the
 /// GPU's (13 graphics engine exception, 31 GPU memory page fault, 43 GPU stopped processing,
@@ -78,7 +81,9 @@ pub struct ServeOptions {
 }
 
 pub struct Coordinator {
-    server: Server,
+    /// Shared with the front's receiver thread while `run` runs (nothing else of the
+    /// coordinator is).
+    server: Arc<Server>,
     store: Store,
     driver: Driver,
     token: String,
@@ -97,20 +102,6 @@ pub struct Coordinator {
     /// Wall time spent per batch applied (for the numbers in the README).
     pub apply_time: Duration,
     pub batches_applied: u64,
-}
-
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
-}
-
-fn json_response(status: u16, body: &Value) -> Response<std::io::Cursor<Vec<u8>>> {
-    Response::from_string(body.to_string())
-        .with_status_code(status)
-        .with_header(header("Content-Type", "application/json"))
-}
-
-fn refusal_response(r: &Refusal) -> Response<std::io::Cursor<Vec<u8>>> {
-    json_response(r.status, &json!({ "error": r.reason }))
 }
 
 impl Coordinator {
@@ -167,7 +158,7 @@ impl Coordinator {
         let agents = store.agents()?.into_iter().map(|a| (a.name.clone(), a)).collect();
         let server = Server::http(&options.listen).map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
         let coordinator = Coordinator {
-            server,
+            server: Arc::new(server),
             store,
             driver,
             token,
@@ -239,8 +230,13 @@ impl Coordinator {
         Ok(())
     }
 
-    /// Serves until `stop` is set.
+    /// Serves until `stop` is set. The front's threads (see [`crate::http`]) do the sockets;
+    /// this thread takes their calls one at a time and does everything else. When it returns,
+    /// however it returns, the receiver thread is stopped and joined, and the calls it had not
+    /// taken are answered 503 by their workers.
     pub fn run(&mut self, stop: &AtomicBool) -> Result<(), String> {
+        let (inbound, calls) = mpsc::channel();
+        let front = Front::start(self.server.clone(), self.token.clone(), inbound)?;
         self.log(format!(
             "listening on http://{} (policy {}, {} nodes, application XIDs {})",
             self.addr(),
@@ -254,9 +250,12 @@ impl Coordinator {
                 None => Duration::from_millis(100),
             }
             .min(Duration::from_millis(100));
-            let request = self.server.recv_timeout(wait).map_err(|e| format!("HTTP server: {e}"))?;
-            if let Some(request) = request {
-                self.handle(request)?;
+            match calls.recv_timeout(wait) {
+                Ok(Inbound::Call(call)) => self.handle(call),
+                Ok(Inbound::Log(line)) => self.log(line),
+                Ok(Inbound::Failed(e)) => return Err(e),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Err("HTTP server: its receiver thread ended".into()),
             }
             if self.driver.next_due().is_some_and(|d| d <= self.clock()) {
                 self.commit(Vec::new())?;
@@ -265,6 +264,9 @@ impl Coordinator {
                 self.write_journal_or_log();
             }
         }
+        // No new calls, and those not taken answered 503, before the last journal write.
+        drop(front);
+        drop(calls);
         self.write_journal_or_log();
         Ok(())
     }
@@ -287,38 +289,17 @@ impl Coordinator {
         Ok(())
     }
 
-    fn handle(&mut self, mut request: Request) -> Result<(), String> {
-        let authorised = request.headers().iter().any(|h| {
-            h.field.equiv("Authorization")
-                && h.value
-                    .as_str()
-                    .strip_prefix("Bearer ")
-                    .is_some_and(|t| constant_time_eq(t.as_bytes(), self.token.as_bytes()))
-        });
-        if !authorised {
-            let response = Response::empty(401).with_header(header("WWW-Authenticate", "Bearer"));
-            let _ = request.respond(response);
-            return Ok(());
-        }
-        let mut body = Vec::new();
-        let read = request.as_reader().take(MAX_BODY as u64 + 1).read_to_end(&mut body);
-        let response = if read.is_err() {
-            refusal_response(&Refusal::bad("cannot read the request body"))
-        } else if body.len() > MAX_BODY {
-            refusal_response(&Refusal::new(413, "the body is over 1 MiB"))
-        } else {
-            let method = request.method().clone();
-            let url = request.url().to_string();
-            match self.route(&method, &url, &body) {
-                Ok((status, value)) => json_response(status, &value),
-                Err(r) => {
-                    self.log(format!("{method} {url}: refused: {}", r.reason));
-                    refusal_response(&r)
-                }
+    /// One call from the front (its token checked, its body read): routed, the refusals
+    /// logged, and the answer handed back to its worker, which writes it.
+    fn handle(&mut self, call: Call) {
+        let (status, body) = match self.route(&call.method, &call.url, &call.body) {
+            Ok(answer) => answer,
+            Err(r) => {
+                self.log(format!("{} {}: refused: {}", call.method, call.url, r.reason));
+                (r.status, json!({ "error": r.reason }))
             }
         };
-        let _ = request.respond(response);
-        Ok(())
+        call.answer(status, body);
     }
 
     fn route(&mut self, method: &Method, url: &str, body: &[u8]) -> Result<(u16, Value), Refusal> {
@@ -817,10 +798,6 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Refusal> {
 
 fn seconds(t: SimTime) -> f64 {
     t.as_ms() as f64 / 1000.0
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Writes `driver`'s session as a canonical trace directory at `dir` (replaced whole), with

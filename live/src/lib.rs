@@ -8,5 +8,6 @@ pub mod backend;
 pub mod client;
 pub mod coordinator;
 pub mod driver;
+pub mod http;
 mod leftovers;
 pub mod store;
