@@ -536,3 +536,37 @@ fn the_command_line_clients_submit_show_and_cancel() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("401 unauthorised"));
 }
+
+#[test]
+fn over_tls_agents_and_clients_trust_the_coordinators_own_certificate() {
+    let mut s = Session::start("tls", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--tls"]);
+    assert!(s.addr.starts_with("https://127.0.0.1:"), "{}", s.addr);
+    s.agent("n0", 1); // with --ca-file STATE/tls-cert.pem
+    s.wait_agents(1);
+    let (token, ca) = (s.state().join("token"), s.ca.clone().unwrap());
+    let cli = |args: &[&str], ca: Option<&Path>| {
+        let mut all = vec![args[0], args[1], "--coordinator", &s.addr, "--token-file", token.to_str().unwrap()];
+        all.extend(ca.iter().flat_map(|ca| ["--ca-file", ca.to_str().unwrap()]));
+        all.extend_from_slice(&args[2..]);
+        Command::new(BIN).args(&all).output().unwrap()
+    };
+    let submitted = cli(&["live", "submit", "--name", "hello", "--", "sleep 0.2"], Some(&ca));
+    assert!(submitted.status.success(), "{}", String::from_utf8_lossy(&submitted.stderr));
+    assert_eq!(String::from_utf8_lossy(&submitted.stdout), "submitted job 0 `hello`\n");
+    let jobs = s.wait_jobs_ended(60);
+    assert_eq!(jobs["jobs"][0]["state"], "succeeded", "{jobs:#}");
+    // A client that does not trust the certificate sends nothing (its token included).
+    let untrusting = cli(&["live", "status"], None);
+    assert!(!untrusting.status.success());
+    let why = String::from_utf8_lossy(&untrusting.stderr);
+    assert!(why.contains("coordinator unreachable") && why.to_lowercase().contains("certificate"), "{why}");
+    // Plain HTTP to the TLS port gets no answer.
+    let plain = Client::new(&s.addr.replace("https://", "http://"), &s.token(), Duration::from_secs(10));
+    assert!(matches!(plain.get::<Value>("/v1/jobs"), Err(CallError::Unreachable(_))));
+    use std::os::unix::fs::PermissionsExt;
+    let key_mode = std::fs::metadata(s.state().join("tls-key.pem")).unwrap().permissions().mode();
+    assert_eq!(key_mode & 0o777, 0o600);
+    let (live, live_digest) = s.decisions();
+    let (replayed, sim_digest, _) = s.replay();
+    assert_eq!((live, live_digest), (replayed, sim_digest));
+}

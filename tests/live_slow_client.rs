@@ -135,6 +135,7 @@ fn beyond_the_requests_in_flight_bound_a_request_gets_503_and_stopping_ends_the_
         journal_every: Duration::from_secs(1),
         quiet: true,
         app_xids: None,
+        tls: None,
     };
     let stop = Arc::new(AtomicBool::new(false));
     let (done, served) = std::sync::mpsc::channel();

@@ -27,6 +27,9 @@ use std::time::{Duration, Instant};
 pub struct AgentOptions {
     pub coordinator: String,
     pub token: String,
+    /// For an `https://` coordinator: trust the certificates in this PEM file (its own
+    /// self-signed one, or a private CA's) instead of Mozilla's roots.
+    pub ca_file: Option<PathBuf>,
     pub name: String,
     /// How other nodes reach this one.
     pub addr: String,
@@ -81,9 +84,13 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 }
 
 impl Agent {
-    pub fn new(options: AgentOptions, backend: Box<dyn GpuBackend>) -> Agent {
-        let client = Client::new(&options.coordinator, &options.token, Duration::from_secs(10));
-        Agent {
+    pub fn new(options: AgentOptions, backend: Box<dyn GpuBackend>) -> Result<Agent, String> {
+        let timeout = Duration::from_secs(10);
+        let client = match &options.ca_file {
+            Some(ca) => Client::with_ca_file(&options.coordinator, &options.token, timeout, ca)?,
+            None => Client::new(&options.coordinator, &options.token, timeout),
+        };
+        Ok(Agent {
             backend,
             client,
             registered: None,
@@ -95,7 +102,7 @@ impl Agent {
             assignments: Vec::new(),
             record: Record::new(&options.work_dir.join(RECORD)),
             options,
-        }
+        })
     }
 
     fn log(&self, message: impl std::fmt::Display) {

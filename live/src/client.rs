@@ -1,11 +1,13 @@
-//! A blocking HTTP client of the coordinator's API (ureq, plain HTTP, no TLS stack: put a
-//! TLS proxy in front of a coordinator that leaves the machine).
+//! A blocking HTTP client of the coordinator's API (ureq): `http://`, or `https://` to a
+//! coordinator started with `--tls` (or behind a TLS proxy), trusting Mozilla's roots or the
+//! certificates of a `--ca-file` (a private CA, or the coordinator's own self-signed one).
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
+use ureq::tls::{RootCerts, TlsConfig, TlsProvider};
 
 #[derive(Clone)]
 pub struct Client {
@@ -41,11 +43,38 @@ pub fn read_token(path: &Path) -> Result<String, String> {
 }
 
 impl Client {
-    /// `base` is `http://HOST:PORT` (a bare `HOST:PORT` gets `http://`).
+    /// `base` is `http://HOST:PORT` or `https://HOST:PORT` (a bare `HOST:PORT` gets
+    /// `http://`); `https` trusts Mozilla's root certificates.
     pub fn new(base: &str, token: &str, timeout: Duration) -> Client {
+        Self::build(base, token, timeout, RootCerts::WebPki)
+    }
+
+    /// As [`Client::new`], trusting only the certificates in the PEM file `ca` for `https`.
+    pub fn with_ca_file(base: &str, token: &str, timeout: Duration, ca: &Path) -> Result<Client, String> {
+        let pem = std::fs::read(ca).map_err(|e| format!("{}: cannot read the CA certificates: {e}", ca.display()))?;
+        let certs = ureq::tls::parse_pem(&pem)
+            .filter_map(|item| match item {
+                Ok(ureq::tls::PemItem::Certificate(c)) => Some(Ok(c)),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("{}: not PEM certificates: {e}", ca.display()))?;
+        if certs.is_empty() {
+            return Err(format!("{}: no certificate in it (expected PEM `BEGIN CERTIFICATE` blocks)", ca.display()));
+        }
+        Ok(Self::build(base, token, timeout, RootCerts::new_with_certs(&certs)))
+    }
+
+    fn build(base: &str, token: &str, timeout: Duration, roots: RootCerts) -> Client {
         let base = if base.contains("://") { base.to_string() } else { format!("http://{base}") };
-        let agent: ureq::Agent =
-            ureq::Agent::config_builder().timeout_global(Some(timeout)).http_status_as_error(false).build().into();
+        let tls = TlsConfig::builder().provider(TlsProvider::Rustls).root_certs(roots).build();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .tls_config(tls)
+            .build()
+            .into();
         Client { base: base.trim_end_matches('/').to_string(), token: token.to_string(), agent }
     }
 

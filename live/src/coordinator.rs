@@ -17,6 +17,7 @@ use crate::backend::HealthEvent;
 use crate::driver::{Batch, Driver, DriverConfig, Input};
 use crate::http::{Call, Front, Inbound};
 use crate::store::{AgentRecord, Store, load_or_create_token};
+use crate::tls::TlsFront;
 use serde_json::{Value, json};
 use sim::{SimTime, TaskId, TaskStatus};
 use std::collections::BTreeMap;
@@ -78,12 +79,33 @@ pub struct ServeOptions {
     /// directory), and a different list than the stored one is an error. Sorted, no repeats
     /// (as [`parse_app_xids`] gives it).
     pub app_xids: Option<Vec<u64>>,
+    /// Serve `https` on `listen` (see [`crate::tls`]); None: plain `http`.
+    pub tls: Option<TlsSetup>,
+}
+
+/// Where `live serve --tls` gets its certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TlsSetup {
+    /// The operator's certificate chain and private key (PEM).
+    Files { cert: PathBuf, key: PathBuf },
+    /// `STATE/tls-cert.pem` and `STATE/tls-key.pem`, made self-signed for these names (host
+    /// names and IP addresses clients use) on the first start that finds none, then kept.
+    SelfSigned { names: Vec<String> },
+}
+
+impl TlsSetup {
+    /// The self-signed certificate and key of a state directory (the certificate is what
+    /// clients trust with `--ca-file`).
+    pub fn self_signed_files(state_dir: &Path) -> (PathBuf, PathBuf) {
+        (state_dir.join("tls-cert.pem"), state_dir.join("tls-key.pem"))
+    }
 }
 
 pub struct Coordinator {
     /// Shared with the front's receiver thread while `run` runs (nothing else of the
-    /// coordinator is).
+    /// coordinator is). With TLS it listens on a loopback port of its own, behind `tls`.
     server: Arc<Server>,
+    tls: Option<TlsFront>,
     store: Store,
     driver: Driver,
     token: String,
@@ -156,9 +178,30 @@ impl Coordinator {
             (Driver::replay(config, journal)?, last + 1)
         };
         let agents = store.agents()?.into_iter().map(|a| (a.name.clone(), a)).collect();
-        let server = Server::http(&options.listen).map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+        let (server, tls) = match &options.tls {
+            None => {
+                let server =
+                    Server::http(&options.listen).map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+                (server, None)
+            }
+            Some(setup) => {
+                let (cert, key) = match setup {
+                    TlsSetup::Files { cert, key } => (cert.clone(), key.clone()),
+                    TlsSetup::SelfSigned { names } => {
+                        let (cert, key) = TlsSetup::self_signed_files(&options.state_dir);
+                        crate::tls::ensure_self_signed(&cert, &key, names)?;
+                        (cert, key)
+                    }
+                };
+                let config = crate::tls::server_config(&cert, &key)?;
+                let server = Server::http("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
+                let plain = server.server_addr().to_ip().ok_or("the loopback listener has no IP address")?;
+                (server, Some(TlsFront::start(&options.listen, plain, config)?))
+            }
+        };
         let coordinator = Coordinator {
             server: Arc::new(server),
+            tls,
             store,
             driver,
             token,
@@ -181,8 +224,18 @@ impl Coordinator {
         Ok(coordinator)
     }
 
+    /// Where clients connect: `HOST:PORT` (with TLS, the TLS listener's).
     pub fn addr(&self) -> String {
-        self.server.server_addr().to_ip().map_or_else(|| "unknown".to_string(), |a| a.to_string())
+        match &self.tls {
+            Some(front) => front.addr().to_string(),
+            None => self.server.server_addr().to_ip().map_or_else(|| "unknown".to_string(), |a| a.to_string()),
+        }
+    }
+
+    /// The URL clients use: `http://HOST:PORT`, or `https://` with TLS.
+    pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr())
     }
 
     pub fn driver(&self) -> &Driver {
@@ -238,8 +291,8 @@ impl Coordinator {
         let (inbound, calls) = mpsc::channel();
         let front = Front::start(self.server.clone(), self.token.clone(), inbound)?;
         self.log(format!(
-            "listening on http://{} (policy {}, {} nodes, application XIDs {})",
-            self.addr(),
+            "listening on {} (policy {}, {} nodes, application XIDs {})",
+            self.url(),
             self.driver.policy_name(),
             self.driver.cluster().nodes().len(),
             app_xids_text(&self.app_xids)
@@ -903,6 +956,7 @@ mod tests {
             journal_every: Duration::from_secs(3600),
             quiet: true,
             app_xids,
+            tls: None,
         })
     }
 

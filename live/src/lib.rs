@@ -11,3 +11,4 @@ pub mod driver;
 pub mod http;
 mod leftovers;
 pub mod store;
+pub mod tls;

@@ -174,6 +174,18 @@ impl Store {
 
 /// The API token in `dir/token`: read it, or on first start generate one (32 random bytes,
 /// hex) and write it readable by its owner only.
+/// Creates `path` readable by its owner only (0600) with `bytes`; an existing file is an error
+/// (a secret is never overwritten).
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
+    f.write_all(bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 pub fn load_or_create_token(dir: &Path) -> Result<String, String> {
     let path = token_path(dir);
     match std::fs::read_to_string(&path) {
@@ -194,13 +206,7 @@ pub fn load_or_create_token(dir: &Path) -> Result<String, String> {
                 .and_then(|mut f| f.read_exact(&mut bytes))
                 .map_err(|e| format!("/dev/urandom: {e}"))?;
             let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-                .map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
-            writeln!(f, "{token}").map_err(|e| format!("{}: {e}", path.display()))?;
+            write_private(&path, format!("{token}\n").as_bytes())?;
             Ok(token)
         }
         Err(e) => Err(format!("{}: {e}", path.display())),

@@ -4,7 +4,7 @@ use super::{CliResult, emit};
 use clap::{Args, Subcommand};
 use live::api::{JobRequest, TaskRequest};
 use live::client::{Client, read_token};
-use live::coordinator::{ServeOptions, serve, write_journal};
+use live::coordinator::{ServeOptions, TlsSetup, serve, write_journal};
 use live::driver::{Driver, DriverConfig};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -15,7 +15,7 @@ use std::time::Duration;
 #[derive(Subcommand)]
 pub enum LiveCommand {
     /// Run the coordinator: job state in SQLite, the HTTP API, the policy on each batch of events.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run a node agent: register this node's GPUs, heartbeat, run the tasks placed here.
     Agent(AgentArgs),
     /// Submit a job: a JSON file (--file) or one task given on the command line.
@@ -91,6 +91,22 @@ pub struct ServeArgs {
     /// device plugin; an existing one keeps the list it was created with (another is refused).
     #[arg(long, value_name = "LIST")]
     app_xids: Option<String>,
+    /// Serve https: with the operator's --tls-cert and --tls-key, else with a self-signed
+    /// certificate made on first start into STATE/tls-cert.pem (give it to clients and agents
+    /// as --ca-file) and kept.
+    #[arg(long)]
+    tls: bool,
+    /// Certificate chain (PEM) for https; implies --tls.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// Private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Names (host names, IP addresses) clients reach the coordinator by, for the
+    /// self-signed certificate, comma-separated: default localhost, 127.0.0.1, this host's
+    /// name and --listen's host. Used only when the certificate is made.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', conflicts_with = "tls_cert")]
+    tls_name: Vec<String>,
     #[arg(long)]
     quiet: bool,
 }
@@ -104,6 +120,11 @@ pub struct ClientArgs {
     /// else schedlab-live/token.
     #[arg(long)]
     token_file: Option<PathBuf>,
+    /// For an https:// coordinator: trust the certificates in this PEM file (the
+    /// coordinator's STATE/tls-cert.pem when it made its own, or a private CA's) instead of
+    /// Mozilla's roots; default: $SCHEDLAB_CA_FILE.
+    #[arg(long, value_name = "FILE")]
+    ca_file: Option<PathBuf>,
 }
 
 impl ClientArgs {
@@ -114,8 +135,17 @@ impl ClientArgs {
             _ => read_token(&PathBuf::from("schedlab-live/token")),
         }
     }
+    fn ca_file(&self) -> Option<PathBuf> {
+        self.ca_file
+            .clone()
+            .or_else(|| std::env::var_os("SCHEDLAB_CA_FILE").filter(|v| !v.is_empty()).map(PathBuf::from))
+    }
     fn client(&self) -> Result<Client, String> {
-        Ok(Client::new(&self.coordinator, &self.token()?, Duration::from_secs(30)))
+        let (token, timeout) = (self.token()?, Duration::from_secs(30));
+        match self.ca_file() {
+            Some(ca) => Client::with_ca_file(&self.coordinator, &token, timeout, &ca),
+            None => Ok(Client::new(&self.coordinator, &token, timeout)),
+        }
     }
 }
 
@@ -236,7 +266,7 @@ fn millis(flag: &str, text: &str) -> Result<u64, String> {
 
 pub fn run(command: LiveCommand) -> CliResult {
     match command {
-        LiveCommand::Serve(a) => run_serve(a),
+        LiveCommand::Serve(a) => run_serve(*a),
         LiveCommand::Agent(a) => run_agent(a),
         LiveCommand::Submit(a) => run_submit(a),
         LiveCommand::Status(a) => run_status(a),
@@ -326,7 +356,13 @@ fn run_serve(a: ServeArgs) -> CliResult {
             })
         }
     };
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsSetup::Files { cert: cert.clone(), key: key.clone() }),
+        _ if a.tls || !a.tls_name.is_empty() => Some(TlsSetup::SelfSigned { names: tls_names(&a) }),
+        _ => None,
+    };
     let options = ServeOptions {
+        tls,
         state_dir: a.state.clone(),
         listen: a.listen,
         config,
@@ -335,18 +371,43 @@ fn run_serve(a: ServeArgs) -> CliResult {
         app_xids: a.app_xids.as_deref().map(live::coordinator::parse_app_xids).transpose()?,
     };
     eprintln!("schedlab live: state in {}, API token in {}", a.state.display(), a.state.join("token").display());
+    if let Some(TlsSetup::SelfSigned { names }) = &options.tls {
+        let (cert, _) = TlsSetup::self_signed_files(&a.state);
+        eprintln!(
+            "schedlab live: https with the self-signed certificate {} (for {}; made on the first start): clients and agents trust it with --ca-file",
+            cert.display(),
+            names.join(", ")
+        );
+    }
     let loopback = options.listen.starts_with("127.")
         || options.listen.starts_with("localhost:")
         || options.listen.starts_with("[::1]");
-    if !loopback {
+    if !loopback && options.tls.is_none() {
         eprintln!(
             "warning: listening on {} beyond this machine without TLS: the token travels in the clear; \
-             put a TLS proxy in front",
+             give --tls",
             options.listen
         );
     }
     serve(options, Arc::new(AtomicBool::new(false)))?;
     Ok(())
+}
+
+/// The self-signed certificate's names: --tls-name, else localhost, 127.0.0.1, the host name
+/// and --listen's host (unless it listens on every address).
+fn tls_names(a: &ServeArgs) -> Vec<String> {
+    if !a.tls_name.is_empty() {
+        return a.tls_name.iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
+    }
+    let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
+    let listen_host = a.listen.rsplit_once(':').map_or("", |(h, _)| h).trim_matches(['[', ']']).to_string();
+    for name in [host, listen_host] {
+        if !name.is_empty() && !["0.0.0.0", "::"].contains(&name.as_str()) && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
 }
 
 fn run_agent(a: AgentArgs) -> CliResult {
@@ -360,6 +421,7 @@ fn run_agent(a: AgentArgs) -> CliResult {
     let options = live::agent::AgentOptions {
         coordinator: a.client.coordinator.clone(),
         token: a.client.token()?,
+        ca_file: a.client.ca_file(),
         name,
         addr: a.addr,
         node: a.node,
@@ -368,7 +430,7 @@ fn run_agent(a: AgentArgs) -> CliResult {
         work_dir: a.work_dir,
         quiet: a.quiet,
     };
-    live::agent::Agent::new(options, backend).run(&AtomicBool::new(false))?;
+    live::agent::Agent::new(options, backend)?.run(&AtomicBool::new(false))?;
     Ok(())
 }
 

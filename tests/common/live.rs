@@ -78,7 +78,10 @@ pub fn append(path: &Path, line: &str) {
 pub struct Session {
     pub dir: PathBuf,
     pub procs: Procs,
+    /// `HOST:PORT`, or `https://HOST:PORT` for a coordinator started with `--tls`.
     pub addr: String,
+    /// The certificate clients trust for `https` (the coordinator's self-signed one).
+    pub ca: Option<PathBuf>,
     /// The coordinator's index in `procs`.
     pub coordinator: usize,
 }
@@ -96,7 +99,9 @@ impl Session {
         let addr = wait_for(30, "the coordinator's address", || {
             std::fs::read_to_string(state.join("addr")).ok().map(|a| a.trim().to_string())
         });
-        Session { dir, procs, addr, coordinator }
+        let tls = args.contains(&"--tls");
+        let (addr, ca) = if tls { (format!("https://{addr}"), Some(state.join("tls-cert.pem"))) } else { (addr, None) };
+        Session { dir, procs, addr, ca, coordinator }
     }
 
     pub fn state(&self) -> PathBuf {
@@ -108,7 +113,11 @@ impl Session {
     }
 
     pub fn client(&self) -> Client {
-        Client::new(&self.addr, &self.token(), Duration::from_secs(20))
+        let timeout = Duration::from_secs(20);
+        match &self.ca {
+            Some(ca) => Client::with_ca_file(&self.addr, &self.token(), timeout, ca).unwrap(),
+            None => Client::new(&self.addr, &self.token(), timeout),
+        }
     }
 
     /// The coordinator's log so far.
@@ -137,8 +146,9 @@ impl Session {
         let work = self.dir.join(format!("agent-{name}"));
         let args = ["live", "agent", "--coordinator", &self.addr, "--token-file", token.to_str().unwrap()];
         let more = ["--name", name, "--backend", backend, "--work-dir", work.to_str().unwrap(), "--grace-s", "1"];
+        let ca: Vec<&str> = self.ca.iter().flat_map(|ca| ["--ca-file", ca.to_str().unwrap()]).collect();
         let log = self.dir.join(format!("agent-{name}.log"));
-        self.procs.spawn(&[&args[..], &more[..], extra].concat(), &log)
+        self.procs.spawn(&[&args[..], &more[..], &ca[..], extra].concat(), &log)
     }
 
     pub fn wait_agents(&self, n: usize) {

@@ -1,0 +1,271 @@
+//! TLS for the coordinator's API (`live serve --tls`), in its own process: rustls (with ring,
+//! no OpenSSL to install). tiny_http only speaks plain HTTP on its own listener (its TLS
+//! feature is tied to rustls 0.20, which no longer gets security fixes), so the coordinator
+//! serves plain HTTP on a loopback port of its own and this front listens on `--listen`,
+//! ends each TLS connection and relays the bytes to that port and back. The bearer token
+//! still guards every request, TLS or not; TLS keeps it (and everything else) off the wire in
+//! the clear.
+//!
+//! One thread per connection, at most [`MAX_CONNECTIONS`] at once (beyond that a connection
+//! is closed at once: clients retry), each relaying with `poll(2)` on its two sockets, so a
+//! slow or silent client holds only its own thread; a connection quiet in both directions for
+//! [`IDLE`] is closed (agents reconnect by themselves).
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ServerConfig, ServerConnection};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Connections relayed at once. Each is a thread and two sockets; agents hold one kept-alive
+/// connection each and the command-line clients one per call, so this is room for a few
+/// hundred nodes, and a bound on what connecting clients can make the coordinator hold.
+pub const MAX_CONNECTIONS: usize = 512;
+
+/// A connection with no traffic either way for this long is closed.
+pub const IDLE: Duration = Duration::from_secs(300);
+
+/// The certificate chain and private key files, PEM, as a rustls server configuration.
+pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("{}: not a PEM certificate chain: {e}", cert.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{}: no certificate in it (expected PEM `BEGIN CERTIFICATE` blocks)", cert.display()));
+    }
+    let key_der =
+        PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: not a PEM private key: {e}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key_der)
+        .map_err(|e| format!("{} and {}: {e}", cert.display(), key.display()))?;
+    Ok(Arc::new(config))
+}
+
+/// Makes a self-signed certificate for `names` (host names or IP addresses clients use) into
+/// `cert` and `key` (mode 0600), unless both exist already: what `--tls` uses when given no
+/// certificate of the operator's. Clients trust it with `--ca-file` pointing at `cert`.
+pub fn ensure_self_signed(cert: &Path, key: &Path, names: &[String]) -> Result<bool, String> {
+    if cert.exists() && key.exists() {
+        return Ok(false);
+    }
+    let made = rcgen::generate_simple_self_signed(names.to_vec()).map_err(|e| format!("TLS certificate: {e}"))?;
+    crate::store::write_private(key, made.signing_key.serialize_pem().as_bytes())?;
+    std::fs::write(cert, made.cert.pem()).map_err(|e| format!("{}: {e}", cert.display()))?;
+    Ok(true)
+}
+
+/// The TLS listener: runs until dropped.
+pub struct TlsFront {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TlsFront {
+    /// Listens on `listen` and relays each connection, its TLS ended, to `backend`.
+    pub fn start(listen: &str, backend: SocketAddr, config: Arc<ServerConfig>) -> Result<TlsFront, String> {
+        let listener = TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("tls-accept".into())
+            .spawn(move || accept(listener, backend, config, &flag))
+            .map_err(|e| format!("cannot start the TLS listener: {e}"))?;
+        Ok(TlsFront { addr, stop, thread: Some(thread) })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for TlsFront {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // The accept loop blocks in accept(): a connection of our own wakes it to see `stop`.
+        let _ = TcpStream::connect(self.addr);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn accept(listener: TcpListener, backend: SocketAddr, config: Arc<ServerConfig>, stop: &AtomicBool) {
+    let open = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            open.fetch_sub(1, Ordering::SeqCst);
+            continue; // dropped: closed at once
+        }
+        let (config, held) = (config.clone(), open.clone());
+        let spawned = std::thread::Builder::new().name("tls-relay".into()).spawn(move || {
+            // A failed connection (a bad handshake, a client gone) concerns that client only.
+            let _ = relay(stream, backend, config);
+            held.fetch_sub(1, Ordering::SeqCst);
+        });
+        if spawned.is_err() {
+            open.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Waits until `a` or `b` has something to read (or was closed), at most [`IDLE`]: which of
+/// them, or neither when the time ran out.
+fn wait_readable(a: &TcpStream, b: &TcpStream) -> std::io::Result<(bool, bool)> {
+    let mut fds = [a.as_raw_fd(), b.as_raw_fd()].map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+    let ready = loop {
+        // SAFETY: `fds` is a valid array of two pollfd for the duration of the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, IDLE.as_millis() as libc::c_int) };
+        if n >= 0 {
+            break n;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != ErrorKind::Interrupted {
+            return Err(e);
+        }
+    };
+    let readable = |fd: &libc::pollfd| fd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
+    Ok(if ready == 0 { (false, false) } else { (readable(&fds[0]), readable(&fds[1])) })
+}
+
+/// Ends one client's TLS and relays its requests to `backend` and the answers back, until
+/// either side closes, the client breaks the protocol, or the connection idles for [`IDLE`].
+fn relay(mut client: TcpStream, backend: SocketAddr, config: Arc<ServerConfig>) -> std::io::Result<()> {
+    let mut tls = ServerConnection::new(config).map_err(std::io::Error::other)?;
+    let mut plain = TcpStream::connect(backend)?;
+    let _ = client.set_nodelay(true);
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        while tls.wants_write() {
+            tls.write_tls(&mut client)?;
+        }
+        let (from_client, from_backend) = wait_readable(&client, &plain)?;
+        if !from_client && !from_backend {
+            return Ok(()); // idle
+        }
+        if from_client {
+            if tls.read_tls(&mut client)? == 0 {
+                return Ok(()); // the client closed its connection
+            }
+            if let Err(e) = tls.process_new_packets() {
+                // Tell the client why (a TLS alert), then close.
+                while tls.wants_write() {
+                    tls.write_tls(&mut client)?;
+                }
+                return Err(std::io::Error::other(e));
+            }
+            loop {
+                match tls.reader().read(&mut buf) {
+                    Ok(0) => {
+                        // close_notify: no more requests; let the backend finish its answer.
+                        let _ = plain.shutdown(Shutdown::Write);
+                        break;
+                    }
+                    Ok(n) => plain.write_all(&buf[..n])?,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        if from_backend {
+            let n = plain.read(&mut buf)?;
+            if n == 0 {
+                tls.send_close_notify();
+                while tls.wants_write() {
+                    tls.write_tls(&mut client)?;
+                }
+                return Ok(());
+            }
+            tls.writer().write_all(&buf[..n])?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{CallError, Client};
+    use serde_json::{Value, json};
+
+    /// A plain HTTP backend answering every request with its method and URL, as JSON.
+    fn backend() -> (SocketAddr, Arc<tiny_http::Server>, std::thread::JoinHandle<()>) {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+        let addr = server.server_addr().to_ip().unwrap();
+        let serving = server.clone();
+        let thread = std::thread::spawn(move || {
+            for mut request in serving.incoming_requests() {
+                let mut body = String::new();
+                let _ = request.as_reader().read_to_string(&mut body);
+                let answer = json!({ "method": request.method().as_str(), "url": request.url(), "body": body });
+                let _ = request.respond(tiny_http::Response::from_string(answer.to_string()));
+            }
+        });
+        (addr, server, thread)
+    }
+
+    #[test]
+    fn requests_over_tls_reach_the_backend_and_only_a_trusted_certificate_is_accepted() {
+        let dir = std::env::temp_dir().join(format!("schedlab-tls-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = (dir.join("tls-cert.pem"), dir.join("tls-key.pem"));
+        let names = ["localhost".to_string(), "127.0.0.1".to_string()];
+        assert!(ensure_self_signed(&cert, &key, &names).unwrap());
+        // Made once: a second start keeps the certificate clients already trust.
+        let made = std::fs::read(&cert).unwrap();
+        assert!(!ensure_self_signed(&cert, &key, &names).unwrap());
+        assert_eq!(std::fs::read(&cert).unwrap(), made);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+
+        let (plain, server, served) = backend();
+        let front = TlsFront::start("127.0.0.1:0", plain, server_config(&cert, &key).unwrap()).unwrap();
+        let url = format!("https://127.0.0.1:{}", front.addr().port());
+        let timeout = Duration::from_secs(20);
+        let client = Client::with_ca_file(&url, "t", timeout, &cert).unwrap();
+        let got: Value = client.post("/v1/jobs?x=1", &json!({ "name": "j" })).unwrap();
+        assert_eq!((got["method"].as_str(), got["url"].as_str()), (Some("POST"), Some("/v1/jobs?x=1")));
+        let body: Value = serde_json::from_str(got["body"].as_str().unwrap()).unwrap();
+        assert_eq!(body, json!({ "name": "j" }));
+        // The same connection again (kept alive through the relay).
+        let again: Value = client.get("/v1/cluster").unwrap();
+        assert_eq!(again["url"], "/v1/cluster");
+        // A client that does not trust the certificate refuses the connection; plain HTTP to
+        // the TLS port gets no answer.
+        let untrusting = Client::new(&url, "t", timeout).get::<Value>("/v1/cluster").unwrap_err();
+        assert!(
+            matches!(&untrusting, CallError::Unreachable(e) if e.contains("certificate") || e.contains("issuer")),
+            "{untrusting:?}"
+        );
+        let plain_text = format!("http://127.0.0.1:{}", front.addr().port());
+        assert!(matches!(
+            Client::new(&plain_text, "t", timeout).get::<Value>("/v1/cluster"),
+            Err(CallError::Unreachable(_))
+        ));
+        // What is not a certificate is refused with the file's name.
+        std::fs::write(dir.join("junk.pem"), "not pem").unwrap();
+        assert!(server_config(&dir.join("junk.pem"), &key).unwrap_err().contains("junk.pem"));
+        assert!(
+            Client::with_ca_file(&url, "t", timeout, &dir.join("junk.pem")).err().unwrap().contains("no certificate")
+        );
+        drop(front);
+        server.unblock();
+        served.join().unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
