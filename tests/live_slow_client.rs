@@ -146,6 +146,7 @@ fn beyond_the_requests_in_flight_bound_a_request_gets_503_and_stopping_ends_the_
     });
     let token = std::fs::read_to_string(state.join("token")).unwrap().trim().to_string();
     let client = Client::new(&addr, &token, Duration::from_secs(20));
+    let stranger = Client::new(&addr, "wrong-token", Duration::from_secs(20));
 
     let (max, refusers) = (live::http::MAX_IN_FLIGHT, live::http::REFUSERS);
     let job = |i: usize| padded_job(&format!("held-{i}"), "true", 10_000);
@@ -153,8 +154,11 @@ fn beyond_the_requests_in_flight_bound_a_request_gets_503_and_stopping_ends_the_
     // opened in a burst it can queue one for a thread while every thread is held by an open
     // connection (it counts a thread as idle until the thread wakes up), until a thread is
     // free. A connection opened and closed at once starts a thread, which takes the queued
-    // one once its own is done: `kick`.
+    // one once its own is done: `kick`. And the clients open their connections (kept alive
+    // for the next requests) before the burst.
     let kick = || drop(TcpStream::connect(&addr));
+    let _: Value = client.get("/v1/jobs").unwrap();
+    assert_eq!(stranger.get::<Value>("/v1/jobs").unwrap_err(), CallError::Status(401, String::new()));
     let mut stalled: Vec<Stalled> = (0..max).map(|i| stall(&addr, &token, "/v1/jobs", &job(i))).collect();
     // Each stalled request holds its place once the coordinator's front has taken it; until
     // all have, other requests are answered (and one that held a place when a stalled one
@@ -174,7 +178,6 @@ fn beyond_the_requests_in_flight_bound_a_request_gets_503_and_stopping_ends_the_
         });
     assert_eq!(reason, format!("the coordinator has {max} requests in flight; try again shortly"));
     // Refused without the token: 401 and nothing else, not the 503's reason.
-    let stranger = Client::new(&addr, "wrong-token", Duration::from_secs(20));
     assert_eq!(stranger.get::<Value>("/v1/jobs").unwrap_err(), CallError::Status(401, String::new()));
 
     // The 64 places are the stalled requests' (the refused GET was the only other one): those
