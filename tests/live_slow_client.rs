@@ -1,6 +1,6 @@
 //! A client that stalls in the middle of its request body holds up no one else: the
-//! coordinator reads bodies and writes answers on a thread per request, its own thread only
-//! routes. The stalled requests are written by hand on raw sockets; everyone else uses the
+//! coordinator reads requests and writes answers on a thread per connection, within
+//! timeouts, its own thread only routes. The stalled requests are written by hand on raw sockets; everyone else uses the
 //! normal client, whose 20 s timeout turns a coordinator held up by the stall into a failure,
 //! not a hang. Every wait is a poll loop with a generous deadline; nothing asserts on a fixed
 //! sleep.
@@ -11,6 +11,7 @@ use common::live::{Session, fresh_dir, wait_for};
 use live::client::{CallError, Client};
 use live::coordinator::{ServeOptions, serve};
 use live::driver::DriverConfig;
+use live::http::Limits;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -25,9 +26,7 @@ struct Stalled {
 }
 
 /// Opens a connection and sends `POST path` with `token`, announcing the whole of `body`
-/// (`Content-Length`), then only its first 10 bytes. The body is over 1 KiB: tiny_http reads
-/// a body of up to 1 KiB whole on its own connection thread before handing the request over,
-/// so only a longer one (or a chunked one) is read by whoever takes the request.
+/// (`Content-Length`), then only its first 10 bytes (over 1 KiB: more than one read).
 fn stall(addr: &str, token: &str, path: &str, body: &[u8]) -> Stalled {
     assert!(body.len() > 1024);
     let mut stream = TcpStream::connect(addr).unwrap();
@@ -78,16 +77,20 @@ fn padded_job(name: &str, command: &str, len: usize) -> Vec<u8> {
 fn a_client_stalled_in_its_body_holds_up_neither_agents_nor_other_clients() {
     // Heartbeats every 0.2 s, a node declared dead after 3 missed: a coordinator held up by
     // the stalled client for a second would declare the agent's node dead.
-    let mut s = Session::start("slow-client", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2"]);
+    // A request timeout far above what the test takes: the stalled body is finished below.
+    let args = ["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--request-timeout-s", "300"];
+    let mut s = Session::start("slow-client", &args);
     let token = s.token();
     let slow = stall(&s.addr, &token, "/v1/jobs", &padded_job("slow", "true", 100_000));
-    // A chunked body, stalled too: never finished, dropped at the end.
+    // A chunked body is refused at once (411): only Content-Length bodies are taken.
     let mut chunked = TcpStream::connect(&s.addr).unwrap();
+    chunked.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let head = format!(
         "POST /v1/jobs HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n{{\"name\"",
         s.addr
     );
     chunked.write_all(head.as_bytes()).unwrap();
+    assert_eq!(read_answer(&mut chunked).0, 411);
 
     let client = s.client();
     let cluster: Value = client.get("/v1/cluster").expect("the coordinator answers while a client stalls");
@@ -112,7 +115,6 @@ fn a_client_stalled_in_its_body_holds_up_neither_agents_nor_other_clients() {
     // The stalled submission, finished, is a submission like any other.
     let (status, body) = slow.finish();
     assert_eq!((status, body.as_str()), (201, r#"{"id":1,"name":"slow"}"#));
-    drop(chunked);
     s.wait_jobs_ended(60);
     assert_eq!(s.job("slow")["state"], "succeeded");
     let cluster: Value = client.get("/v1/cluster").unwrap();
@@ -122,12 +124,30 @@ fn a_client_stalled_in_its_body_holds_up_neither_agents_nor_other_clients() {
     assert_eq!(decisions.len(), 4, "{decisions:?}");
 }
 
+/// One answer on a kept-alive connection: its status code and body (`Content-Length` long).
+fn read_one_answer(stream: &mut TcpStream) -> (u16, String) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).expect("an answer within the read timeout");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap();
+    let length: usize =
+        head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).and_then(|n| n.trim().parse().ok()).unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).unwrap();
+    (status, String::from_utf8(body).unwrap())
+}
+
 #[test]
-fn beyond_the_requests_in_flight_bound_a_request_gets_503_and_stopping_ends_the_server() {
-    // In-process, to stop it with its flag: `serve` must return, its listener closed, while
-    // a client still stalls.
-    let dir = fresh_dir("in-flight");
+fn beyond_the_connection_bound_a_client_gets_503_a_stalled_one_408_and_stopping_ends_the_server() {
+    // In-process, with small limits, to stop it with its flag: `serve` must return, its
+    // listener closed.
+    let dir = fresh_dir("bounds");
     let state = dir.join("state");
+    let limits = Limits { max_connections: 8, request_timeout: Duration::from_secs(2), ..Limits::default() };
     let options = ServeOptions {
         state_dir: state.clone(),
         listen: "127.0.0.1:0".into(),
@@ -136,6 +156,7 @@ fn beyond_the_requests_in_flight_bound_a_request_gets_503_and_stopping_ends_the_
         quiet: true,
         app_xids: None,
         tls: None,
+        http: limits,
     };
     let stop = Arc::new(AtomicBool::new(false));
     let (done, served) = std::sync::mpsc::channel();
@@ -145,74 +166,68 @@ fn beyond_the_requests_in_flight_bound_a_request_gets_503_and_stopping_ends_the_
         std::fs::read_to_string(state.join("addr")).ok().map(|a| a.trim().to_string())
     });
     let token = std::fs::read_to_string(state.join("token")).unwrap().trim().to_string();
-    let client = Client::new(&addr, &token, Duration::from_secs(20));
-    let stranger = Client::new(&addr, "wrong-token", Duration::from_secs(20));
+    // A kept-alive connection of our own, open through everything below.
+    let mut kept = TcpStream::connect(&addr).unwrap();
+    kept.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let get = format!("GET /v1/jobs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\r\n");
+    kept.write_all(get.as_bytes()).unwrap();
+    assert_eq!(read_one_answer(&mut kept), (200, r#"{"jobs":[]}"#.to_string()));
 
-    let (max, refusers) = (live::http::MAX_IN_FLIGHT, live::http::REFUSERS);
+    // Seven clients stall in their bodies: with `kept`, the 8 connections allowed. The next
+    // connection is refused at once, with the reason (without reading what it sends).
     let job = |i: usize| padded_job(&format!("held-{i}"), "true", 10_000);
-    // tiny_http 0.12 runs each connection on a thread of its pool, and with connections
-    // opened in a burst it can queue one for a thread while every thread is held by an open
-    // connection (it counts a thread as idle until the thread wakes up), until a thread is
-    // free. A connection opened and closed at once starts a thread, which takes the queued
-    // one once its own is done: `kick`. And the clients open their connections (kept alive
-    // for the next requests) before the burst.
-    let kick = || drop(TcpStream::connect(&addr));
-    let _: Value = client.get("/v1/jobs").unwrap();
-    assert_eq!(stranger.get::<Value>("/v1/jobs").unwrap_err(), CallError::Status(401, String::new()));
-    let mut stalled: Vec<Stalled> = (0..max).map(|i| stall(&addr, &token, "/v1/jobs", &job(i))).collect();
-    // Each stalled request holds its place once the coordinator's front has taken it; until
-    // all have, other requests are answered (and one that held a place when a stalled one
-    // came in had that one refused: a few more make up for it, fewer than the refusers, which
-    // the refused stalled ones hold).
-    let reason =
-        wait_for(60, "a request refused for the requests in flight", || match client.get::<Value>("/v1/jobs") {
-            Ok(_) => {
-                kick();
-                if stalled.len() < max + refusers - 1 {
-                    stalled.push(stall(&addr, &token, "/v1/jobs", &job(stalled.len())));
-                }
-                None
-            }
-            Err(CallError::Status(503, reason)) => Some(reason),
-            Err(e) => panic!("the coordinator must answer while clients stall: {e}"),
-        });
-    assert_eq!(reason, format!("the coordinator has {max} requests in flight; try again shortly"));
-    // Refused without the token: 401 and nothing else, not the 503's reason.
-    assert_eq!(stranger.get::<Value>("/v1/jobs").unwrap_err(), CallError::Status(401, String::new()));
-
-    // The 64 places are the stalled requests' (the refused GET was the only other one): those
-    // beyond them are refused, with an answer at once, the 64 are not answered.
-    let answered = |s: &Stalled| {
-        s.stream.set_nonblocking(true).unwrap();
-        let ready = s.stream.peek(&mut [0u8; 1]).is_ok_and(|n| n > 0);
-        s.stream.set_nonblocking(false).unwrap();
-        ready
-    };
-    wait_for(30, "the stalled requests beyond the bound to be refused", || {
-        kick();
-        (stalled.iter().filter(|s| answered(s)).count() == stalled.len() - max).then_some(())
-    });
-    let (refused, mut admitted): (Vec<Stalled>, Vec<Stalled>) = stalled.into_iter().partition(answered);
-    for s in refused {
-        let (status, answer) = s.finish();
-        assert_eq!((status, answer), (503, json!({ "error": reason }).to_string()));
+    let stalled: Vec<Stalled> = (0..7).map(|i| stall(&addr, &token, "/v1/jobs", &job(i))).collect();
+    let mut refused = stall(&addr, &token, "/v1/jobs", &job(7)).stream;
+    let (status, body) = read_answer(&mut refused);
+    assert_eq!(
+        (status, body),
+        (503, json!({ "error": "the coordinator has 8 connections open; try again shortly" }).to_string())
+    );
+    // A stalled client is answered 408 after the request timeout and closed: the places free.
+    for s in stalled {
+        let mut stream = s.stream;
+        let (status, body) = read_answer(&mut stream);
+        assert_eq!((status, body), (408, json!({ "error": "the request body did not arrive in time" }).to_string()));
     }
-    // One admitted finishes (a submission), the others give up: their places free again.
-    let (status, answer) = admitted.pop().unwrap().finish();
-    assert_eq!(status, 201, "{answer}");
-    let last = admitted.pop().unwrap();
-    drop(admitted);
-    wait_for(30, "requests to be answered again", || client.get::<Value>("/v1/jobs").ok());
+    let client = Client::new(&addr, &token, Duration::from_secs(20));
+    let submitted: Value = wait_for(30, "a place again", || {
+        client.post("/v1/jobs", &json!({ "name": "after", "tasks": [{ "name": "0", "command": "true" }] })).ok()
+    });
+    assert_eq!(submitted, json!({ "id": 0, "name": "after" }));
+    // Without the token: 401 and nothing else, before the body is read; a body over 1 MiB is
+    // refused from its Content-Length, unread.
+    assert_eq!(
+        Client::new(&addr, "wrong", Duration::from_secs(20)).get::<Value>("/v1/jobs").unwrap_err(),
+        CallError::Status(401, String::new())
+    );
+    let mut huge = TcpStream::connect(&addr).unwrap();
+    huge.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let head = format!(
+        "POST /v1/jobs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Length: 99999999999999\r\n\r\n{{"
+    );
+    huge.write_all(head.as_bytes()).unwrap();
+    assert_eq!(
+        read_answer(&mut huge),
+        (413, json!({ "error": "the body is over 1 MiB (99999999999999 bytes)" }).to_string())
+    );
+
+    // Without the token, the same length is answered 401, unread, and the coordinator goes
+    // on (its first HTTP server allocated what a length announced, and aborted on this).
+    let mut stranger = TcpStream::connect(&addr).unwrap();
+    stranger.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let head = format!("POST /v1/jobs HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 99999999999999\r\n\r\n{{");
+    stranger.write_all(head.as_bytes()).unwrap();
+    assert_eq!(read_answer(&mut stranger), (401, String::new()));
     let jobs: Value = client.get("/v1/jobs").unwrap();
     assert_eq!(jobs["jobs"].as_array().map(Vec::len), Some(1), "{jobs}");
 
-    // Stopped with `last` still stalled: serve returns, and the listener goes with it.
+    // Stopped: serve returns, and the listener goes with it. A request on a connection
+    // that was open before is answered 503, not taken.
     stop.store(true, Ordering::Relaxed);
     let result = served.recv_timeout(Duration::from_secs(20)).expect("serve returns once stopped");
     assert_eq!(result, Ok(()));
     wait_for(20, "the listener to close", || TcpStream::connect(&addr).is_err().then_some(()));
-    // Its worker still runs: finished now, the request is answered, though not taken.
-    let (status, answer) = last.finish();
-    assert_eq!((status, answer.as_str()), (503, r#"{"error":"the coordinator is stopping"}"#));
+    kept.write_all(get.as_bytes()).unwrap();
+    assert_eq!(read_one_answer(&mut kept), (503, r#"{"error":"the coordinator is stopping"}"#.to_string()));
     let _ = std::fs::remove_dir_all(&dir);
 }

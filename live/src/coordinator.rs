@@ -1,6 +1,6 @@
 //! The coordinator (`schedlab live serve`): one thread, one loop, for all the scheduling state.
-//! It takes each HTTP request from the front ([`crate::http`]: tiny_http, blocking, no async
-//! runtime; a thread per request in flight reads the body and writes the answer, so a slow
+//! It takes each HTTP request from the front ([`crate::http`]: blocking, no async runtime; a
+//! thread per connection reads the request and writes the answer, within timeouts, so a slow
 //! client holds only its own connection), turns what it reports into a batch stamped with
 //! the wall clock, writes the batch to SQLite, then applies it to the [`Driver`]. Between
 //! requests it applies what falls due (heartbeat deadlines, wake-ups) as `Tick` batches. The
@@ -15,18 +15,18 @@
 use crate::api::{GpuReturned, HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply, RegisterRequest};
 use crate::backend::HealthEvent;
 use crate::driver::{Batch, Driver, DriverConfig, Input};
-use crate::http::{Call, Front, Inbound};
+use crate::http::{Call, Front, Inbound, Limits, Method};
 use crate::store::{AgentRecord, Store, load_or_create_token};
 use crate::tls::TlsFront;
 use serde_json::{Value, json};
 use sim::{SimTime, TaskId, TaskStatus};
 use std::collections::BTreeMap;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
-use tiny_http::{Method, Server};
 
 /// The XIDs NVIDIA's Kubernetes device plugin treats as the application's fault, not the
 /// GPU's (13 graphics engine exception, 31 GPU memory page fault, 43 GPU stopped processing,
@@ -81,6 +81,8 @@ pub struct ServeOptions {
     pub app_xids: Option<Vec<u64>>,
     /// Serve `https` on `listen` (see [`crate::tls`]); None: plain `http`.
     pub tls: Option<TlsSetup>,
+    /// Connections, timeouts: see [`Limits`].
+    pub http: Limits,
 }
 
 /// Where `live serve --tls` gets its certificate.
@@ -102,9 +104,10 @@ impl TlsSetup {
 }
 
 pub struct Coordinator {
-    /// Shared with the front's receiver thread while `run` runs (nothing else of the
-    /// coordinator is). With TLS it listens on a loopback port of its own, behind `tls`.
-    server: Arc<Server>,
+    /// The front's accept thread takes its connections while `run` runs (nothing else of the
+    /// coordinator is shared). With TLS it listens on a loopback port of its own, behind `tls`.
+    listener: TcpListener,
+    limits: Limits,
     tls: Option<TlsFront>,
     store: Store,
     driver: Driver,
@@ -178,11 +181,11 @@ impl Coordinator {
             (Driver::replay(config, journal)?, last + 1)
         };
         let agents = store.agents()?.into_iter().map(|a| (a.name.clone(), a)).collect();
-        let (server, tls) = match &options.tls {
+        let (listener, tls) = match &options.tls {
             None => {
-                let server =
-                    Server::http(&options.listen).map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
-                (server, None)
+                let listener = TcpListener::bind(&options.listen)
+                    .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+                (listener, None)
             }
             Some(setup) => {
                 let (cert, key) = match setup {
@@ -194,13 +197,15 @@ impl Coordinator {
                     }
                 };
                 let config = crate::tls::server_config(&cert, &key)?;
-                let server = Server::http("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
-                let plain = server.server_addr().to_ip().ok_or("the loopback listener has no IP address")?;
-                (server, Some(TlsFront::start(&options.listen, plain, config)?))
+                let listener =
+                    TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
+                let plain = listener.local_addr().map_err(|e| format!("the loopback listener: {e}"))?;
+                (listener, Some(TlsFront::start(&options.listen, plain, config)?))
             }
         };
         let coordinator = Coordinator {
-            server: Arc::new(server),
+            listener,
+            limits: options.http,
             tls,
             store,
             driver,
@@ -228,7 +233,7 @@ impl Coordinator {
     pub fn addr(&self) -> String {
         match &self.tls {
             Some(front) => front.addr().to_string(),
-            None => self.server.server_addr().to_ip().map_or_else(|| "unknown".to_string(), |a| a.to_string()),
+            None => self.listener.local_addr().map_or_else(|_| "unknown".to_string(), |a| a.to_string()),
         }
     }
 
@@ -289,7 +294,7 @@ impl Coordinator {
     /// taken are answered 503 by their workers.
     pub fn run(&mut self, stop: &AtomicBool) -> Result<(), String> {
         let (inbound, calls) = mpsc::channel();
-        let front = Front::start(self.server.clone(), self.token.clone(), inbound)?;
+        let front = Front::start(&self.listener, self.token.clone(), self.limits, inbound)?;
         self.log(format!(
             "listening on {} (policy {}, {} nodes, application XIDs {})",
             self.url(),
@@ -957,6 +962,7 @@ mod tests {
             quiet: true,
             app_xids,
             tls: None,
+            http: crate::http::Limits::default(),
         })
     }
 

@@ -1,48 +1,85 @@
-//! The coordinator's HTTP front: all the socket IO of `live serve`, off the coordinator's
-//! thread. tiny_http parses each request's headers on a thread of its own per connection, but
-//! reads a body lazily (all but the smallest) and writes the answer wherever `respond` is
-//! called, so whoever does either waits for the client. Here that is never the coordinator:
+//! The coordinator's HTTP/1.1 front: all the socket IO of `live serve`, off the coordinator's
+//! thread. Request heads are parsed by httparse (hyper's parser); the connection handling is
+//! ours, because tiny_http (what this was built on first) has no read timeouts, queues new
+//! connections behind busy ones, and reads away an unread body with a buffer of the size the
+//! client announced: one unauthenticated request with `Content-Length: 99999999999999` made
+//! the coordinator abort.
 //!
-//! - one receiver thread takes each request from tiny_http (`Server::recv`) and starts a
-//!   worker thread for it (at most [`MAX_IN_FLIGHT`] at once; beyond that the request is
-//!   answered 503 by one of [`REFUSERS`] refuser threads);
-//! - the worker checks the bearer token (401, with nothing else, when it is wrong), reads the
-//!   body (1 MiB at most: 413 over it, 400 when it cannot be read), sends the [`Call`] to the
-//!   coordinator's thread over a channel, waits for the answer on a channel of its own, and
-//!   writes it to the client.
+//! - One accept thread takes connections and starts a thread for each, at most
+//!   [`Limits::max_connections`] at once (beyond that, `503` with the reason and close).
+//! - A connection's thread reads a request head (16 KiB at most, `431` beyond) within
+//!   [`Limits::request_timeout`], checks the bearer token before anything else (`401` with
+//!   nothing else, and close), takes only a `Content-Length` body of 1 MiB at most (`413`
+//!   beyond, `411` for a chunked one), read within the same timeout (`408` when the client
+//!   stalls), then sends the [`Call`] to the coordinator's thread over a channel, waits for
+//!   the answer on a channel of its own and writes it. Kept-alive connections wait up to
+//!   [`Limits::idle_timeout`] for their next request.
 //!
-//! A client slow to send its body or to read its answer holds only its own worker. The
-//! scheduling state (Driver, SQLite, agents) stays on the coordinator's one thread, which
+//! A client slow to send or to read holds only its own thread, and only until its timeout.
+//! The scheduling state (Driver, SQLite, agents) stays on the coordinator's one thread, which
 //! takes the calls one at a time in the order they reach the channel: the journal is that
-//! thread's sequence of batches, as before.
+//! thread's sequence of batches.
 
 use serde_json::{Value, json};
-use std::io::Read;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Sender, SyncSender};
 use std::thread::JoinHandle;
-use tiny_http::{Header, Method, Request, Response, Server};
+use std::time::{Duration, Instant};
 
-const MAX_BODY: usize = 1 << 20;
+/// The largest request body taken.
+pub const MAX_BODY: usize = 1 << 20;
 
-/// Requests admitted at once: being read, waiting for the coordinator, or being answered.
-/// Each holds a thread and up to 1 MiB of body, so 64 bounds what clients can make the
-/// coordinator's process hold (64 MiB of bodies) however many connect. It is far above what
-/// the coordinator's own clients need: an agent has one request out at a time and the
-/// coordinator's thread answers in milliseconds (a SQLite commit), so requests in flight are
-/// those of the last few milliseconds, not one per node. Beyond it a request is answered 503
-/// at once (agents retry at their next beat) rather than queued behind the others. tiny_http
-/// 0.12 sets no read timeout, so a client that stalls holds its place until it closes its
-/// connection: 64 stalled clients get every other request a 503 (never the coordinator's
-/// thread blocked, as one such client used to).
-pub const MAX_IN_FLIGHT: usize = 64;
+/// The largest request head (request line and headers) taken.
+pub const MAX_HEAD: usize = 16 * 1024;
 
-/// The threads that answer the requests beyond [`MAX_IN_FLIGHT`]. More than one because a
-/// refused request with a body the client stalls in holds its refuser after the 503 is
-/// written, while tiny_http reads the rest of the body away (it does so when the request is
-/// dropped): it takes this many such clients, on top of the 64, to delay the 503s.
-pub const REFUSERS: usize = 8;
+/// How long a refused connection's thread reads away what its client still sends.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// What the front allows its clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections served at once. Each holds a thread and up to 1 MiB of body, so this bounds
+    /// what clients can make the coordinator's process hold however many connect: room for a
+    /// few hundred agents (each keeps one connection) and the command-line clients.
+    pub max_connections: usize,
+    /// From a request's first byte to its last: a client stalled in its head or body is
+    /// answered `408` and closed after this.
+    pub request_timeout: Duration,
+    /// How long a kept-alive connection waits for its next request (longer than ureq keeps an
+    /// idle connection, 15 s, so that clients close first and never reuse a closed one).
+    pub idle_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_connections: 512,
+            request_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The method of a request, as the coordinator routes on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+    Other(String),
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Method::Get => f.write_str("GET"),
+            Method::Post => f.write_str("POST"),
+            Method::Other(m) => f.write_str(m),
+        }
+    }
+}
 
 /// A request for the coordinator's thread, its token checked and its body read.
 pub(crate) struct Call {
@@ -53,9 +90,9 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    /// Hands the answer (status, JSON body) to the worker, which writes it to the client.
+    /// Hands the answer (status, JSON body) to the connection's thread, which writes it.
     pub fn answer(self, status: u16, body: Value) {
-        // The worker waits for it; it can only be gone if its thread died.
+        // Its thread waits for it; it can only be gone if that thread died.
         let _ = self.reply.send((status, body));
     }
 }
@@ -65,188 +102,367 @@ pub(crate) enum Inbound {
     Call(Call),
     /// A line for the coordinator's log (a request refused here, not by the coordinator).
     Log(String),
-    /// tiny_http stopped accepting connections: the server cannot go on.
+    /// The listener failed: the server cannot go on.
     Failed(String),
 }
 
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
+/// The running front: its accept thread, stopped (and joined) when this is dropped.
+/// Connections already open finish on their own: a call the coordinator no longer takes is
+/// answered `503`.
+pub(crate) struct Front {
+    addr: SocketAddr,
+    stopping: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
 }
 
-fn json_response(status: u16, body: &Value) -> Response<std::io::Cursor<Vec<u8>>> {
-    Response::from_string(body.to_string())
-        .with_status_code(status)
-        .with_header(header("Content-Type", "application/json"))
+impl Front {
+    /// Serves `listener`; what its clients ask goes to `inbound`.
+    pub fn start(
+        listener: &TcpListener,
+        token: String,
+        limits: Limits,
+        inbound: Sender<Inbound>,
+    ) -> Result<Front, String> {
+        let listener = listener.try_clone().map_err(|e| format!("the HTTP listener: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| format!("the HTTP listener: {e}"))?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let flag = stopping.clone();
+        let acceptor = std::thread::Builder::new()
+            .name("http-accept".into())
+            .spawn(move || accept(&listener, &flag, &Arc::<str>::from(token), limits, &inbound))
+            .map_err(|e| format!("cannot start the HTTP accept thread: {e}"))?;
+        Ok(Front { addr, stopping, acceptor: Some(acceptor) })
+    }
 }
 
-fn error_response(status: u16, reason: &str) -> Response<std::io::Cursor<Vec<u8>>> {
-    json_response(status, &json!({ "error": reason }))
+impl Drop for Front {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if let Some(acceptor) = self.acceptor.take() {
+            // It blocks in accept(): a connection of our own wakes it to see `stopping`.
+            let _ = TcpStream::connect(self.addr);
+            let _ = acceptor.join();
+        }
+    }
 }
 
-/// Whether `request` carries `Authorization: Bearer TOKEN`, compared in constant time.
-fn authorised(request: &Request, token: &str) -> bool {
-    request.headers().iter().any(|h| {
-        h.field.equiv("Authorization")
-            && h.value
-                .as_str()
-                .strip_prefix("Bearer ")
-                .is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()))
-    })
+/// Counts a connection's thread until it ends, however it ends.
+struct Held(Arc<AtomicUsize>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
-/// 401 with the scheme and nothing else: no body, no reason.
-fn unauthorised() -> Response<std::io::Empty> {
-    Response::empty(401).with_header(header("WWW-Authenticate", "Bearer"))
+fn accept(listener: &TcpListener, stopping: &AtomicBool, token: &Arc<str>, limits: Limits, inbound: &Sender<Inbound>) {
+    let open = Arc::new(AtomicUsize::new(0));
+    loop {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(_) if stopping.load(Ordering::SeqCst) => return,
+            // The client gave up before we took it, or descriptors ran out for a moment.
+            Err(e) if is_transient(&e) => {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            Err(e) => {
+                let _ = inbound.send(Inbound::Failed(format!("HTTP server: {e}")));
+                return;
+            }
+        };
+        if stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        // Only this thread adds to the count, so it cannot pass the bound between the check
+        // and the add.
+        if open.load(Ordering::SeqCst) >= limits.max_connections {
+            let reason = format!("the coordinator has {} connections open; try again shortly", limits.max_connections);
+            let _ = inbound.send(Inbound::Log(format!("a connection refused: {reason}")));
+            refuse_at_once(stream, &reason);
+            continue;
+        }
+        open.fetch_add(1, Ordering::SeqCst);
+        let held = Held(open.clone());
+        let (token, theirs) = (token.clone(), inbound.clone());
+        let started = std::thread::Builder::new().name("http-connection".into()).spawn(move || {
+            let _held = held;
+            let _ = Connection::new(stream, limits).serve(&token, &theirs);
+        });
+        if started.is_err() {
+            // The closure (and the connection with it) was dropped, and the count with it.
+            let _ = inbound.send(Inbound::Log("cannot start a thread for a connection; it was closed".into()));
+        }
+    }
+}
+
+fn is_transient(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::Interrupted)
+        || matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
+}
+
+/// `503` with the reason, written without waiting long for the client (this is the accept
+/// thread), and close.
+fn refuse_at_once(mut stream: TcpStream, reason: &str) {
+    let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+    if stream.write_all(&response(503, &json!({ "error": reason }), false)).is_ok() {
+        close_gently(&mut stream, Duration::from_millis(50));
+    }
+}
+
+/// Closes after an answer to a request whose rest was not read. Closing a socket with unread
+/// bytes makes the kernel reset the connection, which can destroy the answer before the client
+/// reads it; so first end our side, then read away (and drop) what the client still sends, up
+/// to 64 KiB or `linger`, as web servers do (a "lingering close").
+fn close_gently(stream: &mut TcpStream, linger: Duration) {
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let deadline = Instant::now() + linger;
+    let mut sink = [0u8; 4096];
+    let mut drained = 0;
+    while drained < 64 * 1024 {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        if wait.is_zero() || stream.set_read_timeout(Some(wait)).is_err() {
+            return;
+        }
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => drained += n,
+        }
+    }
+}
+
+/// An answer: status line, JSON body, its length, and `Connection: close` unless kept alive.
+fn response(status: u16, body: &Value, keep_alive: bool) -> Vec<u8> {
+    let body = body.to_string();
+    let connection = if keep_alive { "" } else { "Connection: close\r\n" };
+    format!(
+        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{connection}\r\n{body}",
+        reason_phrase(status),
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// `401` with the scheme and nothing else: no body, no reason.
+const UNAUTHORISED: &[u8] =
+    b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+fn reason_phrase(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "",
+    }
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The running front: its receiver thread, stopped (and joined) when this is dropped.
-pub(crate) struct Front {
-    server: Arc<Server>,
-    stopping: Arc<AtomicBool>,
-    receiver: Option<JoinHandle<()>>,
+/// A request's head, as the connection needs it.
+struct Head {
+    method: Method,
+    url: String,
+    authorised: bool,
+    keep_alive: bool,
+    content_length: Option<usize>,
+    chunked: bool,
+    expects_continue: bool,
+    /// Bytes of the buffer the head took.
+    len: usize,
 }
 
-impl Front {
-    /// Starts the receiver (and refuser) thread for `server`; what they receive goes to
-    /// `inbound`.
-    pub fn start(server: Arc<Server>, token: String, inbound: Sender<Inbound>) -> Result<Front, String> {
-        let stopping = Arc::new(AtomicBool::new(false));
-        // The refusers end when the receiver does (it holds the only sender), after the
-        // refusals queued before.
-        let (refuse, refusals) = mpsc::channel();
-        let refusals = Arc::new(Mutex::new(refusals));
-        for _ in 0..REFUSERS {
-            let (refusals, token, inbound) = (refusals.clone(), token.clone(), inbound.clone());
-            std::thread::Builder::new()
-                .name("http-refuser".into())
-                .spawn(move || refuser(&refusals, &token, &inbound))
-                .map_err(|e| format!("cannot start the HTTP refuser threads: {e}"))?;
-        }
-        let receiver = {
-            let (server, stopping) = (server.clone(), stopping.clone());
-            std::thread::Builder::new()
-                .name("http-receiver".into())
-                .spawn(move || receive(&server, &stopping, &Arc::<str>::from(token), &inbound, &refuse))
-                .map_err(|e| format!("cannot start the HTTP receiver thread: {e}"))?
-        };
-        Ok(Front { server, stopping, receiver: Some(receiver) })
+/// Why a connection ends without an answer to a request (the client went, or stalled before
+/// sending anything of it).
+enum Ended {
+    Closed,
+    Idle,
+}
+
+struct Connection {
+    stream: TcpStream,
+    limits: Limits,
+    /// What was read and not yet used (the next request's bytes, if the client pipelines).
+    buf: Vec<u8>,
+}
+
+impl Connection {
+    fn new(stream: TcpStream, limits: Limits) -> Connection {
+        let _ = stream.set_nodelay(true);
+        let _ = stream.set_write_timeout(Some(limits.request_timeout));
+        Connection { stream, limits, buf: Vec::with_capacity(4096) }
     }
-}
 
-impl Drop for Front {
-    /// Stops the receiver, which first starts workers for what tiny_http had queued before
-    /// (what comes after waits for the next `run`, or goes with the server). Workers still
-    /// running finish on their own: one whose call the coordinator never takes answers 503.
-    fn drop(&mut self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        if let Some(receiver) = self.receiver.take() {
-            if !receiver.is_finished() {
-                self.server.unblock(); // makes its blocked `recv` return
+    /// Requests, one after another, until the client closes, idles, breaks the protocol or
+    /// is refused.
+    fn serve(&mut self, token: &str, inbound: &Sender<Inbound>) -> std::io::Result<()> {
+        loop {
+            let head = match self.read_head(token) {
+                Ok(Ok(head)) => head,
+                Ok(Err(Ended::Closed | Ended::Idle)) => return Ok(()),
+                Err((status, reason)) => return self.refuse(status, reason),
+            };
+            self.buf.drain(..head.len);
+            if !head.authorised {
+                // Before the body is read: an unauthenticated client makes the coordinator
+                // read nothing more and learns nothing.
+                self.stream.write_all(UNAUTHORISED)?;
+                close_gently(&mut self.stream, LINGER);
+                return Ok(());
             }
-            let _ = receiver.join();
+            if head.chunked {
+                return self.refuse(411, "a chunked request body is not accepted; send Content-Length".into());
+            }
+            let length = head.content_length.unwrap_or(0);
+            if length > MAX_BODY {
+                return self.refuse(413, format!("the body is over 1 MiB ({length} bytes)"));
+            }
+            if head.expects_continue && length > self.buf.len() {
+                self.stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+            }
+            let body = match self.read_body(length) {
+                Ok(body) => body,
+                Err(e) if is_timeout(&e) => return self.refuse(408, "the request body did not arrive in time".into()),
+                Err(_) => return Ok(()),
+            };
+            let (reply, answer) = mpsc::sync_channel(1);
+            let call = Call { method: head.method, url: head.url, body, reply };
+            // Either fails only when the coordinator's thread has stopped taking calls (its
+            // channel, with the calls still in it, is dropped when `run` returns).
+            let (status, body) = inbound
+                .send(Inbound::Call(call))
+                .ok()
+                .and_then(|()| answer.recv().ok())
+                .unwrap_or_else(|| (503, json!({ "error": "the coordinator is stopping" })));
+            self.stream.write_all(&response(status, &body, head.keep_alive))?;
+            if !head.keep_alive {
+                return Ok(());
+            }
         }
     }
-}
 
-/// Decrements the count of requests in flight when its worker ends, however it ends.
-struct InFlight(Arc<AtomicUsize>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+    /// `status` with the reason, and close (what else the client sent is not read).
+    fn refuse(&mut self, status: u16, reason: String) -> std::io::Result<()> {
+        self.stream.write_all(&response(status, &json!({ "error": reason }), false))?;
+        close_gently(&mut self.stream, LINGER);
+        Ok(())
     }
-}
 
-/// The receiver thread. It never waits for a client: it only takes requests from tiny_http and
-/// starts threads or queues refusals (an unbounded channel, so never blocked either).
-fn receive(
-    server: &Server,
-    stopping: &AtomicBool,
-    token: &Arc<str>,
-    inbound: &Sender<Inbound>,
-    refuse: &Sender<(Request, String)>,
-) {
-    let in_flight = Arc::new(AtomicUsize::new(0));
-    loop {
-        let request = match server.recv() {
-            Ok(request) => request,
-            Err(e) => {
-                if !stopping.load(Ordering::SeqCst) {
-                    let _ = inbound.send(Inbound::Failed(format!("HTTP server: {e}")));
+    /// Reads until a whole head is in the buffer: the first byte within the idle timeout,
+    /// the rest within the request timeout. The outer error is the answer to give.
+    fn read_head(&mut self, token: &str) -> Result<Result<Head, Ended>, (u16, String)> {
+        let mut deadline = None;
+        loop {
+            if !self.buf.is_empty() {
+                deadline.get_or_insert_with(|| Instant::now() + self.limits.request_timeout);
+                let mut headers = [httparse::EMPTY_HEADER; 64];
+                let mut request = httparse::Request::new(&mut headers);
+                match request.parse(&self.buf) {
+                    Ok(httparse::Status::Complete(len)) => return Ok(Ok(head_of(&request, len, token)?)),
+                    Ok(httparse::Status::Partial) if self.buf.len() >= MAX_HEAD => {
+                        return Err((431, "the request head is over 16 KiB".into()));
+                    }
+                    Ok(httparse::Status::Partial) => {}
+                    Err(httparse::Error::TooManyHeaders) => return Err((431, "more than 64 headers".into())),
+                    Err(e) => return Err((400, format!("not an HTTP/1.1 request: {e}"))),
                 }
-                return;
             }
-        };
-        // Only this thread adds to the count, so it cannot pass the bound between the check
-        // and the add.
-        if in_flight.load(Ordering::SeqCst) >= MAX_IN_FLIGHT {
-            let reason = format!("the coordinator has {MAX_IN_FLIGHT} requests in flight; try again shortly");
-            let _ = refuse.send((request, reason));
-            continue;
-        }
-        in_flight.fetch_add(1, Ordering::SeqCst);
-        let slot = InFlight(in_flight.clone());
-        // Held here too, so that the request can be refused if its thread cannot start (a
-        // closure that `spawn` fails to run is dropped, and a dropped request is answered
-        // 500 by whoever drops it, after reading the rest of its body).
-        let held = Arc::new(Mutex::new(Some(request)));
-        let (token, inbound, theirs) = (token.clone(), inbound.clone(), held.clone());
-        let started = std::thread::Builder::new().name("http-request".into()).spawn(move || {
-            let _slot = slot;
-            let request = theirs.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(request) = request {
-                serve(request, &token, &inbound);
+            let wait = match deadline {
+                Some(d) => d.saturating_duration_since(Instant::now()),
+                None => self.limits.idle_timeout,
+            };
+            if wait.is_zero() {
+                return Err((408, "the request head did not arrive in time".into()));
             }
-        });
-        if let Err(e) = started {
-            let request = held.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(request) = request {
-                let _ = refuse.send((request, format!("cannot start a thread for the request: {e}")));
+            let _ = self.stream.set_read_timeout(Some(wait));
+            let mut chunk = [0u8; 4096];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Ok(Err(Ended::Closed)),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if is_timeout(&e) && deadline.is_none() => return Ok(Err(Ended::Idle)),
+                Err(e) if is_timeout(&e) => return Err((408, "the request head did not arrive in time".into())),
+                Err(_) => return Ok(Err(Ended::Closed)),
             }
         }
+    }
+
+    /// The next `length` bytes (some may be in the buffer already), within the request timeout.
+    fn read_body(&mut self, length: usize) -> std::io::Result<Vec<u8>> {
+        let deadline = Instant::now() + self.limits.request_timeout;
+        let buffered = length.min(self.buf.len());
+        let mut body: Vec<u8> = self.buf.drain(..buffered).collect();
+        body.resize(length, 0);
+        let mut at = buffered;
+        while at < length {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                return Err(ErrorKind::TimedOut.into());
+            }
+            self.stream.set_read_timeout(Some(wait))?;
+            match self.stream.read(&mut body[at..]) {
+                Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
+                Ok(n) => at += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(body)
     }
 }
 
-/// A worker: one request, from its token to its answer.
-fn serve(mut request: Request, token: &str, inbound: &Sender<Inbound>) {
-    if !authorised(&request, token) {
-        let _ = request.respond(unauthorised());
-        return;
-    }
-    let mut body = Vec::new();
-    let read = request.as_reader().take(MAX_BODY as u64 + 1).read_to_end(&mut body);
-    let response = if read.is_err() {
-        error_response(400, "cannot read the request body")
-    } else if body.len() > MAX_BODY {
-        error_response(413, "the body is over 1 MiB")
-    } else {
-        let (reply, answer) = mpsc::sync_channel(1);
-        let call = Call { method: request.method().clone(), url: request.url().to_string(), body, reply };
-        // Either fails only when the coordinator's thread has stopped taking calls (its
-        // channel, with the calls still in it, is dropped when `run` returns).
-        match inbound.send(Inbound::Call(call)).ok().and_then(|()| answer.recv().ok()) {
-            Some((status, body)) => json_response(status, &body),
-            None => error_response(503, "the coordinator is stopping"),
-        }
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+}
+
+/// What the connection needs of a parsed head; an error is the answer to give.
+fn head_of(request: &httparse::Request<'_, '_>, len: usize, token: &str) -> Result<Head, (u16, String)> {
+    let method = match request.method.unwrap_or("") {
+        "GET" => Method::Get,
+        "POST" => Method::Post,
+        other => Method::Other(other.to_string()),
     };
-    let _ = request.respond(response);
-}
-
-/// A refuser thread: answers the requests the receiver could not admit, 401 without the
-/// token and 503 with the reason with it.
-fn refuser(refusals: &Mutex<Receiver<(Request, String)>>, token: &str, inbound: &Sender<Inbound>) {
-    loop {
-        let next = refusals.lock().unwrap_or_else(|e| e.into_inner()).recv();
-        let Ok((request, reason)) = next else { return };
-        if !authorised(&request, token) {
-            let _ = request.respond(unauthorised());
-            continue;
-        }
-        let _ = inbound.send(Inbound::Log(format!("{} {}: refused: {reason}", request.method(), request.url())));
-        let _ = request.respond(error_response(503, &reason));
+    let url = request.path.unwrap_or("/").to_string();
+    fn values<'a>(headers: &'a [httparse::Header<'a>], name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+        headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
     }
+    let header = |name: &'static str| values(request.headers, name);
+    let authorised = header("Authorization")
+        .any(|v| v.strip_prefix(b"Bearer ").is_some_and(|t| constant_time_eq(t, token.as_bytes())));
+    if !authorised {
+        // Nothing more is looked at (or told) for a client without the token.
+        let (keep_alive, content_length, chunked, expects_continue) = (false, None, false, false);
+        return Ok(Head { method, url, authorised, keep_alive, content_length, chunked, expects_continue, len });
+    }
+    let text = |v: &[u8]| String::from_utf8_lossy(v).trim().to_ascii_lowercase();
+    let connection: Vec<String> = header("Connection").map(text).collect();
+    // HTTP/1.1 keeps the connection unless told to close; 1.0 closes unless told to keep it.
+    let keep_alive = if request.version == Some(1) {
+        !connection.iter().any(|c| c.split(',').any(|t| t.trim() == "close"))
+    } else {
+        connection.iter().any(|c| c.split(',').any(|t| t.trim() == "keep-alive"))
+    };
+    let lengths: Vec<String> = header("Content-Length").map(text).collect();
+    let content_length = match lengths.as_slice() {
+        [] => None,
+        [one] => {
+            Some(one.parse::<usize>().map_err(|_| (400, format!("Content-Length `{one}` is not a number of bytes")))?)
+        }
+        // Two lengths are how request smuggling starts: refused, whatever they say.
+        _ => return Err((400, "more than one Content-Length".into())),
+    };
+    let chunked = header("Transfer-Encoding").next().is_some();
+    let expects_continue = header("Expect").any(|v| text(v) == "100-continue");
+    Ok(Head { method, url, authorised, keep_alive, content_length, chunked, expects_continue, len })
 }

@@ -1,8 +1,8 @@
 //! TLS for the coordinator's API (`live serve --tls`), in its own process: rustls (with ring,
-//! no OpenSSL to install). tiny_http only speaks plain HTTP on its own listener (its TLS
-//! feature is tied to rustls 0.20, which no longer gets security fixes), so the coordinator
-//! serves plain HTTP on a loopback port of its own and this front listens on `--listen`,
-//! ends each TLS connection and relays the bytes to that port and back. The bearer token
+//! no OpenSSL to install). The HTTP front ([`crate::http`]) stays plain and blocking, on a
+//! loopback port of its own; this front listens on `--listen`, ends each TLS connection and
+//! relays the bytes to that port and back, so the HTTP code has one way to run, with TLS or
+//! without. The bearer token
 //! still guards every request, TLS or not; TLS keeps it (and everything else) off the wire in
 //! the clear.
 //!
@@ -202,20 +202,22 @@ mod tests {
     use crate::client::{CallError, Client};
     use serde_json::{Value, json};
 
-    /// A plain HTTP backend answering every request with its method and URL, as JSON.
-    fn backend() -> (SocketAddr, Arc<tiny_http::Server>, std::thread::JoinHandle<()>) {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
-        let addr = server.server_addr().to_ip().unwrap();
-        let serving = server.clone();
+    /// The coordinator's HTTP front on a loopback port, every call answered with its method,
+    /// URL and body, as JSON, by a thread standing in for the coordinator's.
+    fn backend() -> (SocketAddr, crate::http::Front, TcpListener, std::thread::JoinHandle<()>) {
+        use crate::http::{Front, Inbound, Limits};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (inbound, calls) = std::sync::mpsc::channel();
+        let front = Front::start(&listener, "t".into(), Limits::default(), inbound).unwrap();
         let thread = std::thread::spawn(move || {
-            for mut request in serving.incoming_requests() {
-                let mut body = String::new();
-                let _ = request.as_reader().read_to_string(&mut body);
-                let answer = json!({ "method": request.method().as_str(), "url": request.url(), "body": body });
-                let _ = request.respond(tiny_http::Response::from_string(answer.to_string()));
+            while let Ok(Inbound::Call(call)) = calls.recv() {
+                let body = String::from_utf8_lossy(&call.body).into_owned();
+                let answer = json!({ "method": call.method.to_string(), "url": call.url.clone(), "body": body });
+                call.answer(200, answer);
             }
         });
-        (addr, server, thread)
+        (addr, front, listener, thread)
     }
 
     #[test]
@@ -233,7 +235,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
 
-        let (plain, server, served) = backend();
+        let (plain, http, _listener, served) = backend();
         let front = TlsFront::start("127.0.0.1:0", plain, server_config(&cert, &key).unwrap()).unwrap();
         let url = format!("https://127.0.0.1:{}", front.addr().port());
         let timeout = Duration::from_secs(20);
@@ -264,7 +266,8 @@ mod tests {
             Client::with_ca_file(&url, "t", timeout, &dir.join("junk.pem")).err().unwrap().contains("no certificate")
         );
         drop(front);
-        server.unblock();
+        drop(http); // the stand-in's channel closes with the front's last connection
+        drop(client);
         served.join().unwrap();
         std::fs::remove_dir_all(&dir).ok();
     }

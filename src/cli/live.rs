@@ -84,6 +84,10 @@ pub struct ServeArgs {
     /// Rewrite STATE/journal/ (a canonical trace of the session) at most this often, seconds.
     #[arg(long, default_value = "1")]
     journal_every_s: String,
+    /// Seconds a client has to send a whole request (head and body) once it has begun: a
+    /// client stalled longer is answered 408 and its connection closed.
+    #[arg(long, default_value = "30")]
+    request_timeout_s: String,
     /// XIDs that are the application's fault, not the GPU's: logged, and the GPU stays in
     /// service (the task's process fails by itself). Every other XID, an uncorrected ECC error
     /// or a lost GPU takes the GPU out. Comma-separated numbers, or `none` (every XID takes
@@ -369,6 +373,10 @@ fn run_serve(a: ServeArgs) -> CliResult {
         journal_every: Duration::from_millis(millis("journal-every-s", &a.journal_every_s)?),
         quiet: a.quiet,
         app_xids: a.app_xids.as_deref().map(live::coordinator::parse_app_xids).transpose()?,
+        http: live::http::Limits {
+            request_timeout: Duration::from_millis(millis("request-timeout-s", &a.request_timeout_s)?.max(1)),
+            ..live::http::Limits::default()
+        },
     };
     eprintln!("schedlab live: state in {}, API token in {}", a.state.display(), a.state.join("token").display());
     if let Some(TlsSetup::SelfSigned { names }) = &options.tls {
