@@ -60,6 +60,24 @@ fn main() {
             (beat_time, beats, submit_time, submits) = (Duration::ZERO, 0, Duration::ZERO, 0);
         }
     }
+    // What the coordinator does at most once per `--journal-every-s` while anything changes:
+    // the whole session written again as a trace (every heartbeat a row of events.csv).
+    let dir = std::env::temp_dir().join(format!("schedlab-latency-journal-{}", std::process::id()));
+    let started = Instant::now();
+    let trace = d.trace();
+    println!(
+        "journal: the session as a trace in memory ({} events) took {:.1} ms",
+        trace.events.len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    let started = Instant::now();
+    schedlab_live::coordinator::write_journal(&d, &dir).unwrap();
+    println!(
+        "journal: writing the session as a trace ({} batches) took {:.0} ms",
+        d.journal().len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     let journal = d.journal().to_vec();
     let started = Instant::now();
     let again = Driver::replay(config, journal).unwrap();

@@ -81,7 +81,8 @@ pub struct ServeArgs {
     /// What each restart is counted as costing before progress, seconds, as for simulate.
     #[arg(long, default_value = "0")]
     restart_overhead_s: String,
-    /// Rewrite STATE/journal/ (a canonical trace of the session) at most this often, seconds.
+    /// Rewrite STATE/journal/ (a canonical trace of the session) at most this often, seconds
+    /// (and, as the session grows, at most every ten times as long as the last rewrite took).
     #[arg(long, default_value = "1")]
     journal_every_s: String,
     /// Seconds a client has to send a whole request (head and body) once it has begun: a
