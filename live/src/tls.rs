@@ -8,8 +8,9 @@
 //!
 //! One thread per connection, at most [`MAX_CONNECTIONS`] at once (beyond that a connection
 //! is closed at once: clients retry), each relaying with `poll(2)` on its two sockets, so a
-//! slow or silent client holds only its own thread; a connection quiet in both directions for
-//! [`IDLE`] is closed (agents reconnect by themselves).
+//! slow or silent client holds only its own thread, and not for ever: a handshake not done in
+//! [`HANDSHAKE`], or a connection quiet in both directions for [`IDLE`], is closed (agents
+//! reconnect by themselves).
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -30,6 +31,10 @@ pub const MAX_CONNECTIONS: usize = 512;
 
 /// A connection with no traffic either way for this long is closed.
 pub const IDLE: Duration = Duration::from_secs(300);
+
+/// A client has this long to complete its handshake (so that clients which connect and send
+/// nothing cannot hold the connections for [`IDLE`]).
+pub const HANDSHAKE: Duration = Duration::from_secs(30);
 
 /// The certificate chain and private key files, PEM, as a rustls server configuration.
 pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
@@ -124,13 +129,13 @@ fn accept(listener: TcpListener, backend: SocketAddr, config: Arc<ServerConfig>,
     }
 }
 
-/// Waits until `a` or `b` has something to read (or was closed), at most [`IDLE`]: which of
+/// Waits until `a` or `b` has something to read (or was closed), at most `timeout`: which of
 /// them, or neither when the time ran out.
-fn wait_readable(a: &TcpStream, b: &TcpStream) -> std::io::Result<(bool, bool)> {
+fn wait_readable(a: &TcpStream, b: &TcpStream, timeout: Duration) -> std::io::Result<(bool, bool)> {
     let mut fds = [a.as_raw_fd(), b.as_raw_fd()].map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
     let ready = loop {
         // SAFETY: `fds` is a valid array of two pollfd for the duration of the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, IDLE.as_millis() as libc::c_int) };
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout.as_millis() as libc::c_int) };
         if n >= 0 {
             break n;
         }
@@ -144,19 +149,28 @@ fn wait_readable(a: &TcpStream, b: &TcpStream) -> std::io::Result<(bool, bool)> 
 }
 
 /// Ends one client's TLS and relays its requests to `backend` and the answers back, until
-/// either side closes, the client breaks the protocol, or the connection idles for [`IDLE`].
+/// either side closes, the client breaks the protocol, the handshake takes over
+/// [`HANDSHAKE`], or the connection idles for [`IDLE`].
 fn relay(mut client: TcpStream, backend: SocketAddr, config: Arc<ServerConfig>) -> std::io::Result<()> {
     let mut tls = ServerConnection::new(config).map_err(std::io::Error::other)?;
     let mut plain = TcpStream::connect(backend)?;
     let _ = client.set_nodelay(true);
+    // Writes to a client that does not read fail after this, instead of holding the thread.
+    let _ = client.set_write_timeout(Some(HANDSHAKE));
+    let handshake_ends = std::time::Instant::now() + HANDSHAKE;
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         while tls.wants_write() {
             tls.write_tls(&mut client)?;
         }
-        let (from_client, from_backend) = wait_readable(&client, &plain)?;
+        let timeout = if tls.is_handshaking() {
+            handshake_ends.saturating_duration_since(std::time::Instant::now())
+        } else {
+            IDLE
+        };
+        let (from_client, from_backend) = wait_readable(&client, &plain, timeout)?;
         if !from_client && !from_backend {
-            return Ok(()); // idle
+            return Ok(()); // idle, or a handshake never finished
         }
         if from_client {
             if tls.read_tls(&mut client)? == 0 {
