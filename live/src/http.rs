@@ -466,3 +466,111 @@ fn head_of(request: &httparse::Request<'_, '_>, len: usize, token: &str) -> Resu
     let expects_continue = header("Expect").any(|v| text(v) == "100-continue");
     Ok(Head { method, url, authorised, keep_alive, content_length, chunked, expects_continue, len })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A front on a loopback port whose calls a stand-in for the coordinator's thread answers
+    /// with their method, URL and body.
+    struct Served {
+        addr: SocketAddr,
+        _front: Front,
+        _listener: TcpListener,
+    }
+
+    fn served(limits: Limits) -> Served {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (inbound, calls) = mpsc::channel();
+        let front = Front::start(&listener, "secret".into(), limits, inbound).unwrap();
+        std::thread::spawn(move || {
+            while let Ok(next) = calls.recv() {
+                if let Inbound::Call(call) = next {
+                    let body = String::from_utf8_lossy(&call.body).into_owned();
+                    let answer = json!({ "method": call.method.to_string(), "url": call.url.clone(), "body": body });
+                    call.answer(200, answer);
+                }
+            }
+        });
+        Served { addr, _front: front, _listener: listener }
+    }
+
+    /// Sends `bytes` and reads until the server closes the connection.
+    fn exchange(addr: SocketAddr, bytes: &[u8]) -> String {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        stream.write_all(bytes).unwrap();
+        let mut out = String::new();
+        let _ = stream.read_to_string(&mut out);
+        out
+    }
+
+    const AUTH: &str = "Authorization: Bearer secret\r\n";
+
+    #[test]
+    fn pipelined_requests_are_answered_in_order_and_close_ends_the_connection() {
+        let s = served(Limits::default());
+        let two = format!(
+            "POST /a HTTP/1.1\r\n{AUTH}Content-Length: 2\r\n\r\nhiGET /b?x=1 HTTP/1.1\r\n{AUTH}Connection: close\r\n\r\n"
+        );
+        let out = exchange(s.addr, two.as_bytes());
+        let bodies: Vec<&str> = out.split("\r\n\r\n").skip(1).map(|b| b.split("HTTP/1.1").next().unwrap()).collect();
+        assert_eq!(
+            bodies,
+            [r#"{"body":"hi","method":"POST","url":"/a"}"#, r#"{"body":"","method":"GET","url":"/b?x=1"}"#],
+            "{out}"
+        );
+        assert!(out.matches("HTTP/1.1 200 OK").count() == 2 && out.contains("Connection: close"), "{out}");
+    }
+
+    #[test]
+    fn http_1_0_closes_and_expect_continue_is_answered_before_the_body() {
+        let s = served(Limits::default());
+        let out = exchange(s.addr, format!("GET /v HTTP/1.0\r\n{AUTH}\r\n").as_bytes());
+        assert!(out.starts_with("HTTP/1.1 200 OK\r\n") && out.contains("Connection: close"), "{out}");
+        // curl sends `Expect: 100-continue` for bodies over 1 KiB and waits for the 100.
+        let mut stream = TcpStream::connect(s.addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let head =
+            format!("POST /e HTTP/1.1\r\n{AUTH}Content-Length: 3\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n");
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut first = [0u8; 25];
+        stream.read_exact(&mut first).unwrap();
+        assert_eq!(&first, b"HTTP/1.1 100 Continue\r\n\r\n");
+        stream.write_all(b"abc").unwrap();
+        let mut rest = String::new();
+        stream.read_to_string(&mut rest).unwrap();
+        assert!(rest.ends_with(r#"{"body":"abc","method":"POST","url":"/e"}"#), "{rest}");
+    }
+
+    #[test]
+    fn what_is_not_a_request_is_refused_with_the_reason() {
+        let s = served(Limits::default());
+        let status = |bytes: &[u8]| exchange(s.addr, bytes).split(' ').nth(1).unwrap_or("none").to_string();
+        assert_eq!(status(b"NOT A REQUEST\r\n\r\n"), "400");
+        let long = format!("GET / HTTP/1.1\r\n{AUTH}X: {}\r\n\r\n", "a".repeat(MAX_HEAD));
+        assert_eq!(status(long.as_bytes()), "431");
+        let many: String = (0..70).map(|i| format!("X{i}: y\r\n")).collect();
+        assert_eq!(status(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes()), "431");
+        assert_eq!(status(format!("POST / HTTP/1.1\r\n{AUTH}Content-Length: x\r\n\r\n").as_bytes()), "400");
+        // Without the token, nothing about the request is judged but that.
+        assert_eq!(status(b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"), "401");
+        assert_eq!(status(format!("POST / HTTP/1.1\r\n{AUTH}Transfer-Encoding: chunked\r\n\r\n").as_bytes()), "411");
+    }
+
+    #[test]
+    fn a_client_that_stops_sending_is_answered_408_and_an_idle_one_closed() {
+        let limits = Limits {
+            request_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_millis(300),
+            ..Limits::default()
+        };
+        let s = served(limits);
+        // Half a head.
+        let out = exchange(s.addr, format!("GET / HTTP/1.1\r\n{AUTH}").as_bytes());
+        assert!(out.starts_with("HTTP/1.1 408 "), "{out}");
+        // A connection that never sends anything is closed without an answer.
+        assert_eq!(exchange(s.addr, b""), "");
+    }
+}
