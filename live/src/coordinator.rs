@@ -452,7 +452,7 @@ impl Coordinator {
     fn submit(&mut self, job: JobRequest) -> Result<(u16, Value), Refusal> {
         self.driver.check_submission(&job)?;
         let name = job.name.clone();
-        self.commit(vec![Input::Submit { job }]).map_err(Self::internal)?;
+        self.commit(vec![Input::submit(job)]).map_err(Self::internal)?;
         let id = self.driver.submissions().len() - 1;
         self.log(format!("submitted job {id} `{name}`"));
         Ok((201, json!({ "id": id, "name": name })))

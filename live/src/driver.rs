@@ -59,8 +59,9 @@ type Completion = (u64, Option<(u32, u32, i32)>, Option<Timer>);
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Input {
-    /// A job submitted through the API (already validated).
-    Submit { job: JobRequest },
+    /// A job submitted through the API (already validated). Boxed: the other inputs, a
+    /// heartbeat above all, are a few words, and a long session journals millions of them.
+    Submit { job: Box<JobRequest> },
     /// An attempt's process ended with `code`.
     Exit { task: u32, attempt: u32, code: i32 },
     /// The node's agent reported in.
@@ -76,6 +77,12 @@ pub enum Input {
     Cancel { job: u32 },
     /// Nothing arrived: a heartbeat deadline, a wake-up or a Controller timer fell due.
     Tick,
+}
+
+impl Input {
+    pub fn submit(job: JobRequest) -> Input {
+        Input::Submit { job: Box::new(job) }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -171,7 +178,9 @@ pub struct Driver {
     failures: FailureConfig,
     controller: Controller,
     policy: Box<dyn Policy + Send>,
-    journal: Vec<Batch>,
+    /// Batches applied (the journal itself is the store's: kept here too, it would double
+    /// what a long session holds in memory).
+    batches: u64,
     submissions: Vec<Submission>,
     units: Vec<Unit>,
     /// Units not yet arrived, by arrival time (index into `units`).
@@ -279,7 +288,7 @@ impl Driver {
             failures,
             controller,
             policy,
-            journal: Vec::new(),
+            batches: 0,
             submissions: Vec::new(),
             units: Vec::new(),
             arrivals: BTreeMap::new(),
@@ -328,8 +337,9 @@ impl Driver {
     pub fn submissions(&self) -> &[Submission] {
         &self.submissions
     }
-    pub fn journal(&self) -> &[Batch] {
-        &self.journal
+    /// How many batches were applied (the length of the journal, its ticks included).
+    pub fn batches_applied(&self) -> u64 {
+        self.batches
     }
     pub fn decisions(&self) -> &[DecisionRecord] {
         self.controller.decision_log()
@@ -404,7 +414,7 @@ impl Driver {
     /// Batches must come in strictly increasing time; an earlier one is refused.
     pub fn apply(&mut self, batch: Batch) -> Result<Vec<Batch>, String> {
         let at = SimTime(batch.time_ms);
-        if !self.journal.is_empty() && at <= self.now {
+        if self.batches > 0 && at <= self.now {
             return Err(format!("batch at {} ms is not after the last one ({} ms)", at.as_ms(), self.now.as_ms()));
         }
         let mut ticks = Vec::new();
@@ -423,13 +433,13 @@ impl Driver {
         // (`Controller::add_job`: the cost of one job, not of a rebuild from the journal).
         for input in &batch.inputs {
             if let Input::Submit { job } = input {
-                self.add_submission(job.clone(), at);
+                self.add_submission(job.as_ref().clone(), at);
             }
         }
         while let Some(unit) = self.units.get(self.controller.workload().len()) {
             self.controller.add_job(unit.spec.clone()).expect("a checked submission joins the run");
         }
-        self.journal.push(batch.clone());
+        self.batches += 1;
         self.step(&batch, at);
     }
 
@@ -843,6 +853,31 @@ mod tests {
         JobRequest::new(name, tasks)
     }
 
+    /// A driver and its journal, as the coordinator keeps it (each batch, and the ticks its
+    /// `apply` returned before it).
+    struct Journaled {
+        driver: Driver,
+        journal: Vec<Batch>,
+    }
+
+    impl Journaled {
+        fn new(config: DriverConfig) -> Journaled {
+            Journaled { driver: Driver::new(config).unwrap(), journal: Vec::new() }
+        }
+        fn apply(&mut self, batch: Batch) -> Result<Vec<Batch>, String> {
+            let ticks = self.driver.apply(batch.clone())?;
+            self.journal.extend(ticks.iter().cloned().chain([batch]));
+            Ok(ticks)
+        }
+    }
+
+    impl std::ops::Deref for Journaled {
+        type Target = Driver;
+        fn deref(&self) -> &Driver {
+            &self.driver
+        }
+    }
+
     fn batch(t: u64, inputs: Vec<Input>) -> Batch {
         Batch { time_ms: t, inputs }
     }
@@ -883,8 +918,8 @@ mod tests {
         d.apply(d.start_batch()).unwrap();
         let in_queue =
             |name: &str, queue: &str| JobRequest { queue: Some(queue.into()), ..job(name, &[("0", 1, &[])]) };
-        let submits = ["a", "b"].map(|n| Input::Submit { job: in_queue(n, "team") });
-        d.apply(batch(10, [submits.to_vec(), vec![Input::Submit { job: in_queue("c", "other") }]].concat())).unwrap();
+        let submits = ["a", "b"].map(|n| Input::submit(in_queue(n, "team")));
+        d.apply(batch(10, [submits.to_vec(), vec![Input::submit(in_queue("c", "other"))]].concat())).unwrap();
         // team may hold one GPU: a runs and b waits, though a GPU is free; c, of other, runs.
         let states: Vec<&str> = (0..3).map(|s| d.job_state(s)).collect();
         assert_eq!(states, ["running", "waiting", "running"]);
@@ -933,7 +968,7 @@ mod tests {
             d.check_submission(&unknown).unwrap_err().reason,
             "task `0`: dataset `c4` is not one of this cluster's datasets (imagenet)"
         );
-        let jobs = [shared, data, later].map(|job| Input::Submit { job });
+        let jobs = [shared, data, later].map(Input::submit);
         d.apply(batch(10, jobs.to_vec())).unwrap();
         let on0 = d.assignments(0, |_| String::new());
         let shares: Vec<(&str, &[String], Option<u32>)> =
@@ -973,9 +1008,8 @@ mod tests {
         let mut d = Driver::new(config("1x1", "priority")).unwrap();
         d.apply(d.start_batch()).unwrap();
         let with = |name: &str, priority| JobRequest { priority, ..job(name, &[("0", 1, &[])]) };
-        d.apply(batch(10, vec![Input::Submit { job: with("first", 0) }])).unwrap();
-        d.apply(batch(20, vec![Input::Submit { job: with("low", 0) }, Input::Submit { job: with("high", 5) }]))
-            .unwrap();
+        d.apply(batch(10, vec![Input::submit(with("first", 0))])).unwrap();
+        d.apply(batch(20, vec![Input::submit(with("low", 0)), Input::submit(with("high", 5))])).unwrap();
         let states: Vec<&str> = (0..3).map(|s| d.job_state(s)).collect();
         assert_eq!(states, ["waiting", "waiting", "running"]);
         d.apply(batch(600, vec![Input::Exit { task: 2, attempt: 1, code: 0 }])).unwrap();
@@ -997,8 +1031,8 @@ mod tests {
         let mut d = Driver::new(cfg).unwrap();
         d.apply(d.start_batch()).unwrap();
         let with = |name: &str, priority| JobRequest { priority, ..job(name, &[("0", 1, &[])]) };
-        d.apply(batch(10, vec![Input::Submit { job: with("first", 0) }])).unwrap();
-        d.apply(batch(160, vec![Input::Submit { job: with("high", 5) }])).unwrap();
+        d.apply(batch(10, vec![Input::submit(with("first", 0))])).unwrap();
+        d.apply(batch(160, vec![Input::submit(with("high", 5))])).unwrap();
         d.apply(batch(400, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
         d.apply(batch(900, vec![Input::Exit { task: 0, attempt: 2, code: 0 }])).unwrap();
         let first = d.controller().task(TaskId(0));
@@ -1012,8 +1046,8 @@ mod tests {
     fn a_session_replays_to_the_same_decisions() {
         let mut d = Driver::new(config("2x1", "fifo")).unwrap();
         d.apply(d.start_batch()).unwrap();
-        d.apply(batch(100, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
-        d.apply(batch(150, vec![Input::Submit { job: job("b", &[("x", 1, &[]), ("y", 1, &[])]) }])).unwrap();
+        d.apply(batch(100, vec![Input::submit(job("a", &[("0", 1, &[])]))])).unwrap();
+        d.apply(batch(150, vec![Input::submit(job("b", &[("x", 1, &[]), ("y", 1, &[])]))])).unwrap();
         assert_eq!(d.assignments(0, |_| String::new()).len(), 1);
         d.apply(batch(900, vec![Input::Beat { node: 0 }, Input::Beat { node: 1 }])).unwrap();
         d.apply(batch(1200, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
@@ -1034,7 +1068,7 @@ mod tests {
     fn a_silent_node_is_declared_dead_and_its_task_retried_elsewhere() {
         let mut d = Driver::new(config("2x1", "fifo")).unwrap();
         d.apply(d.start_batch()).unwrap();
-        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(10, vec![Input::submit(job("a", &[("0", 1, &[])]))])).unwrap();
         // Task 0 runs on node 0 (pack). Only node 1 keeps beating.
         assert_eq!(d.assignments(0, |_| String::new()).len(), 1);
         for t in [1000, 2000, 3000, 4000] {
@@ -1055,10 +1089,10 @@ mod tests {
 
     #[test]
     fn dependencies_run_in_the_controller_and_a_rebuild_keeps_the_decisions() {
-        let mut d = Driver::new(config("1x2", "fifo")).unwrap();
+        let mut d = Journaled::new(config("1x2", "fifo"));
         d.apply(d.start_batch()).unwrap();
         let dag = job("dag", &[("prep", 1, &[]), ("train", 2, &["prep"]), ("eval", 1, &["train"])]);
-        d.apply(batch(10, vec![Input::Submit { job: dag }])).unwrap();
+        d.apply(batch(10, vec![Input::submit(dag)])).unwrap();
         assert_eq!(d.assignments(0, |_| String::new()).len(), 1);
         assert_eq!(d.task_status(TaskId(1)), TaskStatus::Pending);
         // `train` starts as soon as `prep` succeeded, in the same batch.
@@ -1072,7 +1106,7 @@ mod tests {
         assert_eq!(d.task_status(TaskId(2)), TaskStatus::Skipped);
         assert!(d.decisions().iter().any(|r| r.detail == "its process exited with code 3"));
         // A second job joins the running Controller.
-        d.apply(batch(1000, vec![Input::Submit { job: job("b", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(1000, vec![Input::submit(job("b", &[("0", 1, &[])]))])).unwrap();
         d.apply(batch(1200, vec![Input::Exit { task: 3, attempt: 1, code: 0 }])).unwrap();
         assert_eq!(d.job_state(1), "succeeded");
         // The trace carries the non-zero exit (train ran 400 ms), and the replay fails it too.
@@ -1082,7 +1116,7 @@ mod tests {
         assert_eq!(live(&d), simulated(&d));
         // A driver built from the journal alone is the same driver.
         let mut again = Driver::new(config("1x2", "fifo")).unwrap();
-        for b in d.journal().to_vec() {
+        for b in d.journal.clone() {
             again.apply(b).unwrap();
         }
         assert_eq!(live(&again), live(&d));
@@ -1093,7 +1127,7 @@ mod tests {
         let mut d = Driver::new(config("1x2", "fifo")).unwrap();
         d.apply(d.start_batch()).unwrap();
         let dag = job("dag", &[("prep", 1, &[]), ("a", 1, &["prep"]), ("b", 1, &["prep"]), ("join", 2, &["a", "b"])]);
-        d.apply(batch(10, vec![Input::Submit { job: dag }])).unwrap();
+        d.apply(batch(10, vec![Input::submit(dag)])).unwrap();
         d.apply(batch(300, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
         d.apply(batch(700, vec![Input::Exit { task: 2, attempt: 1, code: 0 }])).unwrap();
         d.apply(batch(800, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
@@ -1106,17 +1140,17 @@ mod tests {
 
     #[test]
     fn a_bulk_replay_is_the_incremental_one() {
-        let mut d = Driver::new(config("2x1", "fifo")).unwrap();
+        let mut d = Journaled::new(config("2x1", "fifo"));
         d.apply(d.start_batch()).unwrap();
-        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
-        d.apply(batch(20, vec![Input::Submit { job: job("b", &[("0", 2, &[])]) }])).unwrap();
+        d.apply(batch(10, vec![Input::submit(job("a", &[("0", 1, &[])]))])).unwrap();
+        d.apply(batch(20, vec![Input::submit(job("b", &[("0", 2, &[])]))])).unwrap();
         d.apply(batch(500, vec![Input::Exit { task: 0, attempt: 1, code: 0 }, Input::Beat { node: 1 }])).unwrap();
-        d.apply(batch(3500, vec![Input::Submit { job: job("c", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(3500, vec![Input::submit(job("c", &[("0", 1, &[])]))])).unwrap();
         d.apply(batch(4000, vec![Input::Beat { node: 0 }])).unwrap();
-        let bulk = Driver::replay(config("2x1", "fifo"), d.journal().to_vec()).unwrap();
+        let bulk = Driver::replay(config("2x1", "fifo"), d.journal.clone()).unwrap();
         assert_eq!(live(&bulk), live(&d));
         assert_eq!(bulk.controller().digest_hex(), d.controller().digest_hex());
-        assert_eq!(bulk.journal(), d.journal());
+        assert_eq!(bulk.batches_applied(), d.journal.len() as u64);
         assert_eq!(bulk.assignments(1, |_| String::new()), d.assignments(1, |_| String::new()));
         assert_eq!((bulk.node_dead(0), bulk.node_dead(1)), (d.node_dead(0), d.node_dead(1)));
         assert_eq!(bulk.next_due(), d.next_due());
@@ -1126,7 +1160,7 @@ mod tests {
     fn a_failed_gpu_is_out_until_repaired_and_the_session_replays() {
         let mut d = Driver::new(config("1x2", "fifo")).unwrap();
         d.apply(d.start_batch()).unwrap();
-        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 2, &[])]) }])).unwrap();
+        d.apply(batch(10, vec![Input::submit(job("a", &[("0", 2, &[])]))])).unwrap();
         d.apply(batch(200, vec![Input::GpuFail { node: 0, slot: 1, what: "xid 79".into() }])).unwrap();
         // The task failed; it needs both GPUs and one is out: it waits.
         assert_eq!(d.assignments(0, |_| String::new()).len(), 0);
@@ -1148,7 +1182,7 @@ mod tests {
     fn an_agent_restart_fails_what_ran_there_at_its_next_beat_and_the_session_replays() {
         let mut d = Driver::new(config("1x1", "fifo")).unwrap();
         d.apply(d.start_batch()).unwrap();
-        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(10, vec![Input::submit(job("a", &[("0", 1, &[])]))])).unwrap();
         d.apply(batch(500, vec![Input::Beat { node: 0 }])).unwrap();
         // The agent comes back afresh: its registration's beat is not delivered (the node is
         // down until 1 ms later), and the attempt is no longer assigned.
@@ -1169,15 +1203,15 @@ mod tests {
     fn cancel_stops_a_running_job_and_its_gpus_return() {
         let mut d = Driver::new(config("1x1", "fifo")).unwrap();
         d.apply(d.start_batch()).unwrap();
-        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
-        d.apply(batch(20, vec![Input::Submit { job: job("b", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(10, vec![Input::submit(job("a", &[("0", 1, &[])]))])).unwrap();
+        d.apply(batch(20, vec![Input::submit(job("b", &[("0", 1, &[])]))])).unwrap();
         assert_eq!(d.assignments(0, |_| String::new())[0].job, "a");
         d.apply(batch(30, vec![Input::Cancel { job: 0 }])).unwrap();
         assert_eq!(d.job_state(0), "cancelled");
         assert_eq!(d.assignments(0, |_| String::new())[0].job, "b");
         assert!(d.apply(batch(30, vec![Input::Tick])).is_err(), "time must move forward");
         // b, waiting, is cancelled too; c is cancelled in the batch that submits it.
-        d.apply(batch(40, vec![Input::Submit { job: job("c", &[("0", 1, &[])]) }, Input::Cancel { job: 2 }])).unwrap();
+        d.apply(batch(40, vec![Input::submit(job("c", &[("0", 1, &[])])), Input::Cancel { job: 2 }])).unwrap();
         assert_eq!(d.job_state(2), "cancelled");
         d.apply(batch(50, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
         // The trace says when each was cancelled; a ran 20 ms of its assumed hour, so its
@@ -1198,7 +1232,7 @@ mod tests {
         cfg.default_work_ms = 100;
         let mut d = Driver::new(cfg).unwrap();
         d.apply(d.start_batch()).unwrap();
-        d.apply(batch(10, vec![Input::Submit { job: job("a", &[("0", 1, &[])]) }])).unwrap();
+        d.apply(batch(10, vec![Input::submit(job("a", &[("0", 1, &[])]))])).unwrap();
         d.apply(batch(510, vec![Input::Cancel { job: 0 }])).unwrap();
         let work = d.trace().workload.jobs()[0].tasks[0].work;
         assert!(work > SimDuration(500), "{work}");
