@@ -112,7 +112,12 @@ fn accept(listener: TcpListener, backend: SocketAddr, config: Arc<ServerConfig>,
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        let Ok(stream) = stream else { continue };
+        let Ok(stream) = stream else {
+            // A client gone before it was taken, or descriptors out for a moment: not a
+            // reason to stop, nor to spin.
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
         if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             open.fetch_sub(1, Ordering::SeqCst);
             continue; // dropped: closed at once
