@@ -52,6 +52,18 @@ fn a_live_session_replays_in_the_simulator_with_the_same_decisions() {
     }
     let dag = s.job("dag");
     assert_eq!(dag["tasks"][1]["exit_code"], 0);
+    // The golden signals for a scraper, with the token, in Prometheus' text format.
+    let (metrics, kind) = s.client().get_text("/metrics").unwrap();
+    assert_eq!(kind, "text/plain; version=0.0.4; charset=utf-8");
+    for line in [
+        r#"schedlab_jobs{state="succeeded"} 4"#,
+        r#"schedlab_decisions_total{kind="start"} 6"#,
+        "schedlab_job_completion_seconds_count 4",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "no `{line}` in\n{metrics}");
+    }
+    let stranger = Client::new(&s.addr, "wrong", Duration::from_secs(20));
+    assert_eq!(stranger.get_text("/metrics").unwrap_err(), CallError::Status(401, String::new()));
     let (live, live_digest) = s.decisions();
     assert_eq!(live.iter().filter(|l| l.contains(",start,")).count(), 6, "{live:?}");
     let (replayed, sim_digest, settings) = s.replay();

@@ -87,6 +87,23 @@ impl Client {
         Self::read(response)
     }
 
+    /// A GET whose answer is text, not JSON (`/metrics`): the body and its content type.
+    pub fn get_text(&self, path: &str) -> Result<(String, String), CallError> {
+        let response = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .call();
+        let mut response = response.map_err(|e| CallError::Unreachable(e.to_string()))?;
+        let status = response.status().as_u16();
+        let kind = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let text = response.body_mut().read_to_string().map_err(|e| CallError::Unreachable(e.to_string()))?;
+        if !(200..300).contains(&status) {
+            return Err(CallError::Status(status, text));
+        }
+        Ok((text, kind))
+    }
+
     pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, CallError> {
         let response = self
             .agent

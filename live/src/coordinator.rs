@@ -398,6 +398,9 @@ impl Coordinator {
     /// One call from the front (its token checked, its body read): routed, the refusals
     /// logged, and the answer handed back to its worker, which writes it.
     fn handle(&mut self, call: Call) {
+        if call.method == Method::Get && call.url.split('?').next() == Some("/metrics") {
+            return call.answer_text(crate::metrics::CONTENT_TYPE, self.metrics_text());
+        }
         let (status, body) = match self.route(&call.method, &call.url, &call.body) {
             Ok(answer) => answer,
             Err(r) => {
@@ -611,6 +614,7 @@ impl Coordinator {
                             "uuid": info.map(|i| i.uuid.clone()),
                             "name": info.map(|i| i.name.clone()),
                             "memory_total_mib": info.map(|i| i.memory_total_mib),
+                            "memory_used_mib": info.map(|i| i.memory_used_mib),
                             "utilisation_pct": info.map(|i| i.utilisation_pct),
                             "temperature_c": info.map(|i| i.temperature_c),
                             "state": state,
@@ -637,6 +641,103 @@ impl Coordinator {
             "missed_beats": self.driver.config().missed_beats,
             "nodes": nodes,
         })
+    }
+
+    /// `GET /metrics`: jobs, nodes and GPUs by state, each GPU's utilisation, temperature
+    /// and memory as its agent last reported them, decisions by kind, the completion time of
+    /// the jobs that succeeded, and the coordinator's own work.
+    fn metrics_text(&self) -> String {
+        let mut e = crate::metrics::Exposition::default();
+        let jobs = self.jobs_json();
+        let job_states =
+            jobs["jobs"].as_array().into_iter().flatten().filter_map(|j| j["state"].as_str().map(String::from));
+        let all_states = ["waiting", "running", "succeeded", "failed", "cancelled", "rejected", "unschedulable"];
+        e.counts("schedlab_jobs", "Submitted jobs by state.", "state", &all_states, job_states);
+        let cluster = self.cluster_json();
+        let nodes = cluster["nodes"].as_array().cloned().unwrap_or_default();
+        let text = |v: &Value| v.as_str().map(String::from);
+        e.counts(
+            "schedlab_nodes",
+            "Nodes by state.",
+            "state",
+            &["alive", "dead", "no agent"],
+            nodes.iter().filter_map(|n| text(&n["state"])),
+        );
+        let gpus: Vec<(String, &Value)> = nodes
+            .iter()
+            .flat_map(|n| n["gpus"].as_array().into_iter().flatten().map(move |g| (n["node"].to_string(), g)))
+            .collect();
+        e.counts(
+            "schedlab_gpus",
+            "GPUs by state (out: failed, until returned).",
+            "state",
+            &["free", "busy", "out"],
+            gpus.iter().filter_map(|(_, g)| text(&g["state"])),
+        );
+        let reported = |field: &str, scale: f64| {
+            gpus.iter()
+                .filter_map(|(node, g)| {
+                    let labels =
+                        vec![("node", node.clone()), ("slot", g["slot"].to_string()), ("uuid", text(&g["uuid"])?)];
+                    Some((labels, g[field].as_f64()? * scale))
+                })
+                .collect::<Vec<_>>()
+        };
+        e.family(
+            "schedlab_gpu_utilisation_ratio",
+            "gauge",
+            "GPU utilisation as its agent last reported it (NVML).",
+            reported("utilisation_pct", 0.01),
+        );
+        e.family(
+            "schedlab_gpu_temperature_celsius",
+            "gauge",
+            "GPU temperature as its agent last reported it.",
+            reported("temperature_c", 1.0),
+        );
+        e.family(
+            "schedlab_gpu_memory_used_bytes",
+            "gauge",
+            "GPU memory in use as its agent last reported it.",
+            reported("memory_used_mib", 1_048_576.0),
+        );
+        let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+        for d in self.driver.decisions() {
+            *kinds.entry(d.kind.as_str()).or_default() += 1;
+        }
+        e.family(
+            "schedlab_decisions_total",
+            "counter",
+            "The Controller's decisions by kind.",
+            kinds.into_iter().map(|(k, n)| (vec![("kind", k.to_string())], n as f64)),
+        );
+        let c = self.driver.controller();
+        let jcts: Vec<f64> = (0..c.workload().len())
+            .map(|u| c.job(sim::JobId::from_index(u)))
+            .filter(|j| matches!(j.outcome, Some(sim::JobOutcome::Succeeded)))
+            .filter_map(|j| j.end.map(|end| end.since(j.submit).as_ms() as f64 / 1000.0))
+            .collect();
+        let summary = "Completion time (end - submission) of the jobs that succeeded.";
+        e.summary("schedlab_job_completion_seconds", summary, jcts.iter().sum(), jcts.len() as u64);
+        e.family(
+            "schedlab_journal_batches",
+            "gauge",
+            "Batches in the journal (what a restart applies again).",
+            [(vec![], self.driver.batches_applied() as f64)],
+        );
+        e.family(
+            "schedlab_batch_apply_seconds_total",
+            "counter",
+            "Time this process spent applying batches (the policy's decisions included).",
+            [(vec![], self.apply_time.as_secs_f64())],
+        );
+        e.family(
+            "schedlab_session_seconds",
+            "gauge",
+            "The session's clock: time the coordinator has run, over its restarts.",
+            [(vec![], self.driver.now().as_ms() as f64 / 1000.0)],
+        );
+        e.into_text()
     }
 
     fn decisions_json(&self) -> Value {
@@ -1189,6 +1290,36 @@ mod tests {
         let jobs = std::fs::read_to_string(dir.join("journal").join("jobs.csv")).unwrap();
         assert!(jobs.lines().any(|l| l.starts_with("second,")), "{jobs}");
         assert!(!n.c.journal_dirty);
+    }
+
+    #[test]
+    fn metrics_count_jobs_nodes_gpus_and_decisions_by_state_as_the_api_shows_them() {
+        let dir = state_dir("metrics");
+        let n = Node::start(&dir, None);
+        let text = n.c.metrics_text();
+        let value = |series: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.strip_prefix(' ')))
+                .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+                .to_string()
+        };
+        // `long` runs on one of n0's two GPUs; the cluster has one node.
+        assert_eq!(value(r#"schedlab_jobs{state="running"}"#), "1");
+        assert_eq!(value(r#"schedlab_jobs{state="succeeded"}"#), "0");
+        assert_eq!(value(r#"schedlab_nodes{state="alive"}"#), "1");
+        assert_eq!(
+            (value(r#"schedlab_gpus{state="busy"}"#), value(r#"schedlab_gpus{state="free"}"#)),
+            ("1".into(), "1".into())
+        );
+        assert_eq!(value(r#"schedlab_decisions_total{kind="start"}"#), "1");
+        assert_eq!(value("schedlab_job_completion_seconds_count"), "0");
+        assert!(text.contains("# TYPE schedlab_decisions_total counter\n"), "{text}");
+        // Each GPU as its agent reported it (the simulated backend's made-up readings).
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(r#"schedlab_gpu_temperature_celsius{node="0",slot="0",uuid="GPU-n0-0"} "#)),
+            "{text}"
+        );
     }
 
     #[test]

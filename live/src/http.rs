@@ -86,14 +86,37 @@ pub(crate) struct Call {
     pub method: Method,
     pub url: String,
     pub body: Vec<u8>,
-    reply: SyncSender<(u16, Value)>,
+    reply: SyncSender<Answer>,
+}
+
+/// What a connection's thread writes back: the status, the body and its type.
+pub(crate) struct Answer {
+    status: u16,
+    content_type: &'static str,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(status: u16, body: &Value) -> Answer {
+        Answer { status, content_type: "application/json", body: body.to_string().into_bytes() }
+    }
 }
 
 impl Call {
     /// Hands the answer (status, JSON body) to the connection's thread, which writes it.
     pub fn answer(self, status: u16, body: Value) {
+        self.send(Answer::json(status, &body));
+    }
+
+    /// Hands a `200` with a body of `content_type` (the metrics' text format) to the
+    /// connection's thread.
+    pub fn answer_text(self, content_type: &'static str, body: String) {
+        self.send(Answer { status: 200, content_type, body: body.into_bytes() });
+    }
+
+    fn send(self, answer: Answer) {
         // Its thread waits for it; it can only be gone if that thread died.
-        let _ = self.reply.send((status, body));
+        let _ = self.reply.send(answer);
     }
 }
 
@@ -205,7 +228,7 @@ fn is_transient(e: &std::io::Error) -> bool {
 /// thread), and close.
 fn refuse_at_once(mut stream: TcpStream, reason: &str) {
     let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
-    if stream.write_all(&response(503, &json!({ "error": reason }), false)).is_ok() {
+    if stream.write_all(&response(&Answer::json(503, &json!({ "error": reason })), false)).is_ok() {
         close_gently(&mut stream, Duration::from_millis(50));
     }
 }
@@ -231,16 +254,20 @@ fn close_gently(stream: &mut TcpStream, linger: Duration) {
     }
 }
 
-/// An answer: status line, JSON body, its length, and `Connection: close` unless kept alive.
-fn response(status: u16, body: &Value, keep_alive: bool) -> Vec<u8> {
-    let body = body.to_string();
+/// An answer on the wire: status line, its body's type and length, `Connection: close`
+/// unless kept alive, and the body.
+fn response(answer: &Answer, keep_alive: bool) -> Vec<u8> {
     let connection = if keep_alive { "" } else { "Connection: close\r\n" };
-    format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{connection}\r\n{body}",
-        reason_phrase(status),
-        body.len()
+    let mut bytes = format!(
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{connection}\r\n",
+        answer.status,
+        reason_phrase(answer.status),
+        answer.content_type,
+        answer.body.len()
     )
-    .into_bytes()
+    .into_bytes();
+    bytes.extend_from_slice(&answer.body);
+    bytes
 }
 
 /// `401` with the scheme and nothing else: no body, no reason.
@@ -340,12 +367,12 @@ impl Connection {
             let call = Call { method: head.method, url: head.url, body, reply };
             // Either fails only when the coordinator's thread has stopped taking calls (its
             // channel, with the calls still in it, is dropped when `run` returns).
-            let (status, body) = inbound
+            let answer = inbound
                 .send(Inbound::Call(call))
                 .ok()
                 .and_then(|()| answer.recv().ok())
-                .unwrap_or_else(|| (503, json!({ "error": "the coordinator is stopping" })));
-            self.stream.write_all(&response(status, &body, head.keep_alive))?;
+                .unwrap_or_else(|| Answer::json(503, &json!({ "error": "the coordinator is stopping" })));
+            self.stream.write_all(&response(&answer, head.keep_alive))?;
             if !head.keep_alive {
                 return Ok(());
             }
@@ -354,7 +381,7 @@ impl Connection {
 
     /// `status` with the reason, and close (what else the client sent is not read).
     fn refuse(&mut self, status: u16, reason: String) -> std::io::Result<()> {
-        self.stream.write_all(&response(status, &json!({ "error": reason }), false))?;
+        self.stream.write_all(&response(&Answer::json(status, &json!({ "error": reason })), false))?;
         close_gently(&mut self.stream, LINGER);
         Ok(())
     }

@@ -10,5 +10,6 @@ pub mod coordinator;
 pub mod driver;
 pub mod http;
 mod leftovers;
+pub mod metrics;
 pub mod store;
 pub mod tls;
