@@ -582,3 +582,40 @@ fn over_tls_agents_and_clients_trust_the_coordinators_own_certificate() {
     let (replayed, sim_digest, _) = s.replay();
     assert_eq!((live, live_digest), (replayed, sim_digest));
 }
+
+#[test]
+fn with_mutual_tls_only_agents_and_clients_showing_an_issued_certificate_get_in() {
+    // A client CA and a certificate for the agent n0, made by `live issue-cert`.
+    let pki = common::live::fresh_dir("mtls-pki");
+    let issue = |name: &str| {
+        let args =
+            ["live", "issue-cert", "--state", pki.to_str().unwrap(), "--name", name, "--out", pki.to_str().unwrap()];
+        let out = Command::new(BIN).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (pki.join(format!("{name}-cert.pem")), pki.join(format!("{name}-key.pem")))
+    };
+    let n0 = issue("n0");
+    let ca = pki.join("client-ca.pem");
+    let args = ["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--tls", "--tls-client-ca", ca.to_str().unwrap()];
+    let mut s = Session::start("mtls", &args);
+    s.identity = Some(n0);
+    s.agent("n0", 1);
+    s.wait_agents(1);
+    s.submit(json!({ "name": "hello", "tasks": [task("0", "sleep 0.1", &[])] })).unwrap();
+    assert_eq!(s.wait_jobs_ended(60)["jobs"][0]["state"], "succeeded");
+    // With the token and the server's certificate trusted, but no client certificate: the
+    // connection ends in the handshake.
+    let token = s.state().join("token");
+    let status = |extra: &[&str]| {
+        let base = ["live", "status", "--coordinator", &s.addr, "--token-file", token.to_str().unwrap()];
+        let ca = ["--ca-file", s.ca.as_ref().unwrap().to_str().unwrap()];
+        Command::new(BIN).args(base).args(ca).args(extra).output().unwrap()
+    };
+    let without = status(&[]);
+    assert!(!without.status.success());
+    assert!(String::from_utf8_lossy(&without.stderr).contains("coordinator unreachable"));
+    let user = issue("alice");
+    let with = status(&["--client-cert", user.0.to_str().unwrap(), "--client-key", user.1.to_str().unwrap()]);
+    assert!(with.status.success(), "{}", String::from_utf8_lossy(&with.stderr));
+    assert!(String::from_utf8_lossy(&with.stdout).contains("hello"));
+}

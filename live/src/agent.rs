@@ -27,9 +27,8 @@ use std::time::{Duration, Instant};
 pub struct AgentOptions {
     pub coordinator: String,
     pub token: String,
-    /// For an `https://` coordinator: trust the certificates in this PEM file (its own
-    /// self-signed one, or a private CA's) instead of Mozilla's roots.
-    pub ca_file: Option<PathBuf>,
+    /// For an `https://` coordinator: whom to trust, and the client certificate to show.
+    pub tls: crate::client::ClientTls,
     pub name: String,
     /// How other nodes reach this one.
     pub addr: String,
@@ -86,10 +85,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 impl Agent {
     pub fn new(options: AgentOptions, backend: Box<dyn GpuBackend>) -> Result<Agent, String> {
         let timeout = Duration::from_secs(10);
-        let client = match &options.ca_file {
-            Some(ca) => Client::with_ca_file(&options.coordinator, &options.token, timeout, ca)?,
-            None => Client::new(&options.coordinator, &options.token, timeout),
-        };
+        let client = Client::with_tls(&options.coordinator, &options.token, timeout, &options.tls)?;
         Ok(Agent {
             backend,
             client,

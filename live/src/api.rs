@@ -132,7 +132,7 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-pub(crate) fn check_name(what: &str, name: &str) -> Result<(), Refusal> {
+pub fn check_name(what: &str, name: &str) -> Result<(), Refusal> {
     let ok = !name.is_empty()
         && name.len() <= 128
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));

@@ -6,8 +6,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
-use ureq::tls::{RootCerts, TlsConfig, TlsProvider};
+use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig, TlsProvider};
 
 #[derive(Clone)]
 pub struct Client {
@@ -42,33 +43,59 @@ pub fn read_token(path: &Path) -> Result<String, String> {
         .map_err(|e| format!("{}: cannot read the token: {e}", path.display()))
 }
 
+/// How a client does `https`: whom it trusts, and what it shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientTls {
+    /// Trust only the certificates in this PEM file (the coordinator's self-signed one, or a
+    /// private CA's); None: Mozilla's roots.
+    pub ca_file: Option<PathBuf>,
+    /// A client certificate chain and its private key (PEM), for a coordinator that asks for
+    /// one (`live serve --tls-client-ca`).
+    pub identity: Option<(PathBuf, PathBuf)>,
+}
+
+/// The certificates of a PEM file; `what` names them in errors.
+fn pem_certificates(path: &Path, what: &str) -> Result<Vec<Certificate<'static>>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("{}: cannot read the {what}: {e}", path.display()))?;
+    let certs = ureq::tls::parse_pem(&pem)
+        .filter_map(|item| match item {
+            Ok(PemItem::Certificate(c)) => Some(Ok(c)),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{}: not PEM certificates: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{}: no certificate in it (expected PEM `BEGIN CERTIFICATE` blocks)", path.display()));
+    }
+    Ok(certs)
+}
+
 impl Client {
     /// `base` is `http://HOST:PORT` or `https://HOST:PORT` (a bare `HOST:PORT` gets
     /// `http://`); `https` trusts Mozilla's root certificates.
     pub fn new(base: &str, token: &str, timeout: Duration) -> Client {
-        Self::build(base, token, timeout, RootCerts::WebPki)
+        Self::build(base, token, timeout, TlsConfig::builder().provider(TlsProvider::Rustls).build())
     }
 
-    /// As [`Client::new`], trusting only the certificates in the PEM file `ca` for `https`.
-    pub fn with_ca_file(base: &str, token: &str, timeout: Duration, ca: &Path) -> Result<Client, String> {
-        let pem = std::fs::read(ca).map_err(|e| format!("{}: cannot read the CA certificates: {e}", ca.display()))?;
-        let certs = ureq::tls::parse_pem(&pem)
-            .filter_map(|item| match item {
-                Ok(ureq::tls::PemItem::Certificate(c)) => Some(Ok(c)),
-                Ok(_) => None,
-                Err(e) => Some(Err(e)),
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("{}: not PEM certificates: {e}", ca.display()))?;
-        if certs.is_empty() {
-            return Err(format!("{}: no certificate in it (expected PEM `BEGIN CERTIFICATE` blocks)", ca.display()));
+    /// As [`Client::new`], with `tls` for `https`.
+    pub fn with_tls(base: &str, token: &str, timeout: Duration, tls: &ClientTls) -> Result<Client, String> {
+        let mut config = TlsConfig::builder().provider(TlsProvider::Rustls);
+        if let Some(ca) = &tls.ca_file {
+            config = config.root_certs(RootCerts::new_with_certs(&pem_certificates(ca, "CA certificates")?));
         }
-        Ok(Self::build(base, token, timeout, RootCerts::new_with_certs(&certs)))
+        if let Some((cert, key)) = &tls.identity {
+            let chain = pem_certificates(cert, "client certificate")?;
+            let pem = std::fs::read(key).map_err(|e| format!("{}: cannot read the client key: {e}", key.display()))?;
+            let key =
+                PrivateKey::from_pem(&pem).map_err(|e| format!("{}: not a PEM private key: {e}", key.display()))?;
+            config = config.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
+        }
+        Ok(Self::build(base, token, timeout, config.build()))
     }
 
-    fn build(base: &str, token: &str, timeout: Duration, roots: RootCerts) -> Client {
+    fn build(base: &str, token: &str, timeout: Duration, tls: TlsConfig) -> Client {
         let base = if base.contains("://") { base.to_string() } else { format!("http://{base}") };
-        let tls = TlsConfig::builder().provider(TlsProvider::Rustls).root_certs(roots).build();
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)

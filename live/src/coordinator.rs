@@ -82,9 +82,17 @@ pub struct ServeOptions {
     /// (as [`parse_app_xids`] gives it).
     pub app_xids: Option<Vec<u64>>,
     /// Serve `https` on `listen` (see [`crate::tls`]); None: plain `http`.
-    pub tls: Option<TlsSetup>,
+    pub tls: Option<TlsOptions>,
     /// Connections, timeouts: see [`Limits`].
     pub http: Limits,
+}
+
+/// `live serve --tls`: the coordinator's certificate, and whom it asks for one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsOptions {
+    pub certificate: TlsSetup,
+    /// Ask every client for a certificate signed by a CA in this PEM file (mutual TLS).
+    pub client_ca: Option<PathBuf>,
 }
 
 /// Where `live serve --tls` gets its certificate.
@@ -192,8 +200,8 @@ impl Coordinator {
                     .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
                 (listener, None)
             }
-            Some(setup) => {
-                let (cert, key) = match setup {
+            Some(TlsOptions { certificate, client_ca }) => {
+                let (cert, key) = match certificate {
                     TlsSetup::Files { cert, key } => (cert.clone(), key.clone()),
                     TlsSetup::SelfSigned { names } => {
                         let (cert, key) = TlsSetup::self_signed_files(&options.state_dir);
@@ -201,7 +209,7 @@ impl Coordinator {
                         (cert, key)
                     }
                 };
-                let config = crate::tls::server_config(&cert, &key)?;
+                let config = crate::tls::server_config(&cert, &key, client_ca.as_deref())?;
                 let listener =
                     TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
                 let plain = listener.local_addr().map_err(|e| format!("the loopback listener: {e}"))?;

@@ -18,7 +18,7 @@ use rustls::{ServerConfig, ServerConnection};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
@@ -36,21 +36,42 @@ pub const IDLE: Duration = Duration::from_secs(300);
 /// nothing cannot hold the connections for [`IDLE`]).
 pub const HANDSHAKE: Duration = Duration::from_secs(30);
 
-/// The certificate chain and private key files, PEM, as a rustls server configuration.
-pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
-    let certs = CertificateDer::pem_file_iter(cert)
+/// The certificates of a PEM file (at least one).
+fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_file_iter(path)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| format!("{}: not a PEM certificate chain: {e}", cert.display()))?;
+        .map_err(|e| format!("{}: not a PEM certificate chain: {e}", path.display()))?;
     if certs.is_empty() {
-        return Err(format!("{}: no certificate in it (expected PEM `BEGIN CERTIFICATE` blocks)", cert.display()));
+        return Err(format!("{}: no certificate in it (expected PEM `BEGIN CERTIFICATE` blocks)", path.display()));
     }
+    Ok(certs)
+}
+
+/// The certificate chain and private key files, PEM, as a rustls server configuration; with
+/// `client_ca`, every client must show a certificate that one of its certificates signed
+/// (mutual TLS: a connection without one ends in the handshake, before any HTTP).
+pub fn server_config(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<Arc<ServerConfig>, String> {
+    let certs = certificates(cert)?;
     let key_der =
         PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: not a PEM private key: {e}", key.display()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = ServerConfig::builder_with_provider(provider)
+    let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS: {e}"))?
-        .with_no_client_auth()
+        .map_err(|e| format!("TLS: {e}"))?;
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in certificates(ca)? {
+                roots.add(c).map_err(|e| format!("{}: not a CA certificate: {e}", ca.display()))?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| format!("{}: {e}", ca.display()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let config = builder
         .with_single_cert(certs, key_der)
         .map_err(|e| format!("{} and {}: {e}", cert.display(), key.display()))?;
     Ok(Arc::new(config))
@@ -67,6 +88,54 @@ pub fn ensure_self_signed(cert: &Path, key: &Path, names: &[String]) -> Result<b
     crate::store::write_private(key, made.signing_key.serialize_pem().as_bytes())?;
     std::fs::write(cert, made.cert.pem()).map_err(|e| format!("{}: {e}", cert.display()))?;
     Ok(true)
+}
+
+/// The client CA's certificate parameters. The same each time: what a certificate it issues
+/// names as its issuer is this name and the CA key's identifier, so its key and these
+/// parameters are the whole CA (no parsing of its certificate file is needed to sign).
+fn client_ca_params() -> Result<rcgen::CertificateParams, String> {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(|e| format!("client CA: {e}"))?;
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.distinguished_name.push(rcgen::DnType::CommonName, "schedlab live client CA");
+    Ok(params)
+}
+
+/// The coordinator's own CA for client certificates, `STATE/client-ca.pem` (key
+/// `client-ca-key.pem`, 0600), made on first use: what `live issue-cert` signs agents'
+/// certificates with, and what `live serve --tls-client-ca STATE/client-ca.pem` trusts.
+pub fn ensure_client_ca(state_dir: &Path) -> Result<(PathBuf, PathBuf), String> {
+    let (cert, key) = (state_dir.join("client-ca.pem"), state_dir.join("client-ca-key.pem"));
+    if cert.exists() && key.exists() {
+        return Ok((cert, key));
+    }
+    std::fs::create_dir_all(state_dir).map_err(|e| format!("{}: {e}", state_dir.display()))?;
+    let signing = rcgen::KeyPair::generate().map_err(|e| format!("client CA: {e}"))?;
+    let made = client_ca_params()?.self_signed(&signing).map_err(|e| format!("client CA: {e}"))?;
+    crate::store::write_private(&key, signing.serialize_pem().as_bytes())?;
+    std::fs::write(&cert, made.pem()).map_err(|e| format!("{}: {e}", cert.display()))?;
+    Ok((cert, key))
+}
+
+/// A client certificate for `name` (an agent, or a user), signed by the client CA of
+/// `state_dir` (see [`ensure_client_ca`]), written to `out/NAME-cert.pem` and
+/// `out/NAME-key.pem` (0600; an existing key is never overwritten): the pair an agent shows
+/// with `--client-cert` and `--client-key`.
+pub fn issue_client_certificate(state_dir: &Path, name: &str, out: &Path) -> Result<(PathBuf, PathBuf), String> {
+    let (_, ca_key) = ensure_client_ca(state_dir)?;
+    let pem = std::fs::read_to_string(&ca_key).map_err(|e| format!("{}: {e}", ca_key.display()))?;
+    let signing = rcgen::KeyPair::from_pem(&pem).map_err(|e| format!("{}: {e}", ca_key.display()))?;
+    let issuer = rcgen::Issuer::new(client_ca_params()?, signing);
+    let key = rcgen::KeyPair::generate().map_err(|e| format!("client certificate: {e}"))?;
+    let mut params = rcgen::CertificateParams::new(vec![name.to_string()])
+        .map_err(|e| format!("client certificate `{name}`: {e}"))?;
+    params.distinguished_name.push(rcgen::DnType::CommonName, name);
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let made = params.signed_by(&key, &issuer).map_err(|e| format!("client certificate `{name}`: {e}"))?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let (cert_path, key_path) = (out.join(format!("{name}-cert.pem")), out.join(format!("{name}-key.pem")));
+    crate::store::write_private(&key_path, key.serialize_pem().as_bytes())?;
+    std::fs::write(&cert_path, made.pem()).map_err(|e| format!("{}: {e}", cert_path.display()))?;
+    Ok((cert_path, key_path))
 }
 
 /// The TLS listener: runs until dropped.
@@ -239,6 +308,49 @@ mod tests {
         (addr, front, listener, thread)
     }
 
+    /// A client configuration trusting `ca` only.
+    fn trusting(ca: &Path) -> crate::client::ClientTls {
+        crate::client::ClientTls { ca_file: Some(ca.to_path_buf()), identity: None }
+    }
+
+    /// A client CA in `DIR/NAME-state/` and a certificate it issued to NAME: the CA's file,
+    /// and the client's pair.
+    fn client_pki(dir: &Path, name: &str) -> (PathBuf, (PathBuf, PathBuf)) {
+        let state = dir.join(format!("{name}-state"));
+        let (ca, _) = ensure_client_ca(&state).unwrap();
+        let made = std::fs::read(&ca).unwrap();
+        let pair = issue_client_certificate(&state, name, dir).unwrap();
+        // Made once: issuing did not make another CA.
+        assert_eq!(std::fs::read(&ca).unwrap(), made);
+        (ca, pair)
+    }
+
+    #[test]
+    fn with_a_client_ca_only_clients_showing_a_certificate_it_issued_get_through() {
+        let dir = std::env::temp_dir().join(format!("schedlab-mtls-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = (dir.join("tls-cert.pem"), dir.join("tls-key.pem"));
+        ensure_self_signed(&cert, &key, &["127.0.0.1".to_string()]).unwrap();
+        let (ca, agent) = client_pki(&dir, "n0");
+        let (_, stranger) = client_pki(&dir, "other"); // signed by another CA
+        let (plain, _http, _listener, _served) = backend();
+        let front = TlsFront::start("127.0.0.1:0", plain, server_config(&cert, &key, Some(&ca)).unwrap()).unwrap();
+        let url = format!("https://127.0.0.1:{}", front.addr().port());
+        let timeout = Duration::from_secs(20);
+        let with = |identity: Option<(PathBuf, PathBuf)>| {
+            let tls = crate::client::ClientTls { ca_file: Some(cert.clone()), identity };
+            Client::with_tls(&url, "t", timeout, &tls).unwrap().get::<Value>("/v1/cluster")
+        };
+        assert_eq!(with(Some(agent)).unwrap()["url"], "/v1/cluster");
+        assert!(matches!(with(None), Err(CallError::Unreachable(_))));
+        assert!(matches!(with(Some(stranger)), Err(CallError::Unreachable(_))));
+        assert!(server_config(&cert, &key, Some(&dir.join("missing.pem"))).unwrap_err().contains("missing.pem"));
+        // A key is never overwritten.
+        assert!(issue_client_certificate(&dir.join("n0-state"), "n0", &dir).unwrap_err().contains("n0-key.pem"));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
     #[test]
     fn requests_over_tls_reach_the_backend_and_only_a_trusted_certificate_is_accepted() {
         let dir = std::env::temp_dir().join(format!("schedlab-tls-{}", std::process::id()));
@@ -255,10 +367,10 @@ mod tests {
         assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
 
         let (plain, http, _listener, served) = backend();
-        let front = TlsFront::start("127.0.0.1:0", plain, server_config(&cert, &key).unwrap()).unwrap();
+        let front = TlsFront::start("127.0.0.1:0", plain, server_config(&cert, &key, None).unwrap()).unwrap();
         let url = format!("https://127.0.0.1:{}", front.addr().port());
         let timeout = Duration::from_secs(20);
-        let client = Client::with_ca_file(&url, "t", timeout, &cert).unwrap();
+        let client = Client::with_tls(&url, "t", timeout, &trusting(&cert)).unwrap();
         let got: Value = client.post("/v1/jobs?x=1", &json!({ "name": "j" })).unwrap();
         assert_eq!((got["method"].as_str(), got["url"].as_str()), (Some("POST"), Some("/v1/jobs?x=1")));
         let body: Value = serde_json::from_str(got["body"].as_str().unwrap()).unwrap();
@@ -280,9 +392,12 @@ mod tests {
         ));
         // What is not a certificate is refused with the file's name.
         std::fs::write(dir.join("junk.pem"), "not pem").unwrap();
-        assert!(server_config(&dir.join("junk.pem"), &key).unwrap_err().contains("junk.pem"));
+        assert!(server_config(&dir.join("junk.pem"), &key, None).unwrap_err().contains("junk.pem"));
         assert!(
-            Client::with_ca_file(&url, "t", timeout, &dir.join("junk.pem")).err().unwrap().contains("no certificate")
+            Client::with_tls(&url, "t", timeout, &trusting(&dir.join("junk.pem")))
+                .err()
+                .unwrap()
+                .contains("no certificate")
         );
         drop(front);
         drop(http); // the stand-in's channel closes with the front's last connection

@@ -3,8 +3,8 @@
 use super::{CliResult, emit};
 use clap::{Args, Subcommand};
 use live::api::{JobRequest, TaskRequest};
-use live::client::{Client, read_token};
-use live::coordinator::{ServeOptions, TlsSetup, serve, write_journal};
+use live::client::{Client, ClientTls, read_token};
+use live::coordinator::{ServeOptions, TlsOptions, TlsSetup, serve, write_journal};
 use live::driver::{Driver, DriverConfig};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -29,6 +29,9 @@ pub enum LiveCommand {
     ReturnGpu(ReturnGpuArgs),
     /// List the GPUs a backend finds, and watch their health for a while (--watch-s).
     Gpus(GpusArgs),
+    /// Issue a client certificate (signed by the state directory's client CA, made on first
+    /// use) for an agent or a user of a coordinator started with --tls-client-ca.
+    IssueCert(IssueCertArgs),
     /// Write a state directory's journal as a canonical trace (for `schedlab simulate --trace`);
     /// works on a stopped coordinator's state, after a crash too.
     Export(ExportArgs),
@@ -112,6 +115,10 @@ pub struct ServeArgs {
     /// name and --listen's host. Used only when the certificate is made.
     #[arg(long, value_name = "NAMES", value_delimiter = ',', conflicts_with = "tls_cert")]
     tls_name: Vec<String>,
+    /// Mutual TLS: every client and agent must show a certificate (--client-cert) signed by a
+    /// CA in this PEM file, or its connection ends in the handshake; implies --tls.
+    #[arg(long, value_name = "FILE")]
+    tls_client_ca: Option<PathBuf>,
     #[arg(long)]
     quiet: bool,
 }
@@ -130,6 +137,13 @@ pub struct ClientArgs {
     /// Mozilla's roots; default: $SCHEDLAB_CA_FILE.
     #[arg(long, value_name = "FILE")]
     ca_file: Option<PathBuf>,
+    /// The client certificate (PEM) to show a coordinator started with --tls-client-ca;
+    /// default: $SCHEDLAB_CLIENT_CERT.
+    #[arg(long, value_name = "FILE", requires = "client_key")]
+    client_cert: Option<PathBuf>,
+    /// Its private key (PEM); default: $SCHEDLAB_CLIENT_KEY.
+    #[arg(long, value_name = "FILE", requires = "client_cert")]
+    client_key: Option<PathBuf>,
 }
 
 impl ClientArgs {
@@ -140,17 +154,17 @@ impl ClientArgs {
             _ => read_token(&PathBuf::from("schedlab-live/token")),
         }
     }
-    fn ca_file(&self) -> Option<PathBuf> {
-        self.ca_file
-            .clone()
-            .or_else(|| std::env::var_os("SCHEDLAB_CA_FILE").filter(|v| !v.is_empty()).map(PathBuf::from))
+    /// The https settings: the flags, else their environment variables.
+    fn tls(&self) -> ClientTls {
+        let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let identity = match (&self.client_cert, &self.client_key) {
+            (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+            _ => env("SCHEDLAB_CLIENT_CERT").zip(env("SCHEDLAB_CLIENT_KEY")),
+        };
+        ClientTls { ca_file: self.ca_file.clone().or_else(|| env("SCHEDLAB_CA_FILE")), identity }
     }
     fn client(&self) -> Result<Client, String> {
-        let (token, timeout) = (self.token()?, Duration::from_secs(30));
-        match self.ca_file() {
-            Some(ca) => Client::with_ca_file(&self.coordinator, &token, timeout, &ca),
-            None => Ok(Client::new(&self.coordinator, &token, timeout)),
-        }
+        Client::with_tls(&self.coordinator, &self.token()?, Duration::from_secs(30), &self.tls())
     }
 }
 
@@ -256,6 +270,18 @@ pub struct GpusArgs {
 }
 
 #[derive(Args)]
+pub struct IssueCertArgs {
+    #[arg(long, default_value = "schedlab-live")]
+    state: PathBuf,
+    /// Whom it is for (an agent's name, a user): the certificate's name and its files' names.
+    #[arg(long)]
+    name: String,
+    /// Where NAME-cert.pem and NAME-key.pem (0600) go.
+    #[arg(long, default_value = ".")]
+    out: PathBuf,
+}
+
+#[derive(Args)]
 pub struct ExportArgs {
     #[arg(long, default_value = "schedlab-live")]
     state: PathBuf,
@@ -319,6 +345,20 @@ pub fn run(command: LiveCommand) -> CliResult {
             }
             Ok(())
         }
+        LiveCommand::IssueCert(a) => {
+            live::api::check_name("name", &a.name).map_err(|r| r.reason)?;
+            let (cert, key) = live::tls::issue_client_certificate(&a.state, &a.name, &a.out)?;
+            let (ca, _) = live::tls::ensure_client_ca(&a.state)?;
+            emit(format!(
+                "wrote {} and {} (signed by {}): give them to `{}` as --client-cert and --client-key; \
+                 the coordinator trusts them with --tls-client-ca {}\n",
+                cert.display(),
+                key.display(),
+                ca.display(),
+                a.name,
+                ca.display()
+            ))
+        }
         LiveCommand::Export(a) => {
             let store = live::store::Store::open(&a.state)?;
             let config = store.config()?.ok_or_else(|| format!("{}: no coordinator state here", a.state.display()))?;
@@ -361,11 +401,14 @@ fn run_serve(a: ServeArgs) -> CliResult {
             })
         }
     };
-    let tls = match (&a.tls_cert, &a.tls_key) {
+    let certificate = match (&a.tls_cert, &a.tls_key) {
         (Some(cert), Some(key)) => Some(TlsSetup::Files { cert: cert.clone(), key: key.clone() }),
-        _ if a.tls || !a.tls_name.is_empty() => Some(TlsSetup::SelfSigned { names: tls_names(&a) }),
+        _ if a.tls || !a.tls_name.is_empty() || a.tls_client_ca.is_some() => {
+            Some(TlsSetup::SelfSigned { names: tls_names(&a) })
+        }
         _ => None,
     };
+    let tls = certificate.map(|certificate| TlsOptions { certificate, client_ca: a.tls_client_ca.clone() });
     let options = ServeOptions {
         tls,
         state_dir: a.state.clone(),
@@ -380,7 +423,7 @@ fn run_serve(a: ServeArgs) -> CliResult {
         },
     };
     eprintln!("schedlab live: state in {}, API token in {}", a.state.display(), a.state.join("token").display());
-    if let Some(TlsSetup::SelfSigned { names }) = &options.tls {
+    if let Some(TlsOptions { certificate: TlsSetup::SelfSigned { names }, .. }) = &options.tls {
         let (cert, _) = TlsSetup::self_signed_files(&a.state);
         eprintln!(
             "schedlab live: https with the self-signed certificate {} (for {}; made on the first start): clients and agents trust it with --ca-file",
@@ -430,7 +473,7 @@ fn run_agent(a: AgentArgs) -> CliResult {
     let options = live::agent::AgentOptions {
         coordinator: a.client.coordinator.clone(),
         token: a.client.token()?,
-        ca_file: a.client.ca_file(),
+        tls: a.client.tls(),
         name,
         addr: a.addr,
         node: a.node,

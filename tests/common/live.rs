@@ -3,7 +3,7 @@
 //! backend a test names). Every wait is a poll loop with a generous deadline; nothing asserts
 //! on a fixed sleep.
 
-use live::client::{CallError, Client};
+use live::client::{CallError, Client, ClientTls};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -82,6 +82,8 @@ pub struct Session {
     pub addr: String,
     /// The certificate clients trust for `https` (the coordinator's self-signed one).
     pub ca: Option<PathBuf>,
+    /// The client certificate and key the test's clients and agents show (mutual TLS).
+    pub identity: Option<(PathBuf, PathBuf)>,
     /// The coordinator's index in `procs`.
     pub coordinator: usize,
 }
@@ -101,7 +103,7 @@ impl Session {
         });
         let tls = args.contains(&"--tls");
         let (addr, ca) = if tls { (format!("https://{addr}"), Some(state.join("tls-cert.pem"))) } else { (addr, None) };
-        Session { dir, procs, addr, ca, coordinator }
+        Session { dir, procs, addr, ca, identity: None, coordinator }
     }
 
     pub fn state(&self) -> PathBuf {
@@ -115,7 +117,10 @@ impl Session {
     pub fn client(&self) -> Client {
         let timeout = Duration::from_secs(20);
         match &self.ca {
-            Some(ca) => Client::with_ca_file(&self.addr, &self.token(), timeout, ca).unwrap(),
+            Some(ca) => {
+                let tls = ClientTls { ca_file: Some(ca.clone()), identity: self.identity.clone() };
+                Client::with_tls(&self.addr, &self.token(), timeout, &tls).unwrap()
+            }
             None => Client::new(&self.addr, &self.token(), timeout),
         }
     }
@@ -146,7 +151,10 @@ impl Session {
         let work = self.dir.join(format!("agent-{name}"));
         let args = ["live", "agent", "--coordinator", &self.addr, "--token-file", token.to_str().unwrap()];
         let more = ["--name", name, "--backend", backend, "--work-dir", work.to_str().unwrap(), "--grace-s", "1"];
-        let ca: Vec<&str> = self.ca.iter().flat_map(|ca| ["--ca-file", ca.to_str().unwrap()]).collect();
+        let mut ca: Vec<&str> = self.ca.iter().flat_map(|ca| ["--ca-file", ca.to_str().unwrap()]).collect();
+        if let Some((cert, key)) = &self.identity {
+            ca.extend(["--client-cert", cert.to_str().unwrap(), "--client-key", key.to_str().unwrap()]);
+        }
         let log = self.dir.join(format!("agent-{name}.log"));
         self.procs.spawn(&[&args[..], &more[..], &ca[..], extra].concat(), &log)
     }
