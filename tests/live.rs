@@ -5,7 +5,7 @@
 mod common;
 
 use common::live::{BIN, Session, append, wait_for};
-use live::client::{CallError, Client};
+use live::client::{CallError, Client, ClientTls};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -618,4 +618,20 @@ fn with_mutual_tls_only_agents_and_clients_showing_an_issued_certificate_get_in(
     let with = status(&["--client-cert", user.0.to_str().unwrap(), "--client-key", user.1.to_str().unwrap()]);
     assert!(with.status.success(), "{}", String::from_utf8_lossy(&with.stderr));
     assert!(String::from_utf8_lossy(&with.stdout).contains("hello"));
+    // A user's certificate (or another agent's) cannot act as an agent and be given its tasks.
+    let tls = ClientTls { ca_file: s.ca.clone(), identity: Some(user) };
+    let alice = Client::with_tls(&s.addr, &s.token(), Duration::from_secs(20), &tls).unwrap();
+    for (path, body) in [
+        ("/v1/agents/register", json!({ "name": "n0", "addr": "127.0.0.1", "gpus": [] })),
+        ("/v1/agents/heartbeat", json!({ "name": "n0" })),
+    ] {
+        let refused = alice.post::<_, Value>(path, &body).unwrap_err();
+        let reason = format!(
+            "{path}: the client certificate is not for agent `n0` (under mutual TLS an agent shows one issued for its name: live issue-cert --name n0)"
+        );
+        assert_eq!(refused, CallError::Status(403, reason));
+    }
+    assert!(matches!(alice.get::<Value>("/v1/agents/n0/assignments"), Err(CallError::Status(403, _))));
+    let cluster: Value = s.client().get("/v1/cluster").unwrap();
+    assert_eq!(cluster["nodes"][0]["agent"], "n0", "the node is still n0's: {cluster}");
 }

@@ -17,7 +17,7 @@ use crate::backend::HealthEvent;
 use crate::driver::{Batch, Driver, DriverConfig, Input};
 use crate::http::{Call, Front, Inbound, Limits, Method};
 use crate::store::{AgentRecord, Store, load_or_create_token};
-use crate::tls::TlsFront;
+use crate::tls::{Identities, TlsFront};
 use serde_json::{Value, json};
 use sim::{SimTime, TaskId, TaskStatus};
 use std::collections::BTreeMap;
@@ -118,7 +118,9 @@ pub struct Coordinator {
     /// coordinator is shared). With TLS it listens on a loopback port of its own, behind `tls`.
     listener: TcpListener,
     limits: Limits,
-    tls: Option<TlsFront>,
+    /// With TLS: its relay, the certificates its clients showed, and whether every client
+    /// must show one (mutual TLS: an agent's certificate must then be for its name).
+    tls: Option<(TlsFront, Identities, bool)>,
     store: Store,
     driver: Driver,
     token: String,
@@ -213,7 +215,9 @@ impl Coordinator {
                 let listener =
                     TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
                 let plain = listener.local_addr().map_err(|e| format!("the loopback listener: {e}"))?;
-                (listener, Some(TlsFront::start(&options.listen, plain, config)?))
+                let identities = Identities::default();
+                let front = TlsFront::start(&options.listen, plain, config, identities.clone())?;
+                (listener, Some((front, identities, client_ca.is_some())))
             }
         };
         let coordinator = Coordinator {
@@ -246,7 +250,7 @@ impl Coordinator {
     /// Where clients connect: `HOST:PORT` (with TLS, the TLS listener's).
     pub fn addr(&self) -> String {
         match &self.tls {
-            Some(front) => front.addr().to_string(),
+            Some((front, _, _)) => front.addr().to_string(),
             None => self.listener.local_addr().map_or_else(|_| "unknown".to_string(), |a| a.to_string()),
         }
     }
@@ -308,7 +312,8 @@ impl Coordinator {
     /// taken are answered 503 by their workers.
     pub fn run(&mut self, stop: &AtomicBool) -> Result<(), String> {
         let (inbound, calls) = mpsc::channel();
-        let front = Front::start(&self.listener, self.token.clone(), self.limits, inbound)?;
+        let identities = self.tls.as_ref().map(|(_, identities, _)| identities.clone());
+        let front = Front::start(&self.listener, self.token.clone(), self.limits, inbound, identities)?;
         self.log(format!(
             "listening on {} (policy {}, {} nodes, application XIDs {})",
             self.url(),
@@ -409,7 +414,8 @@ impl Coordinator {
         if call.method == Method::Get && call.url.split('?').next() == Some("/metrics") {
             return call.answer_text(crate::metrics::CONTENT_TYPE, self.metrics_text());
         }
-        let (status, body) = match self.route(&call.method, &call.url, &call.body) {
+        let routed = self.check_agent_identity(&call).and_then(|()| self.route(&call.method, &call.url, &call.body));
+        let (status, body) = match routed {
             Ok(answer) => answer,
             Err(r) => {
                 self.log(format!("{} {}: refused: {}", call.method, call.url, r.reason));
@@ -765,6 +771,34 @@ impl Coordinator {
             })
             .collect();
         json!({ "digest": self.driver.controller().digest_hex(), "decisions": list })
+    }
+
+    /// Under mutual TLS, a call on an agent's behalf (registering, beating, asking for its
+    /// assignments) must come with a certificate for that agent's name (`live issue-cert
+    /// --name NAME`): a user's certificate, or another agent's, cannot act as an agent and be
+    /// given its tasks. Refused with 403, and recorded as every refusal is.
+    fn check_agent_identity(&self, call: &Call) -> Result<(), Refusal> {
+        if !self.tls.as_ref().is_some_and(|(_, _, mutual)| *mutual) {
+            return Ok(());
+        }
+        let path = call.url.split('?').next().unwrap_or("");
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let agent = match parts.as_slice() {
+            ["v1", "agents", "register" | "heartbeat"] => serde_json::from_slice::<Value>(&call.body)
+                .ok()
+                .and_then(|v| v.get("name").and_then(Value::as_str).map(str::to_string)),
+            ["v1", "agents", name, "assignments"] => Some(name.to_string()),
+            _ => return Ok(()),
+        };
+        // A body without a name is refused by the route itself, with the reason.
+        let Some(agent) = agent else { return Ok(()) };
+        if call.client_cert.as_ref().is_some_and(|cert| crate::tls::certificate_is_for(cert, &agent)) {
+            return Ok(());
+        }
+        let reason = format!(
+            "{path}: the client certificate is not for agent `{agent}` (under mutual TLS an agent shows one issued for its name: live issue-cert --name {agent})"
+        );
+        Err(Refusal { status: 403, ..self.refuse(&agent, reason) })
     }
 
     fn refuse(&self, who: &str, reason: String) -> Refusal {

@@ -20,6 +20,8 @@
 //! takes the calls one at a time in the order they reach the channel: the journal is that
 //! thread's sequence of batches.
 
+use crate::tls::Identities;
+use rustls::pki_types::CertificateDer;
 use serde_json::{Value, json};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -86,6 +88,8 @@ pub(crate) struct Call {
     pub method: Method,
     pub url: String,
     pub body: Vec<u8>,
+    /// The certificate the client showed, when it came through the TLS relay with one.
+    pub client_cert: Option<CertificateDer<'static>>,
     reply: SyncSender<Answer>,
 }
 
@@ -139,12 +143,14 @@ pub(crate) struct Front {
 }
 
 impl Front {
-    /// Serves `listener`; what its clients ask goes to `inbound`.
+    /// Serves `listener`; what its clients ask goes to `inbound`, with the certificate each
+    /// showed the TLS relay (`identities`, when there is one).
     pub fn start(
         listener: &TcpListener,
         token: String,
         limits: Limits,
         inbound: Sender<Inbound>,
+        identities: Option<Identities>,
     ) -> Result<Front, String> {
         let listener = listener.try_clone().map_err(|e| format!("the HTTP listener: {e}"))?;
         let addr = listener.local_addr().map_err(|e| format!("the HTTP listener: {e}"))?;
@@ -152,7 +158,7 @@ impl Front {
         let flag = stopping.clone();
         let acceptor = std::thread::Builder::new()
             .name("http-accept".into())
-            .spawn(move || accept(&listener, &flag, &Arc::<str>::from(token), limits, &inbound))
+            .spawn(move || accept(&listener, &flag, &Arc::<str>::from(token), limits, &inbound, identities))
             .map_err(|e| format!("cannot start the HTTP accept thread: {e}"))?;
         Ok(Front { addr, stopping, acceptor: Some(acceptor) })
     }
@@ -178,7 +184,14 @@ impl Drop for Held {
     }
 }
 
-fn accept(listener: &TcpListener, stopping: &AtomicBool, token: &Arc<str>, limits: Limits, inbound: &Sender<Inbound>) {
+fn accept(
+    listener: &TcpListener,
+    stopping: &AtomicBool,
+    token: &Arc<str>,
+    limits: Limits,
+    inbound: &Sender<Inbound>,
+    identities: Option<Identities>,
+) {
     let open = Arc::new(AtomicUsize::new(0));
     loop {
         let stream = match listener.accept() {
@@ -207,10 +220,10 @@ fn accept(listener: &TcpListener, stopping: &AtomicBool, token: &Arc<str>, limit
         }
         open.fetch_add(1, Ordering::SeqCst);
         let held = Held(open.clone());
-        let (token, theirs) = (token.clone(), inbound.clone());
+        let (token, theirs, identities) = (token.clone(), inbound.clone(), identities.clone());
         let started = std::thread::Builder::new().name("http-connection".into()).spawn(move || {
             let _held = held;
-            let _ = Connection::new(stream, limits).serve(&token, &theirs);
+            let _ = Connection::new(stream, limits, identities).serve(&token, &theirs);
         });
         if started.is_err() {
             // The closure (and the connection with it) was dropped, and the count with it.
@@ -320,15 +333,23 @@ enum Ended {
 struct Connection {
     stream: TcpStream,
     limits: Limits,
+    /// Where the client's certificate is, by this connection's peer address (the relay's).
+    identities: Option<Identities>,
     /// What was read and not yet used (the next request's bytes, if the client pipelines).
     buf: Vec<u8>,
 }
 
 impl Connection {
-    fn new(stream: TcpStream, limits: Limits) -> Connection {
+    fn new(stream: TcpStream, limits: Limits, identities: Option<Identities>) -> Connection {
         let _ = stream.set_nodelay(true);
         let _ = stream.set_write_timeout(Some(limits.request_timeout));
-        Connection { stream, limits, buf: Vec::with_capacity(4096) }
+        Connection { stream, limits, identities, buf: Vec::with_capacity(4096) }
+    }
+
+    /// The certificate the client showed the TLS relay, if it did.
+    fn client_cert(&self) -> Option<CertificateDer<'static>> {
+        let peer = self.stream.peer_addr().ok()?;
+        self.identities.as_ref()?.lock().unwrap_or_else(|e| e.into_inner()).get(&peer).cloned()
     }
 
     /// Requests, one after another, until the client closes, idles, breaks the protocol or
@@ -364,7 +385,7 @@ impl Connection {
                 Err(_) => return Ok(()),
             };
             let (reply, answer) = mpsc::sync_channel(1);
-            let call = Call { method: head.method, url: head.url, body, reply };
+            let call = Call { method: head.method, url: head.url, body, client_cert: self.client_cert(), reply };
             // Either fails only when the coordinator's thread has stopped taking calls (its
             // channel, with the calls still in it, is dropped when `run` returns).
             let answer = inbound
@@ -510,7 +531,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let (inbound, calls) = mpsc::channel();
-        let front = Front::start(&listener, "secret".into(), limits, inbound).unwrap();
+        let front = Front::start(&listener, "secret".into(), limits, inbound, None).unwrap();
         std::thread::spawn(move || {
             while let Ok(next) = calls.recv() {
                 if let Inbound::Call(call) = next {

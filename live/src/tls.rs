@@ -15,12 +15,13 @@
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ServerConfig, ServerConnection};
+use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -138,6 +139,30 @@ pub fn issue_client_certificate(state_dir: &Path, name: &str, out: &Path) -> Res
     Ok((cert_path, key_path))
 }
 
+/// The client certificates of the connections relayed now, by the address of the relay's
+/// connection to the HTTP front on the relay's side (what the front sees as its peer). Put in
+/// once the handshake is done, before any request is relayed; taken out when the relay ends.
+pub type Identities = Arc<Mutex<BTreeMap<SocketAddr, CertificateDer<'static>>>>;
+
+/// Whether `cert` is for `name`: one of its subject alternative names is that DNS name (as
+/// `live issue-cert --name` writes it). Names that are no DNS names (`a_b`) are never.
+pub fn certificate_is_for(cert: &CertificateDer<'_>, name: &str) -> bool {
+    let Ok(subject) = rustls::pki_types::ServerName::try_from(name) else { return false };
+    webpki::EndEntityCert::try_from(cert).is_ok_and(|c| c.verify_is_valid_for_subject_name(&subject).is_ok())
+}
+
+/// Takes a connection's identity out of [`Identities`] when its relay ends, however it ends.
+struct Recorded<'a> {
+    identities: &'a Identities,
+    key: SocketAddr,
+}
+
+impl Drop for Recorded<'_> {
+    fn drop(&mut self) {
+        self.identities.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.key);
+    }
+}
+
 /// The TLS listener: runs until dropped.
 pub struct TlsFront {
     addr: SocketAddr,
@@ -146,15 +171,21 @@ pub struct TlsFront {
 }
 
 impl TlsFront {
-    /// Listens on `listen` and relays each connection, its TLS ended, to `backend`.
-    pub fn start(listen: &str, backend: SocketAddr, config: Arc<ServerConfig>) -> Result<TlsFront, String> {
+    /// Listens on `listen` and relays each connection, its TLS ended, to `backend`; the client
+    /// certificates shown go into `identities`.
+    pub fn start(
+        listen: &str,
+        backend: SocketAddr,
+        config: Arc<ServerConfig>,
+        identities: Identities,
+    ) -> Result<TlsFront, String> {
         let listener = TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("tls-accept".into())
-            .spawn(move || accept(listener, backend, config, &flag))
+            .spawn(move || accept(listener, backend, config, &identities, &flag))
             .map_err(|e| format!("cannot start the TLS listener: {e}"))?;
         Ok(TlsFront { addr, stop, thread: Some(thread) })
     }
@@ -175,7 +206,13 @@ impl Drop for TlsFront {
     }
 }
 
-fn accept(listener: TcpListener, backend: SocketAddr, config: Arc<ServerConfig>, stop: &AtomicBool) {
+fn accept(
+    listener: TcpListener,
+    backend: SocketAddr,
+    config: Arc<ServerConfig>,
+    identities: &Identities,
+    stop: &AtomicBool,
+) {
     let open = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
@@ -191,10 +228,10 @@ fn accept(listener: TcpListener, backend: SocketAddr, config: Arc<ServerConfig>,
             open.fetch_sub(1, Ordering::SeqCst);
             continue; // dropped: closed at once
         }
-        let (config, held) = (config.clone(), open.clone());
+        let (config, held, identities) = (config.clone(), open.clone(), identities.clone());
         let spawned = std::thread::Builder::new().name("tls-relay".into()).spawn(move || {
             // A failed connection (a bad handshake, a client gone) concerns that client only.
-            let _ = relay(stream, backend, config);
+            let _ = relay(stream, backend, config, &identities);
             held.fetch_sub(1, Ordering::SeqCst);
         });
         if spawned.is_err() {
@@ -225,9 +262,16 @@ fn wait_readable(a: &TcpStream, b: &TcpStream, timeout: Duration) -> std::io::Re
 /// Ends one client's TLS and relays its requests to `backend` and the answers back, until
 /// either side closes, the client breaks the protocol, the handshake takes over
 /// [`HANDSHAKE`], or the connection idles for [`IDLE`].
-fn relay(mut client: TcpStream, backend: SocketAddr, config: Arc<ServerConfig>) -> std::io::Result<()> {
+fn relay(
+    mut client: TcpStream,
+    backend: SocketAddr,
+    config: Arc<ServerConfig>,
+    identities: &Identities,
+) -> std::io::Result<()> {
     let mut tls = ServerConnection::new(config).map_err(std::io::Error::other)?;
     let mut plain = TcpStream::connect(backend)?;
+    let recorded = Recorded { identities, key: plain.local_addr()? };
+    let mut identified = false;
     let _ = client.set_nodelay(true);
     // Writes to a client that does not read fail after this, instead of holding the thread.
     let _ = client.set_write_timeout(Some(HANDSHAKE));
@@ -236,6 +280,14 @@ fn relay(mut client: TcpStream, backend: SocketAddr, config: Arc<ServerConfig>) 
     loop {
         while tls.wants_write() {
             tls.write_tls(&mut client)?;
+        }
+        if !identified && !tls.is_handshaking() {
+            // Before any plaintext is relayed: the front finds it with the first request.
+            identified = true;
+            if let Some(cert) = tls.peer_certificates().and_then(|c| c.first()) {
+                let mut map = recorded.identities.lock().unwrap_or_else(|e| e.into_inner());
+                map.insert(recorded.key, cert.clone().into_owned());
+            }
         }
         let timeout = if tls.is_handshaking() {
             handshake_ends.saturating_duration_since(std::time::Instant::now())
@@ -297,7 +349,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let (inbound, calls) = std::sync::mpsc::channel();
-        let front = Front::start(&listener, "t".into(), Limits::default(), inbound).unwrap();
+        let front = Front::start(&listener, "t".into(), Limits::default(), inbound, None).unwrap();
         let thread = std::thread::spawn(move || {
             while let Ok(Inbound::Call(call)) = calls.recv() {
                 let body = String::from_utf8_lossy(&call.body).into_owned();
@@ -335,13 +387,21 @@ mod tests {
         let (ca, agent) = client_pki(&dir, "n0");
         let (_, stranger) = client_pki(&dir, "other"); // signed by another CA
         let (plain, _http, _listener, _served) = backend();
-        let front = TlsFront::start("127.0.0.1:0", plain, server_config(&cert, &key, Some(&ca)).unwrap()).unwrap();
+        let front = TlsFront::start(
+            "127.0.0.1:0",
+            plain,
+            server_config(&cert, &key, Some(&ca)).unwrap(),
+            Identities::default(),
+        )
+        .unwrap();
         let url = format!("https://127.0.0.1:{}", front.addr().port());
         let timeout = Duration::from_secs(20);
         let with = |identity: Option<(PathBuf, PathBuf)>| {
             let tls = crate::client::ClientTls { ca_file: Some(cert.clone()), identity };
             Client::with_tls(&url, "t", timeout, &tls).unwrap().get::<Value>("/v1/cluster")
         };
+        let der = CertificateDer::from_pem_file(&agent.0).unwrap();
+        assert!(certificate_is_for(&der, "n0") && !certificate_is_for(&der, "n1") && !certificate_is_for(&der, "n_0"));
         assert_eq!(with(Some(agent)).unwrap()["url"], "/v1/cluster");
         assert!(matches!(with(None), Err(CallError::Unreachable(_))));
         assert!(matches!(with(Some(stranger)), Err(CallError::Unreachable(_))));
@@ -367,7 +427,9 @@ mod tests {
         assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
 
         let (plain, http, _listener, served) = backend();
-        let front = TlsFront::start("127.0.0.1:0", plain, server_config(&cert, &key, None).unwrap()).unwrap();
+        let front =
+            TlsFront::start("127.0.0.1:0", plain, server_config(&cert, &key, None).unwrap(), Identities::default())
+                .unwrap();
         let url = format!("https://127.0.0.1:{}", front.addr().port());
         let timeout = Duration::from_secs(20);
         let client = Client::with_tls(&url, "t", timeout, &trusting(&cert)).unwrap();
