@@ -411,10 +411,12 @@ impl Coordinator {
     /// One call from the front (its token checked, its body read): routed, the refusals
     /// logged, and the answer handed back to its worker, which writes it.
     fn handle(&mut self, call: Call) {
-        if call.method == Method::Get && call.url.split('?').next() == Some("/metrics") {
-            return call.answer_text(crate::metrics::CONTENT_TYPE, self.metrics_text());
-        }
-        let routed = self.check_agent_identity(&call).and_then(|()| self.route(&call.method, &call.url, &call.body));
+        let metrics = call.method == Method::Get && call.url.split('?').next() == Some("/metrics");
+        let routed = match self.check_identity(&call) {
+            Ok(()) if metrics => return call.answer_text(crate::metrics::CONTENT_TYPE, self.metrics_text()),
+            Ok(()) => self.route(&call.method, &call.url, &call.body),
+            Err(r) => Err(r),
+        };
         let (status, body) = match routed {
             Ok(answer) => answer,
             Err(r) => {
@@ -773,15 +775,22 @@ impl Coordinator {
         json!({ "digest": self.driver.controller().digest_hex(), "decisions": list })
     }
 
-    /// Under mutual TLS, a call on an agent's behalf (registering, beating, asking for its
-    /// assignments) must come with a certificate for that agent's name (`live issue-cert
-    /// --name NAME`): a user's certificate, or another agent's, cannot act as an agent and be
-    /// given its tasks. Refused with 403, and recorded as every refusal is.
-    fn check_agent_identity(&self, call: &Call) -> Result<(), Refusal> {
+    /// Under mutual TLS, every call must have come through the TLS relay with a certificate
+    /// (not straight to the plain front's loopback port), and a call on an agent's behalf
+    /// (registering, beating, asking for its assignments) with a certificate for that agent's
+    /// name (`live issue-cert --name NAME`): a user's certificate, or another agent's, cannot
+    /// act as an agent and be given its tasks. Refused with 403, and recorded as every
+    /// refusal is.
+    fn check_identity(&self, call: &Call) -> Result<(), Refusal> {
         if !self.tls.as_ref().is_some_and(|(_, _, mutual)| *mutual) {
             return Ok(());
         }
         let path = call.url.split('?').next().unwrap_or("");
+        if call.client_cert.is_none() {
+            let reason =
+                format!("{path}: no client certificate (under mutual TLS every call comes over https with one)");
+            return Err(Refusal { status: 403, ..self.refuse("a client", reason) });
+        }
         let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
         let agent = match parts.as_slice() {
             ["v1", "agents", "register" | "heartbeat"] => serde_json::from_slice::<Value>(&call.body)
@@ -1148,7 +1157,9 @@ pub fn serve(options: ServeOptions, stop: Arc<AtomicBool>) -> Result<(), String>
 
 #[cfg(test)]
 mod tests {
-    use super::{Coordinator, DEFAULT_APP_XIDS, ServeOptions, parse_app_xids, shell_quote};
+    use super::{
+        Coordinator, DEFAULT_APP_XIDS, Method, ServeOptions, TlsOptions, TlsSetup, parse_app_xids, shell_quote,
+    };
     use crate::api::{HeartbeatRequest, JobRequest, RegisterRequest, TaskRequest};
     use crate::backend::{GpuBackend, SimBackend, SimInjector};
     use crate::driver::{DriverConfig, Input};
@@ -1164,7 +1175,12 @@ mod tests {
     }
 
     fn open(dir: &Path, app_xids: Option<Vec<u64>>) -> Result<Coordinator, String> {
-        Coordinator::open(ServeOptions {
+        Coordinator::open(options(dir, app_xids))
+    }
+
+    /// What the tests open a coordinator with (TLS off).
+    fn options(dir: &Path, app_xids: Option<Vec<u64>>) -> ServeOptions {
+        ServeOptions {
             state_dir: dir.to_path_buf(),
             listen: "127.0.0.1:0".into(),
             // An hour between heartbeats: however slow the test machine, no heartbeat
@@ -1176,7 +1192,7 @@ mod tests {
             app_xids,
             tls: None,
             http: crate::http::Limits::default(),
-        })
+        }
     }
 
     /// A coordinator driven in-process, its one node's agent played by the test: the
@@ -1362,6 +1378,30 @@ mod tests {
                 .any(|l| l.starts_with(r#"schedlab_gpu_temperature_celsius{node="0",slot="0",uuid="GPU-n0-0"} "#)),
             "{text}"
         );
+    }
+
+    #[test]
+    fn under_mutual_tls_a_call_without_a_certificate_is_refused_whatever_it_asks() {
+        // As a call straight to the plain front's loopback port would come: no certificate.
+        let dir = state_dir("mtls-bypass");
+        let (ca, _) = crate::tls::ensure_client_ca(&dir.join("pki")).unwrap();
+        let mut c = Coordinator::open(ServeOptions {
+            tls: Some(TlsOptions {
+                certificate: TlsSetup::SelfSigned { names: vec!["127.0.0.1".into()] },
+                client_ca: Some(ca),
+            }),
+            ..options(&dir, None)
+        })
+        .unwrap();
+        for (method, url) in
+            [(Method::Get, "/v1/jobs"), (Method::Get, "/metrics"), (Method::Post, "/v1/agents/heartbeat")]
+        {
+            let (call, answer) = crate::http::Call::for_test(method, url, br#"{"name":"n0"}"#, None);
+            c.handle(call);
+            let answer = answer.recv().unwrap();
+            assert_eq!(answer.status, 403, "{url}");
+            assert!(String::from_utf8_lossy(&answer.body).contains("no client certificate"), "{url}");
+        }
     }
 
     #[test]

@@ -7,13 +7,14 @@
 //!
 //! - One accept thread takes connections and starts a thread for each, at most
 //!   [`Limits::max_connections`] at once (beyond that, `503` with the reason and close).
-//! - A connection's thread reads a request head (16 KiB at most, `431` beyond) within
-//!   [`Limits::request_timeout`], checks the bearer token before anything else (`401` with
-//!   nothing else, and close), takes only a `Content-Length` body of 1 MiB at most (`413`
-//!   beyond, `411` for a chunked one), read within the same timeout (`408` when the client
-//!   stalls), then sends the [`Call`] to the coordinator's thread over a channel, waits for
-//!   the answer on a channel of its own and writes it. Kept-alive connections wait up to
-//!   [`Limits::idle_timeout`] for their next request.
+//! - A connection's thread reads a request head (16 KiB at most, `431` beyond; what is not
+//!   HTTP gets `400`) within [`Limits::request_timeout`], checks the bearer token before
+//!   anything else of the request (`401` with nothing else, and close), takes only a
+//!   `Content-Length` body of 1 MiB at most (`413` beyond, `411` for a chunked one), read
+//!   within the same timeout (`408` when the client stalls), then sends the [`Call`] to the
+//!   coordinator's thread over a channel, waits for the answer on a channel of its own and
+//!   writes it. A new connection has the request timeout to begin; kept-alive ones wait up
+//!   to [`Limits::idle_timeout`] for their next request.
 //!
 //! A client slow to send or to read holds only its own thread, and only until its timeout.
 //! The scheduling state (Driver, SQLite, agents) stays on the coordinator's one thread, which
@@ -47,8 +48,10 @@ pub struct Limits {
     /// what clients can make the coordinator's process hold however many connect: room for a
     /// few hundred agents (each keeps one connection) and the command-line clients.
     pub max_connections: usize,
-    /// From a request's first byte to its last: a client stalled in its head or body is
-    /// answered `408` and closed after this.
+    /// How long a client has for a request's head, from its first byte, and again for its
+    /// body (and a new connection to begin its first request): a client stalled longer is
+    /// answered `408` and closed. Writing an answer to a client that does not read times out
+    /// after as long (per write).
     pub request_timeout: Duration,
     /// How long a kept-alive connection waits for its next request (longer than ureq keeps an
     /// idle connection, 15 s, so that clients close first and never reuse a closed one).
@@ -95,9 +98,9 @@ pub(crate) struct Call {
 
 /// What a connection's thread writes back: the status, the body and its type.
 pub(crate) struct Answer {
-    status: u16,
+    pub status: u16,
     content_type: &'static str,
-    body: Vec<u8>,
+    pub body: Vec<u8>,
 }
 
 impl Answer {
@@ -107,6 +110,19 @@ impl Answer {
 }
 
 impl Call {
+    /// A call as a connection's thread would send it, and where its answer arrives (status,
+    /// body): for the coordinator's tests.
+    #[cfg(test)]
+    pub fn for_test(
+        method: Method,
+        url: &str,
+        body: &[u8],
+        client_cert: Option<CertificateDer<'static>>,
+    ) -> (Call, mpsc::Receiver<Answer>) {
+        let (reply, answer) = mpsc::sync_channel(1);
+        (Call { method, url: url.to_string(), body: body.to_vec(), client_cert, reply }, answer)
+    }
+
     /// Hands the answer (status, JSON body) to the connection's thread, which writes it.
     pub fn answer(self, status: u16, body: Value) {
         self.send(Answer::json(status, &body));
@@ -168,15 +184,18 @@ impl Drop for Front {
     fn drop(&mut self) {
         self.stopping.store(true, Ordering::SeqCst);
         if let Some(acceptor) = self.acceptor.take() {
-            // It blocks in accept(): a connection of our own wakes it to see `stopping`.
-            let _ = TcpStream::connect(self.addr);
-            let _ = acceptor.join();
+            // It blocks in accept(): a connection of our own wakes it to see `stopping` (with a
+            // timeout: a full backlog could drop it, and the thread is then left to end with
+            // the next connection rather than hold up the stop).
+            if TcpStream::connect_timeout(&self.addr, Duration::from_secs(2)).is_ok() {
+                let _ = acceptor.join();
+            }
         }
     }
 }
 
 /// Counts a connection's thread until it ends, however it ends.
-struct Held(Arc<AtomicUsize>);
+pub(crate) struct Held(pub Arc<AtomicUsize>);
 
 impl Drop for Held {
     fn drop(&mut self) {
@@ -193,18 +212,21 @@ fn accept(
     identities: Option<Identities>,
 ) {
     let open = Arc::new(AtomicUsize::new(0));
+    let (mut refused, mut last_logged) = (0u64, None);
     loop {
         let stream = match listener.accept() {
             Ok((stream, _)) => stream,
             Err(_) if stopping.load(Ordering::SeqCst) => return,
-            // The client gave up before we took it, or descriptors ran out for a moment.
-            Err(e) if is_transient(&e) => {
-                std::thread::sleep(Duration::from_millis(10));
-                continue;
-            }
-            Err(e) => {
+            // Only a listener that is no listener any more ends the server.
+            Err(e) if is_fatal(&e) => {
                 let _ = inbound.send(Inbound::Failed(format!("HTTP server: {e}")));
                 return;
+            }
+            // The client gave up before we took it, its network went away, descriptors ran
+            // out for a moment (accept(2) reports all of these): the next one.
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
             }
         };
         if stopping.load(Ordering::SeqCst) {
@@ -214,7 +236,13 @@ fn accept(
         // and the add.
         if open.load(Ordering::SeqCst) >= limits.max_connections {
             let reason = format!("the coordinator has {} connections open; try again shortly", limits.max_connections);
-            let _ = inbound.send(Inbound::Log(format!("a connection refused: {reason}")));
+            // One line per 10 s at most, with the count since the last: a flood of connections
+            // must not become a flood of log lines on the coordinator's thread.
+            refused += 1;
+            if last_logged.is_none_or(|t: Instant| t.elapsed() >= Duration::from_secs(10)) {
+                let _ = inbound.send(Inbound::Log(format!("{refused} connection(s) refused: {reason}")));
+                (refused, last_logged) = (0, Some(Instant::now()));
+            }
             refuse_at_once(stream, &reason);
             continue;
         }
@@ -232,16 +260,15 @@ fn accept(
     }
 }
 
-fn is_transient(e: &std::io::Error) -> bool {
-    matches!(e.kind(), ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::Interrupted)
-        || matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
+fn is_fatal(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EBADF | libc::EINVAL | libc::ENOTSOCK | libc::EFAULT))
 }
 
 /// `503` with the reason, written without waiting long for the client (this is the accept
 /// thread), and close.
 fn refuse_at_once(mut stream: TcpStream, reason: &str) {
     let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
-    if stream.write_all(&response(&Answer::json(503, &json!({ "error": reason })), false)).is_ok() {
+    if stream.write_all(&response(&Answer::json(503, &json!({ "error": reason })), false, false)).is_ok() {
         close_gently(&mut stream, Duration::from_millis(50));
     }
 }
@@ -250,7 +277,7 @@ fn refuse_at_once(mut stream: TcpStream, reason: &str) {
 /// bytes makes the kernel reset the connection, which can destroy the answer before the client
 /// reads it; so first end our side, then read away (and drop) what the client still sends, up
 /// to 64 KiB or `linger`, as web servers do (a "lingering close").
-fn close_gently(stream: &mut TcpStream, linger: Duration) {
+pub(crate) fn close_gently(stream: &mut TcpStream, linger: Duration) {
     let _ = stream.shutdown(std::net::Shutdown::Write);
     let deadline = Instant::now() + linger;
     let mut sink = [0u8; 4096];
@@ -269,8 +296,13 @@ fn close_gently(stream: &mut TcpStream, linger: Duration) {
 
 /// An answer on the wire: status line, its body's type and length, `Connection: close`
 /// unless kept alive, and the body.
-fn response(answer: &Answer, keep_alive: bool) -> Vec<u8> {
-    let connection = if keep_alive { "" } else { "Connection: close\r\n" };
+fn response(answer: &Answer, keep_alive: bool, http_1_0: bool) -> Vec<u8> {
+    // HTTP/1.1 keeps a connection unless told; 1.0 closes it unless told it is kept.
+    let connection = match (keep_alive, http_1_0) {
+        (false, _) => "Connection: close\r\n",
+        (true, true) => "Connection: keep-alive\r\n",
+        (true, false) => "",
+    };
     let mut bytes = format!(
         "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{connection}\r\n",
         answer.status,
@@ -316,6 +348,7 @@ struct Head {
     url: String,
     authorised: bool,
     keep_alive: bool,
+    http_1_0: bool,
     content_length: Option<usize>,
     chunked: bool,
     expects_continue: bool,
@@ -355,8 +388,12 @@ impl Connection {
     /// Requests, one after another, until the client closes, idles, breaks the protocol or
     /// is refused.
     fn serve(&mut self, token: &str, inbound: &Sender<Inbound>) -> std::io::Result<()> {
+        // A new connection has the request timeout to begin its first request (a client that
+        // connects and sends nothing holds its place no longer than a stalled one); a
+        // kept-alive one waits the idle timeout for the next.
+        let mut first_byte = self.limits.request_timeout;
         loop {
-            let head = match self.read_head(token) {
+            let head = match self.read_head(token, first_byte) {
                 Ok(Ok(head)) => head,
                 Ok(Err(Ended::Closed | Ended::Idle)) => return Ok(()),
                 Err((status, reason)) => return self.refuse(status, reason),
@@ -372,11 +409,16 @@ impl Connection {
             if head.chunked {
                 return self.refuse(411, "a chunked request body is not accepted; send Content-Length".into());
             }
+            if head.method == Method::Other("HEAD".into()) {
+                // Every answer here has a body, which a HEAD answer must not: refused, closed.
+                return self.refuse(405, "HEAD is not served; use GET".into());
+            }
             let length = head.content_length.unwrap_or(0);
             if length > MAX_BODY {
                 return self.refuse(413, format!("the body is over 1 MiB ({length} bytes)"));
             }
-            if head.expects_continue && length > self.buf.len() {
+            // HTTP/1.0 has no 100 (Continue): its clients send the body without waiting.
+            if head.expects_continue && !head.http_1_0 && length > self.buf.len() {
                 self.stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
             }
             let body = match self.read_body(length) {
@@ -393,23 +435,24 @@ impl Connection {
                 .ok()
                 .and_then(|()| answer.recv().ok())
                 .unwrap_or_else(|| Answer::json(503, &json!({ "error": "the coordinator is stopping" })));
-            self.stream.write_all(&response(&answer, head.keep_alive))?;
+            self.stream.write_all(&response(&answer, head.keep_alive, head.http_1_0))?;
             if !head.keep_alive {
                 return Ok(());
             }
+            first_byte = self.limits.idle_timeout;
         }
     }
 
     /// `status` with the reason, and close (what else the client sent is not read).
     fn refuse(&mut self, status: u16, reason: String) -> std::io::Result<()> {
-        self.stream.write_all(&response(&Answer::json(status, &json!({ "error": reason })), false))?;
+        self.stream.write_all(&response(&Answer::json(status, &json!({ "error": reason })), false, false))?;
         close_gently(&mut self.stream, LINGER);
         Ok(())
     }
 
-    /// Reads until a whole head is in the buffer: the first byte within the idle timeout,
-    /// the rest within the request timeout. The outer error is the answer to give.
-    fn read_head(&mut self, token: &str) -> Result<Result<Head, Ended>, (u16, String)> {
+    /// Reads until a whole head is in the buffer: the first byte within `first_byte`, the rest
+    /// within the request timeout. The outer error is the answer to give.
+    fn read_head(&mut self, token: &str, first_byte: Duration) -> Result<Result<Head, Ended>, (u16, String)> {
         let mut deadline = None;
         loop {
             if !self.buf.is_empty() {
@@ -428,7 +471,7 @@ impl Connection {
             }
             let wait = match deadline {
                 Some(d) => d.saturating_duration_since(Instant::now()),
-                None => self.limits.idle_timeout,
+                None => first_byte,
             };
             if wait.is_zero() {
                 return Err((408, "the request head did not arrive in time".into()));
@@ -486,12 +529,24 @@ fn head_of(request: &httparse::Request<'_, '_>, len: usize, token: &str) -> Resu
         headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
     }
     let header = |name: &'static str| values(request.headers, name);
+    // The scheme's name is case-insensitive (RFC 9110), the token is not.
     let authorised = header("Authorization")
-        .any(|v| v.strip_prefix(b"Bearer ").is_some_and(|t| constant_time_eq(t, token.as_bytes())));
+        .any(|v| v.len() > 7 && v[..7].eq_ignore_ascii_case(b"Bearer ") && constant_time_eq(&v[7..], token.as_bytes()));
     if !authorised {
         // Nothing more is looked at (or told) for a client without the token.
         let (keep_alive, content_length, chunked, expects_continue) = (false, None, false, false);
-        return Ok(Head { method, url, authorised, keep_alive, content_length, chunked, expects_continue, len });
+        let http_1_0 = request.version == Some(0);
+        return Ok(Head {
+            method,
+            url,
+            authorised,
+            keep_alive,
+            http_1_0,
+            content_length,
+            chunked,
+            expects_continue,
+            len,
+        });
     }
     let text = |v: &[u8]| String::from_utf8_lossy(v).trim().to_ascii_lowercase();
     let connection: Vec<String> = header("Connection").map(text).collect();
@@ -504,15 +559,18 @@ fn head_of(request: &httparse::Request<'_, '_>, len: usize, token: &str) -> Resu
     let lengths: Vec<String> = header("Content-Length").map(text).collect();
     let content_length = match lengths.as_slice() {
         [] => None,
-        [one] => {
-            Some(one.parse::<usize>().map_err(|_| (400, format!("Content-Length `{one}` is not a number of bytes")))?)
-        }
+        // Digits only (`+5` parses as a number, but is no Content-Length).
+        [one] => match one.parse::<usize>() {
+            Ok(n) if one.bytes().all(|b| b.is_ascii_digit()) => Some(n),
+            _ => return Err((400, format!("Content-Length `{one}` is not a number of bytes"))),
+        },
         // Two lengths are how request smuggling starts: refused, whatever they say.
         _ => return Err((400, "more than one Content-Length".into())),
     };
     let chunked = header("Transfer-Encoding").next().is_some();
     let expects_continue = header("Expect").any(|v| text(v) == "100-continue");
-    Ok(Head { method, url, authorised, keep_alive, content_length, chunked, expects_continue, len })
+    let http_1_0 = request.version == Some(0);
+    Ok(Head { method, url, authorised, keep_alive, http_1_0, content_length, chunked, expects_continue, len })
 }
 
 #[cfg(test)]
@@ -577,6 +635,14 @@ mod tests {
         let s = served(Limits::default());
         let out = exchange(s.addr, format!("GET /v HTTP/1.0\r\n{AUTH}\r\n").as_bytes());
         assert!(out.starts_with("HTTP/1.1 200 OK\r\n") && out.contains("Connection: close"), "{out}");
+        // A 1.0 client that asks to keep the connection is told it is kept.
+        let mut kept = TcpStream::connect(s.addr).unwrap();
+        kept.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        kept.write_all(format!("GET /k HTTP/1.0\r\n{AUTH}Connection: keep-alive\r\n\r\n").as_bytes()).unwrap();
+        let mut first = [0u8; 512];
+        let n = kept.read(&mut first).unwrap();
+        let first = String::from_utf8_lossy(&first[..n]);
+        assert!(first.contains("Connection: keep-alive\r\n") && first.ends_with(r#""url":"/k"}"#), "{first}");
         // curl sends `Expect: 100-continue` for bodies over 1 KiB and waits for the 100.
         let mut stream = TcpStream::connect(s.addr).unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
@@ -602,6 +668,12 @@ mod tests {
         let many: String = (0..70).map(|i| format!("X{i}: y\r\n")).collect();
         assert_eq!(status(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes()), "431");
         assert_eq!(status(format!("POST / HTTP/1.1\r\n{AUTH}Content-Length: x\r\n\r\n").as_bytes()), "400");
+        assert_eq!(status(format!("POST / HTTP/1.1\r\n{AUTH}Content-Length: +5\r\n\r\n").as_bytes()), "400");
+        // A HEAD answer may have no body, and every answer here has one.
+        assert_eq!(status(format!("HEAD / HTTP/1.1\r\n{AUTH}\r\n").as_bytes()), "405");
+        // The scheme's name in any case; the token exactly.
+        assert_eq!(status(b"GET / HTTP/1.1\r\nauthorization: bearer secret\r\nConnection: close\r\n\r\n"), "200");
+        assert_eq!(status(b"GET / HTTP/1.1\r\nAuthorization: Bearer SECRET\r\n\r\n"), "401");
         // Without the token, nothing about the request is judged but that.
         assert_eq!(status(b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"), "401");
         assert_eq!(status(format!("POST / HTTP/1.1\r\n{AUTH}Transfer-Encoding: chunked\r\n\r\n").as_bytes()), "411");

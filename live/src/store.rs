@@ -172,8 +172,6 @@ impl Store {
     }
 }
 
-/// The API token in `dir/token`: read it, or on first start generate one (32 random bytes,
-/// hex) and write it readable by its owner only.
 /// Creates `path` readable by its owner only (0600) with `bytes`; an existing file is an error
 /// (a secret is never overwritten).
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
@@ -186,6 +184,8 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
     f.write_all(bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The API token in `dir/token`: read it, or on first start generate one (32 random bytes,
+/// hex) and write it readable by its owner only.
 pub fn load_or_create_token(dir: &Path) -> Result<String, String> {
     let path = token_path(dir);
     match std::fs::read_to_string(&path) {

@@ -35,7 +35,7 @@ pub const IDLE: Duration = Duration::from_secs(300);
 
 /// A client has this long to complete its handshake (so that clients which connect and send
 /// nothing cannot hold the connections for [`IDLE`]).
-pub const HANDSHAKE: Duration = Duration::from_secs(30);
+pub const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// The certificates of a PEM file (at least one).
 fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
@@ -78,11 +78,29 @@ pub fn server_config(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Resul
     Ok(Arc::new(config))
 }
 
+/// Whether a certificate and its key are both there (false: neither). One without the other
+/// is an error, never mended by making a new pair: that would replace what clients trust, or
+/// a key certificates were issued with.
+fn pair_exists(cert: &Path, key: &Path) -> Result<bool, String> {
+    match (cert.exists(), key.exists()) {
+        (true, true) => Ok(true),
+        (false, false) => Ok(false),
+        (true, false) => {
+            Err(format!("{} is there but its key {} is not: restore it, or remove both", cert.display(), key.display()))
+        }
+        (false, true) => Err(format!(
+            "{} is there but its certificate {} is not: restore it, or remove both",
+            key.display(),
+            cert.display()
+        )),
+    }
+}
+
 /// Makes a self-signed certificate for `names` (host names or IP addresses clients use) into
 /// `cert` and `key` (mode 0600), unless both exist already: what `--tls` uses when given no
 /// certificate of the operator's. Clients trust it with `--ca-file` pointing at `cert`.
 pub fn ensure_self_signed(cert: &Path, key: &Path, names: &[String]) -> Result<bool, String> {
-    if cert.exists() && key.exists() {
+    if pair_exists(cert, key)? {
         return Ok(false);
     }
     let made = rcgen::generate_simple_self_signed(names.to_vec()).map_err(|e| format!("TLS certificate: {e}"))?;
@@ -106,7 +124,7 @@ fn client_ca_params() -> Result<rcgen::CertificateParams, String> {
 /// certificates with, and what `live serve --tls-client-ca STATE/client-ca.pem` trusts.
 pub fn ensure_client_ca(state_dir: &Path) -> Result<(PathBuf, PathBuf), String> {
     let (cert, key) = (state_dir.join("client-ca.pem"), state_dir.join("client-ca-key.pem"));
-    if cert.exists() && key.exists() {
+    if pair_exists(&cert, &key)? {
         return Ok((cert, key));
     }
     std::fs::create_dir_all(state_dir).map_err(|e| format!("{}: {e}", state_dir.display()))?;
@@ -122,6 +140,7 @@ pub fn ensure_client_ca(state_dir: &Path) -> Result<(PathBuf, PathBuf), String> 
 /// `out/NAME-key.pem` (0600; an existing key is never overwritten): the pair an agent shows
 /// with `--client-cert` and `--client-key`.
 pub fn issue_client_certificate(state_dir: &Path, name: &str, out: &Path) -> Result<(PathBuf, PathBuf), String> {
+    check_certificate_name(name)?;
     let (_, ca_key) = ensure_client_ca(state_dir)?;
     let pem = std::fs::read_to_string(&ca_key).map_err(|e| format!("{}: {e}", ca_key.display()))?;
     let signing = rcgen::KeyPair::from_pem(&pem).map_err(|e| format!("{}: {e}", ca_key.display()))?;
@@ -144,11 +163,25 @@ pub fn issue_client_certificate(state_dir: &Path, name: &str, out: &Path) -> Res
 /// once the handshake is done, before any request is relayed; taken out when the relay ends.
 pub type Identities = Arc<Mutex<BTreeMap<SocketAddr, CertificateDer<'static>>>>;
 
-/// Whether `cert` is for `name`: one of its subject alternative names is that DNS name (as
-/// `live issue-cert --name` writes it). Names that are no DNS names (`a_b`) are never.
+/// Whether `cert` is for `name`: one of its subject alternative names is exactly that DNS
+/// name (as `live issue-cert --name` writes it; compared byte for byte, not as host names
+/// are, so that `n0` is not also `N0` or `n0.`, which are other agents).
 pub fn certificate_is_for(cert: &CertificateDer<'_>, name: &str) -> bool {
-    let Ok(subject) = rustls::pki_types::ServerName::try_from(name) else { return false };
-    webpki::EndEntityCert::try_from(cert).is_ok_and(|c| c.verify_is_valid_for_subject_name(&subject).is_ok())
+    webpki::EndEntityCert::try_from(cert).is_ok_and(|c| c.valid_dns_names().any(|n| n == name))
+}
+
+/// Refuses a name a client certificate cannot carry as a DNS name (what the agent check
+/// compares): `.`-separated labels of letters, digits, `-` and `_`, not all digits.
+pub fn check_certificate_name(name: &str) -> Result<(), String> {
+    let dns = rustls::pki_types::DnsName::try_from(name).is_ok();
+    let numeric = name.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    if dns && !numeric {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{name}` cannot be a certificate's DNS name (labels of letters, digits, `-` and `_`, separated by `.`, not all digits): under mutual TLS, name agents so"
+        ))
+    }
 }
 
 /// Takes a connection's identity out of [`Identities`] when its relay ends, however it ends.
@@ -198,9 +231,11 @@ impl TlsFront {
 impl Drop for TlsFront {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        // The accept loop blocks in accept(): a connection of our own wakes it to see `stop`.
-        let _ = TcpStream::connect(self.addr);
-        if let Some(thread) = self.thread.take() {
+        // The accept loop blocks in accept(): a connection of our own wakes it to see `stop`
+        // (with a timeout: if a full backlog drops it, the thread ends with the next one).
+        if TcpStream::connect_timeout(&self.addr, Duration::from_secs(2)).is_ok()
+            && let Some(thread) = self.thread.take()
+        {
             let _ = thread.join();
         }
     }
@@ -228,22 +263,24 @@ fn accept(
             open.fetch_sub(1, Ordering::SeqCst);
             continue; // dropped: closed at once
         }
-        let (config, held, identities) = (config.clone(), open.clone(), identities.clone());
-        let spawned = std::thread::Builder::new().name("tls-relay".into()).spawn(move || {
+        let held = crate::http::Held(open.clone());
+        let (config, identities) = (config.clone(), identities.clone());
+        // The count goes down when the thread ends however it ends, or with the closure if
+        // the thread cannot start.
+        let _ = std::thread::Builder::new().name("tls-relay".into()).spawn(move || {
+            let _held = held;
             // A failed connection (a bad handshake, a client gone) concerns that client only.
             let _ = relay(stream, backend, config, &identities);
-            held.fetch_sub(1, Ordering::SeqCst);
         });
-        if spawned.is_err() {
-            open.fetch_sub(1, Ordering::SeqCst);
-        }
     }
 }
 
-/// Waits until `a` or `b` has something to read (or was closed), at most `timeout`: which of
-/// them, or neither when the time ran out.
-fn wait_readable(a: &TcpStream, b: &TcpStream, timeout: Duration) -> std::io::Result<(bool, bool)> {
-    let mut fds = [a.as_raw_fd(), b.as_raw_fd()].map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+/// Waits until `a` (when it is watched) or `b` has something to read (or was closed), at
+/// most `timeout`: which of them, or neither when the time ran out.
+fn wait_readable(a: Option<&TcpStream>, b: Option<&TcpStream>, timeout: Duration) -> std::io::Result<(bool, bool)> {
+    // poll(2) skips an entry whose descriptor is negative.
+    let fd = |s: Option<&TcpStream>| s.map_or(-1, AsRawFd::as_raw_fd);
+    let mut fds = [fd(a), fd(b)].map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
     let ready = loop {
         // SAFETY: `fds` is a valid array of two pollfd for the duration of the call.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout.as_millis() as libc::c_int) };
@@ -255,13 +292,48 @@ fn wait_readable(a: &TcpStream, b: &TcpStream, timeout: Duration) -> std::io::Re
             return Err(e);
         }
     };
-    let readable = |fd: &libc::pollfd| fd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
+    let readable = |fd: &libc::pollfd| fd.fd >= 0 && fd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
     Ok(if ready == 0 { (false, false) } else { (readable(&fds[0]), readable(&fds[1])) })
 }
 
+/// Writes what rustls has to send (records, alerts) to the client.
+fn flush(tls: &mut ServerConnection, client: &mut TcpStream) -> std::io::Result<()> {
+    while tls.wants_write() {
+        tls.write_tls(client)?;
+    }
+    Ok(())
+}
+
+/// Reads the client's next records and decrypts them; false once the client closed its side.
+/// A protocol error is told to the client (a TLS alert) before it is returned.
+fn receive(tls: &mut ServerConnection, client: &mut TcpStream) -> std::io::Result<bool> {
+    if tls.read_tls(client)? == 0 {
+        return Ok(false);
+    }
+    if let Err(e) = tls.process_new_packets() {
+        let _ = flush(tls, client);
+        return Err(std::io::Error::other(e));
+    }
+    Ok(true)
+}
+
+/// Relays what rustls has decrypted to the front; false once the client has said it sends no
+/// more (close_notify, or its connection closed), or the front no longer reads.
+fn forward(tls: &mut ServerConnection, plain: &mut TcpStream, buf: &mut [u8]) -> bool {
+    loop {
+        match tls.reader().read(buf) {
+            Ok(0) => return false,
+            Ok(n) if plain.write_all(&buf[..n]).is_ok() => {}
+            Ok(_) => return false,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
 /// Ends one client's TLS and relays its requests to `backend` and the answers back, until
-/// either side closes, the client breaks the protocol, the handshake takes over
-/// [`HANDSHAKE`], or the connection idles for [`IDLE`].
+/// the front closes (after the client said it sends no more, or refused it), the client breaks
+/// the protocol, the handshake takes over [`HANDSHAKE`], or the connection idles for [`IDLE`].
 fn relay(
     mut client: TcpStream,
     backend: SocketAddr,
@@ -269,69 +341,56 @@ fn relay(
     identities: &Identities,
 ) -> std::io::Result<()> {
     let mut tls = ServerConnection::new(config).map_err(std::io::Error::other)?;
-    let mut plain = TcpStream::connect(backend)?;
-    let recorded = Recorded { identities, key: plain.local_addr()? };
-    let mut identified = false;
     let _ = client.set_nodelay(true);
     // Writes to a client that does not read fail after this, instead of holding the thread.
     let _ = client.set_write_timeout(Some(HANDSHAKE));
+    // The handshake first, with no connection to the front yet: a client that connects and
+    // sends nothing holds only this thread, and for HANDSHAKE at most.
     let handshake_ends = std::time::Instant::now() + HANDSHAKE;
+    while tls.is_handshaking() {
+        flush(&mut tls, &mut client)?;
+        let wait = handshake_ends.saturating_duration_since(std::time::Instant::now());
+        if wait.is_zero() || !wait_readable(Some(&client), None, wait)?.0 || !receive(&mut tls, &mut client)? {
+            return Ok(());
+        }
+    }
+    let mut plain = TcpStream::connect(backend)?;
+    // Recorded before anything is relayed (the client's first request may have come with the
+    // handshake's last flight): the front finds it with that request.
+    let recorded = Recorded { identities, key: plain.local_addr()? };
+    if let Some(cert) = tls.peer_certificates().and_then(|c| c.first()) {
+        identities.lock().unwrap_or_else(|e| e.into_inner()).insert(recorded.key, cert.clone().into_owned());
+    }
     let mut buf = vec![0u8; 16 * 1024];
+    let mut client_sends = true;
     loop {
-        while tls.wants_write() {
-            tls.write_tls(&mut client)?;
+        if client_sends && !forward(&mut tls, &mut plain, &mut buf) {
+            // No more requests: the front answers what it has, then closes.
+            client_sends = false;
+            let _ = plain.shutdown(Shutdown::Write);
         }
-        if !identified && !tls.is_handshaking() {
-            // Before any plaintext is relayed: the front finds it with the first request.
-            identified = true;
-            if let Some(cert) = tls.peer_certificates().and_then(|c| c.first()) {
-                let mut map = recorded.identities.lock().unwrap_or_else(|e| e.into_inner());
-                map.insert(recorded.key, cert.clone().into_owned());
-            }
-        }
-        let timeout = if tls.is_handshaking() {
-            handshake_ends.saturating_duration_since(std::time::Instant::now())
-        } else {
-            IDLE
-        };
-        let (from_client, from_backend) = wait_readable(&client, &plain, timeout)?;
+        flush(&mut tls, &mut client)?;
+        let (from_client, from_backend) = wait_readable(client_sends.then_some(&client), Some(&plain), IDLE)?;
         if !from_client && !from_backend {
-            return Ok(()); // idle, or a handshake never finished
-        }
-        if from_client {
-            if tls.read_tls(&mut client)? == 0 {
-                return Ok(()); // the client closed its connection
-            }
-            if let Err(e) = tls.process_new_packets() {
-                // Tell the client why (a TLS alert), then close.
-                while tls.wants_write() {
-                    tls.write_tls(&mut client)?;
-                }
-                return Err(std::io::Error::other(e));
-            }
-            loop {
-                match tls.reader().read(&mut buf) {
-                    Ok(0) => {
-                        // close_notify: no more requests; let the backend finish its answer.
-                        let _ = plain.shutdown(Shutdown::Write);
-                        break;
-                    }
-                    Ok(n) => plain.write_all(&buf[..n])?,
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(e) => return Err(e),
-                }
-            }
+            return Ok(()); // idle
         }
         if from_backend {
-            let n = plain.read(&mut buf)?;
-            if n == 0 {
-                tls.send_close_notify();
-                while tls.wants_write() {
-                    tls.write_tls(&mut client)?;
+            match plain.read(&mut buf) {
+                Ok(n) if n > 0 => tls.writer().write_all(&buf[..n])?,
+                // The front closed: its last answer is relayed; then close as it does, reading
+                // away what the client still sends so that the kernel does not reset the
+                // connection under that answer.
+                _ => {
+                    tls.send_close_notify();
+                    flush(&mut tls, &mut client)?;
+                    crate::http::close_gently(&mut client, Duration::from_secs(2));
+                    return Ok(());
                 }
-                return Ok(());
             }
-            tls.writer().write_all(&buf[..n])?;
+        }
+        if from_client && !receive(&mut tls, &mut client)? {
+            client_sends = false;
+            let _ = plain.shutdown(Shutdown::Write);
         }
     }
 }
@@ -401,13 +460,64 @@ mod tests {
             Client::with_tls(&url, "t", timeout, &tls).unwrap().get::<Value>("/v1/cluster")
         };
         let der = CertificateDer::from_pem_file(&agent.0).unwrap();
-        assert!(certificate_is_for(&der, "n0") && !certificate_is_for(&der, "n1") && !certificate_is_for(&der, "n_0"));
+        assert!(certificate_is_for(&der, "n0"));
+        for other in ["n1", "N0", "n0.", "n_0"] {
+            assert!(!certificate_is_for(&der, other), "{other}");
+        }
+        for bad in ["42", "10.0.0.1", "-a", "a..b"] {
+            assert!(
+                issue_client_certificate(&dir.join("n0-state"), bad, &dir)
+                    .unwrap_err()
+                    .contains("cannot be a certificate's DNS name"),
+                "{bad}"
+            );
+        }
         assert_eq!(with(Some(agent)).unwrap()["url"], "/v1/cluster");
         assert!(matches!(with(None), Err(CallError::Unreachable(_))));
         assert!(matches!(with(Some(stranger)), Err(CallError::Unreachable(_))));
         assert!(server_config(&cert, &key, Some(&dir.join("missing.pem"))).unwrap_err().contains("missing.pem"));
+        // Half a pair is an error, not a new CA.
+        std::fs::remove_file(dir.join("other-state").join("client-ca-key.pem")).unwrap();
+        assert!(ensure_client_ca(&dir.join("other-state")).unwrap_err().contains("is there but its key"));
         // A key is never overwritten.
         assert!(issue_client_certificate(&dir.join("n0-state"), "n0", &dir).unwrap_err().contains("n0-key.pem"));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn an_answer_the_front_gives_before_the_client_is_done_sending_arrives_whole() {
+        // A body over 1 MiB is refused (413) from its Content-Length while the client still
+        // sends it: the relay must carry the answer to the client before it closes, and close
+        // without a reset.
+        let dir = std::env::temp_dir().join(format!("schedlab-tls-close-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = (dir.join("tls-cert.pem"), dir.join("tls-key.pem"));
+        ensure_self_signed(&cert, &key, &["127.0.0.1".to_string()]).unwrap();
+        let (plain, _http, _listener, _served) = backend();
+        let front =
+            TlsFront::start("127.0.0.1:0", plain, server_config(&cert, &key, None).unwrap(), Identities::default())
+                .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(CertificateDer::from_pem_file(&cert).unwrap()).unwrap();
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let tcp = TcpStream::connect(front.addr()).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut stream = rustls::StreamOwned::new(rustls::ClientConnection::new(Arc::new(config), name).unwrap(), tcp);
+        stream
+            .write_all(b"POST /v1/jobs HTTP/1.1\r\nAuthorization: Bearer t\r\nContent-Length: 9999999\r\n\r\n")
+            .unwrap();
+        // Part of the body, as a client does that does not wait for an answer.
+        let _ = stream.write_all(&vec![b' '; 256 * 1024]);
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 413 "), "{answer:?}");
+        assert!(answer.ends_with(r#"{"error":"the body is over 1 MiB (9999999 bytes)"}"#), "{answer:?}");
         std::fs::remove_dir_all(&dir).ok();
     }
 
