@@ -419,6 +419,17 @@ mod tests {
         (addr, front, listener, thread)
     }
 
+    /// A fresh directory for one test, with a self-signed certificate for 127.0.0.1 in it:
+    /// the directory, the certificate and its key.
+    fn scratch_with_certificate(tag: &str) -> (PathBuf, PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("schedlab-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = (dir.join("tls-cert.pem"), dir.join("tls-key.pem"));
+        ensure_self_signed(&cert, &key, &["127.0.0.1".to_string()]).unwrap();
+        (dir, cert, key)
+    }
+
     /// A client configuration trusting `ca` only.
     fn trusting(ca: &Path) -> crate::client::ClientTls {
         crate::client::ClientTls { ca_file: Some(ca.to_path_buf()), identity: None }
@@ -438,11 +449,7 @@ mod tests {
 
     #[test]
     fn with_a_client_ca_only_clients_showing_a_certificate_it_issued_get_through() {
-        let dir = std::env::temp_dir().join(format!("schedlab-mtls-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let (cert, key) = (dir.join("tls-cert.pem"), dir.join("tls-key.pem"));
-        ensure_self_signed(&cert, &key, &["127.0.0.1".to_string()]).unwrap();
+        let (dir, cert, key) = scratch_with_certificate("mtls");
         let (ca, agent) = client_pki(&dir, "n0");
         let (_, stranger) = client_pki(&dir, "other"); // signed by another CA
         let (plain, _http, _listener, _served) = backend();
@@ -489,11 +496,7 @@ mod tests {
         // A body over 1 MiB is refused (413) from its Content-Length while the client still
         // sends it: the relay must carry the answer to the client before it closes, and close
         // without a reset.
-        let dir = std::env::temp_dir().join(format!("schedlab-tls-close-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let (cert, key) = (dir.join("tls-cert.pem"), dir.join("tls-key.pem"));
-        ensure_self_signed(&cert, &key, &["127.0.0.1".to_string()]).unwrap();
+        let (dir, cert, key) = scratch_with_certificate("tls-close");
         let (plain, _http, _listener, _served) = backend();
         let front =
             TlsFront::start("127.0.0.1:0", plain, server_config(&cert, &key, None).unwrap(), Identities::default())
