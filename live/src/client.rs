@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::path::PathBuf;
 use std::time::Duration;
-use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig, TlsProvider};
+use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsConfig, TlsProvider};
 
 #[derive(Clone)]
 pub struct Client {
@@ -54,21 +54,10 @@ pub struct ClientTls {
     pub identity: Option<(PathBuf, PathBuf)>,
 }
 
-/// The certificates of a PEM file; `what` names them in errors.
-fn pem_certificates(path: &Path, what: &str) -> Result<Vec<Certificate<'static>>, String> {
-    let pem = std::fs::read(path).map_err(|e| format!("{}: cannot read the {what}: {e}", path.display()))?;
-    let certs = ureq::tls::parse_pem(&pem)
-        .filter_map(|item| match item {
-            Ok(PemItem::Certificate(c)) => Some(Ok(c)),
-            Ok(_) => None,
-            Err(e) => Some(Err(e)),
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{}: not PEM certificates: {e}", path.display()))?;
-    if certs.is_empty() {
-        return Err(format!("{}: no certificate in it (expected PEM `BEGIN CERTIFICATE` blocks)", path.display()));
-    }
-    Ok(certs)
+/// The certificates of a PEM file, as ureq takes them (read as the server reads its own).
+fn pem_certificates(path: &Path) -> Result<Vec<Certificate<'static>>, String> {
+    let certs = crate::tls::certificates(path)?;
+    Ok(certs.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect())
 }
 
 impl Client {
@@ -82,10 +71,10 @@ impl Client {
     pub fn with_tls(base: &str, token: &str, timeout: Duration, tls: &ClientTls) -> Result<Client, String> {
         let mut config = TlsConfig::builder().provider(TlsProvider::Rustls);
         if let Some(ca) = &tls.ca_file {
-            config = config.root_certs(RootCerts::new_with_certs(&pem_certificates(ca, "CA certificates")?));
+            config = config.root_certs(RootCerts::new_with_certs(&pem_certificates(ca)?));
         }
         if let Some((cert, key)) = &tls.identity {
-            let chain = pem_certificates(cert, "client certificate")?;
+            let chain = pem_certificates(cert)?;
             let pem = std::fs::read(key).map_err(|e| format!("{}: cannot read the client key: {e}", key.display()))?;
             let key =
                 PrivateKey::from_pem(&pem).map_err(|e| format!("{}: not a PEM private key: {e}", key.display()))?;

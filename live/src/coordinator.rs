@@ -411,7 +411,7 @@ impl Coordinator {
     /// One call from the front (its token checked, its body read): routed, the refusals
     /// logged, and the answer handed back to its worker, which writes it.
     fn handle(&mut self, call: Call) {
-        let metrics = call.method == Method::Get && call.url.split('?').next() == Some("/metrics");
+        let metrics = call.method == Method::Get && path_parts(&call.url).1 == ["metrics"];
         let routed = match self.check_identity(&call) {
             Ok(()) if metrics => return call.answer_text(crate::metrics::CONTENT_TYPE, self.metrics_text()),
             Ok(()) => self.route(&call.method, &call.url, &call.body),
@@ -428,8 +428,7 @@ impl Coordinator {
     }
 
     fn route(&mut self, method: &Method, url: &str, body: &[u8]) -> Result<(u16, Value), Refusal> {
-        let path = url.split('?').next().unwrap_or("");
-        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let (path, parts) = path_parts(url);
         match (method, parts.as_slice()) {
             (Method::Post, ["v1", "jobs"]) => self.submit(parse(body)?),
             (Method::Get, ["v1", "jobs"]) => Ok((200, self.jobs_json())),
@@ -785,13 +784,12 @@ impl Coordinator {
         if !self.tls.as_ref().is_some_and(|(_, _, mutual)| *mutual) {
             return Ok(());
         }
-        let path = call.url.split('?').next().unwrap_or("");
+        let (path, parts) = path_parts(&call.url);
         if call.client_cert.is_none() {
             let reason =
                 format!("{path}: no client certificate (under mutual TLS every call comes over https with one)");
             return Err(Refusal { status: 403, ..self.refuse("a client", reason) });
         }
-        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
         let agent = match parts.as_slice() {
             ["v1", "agents", "register" | "heartbeat"] => serde_json::from_slice::<Value>(&call.body)
                 .ok()
@@ -1048,6 +1046,12 @@ impl Coordinator {
         }
         assignments
     }
+}
+
+/// A request's path (without its query) and its segments: what the routes match on.
+fn path_parts(url: &str) -> (&str, Vec<&str>) {
+    let path = url.split('?').next().unwrap_or("");
+    (path, path.trim_matches('/').split('/').collect())
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Refusal> {

@@ -356,13 +356,6 @@ struct Head {
     len: usize,
 }
 
-/// Why a connection ends without an answer to a request (the client went, or stalled before
-/// sending anything of it).
-enum Ended {
-    Closed,
-    Idle,
-}
-
 struct Connection {
     stream: TcpStream,
     limits: Limits,
@@ -394,8 +387,8 @@ impl Connection {
         let mut first_byte = self.limits.request_timeout;
         loop {
             let head = match self.read_head(token, first_byte) {
-                Ok(Ok(head)) => head,
-                Ok(Err(Ended::Closed | Ended::Idle)) => return Ok(()),
+                Ok(Some(head)) => head,
+                Ok(None) => return Ok(()),
                 Err((status, reason)) => return self.refuse(status, reason),
             };
             self.buf.drain(..head.len);
@@ -451,8 +444,9 @@ impl Connection {
     }
 
     /// Reads until a whole head is in the buffer: the first byte within `first_byte`, the rest
-    /// within the request timeout. The outer error is the answer to give.
-    fn read_head(&mut self, token: &str, first_byte: Duration) -> Result<Result<Head, Ended>, (u16, String)> {
+    /// within the request timeout. None: the connection ended (closed, or idle) before a
+    /// request began; the error is the answer to give.
+    fn read_head(&mut self, token: &str, first_byte: Duration) -> Result<Option<Head>, (u16, String)> {
         let mut deadline = None;
         loop {
             if !self.buf.is_empty() {
@@ -460,7 +454,7 @@ impl Connection {
                 let mut headers = [httparse::EMPTY_HEADER; 64];
                 let mut request = httparse::Request::new(&mut headers);
                 match request.parse(&self.buf) {
-                    Ok(httparse::Status::Complete(len)) => return Ok(Ok(head_of(&request, len, token)?)),
+                    Ok(httparse::Status::Complete(len)) => return Ok(Some(head_of(&request, len, token)?)),
                     Ok(httparse::Status::Partial) if self.buf.len() >= MAX_HEAD => {
                         return Err((431, "the request head is over 16 KiB".into()));
                     }
@@ -479,12 +473,12 @@ impl Connection {
             let _ = self.stream.set_read_timeout(Some(wait));
             let mut chunk = [0u8; 4096];
             match self.stream.read(&mut chunk) {
-                Ok(0) => return Ok(Err(Ended::Closed)),
+                Ok(0) => return Ok(None),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) if is_timeout(&e) && deadline.is_none() => return Ok(Err(Ended::Idle)),
+                Err(e) if is_timeout(&e) && deadline.is_none() => return Ok(None),
                 Err(e) if is_timeout(&e) => return Err((408, "the request head did not arrive in time".into())),
-                Err(_) => return Ok(Err(Ended::Closed)),
+                Err(_) => return Ok(None),
             }
         }
     }

@@ -38,7 +38,7 @@ pub const IDLE: Duration = Duration::from_secs(300);
 pub const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// The certificates of a PEM file (at least one).
-fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+pub(crate) fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let certs = CertificateDer::pem_file_iter(path)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
         .map_err(|e| format!("{}: not a PEM certificate chain: {e}", path.display()))?;
