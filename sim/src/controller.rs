@@ -42,7 +42,18 @@ pub struct ControllerConfig {
     /// Width of the time series' buckets; `None`: about 500 buckets over the submit span
     /// (see [`crate::series::auto_width`]).
     pub series_bucket: Option<SimDuration>,
+    /// The simulation stops this long after the last submission, reporting what has not ended
+    /// as unfinished with the reason (see [`DEFAULT_HORIZON`]). Live mode has no horizon.
+    pub horizon: SimDuration,
 }
+
+/// The default horizon: ten years of simulated time after the last submission. Failures are
+/// drawn for as long as a run lasts, so a job that can never start (a gang larger than what is
+/// ever up at once) would otherwise keep the run going forever. Ten years is far past any
+/// replay's real tail (the public traces' longest jobs run weeks; a 16k-GPU pre-training run
+/// under heavy failures, months), and cheap: the run's cost past its last job is the failures
+/// it draws, O(parts x years / MTBF) (a 2,048-node cluster at a 6,000 h MTBF: about 30,000).
+pub const DEFAULT_HORIZON: SimDuration = SimDuration(10 * 365 * 86_400_000);
 
 impl Default for ControllerConfig {
     fn default() -> Self {
@@ -54,6 +65,7 @@ impl Default for ControllerConfig {
             check_invariants: cfg!(debug_assertions),
             record_decisions: false,
             series_bucket: None,
+            horizon: DEFAULT_HORIZON,
         }
     }
 }
@@ -717,6 +729,14 @@ impl Controller {
         self.digest.hex()
     }
 
+    /// Ends a simulated run whose failures were covered until `covered_until` (`None`: to its
+    /// end): [`Self::finish`], with the failures' window recorded.
+    pub fn finish_with_hardware(mut self, covered_until: Option<SimTime>) -> RunResult {
+        let end = self.now;
+        self.stats.failures_until = Some(covered_until.map_or(end, |t| t.min(end)));
+        self.finish()
+    }
+
     /// Ends the run: per-job records, counters and the digest.
     pub fn finish(self) -> RunResult {
         let jobs = self
@@ -744,6 +764,7 @@ impl Controller {
                     lost_lag_mgpu_ms: tasks.clone().map(|t| t.lost_lag_mgpu_ms).sum(),
                     lost_overhead_mgpu_ms: tasks.map(|t| t.lost_overhead_mgpu_ms).sum(),
                     outcome: state.outcome.clone(),
+                    unfinished_reason: self.unfinished_reason(state, spec),
                     critical_path_ms,
                     alone_ms: critical_path_ms
                         .unwrap_or_else(|| spec.tasks.iter().map(|t| t.work.as_ms()).max().unwrap_or(0)),

@@ -7,6 +7,7 @@ use crate::cluster::Cluster;
 use crate::controller::{Controller, ControllerConfig, Effect};
 use crate::event::{Event, EventKey, EventQueue, PHASE_ARRIVAL, PHASE_HARDWARE};
 use crate::failure::ClusterEvent;
+use crate::hardware::{Hardware, HardwareFeed};
 use crate::ids::JobId;
 use crate::observe::Observer;
 use crate::policy::Policy;
@@ -47,12 +48,14 @@ impl fmt::Display for SimError {
 impl std::error::Error for SimError {}
 
 /// What one run simulates: a cluster, the jobs submitted to it, and what happens to its
-/// hardware (failures, repairs, heartbeats; empty for a cluster that never fails).
-#[derive(Debug, Clone)]
+/// hardware: fixed events (failures, repairs, heartbeats) and a feed of failures drawn as the
+/// run goes (both empty for a cluster that never fails).
+#[derive(Debug)]
 pub struct Scenario {
     pub cluster: Cluster,
     pub workload: Workload,
     events: Vec<ClusterEvent>,
+    feed: Option<Box<dyn HardwareFeed>>,
     queues: Queues,
     datasets: crate::data::Datasets,
 }
@@ -63,6 +66,7 @@ impl Scenario {
             cluster,
             workload,
             events: Vec::new(),
+            feed: None,
             queues: Queues::default(),
             datasets: crate::data::Datasets::default(),
         }
@@ -112,6 +116,13 @@ impl Scenario {
     pub fn events(&self) -> &[ClusterEvent] {
         &self.events
     }
+
+    /// Adds failures produced as the run goes (a failure model, a replayed history), merged
+    /// after the fixed events of the same instant. The feed must name hardware the cluster has.
+    pub fn with_feed(mut self, feed: Box<dyn HardwareFeed>) -> Scenario {
+        self.feed = Some(feed);
+        self
+    }
 }
 
 /// Runs `scenario` under `policy` to the end, in virtual time: until every job has ended.
@@ -124,30 +135,31 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
     }
     check_checkpoint_dependencies(&scenario.workload, config.checkpoint)?;
     let failures = config.failures;
-    let Scenario { cluster, workload, events, queues, datasets } = scenario;
+    let horizon = config.horizon;
+    let Scenario { cluster, workload, events, feed, queues, datasets } = scenario;
     let controller = Controller::new(cluster, workload, policy.name(), config)
         .with_queues(queues)
         .and_then(|c| c.with_datasets(datasets))
         .map_err(SimError::BadQueue)?;
     let mut queue = EventQueue::default();
-    for (index, e) in events.iter().enumerate() {
-        queue.push(e.time(), Event::Hardware(index as u32));
-    }
     for (index, job) in controller.workload().jobs().iter().enumerate() {
         if let Some(at) = job.cancel {
             queue.push(at, Event::Cancel(JobId::from_index(index)));
         }
     }
+    let stop_after = controller.workload().jobs().last().map(|j| j.submit.saturating_add(horizon));
     let mut engine = Engine {
         observer: Observer::new(&controller, &events, failures),
-        events,
+        hardware: Hardware::new(events, feed),
         controller,
         queue,
         next_arrival: 0,
         effects: Vec::new(),
+        stop_after,
     };
     while engine.step(policy) {}
-    Ok(engine.controller.finish())
+    let covered_until = engine.hardware.covered_until();
+    Ok(engine.controller.finish_with_hardware(covered_until))
 }
 
 /// A `checkpoint=N` dependency needs an upstream that checkpoints at intervals: with the
@@ -178,10 +190,12 @@ fn check_checkpoint_dependencies(workload: &Workload, default: crate::time::SimD
 struct Engine {
     controller: Controller,
     observer: Observer,
-    events: Vec<ClusterEvent>,
+    hardware: Hardware,
     queue: EventQueue,
     next_arrival: usize,
     effects: Vec<Effect>,
+    /// The horizon: the last submission plus `ControllerConfig::horizon`.
+    stop_after: Option<SimTime>,
 }
 
 impl Engine {
@@ -190,23 +204,29 @@ impl Engine {
     }
 
     /// Applies the next timestamp's events and decides. Returns false when the run is over:
-    /// every job has arrived and ended (hardware events after that change nothing measured).
+    /// every job has arrived and ended (hardware events after that change nothing measured),
+    /// nothing is left to happen, or the next event is past the horizon (what has not ended
+    /// is reported unfinished).
     fn step(&mut self, policy: &mut dyn Policy) -> bool {
         if self.next_arrival_time().is_none() && !self.controller.has_jobs_in_system() {
             return false;
         }
-        let next_event = self.queue.peek_key().map(|k| k.time);
-        let now = match (next_event, self.next_arrival_time()) {
-            (None, None) => return false,
-            (Some(e), Some(a)) => e.min(a),
-            (Some(t), None) | (None, Some(t)) => t,
-        };
+        let Some(now) = self.next_time() else { return false };
+        if self.stop_after.is_some_and(|end| now > end) {
+            self.controller.stop_at_horizon(self.stop_after.unwrap_or(now));
+            return false;
+        }
         self.controller.advance_to(now);
         let mut changed = false;
         let mut woken = false;
+        while let Some(event) = self.hardware.pop_at(now) {
+            self.observer.apply_truth(&event, &mut self.controller, &mut self.queue);
+            self.controller.stats.events += 1;
+            changed = true;
+        }
         let after_hardware = EventKey { time: now, phase: PHASE_HARDWARE + 1, seq: 0 };
         while let Some((_, event)) = self.queue.pop_before(after_hardware) {
-            self.observer.apply(event, &self.events, &mut self.controller, &mut self.queue);
+            self.observer.apply(event, &mut self.controller, &mut self.queue);
             self.controller.stats.events += 1;
             changed = true;
         }
@@ -230,6 +250,12 @@ impl Engine {
             self.queue.push(at, Event::Timer(timer));
         }
         true
+    }
+
+    /// The earliest of the heap's next event, the next arrival and the next hardware event.
+    fn next_time(&mut self) -> Option<SimTime> {
+        let times = [self.queue.peek_key().map(|k| k.time), self.next_arrival_time(), self.hardware.peek_time()];
+        times.into_iter().flatten().min()
     }
 
     fn apply(&mut self, event: Event, woken: &mut bool) -> bool {

@@ -15,8 +15,6 @@ use std::collections::BinaryHeap;
 /// decides once after all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    /// The run's `index`-th ground-truth cluster event (failure or heartbeat).
-    Hardware(u32),
     /// Ground truth: a GPU or node is repaired.
     Repair(Part),
     /// Observation: a GPU failure that happened at `failed_at` is seen.
@@ -64,8 +62,7 @@ pub enum Part {
 impl Event {
     pub fn phase(self) -> u8 {
         match self {
-            Event::Hardware(_)
-            | Event::Repair(_)
+            Event::Repair(_)
             | Event::GpuSeen { .. }
             | Event::NodeMissedBeats { .. }
             | Event::NodeBeatsAgain { .. }

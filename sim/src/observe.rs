@@ -55,18 +55,22 @@ impl Observer {
         }
     }
 
-    /// Applies one hardware-phase event at the controller's current time.
-    pub(crate) fn apply(&mut self, event: Event, events: &[ClusterEvent], c: &mut Controller, queue: &mut EventQueue) {
+    /// Applies one ground-truth cluster event at the controller's current time.
+    pub(crate) fn apply_truth(&mut self, event: &ClusterEvent, c: &mut Controller, queue: &mut EventQueue) {
+        match *event {
+            ClusterEvent::GpuFail { node, gpu, repair, .. } => {
+                let gpu = c.cluster().node(node).gpu_at(gpu);
+                self.gpu_failed(gpu, repair, c, queue);
+            }
+            ClusterEvent::NodeFail { node, repair, .. } => self.node_failed(node, repair, c, queue),
+            ClusterEvent::Heartbeat { node, .. } => self.beat(node, c, queue),
+        }
+    }
+
+    /// Applies one hardware-phase event of the heap at the controller's current time.
+    pub(crate) fn apply(&mut self, event: Event, c: &mut Controller, queue: &mut EventQueue) {
         let now = c.now();
         match event {
-            Event::Hardware(index) => match events[index as usize] {
-                ClusterEvent::GpuFail { node, gpu, repair, .. } => {
-                    let gpu = c.cluster().node(node).gpu_at(gpu);
-                    self.gpu_failed(gpu, repair, c, queue);
-                }
-                ClusterEvent::NodeFail { node, repair, .. } => self.node_failed(node, repair, c, queue),
-                ClusterEvent::Heartbeat { node, .. } => self.beat(node, c, queue),
-            },
             Event::Repair(Part::Gpu(gpu)) => {
                 self.gpu_faults[gpu.index()] -= 1;
                 if self.gpu_faults[gpu.index()] == 0 {

@@ -29,8 +29,11 @@ pub struct JobRecord {
     pub lost_redo_mgpu_ms: u64,
     pub lost_lag_mgpu_ms: u64,
     pub lost_overhead_mgpu_ms: u64,
-    /// `None` when the run ended with the job still waiting or running (a stalled policy).
+    /// `None` when the run ended with the job still waiting or running (a stalled policy, or
+    /// the run's horizon)...
     pub outcome: Option<JobOutcome>,
+    /// ...and then why, in words.
+    pub unfinished_reason: Option<String>,
     /// For a job with task dependencies: the length of its critical path over the tasks that
     /// were not skipped (true work, and progress points for `data`/`checkpoint` edges), the
     /// shortest it could have run on an empty cluster.
@@ -132,6 +135,12 @@ pub struct RunStats {
     pub remote_starts: u64,
     /// Integral of broken GPUs (truth) over time, in GPU-milliseconds.
     pub broken_gpu_ms: u64,
+    /// When the run was stopped at its horizon (`ControllerConfig::horizon` after the last
+    /// submission) with jobs not ended; `None`: it ended on its own.
+    pub horizon_reached: Option<SimTime>,
+    /// In a simulated run, the end of the span its hardware events covered: the run's end for
+    /// failure models (drawn as the run goes), the end of the history for one replayed once.
+    pub failures_until: Option<SimTime>,
     /// Hex digest of the decision log.
     pub digest: String,
 }

@@ -22,6 +22,10 @@ impl SimTime {
     pub fn as_ms(self) -> u64 {
         self.0
     }
+    /// `self + d`, or [`SimTime::MAX`] past it.
+    pub fn saturating_add(self, d: SimDuration) -> SimTime {
+        SimTime(self.0.saturating_add(d.0))
+    }
     /// Seconds as a float, for reports only (never fed back into the model).
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1000.0

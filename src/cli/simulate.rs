@@ -41,9 +41,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub cluster: Option<String>,
     /// Hardware failures: a model (weibull:node_mtbf_h=H[,shape=K][,gpu_mtbf_h=..]
-    /// [,repair_median_h=M][,repair_sigma=S]), a real failure trace mapped onto the cluster
-    /// (infinitehbd:PATH, titan:PATH, alibaba2017:PATH, each [,scale=X]) or events:PATH. Added
-    /// to any events.csv of the trace.
+    /// [,repair_median_h=M][,repair_sigma=S]), drawn for as long as the run lasts; a real
+    /// failure trace mapped onto the cluster (infinitehbd:PATH, titan:PATH, alibaba2017:PATH,
+    /// each [,scale=X][,past_end=repeat|stop]); or events:PATH. Added to any events.csv of
+    /// the trace.
     #[arg(long)]
     pub failures: Option<String>,
     /// Queues with quotas: a queues.csv (traces/FORMAT.md), in place of any queues.csv of the
@@ -77,6 +78,11 @@ pub struct RunArgs {
     /// over the submissions.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub series_bucket_s: Option<u64>,
+    /// Stop the run this many days of simulated time after the last submission, reporting the
+    /// jobs that have not ended as unfinished with the reason. Failures are drawn for as long
+    /// as a run lasts, so a job that can never start would otherwise never let it end.
+    #[arg(long, default_value_t = 3650, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub horizon_days: u64,
 }
 
 pub fn run(args: SimulateArgs) -> CliResult {
@@ -115,19 +121,28 @@ pub fn execute(
         Some(path) => traces::load_queues_file(path)?,
         None => trace_queues,
     };
+    let mut feed = None;
     if let Some(spec) = &args.failures {
         let spec: traces::FailureSpec = spec.parse()?;
-        events.extend(spec.events(&cluster, failure_window(&workload, &cluster), args.seed)?);
+        let start = workload.jobs().first().map_or(sim::SimTime::ZERO, |j| j.submit);
+        match spec.resolve(&cluster, start, args.seed)? {
+            traces::Failures::Events(fixed) => events.extend(fixed),
+            traces::Failures::Feed(f) => feed = Some(f),
+        }
     }
     let workload = args.resilience.apply_queue_defaults(workload)?;
-    let scenario =
+    let mut scenario =
         Scenario::new(cluster, workload).with_events(events)?.with_queues(&queues)?.with_datasets(&datasets)?;
+    if let Some(feed) = feed {
+        scenario = scenario.with_feed(feed);
+    }
     let mut policy = policies::build(&args.policy)?;
     let config = args.resilience.apply(ControllerConfig {
         seed: args.seed,
         check_invariants: args.check_invariants,
         record_decisions,
         series_bucket: args.series_bucket_s.map(sim::SimDuration::from_secs),
+        horizon: sim::SimDuration::from_secs(args.horizon_days * 86_400),
         ..ControllerConfig::default()
     })?;
     let started = Instant::now();
@@ -135,22 +150,6 @@ pub fn execute(
     let mut summary = reports::Summary::of(&result);
     summary.wall_s = Some(started.elapsed().as_secs_f64());
     Ok((result, summary))
-}
-
-/// Where failures are drawn: from the first submission to well past the last one (twice the
-/// work's ideal makespan on this cluster, plus the longest task, plus a week). The run itself
-/// ends when every job has; failures past the window are not drawn.
-fn failure_window(workload: &sim::Workload, cluster: &Cluster) -> (sim::SimTime, sim::SimTime) {
-    let jobs = workload.jobs();
-    let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else {
-        return (sim::SimTime::ZERO, sim::SimTime::ZERO);
-    };
-    let tasks = || jobs.iter().flat_map(|j| &j.tasks);
-    let work_gpu_ms: u128 = tasks().map(|t| u128::from(t.work.as_ms()) * u128::from(t.gpus)).sum();
-    let ideal_ms = u64::try_from(work_gpu_ms / u128::from(cluster.gpu_count().max(1))).unwrap_or(u64::MAX);
-    let longest = tasks().map(|t| t.work).max().unwrap_or_default();
-    let horizon = sim::SimDuration(ideal_ms.saturating_mul(2)) + longest + sim::SimDuration::from_secs(7 * 86_400);
-    (first.submit, last.submit + horizon)
 }
 
 /// The trace given with --trace, if any.

@@ -31,7 +31,7 @@ pub use cluster_spec::{load_cluster_file, parse_cluster_shorthand, read_cluster_
 pub use datasets::{load_datasets_file, read_datasets_csv, write_datasets_csv};
 pub use error::{MAX_ERRORS, TraceError};
 pub use events::{EventRecord, read_events_csv, write_events_csv};
-pub use failures::{FailureModel, FailureSpec, FailureTrace, FitReport};
+pub use failures::{FailureModel, FailureSpec, FailureTrace, Failures, FitReport};
 pub use inventory::{ClusterImport, ImportReport, InventoryFormat, load_inventory, read_inventory};
 pub use itp::read_itp_csv;
 pub use openb::{OpenbImport, OpenbReport, read_openb_pods};

@@ -30,6 +30,8 @@
 //!    rest of its repair, so the window starts with the trace's share of broken hardware
 //!    rather than all healthy.
 //! 6. Events fall in `[W0, W1)` (repairs may end later), sorted by [`super::event_order`].
+//!    A run pulls them period by period ([`MappedFeed`]), from `W0` for as long as it lasts, or
+//!    for one period only (`past_end=stop`: the recorded history once, then no failures).
 //!
 //! Randomness: `sim::rng::stream(seed, "failures")`, ChaCha sub-stream `c` for cycle `c`: its
 //! first draw is the offset (cycles >= 1), then one draw per position of the permutation
@@ -37,16 +39,27 @@
 //! nodes `0..=i`: growing the cluster or the window never changes what earlier nodes get.
 //! Cost: O(events + population + nodes).
 
+use super::model::check_rate;
 use super::trace::FailureTrace;
-use super::{check_event_budget, round_ms, sort_events};
+use super::{MS_PER_HOUR, check_event_budget, round_ms, sort_events};
 use crate::error::TraceError;
 use rand::RngExt;
 use sim::rng::StreamRng;
-use sim::{Cluster, ClusterEvent, SimDuration, SimTime};
+use sim::{Cluster, ClusterEvent, HardwareFeed, SimDuration, SimTime};
+
+/// What a replayed history does past its end: it starts again (the period repeats, each
+/// cycle of drawn nodes with its seeded offset: rule 1 and 3), or failures stop there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PastEnd {
+    #[default]
+    Repeat,
+    Stop,
+}
 
 /// Replays `trace` on `cluster` within `window` (start inclusive, end exclusive) by the rule
-/// in the module documentation. `time_scale` multiplies every trace duration and must be a
-/// positive number. An empty window gives no events.
+/// in the module documentation: the first part of [`MappedFeed`] from the window start, as
+/// a finite list. `time_scale` multiplies every trace duration and must be a positive number.
+/// An empty window gives no events.
 pub fn map_onto(
     trace: &FailureTrace,
     cluster: &Cluster,
@@ -54,58 +67,165 @@ pub fn map_onto(
     seed: u64,
     time_scale: f64,
 ) -> Result<Vec<ClusterEvent>, TraceError> {
-    let what = format!("failures of {} mapped onto the cluster", trace.name());
-    if !(time_scale.is_finite() && time_scale > 0.0) {
-        return Err(TraceError::value(what, format!("the time scale must be a positive number, got {time_scale}")));
-    }
     if window.1 <= window.0 {
+        check_scale(trace, time_scale)?;
         return Ok(Vec::new());
     }
+    let mut feed = MappedFeed::new(trace, cluster, window.0, seed, time_scale, PastEnd::Repeat)?;
     let window_ms = window.1.as_ms() - window.0.as_ms();
-    let scaled = |ms: u64| round_ms(ms as f64 * time_scale);
-    let period = scaled(trace.span_ms()).max(1);
-    let histories = histories(trace, &scaled);
+    check_event_budget(&feed.what, feed.per_period as f64 * (window_ms as f64 / feed.period as f64 + 1.0))?;
+    Ok(super::model::take_until(&mut feed, window.1))
+}
 
-    let gpu_faults = trace.faults().iter().any(|f| f.gpu.is_some());
-    let blocks = |gpus: u32| match (gpu_faults, trace.gpus_per_node()) {
-        (true, Some(g)) => gpus.div_ceil(g),
-        _ => 1,
-    };
-    let draws: u64 = cluster.nodes().iter().map(|n| u64::from(blocks(n.gpu_count))).sum();
-    let per_draw = trace.faults().len() as f64 / f64::from(trace.population());
-    check_event_budget(&what, per_draw * draws as f64 * (window_ms as f64 / period as f64 + 1.0))?;
+fn check_scale(trace: &FailureTrace, time_scale: f64) -> Result<(), TraceError> {
+    if time_scale.is_finite() && time_scale > 0.0 {
+        return Ok(());
+    }
+    let what = format!("failures of {} mapped onto the cluster", trace.name());
+    Err(TraceError::value(what, format!("the time scale must be a positive number, got {time_scale}")))
+}
 
-    let mut permutation = Permutation::new(seed, trace.population(), period);
-    let mut events = Vec::new();
-    for node in cluster.nodes() {
-        for block in 0..blocks(node.gpu_count) {
-            let (source, offset) = permutation.draw();
-            for f in &histories[source as usize] {
-                let gpu = match (f.gpu, trace.gpus_per_node()) {
-                    (None, _) if block == 0 => None,
-                    (None, _) => continue,
-                    (Some(k), Some(g)) => match (block * g).checked_add(k).filter(|&slot| slot < node.gpu_count) {
-                        Some(slot) => Some(slot),
-                        None => continue,
-                    },
-                    (Some(k), None) => Some(k % node.gpu_count),
-                };
-                occurrences(f, offset, period, window_ms, |at, repair| {
-                    let time = SimTime(window.0.as_ms() + at);
+/// One simulated node's (or GPU block's) share of the history: the trace node it drew, the
+/// cycle's offset, and where its faults go.
+#[derive(Debug)]
+struct Draw {
+    node: sim::NodeId,
+    gpus: u32,
+    block: u32,
+    source: u32,
+    offset: u64,
+}
+
+/// `trace` replayed on a cluster from `start` on, one period at a time, for as long as the run
+/// pulls it ([`PastEnd::Repeat`]) or for one period ([`PastEnd::Stop`]).
+#[derive(Debug)]
+pub struct MappedFeed {
+    what: String,
+    start: SimTime,
+    period: u64,
+    histories: Vec<Vec<Replayed>>,
+    gpus_per_node: Option<u32>,
+    /// Only the draws of trace nodes that have faults.
+    draws: Vec<Draw>,
+    /// Faults in one period, over every draw (the rate guard's numerator).
+    per_period: u64,
+    past_end: PastEnd,
+    /// The next period to generate, and the generated events not yet taken.
+    next_period: u64,
+    ready: std::collections::VecDeque<ClusterEvent>,
+}
+
+impl MappedFeed {
+    pub fn new(
+        trace: &FailureTrace,
+        cluster: &Cluster,
+        start: SimTime,
+        seed: u64,
+        time_scale: f64,
+        past_end: PastEnd,
+    ) -> Result<MappedFeed, TraceError> {
+        check_scale(trace, time_scale)?;
+        let what = format!("failures of {} mapped onto the cluster", trace.name());
+        let scaled = |ms: u64| round_ms(ms as f64 * time_scale);
+        let period = scaled(trace.span_ms()).max(1);
+        let histories = histories(trace, &scaled);
+        let gpu_faults = trace.faults().iter().any(|f| f.gpu.is_some());
+        let blocks = |gpus: u32| match (gpu_faults, trace.gpus_per_node()) {
+            (true, Some(g)) => gpus.div_ceil(g),
+            _ => 1,
+        };
+        let mut permutation = Permutation::new(seed, trace.population(), period);
+        let mut draws = Vec::new();
+        for node in cluster.nodes() {
+            for block in 0..blocks(node.gpu_count) {
+                let (source, offset) = permutation.draw();
+                if !histories[source as usize].is_empty() {
+                    draws.push(Draw { node: node.id, gpus: node.gpu_count, block, source, offset });
+                }
+            }
+        }
+        let per_period = draws.iter().map(|d| histories[d.source as usize].len() as u64).sum();
+        check_rate(&what, per_period as f64 * MS_PER_HOUR / period as f64)?;
+        let gpus_per_node = trace.gpus_per_node();
+        Ok(MappedFeed {
+            what,
+            start,
+            period,
+            histories,
+            gpus_per_node,
+            draws,
+            per_period,
+            past_end,
+            next_period: 0,
+            ready: Default::default(),
+        })
+    }
+
+    /// Generates the events of the next period, `[p x period, (p + 1) x period)` after the
+    /// start, sorted by [`super::event_order`]; false when there are no more periods.
+    fn generate_period(&mut self) -> bool {
+        let p = self.next_period;
+        if self.past_end == PastEnd::Stop && p > 0 {
+            return false;
+        }
+        let from = p.saturating_mul(self.period);
+        let to = from.saturating_add(self.period);
+        self.next_period += 1;
+        let mut events = Vec::new();
+        for d in &self.draws {
+            for f in &self.histories[d.source as usize] {
+                let Some(gpu) = slot_of(f, d, self.gpus_per_node) else { continue };
+                occurrences(f, d.offset, self.period, (from, to), |at, repair| {
+                    let time = SimTime(self.start.as_ms().saturating_add(at));
                     let repair = Some(SimDuration(repair));
                     events.push(match gpu {
-                        None => ClusterEvent::NodeFail { time, node: node.id, repair },
-                        Some(gpu) => ClusterEvent::GpuFail { time, node: node.id, gpu, repair },
+                        None => ClusterEvent::NodeFail { time, node: d.node, repair },
+                        Some(gpu) => ClusterEvent::GpuFail { time, node: d.node, gpu, repair },
                     });
                 });
             }
         }
+        sort_events(&mut events);
+        self.ready.extend(events);
+        true
     }
-    sort_events(&mut events);
-    Ok(events)
+}
+
+/// Where fault `f` of draw `d` goes: `Some(None)` the node, `Some(Some(slot))` a GPU, `None`
+/// nowhere (a node fault of a block past the first, a slot past the node's GPUs).
+fn slot_of(f: &Replayed, d: &Draw, gpus_per_node: Option<u32>) -> Option<Option<u32>> {
+    match (f.gpu, gpus_per_node) {
+        (None, _) if d.block == 0 => Some(None),
+        (None, _) => None,
+        (Some(k), Some(g)) => (d.block * g).checked_add(k).filter(|&slot| slot < d.gpus).map(Some),
+        (Some(k), None) => Some(Some(k % d.gpus)),
+    }
+}
+
+impl HardwareFeed for MappedFeed {
+    fn peek_time(&mut self) -> Option<SimTime> {
+        // A period may hold no event at all: go on to the next (bounded: draws with faults
+        // have at least one occurrence per period).
+        while self.ready.is_empty() {
+            if self.draws.is_empty() || !self.generate_period() {
+                return None;
+            }
+        }
+        self.ready.front().map(ClusterEvent::time)
+    }
+
+    fn pop(&mut self) -> Option<ClusterEvent> {
+        self.peek_time()?;
+        self.ready.pop_front()
+    }
+
+    fn covered_until(&self) -> Option<SimTime> {
+        (self.past_end == PastEnd::Stop).then(|| self.start.saturating_add(SimDuration(self.period)))
+    }
 }
 
 /// One trace fault in simulated milliseconds from the span start.
+#[derive(Debug)]
 struct Replayed {
     at: u64,
     /// At least 1 ms; an unrepaired fault lasts to the end of the span.
@@ -128,15 +248,21 @@ fn histories(trace: &FailureTrace, scaled: &impl Fn(u64) -> u64) -> Vec<Vec<Repl
     histories
 }
 
-/// The occurrences of `f` in the periodic history shifted by `offset`, relative to the window
-/// start: at `f.at - offset + r x period` for every whole `r`, those before `window_ms` and
-/// still down at 0 (one that began earlier is reported at 0 with the rest of its repair).
-fn occurrences(f: &Replayed, offset: u64, period: u64, window_ms: u64, mut emit: impl FnMut(u64, u64)) {
+/// The occurrences of `f` in the periodic history shifted by `offset`, relative to the start:
+/// at `f.at - offset + r x period` for every whole `r`, those in `[from, to)`; with `from` 0
+/// also one still down at 0 (it began earlier: reported at 0 with the rest of its repair).
+fn occurrences(f: &Replayed, offset: u64, period: u64, (from, to): (u64, u64), mut emit: impl FnMut(u64, u64)) {
     let (period, repair) = (i128::from(period), i128::from(f.repair));
     let first = i128::from(f.at) - i128::from(offset);
-    // The first r with first + r x period + repair > 0.
-    let mut at = first + ((-first - repair).div_euclid(period) + 1) * period;
-    while at < i128::from(window_ms) {
+    let mut at = if from == 0 {
+        // The first r with first + r x period + repair > 0.
+        first + ((-first - repair).div_euclid(period) + 1) * period
+    } else {
+        // The first r with first + r x period >= from.
+        let gap = i128::from(from) - first;
+        first + (gap.div_euclid(period) + i128::from(gap.rem_euclid(period) > 0)) * period
+    };
+    while at < i128::from(to) {
         if at < 0 {
             emit(0, (at + repair) as u64);
         } else {
@@ -275,7 +401,7 @@ mod tests {
         assert!(map_onto(&t, &c, (SimTime(0), SimTime(1)), 0, f64::NAN).is_err());
         // A typo-sized scale is refused rather than generating billions of events.
         let e = map_onto(&t, &c, (SimTime(0), SimTime(1_000 * DAY)), 0, 1e-9).unwrap_err().to_string();
-        assert!(e.contains("limit"), "{e}");
+        assert!(e.contains("more than one a second"), "{e}");
     }
 
     #[test]

@@ -30,9 +30,9 @@ pub mod trace;
 pub use alibaba2017::{load_alibaba2017, read_alibaba2017};
 pub use fit::{FitReport, GoodnessOfFit, LogNormalFit, WeibullFit, fit};
 pub use infinitehbd::{InfiniteHbdOptions, load_infinitehbd, read_infinitehbd};
-pub use map::map_onto;
-pub use model::{FailureModel, LogNormal, Weibull};
-pub use spec::{FailureFormat, FailureSpec, load};
+pub use map::{MappedFeed, PastEnd, map_onto};
+pub use model::{FailureModel, LogNormal, ModelFeed, Weibull};
+pub use spec::{FailureFormat, FailureSpec, Failures, load};
 pub use titan::{load_titan, read_titan};
 pub use trace::{FailureTrace, Fault};
 

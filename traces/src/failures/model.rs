@@ -1,13 +1,16 @@
 //! [`FailureModel`]: failures drawn from distributions rather than replayed from a trace. Each
 //! node (and each GPU) is an alternating renewal process: up for a Weibull time to failure,
-//! counted from the end of its last repair (or from the window start), then down for a
-//! lognormal repair time. The processes are independent of each other.
+//! counted from the end of its last repair (or from the start), then down for a lognormal
+//! repair time. The processes are independent of each other, and drawn as the run goes
+//! ([`ModelFeed`]), so a run of any length sees them to its end.
 
 use super::numeric::weibull_mean_factor;
-use super::{MS_PER_HOUR, check_event_budget, round_ms, sort_events};
+use super::{MS_PER_HOUR, check_event_budget, round_ms};
 use crate::error::TraceError;
 use rand_distr::Distribution;
-use sim::{Cluster, ClusterEvent, NodeId, SimDuration, SimTime};
+use sim::{Cluster, ClusterEvent, HardwareFeed, NodeId, SimDuration, SimTime};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// Weibull time to failure: `P(T > t) = exp(-(t / scale)^shape)`. Shape 1 is the exponential
 /// (memoryless); below 1 failures cluster early in a life (infant mortality), above 1 they
@@ -96,76 +99,150 @@ impl FailureModel {
         cluster.nodes().len() as f64 * per_unit(self.node) + f64::from(cluster.gpu_count()) * per_unit(self.gpu)
     }
 
-    /// Draws the failures of `cluster` within `window` (start inclusive, end exclusive;
-    /// repairs may end after it), sorted by [`super::event_order`]. Every unit starts new (up,
-    /// age 0) at the window start.
+    /// The failures of `cluster` from `start` on, drawn as they are needed: a feed the engine
+    /// pulls for as long as the run lasts. Every unit starts new (up, age 0) at `start`.
     ///
     /// Randomness: `sim::rng::stream(seed, "failures")`, one ChaCha sub-stream per unit
     /// (`set_stream`): node `i` uses sub-stream `i`, the GPU with cluster-wide index `g` uses
-    /// `2^32 + g`. So a unit's failures do not depend on the window end (a longer window
-    /// extends them), on the other units, or on whether GPU failures are modelled at all.
-    /// Each failure draws its time to failure then its repair, as floats in milliseconds,
-    /// rounded once to whole milliseconds (a repair is at least 1 ms). Cost: O(units +
-    /// failures).
+    /// `2^32 + g`. A unit draws its time to failure, then that failure's repair, then (once it
+    /// is up again) its next time to failure, and so on: so its history does not depend on how
+    /// long the run goes, on the other units, or on whether GPU failures are modelled at all.
+    /// Samples are floats in milliseconds, rounded once to whole milliseconds (a repair is at
+    /// least 1 ms). Memory O(units); each event costs O(log units).
+    pub fn feed(&self, cluster: &Cluster, start: SimTime, seed: u64) -> Result<ModelFeed, TraceError> {
+        let samplers = Samplers {
+            node: self.node.map(|w| w.sampler("node time to failure")).transpose()?,
+            gpu: self.gpu.map(|w| w.sampler("GPU time to failure")).transpose()?,
+            repair: self.repair.sampler()?,
+        };
+        check_rate("failure model", self.expected_failures(cluster, (SimTime::ZERO, SimTime(HOUR_MS))))?;
+        let key = super::failures_key(seed);
+        let mut units = Vec::new();
+        for node in cluster.nodes() {
+            if samplers.node.is_some() {
+                units.push(Unit { node: node.id, slot: None, rng: super::substream(key, u64::from(node.id.0)) });
+            }
+            if samplers.gpu.is_some() {
+                for (slot, gpu) in node.gpus().enumerate() {
+                    let rng = super::substream(key, (1u64 << 32) + u64::from(gpu.0));
+                    units.push(Unit { node: node.id, slot: Some(slot as u32), rng });
+                }
+            }
+        }
+        let mut feed = ModelFeed { samplers, units, next: BinaryHeap::new() };
+        for index in 0..feed.units.len() {
+            feed.schedule(index, start.as_ms());
+        }
+        Ok(feed)
+    }
+
+    /// The failures of `cluster` within `window` (start inclusive, end exclusive; repairs may
+    /// end after it), sorted by [`super::event_order`]: the first part of [`Self::feed`] from
+    /// the window start, as a finite history (for tests and fits; a run pulls the feed).
     pub fn generate(
         &self,
         cluster: &Cluster,
         window: (SimTime, SimTime),
         seed: u64,
     ) -> Result<Vec<ClusterEvent>, TraceError> {
-        let node_ttf = self.node.map(|w| w.sampler("node time to failure")).transpose()?;
-        let gpu_ttf = self.gpu.map(|w| w.sampler("GPU time to failure")).transpose()?;
-        let repair = self.repair.sampler()?;
+        let mut feed = self.feed(cluster, window.0, seed)?;
         check_event_budget("failure model", self.expected_failures(cluster, window))?;
-        let key = super::failures_key(seed);
-        let mut events = Vec::new();
-        let mut budget = super::MAX_FAILURE_EVENTS;
-        for node in cluster.nodes() {
-            if let Some(ttf) = &node_ttf {
-                let mut rng = super::substream(key, u64::from(node.id.0));
-                renewals(&mut rng, ttf, &repair, window, &mut budget, |time, repair| {
-                    events.push(ClusterEvent::NodeFail { time, node: node.id, repair: Some(repair) });
-                })?;
-            }
-            if let Some(ttf) = &gpu_ttf {
-                for (slot, gpu) in node.gpus().enumerate() {
-                    let mut rng = super::substream(key, (1u64 << 32) + u64::from(gpu.0));
-                    let id: NodeId = node.id;
-                    let slot = slot as u32;
-                    renewals(&mut rng, ttf, &repair, window, &mut budget, |time, repair| {
-                        events.push(ClusterEvent::GpuFail { time, node: id, gpu: slot, repair: Some(repair) });
-                    })?;
-                }
-            }
-        }
-        sort_events(&mut events);
-        Ok(events)
+        Ok(take_until(&mut feed, window.1))
     }
 }
 
-/// One unit's alternating up (`ttf`) and down (`repair`) times from the window start; calls
-/// `emit(failure time, repair)` for each failure inside the window.
-fn renewals(
-    rng: &mut sim::rng::StreamRng,
-    ttf: &rand_distr::Weibull<f64>,
-    repair: &rand_distr::LogNormal<f64>,
-    window: (SimTime, SimTime),
-    budget: &mut usize,
-    mut emit: impl FnMut(SimTime, SimDuration),
-) -> Result<(), TraceError> {
-    let mut up_from = window.0.as_ms();
-    loop {
-        let at = up_from.saturating_add(round_ms(ttf.sample(rng)));
-        if at >= window.1.as_ms() {
-            return Ok(());
-        }
-        let repair_ms = round_ms(repair.sample(rng)).max(1);
-        if *budget == 0 {
-            return check_event_budget("failure model", f64::INFINITY);
-        }
-        *budget -= 1;
-        emit(SimTime(at), SimDuration(repair_ms));
-        up_from = at.saturating_add(repair_ms);
+/// The events of `feed` before `end`.
+pub(super) fn take_until(feed: &mut dyn HardwareFeed, end: SimTime) -> Vec<ClusterEvent> {
+    let mut events = Vec::new();
+    while feed.peek_time().is_some_and(|t| t < end) {
+        events.extend(feed.pop());
+    }
+    events
+}
+
+/// An error when a failure source would produce more than one failure per simulated second
+/// on average (`per_hour` expected): a guard against a typo such as `node_mtbf_h=0.00001`,
+/// not a model limit.
+pub(super) fn check_rate(what: &str, per_hour: f64) -> Result<(), TraceError> {
+    if per_hour.is_finite() && per_hour <= 3_600.0 {
+        return Ok(());
+    }
+    Err(TraceError::value(
+        what,
+        format!(
+            "about {per_hour:.0} failures per simulated hour, more than one a second: \
+             use longer times between failures or a smaller time scale factor"
+        ),
+    ))
+}
+
+const HOUR_MS: u64 = 3_600_000;
+
+#[derive(Debug)]
+struct Samplers {
+    node: Option<rand_distr::Weibull<f64>>,
+    gpu: Option<rand_distr::Weibull<f64>>,
+    repair: rand_distr::LogNormal<f64>,
+}
+
+/// One node or GPU: where it is and its own random stream.
+#[derive(Debug)]
+struct Unit {
+    node: NodeId,
+    /// `None`: the whole node; `Some(k)`: its GPU in slot `k`.
+    slot: Option<u32>,
+    rng: sim::rng::StreamRng,
+}
+
+/// A unit's next failure, ordered as [`super::event_order`] orders events: time, node, node
+/// before GPU, slot (unique per unit, so no tie is left).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Next {
+    at: u64,
+    node: u32,
+    is_gpu: bool,
+    slot: u32,
+    repair: u64,
+    unit: u32,
+}
+
+/// [`FailureModel::feed`]: each unit's next failure, soonest first.
+#[derive(Debug)]
+pub struct ModelFeed {
+    samplers: Samplers,
+    units: Vec<Unit>,
+    next: BinaryHeap<Reverse<Next>>,
+}
+
+impl ModelFeed {
+    /// Draws unit `index`'s next failure, up from `up_from` (ms), and its repair.
+    fn schedule(&mut self, index: usize, up_from: u64) {
+        let unit = &mut self.units[index];
+        let ttf = match unit.slot {
+            None => self.samplers.node.as_ref(),
+            Some(_) => self.samplers.gpu.as_ref(),
+        };
+        let Some(ttf) = ttf else { return };
+        let at = up_from.saturating_add(round_ms(ttf.sample(&mut unit.rng)));
+        let repair = round_ms(self.samplers.repair.sample(&mut unit.rng)).max(1);
+        let (is_gpu, slot) = (unit.slot.is_some(), unit.slot.unwrap_or(0));
+        self.next.push(Reverse(Next { at, node: unit.node.0, is_gpu, slot, repair, unit: index as u32 }));
+    }
+}
+
+impl HardwareFeed for ModelFeed {
+    fn peek_time(&mut self) -> Option<SimTime> {
+        self.next.peek().map(|n| SimTime(n.0.at))
+    }
+
+    fn pop(&mut self) -> Option<ClusterEvent> {
+        let Reverse(n) = self.next.pop()?;
+        self.schedule(n.unit as usize, n.at.saturating_add(n.repair));
+        let (time, node, repair) = (SimTime(n.at), NodeId(n.node), Some(SimDuration(n.repair)));
+        Some(match n.is_gpu {
+            false => ClusterEvent::NodeFail { time, node, repair },
+            true => ClusterEvent::GpuFail { time, node, gpu: n.slot, repair },
+        })
     }
 }
 
@@ -256,7 +333,7 @@ mod tests {
         assert!(bad(FailureModel { repair: LogNormal { median_h: -1.0, sigma: 1.0 }, ..model() }).contains("median"));
         let tiny = LogNormal { median_h: 1e-6, sigma: 0.0 };
         let e = bad(FailureModel { node: Some(Weibull::with_mean(1e-6, 1.0)), gpu: None, repair: tiny });
-        assert!(e.contains("limit"), "{e}");
+        assert!(e.contains("more than one a second"), "{e}");
         let none = FailureModel { node: None, gpu: None, ..model() };
         assert_eq!(none.generate(&c, YEAR, 0).unwrap(), []);
     }

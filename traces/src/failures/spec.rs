@@ -3,13 +3,13 @@
 //!
 //! ```text
 //! weibull:node_mtbf_h=H[,shape=K][,gpu_mtbf_h=H2][,gpu_shape=K2][,repair_median_h=M][,repair_sigma=S]
-//! infinitehbd:PATH[,scale=X][,nodes=N][,ops=drop|keep]
-//! titan:PATH[,scale=X]
-//! alibaba2017:PATH[,scale=X][,repair_h=R]
+//! infinitehbd:PATH[,scale=X][,nodes=N][,ops=drop|keep][,past_end=repeat|stop]
+//! titan:PATH[,scale=X][,past_end=repeat|stop]
+//! alibaba2017:PATH[,scale=X][,repair_h=R][,past_end=repeat|stop]
 //! events:PATH
 //! ```
 //!
-//! - `weibull`: a [`FailureModel`]. `node_mtbf_h` and `gpu_mtbf_h` are the **mean up time**
+//! - `weibull`: a [`FailureModel`], drawn as the run goes: failures for as long as it lasts. `node_mtbf_h` and `gpu_mtbf_h` are the **mean up time**
 //!   (mean time to failure, counted from the last repair) of a node and of one GPU, in hours;
 //!   at least one is needed, a missing one means that part never fails. The Weibull scale is
 //!   derived: `mtbf / Γ(1 + 1/shape)`. `shape` (default 1: exponential, memoryless) applies to
@@ -21,7 +21,10 @@
 //!   [`super::map_onto`] with time scale `scale` (default 1; 0.5 = history twice as fast).
 //!   `nodes` is InfiniteHBD's population (default 400); `ops=drop` (default) leaves out the
 //!   operational classes (stress tests, tests, changes), `ops=keep` replays them too.
-//!   `repair_h` is Alibaba's assumed repair time in trace hours (default 1).
+//!   `repair_h` is Alibaba's assumed repair time in trace hours (default 1). `past_end`: what
+//!   happens once a run outlasts the (scaled) history: `repeat` (default) replays it again,
+//!   each later cycle of drawn nodes shifted by its own seeded offset; `stop` replays it once,
+//!   and the run has no failures after it (summary.json's `failures_until_s` says where).
 //! - `events`: a canonical `events.csv`, used as is (its times are simulated times; the
 //!   window and the seed do not apply). Node indexes and GPU slots are checked against the
 //!   cluster.
@@ -29,13 +32,13 @@
 //! PATH runs to the first comma: a path with a comma in it cannot be given here.
 
 use super::infinitehbd::{InfiniteHbdOptions, load_infinitehbd};
-use super::map::map_onto;
+use super::map::{MappedFeed, PastEnd};
 use super::model::{FailureModel, LogNormal, Weibull};
 use super::trace::FailureTrace;
 use super::{alibaba2017, titan};
 use crate::error::TraceError;
 use crate::events::read_events_csv;
-use sim::{Cluster, ClusterEvent, ClusterSpec, PoolSpec, SimDuration, SimTime};
+use sim::{Cluster, ClusterEvent, ClusterSpec, HardwareFeed, PoolSpec, SimDuration, SimTime};
 use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -107,35 +110,41 @@ pub fn load(path: &Path, format: FailureFormat) -> Result<FailureTrace, TraceErr
 #[derive(Debug, Clone, PartialEq)]
 pub enum FailureSpec {
     Model(FailureModel),
-    InfiniteHbd { path: PathBuf, scale: f64, options: InfiniteHbdOptions },
-    Titan { path: PathBuf, scale: f64 },
-    Alibaba2017 { path: PathBuf, scale: f64, repair: SimDuration },
+    InfiniteHbd { path: PathBuf, scale: f64, options: InfiniteHbdOptions, past_end: PastEnd },
+    Titan { path: PathBuf, scale: f64, past_end: PastEnd },
+    Alibaba2017 { path: PathBuf, scale: f64, repair: SimDuration, past_end: PastEnd },
     Events { path: PathBuf },
 }
 
 const KINDS: &str = "weibull, infinitehbd, titan, alibaba2017, events";
 
+/// A [`FailureSpec`] resolved for one run: fixed events, or a feed pulled as the run goes.
+#[derive(Debug)]
+pub enum Failures {
+    /// An events file, used as is.
+    Events(Vec<ClusterEvent>),
+    /// A model or a replayed history, from the run's start for as long as it lasts.
+    Feed(Box<dyn HardwareFeed>),
+}
+
 impl FailureSpec {
-    /// The cluster events this spec gives for `cluster` within `window` under `seed` (see the
-    /// module documentation); sorted by time.
-    pub fn events(
-        &self,
-        cluster: &Cluster,
-        window: (SimTime, SimTime),
-        seed: u64,
-    ) -> Result<Vec<ClusterEvent>, TraceError> {
+    /// What this spec gives for `cluster` from `start` (the first submission) under `seed`
+    /// (see the module documentation). No run length is needed: models and histories are
+    /// pulled as the run goes.
+    pub fn resolve(&self, cluster: &Cluster, start: SimTime, seed: u64) -> Result<Failures, TraceError> {
         match self {
-            FailureSpec::Model(model) => model.generate(cluster, window, seed),
-            FailureSpec::InfiniteHbd { scale, .. }
-            | FailureSpec::Titan { scale, .. }
-            | FailureSpec::Alibaba2017 { scale, .. } => {
+            FailureSpec::Model(model) => Ok(Failures::Feed(Box::new(model.feed(cluster, start, seed)?))),
+            FailureSpec::InfiniteHbd { scale, past_end, .. }
+            | FailureSpec::Titan { scale, past_end, .. }
+            | FailureSpec::Alibaba2017 { scale, past_end, .. } => {
                 let trace = self.trace().unwrap_or_else(|| Err(TraceError::value("failure spec", "not a trace")))?;
-                map_onto(&trace, cluster, window, seed, *scale)
+                let feed = MappedFeed::new(&trace, cluster, start, seed, *scale, *past_end)?;
+                Ok(Failures::Feed(Box::new(feed)))
             }
             FailureSpec::Events { path } => {
                 let name = path.display().to_string();
                 let file = File::open(path).map_err(|e| TraceError::io(&name, e.to_string()))?;
-                read_events_csv(std::io::BufReader::new(file), &name, Some(&spec_of(cluster)))
+                read_events_csv(std::io::BufReader::new(file), &name, Some(&spec_of(cluster))).map(Failures::Events)
             }
         }
     }
@@ -244,11 +253,16 @@ impl FromStr for FailureSpec {
             Ok((PathBuf::from(path), settings))
         };
         let scale = |s: &Settings<'_>| s.positive("scale", Some(1.0)).map(|x| x.unwrap_or(1.0));
+        let past_end = |s: &Settings<'_>| match s.text("past_end") {
+            None | Some("repeat") => Ok(PastEnd::Repeat),
+            Some("stop") => Ok(PastEnd::Stop),
+            Some(other) => Err(error(spec, format!("`past_end` must be repeat or stop, got `{other}`"))),
+        };
         match kind {
             "weibull" => parse_weibull(spec, rest),
             "infinitehbd" => {
                 let (path, settings) = path_and_settings()?;
-                let s = Settings::parse(spec, settings, &["scale", "nodes", "ops"])?;
+                let s = Settings::parse(spec, settings, &["scale", "nodes", "ops", "past_end"])?;
                 let mut options = InfiniteHbdOptions::default();
                 if let Some(nodes) = s.text("nodes") {
                     options.nodes = crate::rows::parse_u32(nodes).filter(|&n| n > 0).ok_or_else(|| {
@@ -260,19 +274,19 @@ impl FromStr for FailureSpec {
                     Some("keep") => options.exclude_classes.clear(),
                     Some(other) => return Err(error(spec, format!("`ops` must be drop or keep, got `{other}`"))),
                 }
-                Ok(FailureSpec::InfiniteHbd { path, scale: scale(&s)?, options })
+                Ok(FailureSpec::InfiniteHbd { path, scale: scale(&s)?, options, past_end: past_end(&s)? })
             }
             "titan" => {
                 let (path, settings) = path_and_settings()?;
-                let s = Settings::parse(spec, settings, &["scale"])?;
-                Ok(FailureSpec::Titan { path, scale: scale(&s)? })
+                let s = Settings::parse(spec, settings, &["scale", "past_end"])?;
+                Ok(FailureSpec::Titan { path, scale: scale(&s)?, past_end: past_end(&s)? })
             }
             "alibaba2017" => {
                 let (path, settings) = path_and_settings()?;
-                let s = Settings::parse(spec, settings, &["scale", "repair_h"])?;
+                let s = Settings::parse(spec, settings, &["scale", "repair_h", "past_end"])?;
                 let hours = s.positive("repair_h", Some(DEFAULT_ALIBABA_REPAIR_H))?.unwrap_or(DEFAULT_ALIBABA_REPAIR_H);
                 let repair = hours_ms(hours).ok_or_else(|| error(spec, "`repair_h` is out of range"))?;
-                Ok(FailureSpec::Alibaba2017 { path, scale: scale(&s)?, repair })
+                Ok(FailureSpec::Alibaba2017 { path, scale: scale(&s)?, repair, past_end: past_end(&s)? })
             }
             "events" => {
                 if rest.is_empty() {
@@ -318,6 +332,7 @@ impl fmt::Display for FailureSpec {
     /// The spec as the command line spells it (numbers as Rust prints them).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let scale = |f: &mut fmt::Formatter<'_>, s: f64| if s == 1.0 { Ok(()) } else { write!(f, ",scale={s}") };
+        let stop = |f: &mut fmt::Formatter<'_>, p: PastEnd| if p == PastEnd::Stop { write!(f, ",past_end=stop") } else { Ok(()) };
         match self {
             FailureSpec::Model(m) => {
                 let mut parts = Vec::new();
@@ -330,20 +345,25 @@ impl fmt::Display for FailureSpec {
                 parts.push(format!("repair_median_h={},repair_sigma={}", m.repair.median_h, m.repair.sigma));
                 write!(f, "weibull:{}", parts.join(","))
             }
-            FailureSpec::InfiniteHbd { path, scale: s, options } => {
+            FailureSpec::InfiniteHbd { path, scale: s, options, past_end: p } => {
                 write!(f, "infinitehbd:{}", path.display())?;
                 scale(f, *s)?;
                 write!(f, ",nodes={}", options.nodes)?;
-                if options.exclude_classes.is_empty() { write!(f, ",ops=keep") } else { Ok(()) }
+                if options.exclude_classes.is_empty() {
+                    write!(f, ",ops=keep")?;
+                }
+                stop(f, *p)
             }
-            FailureSpec::Titan { path, scale: s } => {
+            FailureSpec::Titan { path, scale: s, past_end: p } => {
                 write!(f, "titan:{}", path.display())?;
-                scale(f, *s)
+                scale(f, *s)?;
+                stop(f, *p)
             }
-            FailureSpec::Alibaba2017 { path, scale: s, repair } => {
+            FailureSpec::Alibaba2017 { path, scale: s, repair, past_end: p } => {
                 write!(f, "alibaba2017:{}", path.display())?;
                 scale(f, *s)?;
-                write!(f, ",repair_h={}", repair.as_ms() as f64 / super::MS_PER_HOUR)
+                write!(f, ",repair_h={}", repair.as_ms() as f64 / super::MS_PER_HOUR)?;
+                stop(f, *p)
             }
             FailureSpec::Events { path } => write!(f, "events:{}", path.display()),
         }
@@ -387,18 +407,27 @@ mod tests {
     fn trace_specs_take_a_path_and_settings() {
         assert_eq!(
             parse("titan:/data/gc_full.csv,scale=0.5").unwrap(),
-            FailureSpec::Titan { path: "/data/gc_full.csv".into(), scale: 0.5 }
+            FailureSpec::Titan { path: "/data/gc_full.csv".into(), scale: 0.5, past_end: PastEnd::Repeat }
         );
-        let FailureSpec::InfiniteHbd { path, scale, options } = parse("infinitehbd:f.json,nodes=500,ops=keep").unwrap()
+        let FailureSpec::InfiniteHbd { path, scale, options, .. } = parse("infinitehbd:f.json,nodes=500,ops=keep").unwrap()
         else {
             panic!()
         };
         assert_eq!((path, scale, options.nodes, options.exclude_classes.len()), ("f.json".into(), 1.0, 500, 0));
         let FailureSpec::InfiniteHbd { options, .. } = parse("infinitehbd:f.json").unwrap() else { panic!() };
         assert_eq!(options, InfiniteHbdOptions::default());
+        let stop = parse("titan:g.csv,past_end=stop").unwrap();
+        assert_eq!(stop, FailureSpec::Titan { path: "g.csv".into(), scale: 1.0, past_end: PastEnd::Stop });
+        assert_eq!(parse(&stop.to_string()).unwrap(), stop);
+        assert!(parse("titan:g.csv,past_end=loop").unwrap_err().contains("repeat or stop"));
         assert_eq!(
             parse("alibaba2017:s.csv,repair_h=0.5").unwrap(),
-            FailureSpec::Alibaba2017 { path: "s.csv".into(), scale: 1.0, repair: SimDuration(1_800_000) }
+            FailureSpec::Alibaba2017 {
+                path: "s.csv".into(),
+                scale: 1.0,
+                repair: SimDuration(1_800_000),
+                past_end: PastEnd::Repeat
+            }
         );
         assert_eq!(parse("events:C:\\x,y.csv").unwrap(), FailureSpec::Events { path: "C:\\x,y.csv".into() });
         for text in
@@ -416,7 +445,7 @@ mod tests {
             "failure spec `gamma:x`: unknown kind `gamma`; valid kinds: weibull, infinitehbd, titan, alibaba2017, events"
         );
         let e = parse("titan:x.csv,scael=2").unwrap_err();
-        assert_eq!(e, "failure spec `titan:x.csv,scael=2`: unknown key `scael`; valid keys: scale");
+        assert_eq!(e, "failure spec `titan:x.csv,scael=2`: unknown key `scael`; valid keys: scale, past_end");
         assert!(
             parse("weibull:node_mtbf_h=10,mtbf=3").unwrap_err().contains("valid keys: node_mtbf_h, shape, gpu_mtbf_h")
         );
@@ -436,14 +465,17 @@ mod tests {
     #[test]
     fn models_resolve_and_missing_files_say_so() {
         let cluster = Cluster::new(&crate::parse_cluster_shorthand("10x8").unwrap()).unwrap();
-        let window = (SimTime(0), SimTime(100 * 86_400_000));
         let spec = parse("weibull:node_mtbf_h=100").unwrap();
-        let events = spec.events(&cluster, window, 1).unwrap();
-        assert!(!events.is_empty());
-        assert_eq!(events, spec.events(&cluster, window, 1).unwrap());
-        let e = parse("titan:/nonexistent/gc_full.csv").unwrap().events(&cluster, window, 1).unwrap_err();
+        let first = |spec: &FailureSpec| match spec.resolve(&cluster, SimTime(5), 1).unwrap() {
+            Failures::Feed(mut feed) => (0..50).map(|_| feed.pop().unwrap()).collect::<Vec<_>>(),
+            Failures::Events(_) => panic!("a model is a feed"),
+        };
+        let events = first(&spec);
+        assert!(events.windows(2).all(|w| w[0].time() <= w[1].time()) && events[0].time() > SimTime(5));
+        assert_eq!(events, first(&spec));
+        let e = parse("titan:/nonexistent/gc_full.csv").unwrap().resolve(&cluster, SimTime(0), 1).unwrap_err();
         assert!(e.to_string().starts_with("/nonexistent/gc_full.csv: cannot read"), "{e}");
-        let e = parse("events:/nonexistent/events.csv").unwrap().events(&cluster, window, 1).unwrap_err();
+        let e = parse("events:/nonexistent/events.csv").unwrap().resolve(&cluster, SimTime(0), 1).unwrap_err();
         assert!(matches!(e, TraceError::Io { .. }), "{e}");
         assert_eq!("titan".parse::<FailureFormat>(), Ok(FailureFormat::Titan));
         assert!("json".parse::<FailureFormat>().unwrap_err().to_string().contains("infinitehbd, titan, alibaba2017"));

@@ -1,0 +1,111 @@
+//! Ground-truth hardware events as the engine meets them: a fixed list (a trace's events.csv,
+//! explicit heartbeats) merged with a [`HardwareFeed`] that produces failures as the run goes
+//! (a failure model, a failure history replayed period after period).
+//!
+//! A feed is pulled in time order, one event at a time, for as long as the run lasts: so a run
+//! of any length sees failures at the model's rate to its end, and nothing has to guess the
+//! run's length beforehand. A feed holds O(parts) state (each part's next failure); nothing of
+//! it goes on the engine's heap until it happens.
+
+use crate::failure::ClusterEvent;
+use crate::time::SimTime;
+
+/// Ground-truth hardware events produced as the run goes, in time order (ties in a fixed
+/// order of the feed's choosing: the same inputs give the same sequence).
+///
+/// Implementations convert whatever they sample to integer milliseconds themselves: what
+/// reaches the engine is `ClusterEvent`s. The same seed must give the same history whatever
+/// the run's length: a feed never looks at how far the run will go.
+pub trait HardwareFeed: std::fmt::Debug {
+    /// The time of the next event without taking it; `None`: the feed has ended for good.
+    fn peek_time(&mut self) -> Option<SimTime>;
+    /// Takes the next event (at [`Self::peek_time`]).
+    fn pop(&mut self) -> Option<ClusterEvent>;
+    /// The end of the span the feed covers, once it has ended (a history replayed once);
+    /// `None` while it goes on (it covers the whole run).
+    fn covered_until(&self) -> Option<SimTime> {
+        None
+    }
+}
+
+/// The fixed events (sorted by time, ties in the given order) and the feed, merged: at one
+/// instant the fixed events come first, then the feed's, as a list of both sorted stably by
+/// time would give them.
+#[derive(Debug, Default)]
+pub(crate) struct Hardware {
+    fixed: Vec<ClusterEvent>,
+    next_fixed: usize,
+    feed: Option<Box<dyn HardwareFeed>>,
+}
+
+impl Hardware {
+    pub(crate) fn new(fixed: Vec<ClusterEvent>, feed: Option<Box<dyn HardwareFeed>>) -> Hardware {
+        Hardware { fixed, next_fixed: 0, feed }
+    }
+
+    /// The time of the next event, fixed or fed.
+    pub(crate) fn peek_time(&mut self) -> Option<SimTime> {
+        let fixed = self.fixed.get(self.next_fixed).map(ClusterEvent::time);
+        let fed = self.feed.as_mut().and_then(|f| f.peek_time());
+        match (fixed, fed) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Takes the next event if it happens at `now`.
+    pub(crate) fn pop_at(&mut self, now: SimTime) -> Option<ClusterEvent> {
+        if let Some(&e) = self.fixed.get(self.next_fixed).filter(|e| e.time() == now) {
+            self.next_fixed += 1;
+            return Some(e);
+        }
+        let feed = self.feed.as_mut()?;
+        if feed.peek_time() == Some(now) { feed.pop() } else { None }
+    }
+
+    pub(crate) fn covered_until(&self) -> Option<SimTime> {
+        self.feed.as_ref().and_then(|f| f.covered_until())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::NodeId;
+
+    /// Node 0 fails every `every` ms, forever.
+    #[derive(Debug)]
+    struct Every {
+        every: u64,
+        next: u64,
+    }
+
+    impl HardwareFeed for Every {
+        fn peek_time(&mut self) -> Option<SimTime> {
+            Some(SimTime(self.next))
+        }
+        fn pop(&mut self) -> Option<ClusterEvent> {
+            let time = SimTime(self.next);
+            self.next += self.every;
+            Some(ClusterEvent::NodeFail { time, node: NodeId(0), repair: None })
+        }
+    }
+
+    #[test]
+    fn fixed_events_come_first_at_one_instant_and_the_feed_goes_on() {
+        let fixed = vec![
+            ClusterEvent::Heartbeat { time: SimTime(10), node: NodeId(1) },
+            ClusterEvent::Heartbeat { time: SimTime(25), node: NodeId(1) },
+        ];
+        let mut hw = Hardware::new(fixed, Some(Box::new(Every { every: 10, next: 10 })));
+        let mut seen = Vec::new();
+        while let Some(now) = hw.peek_time().filter(|t| t.as_ms() <= 40) {
+            while let Some(e) = hw.pop_at(now) {
+                seen.push((e.time().as_ms(), e.node().0));
+            }
+        }
+        assert_eq!(seen, [(10, 1), (10, 0), (20, 0), (25, 1), (30, 0), (40, 0)]);
+        assert_eq!(hw.peek_time(), Some(SimTime(50)));
+        assert_eq!(Hardware::new(Vec::new(), None).peek_time(), None);
+    }
+}
