@@ -328,6 +328,7 @@ fn config_of(case: &Case) -> ControllerConfig {
         record_decisions: true,
         // Short buckets, so that levels are split at many bucket edges.
         series_bucket: Some(SimDuration::from_secs(600)),
+        horizon: sim::controller::DEFAULT_HORIZON,
     }
 }
 

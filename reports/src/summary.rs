@@ -27,7 +27,8 @@ pub struct Summary {
     pub jobs_rejected: u64,
     /// Jobs that failed: a task failed past its retry budget.
     pub jobs_failed: u64,
-    /// Jobs still waiting or running when the run ended (a stalled policy); should be 0.
+    /// Jobs still waiting or running when the run ended (a stalled policy, or the horizon:
+    /// each with its reason in jobs.csv); should be 0.
     pub jobs_unfinished: u64,
     pub mean_jct_s: f64,
     pub p50_jct_s: f64,
@@ -52,6 +53,17 @@ pub struct Summary {
     pub mean_detection_lag_s: f64,
     /// Broken GPU-hours (ground truth) within the window.
     pub failed_gpu_hours: f64,
+    /// With a failure model or a replayed failure history: until when it produced failures,
+    /// seconds (the run's end for models, drawn as the run goes; the end of the history for
+    /// one replayed once). `None` without either.
+    pub failures_until_s: Option<f64>,
+    /// Nodes retired for failing too often (`--retire-after`), and the GPU-hours of capacity
+    /// lost with them from their retirement to the run's end.
+    pub retired_nodes: u32,
+    pub retired_gpu_hours: f64,
+    /// When the run was stopped at its horizon with jobs unfinished, seconds; `None`: it
+    /// ended on its own.
+    pub horizon_reached_s: Option<f64>,
     /// Jain's index over queues of GPU-time per unit of queue weight (1: proportional).
     pub queue_fairness_jain: f64,
     /// Finish-time fairness rho = JCT / time alone, mean and max over finished jobs.
@@ -83,9 +95,10 @@ impl Summary {
             (Some(first), Some(last)) => last.since(first).as_ms(),
             _ => 0,
         };
-        // Healthy capacity in milli-GPU-ms, the unit of every GPU-time the simulator keeps.
+        // Healthy capacity in milli-GPU-ms, the unit of every GPU-time the simulator keeps:
+        // broken and retired GPUs are not capacity.
         let capacity = (u128::from(stats.cluster_gpus) * u128::from(window_ms))
-            .saturating_sub(u128::from(stats.broken_gpu_ms))
+            .saturating_sub(u128::from(stats.broken_gpu_ms) + u128::from(stats.retired_gpu_ms))
             * 1000;
         let sum = |field: fn(&sim::JobRecord) -> u64| run.jobs.iter().map(|j| u128::from(field(j))).sum::<u128>();
         let (redo, lag, overhead) =
@@ -125,6 +138,10 @@ impl Summary {
                 stats.detection_lag_ms as f64 / stats.detections as f64 / 1000.0
             },
             failed_gpu_hours: hours(u128::from(stats.broken_gpu_ms) * 1000),
+            failures_until_s: stats.failures_until.map(|t| t.as_secs_f64()),
+            horizon_reached_s: stats.horizon_reached.map(|t| t.as_secs_f64()),
+            retired_nodes: stats.retired_nodes,
+            retired_gpu_hours: hours(u128::from(stats.retired_gpu_ms) * 1000),
             queue_fairness_jain: crate::fairness::jain_index(&crate::fairness::queue_shares(run)),
             ftf_rho_mean: mean(finished.iter().filter_map(|j| crate::fairness::rho(j))),
             ftf_rho_max: finished.iter().filter_map(|j| crate::fairness::rho(j)).fold(0.0, f64::max),

@@ -47,7 +47,7 @@ pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
         let queue = j.first_start.map(|s| span_secs(j.submit, Some(s))).unwrap_or_default();
         let run_s = j.first_start.map(|s| span_secs(s, j.end)).unwrap_or_default();
         let state = j.outcome.as_ref().map_or("unfinished", |o| o.as_str());
-        let reason = j.outcome.as_ref().map_or("", |o| o.reason());
+        let reason = j.outcome.as_ref().map_or(j.unfinished_reason.as_deref().unwrap_or(""), |o| o.reason());
         w.write_record([
             j.job.0.to_string().as_str(),
             &j.name,
@@ -184,6 +184,13 @@ pub fn summary_table(s: &Summary) -> String {
         ("digest", s.digest.clone()),
     ];
     let mut rows = rows;
+    if let Some(until) = s.failures_until_s {
+        rows.insert(rows.len() - 2, ("failures drawn until", human(until)));
+    }
+    if let Some(at) = s.horizon_reached_s {
+        let note = format!("{} (jobs not ended are unfinished; jobs.csv says why)", human(at));
+        rows.insert(rows.len() - 2, ("stopped at the horizon", note));
+    }
     if let Some(wall) = s.wall_s {
         rows.push(("wall time", format!("{wall:.3} s")));
     }

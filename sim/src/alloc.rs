@@ -143,6 +143,15 @@ impl FreeGpus {
     pub fn nodes_with_at_least(&self, pool: PoolId, at_least: u32) -> impl Iterator<Item = (NodeId, u32)> + '_ {
         self.by_free[pool.index()].range((at_least, NodeId(0))..).map(|&(free, node)| (node, free))
     }
+    /// Nodes of `pool` keyed `(free GPUs, node)` in `range`, in that order (fullest first).
+    pub fn nodes_in(
+        &self,
+        pool: PoolId,
+        range: std::ops::Range<(u32, NodeId)>,
+    ) -> impl Iterator<Item = (NodeId, u32)> + '_ {
+        let range = if range.start <= range.end { range } else { range.start..range.start };
+        self.by_free[pool.index()].range(range).map(|&(free, node)| (node, free))
+    }
     /// The node of `pool` with the most free GPUs (worst fit), lowest id on ties.
     pub fn emptiest(&self, pool: PoolId) -> Option<NodeId> {
         let max = self.max_on_one_node(pool);
@@ -177,6 +186,50 @@ impl FreeGpus {
         let bit = self.bit(node, gpu);
         debug_assert!(self.node_mask[node.index()] & bit == 0, "{gpu} released twice");
         self.update(node, |mask| mask | bit);
+    }
+
+    /// Marks a gang's whole `gpus` taken, one index update per node (placements list a
+    /// gang's GPUs node by node): O(gang) bit work and O(nodes x log) index work. `Err(gpu)`
+    /// when `gpu` is not free (or is listed twice); nothing is taken then.
+    pub(crate) fn take_gang(&mut self, gpus: &[GpuId]) -> Result<(), GpuId> {
+        let mut at = 0;
+        while let Some((node, bits, len)) = self.run_at(gpus, at) {
+            let run = &gpus[at..at + len];
+            let duplicate = len != bits.count_ones() as usize;
+            if duplicate || self.node_mask[node.index()] & bits != bits {
+                let mask = self.node_mask[node.index()];
+                let bad =
+                    run.iter().enumerate().find(|&(i, &g)| mask & self.bit(node, g) == 0 || run[..i].contains(&g));
+                self.release_gang(&gpus[..at]);
+                return Err(bad.map_or(run[0], |(_, &g)| g));
+            }
+            self.update(node, |mask| mask & !bits);
+            at += len;
+        }
+        Ok(())
+    }
+
+    /// Marks whole `gpus` (taken, distinct) free again, one index update per node.
+    pub(crate) fn release_gang(&mut self, gpus: &[GpuId]) {
+        let mut at = 0;
+        while let Some((node, bits, len)) = self.run_at(gpus, at) {
+            debug_assert!(self.node_mask[node.index()] & bits == 0, "{node} released twice");
+            self.update(node, |mask| mask | bits);
+            at += len;
+        }
+    }
+
+    /// The run of `gpus` from `at` on one node: its node, its bits and its length (a node may
+    /// come back in a later run); `None` past the end.
+    fn run_at(&self, gpus: &[GpuId], at: usize) -> Option<(NodeId, u64, usize)> {
+        let node = self.gpu_node[gpus.get(at)?.index()];
+        let mut bits = 0;
+        let mut len = 0;
+        for &g in gpus[at..].iter().take_while(|&&g| self.gpu_node[g.index()] == node) {
+            bits |= self.bit(node, g);
+            len += 1;
+        }
+        Some((node, bits, len))
     }
 
     fn bit(&self, node: NodeId, gpu: GpuId) -> u64 {

@@ -42,9 +42,21 @@ pub struct ControllerConfig {
     /// Width of the time series' buckets; `None`: about 500 buckets over the submit span
     /// (see [`crate::series::auto_width`]).
     pub series_bucket: Option<SimDuration>,
+    /// Retire a node for good once it has failed this often within a window (`None`: never):
+    /// an operator's rule for "lemon" servers. Simulation only (live nodes are retired by
+    /// their operators).
+    pub retire: Option<RetireRule>,
     /// The simulation stops this long after the last submission, reporting what has not ended
     /// as unfinished with the reason (see [`DEFAULT_HORIZON`]). Live mode has no horizon.
     pub horizon: SimDuration,
+}
+
+/// A node whose failures (of the node or of any of its GPUs) reach `failures` within a
+/// `window` is retired when the last of them is repaired: it never returns to service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetireRule {
+    pub failures: u32,
+    pub window: SimDuration,
 }
 
 /// The default horizon: ten years of simulated time after the last submission. Failures are
@@ -66,6 +78,7 @@ impl Default for ControllerConfig {
             record_decisions: false,
             series_bucket: None,
             horizon: DEFAULT_HORIZON,
+            retire: None,
         }
     }
 }
@@ -126,6 +139,8 @@ pub struct Controller {
     pub(crate) health_series: Vec<HealthSample>,
     /// (when, node) of every failure the scheduler learned of, for health-aware placement.
     pub(crate) failures_seen: BTreeSet<(SimTime, NodeId)>,
+    /// GPUs on retired nodes (out of service for good).
+    pub(crate) retired_gpus: u32,
 }
 
 impl Controller {
@@ -173,6 +188,7 @@ impl Controller {
             decision_log: Vec::new(),
             health_series: Vec::new(),
             failures_seen: BTreeSet::new(),
+            retired_gpus: 0,
             config,
             cluster,
             workload,
@@ -272,6 +288,7 @@ impl Controller {
             self.stats.allocated_mgpu_ms += u128::from(dt) * u128::from(self.allocated_mgpus);
             self.stats.in_system_job_ms += u128::from(dt) * u128::from(self.in_system);
             self.stats.broken_gpu_ms += dt * u64::from(self.health.broken_gpus());
+            self.stats.retired_gpu_ms += dt * u64::from(self.retired_gpus);
         }
         let levels = Levels {
             allocated_mgpus: self.allocated_mgpus,
@@ -461,13 +478,15 @@ impl Controller {
         let t = &self.tasks[task.index()];
         self.quota.stop(self.job_queue[t.job.index()], t);
         let milli = self.tasks[task.index()].milli;
-        for &gpu in gpus {
-            let usable = self.health.usable(gpu);
-            if milli < WHOLE_GPU_MILLI {
-                self.free.release_share(gpu, milli, usable);
-            } else if usable {
-                self.free.release(self.cluster.node_of(gpu), gpu);
+        if milli < WHOLE_GPU_MILLI {
+            for &gpu in gpus {
+                self.free.release_share(gpu, milli, self.health.usable(gpu));
             }
+        } else if gpus.iter().all(|&g| self.health.usable(g)) {
+            self.free.release_gang(gpus);
+        } else {
+            let usable: Vec<GpuId> = gpus.iter().copied().filter(|&g| self.health.usable(g)).collect();
+            self.free.release_gang(&usable);
         }
     }
 
@@ -729,11 +748,11 @@ impl Controller {
         self.digest.hex()
     }
 
-    /// Ends a simulated run whose failures were covered until `covered_until` (`None`: to its
-    /// end): [`Self::finish`], with the failures' window recorded.
-    pub fn finish_with_hardware(mut self, covered_until: Option<SimTime>) -> RunResult {
+    /// Ends a simulated run: [`Self::finish`], with the span its failure feed covered
+    /// (`Some(None)`: the feed went on to the run's end; `None`: no feed).
+    pub fn finish_with_feed(mut self, fed: Option<Option<SimTime>>) -> RunResult {
         let end = self.now;
-        self.stats.failures_until = Some(covered_until.map_or(end, |t| t.min(end)));
+        self.stats.failures_until = fed.map(|until| until.map_or(end, |t| t.min(end)));
         self.finish()
     }
 

@@ -136,6 +136,7 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
     check_checkpoint_dependencies(&scenario.workload, config.checkpoint)?;
     let failures = config.failures;
     let horizon = config.horizon;
+    let retire = config.retire;
     let Scenario { cluster, workload, events, feed, queues, datasets } = scenario;
     let controller = Controller::new(cluster, workload, policy.name(), config)
         .with_queues(queues)
@@ -149,7 +150,7 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
     }
     let stop_after = controller.workload().jobs().last().map(|j| j.submit.saturating_add(horizon));
     let mut engine = Engine {
-        observer: Observer::new(&controller, &events, failures),
+        observer: Observer::new(&controller, &events, failures, retire),
         hardware: Hardware::new(events, feed),
         controller,
         queue,
@@ -158,8 +159,8 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
         stop_after,
     };
     while engine.step(policy) {}
-    let covered_until = engine.hardware.covered_until();
-    Ok(engine.controller.finish_with_hardware(covered_until))
+    let fed = engine.hardware.covered_until();
+    Ok(engine.controller.finish_with_feed(fed))
 }
 
 /// A `checkpoint=N` dependency needs an upstream that checkpoints at intervals: with the

@@ -75,6 +75,21 @@ impl Controller {
         self.sample_health();
     }
 
+    /// An operator retires `node` for good (it failed too often): it leaves service as a dead
+    /// node does and never rejoins; attempts still on it fail. Its GPUs count as retired
+    /// capacity from now on, not as broken.
+    pub fn retire_node(&mut self, node: NodeId) {
+        self.stats.retired_nodes += 1;
+        self.retired_gpus += self.cluster.node(node).gpu_count;
+        if !self.health.node_dead(node) {
+            let out = self.health.set_node_dead(node, true);
+            self.take_out_of_service(&out);
+            let gpus: Vec<GpuId> = self.cluster.node(node).gpus().collect();
+            self.fail_tasks_on(&gpus, false, "its node was retired");
+        }
+        self.sample_health();
+    }
+
     /// Observation: `node` came back before it was declared dead, and its agent reports the
     /// tasks it lost when it went down (those that made no progress since `failed_at`).
     pub fn node_lost_tasks(&mut self, node: NodeId, failed_at: SimTime) {

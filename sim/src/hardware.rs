@@ -63,8 +63,9 @@ impl Hardware {
         if feed.peek_time() == Some(now) { feed.pop() } else { None }
     }
 
-    pub(crate) fn covered_until(&self) -> Option<SimTime> {
-        self.feed.as_ref().and_then(|f| f.covered_until())
+    /// With a feed: until when it covers (`None` inside: to the run's end). `None`: no feed.
+    pub(crate) fn covered_until(&self) -> Option<Option<SimTime>> {
+        self.feed.as_ref().map(|f| f.covered_until())
     }
 }
 

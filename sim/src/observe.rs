@@ -3,7 +3,7 @@
 //! right instants, scheduling future events as it goes, and costs O(failures) events, never
 //! O(nodes x time): implicit heartbeats are never simulated one by one, only their deadlines.
 
-use crate::controller::Controller;
+use crate::controller::{Controller, RetireRule};
 use crate::event::{Event, EventQueue, Part};
 use crate::failure::{ClusterEvent, FailureConfig};
 use crate::ids::{GpuId, NodeId};
@@ -28,10 +28,38 @@ pub(crate) struct Observer {
     last_beat: Vec<Option<SimTime>>,
     /// Explicit nodes that were down since their last delivered beat.
     down_since_beat: Vec<bool>,
+    retire: Retirement,
+}
+
+/// The retirement rule at work: each node's failures within the rule's window, and the nodes
+/// to retire at their next repair, and those retired (their hardware no longer matters).
+struct Retirement {
+    rule: Option<RetireRule>,
+    recent: Vec<Vec<SimTime>>,
+    due: Vec<bool>,
+    retired: Vec<bool>,
+}
+
+impl Retirement {
+    /// Counts a failure of `node` (or one of its GPUs) now.
+    fn failed(&mut self, node: NodeId, now: SimTime) {
+        let Some(rule) = self.rule else { return };
+        let recent = &mut self.recent[node.index()];
+        recent.retain(|&t| now.since(t) < rule.window);
+        recent.push(now);
+        if recent.len() >= rule.failures as usize {
+            self.due[node.index()] = true;
+        }
+    }
 }
 
 impl Observer {
-    pub(crate) fn new(controller: &Controller, events: &[ClusterEvent], config: FailureConfig) -> Observer {
+    pub(crate) fn new(
+        controller: &Controller,
+        events: &[ClusterEvent],
+        config: FailureConfig,
+        rule: Option<RetireRule>,
+    ) -> Observer {
         let nodes = controller.cluster().nodes().len();
         let gpus = controller.cluster().gpu_count() as usize;
         let mut explicit_from: Vec<Option<SimTime>> = vec![None; nodes];
@@ -52,11 +80,23 @@ impl Observer {
             explicit_from,
             last_beat: vec![None; nodes],
             down_since_beat: vec![false; nodes],
+            retire: Retirement {
+                rule,
+                recent: vec![Vec::new(); nodes],
+                due: vec![false; nodes],
+                retired: vec![false; nodes],
+            },
         }
     }
 
     /// Applies one ground-truth cluster event at the controller's current time.
     pub(crate) fn apply_truth(&mut self, event: &ClusterEvent, c: &mut Controller, queue: &mut EventQueue) {
+        if self.retire.retired[event.node().index()] {
+            return; // out of the fleet: what its hardware does no longer matters
+        }
+        if !matches!(event, ClusterEvent::Heartbeat { .. }) {
+            self.retire.failed(event.node(), c.now());
+        }
         match *event {
             ClusterEvent::GpuFail { node, gpu, repair, .. } => {
                 let gpu = c.cluster().node(node).gpu_at(gpu);
@@ -75,12 +115,20 @@ impl Observer {
                 self.gpu_faults[gpu.index()] -= 1;
                 if self.gpu_faults[gpu.index()] == 0 {
                     c.gpu_repaired(gpu);
+                    let node = c.cluster().node_of(gpu);
+                    if self.node_faults[node.index()] == 0 {
+                        self.retire_if_due(node, c);
+                    }
                 }
             }
             Event::Repair(Part::Node(node)) => {
                 self.node_faults[node.index()] -= 1;
                 if self.node_faults[node.index()] == 0 {
                     c.node_repaired(node);
+                    if self.retire_if_due(node, c) {
+                        self.node_epoch[node.index()] += 1; // its pending observations are void
+                        return;
+                    }
                     // Pending detections of this down period are retired; beats resume.
                     self.node_epoch[node.index()] += 1;
                     self.node_repaired_at[node.index()] = Some(now);
@@ -161,6 +209,17 @@ impl Observer {
     /// no later than `at`).
     fn explicit_at(&self, node: NodeId, at: SimTime) -> bool {
         self.explicit_from[node.index()].is_some_and(|first| first <= at)
+    }
+
+    /// Retires `node` if its failures reached the rule (at the repair of the last of them);
+    /// whether it did.
+    fn retire_if_due(&mut self, node: NodeId, c: &mut Controller) -> bool {
+        if !self.retire.due[node.index()] || self.retire.retired[node.index()] {
+            return false;
+        }
+        self.retire.retired[node.index()] = true;
+        c.retire_node(node);
+        true
     }
 
     /// An explicit heartbeat record: delivered unless the node is down.

@@ -178,12 +178,15 @@ impl<'a> Plan<'a> {
             return result;
         }
         let milli = self.tasks[task.index()].milli;
-        for &gpu in gpus {
-            if milli < WHOLE_GPU_MILLI {
+        if milli < WHOLE_GPU_MILLI {
+            for &gpu in gpus {
                 self.free.take_share(gpu, milli);
-            } else {
-                self.free.take(self.cluster.node_of(gpu), gpu);
             }
+        } else if let Err(gpu) = self.free.take_gang(gpus) {
+            // Every GPU was free when checked: one that is not is listed twice (found in
+            // O(gang) while taking; nothing was taken).
+            self.refused += 1;
+            return Err(PlanError::DuplicateGpu { gpu });
         }
         self.count(task, true);
         self.marks[task.index()] = Mark::Started;
@@ -217,12 +220,10 @@ impl<'a> Plan<'a> {
         if !t.pools.contains(pool) {
             return Err(PlanError::WrongGpuType { task, pool });
         }
-        for (i, &gpu) in gpus.iter().enumerate() {
+        // Duplicates are found by `start` as it takes the GPUs (one pass, not a pass per GPU).
+        for &gpu in gpus {
             if gpu.0 >= self.cluster.gpu_count() {
                 return Err(PlanError::UnknownGpu { gpu });
-            }
-            if gpus[..i].contains(&gpu) {
-                return Err(PlanError::DuplicateGpu { gpu });
             }
             let gpu_node = self.cluster.node_of(gpu);
             let free = if t.milli < WHOLE_GPU_MILLI {
@@ -300,12 +301,12 @@ impl<'a> Plan<'a> {
     /// Returns `task`'s hold on `gpus` (whole, or its share) to the free set.
     fn give_back(&mut self, task: TaskId, gpus: &[GpuId]) {
         let milli = self.tasks[task.index()].milli;
-        for &gpu in gpus {
-            if milli < WHOLE_GPU_MILLI {
+        if milli < WHOLE_GPU_MILLI {
+            for &gpu in gpus {
                 self.free.release_share(gpu, milli, true);
-            } else {
-                self.free.release(self.cluster.node_of(gpu), gpu);
             }
+        } else {
+            self.free.release_gang(gpus);
         }
     }
 
@@ -327,12 +328,13 @@ impl<'a> Plan<'a> {
                 Decision::Preempt { task, .. } => {
                     self.count(task, true);
                     let t = &self.tasks[task.index()];
-                    for &gpu in &t.placed {
-                        if t.milli < WHOLE_GPU_MILLI {
+                    if t.milli < WHOLE_GPU_MILLI {
+                        for &gpu in &t.placed {
                             self.free.take_share(gpu, t.milli);
-                        } else {
-                            self.free.take(self.cluster.node_of(gpu), gpu);
                         }
+                    } else {
+                        let retaken = self.free.take_gang(&t.placed);
+                        debug_assert!(retaken.is_ok(), "a rolled-back preemption's GPUs were free");
                     }
                     self.marks[task.index()] = Mark::None;
                 }

@@ -135,11 +135,16 @@ pub struct RunStats {
     pub remote_starts: u64,
     /// Integral of broken GPUs (truth) over time, in GPU-milliseconds.
     pub broken_gpu_ms: u64,
+    /// Nodes retired for failing too often (`ControllerConfig::retire`), and the integral of
+    /// their GPUs over time from their retirement on, in GPU-milliseconds: capacity lost.
+    pub retired_nodes: u32,
+    pub retired_gpu_ms: u64,
     /// When the run was stopped at its horizon (`ControllerConfig::horizon` after the last
     /// submission) with jobs not ended; `None`: it ended on its own.
     pub horizon_reached: Option<SimTime>,
-    /// In a simulated run, the end of the span its hardware events covered: the run's end for
-    /// failure models (drawn as the run goes), the end of the history for one replayed once.
+    /// In a simulated run with a failure feed, the end of the span it covered: the run's end
+    /// for failure models (drawn as the run goes), the end of the history for one replayed
+    /// once; `None` without a feed.
     pub failures_until: Option<SimTime>,
     /// Hex digest of the decision log.
     pub digest: String,

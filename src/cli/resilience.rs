@@ -34,6 +34,14 @@ pub struct ResilienceArgs {
     /// value and --restart-overhead-s.
     #[arg(long, value_name = "QUEUE=SECONDS")]
     queue_restart_overhead_s: Vec<String>,
+    /// Retire a node for good once it (or any of its GPUs) has failed this many times within
+    /// --retire-window-h, at the repair of the last failure: as operators retire "lemon"
+    /// servers. Off without it.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    retire_after: Option<u32>,
+    /// The window of --retire-after, in hours.
+    #[arg(long, default_value = "720", requires = "retire_after")]
+    retire_window_h: String,
 }
 
 /// `QUEUE=SECONDS` pairs of a repeatable flag.
@@ -81,6 +89,17 @@ impl ResilienceArgs {
         Workload::new(jobs).map_err(|e| e.to_string())
     }
 
+    fn retire_rule(&self) -> Result<Option<sim::RetireRule>, String> {
+        let Some(failures) = self.retire_after else { return Ok(None) };
+        let hours = &self.retire_window_h;
+        let window = traces::parse_seconds_ms(hours)
+            .ok()
+            .and_then(|ms| ms.checked_mul(3_600))
+            .filter(|&ms| ms > 0)
+            .ok_or_else(|| format!("--retire-window-h `{hours}`: expected a positive number of hours"))?;
+        Ok(Some(sim::RetireRule { failures, window: SimDuration(window) }))
+    }
+
     /// The controller settings these flags describe, on top of `base`.
     pub fn apply(&self, base: ControllerConfig) -> Result<ControllerConfig, String> {
         let heartbeat_interval = seconds("heartbeat-s", &self.heartbeat_s)?;
@@ -96,6 +115,7 @@ impl ResilienceArgs {
                 gpu_detect_delay: seconds("gpu-detect-s", &self.gpu_detect_s)?,
                 max_retries: self.max_retries,
             },
+            retire: self.retire_rule()?,
             ..base
         })
     }

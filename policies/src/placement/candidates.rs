@@ -27,6 +27,19 @@ impl Candidates<'_> {
     pub(crate) fn nodes_with_at_least(&self, pool: PoolId, at_least: u32) -> impl Iterator<Item = (NodeId, u32)> + '_ {
         self.free.nodes_with_at_least(pool, at_least).filter(|&(n, _)| self.allowed(n))
     }
+    /// The fullest allowed node with `at_least` free GPUs that a walk of
+    /// [`Self::nodes_emptiest_first`] has not reached: it has yielded every node up to
+    /// `reached` (its free count and id), and those come first in its order (more free GPUs, or
+    /// as many and a lower id). Two range lookups, whatever the walk's length.
+    pub(crate) fn best_fit_not_reached(&self, pool: PoolId, at_least: u32, reached: (u32, NodeId)) -> Option<NodeId> {
+        let (count, node) = reached;
+        if at_least > count {
+            return None; // every node with that many free GPUs was reached
+        }
+        let fewer = self.free.nodes_in(pool, (at_least, NodeId(0))..(count, NodeId(0)));
+        let later = self.free.nodes_in(pool, (count, NodeId(node.0 + 1))..(count + 1, NodeId(0)));
+        fewer.chain(later).find(|&(n, _)| self.allowed(n)).map(|(n, _)| n)
+    }
     /// Nodes with free GPUs, emptiest first, ties by node id.
     pub(crate) fn nodes_emptiest_first(&self, pool: PoolId) -> impl Iterator<Item = (NodeId, u32)> + '_ {
         self.free.nodes_emptiest_first(pool).filter(|&(n, _)| self.allowed(n))

@@ -243,20 +243,24 @@ fn take_from_pool(
         return Some(gpus);
     }
     debug_assert!(!shape.single_node, "fits_in promised a single node");
-    // Emptiest nodes first: the fewest nodes for the gang.
-    // `free` is not changed as we go, so nodes already used are skipped by hand.
+    // Emptiest nodes first: the fewest nodes for the gang. `free` is not changed as we go:
+    // the nodes used are those the emptiest-first walk has reached, skipped by their order
+    // (O(nodes used), not O(nodes used^2)).
     let mut emptiest_first = free.nodes_emptiest_first(pool);
-    let mut used = Vec::new();
+    let mut reached: Option<(u32, NodeId)> = None;
     let mut left = shape.gpus;
     while left > 0 {
-        let last_piece = free.nodes_with_at_least(pool, left).find(|(n, _)| !used.contains(n));
-        if let Some((node, _)) = last_piece {
+        let last_piece = match reached {
+            None => free.best_fit(pool, left),
+            Some(reached) => free.best_fit_not_reached(pool, left, reached),
+        };
+        if let Some(node) = last_piece {
             free.take_from(node, left, &mut gpus);
             break;
         }
         let (node, count) = emptiest_first.next()?;
         free.take_from(node, count, &mut gpus);
-        used.push(node);
+        reached = Some((count, node));
         left -= count;
     }
     Some(gpus)

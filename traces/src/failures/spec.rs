@@ -332,7 +332,9 @@ impl fmt::Display for FailureSpec {
     /// The spec as the command line spells it (numbers as Rust prints them).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let scale = |f: &mut fmt::Formatter<'_>, s: f64| if s == 1.0 { Ok(()) } else { write!(f, ",scale={s}") };
-        let stop = |f: &mut fmt::Formatter<'_>, p: PastEnd| if p == PastEnd::Stop { write!(f, ",past_end=stop") } else { Ok(()) };
+        let stop = |f: &mut fmt::Formatter<'_>, p: PastEnd| {
+            if p == PastEnd::Stop { write!(f, ",past_end=stop") } else { Ok(()) }
+        };
         match self {
             FailureSpec::Model(m) => {
                 let mut parts = Vec::new();
@@ -409,7 +411,8 @@ mod tests {
             parse("titan:/data/gc_full.csv,scale=0.5").unwrap(),
             FailureSpec::Titan { path: "/data/gc_full.csv".into(), scale: 0.5, past_end: PastEnd::Repeat }
         );
-        let FailureSpec::InfiniteHbd { path, scale, options, .. } = parse("infinitehbd:f.json,nodes=500,ops=keep").unwrap()
+        let FailureSpec::InfiniteHbd { path, scale, options, .. } =
+            parse("infinitehbd:f.json,nodes=500,ops=keep").unwrap()
         else {
             panic!()
         };

@@ -1,0 +1,176 @@
+//! LLM-scale runs: failures drawn for as long as a run lasts, the horizon of a run that cannot
+//! finish, giant gangs. Library-level (sim + policies + traces), no process spawned.
+
+use sim::{
+    Cluster, ClusterSpec, ControllerConfig, FailureConfig, JobSpec, PoolSpec, RunResult, Scenario, SimDuration,
+    SimTime, Workload,
+};
+use traces::{FailureSpec, Failures};
+
+const DAY_MS: u64 = 86_400_000;
+
+fn cluster(nodes: u32, gpus: u32) -> Cluster {
+    let pool = PoolSpec {
+        name: "H100".into(),
+        gpu_type: "H100".into(),
+        nodes,
+        gpus_per_node: gpus,
+        nodes_per_rack: 0,
+        speed_milli: 1000,
+    };
+    Cluster::new(&ClusterSpec { pools: vec![pool] }).expect("valid cluster")
+}
+
+fn job(name: &str, gpus: u32, work_days: u64) -> JobSpec {
+    JobSpec::single(name, SimTime::ZERO, gpus, SimDuration(work_days * DAY_MS))
+}
+
+/// A run of `jobs` on `nodes` x 8 GPUs under the failure spec `failures`, checkpoints every
+/// hour, retries without limit, one-day series buckets.
+fn run(nodes: u32, jobs: Vec<JobSpec>, failures: &str, config: ControllerConfig) -> RunResult {
+    let cluster = cluster(nodes, 8);
+    let spec: FailureSpec = failures.parse().expect("valid failure spec");
+    let Failures::Feed(feed) = spec.resolve(&cluster, SimTime::ZERO, 7).expect("resolves") else {
+        panic!("a model is a feed")
+    };
+    let scenario = Scenario::new(cluster, Workload::new(jobs).expect("valid workload")).with_feed(feed);
+    let config = ControllerConfig {
+        seed: 7,
+        checkpoint: SimDuration::from_secs(3_600),
+        failures: FailureConfig { max_retries: u32::MAX, ..FailureConfig::default() },
+        series_bucket: Some(SimDuration(DAY_MS)),
+        check_invariants: false,
+        ..config
+    };
+    let mut policy = policies::build("fifo").expect("fifo");
+    sim::simulate(scenario, policy.as_mut(), config).expect("runs")
+}
+
+const MODEL: &str = "weibull:node_mtbf_h=2000,repair_median_h=24,repair_sigma=1";
+
+/// Long repairs: about 8 % of nodes are down at any time, so 64 nodes are rarely all up.
+const SLOW_REPAIRS: &str = "weibull:node_mtbf_h=2000,repair_median_h=100,repair_sigma=1";
+
+/// Node failures per day [`SLOW_REPAIRS`] gives on `nodes` nodes in the long run: renewal
+/// theory, nodes x 24 / (MTBF + mean repair), the mean repair of the lognormal being
+/// median x exp(sigma^2 / 2).
+fn expected_per_day(nodes: u32) -> f64 {
+    let mean_repair_h = 100.0 * (0.5f64).exp();
+    f64::from(nodes) * 24.0 / (2_000.0 + mean_repair_h)
+}
+
+/// A job that needs every GPU of a 64-node cluster, under node failures, must wait for all 64
+/// to be up at once after each failure: the run lasts far longer than the job's work (the old
+/// precomputed window ended a week or so past twice the ideal makespan, and the run's tail had
+/// no failure at all). Failures must keep the model's rate to the run's end.
+#[test]
+fn a_long_run_sees_failures_at_the_models_rate_to_its_end() {
+    let config = ControllerConfig { horizon: SimDuration(400 * DAY_MS), ..ControllerConfig::default() };
+    let result = run(64, vec![job("all", 512, 20)], SLOW_REPAIRS, config);
+    let end = result.stats.last_event.as_ms();
+    let days = end as f64 / DAY_MS as f64;
+    assert!(days > 200.0, "the run should outlast its 20 days of work by far: {days:.0} d");
+    let buckets = result.series.buckets();
+    // The last third of the run, whole days only.
+    let tail: Vec<u64> = buckets[buckets.len() * 2 / 3..buckets.len() - 1].iter().map(|b| b.failures).collect();
+    let observed = tail.iter().sum::<u64>() as f64;
+    let expected = expected_per_day(64) * tail.len() as f64;
+    // Failure counts over a span are close to Poisson (superposed renewal processes, in
+    // steady state): four standard deviations, sqrt(expected), either way.
+    let bound = 4.0 * expected.sqrt();
+    assert!(
+        (observed - expected).abs() < bound,
+        "{observed} failures in the last {} days, expected {expected:.0} +- {bound:.0}",
+        tail.len()
+    );
+    assert_eq!(result.stats.failures_until, Some(result.stats.last_event));
+}
+
+/// The same seed draws the same failures whatever the run's length: a short run's failure
+/// history is the start of a long run's.
+#[test]
+fn a_short_and_a_long_run_share_their_failure_history() {
+    let short = run(16, vec![job("short", 8, 3)], MODEL, ControllerConfig::default());
+    let long = run(16, vec![job("long", 8, 60)], MODEL, ControllerConfig::default());
+    let end = short.stats.last_event;
+    assert!(long.stats.last_event > end);
+    let before = |r: &RunResult| {
+        r.health_series.iter().filter(|s| s.time < end).map(|s| (s.time, s.broken_gpus)).collect::<Vec<_>>()
+    };
+    assert!(!before(&short).is_empty(), "the short run must see failures for the test to mean anything");
+    assert_eq!(before(&short), before(&long));
+    let per_day = |r: &RunResult| r.series.buckets().iter().map(|b| b.failures).collect::<Vec<_>>();
+    let days = per_day(&short).len() - 1;
+    assert_eq!(per_day(&short)[..days], per_day(&long)[..days]);
+}
+
+/// A job whose work cannot be done before the horizon ends the run there, reported
+/// unfinished with the reason; the run never spins.
+#[test]
+fn a_run_that_cannot_finish_stops_at_its_horizon() {
+    let config = ControllerConfig { horizon: SimDuration(30 * DAY_MS), ..ControllerConfig::default() };
+    let failures = "weibull:node_mtbf_h=20,repair_median_h=100,repair_sigma=0.5";
+    let result = run(4, vec![job("forever", 32, 10_000)], failures, config);
+    assert_eq!(result.stats.horizon_reached, Some(SimTime(30 * DAY_MS)));
+    assert_eq!(result.stats.last_event, SimTime(30 * DAY_MS));
+    let record = &result.jobs[0];
+    assert_eq!(record.outcome, None);
+    let why = record.unfinished_reason.as_deref().expect("a reason");
+    assert!(why.contains("horizon at 2592000.000 s") || why.contains("horizon"), "{why}");
+    assert!(why.contains("32 GPUs at once") || why.contains("tasks running"), "{why}");
+    assert!(result.stats.failures > 10, "failures went on: {}", result.stats.failures);
+}
+
+/// A node that fails twice within the rule's window is retired at the second repair, by hand:
+/// 2 nodes x 8 GPUs, heartbeats every 10 s, dead at the 3rd missed beat, progress never lost.
+/// - node 0 fails at 100 s (repair 50 s): declared dead at 120 s, job `a` (started on node 0
+///   at 0 s) fails after 100 s of work and restarts on node 1 at 120 s, to end at
+///   120 + 9,900 = 10,020 s; node 0 beats again at 150 s;
+/// - node 0 fails at 1,000 s (repair 100 s): declared dead at 1,020 s, retired at 1,100 s;
+/// - `big` (16 GPUs, from 2,000 s) never fits again: unfinished when events run out.
+#[test]
+fn a_node_that_fails_too_often_is_retired() {
+    use sim::{ClusterEvent, NodeId, RetireRule};
+    let fail = |at_s: u64, repair_s: u64| ClusterEvent::NodeFail {
+        time: SimTime::from_secs(at_s),
+        node: NodeId(0),
+        repair: Some(SimDuration::from_secs(repair_s)),
+    };
+    let jobs = vec![
+        JobSpec::single("a", SimTime::ZERO, 8, SimDuration::from_secs(10_000)),
+        JobSpec::single("big", SimTime::from_secs(2_000), 16, SimDuration::from_secs(10)),
+    ];
+    let scenario = Scenario::new(cluster(2, 8), Workload::new(jobs).expect("valid"))
+        .with_events(vec![fail(100, 50), fail(1_000, 100)])
+        .expect("valid events");
+    let config = ControllerConfig {
+        retire: Some(RetireRule { failures: 2, window: SimDuration::from_secs(3_600) }),
+        check_invariants: true,
+        ..ControllerConfig::default()
+    };
+    let mut policy = policies::build("fifo").expect("fifo");
+    let result = sim::simulate(scenario, policy.as_mut(), config).expect("runs");
+    let a = &result.jobs[0];
+    assert_eq!((a.first_start, a.end), (Some(SimTime::ZERO), Some(SimTime::from_secs(10_020))));
+    assert_eq!((a.failures, a.retries), (1, 1));
+    assert_eq!(result.stats.retired_nodes, 1);
+    assert_eq!(result.stats.retired_gpu_ms, 8 * (10_020 - 1_100) * 1_000);
+    let big = &result.jobs[1];
+    assert_eq!(big.outcome, None);
+    let why = big.unfinished_reason.as_deref().expect("a reason");
+    assert!(why.contains("ran out of events") && why.contains("needs 16 GPUs") && why.contains("8 of"), "{why}");
+    // Without the rule, node 0 returns and `big` runs after `a`.
+    let scenario = Scenario::new(
+        cluster(2, 8),
+        Workload::new(vec![
+            JobSpec::single("a", SimTime::ZERO, 8, SimDuration::from_secs(10_000)),
+            JobSpec::single("big", SimTime::from_secs(2_000), 16, SimDuration::from_secs(10)),
+        ])
+        .expect("valid"),
+    )
+    .with_events(vec![fail(100, 50), fail(1_000, 100)])
+    .expect("valid events");
+    let result = sim::simulate(scenario, policy.as_mut(), ControllerConfig::default()).expect("runs");
+    assert_eq!(result.jobs[1].end, Some(SimTime::from_secs(10_030)));
+    assert_eq!(result.stats.retired_nodes, 0);
+}
