@@ -174,3 +174,107 @@ fn a_node_that_fails_too_often_is_retired() {
     assert_eq!(result.jobs[1].end, Some(SimTime::from_secs(10_030)));
     assert_eq!(result.stats.retired_nodes, 0);
 }
+
+mod gangs_of_any_size {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Giant and small gangs under node failures, with every invariant checked after every
+    /// step (no GPU in two tasks, gangs whole, counters equal recounts, GPU-time conserved):
+    /// every job ends, succeeded (retries are unlimited), on distinct GPUs each start.
+    fn check(nodes: u32, gangs: &[u32], mtbf_h: u32, policy: &str) -> Result<(), TestCaseError> {
+        let capacity = nodes * 8;
+        let jobs: Vec<JobSpec> = gangs
+            .iter()
+            .enumerate()
+            .map(|(i, &g)| {
+                let gpus = g.clamp(1, capacity);
+                let submit = SimTime::from_secs(i as u64 * 3_600);
+                JobSpec::single(format!("j{i}"), submit, gpus, SimDuration::from_secs(6 * 3_600 + i as u64 * 600))
+            })
+            .collect();
+        let cluster = cluster(nodes, 8);
+        let spec: FailureSpec = format!("weibull:node_mtbf_h={mtbf_h},repair_median_h=2,repair_sigma=0.5")
+            .parse()
+            .expect("valid failure spec");
+        let Failures::Feed(feed) = spec.resolve(&cluster, SimTime::ZERO, 3).expect("resolves") else {
+            panic!("a model is a feed")
+        };
+        let config = ControllerConfig {
+            checkpoint: SimDuration::from_secs(1_800),
+            failures: FailureConfig { max_retries: u32::MAX, ..FailureConfig::default() },
+            check_invariants: true,
+            record_decisions: true,
+            ..ControllerConfig::default()
+        };
+        let scenario = Scenario::new(cluster, Workload::new(jobs).expect("valid")).with_feed(feed);
+        let mut policy = policies::build(policy).expect("valid policy");
+        let result = sim::simulate(scenario, policy.as_mut(), config).expect("runs");
+        for j in &result.jobs {
+            prop_assert_eq!(&j.outcome, &Some(sim::JobOutcome::Succeeded), "job {} under {}", j.name, policy.name());
+        }
+        for d in result.decisions.iter().filter(|d| d.kind == sim::DecisionKind::Start) {
+            let mut gpus: Vec<u32> = d.gpus.iter().map(|g| g.0).collect();
+            gpus.sort_unstable();
+            gpus.dedup();
+            prop_assert_eq!(gpus.len(), d.gpus.len(), "a start listed a GPU twice");
+        }
+        Ok(())
+    }
+
+    /// Gang sizes spread over 1 to 16,384 GPUs (log-uniform: as many small as giant).
+    fn gang() -> impl Strategy<Value = u32> {
+        (0u32..=14, 0u32..1000).prop_map(|(exp, frac)| (1u32 << exp) + ((1u32 << exp) * frac / 1000))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+        #[test]
+        fn gangs_of_1_to_16384_gpus_keep_every_invariant(
+            nodes in prop_oneof![1u32..=16, 2048u32..=2100],
+            gangs in proptest::collection::vec(gang(), 1..5),
+            mtbf_h in 500u32..20_000,
+            policy in proptest::sample::select(vec!["fifo", "srtf", "easy-backfill", "tiresias", "themis", "fifo[placement=spread]"]),
+        ) {
+            check(nodes, &gangs, mtbf_h, policy)?;
+        }
+    }
+}
+
+/// ETTR by hand: one 8-GPU job of 10,000 s of work on one node, checkpoints every 1,000 s,
+/// 60 s restarts. The node fails at 2,500 s (repair 500 s), is declared dead at 2,520 s (the
+/// 3rd missed 10 s beat): 2,000 s of work kept, 500 s redone, 20 s of detection lag. It beats
+/// again at 3,000 s; the job restarts then and ends at 3,000 + 60 + 8,000 = 11,060 s. ETTR =
+/// 10,000 / 11,060, one interruption, 11,060 s between interruptions.
+#[test]
+fn ettr_of_a_hand_computed_case() {
+    use sim::{ClusterEvent, NodeId};
+    let fail = ClusterEvent::NodeFail {
+        time: SimTime::from_secs(2_500),
+        node: NodeId(0),
+        repair: Some(SimDuration::from_secs(500)),
+    };
+    let jobs = vec![JobSpec::single("train", SimTime::ZERO, 8, SimDuration::from_secs(10_000))];
+    let scenario =
+        Scenario::new(cluster(1, 8), Workload::new(jobs).expect("valid")).with_events(vec![fail]).expect("valid");
+    let config = ControllerConfig {
+        checkpoint: SimDuration::from_secs(1_000),
+        restart_overhead: SimDuration::from_secs(60),
+        check_invariants: true,
+        ..ControllerConfig::default()
+    };
+    let mut policy = policies::build("fifo").expect("fifo");
+    let result = sim::simulate(scenario, policy.as_mut(), config).expect("runs");
+    let job = &result.jobs[0];
+    assert_eq!(job.end, Some(SimTime::from_secs(11_060)));
+    assert_eq!(job.productive_mgpu_ms, 8 * 1000 * 10_000 * 1000);
+    assert_eq!(job.lost_redo_mgpu_ms, 8 * 1000 * 500 * 1000);
+    assert_eq!(job.lost_lag_mgpu_ms, 8 * 1000 * 20 * 1000);
+    let ettr = reports::training::ettr(job).expect("started and ended");
+    assert!((ettr - 10_000.0 / 11_060.0).abs() < 1e-12, "{ettr}");
+    assert_eq!(reports::training::interruptions(job), 1);
+    assert_eq!(reports::training::mtbi_s(job), Some(11_060.0));
+    let summary = reports::Summary::of(&result);
+    assert_eq!((summary.ettr_mean, summary.ettr_gpu_weighted), (ettr, ettr));
+    assert_eq!(summary.interruptions, 1);
+}

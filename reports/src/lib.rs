@@ -10,6 +10,7 @@ mod series_tables;
 mod summary;
 pub mod sweep;
 mod tables;
+pub mod training;
 
 pub use series_tables::{write_queue_timeseries_csv, write_timeseries_csv};
 pub use summary::{Summary, percentile_s};

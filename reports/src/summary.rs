@@ -57,6 +57,14 @@ pub struct Summary {
     /// seconds (the run's end for models, drawn as the run goes; the end of the history for
     /// one replayed once). `None` without either.
     pub failures_until_s: Option<f64>,
+    /// Effective training time ratio (see `training`): mean over jobs that started and
+    /// ended, and GPU-weighted (productive GPU-time over the GPU-time their spans held).
+    pub ettr_mean: f64,
+    pub ettr_gpu_weighted: f64,
+    /// Attempts ended by hardware failures or preemptions, over all jobs, and per day of the
+    /// run (makespan).
+    pub interruptions: u64,
+    pub interruptions_per_day: f64,
     /// Nodes retired for failing too often (`--retire-after`), and the GPU-hours of capacity
     /// lost with them from their retirement to the run's end.
     pub retired_nodes: u32,
@@ -104,6 +112,8 @@ impl Summary {
         let (redo, lag, overhead) =
             (sum(|j| j.lost_redo_mgpu_ms), sum(|j| j.lost_lag_mgpu_ms), sum(|j| j.lost_overhead_mgpu_ms));
         let lost = redo + lag + overhead;
+        let ettr = crate::training::ettr_means(&run.jobs);
+        let interruptions: u64 = run.jobs.iter().map(|j| u64::from(crate::training::interruptions(j))).sum();
         Summary {
             policy: run.policy.clone(),
             seed: run.seed,
@@ -140,6 +150,14 @@ impl Summary {
             failed_gpu_hours: hours(u128::from(stats.broken_gpu_ms) * 1000),
             failures_until_s: stats.failures_until.map(|t| t.as_secs_f64()),
             horizon_reached_s: stats.horizon_reached.map(|t| t.as_secs_f64()),
+            ettr_mean: ettr.0,
+            ettr_gpu_weighted: ettr.1,
+            interruptions,
+            interruptions_per_day: if window_ms == 0 {
+                0.0
+            } else {
+                interruptions as f64 * 86_400_000.0 / window_ms as f64
+            },
             retired_nodes: stats.retired_nodes,
             retired_gpu_hours: hours(u128::from(stats.retired_gpu_ms) * 1000),
             queue_fairness_jain: crate::fairness::jain_index(&crate::fairness::queue_shares(run)),

@@ -40,6 +40,9 @@ pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
         "state",
         "reason",
         "critical_path_s",
+        "ettr",
+        "interruptions",
+        "mtbi_s",
     ])?;
     for j in &run.jobs {
         let succeeded = j.outcome == Some(sim::JobOutcome::Succeeded);
@@ -68,6 +71,9 @@ pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
             state,
             reason,
             &j.critical_path_ms.map(|ms| secs(SimTime(ms))).unwrap_or_default(),
+            &crate::training::ettr(j).map(|e| format!("{e:.6}")).unwrap_or_default(),
+            &crate::training::interruptions(j).to_string(),
+            &crate::training::mtbi_s(j).map(|s| format!("{s:.3}")).unwrap_or_default(),
         ])?;
     }
     w.flush()
@@ -184,6 +190,16 @@ pub fn summary_table(s: &Summary) -> String {
         ("digest", s.digest.clone()),
     ];
     let mut rows = rows;
+    if s.interruptions > 0 {
+        let ettr = format!(
+            "{:.1} % / {:.1} %; {} interruptions, {:.2} a day",
+            s.ettr_mean * 100.0,
+            s.ettr_gpu_weighted * 100.0,
+            s.interruptions,
+            s.interruptions_per_day
+        );
+        rows.insert(rows.len() - 4, ("ETTR mean / GPU-weighted", ettr));
+    }
     if let Some(until) = s.failures_until_s {
         rows.insert(rows.len() - 2, ("failures drawn until", human(until)));
     }

@@ -775,6 +775,8 @@ impl Controller {
                     end: state.end,
                     tasks: state.task_count,
                     gpus: spec.gpus(),
+                    mgpus: tasks.clone().map(|t| t.mgpus()).sum(),
+                    productive_mgpu_ms: tasks.clone().map(|t| t.productive_mgpu_ms).sum(),
                     preemptions: tasks.clone().map(|t| t.preemptions).sum(),
                     failures: tasks.clone().map(|t| t.failures).sum(),
                     retries: tasks.clone().map(|t| t.retries).sum(),

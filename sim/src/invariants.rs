@@ -41,6 +41,9 @@ impl Controller {
     /// the free index says is used); a GPU is free exactly when no task holds it and the
     /// scheduler may use it (not on a node known dead, not known failed).
     fn check_gpu_owners(&self) -> Result<(), String> {
+        // GPUs each task owns, to compare with what it holds: O(GPUs + tasks), where asking
+        // each owner whether it holds the GPU would cost O(gang) per GPU.
+        let mut owned = vec![0usize; self.tasks.len()];
         for index in 0..self.owner.len() {
             let gpu = GpuId::from_index(index);
             let free = self.free.is_free(self.cluster.node_of(gpu), gpu);
@@ -54,8 +57,8 @@ impl Controller {
                 (Some(_), Some(_)) => return Err(format!("{gpu} has an owner and sharers")),
                 (Some(task), None) => {
                     let t = &self.tasks[task.index()];
-                    if free || t.status != TaskStatus::Running || !t.placed.contains(&gpu) || t.milli != WHOLE_GPU_MILLI
-                    {
+                    owned[task.index()] += 1;
+                    if free || t.status != TaskStatus::Running || t.milli != WHOLE_GPU_MILLI {
                         return Err(format!(
                             "{gpu} names {task} as owner, which does not hold it whole, or it is free"
                         ));
@@ -79,6 +82,12 @@ impl Controller {
             if sharers.is_none() && self.free.is_shared(gpu) {
                 return Err(format!("{gpu} is shared in the free index but by no task"));
             }
+        }
+        // With `check_running_tasks` (each GPU a task holds names it), equal counts mean each
+        // GPU naming a task is one it holds.
+        let whole = |t: &crate::state::TaskState| t.status == TaskStatus::Running && t.milli == WHOLE_GPU_MILLI;
+        if let Some((index, t)) = self.tasks.iter().enumerate().find(|(i, t)| whole(t) && owned[*i] != t.placed.len()) {
+            return Err(format!("task t{index} holds {} GPUs but {} name it as owner", t.placed.len(), owned[index]));
         }
         Ok(())
     }

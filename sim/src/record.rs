@@ -18,6 +18,8 @@ pub struct JobRecord {
     pub end: Option<SimTime>,
     pub tasks: u32,
     pub gpus: u64,
+    /// What all its tasks hold at once, in milli-GPUs (1000 per whole GPU).
+    pub mgpus: u64,
     pub preemptions: u32,
     /// Attempts that failed with their hardware, and retries started after them.
     pub failures: u32,
@@ -25,7 +27,9 @@ pub struct JobRecord {
     /// GPU-time held over all tasks and attempts (restart overhead included), in
     /// milli-GPU-milliseconds (exact for fractional GPUs; divide by 3.6e9 for GPU-hours)...
     pub mgpu_ms: u64,
-    /// ...of which lost: work redone, detection lag, restart overhead (ended attempts).
+    /// ...of which productive: work kept (ended attempts; all of them once the job ended)...
+    pub productive_mgpu_ms: u64,
+    /// ...and lost: work redone, detection lag, restart overhead (ended attempts).
     pub lost_redo_mgpu_ms: u64,
     pub lost_lag_mgpu_ms: u64,
     pub lost_overhead_mgpu_ms: u64,
