@@ -181,9 +181,11 @@ mod gangs_of_any_size {
 
     /// Giant and small gangs under node failures, with every invariant checked after every
     /// step (no GPU in two tasks, gangs whole, counters equal recounts, GPU-time conserved):
-    /// every job ends, succeeded (retries are unlimited), on distinct GPUs each start.
-    fn check(nodes: u32, gangs: &[u32], mtbf_h: u32, policy: &str) -> Result<(), TestCaseError> {
-        let capacity = nodes * 8;
+    /// every job ends, succeeded (retries are unlimited), on distinct GPUs each start; with
+    /// hot spares or without.
+    fn check(nodes: u32, gangs: &[u32], mtbf_h: u32, spares: u32, policy: &str) -> Result<(), TestCaseError> {
+        let spare_nodes = spares.min(nodes - 1);
+        let capacity = (nodes - spare_nodes) * 8;
         let jobs: Vec<JobSpec> = gangs
             .iter()
             .enumerate()
@@ -205,6 +207,7 @@ mod gangs_of_any_size {
             failures: FailureConfig { max_retries: u32::MAX, ..FailureConfig::default() },
             check_invariants: true,
             record_decisions: true,
+            spare_nodes,
             ..ControllerConfig::default()
         };
         let scenario = Scenario::new(cluster, Workload::new(jobs).expect("valid")).with_feed(feed);
@@ -234,9 +237,10 @@ mod gangs_of_any_size {
             nodes in prop_oneof![1u32..=16, 2048u32..=2100],
             gangs in proptest::collection::vec(gang(), 1..5),
             mtbf_h in 500u32..20_000,
+            spares in 0u32..=3,
             policy in proptest::sample::select(vec!["fifo", "srtf", "easy-backfill", "tiresias", "themis", "fifo[placement=spread]"]),
         ) {
-            check(nodes, &gangs, mtbf_h, policy)?;
+            check(nodes, &gangs, mtbf_h, spares, policy)?;
         }
     }
 }
@@ -277,4 +281,89 @@ fn ettr_of_a_hand_computed_case() {
     let summary = reports::Summary::of(&result);
     assert_eq!((summary.ettr_mean, summary.ettr_gpu_weighted), (ettr, ettr));
     assert_eq!(summary.interruptions, 1);
+}
+
+/// A hand-computed spare swap: 3 nodes x 8 GPUs, the last one a spare; a 16-GPU gang of
+/// 10,000 s of work, checkpoints every 1,000 s; beats every 10 s, dead at the 3rd miss.
+/// - 0 s: the gang starts on nodes 0 and 1 (node 2 is in reserve).
+/// - node 0 fails at 2,500 s (repair 5,000 s), is declared dead at 2,520 s: the gang keeps
+///   2,000 s of work; spare node 2 enters service and the gang restarts at once on 1 and 2.
+/// - node 1 fails at 4,000 s (repair 100 s), dead at 4,020 s: the gang keeps 3,000 s; no
+///   spare is left, so its restart waits. Node 1 rejoins at 4,100 s and goes to the reserve
+///   first (the pool is short of its spare), so the gang still waits.
+/// - node 0 rejoins at 7,500 s (the reserve is full again): the gang restarts on 0 and 2 and
+///   ends at 7,500 + 7,000 = 14,500 s.
+#[test]
+fn a_spare_replaces_a_dead_node_at_once() {
+    use sim::{ClusterEvent, NodeId};
+    let fail = |node: u32, at_s: u64, repair_s: u64| ClusterEvent::NodeFail {
+        time: SimTime::from_secs(at_s),
+        node: NodeId(node),
+        repair: Some(SimDuration::from_secs(repair_s)),
+    };
+    let jobs = vec![JobSpec::single("gang", SimTime::ZERO, 16, SimDuration::from_secs(10_000))];
+    let scenario = Scenario::new(cluster(3, 8), Workload::new(jobs).expect("valid"))
+        .with_events(vec![fail(0, 2_500, 5_000), fail(1, 4_000, 100)])
+        .expect("valid");
+    let config = ControllerConfig {
+        checkpoint: SimDuration::from_secs(1_000),
+        spare_nodes: 1,
+        check_invariants: true,
+        record_decisions: true,
+        ..ControllerConfig::default()
+    };
+    let mut policy = policies::build("fifo").expect("fifo");
+    let result = sim::simulate(scenario, policy.as_mut(), config).expect("runs");
+    let starts: Vec<(u64, Vec<u32>)> = result
+        .decisions
+        .iter()
+        .filter(|d| d.kind == sim::DecisionKind::Start)
+        .map(|d| {
+            let mut nodes: Vec<u32> = d.gpus.iter().map(|g| g.0 / 8).collect();
+            nodes.dedup();
+            (d.time.as_ms() / 1000, nodes)
+        })
+        .collect();
+    assert_eq!(starts, [(0, vec![0, 1]), (2_520, vec![1, 2]), (7_500, vec![0, 2])]);
+    assert_eq!(result.jobs[0].end, Some(SimTime::from_secs(14_500)));
+    let stats = &result.stats;
+    assert_eq!((stats.spare_swaps, stats.restarts_without_spare), (1, 1));
+    assert_eq!(stats.no_spare_ms, (4_100 - 2_520) * 1_000);
+    assert_eq!(stats.reserved_gpu_ms, 8 * (2_520 + (14_500 - 4_100)) * 1_000);
+    // Spares in reserve are not capacity: 16 of 24 GPUs are, outside the reserve and repairs.
+    let summary = reports::Summary::of(&result);
+    assert_eq!(summary.spare_swaps, 1);
+    assert!(summary.reserved_gpu_hours > 28.7 && summary.reserved_gpu_hours < 28.72);
+}
+
+#[test]
+fn more_spares_than_a_pool_has_nodes_is_an_error() {
+    let jobs = vec![JobSpec::single("j", SimTime::ZERO, 8, SimDuration::from_secs(10))];
+    let scenario = Scenario::new(cluster(2, 8), Workload::new(jobs).expect("valid"));
+    let config = ControllerConfig { spare_nodes: 2, ..ControllerConfig::default() };
+    let mut policy = policies::build("fifo").expect("fifo");
+    let e = sim::simulate(scenario, policy.as_mut(), config).unwrap_err().to_string();
+    assert!(e.contains("2 spare nodes per pool leave none in service in pool `H100` of 2 nodes"), "{e}");
+}
+
+/// A gang larger than what is in service (spares aside) can never start: unschedulable at
+/// once with the reason, never waiting to the horizon. (And the single-node wording.)
+#[test]
+fn gangs_that_only_fit_with_the_spares_are_unschedulable() {
+    let mut one_node = JobSpec::single("wide", SimTime::ZERO, 16, SimDuration::from_secs(10));
+    one_node.tasks[0].single_node = true;
+    let jobs = vec![JobSpec::single("all", SimTime::ZERO, 16, SimDuration::from_secs(10)), one_node];
+    let scenario = Scenario::new(cluster(2, 8), Workload::new(jobs).expect("valid"));
+    let config = ControllerConfig { spare_nodes: 1, ..ControllerConfig::default() };
+    let mut policy = policies::build("fifo").expect("fifo");
+    let result = sim::simulate(scenario, policy.as_mut(), config).expect("runs");
+    let reason = |i: usize| match &result.jobs[i].outcome {
+        Some(sim::JobOutcome::Unschedulable(why)) => why.clone(),
+        other => panic!("job {i}: {other:?}"),
+    };
+    assert_eq!(
+        reason(0),
+        "task `0` asks for 16 GPUs; with its spare nodes aside, the largest an eligible pool (`H100`) has 8"
+    );
+    assert_eq!(reason(1), "task `0` asks for 16 GPUs on one node; the largest node of an eligible pool (`H100`) has 8");
 }

@@ -69,6 +69,13 @@ pub struct Summary {
     /// lost with them from their retirement to the run's end.
     pub retired_nodes: u32,
     pub retired_gpu_hours: f64,
+    /// Hot spares (`--spare-nodes`): swaps of a spare for a dead node under running tasks,
+    /// tasks hit when no spare was left (their restarts waited), hours with some pool out of
+    /// spares, and the GPU-hours held in reserve (not capacity).
+    pub spare_swaps: u64,
+    pub restarts_without_spare: u64,
+    pub no_spare_h: f64,
+    pub reserved_gpu_hours: f64,
     /// When the run was stopped at its horizon with jobs unfinished, seconds; `None`: it
     /// ended on its own.
     pub horizon_reached_s: Option<f64>,
@@ -104,10 +111,9 @@ impl Summary {
             _ => 0,
         };
         // Healthy capacity in milli-GPU-ms, the unit of every GPU-time the simulator keeps:
-        // broken and retired GPUs are not capacity.
-        let capacity = (u128::from(stats.cluster_gpus) * u128::from(window_ms))
-            .saturating_sub(u128::from(stats.broken_gpu_ms) + u128::from(stats.retired_gpu_ms))
-            * 1000;
+        // broken, retired and reserved (spare) GPUs are not capacity.
+        let out_of_service = u128::from(stats.broken_gpu_ms + stats.retired_gpu_ms + stats.reserved_gpu_ms);
+        let capacity = (u128::from(stats.cluster_gpus) * u128::from(window_ms)).saturating_sub(out_of_service) * 1000;
         let sum = |field: fn(&sim::JobRecord) -> u64| run.jobs.iter().map(|j| u128::from(field(j))).sum::<u128>();
         let (redo, lag, overhead) =
             (sum(|j| j.lost_redo_mgpu_ms), sum(|j| j.lost_lag_mgpu_ms), sum(|j| j.lost_overhead_mgpu_ms));
@@ -158,6 +164,10 @@ impl Summary {
             } else {
                 interruptions as f64 * 86_400_000.0 / window_ms as f64
             },
+            spare_swaps: stats.spare_swaps,
+            restarts_without_spare: stats.restarts_without_spare,
+            no_spare_h: stats.no_spare_ms as f64 / 3_600_000.0,
+            reserved_gpu_hours: hours(u128::from(stats.reserved_gpu_ms) * 1000),
             retired_nodes: stats.retired_nodes,
             retired_gpu_hours: hours(u128::from(stats.retired_gpu_ms) * 1000),
             queue_fairness_jain: crate::fairness::jain_index(&crate::fairness::queue_shares(run)),

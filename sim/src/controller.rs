@@ -42,6 +42,9 @@ pub struct ControllerConfig {
     /// Width of the time series' buckets; `None`: about 500 buckets over the submit span
     /// (see [`crate::series::auto_width`]).
     pub series_bucket: Option<SimDuration>,
+    /// Healthy nodes each pool keeps in reserve as hot spares (see `spares.rs`); 0: none.
+    /// Simulation only. Must be fewer than the nodes of the smallest pool.
+    pub spare_nodes: u32,
     /// Retire a node for good once it has failed this often within a window (`None`: never):
     /// an operator's rule for "lemon" servers. Simulation only (live nodes are retired by
     /// their operators).
@@ -79,6 +82,7 @@ impl Default for ControllerConfig {
             series_bucket: None,
             horizon: DEFAULT_HORIZON,
             retire: None,
+            spare_nodes: 0,
         }
     }
 }
@@ -141,10 +145,20 @@ pub struct Controller {
     pub(crate) failures_seen: BTreeSet<(SimTime, NodeId)>,
     /// GPUs on retired nodes (out of service for good).
     pub(crate) retired_gpus: u32,
+    pub(crate) spares: crate::spares::Spares,
 }
 
 impl Controller {
     pub fn new(cluster: Cluster, workload: Workload, policy_name: &str, config: ControllerConfig) -> Controller {
+        let spare_nodes = config.spare_nodes;
+        let mut controller = Controller::without_spares(cluster, workload, policy_name, config);
+        if spare_nodes > 0 {
+            controller.reserve_spares(spare_nodes);
+        }
+        controller
+    }
+
+    fn without_spares(cluster: Cluster, workload: Workload, policy_name: &str, config: ControllerConfig) -> Controller {
         let mut speed_profiles = SpeedProfiles::default();
         let mut jobs = Vec::with_capacity(workload.len());
         let mut tasks = Vec::with_capacity(workload.task_count());
@@ -189,6 +203,7 @@ impl Controller {
             health_series: Vec::new(),
             failures_seen: BTreeSet::new(),
             retired_gpus: 0,
+            spares: Default::default(),
             config,
             cluster,
             workload,
@@ -289,6 +304,14 @@ impl Controller {
             self.stats.in_system_job_ms += u128::from(dt) * u128::from(self.in_system);
             self.stats.broken_gpu_ms += dt * u64::from(self.health.broken_gpus());
             self.stats.retired_gpu_ms += dt * u64::from(self.retired_gpus);
+            if self.config.spare_nodes > 0 {
+                let cluster = &self.cluster;
+                self.stats.reserved_gpu_ms += dt * self.spares.gpus(|n| cluster.node(n).gpu_count);
+                let health = &self.health;
+                if self.spares.exhausted(|n| !health.node_dead(n)) {
+                    self.stats.no_spare_ms += dt;
+                }
+            }
         }
         let levels = Levels {
             allocated_mgpus: self.allocated_mgpus,
@@ -367,12 +390,18 @@ impl Controller {
                 .iter()
                 .map(|p| {
                     let pool = self.cluster.pool(p);
-                    let cap = if task.single_node { pool.gpus_per_node } else { pool.gpu_count() };
+                    // Hot spares never run work of their own: they only stand in for dead nodes.
+                    let in_service = pool.gpu_count() - self.config.spare_nodes * pool.gpus_per_node;
+                    let cap = if task.single_node { pool.gpus_per_node } else { in_service };
                     (cap, pool.name.as_str())
                 })
                 .max_by_key(|&(cap, _)| cap)?;
             if task.gpus > limit {
-                let scope = if task.single_node { "on one node; the largest node of" } else { "; the largest" };
+                let scope = match (task.single_node, self.config.spare_nodes) {
+                    (true, _) => " on one node; the largest node of",
+                    (false, 0) => "; the largest",
+                    (false, _) => "; with its spare nodes aside, the largest",
+                };
                 return Some(format!(
                     "task `{}` asks for {} GPUs{scope} an eligible pool (`{limit_pool}`) has {limit}",
                     task_spec.name, task.gpus

@@ -28,6 +28,8 @@ pub enum SimError {
     /// A queue or dataset definition, or a job's queue or dataset, that does not fit the
     /// cluster.
     BadQueue(String),
+    /// A run setting that does not fit the cluster (more spare nodes than a pool has).
+    BadConfig(String),
 }
 
 impl fmt::Display for SimError {
@@ -40,7 +42,7 @@ impl fmt::Display for SimError {
             ),
             SimError::BadEvent { index, problem } => write!(f, "cluster event {index}: {problem}"),
             SimError::BadDependency { job, problem } => write!(f, "job `{job}`: {problem}"),
-            SimError::BadQueue(problem) => f.write_str(problem),
+            SimError::BadQueue(problem) | SimError::BadConfig(problem) => f.write_str(problem),
         }
     }
 }
@@ -134,6 +136,12 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
         }
     }
     check_checkpoint_dependencies(&scenario.workload, config.checkpoint)?;
+    if let Some(pool) = scenario.cluster.pools().iter().find(|p| p.node_count <= config.spare_nodes) {
+        return Err(SimError::BadConfig(format!(
+            "{} spare nodes per pool leave none in service in pool `{}` of {} nodes",
+            config.spare_nodes, pool.name, pool.node_count
+        )));
+    }
     let failures = config.failures;
     let horizon = config.horizon;
     let retire = config.retire;

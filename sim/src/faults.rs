@@ -71,7 +71,8 @@ impl Controller {
         let out = self.health.set_node_dead(node, true);
         self.take_out_of_service(&out);
         let gpus: Vec<GpuId> = self.cluster.node(node).gpus().collect();
-        self.fail_tasks_on(&gpus, false, "its node was declared dead");
+        let hit = self.fail_tasks_on(&gpus, false, "its node was declared dead");
+        self.swap_in_spare(node, hit);
         self.sample_health();
     }
 
@@ -80,6 +81,7 @@ impl Controller {
     /// capacity from now on, not as broken.
     pub fn retire_node(&mut self, node: NodeId) {
         self.stats.retired_nodes += 1;
+        self.spares.forget(node);
         self.retired_gpus += self.cluster.node(node).gpu_count;
         if !self.health.node_dead(node) {
             let out = self.health.set_node_dead(node, true);
@@ -98,8 +100,10 @@ impl Controller {
         self.fail_tasks_on(&gpus, true, "its node restarted");
     }
 
-    /// Observation: `node`, declared dead, heartbeats again: its usable GPUs return.
+    /// Observation: `node`, declared dead, heartbeats again: its usable GPUs return (or it goes
+    /// to its pool's reserve of spares, when that is short).
     pub fn node_rejoined(&mut self, node: NodeId) {
+        self.refill_reserve(node);
         let back = self.health.set_node_dead(node, false);
         self.return_to_service(&back);
         self.sample_health();
@@ -128,7 +132,7 @@ impl Controller {
 
     /// GPUs that just became unusable leave the free index (those held by a task leave it
     /// when the task lets go: see `release_to_free`).
-    fn take_out_of_service(&mut self, gpus: &[GpuId]) {
+    pub(crate) fn take_out_of_service(&mut self, gpus: &[GpuId]) {
         for &gpu in gpus {
             if self.idle(gpu) {
                 self.free.take(self.cluster.node_of(gpu), gpu);
@@ -136,7 +140,7 @@ impl Controller {
         }
     }
 
-    fn return_to_service(&mut self, gpus: &[GpuId]) {
+    pub(crate) fn return_to_service(&mut self, gpus: &[GpuId]) {
         for &gpu in gpus {
             if self.idle(gpu) {
                 self.free.release(self.cluster.node_of(gpu), gpu);
@@ -144,18 +148,21 @@ impl Controller {
         }
     }
 
-    /// Fails the running attempts on `gpus` (only stalled ones when `stalled_only`).
-    fn fail_tasks_on(&mut self, gpus: &[GpuId], stalled_only: bool, why: &str) {
+    /// Fails the running attempts on `gpus` (only stalled ones when `stalled_only`); how many.
+    fn fail_tasks_on(&mut self, gpus: &[GpuId], stalled_only: bool, why: &str) -> u64 {
         let mut hit: Vec<TaskId> = gpus.iter().flat_map(|&g| self.holders(g)).collect();
         hit.sort_unstable();
         hit.dedup();
+        let mut failed = 0;
         for task in hit {
             let t = &self.tasks[task.index()];
             // An earlier task's job may have failed and stopped this one already.
             if t.status == TaskStatus::Running && (!stalled_only || t.stalled_since.is_some()) {
                 self.fail_attempt(task, why);
+                failed += 1;
             }
         }
+        failed
     }
 
     /// A running attempt failed: it loses its work since the last checkpoint and retries if

@@ -16,6 +16,8 @@ pub struct Health {
     node_dead: Vec<bool>,
     /// Known: the GPU's failure was observed and it has not been repaired.
     gpu_out: Vec<bool>,
+    /// Known: the node is a spare held in reserve (see `spares.rs`).
+    node_reserved: Vec<bool>,
     broken_gpus: u32,
     unusable_gpus: u32,
     /// Each node's first GPU and GPU count.
@@ -32,6 +34,7 @@ impl Health {
             node_down: vec![false; nodes],
             node_dead: vec![false; nodes],
             gpu_out: vec![false; gpus],
+            node_reserved: vec![false; nodes],
             broken_gpus: 0,
             unusable_gpus: 0,
             node_gpus: cluster.nodes().iter().map(|n| (n.first_gpu, n.gpu_count)).collect(),
@@ -42,9 +45,11 @@ impl Health {
     pub fn broken(&self, gpu: GpuId) -> bool {
         self.gpu_broken[gpu.index()] || self.node_down[self.gpu_node[gpu.index()].index()]
     }
-    /// Known: the scheduler may place work on this GPU.
+    /// Known: the scheduler may place work on this GPU (not failed, not on a dead node, not on
+    /// a spare in reserve).
     pub fn usable(&self, gpu: GpuId) -> bool {
-        !self.gpu_out[gpu.index()] && !self.node_dead[self.gpu_node[gpu.index()].index()]
+        let node = self.gpu_node[gpu.index()].index();
+        !self.gpu_out[gpu.index()] && !self.node_dead[node] && !self.node_reserved[node]
     }
     pub fn node_down(&self, node: NodeId) -> bool {
         self.node_down[node.index()]
@@ -59,7 +64,7 @@ impl Health {
     pub fn broken_gpus(&self) -> u32 {
         self.broken_gpus
     }
-    /// GPUs the scheduler may not use now.
+    /// GPUs the scheduler may not use now (spares in reserve included).
     pub fn unusable_gpus(&self) -> u32 {
         self.unusable_gpus
     }
@@ -86,6 +91,9 @@ impl Health {
     }
     pub(crate) fn set_node_dead(&mut self, node: NodeId, dead: bool) -> Vec<GpuId> {
         self.change_usability(self.gpus_of(node), |h| h.node_dead[node.index()] = dead)
+    }
+    pub(crate) fn set_node_reserved(&mut self, node: NodeId, reserved: bool) -> Vec<GpuId> {
+        self.change_usability(self.gpus_of(node), |h| h.node_reserved[node.index()] = reserved)
     }
 
     fn change_usability(

@@ -25,6 +25,7 @@ pub mod quota;
 pub mod record;
 pub mod rng;
 pub mod series;
+mod spares;
 pub mod speeds;
 pub mod state;
 pub mod time;

@@ -143,6 +143,13 @@ pub struct RunStats {
     /// their GPUs over time from their retirement on, in GPU-milliseconds: capacity lost.
     pub retired_nodes: u32,
     pub retired_gpu_ms: u64,
+    /// Hot spares (`ControllerConfig::spare_nodes`): spares swapped in for dead nodes under
+    /// running tasks, tasks hit when no spare was left (their restarts had to wait), time
+    /// with some pool out of spares (ms), and the integral of GPUs held in reserve (GPU-ms).
+    pub spare_swaps: u64,
+    pub restarts_without_spare: u64,
+    pub no_spare_ms: u64,
+    pub reserved_gpu_ms: u64,
     /// When the run was stopped at its horizon (`ControllerConfig::horizon` after the last
     /// submission) with jobs not ended; `None`: it ended on its own.
     pub horizon_reached: Option<SimTime>,

@@ -34,6 +34,12 @@ pub struct ResilienceArgs {
     /// value and --restart-overhead-s.
     #[arg(long, value_name = "QUEUE=SECONDS")]
     queue_restart_overhead_s: Vec<String>,
+    /// Hot spares: healthy nodes each pool keeps in reserve, out of the scheduler's reach,
+    /// that replace a node declared dead under a running gang at once; rejoining nodes refill
+    /// the reserve first. Reserved GPUs are not capacity (see summary.json's
+    /// reserved_gpu_hours). 0: none.
+    #[arg(long, default_value_t = 0)]
+    spare_nodes: u32,
     /// Retire a node for good once it (or any of its GPUs) has failed this many times within
     /// --retire-window-h, at the repair of the last failure: as operators retire "lemon"
     /// servers. Off without it.
@@ -116,6 +122,7 @@ impl ResilienceArgs {
                 max_retries: self.max_retries,
             },
             retire: self.retire_rule()?,
+            spare_nodes: self.spare_nodes,
             ..base
         })
     }
