@@ -367,3 +367,51 @@ fn gangs_that_only_fit_with_the_spares_are_unschedulable() {
     );
     assert_eq!(reason(1), "task `0` asks for 16 GPUs on one node; the largest node of an eligible pool (`H100`) has 8");
 }
+
+/// Checkpoints that cost time, by hand: one 8-GPU job of 10,000 s, a checkpoint every 1,000 s
+/// of work taking 60 s to write (progress paused), 60 s restarts. The node fails at 2,500 s
+/// (repair 500 s): by then two checkpoints were written (at 1,000-1,060 s and 2,060-2,120 s)
+/// and the work stands at 2,380 s, of which 2,000 s is saved: 380 s redone, 20 s of lag
+/// (declared dead at 2,520 s). The node beats again at 3,000 s; the job restarts then from
+/// 2,000 s and writes 7 more checkpoints (3,000 ... 9,000 s): it ends at
+/// 3,000 + 60 + 8,000 + 7 x 60 = 11,480 s. Checkpoint writing: 9 x 60 s on 8 GPUs.
+#[test]
+fn checkpoints_that_cost_time_by_hand() {
+    use sim::{ClusterEvent, NodeId};
+    let run = |fail: bool| {
+        let events = match fail {
+            true => vec![ClusterEvent::NodeFail {
+                time: SimTime::from_secs(2_500),
+                node: NodeId(0),
+                repair: Some(SimDuration::from_secs(500)),
+            }],
+            false => Vec::new(),
+        };
+        let jobs = vec![JobSpec::single("train", SimTime::ZERO, 8, SimDuration::from_secs(10_000))];
+        let scenario =
+            Scenario::new(cluster(1, 8), Workload::new(jobs).expect("valid")).with_events(events).expect("valid");
+        let config = ControllerConfig {
+            checkpoint: SimDuration::from_secs(1_000),
+            checkpoint_cost: SimDuration::from_secs(60),
+            restart_overhead: SimDuration::from_secs(60),
+            check_invariants: true,
+            ..ControllerConfig::default()
+        };
+        let mut policy = policies::build("fifo").expect("fifo");
+        sim::simulate(scenario, policy.as_mut(), config).expect("runs")
+    };
+    let gpu_s = |s: u64| 8 * 1000 * s * 1000;
+    let quiet = &run(false).jobs[0];
+    assert_eq!(quiet.end, Some(SimTime::from_secs(10_540)));
+    assert_eq!((quiet.productive_mgpu_ms, quiet.lost_checkpoint_mgpu_ms), (gpu_s(10_000), gpu_s(540)));
+    let hit = run(true);
+    let job = &hit.jobs[0];
+    assert_eq!(job.end, Some(SimTime::from_secs(11_480)));
+    assert_eq!(job.productive_mgpu_ms, gpu_s(10_000));
+    assert_eq!(job.lost_redo_mgpu_ms, gpu_s(380));
+    assert_eq!(job.lost_lag_mgpu_ms, gpu_s(20));
+    assert_eq!(job.lost_overhead_mgpu_ms, gpu_s(60));
+    assert_eq!(job.lost_checkpoint_mgpu_ms, gpu_s(540));
+    let summary = reports::Summary::of(&hit);
+    assert!((summary.lost_checkpoint_gpu_hours - 8.0 * 540.0 / 3600.0).abs() < 1e-9);
+}

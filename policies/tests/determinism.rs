@@ -104,6 +104,7 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                         estimate: Some(SimDuration(estimate_ms)),
                         checkpoint: None,
                         restart_overhead: None,
+                        checkpoint_cost: None,
                         deps: Vec::new(),
                         window: sim::Window::default(),
                         dataset: None,

@@ -94,6 +94,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             estimate: Some(SimDuration(work_ms * quarters / 4)),
             checkpoint,
             restart_overhead,
+            checkpoint_cost: None,
             deps: Vec::new(),
             window: sim::Window::default(),
             dataset: None,

@@ -45,6 +45,8 @@ pub struct Summary {
     pub lost_redo_gpu_hours: f64,
     pub lost_detection_gpu_hours: f64,
     pub lost_overhead_gpu_hours: f64,
+    /// GPU-hours spent writing checkpoints (progress paused), part of `lost_gpu_hours`.
+    pub lost_checkpoint_gpu_hours: f64,
     /// Hardware failures (GPU or node) in the run, attempts they failed, retries started.
     pub failures: u64,
     pub task_failures: u64,
@@ -117,7 +119,8 @@ impl Summary {
         let sum = |field: fn(&sim::JobRecord) -> u64| run.jobs.iter().map(|j| u128::from(field(j))).sum::<u128>();
         let (redo, lag, overhead) =
             (sum(|j| j.lost_redo_mgpu_ms), sum(|j| j.lost_lag_mgpu_ms), sum(|j| j.lost_overhead_mgpu_ms));
-        let lost = redo + lag + overhead;
+        let checkpointing = sum(|j| j.lost_checkpoint_mgpu_ms);
+        let lost = redo + lag + overhead + checkpointing;
         let ettr = crate::training::ettr_means(&run.jobs);
         let interruptions: u64 = run.jobs.iter().map(|j| u64::from(crate::training::interruptions(j))).sum();
         Summary {
@@ -145,6 +148,7 @@ impl Summary {
             lost_redo_gpu_hours: hours(redo),
             lost_detection_gpu_hours: hours(lag),
             lost_overhead_gpu_hours: hours(overhead),
+            lost_checkpoint_gpu_hours: hours(checkpointing),
             failures: stats.failures,
             task_failures: stats.task_failures,
             retries: stats.retries,

@@ -17,6 +17,11 @@ fn span_secs(from: SimTime, to: Option<SimTime>) -> String {
     to.map(|to| secs(SimTime(to.since(from).as_ms()))).unwrap_or_default()
 }
 
+/// Every lost GPU-time of a job: redone, detection lag, restart overhead, checkpoint writing.
+fn lost_mgpu_ms(j: &sim::JobRecord) -> u64 {
+    j.lost_redo_mgpu_ms + j.lost_lag_mgpu_ms + j.lost_overhead_mgpu_ms + j.lost_checkpoint_mgpu_ms
+}
+
 /// Per-job table. Times in seconds with millisecond precision; empty where not applicable.
 pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
@@ -67,7 +72,7 @@ pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
             &j.failures.to_string(),
             &j.retries.to_string(),
             &format!("{:.6}", hours(u128::from(j.mgpu_ms))),
-            &format!("{:.6}", hours(u128::from(j.lost_redo_mgpu_ms + j.lost_lag_mgpu_ms + j.lost_overhead_mgpu_ms))),
+            &format!("{:.6}", hours(u128::from(lost_mgpu_ms(j)))),
             state,
             reason,
             &j.critical_path_ms.map(|ms| secs(SimTime(ms))).unwrap_or_default(),
@@ -173,11 +178,16 @@ pub fn summary_table(s: &Summary) -> String {
         (
             "lost GPU-hours",
             format!(
-                "{:.1} (redone {:.1}, detection {:.1}, restart {:.1}); mean detection lag {:.1} s",
+                "{:.1} (redone {:.1}, detection {:.1}, restart {:.1}{}); mean detection lag {:.1} s",
                 s.lost_gpu_hours,
                 s.lost_redo_gpu_hours,
                 s.lost_detection_gpu_hours,
                 s.lost_overhead_gpu_hours,
+                if s.lost_checkpoint_gpu_hours > 0.0 {
+                    format!(", checkpoints {:.1}", s.lost_checkpoint_gpu_hours)
+                } else {
+                    String::new()
+                },
                 s.mean_detection_lag_s
             ),
         ),

@@ -33,6 +33,9 @@ pub struct ControllerConfig {
     pub restart_overhead: SimDuration,
     /// Work between checkpoints, unless the task sets its own; zero: progress is never lost.
     pub checkpoint: SimDuration,
+    /// Wall time each checkpoint takes to write, progress paused (see `checkpoints.rs`),
+    /// unless the task sets its own; zero: checkpoints are free.
+    pub checkpoint_cost: SimDuration,
     /// Heartbeats, detection delays and retry budgets.
     pub failures: FailureConfig,
     /// Check every invariant after every step (on by default in debug builds and tests).
@@ -76,6 +79,7 @@ impl Default for ControllerConfig {
             seed: 0,
             restart_overhead: SimDuration::ZERO,
             checkpoint: SimDuration::ZERO,
+            checkpoint_cost: SimDuration::ZERO,
             failures: FailureConfig::default(),
             check_invariants: cfg!(debug_assertions),
             record_decisions: false,
@@ -469,11 +473,12 @@ impl Controller {
         let progress = t.progress_wall_at(now);
         let stalled = held - overhead_paid - progress;
         let done_before = t.work - t.remaining;
-        let done_now = done_before + t.work_in(progress);
-        let saved = t.saved(done_now);
-        // The wall time that produced the work kept; the rest of the progress is lost.
-        let kept = t.wall_for(saved - done_before).min(progress);
-        let lost = progress - kept;
+        let at = t.progress_after(progress);
+        let (done_now, saved, checkpointing) = (at.done, at.saved, at.checkpointing);
+        // The wall time that produced the work kept, and that wrote checkpoints; the rest of
+        // the progress is lost.
+        let kept = t.wall_for(saved - done_before).min(progress - checkpointing);
+        let lost = progress - checkpointing - kept;
         let gpus = t.mgpus();
         t.remaining = t.work - saved;
         t.closed_mgpu_ms += held.as_ms() * gpus;
@@ -482,11 +487,12 @@ impl Controller {
         t.lost_redo_mgpu_ms += lost.as_ms() * gpus;
         t.lost_lag_mgpu_ms += stalled.as_ms() * gpus;
         t.lost_overhead_mgpu_ms += overhead_paid.as_ms() * gpus;
+        t.lost_checkpoint_mgpu_ms += checkpointing.as_ms() * gpus;
         self.reached(task, done_now);
         let t = &mut self.tasks[task.index()];
         let was_stalled = t.stalled_since.take().is_some();
         let placed = std::mem::take(&mut t.placed);
-        let lost_mgpu_ms = (lost + stalled + overhead_paid).as_ms() * gpus;
+        let lost_mgpu_ms = (lost + stalled + overhead_paid + checkpointing).as_ms() * gpus;
         self.series.count(now, |b| b.lost_mgpu_ms += lost_mgpu_ms);
         if was_stalled {
             self.stalled_mgpus -= gpus;
@@ -812,7 +818,8 @@ impl Controller {
                     mgpu_ms: tasks.clone().map(|t| t.mgpu_ms_at(self.now)).sum(),
                     lost_redo_mgpu_ms: tasks.clone().map(|t| t.lost_redo_mgpu_ms).sum(),
                     lost_lag_mgpu_ms: tasks.clone().map(|t| t.lost_lag_mgpu_ms).sum(),
-                    lost_overhead_mgpu_ms: tasks.map(|t| t.lost_overhead_mgpu_ms).sum(),
+                    lost_overhead_mgpu_ms: tasks.clone().map(|t| t.lost_overhead_mgpu_ms).sum(),
+                    lost_checkpoint_mgpu_ms: tasks.map(|t| t.lost_checkpoint_mgpu_ms).sum(),
                     outcome: state.outcome.clone(),
                     unfinished_reason: self.unfinished_reason(state, spec),
                     critical_path_ms,
@@ -937,7 +944,7 @@ fn new_job_state(spec: &crate::workload::JobSpec, first_task: TaskId) -> JobStat
 }
 
 /// A task's run-time state before its job arrives (no queue or dataset applied yet).
-fn new_task_state(
+pub(crate) fn new_task_state(
     t: &crate::workload::TaskSpec,
     job: JobId,
     cluster: &Cluster,
@@ -953,6 +960,7 @@ fn new_task_state(
         work: t.work,
         estimate: t.estimate,
         checkpoint: t.checkpoint.unwrap_or(config.checkpoint),
+        checkpoint_cost: t.checkpoint_cost.unwrap_or(config.checkpoint_cost),
         restart_overhead: t.restart_overhead.unwrap_or(config.restart_overhead),
         status: TaskStatus::Pending,
         remaining: t.work,
@@ -971,6 +979,7 @@ fn new_task_state(
         lost_redo_mgpu_ms: 0,
         lost_lag_mgpu_ms: 0,
         lost_overhead_mgpu_ms: 0,
+        lost_checkpoint_mgpu_ms: 0,
         placed: Vec::new(),
         speed_milli: 1000,
         dataset: None,

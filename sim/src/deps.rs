@@ -258,8 +258,7 @@ impl Controller {
         if t.stalled_since.is_some() {
             return;
         }
-        let done = (t.work - t.remaining).as_ms();
-        let at = t.run_start + t.overhead + t.wall_for(SimDuration(point.saturating_sub(done)));
+        let at = t.run_start + t.overhead + t.wall_to(SimDuration(point));
         self.timers.push((at, Timer::Progress { task, attempt: t.attempt }));
     }
 

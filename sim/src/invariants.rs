@@ -160,7 +160,11 @@ impl Controller {
     /// ended attempts split exactly into productive, redone, detection-lag and overhead time.
     fn check_gpu_time_conserved(&self) -> Result<(), String> {
         for (index, t) in self.tasks.iter().enumerate() {
-            let parts = t.productive_mgpu_ms + t.lost_redo_mgpu_ms + t.lost_lag_mgpu_ms + t.lost_overhead_mgpu_ms;
+            let parts = t.productive_mgpu_ms
+                + t.lost_redo_mgpu_ms
+                + t.lost_lag_mgpu_ms
+                + t.lost_overhead_mgpu_ms
+                + t.lost_checkpoint_mgpu_ms;
             if parts != t.closed_mgpu_ms {
                 return Err(format!("task t{index} held {} GPU-ms but its parts sum to {parts}", t.closed_mgpu_ms));
             }

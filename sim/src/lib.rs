@@ -3,6 +3,7 @@
 //! and the virtual-time engine. No IO, no clock, no threads: see ARCHITECTURE.md.
 
 pub mod alloc;
+mod checkpoints;
 pub mod cluster;
 pub mod controller;
 pub mod dag;
@@ -33,6 +34,7 @@ pub mod view;
 pub mod workload;
 
 pub use alloc::{FreeGpus, WHOLE_GPU_MILLI};
+pub use checkpoints::Progress;
 pub use cluster::{Cluster, ClusterError, ClusterSpec, Node, Pool, PoolMask, PoolSpec};
 pub use controller::{Controller, ControllerConfig, Effect, RetireRule};
 pub use data::{Dataset, DatasetSpec, Datasets};

@@ -33,6 +33,8 @@ pub struct JobRecord {
     pub lost_redo_mgpu_ms: u64,
     pub lost_lag_mgpu_ms: u64,
     pub lost_overhead_mgpu_ms: u64,
+    /// ...and writing checkpoints (progress paused).
+    pub lost_checkpoint_mgpu_ms: u64,
     /// `None` when the run ended with the job still waiting or running (a stalled policy, or
     /// the run's horizon)...
     pub outcome: Option<JobOutcome>,

@@ -67,6 +67,8 @@ pub struct TaskState {
     pub estimate: Option<SimDuration>,
     /// Work between checkpoints; zero means progress is never lost (checkpoint at every instant).
     pub checkpoint: SimDuration,
+    /// Wall time each checkpoint takes to write, progress paused (`checkpoints.rs`).
+    pub checkpoint_cost: SimDuration,
     /// Paid (on the GPUs, without progress) at every restart after a preemption or failure.
     pub restart_overhead: SimDuration,
     pub status: TaskStatus,
@@ -90,7 +92,7 @@ pub struct TaskState {
     pub attempts_ms: u64,
     /// GPU-time held in attempts that have ended, in milli-GPU-milliseconds (so a task holding
     /// 0.25 GPU is counted exactly), and how it splits:
-    /// `closed = productive + redone + detection lag + restart overhead`.
+    /// `closed = productive + redone + detection lag + restart overhead + checkpoint writing`.
     pub closed_mgpu_ms: u64,
     /// Work kept (not lost to a failure or preemption), x the task's milli-GPUs.
     pub productive_mgpu_ms: u64,
@@ -100,6 +102,8 @@ pub struct TaskState {
     pub lost_lag_mgpu_ms: u64,
     /// Restart overhead paid.
     pub lost_overhead_mgpu_ms: u64,
+    /// Time spent writing checkpoints (progress paused).
+    pub lost_checkpoint_mgpu_ms: u64,
     /// GPUs held now; empty unless running.
     pub placed: Vec<GpuId>,
     /// Speed of the pool the current (or last) attempt runs in, in thousandths of the
@@ -119,13 +123,17 @@ impl TaskState {
         if self.status != TaskStatus::Running {
             return SimDuration::ZERO;
         }
-        self.work_in(self.progress_wall_at(now))
+        self.progress_after(self.progress_wall_at(now)).done - (self.work - self.remaining)
+    }
+    /// Work of a running task checkpointed by `now` (all attempts).
+    pub fn saved_at(&self, now: SimTime) -> SimDuration {
+        self.progress_after(self.progress_wall_at(now)).saved
     }
     /// Wall time the current attempt has spent making progress by `now` (after its restart
     /// overhead, before its hardware broke, at most what its remaining work takes).
     pub fn progress_wall_at(&self, now: SimTime) -> SimDuration {
         let until = self.stalled_since.map_or(now, |s| s.min(now));
-        until.since(self.run_start).saturating_sub(self.overhead).min(self.wall_for(self.remaining))
+        until.since(self.run_start).saturating_sub(self.overhead).min(self.wall_to(self.work))
     }
     /// Wall time `work` takes at this task's speed (rounded up to whole ms: never early).
     pub fn wall_for(&self, work: SimDuration) -> SimDuration {
@@ -143,7 +151,7 @@ impl TaskState {
     }
     /// When the current attempt ends if nothing interrupts it.
     pub fn finish_if_undisturbed(&self) -> SimTime {
-        self.run_start + self.overhead + self.wall_for(self.remaining)
+        self.run_start + self.overhead + self.wall_to(self.work)
     }
     /// What the task holds while running, in milli-GPUs: 1000 per whole GPU, or its share of
     /// one GPU.

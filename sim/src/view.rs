@@ -113,7 +113,7 @@ impl<'a> ClusterView<'a> {
             return SimDuration::ZERO;
         }
         let done = t.work - t.remaining + t.progress_at(self.now);
-        done - t.saved(done)
+        done - t.saved_at(self.now)
     }
     /// The work a running task has checkpointed during its current attempt: what preempting it
     /// now would keep of the attempt. Zero while it pays its restart overhead and until its
@@ -126,7 +126,7 @@ impl<'a> ClusterView<'a> {
             return SimDuration::ZERO;
         }
         let start = t.work - t.remaining;
-        t.saved(start + t.progress_at(self.now)) - start
+        t.saved_at(self.now) - start
     }
     /// What the scheduler knows of the hardware (nodes declared dead, GPUs taken out). The
     /// ground truth in it is for reports; a policy that reads `broken` is cheating.
@@ -179,6 +179,9 @@ impl<'a> ClusterView<'a> {
         let t = self.task(task);
         let overhead_end = t.run_start + t.overhead;
         let resume = if overhead_end > self.now { overhead_end } else { self.now };
-        resume + t.wall_for(self.expected_remaining(task, source))
+        // Checkpoints still to write pause it on the way (counted on the true work left).
+        let to_write =
+            t.checkpoints_before(t.work) - t.checkpoints_before(t.work - t.remaining + t.progress_at(self.now));
+        resume + t.wall_for(self.expected_remaining(task, source)) + SimDuration(to_write * t.checkpoint_cost.as_ms())
     }
 }

@@ -25,6 +25,8 @@ pub struct TaskSpec {
     pub checkpoint: Option<SimDuration>,
     /// Restart overhead after a preemption or failure (`None`: the run's default).
     pub restart_overhead: Option<SimDuration>,
+    /// Wall time each checkpoint takes to write, progress paused; `None`: the run's default.
+    pub checkpoint_cost: Option<SimDuration>,
     /// What the task waits for inside its job (a DAG; empty: nothing, it is ready on arrival).
     pub deps: Vec<Dependency>,
     /// When the task may first start.
@@ -111,6 +113,7 @@ impl TaskSpec {
             estimate: None,
             checkpoint: None,
             restart_overhead: None,
+            checkpoint_cost: None,
             deps: Vec::new(),
             window: Window::default(),
             dataset: None,

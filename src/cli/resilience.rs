@@ -22,6 +22,10 @@ pub struct ResilienceArgs {
     /// Seconds of work between checkpoints for tasks that set none; 0: progress is never lost.
     #[arg(long, default_value = "0")]
     checkpoint_s: String,
+    /// Seconds writing one checkpoint takes, progress paused (synchronous), for tasks that set
+    /// none; counted as lost GPU-time of its own. 0: checkpoints are free.
+    #[arg(long, default_value = "0")]
+    checkpoint_cost_s: String,
     /// Seconds a preempted or failed task pays (on its GPUs, without progress) when it
     /// restarts, for tasks that set none.
     #[arg(long, default_value = "0")]
@@ -34,6 +38,10 @@ pub struct ResilienceArgs {
     /// value and --restart-overhead-s.
     #[arg(long, value_name = "QUEUE=SECONDS")]
     queue_restart_overhead_s: Vec<String>,
+    /// Per-queue default checkpoint cost, QUEUE=SECONDS (repeatable); between a task's own
+    /// value and --checkpoint-cost-s.
+    #[arg(long, value_name = "QUEUE=SECONDS")]
+    queue_checkpoint_cost_s: Vec<String>,
     /// Hot spares: healthy nodes each pool keeps in reserve, out of the scheduler's reach,
     /// that replace a node declared dead under a running gang at once; rejoining nodes refill
     /// the reserve first. Reserved GPUs are not capacity (see summary.json's
@@ -73,11 +81,13 @@ impl ResilienceArgs {
     pub fn apply_queue_defaults(&self, workload: Workload) -> Result<Workload, String> {
         let checkpoints = per_queue("queue-checkpoint-s", &self.queue_checkpoint_s)?;
         let overheads = per_queue("queue-restart-overhead-s", &self.queue_restart_overhead_s)?;
-        if checkpoints.is_empty() && overheads.is_empty() {
+        let costs = per_queue("queue-checkpoint-cost-s", &self.queue_checkpoint_cost_s)?;
+        if checkpoints.is_empty() && overheads.is_empty() && costs.is_empty() {
             return Ok(workload);
         }
         let queues: BTreeSet<&str> = workload.jobs().iter().filter_map(|j| j.queue.as_deref()).collect();
-        if let Some(unknown) = checkpoints.keys().chain(overheads.keys()).find(|q| !queues.contains(q.as_str())) {
+        let named = checkpoints.keys().chain(overheads.keys()).chain(costs.keys());
+        if let Some(unknown) = named.into_iter().find(|q| !queues.contains(q.as_str())) {
             return Err(format!(
                 "no job is in queue `{unknown}` (queues: {})",
                 queues.into_iter().collect::<Vec<_>>().join(", ")
@@ -87,9 +97,11 @@ impl ResilienceArgs {
         for job in &mut jobs {
             let Some(queue) = job.queue.as_deref() else { continue };
             let (checkpoint, overhead) = (checkpoints.get(queue).copied(), overheads.get(queue).copied());
+            let cost = costs.get(queue).copied();
             for task in &mut job.tasks {
                 task.checkpoint = task.checkpoint.or(checkpoint);
                 task.restart_overhead = task.restart_overhead.or(overhead);
+                task.checkpoint_cost = task.checkpoint_cost.or(cost);
             }
         }
         Workload::new(jobs).map_err(|e| e.to_string())
@@ -115,6 +127,7 @@ impl ResilienceArgs {
         Ok(ControllerConfig {
             restart_overhead: seconds("restart-overhead-s", &self.restart_overhead_s)?,
             checkpoint: seconds("checkpoint-s", &self.checkpoint_s)?,
+            checkpoint_cost: seconds("checkpoint-cost-s", &self.checkpoint_cost_s)?,
             failures: FailureConfig {
                 heartbeat_interval,
                 missed_beats: self.missed_beats,

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
-pub const JOB_COLUMNS: [&str; 21] = [
+pub const JOB_COLUMNS: [&str; 22] = [
     "job_id",
     "task_id",
     "submit_s",
@@ -34,6 +34,7 @@ pub const JOB_COLUMNS: [&str; 21] = [
     "speeds",
     "cancel_s",
     "exit_code",
+    "checkpoint_cost_s",
 ];
 
 const KNOWN: &[Column] = &[
@@ -58,6 +59,7 @@ const KNOWN: &[Column] = &[
     Column { name: "speeds", required: false },
     Column { name: "cancel_s", required: false },
     Column { name: "exit_code", required: false },
+    Column { name: "checkpoint_cost_s", required: false },
 ];
 
 /// Column indexes in the file at hand (`None`: the optional column is absent).
@@ -83,6 +85,7 @@ struct Cols {
     speeds: Option<usize>,
     cancel: Option<usize>,
     exit_code: Option<usize>,
+    checkpoint_cost: Option<usize>,
 }
 
 /// Reads a canonical `jobs.csv` from `source`; `file` names it in errors.
@@ -116,6 +119,7 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
         speeds: c[18],
         cancel: c[19],
         exit_code: c[20],
+        checkpoint_cost: c[21],
     };
     let mut builder = Builder::default();
     rows.parse_all(sink, |row| builder.add(row, &cols))?;
@@ -153,6 +157,7 @@ impl Builder {
         let task_id = row.opt_text(cols.task)?;
         let checkpoint_ms = row.opt_seconds_ms(cols.checkpoint)?;
         let restart_overhead_ms = row.opt_seconds_ms(cols.restart_overhead)?;
+        let checkpoint_cost_ms = row.opt_seconds_ms(cols.checkpoint_cost)?;
         let deadline_ms = row.opt_positive_seconds_ms(cols.deadline)?;
         let priority = parse_priority(row, cols.priority)?;
         let cancel_ms = row.opt_seconds_ms(cols.cancel)?;
@@ -209,6 +214,7 @@ impl Builder {
             estimate: estimate_ms.map(SimDuration),
             checkpoint: checkpoint_ms.map(SimDuration),
             restart_overhead: restart_overhead_ms.map(SimDuration),
+            checkpoint_cost: checkpoint_cost_ms.map(SimDuration),
             deps: Vec::new(),
             window,
             dataset: row.opt_text(cols.dataset).map(|d| (!d.is_empty()).then(|| d.to_owned()))?,
@@ -435,6 +441,7 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                     &speeds_text(&task.speeds),
                     &job.cancel.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
                     &task.exit_code.to_string(),
+                    &seconds(task.checkpoint_cost),
                 ])
                 .map_err(io_error)?;
         }
@@ -540,9 +547,13 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
                 ));
             }
             let at_most_max = |d: Option<SimDuration>| d.is_none_or(|d| d.as_ms() <= max_ms);
-            if !at_most_max(task.checkpoint) || !at_most_max(task.restart_overhead) {
+            if !at_most_max(task.checkpoint)
+                || !at_most_max(task.restart_overhead)
+                || !at_most_max(task.checkpoint_cost)
+            {
                 return refuse(format!(
-                    "job `{name}` task `{tname}`: checkpoint interval and restart overhead must be 0..={MAX_SECONDS} s"
+                    "job `{name}` task `{tname}`: checkpoint interval, checkpoint cost and restart overhead must be \
+                     0..={MAX_SECONDS} s"
                 ));
             }
             if task.dataset.as_deref() == Some("") {

@@ -98,6 +98,7 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
                     estimate: estimate.map(SimDuration),
                     checkpoint: checkpoint.map(SimDuration),
                     restart_overhead: restart.map(SimDuration),
+                    checkpoint_cost: None,
                     deps: Vec::new(),
                     window: Window { not_before: not_before.map(SimTime), not_after: not_after.map(SimTime) },
                     dataset: n.contains('a').then(|| format!("data {n}")),
