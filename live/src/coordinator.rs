@@ -16,6 +16,7 @@ use crate::api::{GpuReturned, HeartbeatReply, HeartbeatRequest, JobRequest, Refu
 use crate::backend::HealthEvent;
 use crate::driver::{Batch, Driver, DriverConfig, Input};
 use crate::http::{Call, Front, Inbound, Limits, Method};
+use crate::lock::StateLock;
 use crate::store::{AgentRecord, Store, load_or_create_token};
 use crate::tls::{Identities, TlsFront};
 use serde_json::{Value, json};
@@ -114,6 +115,8 @@ impl TlsSetup {
 }
 
 pub struct Coordinator {
+    /// The state directory's lock, held for the coordinator's life (see [`crate::lock`]).
+    _lock: StateLock,
     /// The front's accept thread takes its connections while `run` runs (nothing else of the
     /// coordinator is shared). With TLS it listens on a loopback port of its own, behind `tls`.
     listener: TcpListener,
@@ -145,10 +148,19 @@ pub struct Coordinator {
 }
 
 impl Coordinator {
-    /// Opens (or creates) the state directory, replays its journal and binds the socket.
+    /// Binds the socket, locks (or creates) the state directory, replays its journal. In this
+    /// order, so that a second coordinator on a directory in use, or one whose address is
+    /// taken, is refused before it writes anything (the directory, the token included).
     pub fn open(options: ServeOptions) -> Result<Coordinator, String> {
+        let existing = StateLock::try_existing(&options.state_dir)?;
+        let (listener, public) = bind(&options)?;
+        let mut lock = match existing {
+            Some(lock) => lock,
+            None => StateLock::acquire(&options.state_dir)?,
+        };
+        let public_addr = public.as_ref().unwrap_or(&listener).local_addr().map_err(|e| format!("the listener: {e}"))?;
+        lock.record_holder(&public_addr.to_string())?;
         let store = Store::open(&options.state_dir)?;
-        let _ = std::fs::set_permissions(&options.state_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700));
         let token = load_or_create_token(&options.state_dir)?;
         let config = match (store.config()?, options.config) {
             (Some(stored), Some(given)) if stored != given => {
@@ -196,13 +208,8 @@ impl Coordinator {
             (Driver::replay(config, journal)?, last + 1)
         };
         let agents = store.agents()?.into_iter().map(|a| (a.name.clone(), a)).collect();
-        let (listener, tls) = match &options.tls {
-            None => {
-                let listener = TcpListener::bind(&options.listen)
-                    .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
-                (listener, None)
-            }
-            Some(TlsOptions { certificate, client_ca }) => {
+        let tls = match (&options.tls, public) {
+            (Some(TlsOptions { certificate, client_ca }), Some(public)) => {
                 let (cert, key) = match certificate {
                     TlsSetup::Files { cert, key } => (cert.clone(), key.clone()),
                     TlsSetup::SelfSigned { names } => {
@@ -212,15 +219,15 @@ impl Coordinator {
                     }
                 };
                 let config = crate::tls::server_config(&cert, &key, client_ca.as_deref())?;
-                let listener =
-                    TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
                 let plain = listener.local_addr().map_err(|e| format!("the loopback listener: {e}"))?;
                 let identities = Identities::default();
-                let front = TlsFront::start(&options.listen, plain, config, identities.clone())?;
-                (listener, Some((front, identities, client_ca.is_some())))
+                let front = TlsFront::start_on(public, plain, config, identities.clone())?;
+                Some((front, identities, client_ca.is_some()))
             }
+            _ => None,
         };
         let coordinator = Coordinator {
+            _lock: lock,
             listener,
             limits: options.http,
             tls,
@@ -1046,6 +1053,18 @@ impl Coordinator {
         }
         assignments
     }
+}
+
+/// The sockets, bound before anything is written: the one the HTTP front serves and, with
+/// TLS, the public one (`listen`) whose connections the relay ends and passes to it on loopback.
+fn bind(options: &ServeOptions) -> Result<(TcpListener, Option<TcpListener>), String> {
+    let listen = || TcpListener::bind(&options.listen).map_err(|e| format!("cannot listen on {}: {e}", options.listen));
+    if options.tls.is_none() {
+        return Ok((listen()?, None));
+    }
+    let public = listen()?;
+    let plain = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
+    Ok((plain, Some(public)))
 }
 
 /// A request's path (without its query) and its segments: what the routes match on.

@@ -10,6 +10,7 @@ pub mod coordinator;
 pub mod driver;
 pub mod http;
 mod leftovers;
+pub mod lock;
 pub mod metrics;
 pub mod store;
 pub mod tls;

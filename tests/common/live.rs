@@ -30,6 +30,11 @@ impl Procs {
         self.0.len() - 1
     }
 
+    /// The process id of the child at `index`.
+    pub fn pid(&self, index: usize) -> u32 {
+        self.0[index].id()
+    }
+
     /// SIGKILL, and wait for it.
     pub fn kill(&mut self, index: usize) {
         let _ = self.0[index].kill();
@@ -64,6 +69,21 @@ pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T
         assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Runs `schedlab ARGS` to its end, killed if it runs past `secs`: (exit code, stdout,
+/// stderr); the code is None when it was killed.
+pub fn run_bounded(args: &[&str], secs: u64) -> (Option<i32>, String, String) {
+    let mut child =
+        Command::new(BIN).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
 }
 
 /// Appends `line` to an injection (or control) file a backend reads.
