@@ -236,7 +236,7 @@ fn bad_requests_are_refused_with_reasons() {
     assert!(reason.contains("GPU GPU-n0-0 is held by agent `n0`"), "{reason}");
     let (code, reason) = err(c.post(
         "/v1/agents/heartbeat",
-        &json!({ "name": "n0", "health": [{ "kind": "xid", "uuid": "GPU-elsewhere", "code": 79 }] }),
+        &json!({ "name": "n0", "generation": 1, "health": [{ "kind": "xid", "uuid": "GPU-elsewhere", "code": 79 }] }),
     ));
     assert_eq!(code, 409);
     assert!(reason.contains("unknown GPU GPU-elsewhere"), "{reason}");

@@ -12,7 +12,10 @@
 //! agent that starts again first stops what its previous incarnation left running
 //! (`leftovers`).
 
-use crate::api::{Assignment, ExitReport, HeartbeatReply, HeartbeatRequest, RegisterReply, RegisterRequest};
+use crate::api::{
+    Assignment, AssignmentsReply, ExitReport, HeartbeatReply, HeartbeatRequest, RegisterReply, RegisterRequest,
+    STALE_GENERATION,
+};
 use crate::backend::{GpuBackend, HealthEvent};
 use crate::client::{CallError, Client};
 use crate::leftovers::{self, Group, Record};
@@ -60,6 +63,9 @@ pub struct Agent {
     registered: Option<RegisterReply>,
     /// This process registered once already (so a registration again is not a restart).
     ever_registered: bool,
+    /// The newest coordinator generation it registered with: a coordinator of an older one is
+    /// not the current coordinator, and nothing it says is acted on.
+    newest_generation: u64,
     /// Every (task, attempt) ever started here: never started again.
     started: BTreeSet<(u32, u32)>,
     /// Attempts not yet reaped. A stopped one whose top process exited stays until its group
@@ -91,6 +97,7 @@ impl Agent {
             client,
             registered: None,
             ever_registered: false,
+            newest_generation: 0,
             started: BTreeSet::new(),
             running: BTreeMap::new(),
             exits: Vec::new(),
@@ -146,11 +153,18 @@ impl Agent {
                 if self.reap() || !self.health.is_empty() {
                     break;
                 }
-                if self.registered.is_some() && polled.elapsed() >= self.options.poll {
+                if let Some(generation) = self.generation()
+                    && polled.elapsed() >= self.options.poll
+                {
                     polled = Instant::now();
-                    let path = format!("/v1/agents/{}/assignments", self.options.name);
-                    if let Ok(assignments) = self.client.get::<Vec<Assignment>>(&path) {
-                        self.assignments = assignments;
+                    let path = format!("/v1/agents/{}/assignments?generation={generation}", self.options.name);
+                    match self.client.get::<AssignmentsReply>(&path) {
+                        Ok(r) if r.generation == generation => self.assignments = r.assignments,
+                        Ok(r) => self.log(format!(
+                            "ignored the assignments of coordinator generation {} (registered with {generation})",
+                            r.generation
+                        )),
+                        Err(_) => {} // the next heartbeat says what is wrong
                     }
                 }
                 // Escalate stops past their grace; start what waited for a stopped process.
@@ -175,7 +189,18 @@ impl Agent {
                 fresh: !self.ever_registered,
             };
             let reply: RegisterReply = self.client.post("/v1/agents/register", &request).map_err(|e| e.to_string())?;
-            self.log(format!("registered as node {} (heartbeat {} ms)", reply.node, reply.heartbeat_ms));
+            if reply.generation < self.newest_generation {
+                return Err(format!(
+                    "the coordinator answered as generation {}, older than generation {} this agent registered with: \
+                     it is not the current coordinator; nothing it says is acted on",
+                    reply.generation, self.newest_generation
+                ));
+            }
+            self.log(format!(
+                "registered as node {} (heartbeat {} ms, coordinator generation {})",
+                reply.node, reply.heartbeat_ms, reply.generation
+            ));
+            self.newest_generation = reply.generation;
             self.registered = Some(reply);
             self.ever_registered = true;
         }
@@ -188,6 +213,7 @@ impl Agent {
             health: self.health.clone(),
             gpus: self.backend.gpus().unwrap_or_default(),
             processes: self.backend.processes().unwrap_or_default(),
+            generation: self.generation().unwrap_or(0),
         };
         let reply: HeartbeatReply = match self.client.post("/v1/agents/heartbeat", &request) {
             Ok(r) => r,
@@ -195,13 +221,31 @@ impl Agent {
                 self.registered = None;
                 return Err("the coordinator does not know this agent; registering again".into());
             }
+            Err(CallError::Status(409, reason)) if reason.starts_with(STALE_GENERATION) => {
+                self.registered = None;
+                return Err(format!("{reason}; registering again"));
+            }
             Err(e) => return Err(e.to_string()),
         };
+        if reply.generation != request.generation {
+            // Not the coordinator it registered with: its assignments and acknowledgements are
+            // not acted on (what was reported is sent again), and it registers again.
+            self.registered = None;
+            return Err(format!(
+                "ignored a heartbeat answer of coordinator generation {} (registered with {}); registering again",
+                reply.generation, request.generation
+            ));
+        }
         self.health.drain(..request.health.len());
         self.exits.retain(|x| !reply.acked.contains(x));
         self.reconcile(&reply.assignments);
         self.assignments = reply.assignments;
         Ok(Duration::from_millis(reply.heartbeat_ms.max(10)))
+    }
+
+    /// The coordinator generation it registered with, if it is registered.
+    fn generation(&self) -> Option<u64> {
+        self.registered.as_ref().map(|r| r.generation)
     }
 
     fn collect_health(&mut self, timeout_ms: u32) {

@@ -288,7 +288,15 @@ pub struct RegisterRequest {
 pub struct RegisterReply {
     pub node: u32,
     pub heartbeat_ms: u64,
+    /// The coordinator's generation (one more at each of its starts): the agent sends it with
+    /// every report and acts only on answers that carry it.
+    #[serde(default)]
+    pub generation: u64,
 }
+
+/// The start of the reason of a `409` answer to a report (or a request for assignments) whose
+/// generation is not the coordinator's: the agent registers again to learn the new one.
+pub const STALE_GENERATION: &str = "stale coordinator generation";
 
 /// One attempt's process ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -314,6 +322,9 @@ pub struct HeartbeatRequest {
     /// Compute processes on them (for `GET /v1/cluster`).
     #[serde(default)]
     pub processes: Vec<GpuProcess>,
+    /// The coordinator generation the agent registered with (0: none, always refused).
+    #[serde(default)]
+    pub generation: u64,
 }
 
 /// What one node must run: the agent starts each assignment it has not started before and
@@ -344,6 +355,17 @@ pub struct HeartbeatReply {
     /// Exit reports the coordinator has recorded: the agent may forget them.
     pub acked: Vec<ExitReport>,
     pub heartbeat_ms: u64,
+    /// The generation of the coordinator that answers.
+    #[serde(default)]
+    pub generation: u64,
+}
+
+/// `GET /v1/agents/NAME/assignments?generation=G`: what the node must run, by the coordinator
+/// of this generation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssignmentsReply {
+    pub generation: u64,
+    pub assignments: Vec<Assignment>,
 }
 
 /// The answer to `POST /v1/gpus/{uuid}/return`: where the GPU is and what it does now, after

@@ -12,7 +12,10 @@
 //! last batch: time while the coordinator was down does not count (agents' missed heartbeats
 //! included, so a restart never declares every node dead).
 
-use crate::api::{GpuReturned, HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply, RegisterRequest};
+use crate::api::{
+    AssignmentsReply, GpuReturned, HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply, RegisterRequest,
+    STALE_GENERATION,
+};
 use crate::backend::HealthEvent;
 use crate::driver::{Batch, Driver, DriverConfig, Input};
 use crate::http::{Call, Front, Inbound, Limits, Method};
@@ -127,6 +130,10 @@ pub struct Coordinator {
     store: Store,
     driver: Driver,
     token: String,
+    /// This start's generation (see [`Store::next_generation`]): reports carrying another are
+    /// refused, so an agent never reports to, nor acts for, a coordinator that is not the
+    /// latest.
+    generation: u64,
     /// Sorted: see [`ServeOptions::app_xids`].
     app_xids: Vec<u64>,
     agents: BTreeMap<String, AgentRecord>,
@@ -197,6 +204,7 @@ impl Coordinator {
         };
         let journal = store.batches()?;
         let mut store = store;
+        let generation = store.next_generation()?;
         let (driver, base_ms) = if journal.is_empty() {
             let mut driver = Driver::new(config)?;
             let start = driver.start_batch();
@@ -234,6 +242,7 @@ impl Coordinator {
             store,
             driver,
             token,
+            generation,
             app_xids,
             agents,
             processes: BTreeMap::new(),
@@ -322,8 +331,9 @@ impl Coordinator {
         let identities = self.tls.as_ref().map(|(_, identities, _)| identities.clone());
         let front = Front::start(&self.listener, self.token.clone(), self.limits, inbound, identities)?;
         self.log(format!(
-            "listening on {} (policy {}, {} nodes, application XIDs {})",
+            "listening on {} (generation {}, policy {}, {} nodes, application XIDs {})",
             self.url(),
+            self.generation,
             self.driver.policy_name(),
             self.driver.cluster().nodes().len(),
             app_xids_text(&self.app_xids)
@@ -452,7 +462,9 @@ impl Coordinator {
                     .get(*name)
                     .cloned()
                     .ok_or_else(|| Refusal::new(404, format!("no agent `{name}`: register first")))?;
-                Ok((200, serde_json::to_value(self.assignments_of(&agent)).unwrap_or(Value::Null)))
+                self.check_generation(query_u64(url, "generation").unwrap_or(0))?;
+                let reply = AssignmentsReply { generation: self.generation, assignments: self.assignments_of(&agent) };
+                Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
             }
             (
                 _,
@@ -869,7 +881,12 @@ impl Coordinator {
             for (slot, g) in record.gpus.iter_mut().enumerate() {
                 if let Some(now) = r.gpus.iter().find(|n| n.uuid == g.uuid) {
                     *g = now.clone();
-                    if let Some(repair) = self.gpu_repair(node, slot as u32) {
+                    // Only an agent started afresh may have had its GPUs reset: one registering
+                    // again (after a coordinator restart, to learn its generation) brings back
+                    // nothing taken out.
+                    if r.fresh
+                        && let Some(repair) = self.gpu_repair(node, slot as u32)
+                    {
                         self.log(format!("node {node}: GPU {} is back (its agent registered again with it)", g.uuid));
                         inputs.push(repair);
                     }
@@ -879,7 +896,7 @@ impl Coordinator {
             self.agents.insert(r.name.clone(), record);
             self.commit(inputs).map_err(Self::internal)?;
             self.log(format!("agent `{}` registered again as node {node}", r.name));
-            let reply = RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms };
+            let reply = RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms, generation: self.generation };
             return Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)));
         }
         let cluster = self.driver.cluster();
@@ -905,7 +922,7 @@ impl Coordinator {
         self.agents.insert(r.name.clone(), record);
         self.commit(vec![Input::Beat { node }]).map_err(Self::internal)?;
         self.log(format!("agent `{}` registered as node {node}", r.name));
-        let reply = RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms };
+        let reply = RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms, generation: self.generation };
         Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
     }
 
@@ -961,10 +978,29 @@ impl Coordinator {
         Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
     }
 
+    /// Refuses (409) a report or request made for another coordinator generation than this
+    /// one: the agent registers again and learns it. What it carried (exits, health events)
+    /// is sent again after that, to this coordinator, which checks it against its own state.
+    fn check_generation(&self, theirs: u64) -> Result<(), Refusal> {
+        let mine = self.generation;
+        if theirs == mine {
+            return Ok(());
+        }
+        let why = if theirs > mine {
+            format!(
+                "the agent registered with generation {theirs}, newer than this coordinator's {mine}: this coordinator is not the current one"
+            )
+        } else {
+            format!("it is for generation {theirs}, this coordinator is generation {mine}; register again")
+        };
+        Err(Refusal::new(409, format!("{STALE_GENERATION}: {why}")))
+    }
+
     fn heartbeat(&mut self, h: HeartbeatRequest) -> Result<(u16, Value), Refusal> {
         let Some(agent) = self.agents.get(&h.name).cloned() else {
             return Err(Refusal::new(404, format!("no agent `{}`: register first", h.name)));
         };
+        self.check_generation(h.generation)?;
         let node = agent.node;
         let slot_of = |uuid: &str| agent.gpus.iter().position(|g| g.uuid == uuid);
         for e in &h.health {
@@ -1028,7 +1064,8 @@ impl Coordinator {
         }
         self.commit(inputs).map_err(Self::internal)?;
         let assignments = self.assignments_of(&agent);
-        let reply = HeartbeatReply { assignments, acked: h.exits, heartbeat_ms: self.driver.config().heartbeat_ms };
+        let heartbeat_ms = self.driver.config().heartbeat_ms;
+        let reply = HeartbeatReply { assignments, acked: h.exits, heartbeat_ms, generation: self.generation };
         Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
     }
 }
@@ -1065,6 +1102,12 @@ fn bind(options: &ServeOptions) -> Result<(TcpListener, Option<TcpListener>), St
     let public = listen()?;
     let plain = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
     Ok((plain, Some(public)))
+}
+
+/// The number `name=N` of a request's query, if it has one.
+fn query_u64(url: &str, name: &str) -> Option<u64> {
+    let query = url.split_once('?')?.1;
+    query.split('&').find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
 }
 
 /// A request's path (without its query) and its segments: what the routes match on.
@@ -1251,6 +1294,7 @@ mod tests {
                 health,
                 gpus: Vec::new(),
                 processes: Vec::new(),
+                generation: self.c.generation,
             };
             let (status, _) = self.c.heartbeat(request).map_err(|r| r.reason).unwrap();
             assert_eq!(status, 200);

@@ -134,14 +134,24 @@ impl Session {
         std::fs::read_to_string(self.state().join("token")).unwrap().trim().to_string()
     }
 
+    /// A client with the user token.
     pub fn client(&self) -> Client {
+        self.client_with(&self.token())
+    }
+
+    /// A client acting as agent `name`.
+    pub fn agent_client(&self, _name: &str) -> Client {
+        self.client()
+    }
+
+    pub fn client_with(&self, token: &str) -> Client {
         let timeout = Duration::from_secs(20);
         match &self.ca {
             Some(ca) => {
                 let tls = ClientTls { ca_file: Some(ca.clone()), identity: self.identity.clone() };
-                Client::with_tls(&self.addr, &self.token(), timeout, &tls).unwrap()
+                Client::with_tls(&self.addr, token, timeout, &tls).unwrap()
             }
-            None => Client::new(&self.addr, &self.token(), timeout),
+            None => Client::new(&self.addr, token, timeout),
         }
     }
 
