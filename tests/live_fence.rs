@@ -40,7 +40,8 @@ fn after_a_coordinator_restart_a_report_of_the_old_generation_is_refused_and_the
     let agent = s.agent_client("n0");
     match agent.post::<_, Value>("/v1/agents/heartbeat", &beat) {
         Err(CallError::Status(409, reason)) => assert!(
-            reason.starts_with("stale coordinator generation: it is for generation 1, this coordinator is generation 2"),
+            reason
+                .starts_with("stale coordinator generation: it is for generation 1, this coordinator is generation 2"),
             "{reason}"
         ),
         other => panic!("a report of generation 1 was not refused: {other:?}"),

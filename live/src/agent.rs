@@ -66,6 +66,8 @@ pub struct Agent {
     /// The newest coordinator generation it registered with: a coordinator of an older one is
     /// not the current coordinator, and nothing it says is acted on.
     newest_generation: u64,
+    /// Why the coordinator refused to register it (401 or 403): the agent stops.
+    refused: Option<String>,
     /// Every (task, attempt) ever started here: never started again.
     started: BTreeSet<(u32, u32)>,
     /// Attempts not yet reaped. A stopped one whose top process exited stays until its group
@@ -98,6 +100,7 @@ impl Agent {
             registered: None,
             ever_registered: false,
             newest_generation: 0,
+            refused: None,
             started: BTreeSet::new(),
             running: BTreeMap::new(),
             exits: Vec::new(),
@@ -137,6 +140,10 @@ impl Agent {
                 Ok(h) => {
                     backoff = Duration::from_millis(100);
                     h
+                }
+                Err(e) if self.refused.is_some() => {
+                    self.stop_all();
+                    return Err(e);
                 }
                 Err(e) => {
                     self.log(format!("{e}; retrying in {:?}", backoff));
@@ -188,7 +195,16 @@ impl Agent {
                 node: self.options.node,
                 fresh: !self.ever_registered,
             };
-            let reply: RegisterReply = self.client.post("/v1/agents/register", &request).map_err(|e| e.to_string())?;
+            let reply: RegisterReply = match self.client.post("/v1/agents/register", &request) {
+                Ok(reply) => reply,
+                // A wrong token, a user's token, another agent's: retrying cannot help.
+                Err(e @ CallError::Status(401 | 403, _)) => {
+                    let e = format!("registration refused: {e}");
+                    self.refused = Some(e.clone());
+                    return Err(e);
+                }
+                Err(e) => return Err(e.to_string()),
+            };
             if reply.generation < self.newest_generation {
                 return Err(format!(
                     "the coordinator answered as generation {}, older than generation {} this agent registered with: \

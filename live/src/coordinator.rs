@@ -13,14 +13,15 @@
 //! included, so a restart never declares every node dead).
 
 use crate::api::{
-    AssignmentsReply, GpuReturned, HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply, RegisterRequest,
-    STALE_GENERATION,
+    AssignmentsReply, GpuReturned, HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply,
+    RegisterRequest, STALE_GENERATION,
 };
+use crate::auth::{Keys, Principal, Role, endpoint_role};
 use crate::backend::HealthEvent;
 use crate::driver::{Batch, Driver, DriverConfig, Input};
 use crate::http::{Call, Front, Inbound, Limits, Method};
 use crate::lock::StateLock;
-use crate::store::{AgentRecord, Store, load_or_create_token};
+use crate::store::{AgentRecord, Store};
 use crate::tls::{Identities, TlsFront};
 use serde_json::{Value, json};
 use sim::{SimTime, TaskId, TaskStatus};
@@ -129,7 +130,8 @@ pub struct Coordinator {
     tls: Option<(TlsFront, Identities, bool)>,
     store: Store,
     driver: Driver,
-    token: String,
+    /// The user token and the agents' key (see [`crate::auth`]).
+    keys: Keys,
     /// This start's generation (see [`Store::next_generation`]): reports carrying another are
     /// refused, so an agent never reports to, nor acts for, a coordinator that is not the
     /// latest.
@@ -165,10 +167,11 @@ impl Coordinator {
             Some(lock) => lock,
             None => StateLock::acquire(&options.state_dir)?,
         };
-        let public_addr = public.as_ref().unwrap_or(&listener).local_addr().map_err(|e| format!("the listener: {e}"))?;
+        let public_addr =
+            public.as_ref().unwrap_or(&listener).local_addr().map_err(|e| format!("the listener: {e}"))?;
         lock.record_holder(&public_addr.to_string())?;
         let store = Store::open(&options.state_dir)?;
-        let token = load_or_create_token(&options.state_dir)?;
+        let keys = Keys::load_or_create(&options.state_dir)?;
         let config = match (store.config()?, options.config) {
             (Some(stored), Some(given)) if stored != given => {
                 return Err(format!(
@@ -241,7 +244,7 @@ impl Coordinator {
             tls,
             store,
             driver,
-            token,
+            keys,
             generation,
             app_xids,
             agents,
@@ -329,7 +332,7 @@ impl Coordinator {
     pub fn run(&mut self, stop: &AtomicBool) -> Result<(), String> {
         let (inbound, calls) = mpsc::channel();
         let identities = self.tls.as_ref().map(|(_, identities, _)| identities.clone());
-        let front = Front::start(&self.listener, self.token.clone(), self.limits, inbound, identities)?;
+        let front = Front::start(&self.listener, self.keys.clone(), self.limits, inbound, identities)?;
         self.log(format!(
             "listening on {} (generation {}, policy {}, {} nodes, application XIDs {})",
             self.url(),
@@ -429,7 +432,7 @@ impl Coordinator {
     /// logged, and the answer handed back to its worker, which writes it.
     fn handle(&mut self, call: Call) {
         let metrics = call.method == Method::Get && path_parts(&call.url).1 == ["metrics"];
-        let routed = match self.check_identity(&call) {
+        let routed = match self.check_identity(&call).and_then(|()| self.check_role(&call)) {
             Ok(()) if metrics => return call.answer_text(crate::metrics::CONTENT_TYPE, self.metrics_text()),
             Ok(()) => self.route(&call.method, &call.url, &call.body),
             Err(r) => Err(r),
@@ -809,15 +812,9 @@ impl Coordinator {
                 format!("{path}: no client certificate (under mutual TLS every call comes over https with one)");
             return Err(Refusal { status: 403, ..self.refuse("a client", reason) });
         }
-        let agent = match parts.as_slice() {
-            ["v1", "agents", "register" | "heartbeat"] => serde_json::from_slice::<Value>(&call.body)
-                .ok()
-                .and_then(|v| v.get("name").and_then(Value::as_str).map(str::to_string)),
-            ["v1", "agents", name, "assignments"] => Some(name.to_string()),
-            _ => return Ok(()),
-        };
-        // A body without a name is refused by the route itself, with the reason.
-        let Some(agent) = agent else { return Ok(()) };
+        // A call for no agent, or with a body without a name (refused by the route itself,
+        // with the reason), has nothing more to check.
+        let Some(agent) = claimed_agent(call, &parts) else { return Ok(()) };
         if call.client_cert.as_ref().is_some_and(|cert| crate::tls::certificate_is_for(cert, &agent)) {
             return Ok(());
         }
@@ -825,6 +822,35 @@ impl Coordinator {
             "{path}: the client certificate is not for agent `{agent}` (under mutual TLS an agent shows one issued for its name: live issue-cert --name {agent})"
         );
         Err(Refusal { status: 403, ..self.refuse(&agent, reason) })
+    }
+
+    /// Every endpoint has one role (see [`crate::auth`]): a user's token cannot act as an
+    /// agent, nor an agent's as a user or as another agent. Refused with 403, recorded.
+    fn check_role(&self, call: &Call) -> Result<(), Refusal> {
+        let (path, parts) = path_parts(&call.url);
+        let Some(role) = endpoint_role(&parts) else { return Ok(()) };
+        let reason = match (&call.principal, role) {
+            (Principal::User, Role::User) => return Ok(()),
+            (Principal::User, Role::Agent) => format!(
+                "{path}: a user token cannot act as an agent (an agent has a token of its own: schedlab live issue-token --agent NAME)"
+            ),
+            (Principal::Agent(name), Role::User) => {
+                format!(
+                    "{path}: agent `{name}`'s token is for its agent's calls only (register, heartbeat, assignments)"
+                )
+            }
+            (Principal::Agent(name), Role::Agent) => match claimed_agent(call, &parts) {
+                Some(claimed) if claimed != *name => {
+                    format!("{path}: agent `{name}`'s token cannot act for agent `{claimed}`")
+                }
+                _ => return Ok(()),
+            },
+        };
+        let who = match &call.principal {
+            Principal::User => "a user".to_string(),
+            Principal::Agent(name) => name.clone(),
+        };
+        Err(Refusal { status: 403, ..self.refuse(&who, reason) })
     }
 
     fn refuse(&self, who: &str, reason: String) -> Refusal {
@@ -896,7 +922,8 @@ impl Coordinator {
             self.agents.insert(r.name.clone(), record);
             self.commit(inputs).map_err(Self::internal)?;
             self.log(format!("agent `{}` registered again as node {node}", r.name));
-            let reply = RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms, generation: self.generation };
+            let reply =
+                RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms, generation: self.generation };
             return Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)));
         }
         let cluster = self.driver.cluster();
@@ -922,7 +949,8 @@ impl Coordinator {
         self.agents.insert(r.name.clone(), record);
         self.commit(vec![Input::Beat { node }]).map_err(Self::internal)?;
         self.log(format!("agent `{}` registered as node {node}", r.name));
-        let reply = RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms, generation: self.generation };
+        let reply =
+            RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms, generation: self.generation };
         Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
     }
 
@@ -1102,6 +1130,17 @@ fn bind(options: &ServeOptions) -> Result<(TcpListener, Option<TcpListener>), St
     let public = listen()?;
     let plain = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
     Ok((plain, Some(public)))
+}
+
+/// The agent a call to an agent endpoint is made for: the name in its path or its body.
+fn claimed_agent(call: &Call, parts: &[&str]) -> Option<String> {
+    match parts {
+        ["v1", "agents", "register" | "heartbeat"] => serde_json::from_slice::<Value>(&call.body)
+            .ok()
+            .and_then(|v| v.get("name").and_then(Value::as_str).map(str::to_string)),
+        ["v1", "agents", name, "assignments"] => Some(name.to_string()),
+        _ => None,
+    }
 }
 
 /// The number `name=N` of a request's query, if it has one.

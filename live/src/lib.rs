@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod api;
+pub mod auth;
 pub mod backend;
 pub mod client;
 pub mod coordinator;

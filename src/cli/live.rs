@@ -32,6 +32,10 @@ pub enum LiveCommand {
     /// Issue a client certificate (signed by the state directory's client CA, made on first
     /// use) for an agent or a user of a coordinator started with --tls-client-ca.
     IssueCert(IssueCertArgs),
+    /// Issue agent NAME's token: what it calls the coordinator with (--token-file). An agent's
+    /// token can register, heartbeat and read assignments as NAME only; the user token (STATE/token)
+    /// can do none of these. Run on the coordinator's host, beside its state directory.
+    IssueToken(IssueTokenArgs),
     /// Write a state directory's journal as a canonical trace (for `schedlab simulate --trace`);
     /// works on a stopped coordinator's state, after a crash too.
     Export(ExportArgs),
@@ -128,8 +132,8 @@ pub struct ClientArgs {
     /// The coordinator's URL.
     #[arg(long, default_value = "http://127.0.0.1:7450")]
     coordinator: String,
-    /// File holding the API token (the coordinator's STATE/token); default: $SCHEDLAB_TOKEN,
-    /// else schedlab-live/token.
+    /// File holding the token: a user's is the coordinator's STATE/token, an agent's its own
+    /// (`live issue-token --agent NAME`); default: $SCHEDLAB_TOKEN, else schedlab-live/token.
     #[arg(long)]
     token_file: Option<PathBuf>,
     /// For an https:// coordinator: trust the certificates in this PEM file (the
@@ -282,6 +286,18 @@ pub struct IssueCertArgs {
 }
 
 #[derive(Args)]
+pub struct IssueTokenArgs {
+    #[arg(long, default_value = "schedlab-live")]
+    state: PathBuf,
+    /// The agent's name (its `live agent --name`).
+    #[arg(long)]
+    agent: String,
+    /// Write the token to this new file (0600) instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
 pub struct ExportArgs {
     #[arg(long, default_value = "schedlab-live")]
     state: PathBuf,
@@ -358,6 +374,16 @@ pub fn run(command: LiveCommand) -> CliResult {
                 a.name,
                 ca.display()
             ))
+        }
+        LiveCommand::IssueToken(a) => {
+            let token = live::auth::agent_token(&a.state, &a.agent)?;
+            match &a.out {
+                None => emit(format!("{token}\n")),
+                Some(out) => {
+                    live::store::write_private(out, format!("{token}\n").as_bytes())?;
+                    emit(format!("wrote {}: give it to agent `{}` as --token-file\n", out.display(), a.agent))
+                }
+            }
         }
         LiveCommand::Export(a) => {
             let store = live::store::Store::open(&a.state)?;

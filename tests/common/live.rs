@@ -74,8 +74,13 @@ pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T
 /// Runs `schedlab ARGS` to its end, killed if it runs past `secs`: (exit code, stdout,
 /// stderr); the code is None when it was killed.
 pub fn run_bounded(args: &[&str], secs: u64) -> (Option<i32>, String, String) {
-    let mut child =
-        Command::new(BIN).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(secs);
     while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -139,9 +144,23 @@ impl Session {
         self.client_with(&self.token())
     }
 
-    /// A client acting as agent `name`.
-    pub fn agent_client(&self, _name: &str) -> Client {
-        self.client()
+    /// A client acting as agent `name`, with its token.
+    pub fn agent_client(&self, name: &str) -> Client {
+        let token = std::fs::read_to_string(self.agent_token(name)).unwrap();
+        self.client_with(token.trim())
+    }
+
+    /// Agent `name`'s token file, `agent-NAME.token`, issued by `live issue-token` the first
+    /// time it is asked for.
+    pub fn agent_token(&self, name: &str) -> PathBuf {
+        let path = self.dir.join(format!("agent-{name}.token"));
+        if !path.exists() {
+            let state = self.state();
+            let args = ["live", "issue-token", "--state", state.to_str().unwrap(), "--agent", name, "--out"];
+            let out = Command::new(BIN).args(args).arg(&path).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+        path
     }
 
     pub fn client_with(&self, token: &str) -> Client {
@@ -177,7 +196,7 @@ impl Session {
 
     /// An agent on `backend`, with `extra` arguments (`--node N`, ...) after the usual ones.
     pub fn agent_with(&mut self, name: &str, backend: &str, extra: &[&str]) -> usize {
-        let token = self.state().join("token");
+        let token = self.agent_token(name);
         let work = self.dir.join(format!("agent-{name}"));
         let args = ["live", "agent", "--coordinator", &self.addr, "--token-file", token.to_str().unwrap()];
         let more = ["--name", name, "--backend", backend, "--work-dir", work.to_str().unwrap(), "--grace-s", "1"];
