@@ -6,14 +6,11 @@
 
 mod common;
 
+use common::fake_coordinator::{fake_agent, fake_coordinator, touching};
 use common::live::{Procs, Session, fresh_dir, wait_for};
 use live::client::CallError;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 
 #[test]
 fn after_a_coordinator_restart_a_report_of_the_old_generation_is_refused_and_the_agent_registers_again() {
@@ -60,107 +57,15 @@ fn after_a_coordinator_restart_a_report_of_the_old_generation_is_refused_and_the
     assert_eq!(s.job("after")["state"], "succeeded");
 }
 
-/// What the fake coordinator saw.
-#[derive(Default)]
-struct Seen {
-    registrations: AtomicUsize,
-    heartbeats: AtomicUsize,
-    /// The generation of each heartbeat the agent sent.
-    generations: Mutex<Vec<u64>>,
-}
-
-/// A fake coordinator on loopback that registers agents with generation `registers` and
-/// answers every heartbeat and poll as generation `answers`, assigning a task that touches
-/// `marker`. One request per connection.
-fn fake_coordinator(registers: u64, answers: u64, marker: &Path) -> (String, Arc<Seen>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let seen = Arc::new(Seen::default());
-    let assignment = json!({
-        "task": 0, "attempt": 1, "job": "j", "task_name": "t", "command": format!("touch {}", marker.display()),
-        "gpus": ["GPU-n0-0"], "rank": 0, "world_size": 1, "master_addr": "127.0.0.1",
-    });
-    let theirs = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            if reader.read_line(&mut line).is_err() {
-                continue;
-            }
-            let mut length = 0;
-            loop {
-                let mut header = String::new();
-                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
-                    break;
-                }
-                if let Some((name, value)) = header.split_once(':')
-                    && name.eq_ignore_ascii_case("content-length")
-                {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            let answer = if line.contains("/v1/agents/register") {
-                theirs.registrations.fetch_add(1, Ordering::SeqCst);
-                json!({ "node": 0, "heartbeat_ms": 100, "generation": registers })
-            } else if line.contains("/v1/agents/heartbeat") {
-                let sent: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                theirs.generations.lock().unwrap().push(sent["generation"].as_u64().unwrap_or(0));
-                theirs.heartbeats.fetch_add(1, Ordering::SeqCst);
-                json!({ "assignments": [assignment], "acked": [], "heartbeat_ms": 100, "generation": answers })
-            } else {
-                json!({ "assignments": [assignment], "generation": answers })
-            };
-            let body = answer.to_string();
-            let mut stream = stream;
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    (addr, seen)
-}
-
-/// An agent of the `schedlab` binary against the fake coordinator at `addr`.
-fn agent(procs: &mut Procs, dir: &Path, addr: &str) {
-    let token = dir.join("token");
-    std::fs::write(&token, "agent.n0.00\n").unwrap();
-    let work = dir.join("work");
-    let args = [
-        "live",
-        "agent",
-        "--coordinator",
-        addr,
-        "--token-file",
-        token.to_str().unwrap(),
-        "--name",
-        "n0",
-        "--backend",
-        "sim:gpus=1,prefix=n0",
-        "--work-dir",
-        work.to_str().unwrap(),
-        "--poll-s",
-        "0.05",
-        "--grace-s",
-        "1",
-    ];
-    procs.spawn(&args, &dir.join("agent.log"));
-}
-
 #[test]
 fn an_agent_acts_on_no_answer_of_a_coordinator_of_another_generation() {
     // Registered with generation 2, answered by generation 1 (a coordinator that is not the
     // current one): the task it assigns never runs, and the agent keeps registering again.
     let dir = fresh_dir("fence-stale");
     let marker = dir.join("ran");
-    let (addr, seen) = fake_coordinator(2, 1, &marker);
+    let (addr, seen) = fake_coordinator(2, 1, touching("j", "t", &marker));
     let mut procs = Procs::default();
-    agent(&mut procs, &dir, &addr);
+    fake_agent(&mut procs, &dir, &addr);
     wait_for(60, "five heartbeats", || (seen.heartbeats.load(Ordering::SeqCst) >= 5).then_some(()));
     assert!(!marker.exists(), "the agent ran an assignment of a coordinator of another generation");
     assert!(seen.registrations.load(Ordering::SeqCst) >= 2, "it registers again after a stale answer");
@@ -173,8 +78,8 @@ fn an_agent_acts_on_no_answer_of_a_coordinator_of_another_generation() {
     // (what makes the test above able to fail).
     let dir = fresh_dir("fence-current");
     let marker = dir.join("ran");
-    let (addr, _) = fake_coordinator(2, 2, &marker);
+    let (addr, _) = fake_coordinator(2, 2, touching("j", "t", &marker));
     let mut procs = Procs::default();
-    agent(&mut procs, &dir, &addr);
+    fake_agent(&mut procs, &dir, &addr);
     wait_for(60, "the assignment to run", || marker.exists().then_some(()));
 }

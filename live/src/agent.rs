@@ -113,7 +113,7 @@ impl Agent {
 
     fn log(&self, message: impl std::fmt::Display) {
         if !self.options.quiet {
-            eprintln!("agent {}: {message}", self.options.name);
+            eprintln!("agent {}: {}", self.options.name, crate::api::log_line(&message.to_string()));
         }
     }
 
@@ -304,7 +304,8 @@ impl Agent {
                         self.running.insert(key, Running { child, gpus: a.gpus.clone(), stopping: None });
                     }
                     Err(e) => {
-                        self.log(format!("cannot start {}/{}: {e}", a.job, a.task_name));
+                        let (job, task) = (crate::api::shown(&a.job), crate::api::shown(&a.task_name));
+                        self.log(format!("cannot start {job}/{task} attempt {}: {e}", a.attempt));
                         self.exits.push(ExitReport { task: a.task, attempt: a.attempt, code: 127 });
                     }
                 }
@@ -337,11 +338,10 @@ impl Agent {
     }
 
     fn spawn(&mut self, a: &Assignment) -> std::io::Result<Child> {
-        let logs = self.options.work_dir.join("logs");
-        let checkpoint = self.options.work_dir.join("checkpoints").join(&a.job).join(&a.task_name);
-        std::fs::create_dir_all(&logs)?;
+        let (log, checkpoint) = task_paths(&self.options.work_dir, a)?;
+        std::fs::create_dir_all(log.parent().unwrap_or(&self.options.work_dir))?;
         std::fs::create_dir_all(&checkpoint)?;
-        let log = std::fs::File::create(logs.join(format!("{}.{}.{}.log", a.job, a.task_name, a.attempt)))?;
+        let log = std::fs::File::create(log)?;
         // The shell waits for a line on stdin before it runs the command (with stdin from
         // /dev/null, in the same process and group), so the group is on record before anything
         // of the task runs; if the agent dies first, the read ends and nothing runs.
@@ -507,6 +507,22 @@ impl Agent {
         // What is still alive (dying) stays on record for the next start.
         self.forget_ended_groups();
     }
+}
+
+/// Where an attempt's log and checkpoint directory go under `work_dir`: `logs/JOB.TASK.N.log`
+/// and `checkpoints/JOB/TASK`. The coordinator refuses names that are not plain names, but the
+/// agent does not take its word for it: a job or task name that is not one (`..`, a `/`) is
+/// refused here, so that no assignment makes the agent write outside its work directory.
+fn task_paths(work_dir: &std::path::Path, a: &Assignment) -> std::io::Result<(PathBuf, PathBuf)> {
+    for (what, name) in [("job", &a.job), ("task", &a.task_name)] {
+        if !crate::api::is_plain_name(name) {
+            let shown = crate::api::shown(name);
+            return Err(std::io::Error::other(format!("the {what} name `{shown}` is not a plain name; not run")));
+        }
+    }
+    let log = work_dir.join("logs").join(format!("{}.{}.{}.log", a.job, a.task_name, a.attempt));
+    let checkpoint = work_dir.join("checkpoints").join(&a.job).join(&a.task_name);
+    Ok((log, checkpoint))
 }
 
 /// Whether child `pid` has exited, leaving it unreaped (`WNOWAIT`) for `Child::try_wait`.

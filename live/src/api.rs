@@ -132,15 +132,41 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-pub fn check_name(what: &str, name: &str) -> Result<(), Refusal> {
-    let ok = !name.is_empty()
+/// Whether `name` is a plain name: 1 to 128 letters, digits, `-`, `_` and `.`, and not `.`
+/// or `..`. What becomes a path component (jobs, tasks and agents name files and directories)
+/// must be one, so that no name leaves the directory it is joined to.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 128
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if ok {
+        && name != "."
+        && name != ".."
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// `name` for a message: as is when it is printable ASCII, else escaped (`\n`, `\u{0}`), so
+/// that a name refused for a newline cannot write a line of its own into a log.
+pub fn shown(name: &str) -> String {
+    let short: String = name.chars().take(160).collect();
+    let more = if short.len() < name.len() { "..." } else { "" };
+    format!("{}{more}", short.escape_debug())
+}
+
+/// `text` as one line of a log: control characters (a newline, a carriage return, an escape)
+/// escaped, so that nothing a client sent can begin a line of its own or move the cursor.
+pub fn log_line(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
+pub fn check_name(what: &str, name: &str) -> Result<(), Refusal> {
+    if is_plain_name(name) {
         Ok(())
     } else {
         Err(Refusal::bad(format!(
-            "{what} `{name}`: use 1 to 128 letters, digits, `-`, `_` or `.` (it names files and trace rows)"
+            "{what} `{}`: use 1 to 128 letters, digits, `-`, `_` or `.`, and not `.` or `..` alone (it names files and trace rows)",
+            shown(name)
         )))
     }
 }

@@ -185,7 +185,7 @@ mod tests {
             assert_eq!(keys.principal(forged.as_bytes()), None, "{forged}");
         }
         assert_eq!(keys.principal(format!("agent.../x.{mac}").as_bytes()), None);
-        assert!(agent_token(&dir, "a/b").is_err());
+        assert!(agent_token(&dir, "a/b").is_err() && agent_token(&dir, "..").is_err());
         // Another state directory's key makes other tokens.
         let other = dir.join("other");
         std::fs::create_dir_all(&other).unwrap();

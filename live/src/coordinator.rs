@@ -286,7 +286,8 @@ impl Coordinator {
 
     fn log(&self, message: impl std::fmt::Display) {
         if !self.quiet {
-            eprintln!("[{:>10.3}s] {message}", self.driver.now().as_ms() as f64 / 1000.0);
+            let line = crate::api::log_line(&message.to_string());
+            eprintln!("[{:>10.3}s] {line}", self.driver.now().as_ms() as f64 / 1000.0);
         }
     }
 

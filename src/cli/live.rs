@@ -496,6 +496,8 @@ fn run_agent(a: AgentArgs) -> CliResult {
             std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "node".into())
         }
     };
+    // It names the agent's URL path and its token: a plain name, checked before anything runs.
+    live::api::check_name("--name", &name).map_err(|r| r.reason)?;
     let options = live::agent::AgentOptions {
         coordinator: a.client.coordinator.clone(),
         token: a.client.token()?,
