@@ -180,6 +180,8 @@ impl Agent {
                 self.assignments = assignments;
             }
         }
+        let why = crate::signals::received().unwrap_or("asked to");
+        self.log(format!("stopping ({why}): its tasks get SIGTERM, SIGKILL after --grace-s; then it exits"));
         self.stop_all();
         Ok(())
     }

@@ -18,9 +18,10 @@ use crate::api::{
 };
 use crate::auth::{Keys, Principal, Role, endpoint_role};
 use crate::backend::HealthEvent;
-use crate::driver::{Batch, Driver, DriverConfig, Input};
+use crate::driver::{Batch, Driver, Input};
 use crate::http::{Call, Front, Inbound, Limits, Method};
 use crate::lock::StateLock;
+use crate::settings::Given;
 use crate::store::{AgentRecord, Store};
 use crate::tls::{Identities, TlsFront};
 use serde_json::{Value, json};
@@ -74,9 +75,9 @@ pub struct ServeOptions {
     pub state_dir: PathBuf,
     /// `127.0.0.1:7450` by default; port 0 picks a free one (written to `STATE/addr`).
     pub listen: String,
-    /// Used when the state directory is new; an existing one keeps its own, and a different
-    /// one given here is an error.
-    pub config: Option<DriverConfig>,
+    /// The settings given: a new state directory is made with them (a cluster is needed), an
+    /// existing one keeps its own, and a setting given here with another value is refused.
+    pub settings: Given,
     /// Write the journal as a canonical trace (`STATE/journal/`) at most this often (and at
     /// most every ten times as long as the last writing took).
     pub journal_every: Duration,
@@ -162,6 +163,12 @@ impl Coordinator {
     /// taken, is refused before it writes anything (the directory, the token included).
     pub fn open(options: ServeOptions) -> Result<Coordinator, String> {
         let existing = StateLock::try_existing(&options.state_dir)?;
+        if options.settings.cluster.is_none() && !Store::exists(&options.state_dir) {
+            return Err(format!(
+                "{}: no coordinator state here; a new state directory needs --cluster",
+                options.state_dir.display()
+            ));
+        }
         let (listener, public) = bind(&options)?;
         let mut lock = match existing {
             Some(lock) => lock,
@@ -172,19 +179,16 @@ impl Coordinator {
         lock.record_holder(&public_addr.to_string())?;
         let store = Store::open(&options.state_dir)?;
         let keys = Keys::load_or_create(&options.state_dir)?;
-        let config = match (store.config()?, options.config) {
-            (Some(stored), Some(given)) if stored != given => {
-                return Err(format!(
-                    "{} was created with {stored:?}; start it with the same settings (or none), or use a new --state",
-                    options.state_dir.display()
-                ));
+        let config = match (store.config()?, options.settings.new_config()) {
+            (Some(stored), _) => {
+                options.settings.check_unchanged(&options.state_dir, &stored)?;
+                stored
             }
-            (Some(stored), _) => stored,
             (None, Some(given)) => {
                 store.set_config(&given)?;
                 given
             }
-            (None, None) => return Err("a new state directory needs the cluster and policy".into()),
+            (None, None) => return Err("a new state directory needs --cluster".into()),
         };
         // Resolved after the config, so a directory refused above is left without it. The
         // list never reaches the journal (an application XID journals nothing), so a replay
@@ -360,6 +364,8 @@ impl Coordinator {
             }
             self.journal_step();
         }
+        let why = crate::signals::received().unwrap_or("asked to");
+        self.log(format!("stopping ({why}): taking no new calls, writing the journal"));
         // No new calls, and those not taken answered 503, before the last journal write.
         drop(front);
         drop(calls);
@@ -492,6 +498,11 @@ impl Coordinator {
 
     fn submit(&mut self, job: JobRequest) -> Result<(u16, Value), Refusal> {
         self.driver.check_submission(&job)?;
+        crate::admission::check_queue(&job, !self.driver.config().queues.trim().is_empty())?;
+        let spec = job.to_spec(SimTime::ZERO, sim::SimDuration(1))?;
+        if let Some(reason) = crate::admission::never_fits(self.driver.cluster(), &spec) {
+            return Err(Refusal::bad(format!("job `{}`: {reason}", job.name)));
+        }
         let name = job.name.clone();
         self.commit(vec![Input::submit(job)]).map_err(Self::internal)?;
         let id = self.driver.submissions().len() - 1;
@@ -862,6 +873,7 @@ impl Coordinator {
 
     fn register(&mut self, r: RegisterRequest) -> Result<(u16, Value), Refusal> {
         crate::api::check_name("agent name", &r.name)?;
+        check_readings(&r.gpus)?;
         if r.gpus.is_empty() {
             return Err(Refusal::bad("an agent must bring at least one GPU"));
         }
@@ -1030,6 +1042,7 @@ impl Coordinator {
             return Err(Refusal::new(404, format!("no agent `{}`: register first", h.name)));
         };
         self.check_generation(h.generation)?;
+        check_readings(&h.gpus)?;
         let node = agent.node;
         let slot_of = |uuid: &str| agent.gpus.iter().position(|g| g.uuid == uuid);
         for e in &h.health {
@@ -1131,6 +1144,19 @@ fn bind(options: &ServeOptions) -> Result<(TcpListener, Option<TcpListener>), St
     let public = listen()?;
     let plain = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
     Ok((plain, Some(public)))
+}
+
+/// What an agent reports of its GPUs goes to `/metrics` and `GET /v1/cluster` as is: a
+/// utilisation that is no percentage is refused (400), not shown.
+fn check_readings(gpus: &[crate::backend::GpuInfo]) -> Result<(), Refusal> {
+    match gpus.iter().find(|g| g.utilisation_pct > 100) {
+        Some(g) => Err(Refusal::bad(format!(
+            "GPU {}: utilisation_pct {} is not a percentage (0 to 100)",
+            crate::api::shown(&g.uuid),
+            g.utilisation_pct
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The agent a call to an agent endpoint is made for: the name in its path or its body.
@@ -1255,10 +1281,20 @@ fn shell_quote(text: &str) -> String {
     }
 }
 
-/// Runs the coordinator until `stop` is set (the CLI passes a flag no one sets).
+/// Runs the coordinator until `stop` is set.
 pub fn serve(options: ServeOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
     let mut c = Coordinator::open(options)?;
     c.run(&stop)
+}
+
+/// `live serve`: runs the coordinator until SIGTERM or SIGINT, then stops cleanly (see
+/// [`Coordinator::run`]: no new calls, the journal written, the lock released).
+pub fn serve_until_signalled(options: ServeOptions) -> Result<(), String> {
+    let stop = crate::signals::stop_on_term_and_int()?;
+    let mut c = Coordinator::open(options)?;
+    c.run(stop)?;
+    c.log("stopped");
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1292,7 +1328,10 @@ mod tests {
             // An hour between heartbeats: however slow the test machine, no heartbeat
             // deadline falls due while a test runs, so only what the tests report changes the
             // cluster.
-            config: Some(DriverConfig { heartbeat_ms: 3_600_000, ..DriverConfig::new("1x2:SIM", "fifo") }),
+            settings: crate::settings::Given::all(&DriverConfig {
+                heartbeat_ms: 3_600_000,
+                ..DriverConfig::new("1x2:SIM", "fifo")
+            }),
             journal_every: Duration::from_secs(3600),
             quiet: true,
             app_xids,

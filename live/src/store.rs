@@ -35,6 +35,11 @@ fn sql(e: rusqlite::Error) -> String {
 }
 
 impl Store {
+    /// Whether `dir` holds a coordinator's state.
+    pub fn exists(dir: &Path) -> bool {
+        dir.join("live.db").is_file()
+    }
+
     pub fn open(dir: &Path) -> Result<Store, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
         let path = dir.join("live.db");

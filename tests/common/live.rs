@@ -35,6 +35,26 @@ impl Procs {
         self.0[index].id()
     }
 
+    /// Sends `signal` (`TERM`, `INT`) to the child at `index`.
+    pub fn signal(&self, index: usize, signal: &str) {
+        let sent = Command::new("kill").arg(format!("-{signal}")).arg(self.pid(index).to_string()).status().unwrap();
+        assert!(sent.success(), "kill -{signal}");
+    }
+
+    /// Waits up to `secs` for the child at `index` to exit: its status, None if it did not.
+    pub fn wait(&mut self, index: usize, secs: u64) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(status) = self.0[index].try_wait().unwrap() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// SIGKILL, and wait for it.
     pub fn kill(&mut self, index: usize) {
         let _ = self.0[index].kill();
