@@ -181,7 +181,10 @@ mod tests {
         assert_eq!(keys.principal(keys.user_token().as_bytes()), Some(Principal::User));
         // Another name with n0's MAC, a changed MAC, a truncated one, a name that is no name.
         let mac = n0.rsplit_once('.').unwrap().1;
-        for forged in [format!("agent.n1.{mac}"), format!("{}0", &n0[..n0.len() - 1]), n0[..n0.len() - 2].to_string()] {
+        // The last hex digit changed (to another digit whatever it was).
+        let last = if n0.ends_with('0') { '1' } else { '0' };
+        let changed = format!("{}{last}", &n0[..n0.len() - 1]);
+        for forged in [format!("agent.n1.{mac}"), changed, n0[..n0.len() - 2].to_string()] {
             assert_eq!(keys.principal(forged.as_bytes()), None, "{forged}");
         }
         assert_eq!(keys.principal(format!("agent.../x.{mac}").as_bytes()), None);

@@ -332,9 +332,11 @@ pub fn run(command: LiveCommand) -> CliResult {
         }
         LiveCommand::ReturnGpu(a) => {
             // The UUID goes into the URL as is: anything that would need escaping is no UUID.
-            let plain = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
-            if a.uuid.is_empty() || !a.uuid.chars().all(plain) {
-                return Err(format!("`{}` is not a GPU UUID (letters, digits, -, _ and .)", a.uuid).into());
+            if !live::api::is_plain_name(&a.uuid) {
+                let uuid = live::api::shown(&a.uuid);
+                return Err(
+                    format!("`{uuid}` is not a GPU UUID (letters, digits, -, _ and ., not . or .. alone)").into()
+                );
             }
             let path = format!("/v1/gpus/{}/return", a.uuid);
             let r: live::api::GpuReturned = a.client.client()?.post(&path, &Value::Null)?;
