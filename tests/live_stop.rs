@@ -17,8 +17,9 @@ fn job(name: &str, command: &str) -> Value {
 #[test]
 fn sigterm_stops_agent_and_coordinator_cleanly_and_the_journal_replays() {
     // The trace journal would be written once, then not for an hour: what STATE/journal holds
-    // at the end is what the clean stop wrote.
-    let args = ["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "50", "--journal-every-s", "3600"];
+    // at the end is what the clean stop wrote. 500 missed beats: the node is not declared dead
+    // while the test runs on after its agent stopped.
+    let args = ["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "500", "--journal-every-s", "3600"];
     let mut s = Session::start("stop", &args);
     let agent = s.agent("n0", 1);
     s.wait_agents(1);

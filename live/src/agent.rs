@@ -10,7 +10,10 @@
 //! reports the exit (a job step's end ends all of it, as with Slurm's proctrack). Each
 //! attempt's process group is recorded in the work directory before its command runs, so an
 //! agent that starts again first stops what its previous incarnation left running
-//! (`leftovers`).
+//! (`leftovers`). It calls with a token of its own (`live issue-token`), and sends the
+//! coordinator generation it registered with in every report: told that generation is stale,
+//! it registers again; an answer of another generation (a coordinator that is not the one it
+//! registered with) is never acted on.
 
 use crate::api::{
     Assignment, AssignmentsReply, ExitReport, HeartbeatReply, HeartbeatRequest, RegisterReply, RegisterRequest,

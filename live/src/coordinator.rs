@@ -11,6 +11,10 @@
 //! read from a monotonic clock. After a restart the clock resumes 1 ms after the journal's
 //! last batch: time while the coordinator was down does not count (agents' missed heartbeats
 //! included, so a restart never declares every node dead).
+//!
+//! One coordinator per state directory ([`crate::lock`]); each start is a new generation,
+//! which every agent report must carry (`Coordinator::check_generation`); each endpoint has
+//! one role ([`crate::auth`]).
 
 use crate::api::{
     AssignmentsReply, GpuReturned, HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply,
