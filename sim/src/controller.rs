@@ -343,7 +343,7 @@ impl Controller {
                 })
                 .max_by_key(|&(cap, _)| cap)?;
             if task.gpus > limit {
-                let scope = if task.single_node { " on one node; the largest node of" } else { "; the largest" };
+                let scope = if task.single_node { "on one node; the largest node of" } else { "; the largest" };
                 return Some(format!(
                     "task `{}` asks for {} GPUs{scope} an eligible pool (`{limit_pool}`) has {limit}",
                     task_spec.name, task.gpus
