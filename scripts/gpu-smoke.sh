@@ -89,7 +89,9 @@ PIDS+=($!)
 TIMEOUT=30 wait_until test -s "$WORK/state/addr" || fail "the coordinator did not start"
 ADDR=$(cat "$WORK/state/addr")
 CLIENT=(--coordinator "$ADDR" --token-file "$WORK/state/token")
-"$SCHEDLAB" live agent "${CLIENT[@]}" --name gpu-node --backend "$BACKEND" --grace-s 5 \
+# The agent calls with a token of its own (the user token in state/token cannot act as an agent).
+"$SCHEDLAB" live issue-token --state "$WORK/state" --agent gpu-node --out "$WORK/gpu-node.token"
+"$SCHEDLAB" live agent --coordinator "$ADDR" --token-file "$WORK/gpu-node.token" --name gpu-node --backend "$BACKEND" --grace-s 5 \
     --work-dir "$WORK/agent" >"$WORK/agent.log" 2>&1 &
 PIDS+=($!)
 cluster_has() { "$SCHEDLAB" live status "${CLIENT[@]}" --cluster | grep -q "$1"; }

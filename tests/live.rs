@@ -231,16 +231,18 @@ fn bad_requests_are_refused_with_reasons() {
     s.wait_agents(1);
     let gpu = json!({ "index": 0, "uuid": "GPU-n0-0", "name": "SIM", "memory_total_mib": 1, "memory_used_mib": 0,
                       "utilisation_pct": 0, "temperature_c": 30 });
-    let (code, reason) = err(c.post("/v1/agents/register", &json!({ "name": "thief", "addr": "x", "gpus": [gpu] })));
+    let thief = s.agent_client("thief");
+    let (code, reason) =
+        err(thief.post("/v1/agents/register", &json!({ "name": "thief", "addr": "x", "gpus": [gpu] })));
     assert_eq!(code, 409);
     assert!(reason.contains("GPU GPU-n0-0 is held by agent `n0`"), "{reason}");
-    let (code, reason) = err(c.post(
+    let (code, reason) = err(s.agent_client("n0").post(
         "/v1/agents/heartbeat",
-        &json!({ "name": "n0", "health": [{ "kind": "xid", "uuid": "GPU-elsewhere", "code": 79 }] }),
+        &json!({ "name": "n0", "generation": 1, "health": [{ "kind": "xid", "uuid": "GPU-elsewhere", "code": 79 }] }),
     ));
     assert_eq!(code, 409);
     assert!(reason.contains("unknown GPU GPU-elsewhere"), "{reason}");
-    let (code, _) = err(c.post("/v1/agents/heartbeat", &json!({ "name": "ghost" })));
+    let (code, _) = err(s.agent_client("ghost").post("/v1/agents/heartbeat", &json!({ "name": "ghost" })));
     assert_eq!(code, 404);
     // Both refusals are logged.
     let log = std::fs::read_to_string(s.dir.join("coordinator.log")).unwrap();

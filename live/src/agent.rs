@@ -10,9 +10,15 @@
 //! reports the exit (a job step's end ends all of it, as with Slurm's proctrack). Each
 //! attempt's process group is recorded in the work directory before its command runs, so an
 //! agent that starts again first stops what its previous incarnation left running
-//! (`leftovers`).
+//! (`leftovers`). It calls with a token of its own (`live issue-token`), and sends the
+//! coordinator generation it registered with in every report: told that generation is stale,
+//! it registers again; an answer of another generation (a coordinator that is not the one it
+//! registered with) is never acted on.
 
-use crate::api::{Assignment, ExitReport, HeartbeatReply, HeartbeatRequest, RegisterReply, RegisterRequest};
+use crate::api::{
+    Assignment, AssignmentsReply, ExitReport, HeartbeatReply, HeartbeatRequest, RegisterReply, RegisterRequest,
+    STALE_GENERATION,
+};
 use crate::backend::{GpuBackend, HealthEvent};
 use crate::client::{CallError, Client};
 use crate::leftovers::{self, Group, Record};
@@ -60,6 +66,11 @@ pub struct Agent {
     registered: Option<RegisterReply>,
     /// This process registered once already (so a registration again is not a restart).
     ever_registered: bool,
+    /// The newest coordinator generation it registered with: a coordinator of an older one is
+    /// not the current coordinator, and nothing it says is acted on.
+    newest_generation: u64,
+    /// Why the coordinator refused to register it (401 or 403): the agent stops.
+    refused: Option<String>,
     /// Every (task, attempt) ever started here: never started again.
     started: BTreeSet<(u32, u32)>,
     /// Attempts not yet reaped. A stopped one whose top process exited stays until its group
@@ -91,6 +102,8 @@ impl Agent {
             client,
             registered: None,
             ever_registered: false,
+            newest_generation: 0,
+            refused: None,
             started: BTreeSet::new(),
             running: BTreeMap::new(),
             exits: Vec::new(),
@@ -103,7 +116,7 @@ impl Agent {
 
     fn log(&self, message: impl std::fmt::Display) {
         if !self.options.quiet {
-            eprintln!("agent {}: {message}", self.options.name);
+            eprintln!("agent {}: {}", self.options.name, crate::api::log_line(&message.to_string()));
         }
     }
 
@@ -131,6 +144,10 @@ impl Agent {
                     backoff = Duration::from_millis(100);
                     h
                 }
+                Err(e) if self.refused.is_some() => {
+                    self.stop_all();
+                    return Err(e);
+                }
                 Err(e) => {
                     self.log(format!("{e}; retrying in {:?}", backoff));
                     let wait = backoff;
@@ -146,11 +163,18 @@ impl Agent {
                 if self.reap() || !self.health.is_empty() {
                     break;
                 }
-                if self.registered.is_some() && polled.elapsed() >= self.options.poll {
+                if let Some(generation) = self.generation()
+                    && polled.elapsed() >= self.options.poll
+                {
                     polled = Instant::now();
-                    let path = format!("/v1/agents/{}/assignments", self.options.name);
-                    if let Ok(assignments) = self.client.get::<Vec<Assignment>>(&path) {
-                        self.assignments = assignments;
+                    let path = format!("/v1/agents/{}/assignments?generation={generation}", self.options.name);
+                    match self.client.get::<AssignmentsReply>(&path) {
+                        Ok(r) if r.generation == generation => self.assignments = r.assignments,
+                        Ok(r) => self.log(format!(
+                            "ignored the assignments of coordinator generation {} (registered with {generation})",
+                            r.generation
+                        )),
+                        Err(_) => {} // the next heartbeat says what is wrong
                     }
                 }
                 // Escalate stops past their grace; start what waited for a stopped process.
@@ -159,6 +183,8 @@ impl Agent {
                 self.assignments = assignments;
             }
         }
+        let why = crate::signals::received().unwrap_or("asked to");
+        self.log(format!("stopping ({why}): its tasks get SIGTERM, SIGKILL after --grace-s; then it exits"));
         self.stop_all();
         Ok(())
     }
@@ -174,8 +200,28 @@ impl Agent {
                 node: self.options.node,
                 fresh: !self.ever_registered,
             };
-            let reply: RegisterReply = self.client.post("/v1/agents/register", &request).map_err(|e| e.to_string())?;
-            self.log(format!("registered as node {} (heartbeat {} ms)", reply.node, reply.heartbeat_ms));
+            let reply: RegisterReply = match self.client.post("/v1/agents/register", &request) {
+                Ok(reply) => reply,
+                // A wrong token, a user's token, another agent's: retrying cannot help.
+                Err(e @ CallError::Status(401 | 403, _)) => {
+                    let e = format!("registration refused: {e}");
+                    self.refused = Some(e.clone());
+                    return Err(e);
+                }
+                Err(e) => return Err(e.to_string()),
+            };
+            if reply.generation < self.newest_generation {
+                return Err(format!(
+                    "the coordinator answered as generation {}, older than generation {} this agent registered with: \
+                     it is not the current coordinator; nothing it says is acted on",
+                    reply.generation, self.newest_generation
+                ));
+            }
+            self.log(format!(
+                "registered as node {} (heartbeat {} ms, coordinator generation {})",
+                reply.node, reply.heartbeat_ms, reply.generation
+            ));
+            self.newest_generation = reply.generation;
             self.registered = Some(reply);
             self.ever_registered = true;
         }
@@ -188,6 +234,7 @@ impl Agent {
             health: self.health.clone(),
             gpus: self.backend.gpus().unwrap_or_default(),
             processes: self.backend.processes().unwrap_or_default(),
+            generation: self.generation().unwrap_or(0),
         };
         let reply: HeartbeatReply = match self.client.post("/v1/agents/heartbeat", &request) {
             Ok(r) => r,
@@ -195,13 +242,31 @@ impl Agent {
                 self.registered = None;
                 return Err("the coordinator does not know this agent; registering again".into());
             }
+            Err(CallError::Status(409, reason)) if reason.starts_with(STALE_GENERATION) => {
+                self.registered = None;
+                return Err(format!("{reason}; registering again"));
+            }
             Err(e) => return Err(e.to_string()),
         };
+        if reply.generation != request.generation {
+            // Not the coordinator it registered with: its assignments and acknowledgements are
+            // not acted on (what was reported is sent again), and it registers again.
+            self.registered = None;
+            return Err(format!(
+                "ignored a heartbeat answer of coordinator generation {} (registered with {}); registering again",
+                reply.generation, request.generation
+            ));
+        }
         self.health.drain(..request.health.len());
         self.exits.retain(|x| !reply.acked.contains(x));
         self.reconcile(&reply.assignments);
         self.assignments = reply.assignments;
         Ok(Duration::from_millis(reply.heartbeat_ms.max(10)))
+    }
+
+    /// The coordinator generation it registered with, if it is registered.
+    fn generation(&self) -> Option<u64> {
+        self.registered.as_ref().map(|r| r.generation)
     }
 
     fn collect_health(&mut self, timeout_ms: u32) {
@@ -244,7 +309,8 @@ impl Agent {
                         self.running.insert(key, Running { child, gpus: a.gpus.clone(), stopping: None });
                     }
                     Err(e) => {
-                        self.log(format!("cannot start {}/{}: {e}", a.job, a.task_name));
+                        let (job, task) = (crate::api::shown(&a.job), crate::api::shown(&a.task_name));
+                        self.log(format!("cannot start {job}/{task} attempt {}: {e}", a.attempt));
                         self.exits.push(ExitReport { task: a.task, attempt: a.attempt, code: 127 });
                     }
                 }
@@ -277,11 +343,10 @@ impl Agent {
     }
 
     fn spawn(&mut self, a: &Assignment) -> std::io::Result<Child> {
-        let logs = self.options.work_dir.join("logs");
-        let checkpoint = self.options.work_dir.join("checkpoints").join(&a.job).join(&a.task_name);
-        std::fs::create_dir_all(&logs)?;
+        let (log, checkpoint) = task_paths(&self.options.work_dir, a)?;
+        std::fs::create_dir_all(log.parent().unwrap_or(&self.options.work_dir))?;
         std::fs::create_dir_all(&checkpoint)?;
-        let log = std::fs::File::create(logs.join(format!("{}.{}.{}.log", a.job, a.task_name, a.attempt)))?;
+        let log = std::fs::File::create(log)?;
         // The shell waits for a line on stdin before it runs the command (with stdin from
         // /dev/null, in the same process and group), so the group is on record before anything
         // of the task runs; if the agent dies first, the read ends and nothing runs.
@@ -447,6 +512,22 @@ impl Agent {
         // What is still alive (dying) stays on record for the next start.
         self.forget_ended_groups();
     }
+}
+
+/// Where an attempt's log and checkpoint directory go under `work_dir`: `logs/JOB.TASK.N.log`
+/// and `checkpoints/JOB/TASK`. The coordinator refuses names that are not plain names, but the
+/// agent does not take its word for it: a job or task name that is not one (`..`, a `/`) is
+/// refused here, so that no assignment makes the agent write outside its work directory.
+fn task_paths(work_dir: &std::path::Path, a: &Assignment) -> std::io::Result<(PathBuf, PathBuf)> {
+    for (what, name) in [("job", &a.job), ("task", &a.task_name)] {
+        if !crate::api::is_plain_name(name) {
+            let shown = crate::api::shown(name);
+            return Err(std::io::Error::other(format!("the {what} name `{shown}` is not a plain name; not run")));
+        }
+    }
+    let log = work_dir.join("logs").join(format!("{}.{}.{}.log", a.job, a.task_name, a.attempt));
+    let checkpoint = work_dir.join("checkpoints").join(&a.job).join(&a.task_name);
+    Ok((log, checkpoint))
 }
 
 /// Whether child `pid` has exited, leaving it unreaped (`WNOWAIT`) for `Child::try_wait`.

@@ -132,15 +132,41 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-pub fn check_name(what: &str, name: &str) -> Result<(), Refusal> {
-    let ok = !name.is_empty()
+/// Whether `name` is a plain name: 1 to 128 letters, digits, `-`, `_` and `.`, and not `.`
+/// or `..`. What becomes a path component (jobs, tasks and agents name files and directories)
+/// must be one, so that no name leaves the directory it is joined to.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 128
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if ok {
+        && name != "."
+        && name != ".."
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// `name` for a message: as is when it is printable ASCII, else escaped (`\n`, `\u{0}`), so
+/// that a name refused for a newline cannot write a line of its own into a log.
+pub fn shown(name: &str) -> String {
+    let short: String = name.chars().take(160).collect();
+    let more = if short.len() < name.len() { "..." } else { "" };
+    format!("{}{more}", short.escape_debug())
+}
+
+/// `text` as one line of a log: control characters (a newline, a carriage return, an escape)
+/// escaped, so that nothing a client sent can begin a line of its own or move the cursor.
+pub fn log_line(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
+pub fn check_name(what: &str, name: &str) -> Result<(), Refusal> {
+    if is_plain_name(name) {
         Ok(())
     } else {
         Err(Refusal::bad(format!(
-            "{what} `{name}`: use 1 to 128 letters, digits, `-`, `_` or `.` (it names files and trace rows)"
+            "{what} `{}`: use 1 to 128 letters, digits, `-`, `_` or `.`, and not `.` or `..` alone (it names files and trace rows)",
+            shown(name)
         )))
     }
 }
@@ -288,7 +314,15 @@ pub struct RegisterRequest {
 pub struct RegisterReply {
     pub node: u32,
     pub heartbeat_ms: u64,
+    /// The coordinator's generation (one more at each of its starts): the agent sends it with
+    /// every report and acts only on answers that carry it.
+    #[serde(default)]
+    pub generation: u64,
 }
+
+/// The start of the reason of a `409` answer to a report (or a request for assignments) whose
+/// generation is not the coordinator's: the agent registers again to learn the new one.
+pub const STALE_GENERATION: &str = "stale coordinator generation";
 
 /// One attempt's process ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -314,6 +348,9 @@ pub struct HeartbeatRequest {
     /// Compute processes on them (for `GET /v1/cluster`).
     #[serde(default)]
     pub processes: Vec<GpuProcess>,
+    /// The coordinator generation the agent registered with (0: none, always refused).
+    #[serde(default)]
+    pub generation: u64,
 }
 
 /// What one node must run: the agent starts each assignment it has not started before and
@@ -344,6 +381,17 @@ pub struct HeartbeatReply {
     /// Exit reports the coordinator has recorded: the agent may forget them.
     pub acked: Vec<ExitReport>,
     pub heartbeat_ms: u64,
+    /// The generation of the coordinator that answers.
+    #[serde(default)]
+    pub generation: u64,
+}
+
+/// `GET /v1/agents/NAME/assignments?generation=G`: what the node must run, by the coordinator
+/// of this generation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssignmentsReply {
+    pub generation: u64,
+    pub assignments: Vec<Assignment>,
 }
 
 /// The answer to `POST /v1/gpus/{uuid}/return`: where the GPU is and what it does now, after

@@ -11,12 +11,22 @@
 //! read from a monotonic clock. After a restart the clock resumes 1 ms after the journal's
 //! last batch: time while the coordinator was down does not count (agents' missed heartbeats
 //! included, so a restart never declares every node dead).
+//!
+//! One coordinator per state directory ([`crate::lock`]); each start is a new generation,
+//! which every agent report must carry (`Coordinator::check_generation`); each endpoint has
+//! one role ([`crate::auth`]).
 
-use crate::api::{GpuReturned, HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply, RegisterRequest};
+use crate::api::{
+    AssignmentsReply, GpuReturned, HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply,
+    RegisterRequest, STALE_GENERATION,
+};
+use crate::auth::{Keys, Principal, Role, endpoint_role};
 use crate::backend::HealthEvent;
-use crate::driver::{Batch, Driver, DriverConfig, Input};
+use crate::driver::{Batch, Driver, Input};
 use crate::http::{Call, Front, Inbound, Limits, Method};
-use crate::store::{AgentRecord, Store, load_or_create_token};
+use crate::lock::StateLock;
+use crate::settings::Given;
+use crate::store::{AgentRecord, Store};
 use crate::tls::{Identities, TlsFront};
 use serde_json::{Value, json};
 use sim::{SimTime, TaskId, TaskStatus};
@@ -69,9 +79,9 @@ pub struct ServeOptions {
     pub state_dir: PathBuf,
     /// `127.0.0.1:7450` by default; port 0 picks a free one (written to `STATE/addr`).
     pub listen: String,
-    /// Used when the state directory is new; an existing one keeps its own, and a different
-    /// one given here is an error.
-    pub config: Option<DriverConfig>,
+    /// The settings given: a new state directory is made with them (a cluster is needed), an
+    /// existing one keeps its own, and a setting given here with another value is refused.
+    pub settings: Given,
     /// Write the journal as a canonical trace (`STATE/journal/`) at most this often (and at
     /// most every ten times as long as the last writing took).
     pub journal_every: Duration,
@@ -114,6 +124,8 @@ impl TlsSetup {
 }
 
 pub struct Coordinator {
+    /// The state directory's lock, held for the coordinator's life (see [`crate::lock`]).
+    _lock: StateLock,
     /// The front's accept thread takes its connections while `run` runs (nothing else of the
     /// coordinator is shared). With TLS it listens on a loopback port of its own, behind `tls`.
     listener: TcpListener,
@@ -123,7 +135,12 @@ pub struct Coordinator {
     tls: Option<(TlsFront, Identities, bool)>,
     store: Store,
     driver: Driver,
-    token: String,
+    /// The user token and the agents' key (see [`crate::auth`]).
+    keys: Keys,
+    /// This start's generation (see [`Store::next_generation`]): reports carrying another are
+    /// refused, so an agent never reports to, nor acts for, a coordinator that is not the
+    /// latest.
+    generation: u64,
     /// Sorted: see [`ServeOptions::app_xids`].
     app_xids: Vec<u64>,
     agents: BTreeMap<String, AgentRecord>,
@@ -145,24 +162,37 @@ pub struct Coordinator {
 }
 
 impl Coordinator {
-    /// Opens (or creates) the state directory, replays its journal and binds the socket.
+    /// Binds the socket, locks (or creates) the state directory, replays its journal. In this
+    /// order, so that a second coordinator on a directory in use, or one whose address is
+    /// taken, is refused before it writes anything (the directory, the token included).
     pub fn open(options: ServeOptions) -> Result<Coordinator, String> {
+        let existing = StateLock::try_existing(&options.state_dir)?;
+        if options.settings.cluster.is_none() && !Store::exists(&options.state_dir) {
+            return Err(format!(
+                "{}: no coordinator state here; a new state directory needs --cluster",
+                options.state_dir.display()
+            ));
+        }
+        let (listener, public) = bind(&options)?;
+        let mut lock = match existing {
+            Some(lock) => lock,
+            None => StateLock::acquire(&options.state_dir)?,
+        };
+        let public_addr =
+            public.as_ref().unwrap_or(&listener).local_addr().map_err(|e| format!("the listener: {e}"))?;
+        lock.record_holder(&public_addr.to_string())?;
         let store = Store::open(&options.state_dir)?;
-        let _ = std::fs::set_permissions(&options.state_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700));
-        let token = load_or_create_token(&options.state_dir)?;
-        let config = match (store.config()?, options.config) {
-            (Some(stored), Some(given)) if stored != given => {
-                return Err(format!(
-                    "{} was created with {stored:?}; start it with the same settings (or none), or use a new --state",
-                    options.state_dir.display()
-                ));
+        let keys = Keys::load_or_create(&options.state_dir)?;
+        let config = match (store.config()?, options.settings.new_config()) {
+            (Some(stored), _) => {
+                options.settings.check_unchanged(&options.state_dir, &stored)?;
+                stored
             }
-            (Some(stored), _) => stored,
             (None, Some(given)) => {
                 store.set_config(&given)?;
                 given
             }
-            (None, None) => return Err("a new state directory needs the cluster and policy".into()),
+            (None, None) => return Err("a new state directory needs --cluster".into()),
         };
         // Resolved after the config, so a directory refused above is left without it. The
         // list never reaches the journal (an application XID journals nothing), so a replay
@@ -185,6 +215,7 @@ impl Coordinator {
         };
         let journal = store.batches()?;
         let mut store = store;
+        let generation = store.next_generation()?;
         let (driver, base_ms) = if journal.is_empty() {
             let mut driver = Driver::new(config)?;
             let start = driver.start_batch();
@@ -196,13 +227,8 @@ impl Coordinator {
             (Driver::replay(config, journal)?, last + 1)
         };
         let agents = store.agents()?.into_iter().map(|a| (a.name.clone(), a)).collect();
-        let (listener, tls) = match &options.tls {
-            None => {
-                let listener = TcpListener::bind(&options.listen)
-                    .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
-                (listener, None)
-            }
-            Some(TlsOptions { certificate, client_ca }) => {
+        let tls = match (&options.tls, public) {
+            (Some(TlsOptions { certificate, client_ca }), Some(public)) => {
                 let (cert, key) = match certificate {
                     TlsSetup::Files { cert, key } => (cert.clone(), key.clone()),
                     TlsSetup::SelfSigned { names } => {
@@ -212,21 +238,22 @@ impl Coordinator {
                     }
                 };
                 let config = crate::tls::server_config(&cert, &key, client_ca.as_deref())?;
-                let listener =
-                    TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
                 let plain = listener.local_addr().map_err(|e| format!("the loopback listener: {e}"))?;
                 let identities = Identities::default();
-                let front = TlsFront::start(&options.listen, plain, config, identities.clone())?;
-                (listener, Some((front, identities, client_ca.is_some())))
+                let front = TlsFront::start_on(public, plain, config, identities.clone())?;
+                Some((front, identities, client_ca.is_some()))
             }
+            _ => None,
         };
         let coordinator = Coordinator {
+            _lock: lock,
             listener,
             limits: options.http,
             tls,
             store,
             driver,
-            token,
+            keys,
+            generation,
             app_xids,
             agents,
             processes: BTreeMap::new(),
@@ -267,7 +294,8 @@ impl Coordinator {
 
     fn log(&self, message: impl std::fmt::Display) {
         if !self.quiet {
-            eprintln!("[{:>10.3}s] {message}", self.driver.now().as_ms() as f64 / 1000.0);
+            let line = crate::api::log_line(&message.to_string());
+            eprintln!("[{:>10.3}s] {line}", self.driver.now().as_ms() as f64 / 1000.0);
         }
     }
 
@@ -313,10 +341,11 @@ impl Coordinator {
     pub fn run(&mut self, stop: &AtomicBool) -> Result<(), String> {
         let (inbound, calls) = mpsc::channel();
         let identities = self.tls.as_ref().map(|(_, identities, _)| identities.clone());
-        let front = Front::start(&self.listener, self.token.clone(), self.limits, inbound, identities)?;
+        let front = Front::start(&self.listener, self.keys.clone(), self.limits, inbound, identities)?;
         self.log(format!(
-            "listening on {} (policy {}, {} nodes, application XIDs {})",
+            "listening on {} (generation {}, policy {}, {} nodes, application XIDs {})",
             self.url(),
+            self.generation,
             self.driver.policy_name(),
             self.driver.cluster().nodes().len(),
             app_xids_text(&self.app_xids)
@@ -339,6 +368,8 @@ impl Coordinator {
             }
             self.journal_step();
         }
+        let why = crate::signals::received().unwrap_or("asked to");
+        self.log(format!("stopping ({why}): taking no new calls, writing the journal"));
         // No new calls, and those not taken answered 503, before the last journal write.
         drop(front);
         drop(calls);
@@ -412,7 +443,7 @@ impl Coordinator {
     /// logged, and the answer handed back to its worker, which writes it.
     fn handle(&mut self, call: Call) {
         let metrics = call.method == Method::Get && path_parts(&call.url).1 == ["metrics"];
-        let routed = match self.check_identity(&call) {
+        let routed = match self.check_identity(&call).and_then(|()| self.check_role(&call)) {
             Ok(()) if metrics => return call.answer_text(crate::metrics::CONTENT_TYPE, self.metrics_text()),
             Ok(()) => self.route(&call.method, &call.url, &call.body),
             Err(r) => Err(r),
@@ -445,7 +476,9 @@ impl Coordinator {
                     .get(*name)
                     .cloned()
                     .ok_or_else(|| Refusal::new(404, format!("no agent `{name}`: register first")))?;
-                Ok((200, serde_json::to_value(self.assignments_of(&agent)).unwrap_or(Value::Null)))
+                self.check_generation(query_u64(url, "generation").unwrap_or(0))?;
+                let reply = AssignmentsReply { generation: self.generation, assignments: self.assignments_of(&agent) };
+                Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
             }
             (
                 _,
@@ -469,6 +502,11 @@ impl Coordinator {
 
     fn submit(&mut self, job: JobRequest) -> Result<(u16, Value), Refusal> {
         self.driver.check_submission(&job)?;
+        crate::admission::check_queue(&job, !self.driver.config().queues.trim().is_empty())?;
+        let spec = job.to_spec(SimTime::ZERO, sim::SimDuration(1))?;
+        if let Some(reason) = crate::admission::never_fits(self.driver.cluster(), &spec) {
+            return Err(Refusal::bad(format!("job `{}`: {reason}", job.name)));
+        }
         let name = job.name.clone();
         self.commit(vec![Input::submit(job)]).map_err(Self::internal)?;
         let id = self.driver.submissions().len() - 1;
@@ -790,15 +828,9 @@ impl Coordinator {
                 format!("{path}: no client certificate (under mutual TLS every call comes over https with one)");
             return Err(Refusal { status: 403, ..self.refuse("a client", reason) });
         }
-        let agent = match parts.as_slice() {
-            ["v1", "agents", "register" | "heartbeat"] => serde_json::from_slice::<Value>(&call.body)
-                .ok()
-                .and_then(|v| v.get("name").and_then(Value::as_str).map(str::to_string)),
-            ["v1", "agents", name, "assignments"] => Some(name.to_string()),
-            _ => return Ok(()),
-        };
-        // A body without a name is refused by the route itself, with the reason.
-        let Some(agent) = agent else { return Ok(()) };
+        // A call for no agent, or with a body without a name (refused by the route itself,
+        // with the reason), has nothing more to check.
+        let Some(agent) = claimed_agent(call, &parts) else { return Ok(()) };
         if call.client_cert.as_ref().is_some_and(|cert| crate::tls::certificate_is_for(cert, &agent)) {
             return Ok(());
         }
@@ -806,6 +838,35 @@ impl Coordinator {
             "{path}: the client certificate is not for agent `{agent}` (under mutual TLS an agent shows one issued for its name: live issue-cert --name {agent})"
         );
         Err(Refusal { status: 403, ..self.refuse(&agent, reason) })
+    }
+
+    /// Every endpoint has one role (see [`crate::auth`]): a user's token cannot act as an
+    /// agent, nor an agent's as a user or as another agent. Refused with 403, recorded.
+    fn check_role(&self, call: &Call) -> Result<(), Refusal> {
+        let (path, parts) = path_parts(&call.url);
+        let Some(role) = endpoint_role(&parts) else { return Ok(()) };
+        let reason = match (&call.principal, role) {
+            (Principal::User, Role::User) => return Ok(()),
+            (Principal::User, Role::Agent) => format!(
+                "{path}: a user token cannot act as an agent (an agent has a token of its own: schedlab live issue-token --agent NAME)"
+            ),
+            (Principal::Agent(name), Role::User) => {
+                format!(
+                    "{path}: agent `{name}`'s token is for its agent's calls only (register, heartbeat, assignments)"
+                )
+            }
+            (Principal::Agent(name), Role::Agent) => match claimed_agent(call, &parts) {
+                Some(claimed) if claimed != *name => {
+                    format!("{path}: agent `{name}`'s token cannot act for agent `{claimed}`")
+                }
+                _ => return Ok(()),
+            },
+        };
+        let who = match &call.principal {
+            Principal::User => "a user".to_string(),
+            Principal::Agent(name) => name.clone(),
+        };
+        Err(Refusal { status: 403, ..self.refuse(&who, reason) })
     }
 
     fn refuse(&self, who: &str, reason: String) -> Refusal {
@@ -816,6 +877,7 @@ impl Coordinator {
 
     fn register(&mut self, r: RegisterRequest) -> Result<(u16, Value), Refusal> {
         crate::api::check_name("agent name", &r.name)?;
+        check_readings(&r.gpus)?;
         if r.gpus.is_empty() {
             return Err(Refusal::bad("an agent must bring at least one GPU"));
         }
@@ -862,7 +924,12 @@ impl Coordinator {
             for (slot, g) in record.gpus.iter_mut().enumerate() {
                 if let Some(now) = r.gpus.iter().find(|n| n.uuid == g.uuid) {
                     *g = now.clone();
-                    if let Some(repair) = self.gpu_repair(node, slot as u32) {
+                    // Only an agent started afresh may have had its GPUs reset: one registering
+                    // again (after a coordinator restart, to learn its generation) brings back
+                    // nothing taken out.
+                    if r.fresh
+                        && let Some(repair) = self.gpu_repair(node, slot as u32)
+                    {
                         self.log(format!("node {node}: GPU {} is back (its agent registered again with it)", g.uuid));
                         inputs.push(repair);
                     }
@@ -872,7 +939,8 @@ impl Coordinator {
             self.agents.insert(r.name.clone(), record);
             self.commit(inputs).map_err(Self::internal)?;
             self.log(format!("agent `{}` registered again as node {node}", r.name));
-            let reply = RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms };
+            let reply =
+                RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms, generation: self.generation };
             return Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)));
         }
         let cluster = self.driver.cluster();
@@ -898,7 +966,8 @@ impl Coordinator {
         self.agents.insert(r.name.clone(), record);
         self.commit(vec![Input::Beat { node }]).map_err(Self::internal)?;
         self.log(format!("agent `{}` registered as node {node}", r.name));
-        let reply = RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms };
+        let reply =
+            RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms, generation: self.generation };
         Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
     }
 
@@ -954,10 +1023,30 @@ impl Coordinator {
         Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
     }
 
+    /// Refuses (409) a report or request made for another coordinator generation than this
+    /// one: the agent registers again and learns it. What it carried (exits, health events)
+    /// is sent again after that, to this coordinator, which checks it against its own state.
+    fn check_generation(&self, theirs: u64) -> Result<(), Refusal> {
+        let mine = self.generation;
+        if theirs == mine {
+            return Ok(());
+        }
+        let why = if theirs > mine {
+            format!(
+                "the agent registered with generation {theirs}, newer than this coordinator's {mine}: this coordinator is not the current one"
+            )
+        } else {
+            format!("it is for generation {theirs}, this coordinator is generation {mine}; register again")
+        };
+        Err(Refusal::new(409, format!("{STALE_GENERATION}: {why}")))
+    }
+
     fn heartbeat(&mut self, h: HeartbeatRequest) -> Result<(u16, Value), Refusal> {
         let Some(agent) = self.agents.get(&h.name).cloned() else {
             return Err(Refusal::new(404, format!("no agent `{}`: register first", h.name)));
         };
+        self.check_generation(h.generation)?;
+        check_readings(&h.gpus)?;
         let node = agent.node;
         let slot_of = |uuid: &str| agent.gpus.iter().position(|g| g.uuid == uuid);
         for e in &h.health {
@@ -1021,7 +1110,8 @@ impl Coordinator {
         }
         self.commit(inputs).map_err(Self::internal)?;
         let assignments = self.assignments_of(&agent);
-        let reply = HeartbeatReply { assignments, acked: h.exits, heartbeat_ms: self.driver.config().heartbeat_ms };
+        let heartbeat_ms = self.driver.config().heartbeat_ms;
+        let reply = HeartbeatReply { assignments, acked: h.exits, heartbeat_ms, generation: self.generation };
         Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
     }
 }
@@ -1046,6 +1136,48 @@ impl Coordinator {
         }
         assignments
     }
+}
+
+/// The sockets, bound before anything is written: the one the HTTP front serves and, with
+/// TLS, the public one (`listen`) whose connections the relay ends and passes to it on loopback.
+fn bind(options: &ServeOptions) -> Result<(TcpListener, Option<TcpListener>), String> {
+    let listen = || TcpListener::bind(&options.listen).map_err(|e| format!("cannot listen on {}: {e}", options.listen));
+    if options.tls.is_none() {
+        return Ok((listen()?, None));
+    }
+    let public = listen()?;
+    let plain = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
+    Ok((plain, Some(public)))
+}
+
+/// What an agent reports of its GPUs goes to `/metrics` and `GET /v1/cluster` as is: a
+/// utilisation that is no percentage is refused (400), not shown.
+fn check_readings(gpus: &[crate::backend::GpuInfo]) -> Result<(), Refusal> {
+    match gpus.iter().find(|g| g.utilisation_pct > 100) {
+        Some(g) => Err(Refusal::bad(format!(
+            "GPU {}: utilisation_pct {} is not a percentage (0 to 100)",
+            crate::api::shown(&g.uuid),
+            g.utilisation_pct
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The agent a call to an agent endpoint is made for: the name in its path or its body.
+fn claimed_agent(call: &Call, parts: &[&str]) -> Option<String> {
+    match parts {
+        ["v1", "agents", "register" | "heartbeat"] => serde_json::from_slice::<Value>(&call.body)
+            .ok()
+            .and_then(|v| v.get("name").and_then(Value::as_str).map(str::to_string)),
+        ["v1", "agents", name, "assignments"] => Some(name.to_string()),
+        _ => None,
+    }
+}
+
+/// The number `name=N` of a request's query, if it has one.
+fn query_u64(url: &str, name: &str) -> Option<u64> {
+    let query = url.split_once('?')?.1;
+    query.split('&').find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
 }
 
 /// A request's path (without its query) and its segments: what the routes match on.
@@ -1153,10 +1285,20 @@ fn shell_quote(text: &str) -> String {
     }
 }
 
-/// Runs the coordinator until `stop` is set (the CLI passes a flag no one sets).
+/// Runs the coordinator until `stop` is set.
 pub fn serve(options: ServeOptions, stop: Arc<AtomicBool>) -> Result<(), String> {
     let mut c = Coordinator::open(options)?;
     c.run(&stop)
+}
+
+/// `live serve`: runs the coordinator until SIGTERM or SIGINT, then stops cleanly (see
+/// [`Coordinator::run`]: no new calls, the journal written, the lock released).
+pub fn serve_until_signalled(options: ServeOptions) -> Result<(), String> {
+    let stop = crate::signals::stop_on_term_and_int()?;
+    let mut c = Coordinator::open(options)?;
+    c.run(stop)?;
+    c.log("stopped");
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1190,7 +1332,10 @@ mod tests {
             // An hour between heartbeats: however slow the test machine, no heartbeat
             // deadline falls due while a test runs, so only what the tests report changes the
             // cluster.
-            config: Some(DriverConfig { heartbeat_ms: 3_600_000, ..DriverConfig::new("1x2:SIM", "fifo") }),
+            settings: crate::settings::Given::all(&DriverConfig {
+                heartbeat_ms: 3_600_000,
+                ..DriverConfig::new("1x2:SIM", "fifo")
+            }),
             journal_every: Duration::from_secs(3600),
             quiet: true,
             app_xids,
@@ -1232,6 +1377,7 @@ mod tests {
                 health,
                 gpus: Vec::new(),
                 processes: Vec::new(),
+                generation: self.c.generation,
             };
             let (status, _) = self.c.heartbeat(request).map_err(|r| r.reason).unwrap();
             assert_eq!(status, 200);

@@ -21,6 +21,7 @@
 //! takes the calls one at a time in the order they reach the channel: the journal is that
 //! thread's sequence of batches.
 
+use crate::auth::{Keys, Principal};
 use crate::tls::Identities;
 use rustls::pki_types::CertificateDer;
 use serde_json::{Value, json};
@@ -93,6 +94,8 @@ pub(crate) struct Call {
     pub body: Vec<u8>,
     /// The certificate the client showed, when it came through the TLS relay with one.
     pub client_cert: Option<CertificateDer<'static>>,
+    /// Whom its bearer token is for (see [`crate::auth`]).
+    pub principal: Principal,
     reply: SyncSender<Answer>,
 }
 
@@ -119,8 +122,20 @@ impl Call {
         body: &[u8],
         client_cert: Option<CertificateDer<'static>>,
     ) -> (Call, mpsc::Receiver<Answer>) {
+        Self::for_test_as(method, url, body, client_cert, Principal::User)
+    }
+
+    /// As [`Call::for_test`], with the token of `principal`.
+    #[cfg(test)]
+    pub fn for_test_as(
+        method: Method,
+        url: &str,
+        body: &[u8],
+        client_cert: Option<CertificateDer<'static>>,
+        principal: Principal,
+    ) -> (Call, mpsc::Receiver<Answer>) {
         let (reply, answer) = mpsc::sync_channel(1);
-        (Call { method, url: url.to_string(), body: body.to_vec(), client_cert, reply }, answer)
+        (Call { method, url: url.to_string(), body: body.to_vec(), client_cert, principal, reply }, answer)
     }
 
     /// Hands the answer (status, JSON body) to the connection's thread, which writes it.
@@ -163,7 +178,7 @@ impl Front {
     /// showed the TLS relay (`identities`, when there is one).
     pub fn start(
         listener: &TcpListener,
-        token: String,
+        keys: Keys,
         limits: Limits,
         inbound: Sender<Inbound>,
         identities: Option<Identities>,
@@ -174,7 +189,7 @@ impl Front {
         let flag = stopping.clone();
         let acceptor = std::thread::Builder::new()
             .name("http-accept".into())
-            .spawn(move || accept(&listener, &flag, &Arc::<str>::from(token), limits, &inbound, identities))
+            .spawn(move || accept(&listener, &flag, &keys, limits, &inbound, identities))
             .map_err(|e| format!("cannot start the HTTP accept thread: {e}"))?;
         Ok(Front { addr, stopping, acceptor: Some(acceptor) })
     }
@@ -206,7 +221,7 @@ impl Drop for Held {
 fn accept(
     listener: &TcpListener,
     stopping: &AtomicBool,
-    token: &Arc<str>,
+    keys: &Keys,
     limits: Limits,
     inbound: &Sender<Inbound>,
     identities: Option<Identities>,
@@ -248,10 +263,10 @@ fn accept(
         }
         open.fetch_add(1, Ordering::SeqCst);
         let held = Held(open.clone());
-        let (token, theirs, identities) = (token.clone(), inbound.clone(), identities.clone());
+        let (keys, theirs, identities) = (keys.clone(), inbound.clone(), identities.clone());
         let started = std::thread::Builder::new().name("http-connection".into()).spawn(move || {
             let _held = held;
-            let _ = Connection::new(stream, limits, identities).serve(&token, &theirs);
+            let _ = Connection::new(stream, limits, identities).serve(&keys, &theirs);
         });
         if started.is_err() {
             // The closure (and the connection with it) was dropped, and the count with it.
@@ -338,7 +353,7 @@ fn reason_phrase(status: u16) -> &'static str {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -346,7 +361,8 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 struct Head {
     method: Method,
     url: String,
-    authorised: bool,
+    /// Whom the token is for; None: no token, or a wrong one.
+    principal: Option<Principal>,
     keep_alive: bool,
     http_1_0: bool,
     content_length: Option<usize>,
@@ -380,25 +396,25 @@ impl Connection {
 
     /// Requests, one after another, until the client closes, idles, breaks the protocol or
     /// is refused.
-    fn serve(&mut self, token: &str, inbound: &Sender<Inbound>) -> std::io::Result<()> {
+    fn serve(&mut self, keys: &Keys, inbound: &Sender<Inbound>) -> std::io::Result<()> {
         // A new connection has the request timeout to begin its first request (a client that
         // connects and sends nothing holds its place no longer than a stalled one); a
         // kept-alive one waits the idle timeout for the next.
         let mut first_byte = self.limits.request_timeout;
         loop {
-            let head = match self.read_head(token, first_byte) {
+            let head = match self.read_head(keys, first_byte) {
                 Ok(Some(head)) => head,
                 Ok(None) => return Ok(()),
                 Err((status, reason)) => return self.refuse(status, reason),
             };
             self.buf.drain(..head.len);
-            if !head.authorised {
+            let Some(principal) = head.principal.clone() else {
                 // Before the body is read: an unauthenticated client makes the coordinator
                 // read nothing more and learns nothing.
                 self.stream.write_all(UNAUTHORISED)?;
                 close_gently(&mut self.stream, LINGER);
                 return Ok(());
-            }
+            };
             if head.chunked {
                 return self.refuse(411, "a chunked request body is not accepted; send Content-Length".into());
             }
@@ -420,7 +436,8 @@ impl Connection {
                 Err(_) => return Ok(()),
             };
             let (reply, answer) = mpsc::sync_channel(1);
-            let call = Call { method: head.method, url: head.url, body, client_cert: self.client_cert(), reply };
+            let client_cert = self.client_cert();
+            let call = Call { method: head.method, url: head.url, body, client_cert, principal, reply };
             // Either fails only when the coordinator's thread has stopped taking calls (its
             // channel, with the calls still in it, is dropped when `run` returns).
             let answer = inbound
@@ -446,7 +463,7 @@ impl Connection {
     /// Reads until a whole head is in the buffer: the first byte within `first_byte`, the rest
     /// within the request timeout. None: the connection ended (closed, or idle) before a
     /// request began; the error is the answer to give.
-    fn read_head(&mut self, token: &str, first_byte: Duration) -> Result<Option<Head>, (u16, String)> {
+    fn read_head(&mut self, keys: &Keys, first_byte: Duration) -> Result<Option<Head>, (u16, String)> {
         let mut deadline = None;
         loop {
             if !self.buf.is_empty() {
@@ -454,7 +471,7 @@ impl Connection {
                 let mut headers = [httparse::EMPTY_HEADER; 64];
                 let mut request = httparse::Request::new(&mut headers);
                 match request.parse(&self.buf) {
-                    Ok(httparse::Status::Complete(len)) => return Ok(Some(head_of(&request, len, token)?)),
+                    Ok(httparse::Status::Complete(len)) => return Ok(Some(head_of(&request, len, keys)?)),
                     Ok(httparse::Status::Partial) if self.buf.len() >= MAX_HEAD => {
                         return Err((431, "the request head is over 16 KiB".into()));
                     }
@@ -512,7 +529,7 @@ fn is_timeout(e: &std::io::Error) -> bool {
 }
 
 /// What the connection needs of a parsed head; an error is the answer to give.
-fn head_of(request: &httparse::Request<'_, '_>, len: usize, token: &str) -> Result<Head, (u16, String)> {
+fn head_of(request: &httparse::Request<'_, '_>, len: usize, keys: &Keys) -> Result<Head, (u16, String)> {
     let method = match request.method.unwrap_or("") {
         "GET" => Method::Get,
         "POST" => Method::Post,
@@ -524,16 +541,16 @@ fn head_of(request: &httparse::Request<'_, '_>, len: usize, token: &str) -> Resu
     }
     let header = |name: &'static str| values(request.headers, name);
     // The scheme's name is case-insensitive (RFC 9110), the token is not.
-    let authorised = header("Authorization")
-        .any(|v| v.len() > 7 && v[..7].eq_ignore_ascii_case(b"Bearer ") && constant_time_eq(&v[7..], token.as_bytes()));
-    if !authorised {
+    let principal = header("Authorization")
+        .find_map(|v| (v.len() > 7 && v[..7].eq_ignore_ascii_case(b"Bearer ")).then(|| keys.principal(&v[7..]))?);
+    if principal.is_none() {
         // Nothing more is looked at (or told) for a client without the token.
         let (keep_alive, content_length, chunked, expects_continue) = (false, None, false, false);
         let http_1_0 = request.version == Some(0);
         return Ok(Head {
             method,
             url,
-            authorised,
+            principal,
             keep_alive,
             http_1_0,
             content_length,
@@ -564,7 +581,7 @@ fn head_of(request: &httparse::Request<'_, '_>, len: usize, token: &str) -> Resu
     let chunked = header("Transfer-Encoding").next().is_some();
     let expects_continue = header("Expect").any(|v| text(v) == "100-continue");
     let http_1_0 = request.version == Some(0);
-    Ok(Head { method, url, authorised, keep_alive, http_1_0, content_length, chunked, expects_continue, len })
+    Ok(Head { method, url, principal, keep_alive, http_1_0, content_length, chunked, expects_continue, len })
 }
 
 #[cfg(test)]

@@ -2,14 +2,19 @@
 //! with a wall clock in place of the virtual one. Only this crate touches wall time,
 //! processes, sockets and hardware.
 
+pub mod admission;
 pub mod agent;
 pub mod api;
+pub mod auth;
 pub mod backend;
 pub mod client;
 pub mod coordinator;
 pub mod driver;
 pub mod http;
 mod leftovers;
+pub mod lock;
 pub mod metrics;
+pub mod settings;
+pub mod signals;
 pub mod store;
 pub mod tls;

@@ -35,6 +35,11 @@ fn sql(e: rusqlite::Error) -> String {
 }
 
 impl Store {
+    /// Whether `dir` holds a coordinator's state.
+    pub fn exists(dir: &Path) -> bool {
+        dir.join("live.db").is_file()
+    }
+
     pub fn open(dir: &Path) -> Result<Store, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
         let path = dir.join("live.db");
@@ -88,6 +93,28 @@ impl Store {
             .execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('app_xids', ?1)", params![text])
             .map_err(sql)?;
         Ok(())
+    }
+
+    /// The coordinator generation after this start: one more than the last start's (1 for
+    /// the first), stored before the coordinator answers anything. Agents learn it when they
+    /// register and send it with every report, so that none acts on or reports to a
+    /// coordinator that is not the latest one (see [`crate::coordinator`]). It never reaches the
+    /// journal: a replay does not depend on it.
+    pub fn next_generation(&mut self) -> Result<u64, String> {
+        let tx = self.db.transaction().map_err(sql)?;
+        let last: Option<String> = tx
+            .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| r.get(0))
+            .optional()
+            .map_err(sql)?;
+        let last = match last {
+            None => 0,
+            Some(t) => t.parse::<u64>().map_err(|_| format!("state database: bad generation `{t}`"))?,
+        };
+        let next = last + 1;
+        tx.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?1)", params![next.to_string()])
+            .map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        Ok(next)
     }
 
     /// The journal, in time order.

@@ -213,6 +213,17 @@ impl TlsFront {
         identities: Identities,
     ) -> Result<TlsFront, String> {
         let listener = TcpListener::bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        Self::start_on(listener, backend, config, identities)
+    }
+
+    /// As [`TlsFront::start`], on a listener bound already (the coordinator binds before it
+    /// writes anything to its state directory).
+    pub fn start_on(
+        listener: TcpListener,
+        backend: SocketAddr,
+        config: Arc<ServerConfig>,
+        identities: Identities,
+    ) -> Result<TlsFront, String> {
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();

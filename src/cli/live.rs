@@ -4,12 +4,11 @@ use super::{CliResult, emit};
 use clap::{Args, Subcommand};
 use live::api::{JobRequest, TaskRequest};
 use live::client::{Client, ClientTls, read_token};
-use live::coordinator::{ServeOptions, TlsOptions, TlsSetup, serve, write_journal};
-use live::driver::{Driver, DriverConfig};
+use live::coordinator::{ServeOptions, TlsOptions, TlsSetup, serve_until_signalled, write_journal};
+use live::driver::Driver;
+use live::settings::Given;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 #[derive(Subcommand)]
@@ -32,6 +31,10 @@ pub enum LiveCommand {
     /// Issue a client certificate (signed by the state directory's client CA, made on first
     /// use) for an agent or a user of a coordinator started with --tls-client-ca.
     IssueCert(IssueCertArgs),
+    /// Issue agent NAME's token: what it calls the coordinator with (--token-file). An agent's
+    /// token can register, heartbeat and read assignments as NAME only; the user token (STATE/token)
+    /// can do none of these. Run on the coordinator's host, beside its state directory.
+    IssueToken(IssueTokenArgs),
     /// Write a state directory's journal as a canonical trace (for `schedlab simulate --trace`);
     /// works on a stopped coordinator's state, after a crash too.
     Export(ExportArgs),
@@ -46,25 +49,29 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:7450")]
     listen: String,
     /// The cluster: shorthand NODESxGPUS[:TYPE],... or a cluster.csv. Required for a new
-    /// state directory; an existing one keeps its settings.
+    /// state directory. An existing one keeps every setting it was made with (this one, the
+    /// policy, seed, heartbeats, retries, ...): leave them out, or give the same values (another
+    /// is refused, naming it).
     #[arg(long)]
     cluster: Option<String>,
-    /// Policy spec, as for `schedlab simulate`.
-    #[arg(long, default_value = "fifo")]
-    policy: String,
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Seconds between agent heartbeats.
-    #[arg(long, default_value = "10")]
-    heartbeat_s: String,
-    /// Missed heartbeats after which a node is declared dead.
-    #[arg(long, default_value_t = 3)]
-    missed_beats: u32,
-    #[arg(long, default_value_t = 3)]
-    max_retries: u32,
-    /// The work assumed for a task without estimate_s until it ends, seconds.
-    #[arg(long, default_value = "3600")]
-    default_work_s: String,
+    /// Policy spec, as for `schedlab simulate` [default: fifo].
+    #[arg(long)]
+    policy: Option<String>,
+    /// [default: 0]
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Seconds between agent heartbeats [default: 10].
+    #[arg(long)]
+    heartbeat_s: Option<String>,
+    /// Missed heartbeats after which a node is declared dead [default: 3].
+    #[arg(long)]
+    missed_beats: Option<u32>,
+    /// [default: 3]
+    #[arg(long)]
+    max_retries: Option<u32>,
+    /// The work assumed for a task without estimate_s until it ends, seconds [default: 3600].
+    #[arg(long)]
+    default_work_s: Option<String>,
     /// Queues with quotas, a queues.csv (as the simulator reads it): a job's `queue` must name
     /// one (none: the first), and each start keeps within its queue's quota. Fixed, like
     /// --cluster, for the life of the state directory.
@@ -78,12 +85,13 @@ pub struct ServeArgs {
     datasets: Option<PathBuf>,
     /// The Controller's checkpoint interval in work, seconds (0: continuous), as for simulate:
     /// what a failure or preemption is counted as losing, and what policies that pick victims
-    /// by lost work see. Fixed for the life of the state directory.
-    #[arg(long, default_value = "0")]
-    checkpoint_s: String,
-    /// What each restart is counted as costing before progress, seconds, as for simulate.
-    #[arg(long, default_value = "0")]
-    restart_overhead_s: String,
+    /// by lost work see. Fixed for the life of the state directory [default: 0].
+    #[arg(long)]
+    checkpoint_s: Option<String>,
+    /// What each restart is counted as costing before progress, seconds, as for simulate
+    /// [default: 0].
+    #[arg(long)]
+    restart_overhead_s: Option<String>,
     /// Rewrite STATE/journal/ (a canonical trace of the session) at most this often, seconds
     /// (and, as the session grows, at most every ten times as long as the last rewrite took).
     #[arg(long, default_value = "1")]
@@ -128,8 +136,8 @@ pub struct ClientArgs {
     /// The coordinator's URL.
     #[arg(long, default_value = "http://127.0.0.1:7450")]
     coordinator: String,
-    /// File holding the API token (the coordinator's STATE/token); default: $SCHEDLAB_TOKEN,
-    /// else schedlab-live/token.
+    /// File holding the token: a user's is the coordinator's STATE/token, an agent's its own
+    /// (`live issue-token --agent NAME`); default: $SCHEDLAB_TOKEN, else schedlab-live/token.
     #[arg(long)]
     token_file: Option<PathBuf>,
     /// For an https:// coordinator: trust the certificates in this PEM file (the
@@ -282,6 +290,18 @@ pub struct IssueCertArgs {
 }
 
 #[derive(Args)]
+pub struct IssueTokenArgs {
+    #[arg(long, default_value = "schedlab-live")]
+    state: PathBuf,
+    /// The agent's name (its `live agent --name`).
+    #[arg(long)]
+    agent: String,
+    /// Write the token to this new file (0600) instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
 pub struct ExportArgs {
     #[arg(long, default_value = "schedlab-live")]
     state: PathBuf,
@@ -312,9 +332,11 @@ pub fn run(command: LiveCommand) -> CliResult {
         }
         LiveCommand::ReturnGpu(a) => {
             // The UUID goes into the URL as is: anything that would need escaping is no UUID.
-            let plain = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
-            if a.uuid.is_empty() || !a.uuid.chars().all(plain) {
-                return Err(format!("`{}` is not a GPU UUID (letters, digits, -, _ and .)", a.uuid).into());
+            if !live::api::is_plain_name(&a.uuid) {
+                let uuid = live::api::shown(&a.uuid);
+                return Err(
+                    format!("`{uuid}` is not a GPU UUID (letters, digits, -, _ and ., not . or .. alone)").into()
+                );
             }
             let path = format!("/v1/gpus/{}/return", a.uuid);
             let r: live::api::GpuReturned = a.client.client()?.post(&path, &Value::Null)?;
@@ -359,6 +381,16 @@ pub fn run(command: LiveCommand) -> CliResult {
                 ca.display()
             ))
         }
+        LiveCommand::IssueToken(a) => {
+            let token = live::auth::agent_token(&a.state, &a.agent)?;
+            match &a.out {
+                None => emit(format!("{token}\n")),
+                Some(out) => {
+                    live::store::write_private(out, format!("{token}\n").as_bytes())?;
+                    emit(format!("wrote {}: give it to agent `{}` as --token-file\n", out.display(), a.agent))
+                }
+            }
+        }
         LiveCommand::Export(a) => {
             let store = live::store::Store::open(&a.state)?;
             let config = store.config()?.ok_or_else(|| format!("{}: no coordinator state here", a.state.display()))?;
@@ -374,33 +406,33 @@ fn read_optional(path: Option<&std::path::Path>) -> Result<String, String> {
     path.map_or(Ok(String::new()), |p| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display())))
 }
 
-fn run_serve(a: ServeArgs) -> CliResult {
-    let config = match &a.cluster {
-        None if a.queues.is_some() || a.datasets.is_some() => {
-            return Err("--queues and --datasets are given with --cluster, when a state directory is first made (it keeps them)".into());
+/// The settings `live serve` was given, None where a flag was not (see [`Given`]).
+fn given_settings(a: &ServeArgs) -> Result<Given, String> {
+    let cluster = match &a.cluster {
+        Some(cluster) if std::path::Path::new(cluster).is_file() => {
+            Some(std::fs::read_to_string(cluster).map_err(|e| format!("{cluster}: {e}"))?)
         }
-        None => None,
-        Some(cluster) => {
-            let text = if std::path::Path::new(cluster).is_file() {
-                std::fs::read_to_string(cluster).map_err(|e| format!("{cluster}: {e}"))?
-            } else {
-                cluster.clone()
-            };
-            Some(DriverConfig {
-                cluster: text,
-                policy: a.policy.clone(),
-                seed: a.seed,
-                heartbeat_ms: millis("heartbeat-s", &a.heartbeat_s)?,
-                missed_beats: a.missed_beats,
-                max_retries: a.max_retries,
-                default_work_ms: millis("default-work-s", &a.default_work_s)?,
-                queues: read_optional(a.queues.as_deref())?,
-                datasets: read_optional(a.datasets.as_deref())?,
-                checkpoint_ms: millis("checkpoint-s", &a.checkpoint_s)?,
-                restart_overhead_ms: millis("restart-overhead-s", &a.restart_overhead_s)?,
-            })
-        }
+        other => other.clone(),
     };
+    let ms = |flag: &str, text: &Option<String>| text.as_deref().map(|t| millis(flag, t)).transpose();
+    let file = |path: &Option<PathBuf>| path.as_deref().map(|p| read_optional(Some(p))).transpose();
+    Ok(Given {
+        cluster,
+        policy: a.policy.clone(),
+        seed: a.seed,
+        heartbeat_ms: ms("heartbeat-s", &a.heartbeat_s)?,
+        missed_beats: a.missed_beats,
+        max_retries: a.max_retries,
+        default_work_ms: ms("default-work-s", &a.default_work_s)?,
+        queues: file(&a.queues)?,
+        datasets: file(&a.datasets)?,
+        checkpoint_ms: ms("checkpoint-s", &a.checkpoint_s)?,
+        restart_overhead_ms: ms("restart-overhead-s", &a.restart_overhead_s)?,
+    })
+}
+
+fn run_serve(a: ServeArgs) -> CliResult {
+    let settings = given_settings(&a)?;
     let certificate = match (&a.tls_cert, &a.tls_key) {
         (Some(cert), Some(key)) => Some(TlsSetup::Files { cert: cert.clone(), key: key.clone() }),
         _ if a.tls || !a.tls_name.is_empty() || a.tls_client_ca.is_some() => {
@@ -413,7 +445,7 @@ fn run_serve(a: ServeArgs) -> CliResult {
         tls,
         state_dir: a.state.clone(),
         listen: a.listen,
-        config,
+        settings,
         journal_every: Duration::from_millis(millis("journal-every-s", &a.journal_every_s)?),
         quiet: a.quiet,
         app_xids: a.app_xids.as_deref().map(live::coordinator::parse_app_xids).transpose()?,
@@ -441,7 +473,7 @@ fn run_serve(a: ServeArgs) -> CliResult {
             options.listen
         );
     }
-    serve(options, Arc::new(AtomicBool::new(false)))?;
+    serve_until_signalled(options)?;
     Ok(())
 }
 
@@ -470,6 +502,8 @@ fn run_agent(a: AgentArgs) -> CliResult {
             std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "node".into())
         }
     };
+    // It names the agent's URL path and its token: a plain name, checked before anything runs.
+    live::api::check_name("--name", &name).map_err(|r| r.reason)?;
     let options = live::agent::AgentOptions {
         coordinator: a.client.coordinator.clone(),
         token: a.client.token()?,
@@ -482,7 +516,7 @@ fn run_agent(a: AgentArgs) -> CliResult {
         work_dir: a.work_dir,
         quiet: a.quiet,
     };
-    live::agent::Agent::new(options, backend)?.run(&AtomicBool::new(false))?;
+    live::agent::Agent::new(options, backend)?.run(live::signals::stop_on_term_and_int()?)?;
     Ok(())
 }
 

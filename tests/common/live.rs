@@ -30,6 +30,31 @@ impl Procs {
         self.0.len() - 1
     }
 
+    /// The process id of the child at `index`.
+    pub fn pid(&self, index: usize) -> u32 {
+        self.0[index].id()
+    }
+
+    /// Sends `signal` (`TERM`, `INT`) to the child at `index`.
+    pub fn signal(&self, index: usize, signal: &str) {
+        let sent = Command::new("kill").arg(format!("-{signal}")).arg(self.pid(index).to_string()).status().unwrap();
+        assert!(sent.success(), "kill -{signal}");
+    }
+
+    /// Waits up to `secs` for the child at `index` to exit: its status, None if it did not.
+    pub fn wait(&mut self, index: usize, secs: u64) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(status) = self.0[index].try_wait().unwrap() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// SIGKILL, and wait for it.
     pub fn kill(&mut self, index: usize) {
         let _ = self.0[index].kill();
@@ -64,6 +89,26 @@ pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T
         assert!(Instant::now() < deadline, "timed out after {secs} s waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Runs `schedlab ARGS` to its end, killed if it runs past `secs`: (exit code, stdout,
+/// stderr); the code is None when it was killed.
+pub fn run_bounded(args: &[&str], secs: u64) -> (Option<i32>, String, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
 }
 
 /// Appends `line` to an injection (or control) file a backend reads.
@@ -114,14 +159,38 @@ impl Session {
         std::fs::read_to_string(self.state().join("token")).unwrap().trim().to_string()
     }
 
+    /// A client with the user token.
     pub fn client(&self) -> Client {
+        self.client_with(&self.token())
+    }
+
+    /// A client acting as agent `name`, with its token.
+    pub fn agent_client(&self, name: &str) -> Client {
+        let token = std::fs::read_to_string(self.agent_token(name)).unwrap();
+        self.client_with(token.trim())
+    }
+
+    /// Agent `name`'s token file, `agent-NAME.token`, issued by `live issue-token` the first
+    /// time it is asked for.
+    pub fn agent_token(&self, name: &str) -> PathBuf {
+        let path = self.dir.join(format!("agent-{name}.token"));
+        if !path.exists() {
+            let state = self.state();
+            let args = ["live", "issue-token", "--state", state.to_str().unwrap(), "--agent", name, "--out"];
+            let out = Command::new(BIN).args(args).arg(&path).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+        path
+    }
+
+    pub fn client_with(&self, token: &str) -> Client {
         let timeout = Duration::from_secs(20);
         match &self.ca {
             Some(ca) => {
                 let tls = ClientTls { ca_file: Some(ca.clone()), identity: self.identity.clone() };
-                Client::with_tls(&self.addr, &self.token(), timeout, &tls).unwrap()
+                Client::with_tls(&self.addr, token, timeout, &tls).unwrap()
             }
-            None => Client::new(&self.addr, &self.token(), timeout),
+            None => Client::new(&self.addr, token, timeout),
         }
     }
 
@@ -147,7 +216,7 @@ impl Session {
 
     /// An agent on `backend`, with `extra` arguments (`--node N`, ...) after the usual ones.
     pub fn agent_with(&mut self, name: &str, backend: &str, extra: &[&str]) -> usize {
-        let token = self.state().join("token");
+        let token = self.agent_token(name);
         let work = self.dir.join(format!("agent-{name}"));
         let args = ["live", "agent", "--coordinator", &self.addr, "--token-file", token.to_str().unwrap()];
         let more = ["--name", name, "--backend", backend, "--work-dir", work.to_str().unwrap(), "--grace-s", "1"];

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod fake_coordinator;
 pub mod live;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,127 @@
+//! One coordinator per state directory: an exclusive `flock(2)` on `STATE/lock`, held for the
+//! coordinator's life (the kernel drops it when the process ends, however it ends: no stale
+//! lock after a `kill -9`). The holder writes its pid and address into the file once it
+//! listens, so a second `live serve` on the directory is refused naming them, before it has
+//! written anything.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// The lock, held while this lives.
+#[derive(Debug)]
+pub struct StateLock {
+    file: File,
+    path: PathBuf,
+}
+
+/// What a holder wrote into the lock file: `pid PID addr ADDR`.
+fn holder_of(file: &mut File) -> String {
+    let mut text = String::new();
+    let _ = file.seek(SeekFrom::Start(0)).and_then(|_| file.read_to_string(&mut text));
+    let text = text.trim();
+    let plain = |c: char| c.is_ascii_graphic() || c == ' ';
+    if text.is_empty() || text.len() > 200 || !text.chars().all(plain) {
+        "a coordinator starting up (it has not written its pid and address yet)".to_string()
+    } else {
+        format!("a coordinator ({text})")
+    }
+}
+
+fn refused(dir: &Path, holder: String) -> String {
+    format!(
+        "{} is in use by {holder}: one coordinator per state directory; stop that one first, or use another --state",
+        dir.display()
+    )
+}
+
+/// Takes the lock without waiting: Ok(false) when another process holds it.
+fn try_flock(file: &File) -> std::io::Result<bool> {
+    // SAFETY: flock(2) on a descriptor we own.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) { Ok(false) } else { Err(e) }
+}
+
+impl StateLock {
+    pub fn path_in(dir: &Path) -> PathBuf {
+        dir.join("lock")
+    }
+
+    /// The lock of an existing state directory, if it has a lock file: creates nothing.
+    /// Err (naming the holder) when another coordinator holds it; Ok(None) when there is no
+    /// lock file yet (a new directory, or one from before the lock existed).
+    pub fn try_existing(dir: &Path) -> Result<Option<StateLock>, String> {
+        let path = Self::path_in(dir);
+        let mut file = match std::fs::OpenOptions::new().read(true).write(true).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        match try_flock(&file) {
+            Ok(true) => Ok(Some(StateLock { file, path })),
+            Ok(false) => Err(refused(dir, holder_of(&mut file))),
+            Err(e) => Err(format!("{}: cannot lock: {e}", path.display())),
+        }
+    }
+
+    /// The lock, creating the directory (0700) and the lock file if needed.
+    pub fn acquire(dir: &Path) -> Result<StateLock, String> {
+        if let Some(lock) = Self::try_existing(dir)? {
+            return Ok(lock);
+        }
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+        let _ = std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        let path = Self::path_in(dir);
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
+        match try_flock(&file) {
+            Ok(true) => Ok(StateLock { file, path }),
+            Ok(false) => Err(refused(dir, holder_of(&mut file))),
+            Err(e) => Err(format!("{}: cannot lock: {e}", path.display())),
+        }
+    }
+
+    /// Writes who holds it (this process, listening on `addr`) for a refused second one to name.
+    pub fn record_holder(&mut self, addr: &str) -> Result<(), String> {
+        let text = format!("pid {} addr {addr}\n", std::process::id());
+        let write = |f: &mut File| -> std::io::Result<()> {
+            f.set_len(0)?;
+            f.seek(SeekFrom::Start(0))?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()
+        };
+        write(&mut self.file).map_err(|e| format!("{}: {e}", self.path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StateLock;
+
+    #[test]
+    fn a_second_lock_on_the_directory_is_refused_naming_the_holder_until_the_first_is_dropped() {
+        let dir = std::env::temp_dir().join(format!("schedlab-lock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(StateLock::try_existing(&dir).unwrap().is_none(), "nothing to lock, nothing made");
+        assert!(!dir.exists());
+        let mut first = StateLock::acquire(&dir).unwrap();
+        let e = StateLock::acquire(&dir).unwrap_err();
+        assert!(e.contains("starting up"), "{e}");
+        first.record_holder("127.0.0.1:9").unwrap();
+        let e = StateLock::try_existing(&dir).unwrap_err();
+        assert!(e.contains(&format!("(pid {} addr 127.0.0.1:9)", std::process::id())), "{e}");
+        drop(first);
+        assert!(StateLock::try_existing(&dir).unwrap().is_some(), "released with its holder");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
