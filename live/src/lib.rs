@@ -12,4 +12,5 @@ pub mod http;
 mod leftovers;
 pub mod metrics;
 pub mod store;
+pub mod tally;
 pub mod tls;
