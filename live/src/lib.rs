@@ -9,6 +9,7 @@ pub mod client;
 pub mod coordinator;
 pub mod driver;
 pub mod http;
+mod intake;
 mod leftovers;
 pub mod metrics;
 pub mod store;
