@@ -27,13 +27,13 @@
 //! job); a restart applies the whole journal once ([`Driver::replay`]).
 
 use crate::api::{Assignment, JobRequest, Refusal};
+use crate::tally::{ALL_STATES, Tally};
 use serde::{Deserialize, Serialize};
 use sim::{
     Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DatasetSpec, Datasets, DecisionRecord, Effect,
     FailureConfig, GpuId, JobId, JobOutcome, JobSpec, NodeId, Policy, QueueSpec, Queues, SimDuration, SimTime, TaskId,
     TaskStatus, Timer, Workload,
 };
-use crate::tally::{ALL_STATES, Tally};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A hardware event the driver schedules itself.
@@ -462,7 +462,8 @@ impl Driver {
         let c = &self.controller;
         self.running.retain(|&t| c.task(t).status == TaskStatus::Running);
         let mut touched: BTreeSet<usize> = self.tally.count_decisions(c.decision_log()).collect();
-        let first_new = self.submissions.len() - batch.inputs.iter().filter(|i| matches!(i, Input::Submit { .. })).count();
+        let first_new =
+            self.submissions.len() - batch.inputs.iter().filter(|i| matches!(i, Input::Submit { .. })).count();
         touched.extend(first_new..self.submissions.len());
         touched.extend(batch.inputs.iter().filter_map(|i| match *i {
             Input::Cancel { job } if (job as usize) < self.submissions.len() => Some(job as usize),
@@ -872,11 +873,7 @@ impl Driver {
 
     /// A task's status (`Pending` until its unit reached the Controller).
     pub fn task_status(&self, task: TaskId) -> TaskStatus {
-        if task.index() < self.task_count() {
-            self.controller.task(task).status
-        } else {
-            TaskStatus::Pending
-        }
+        if task.index() < self.task_count() { self.controller.task(task).status } else { TaskStatus::Pending }
     }
 
     /// The session as a canonical trace: the units as jobs, the cluster, and the hardware

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 pub const FINAL_STATES: [&str; 5] = ["succeeded", "failed", "cancelled", "rejected", "unschedulable"];
 
 /// Every state a job can be in, in the order `GET /metrics` lists them.
-pub const ALL_STATES: [&str; 7] = ["waiting", "running", "succeeded", "failed", "cancelled", "rejected", "unschedulable"];
+pub const ALL_STATES: [&str; 7] =
+    ["waiting", "running", "succeeded", "failed", "cancelled", "rejected", "unschedulable"];
 
 #[derive(Debug, Default, Clone)]
 pub struct Tally {
