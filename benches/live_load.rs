@@ -10,7 +10,10 @@
 //! - `submit`: one submission (checked, applied), for the first thousand and the last;
 //! - `heartbeat`: one agent's beat (its exits, applied) and its assignments, likewise;
 //! - `status`: what `GET /metrics` asks of the driver (jobs by state, decisions by kind,
-//!   the running tasks), likewise.
+//!   the running tasks), likewise;
+//! - `journal_snapshot`: the session as a trace, which the coordinator's thread takes at most
+//!   once a second to write STATE/journal/ from: the one cost that grows with the history by
+//!   nature (after 1,000 jobs and after all of them).
 //!
 //! Each bench prints its p99 (divan gives the fastest, median, mean and slowest) on stderr.
 
@@ -188,4 +191,14 @@ fn status(bencher: divan::Bencher, at: &str) {
         counted
     });
     report("status", at, times.into_inner());
+}
+
+/// What the coordinator's thread does at most once a second (and at most a tenth of its time,
+/// by `--journal-every-s`'s rule): the session as a trace, to write STATE/journal/ from. It
+/// grows with the session by nature (the trace is the whole session); measured to say how
+/// long the pause it makes is.
+#[divan::bench(args = AT, sample_count = 20, sample_size = 1)]
+fn journal_snapshot(bencher: divan::Bencher, at: &str) {
+    let session = Session::after(history(at) + 1000);
+    bencher.bench_local(|| session.driver.trace().workload.len());
 }
