@@ -149,15 +149,17 @@ fn philly_with_failures(bencher: divan::Bencher, spec: &str) {
     let faults =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/infinitehbd-gpu-node-faults/fault_trace.json");
     let failures: traces::FailureSpec = format!("infinitehbd:{}", faults.display()).parse().expect("valid spec");
-    let (first, last) = (workload.jobs()[0].submit, workload.jobs()[workload.len() - 1].submit);
-    let events = failures.events(&c, (first, last + sim::SimDuration::from_secs(60 * 86_400)), 0).expect("mapped");
+    let first = workload.jobs()[0].submit;
     let config = ControllerConfig {
         checkpoint: sim::SimDuration::from_secs(1800),
         restart_overhead: sim::SimDuration::from_secs(120),
         ..config()
     };
     bencher
-        .with_inputs(|| sim::Scenario::new(c.clone(), workload.clone()).with_events(events.clone()).expect("valid"))
+        .with_inputs(|| {
+            let Ok(traces::Failures::Feed(feed)) = failures.resolve(&c, first, 0) else { panic!("a mapped history") };
+            sim::Scenario::new(c.clone(), workload.clone()).with_feed(feed)
+        })
         .bench_values(|scenario| {
             let mut policy = policies::build(spec).expect("valid policy");
             sim::simulate(scenario, policy.as_mut(), config.clone()).expect("runs")

@@ -518,7 +518,7 @@ impl Coordinator {
         let subs = self.driver.submissions();
         let found = match key.parse::<usize>() {
             Ok(i) if i < subs.len() => Some(i),
-            _ => subs.iter().position(|s| s.request.name == key),
+            _ => self.driver.find(key),
         };
         found.ok_or_else(|| Refusal::new(404, format!("no job `{key}`")))
     }
@@ -619,16 +619,12 @@ impl Coordinator {
         let c = self.driver.controller();
         // Several tasks hold a GPU they share (`gpu_milli`): each is named, in task order.
         let mut holder: BTreeMap<u32, Vec<String>> = BTreeMap::new();
-        for (i, s) in self.driver.submissions().iter().enumerate() {
-            for (k, id) in s.task_ids.iter().enumerate() {
-                if let Some(id) = *id
-                    && self.driver.task_status(id) == TaskStatus::Running
-                {
-                    for g in &c.task(id).placed {
-                        let name = format!("{}/{} (job {i})", s.request.name, s.request.tasks[k].name);
-                        holder.entry(g.0).or_default().push(name);
-                    }
-                }
+        for id in self.driver.running_tasks() {
+            let Some((i, k)) = self.driver.task_origin(id) else { continue };
+            let s = &self.driver.submissions()[i];
+            for g in &c.task(id).placed {
+                let name = format!("{}/{} (job {i})", s.request.name, s.request.tasks[k].name);
+                holder.entry(g.0).or_default().push(name);
             }
         }
         let nodes: Vec<Value> = cluster
@@ -701,11 +697,9 @@ impl Coordinator {
     /// the jobs that succeeded, and the coordinator's own work.
     fn metrics_text(&self) -> String {
         let mut e = crate::metrics::Exposition::default();
-        let jobs = self.jobs_json();
-        let job_states =
-            jobs["jobs"].as_array().into_iter().flatten().filter_map(|j| j["state"].as_str().map(String::from));
-        let all_states = ["waiting", "running", "succeeded", "failed", "cancelled", "rejected", "unschedulable"];
-        e.counts("schedlab_jobs", "Submitted jobs by state.", "state", &all_states, job_states);
+        // Counted as they change (crate::tally): a scrape costs the running tasks, not the history.
+        let jobs = self.driver.job_counts().into_iter().map(|(s, n)| (vec![("state", s.to_string())], n as f64));
+        e.family("schedlab_jobs", "gauge", "Submitted jobs by state.", jobs);
         let cluster = self.cluster_json();
         let nodes = cluster["nodes"].as_array().cloned().unwrap_or_default();
         let text = |v: &Value| v.as_str().map(String::from);
@@ -754,24 +748,16 @@ impl Coordinator {
             "GPU memory in use as its agent last reported it.",
             reported("memory_used_mib", 1_048_576.0),
         );
-        let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
-        for d in self.driver.decisions() {
-            *kinds.entry(d.kind.as_str()).or_default() += 1;
-        }
+        let tally = self.driver.tally();
         e.family(
             "schedlab_decisions_total",
             "counter",
             "The Controller's decisions by kind.",
-            kinds.into_iter().map(|(k, n)| (vec![("kind", k.to_string())], n as f64)),
+            tally.decisions().iter().map(|(k, &n)| (vec![("kind", k.to_string())], n as f64)),
         );
-        let c = self.driver.controller();
-        let jcts: Vec<f64> = (0..c.workload().len())
-            .map(|u| c.job(sim::JobId::from_index(u)))
-            .filter(|j| matches!(j.outcome, Some(sim::JobOutcome::Succeeded)))
-            .filter_map(|j| j.end.map(|end| end.since(j.submit).as_ms() as f64 / 1000.0))
-            .collect();
+        let (jct_sum, jct_count) = tally.completions();
         let summary = "Completion time (end - submission) of the jobs that succeeded.";
-        e.summary("schedlab_job_completion_seconds", summary, jcts.iter().sum(), jcts.len() as u64);
+        e.summary("schedlab_job_completion_seconds", summary, jct_sum, jct_count);
         e.family(
             "schedlab_journal_batches",
             "gauge",
@@ -1087,7 +1073,7 @@ impl Coordinator {
         let c = self.driver.controller();
         for x in &h.exits {
             let task = TaskId(x.task);
-            let current = (x.task as usize) < c.workload().task_count()
+            let current = (x.task as usize) < self.driver.task_count()
                 && self.driver.task_status(task) == TaskStatus::Running
                 && c.task(task).attempt == x.attempt;
             // A gang spanning nodes ends when its rank 0 (its first node) exits.

@@ -27,13 +27,14 @@
 //! job); a restart applies the whole journal once ([`Driver::replay`]).
 
 use crate::api::{Assignment, JobRequest, Refusal};
+use crate::tally::{ALL_STATES, Tally};
 use serde::{Deserialize, Serialize};
 use sim::{
     Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DatasetSpec, Datasets, DecisionRecord, Effect,
     FailureConfig, GpuId, JobId, JobOutcome, JobSpec, NodeId, Policy, QueueSpec, Queues, SimDuration, SimTime, TaskId,
     TaskStatus, Timer, Workload,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A hardware event the driver schedules itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -212,6 +213,13 @@ pub struct Driver {
     /// Hardware events for the trace: explicit beats and GPU failures as applied.
     trace_events: Vec<ClusterEvent>,
     now: SimTime,
+    /// Each submission by its (unique) name: finding a job costs one lookup, not the history.
+    names: HashMap<String, usize>,
+    /// Every task running (with some that stopped in the last batch until it is pruned): what
+    /// runs is found at the cost of what runs, not of every task ever submitted.
+    running: BTreeSet<TaskId>,
+    /// Jobs by final state, completion times, decisions by kind: kept as they change.
+    tally: Tally,
 }
 
 fn controller_config(config: &DriverConfig, failures: FailureConfig) -> ControllerConfig {
@@ -307,6 +315,9 @@ impl Driver {
             next_seq: 0,
             trace_events: Vec::new(),
             now: SimTime::ZERO,
+            names: HashMap::new(),
+            running: BTreeSet::new(),
+            tally: Tally::default(),
             cluster,
             config,
         })
@@ -374,7 +385,7 @@ impl Driver {
     /// the policy reads them.
     pub fn check_submission(&self, job: &JobRequest) -> Result<(), Refusal> {
         let spec = job.to_spec(SimTime::ZERO, self.default_work())?;
-        if self.submissions.iter().any(|s| s.request.name == job.name) {
+        if self.names.contains_key(&job.name) {
             return Err(Refusal::new(409, format!("a job named `{}` was already submitted", job.name)));
         }
         if let Some(queue) = job.queue.as_deref().filter(|q| !self.queues.is_empty() && self.queues.find(q).is_none()) {
@@ -441,11 +452,57 @@ impl Driver {
         }
         self.batches += 1;
         self.step(&batch, at);
+        self.settle(&batch);
+    }
+
+    /// After a batch: the running set pruned, and the jobs something happened to (submitted,
+    /// cancelled, named by a decision) tallied. In debug builds (and tests), checked against a
+    /// recount of everything, as the Controller checks its invariants.
+    fn settle(&mut self, batch: &Batch) {
+        let c = &self.controller;
+        self.running.retain(|&t| c.task(t).status == TaskStatus::Running);
+        let mut touched: BTreeSet<usize> = self.tally.count_decisions(c.decision_log()).collect();
+        let first_new =
+            self.submissions.len() - batch.inputs.iter().filter(|i| matches!(i, Input::Submit { .. })).count();
+        touched.extend(first_new..self.submissions.len());
+        touched.extend(batch.inputs.iter().filter_map(|i| match *i {
+            Input::Cancel { job } if (job as usize) < self.submissions.len() => Some(job as usize),
+            _ => None,
+        }));
+        for s in touched {
+            self.tally.settle(s, self.job_state(s));
+            let job = self.controller.job(JobId::from_index(s));
+            if let (Some(JobOutcome::Succeeded), Some(end)) = (&job.outcome, job.end) {
+                self.tally.succeeded(s, end.since(job.submit).as_ms());
+            }
+        }
+        if cfg!(debug_assertions) {
+            self.check_tally();
+        }
+    }
+
+    /// The tally and the running set against a recount of every job and task.
+    fn check_tally(&self) {
+        let mut ended: BTreeMap<&str, u64> = BTreeMap::new();
+        for s in 0..self.submissions.len() {
+            let state = self.job_state(s);
+            if crate::tally::FINAL_STATES.contains(&state) {
+                *ended.entry(state).or_default() += 1;
+            }
+        }
+        let mut tallied = self.tally.ended().clone();
+        tallied.retain(|_, n| *n > 0);
+        assert_eq!(tallied, ended, "jobs by final state, kept vs recounted");
+        let running = (0..self.task_origin.len()).map(TaskId::from_index);
+        let running: BTreeSet<TaskId> = running.filter(|&t| self.task_status(t) == TaskStatus::Running).collect();
+        assert_eq!(self.running, running, "the running tasks, kept vs recounted");
     }
 
     fn add_submission(&mut self, request: JobRequest, at: SimTime) {
         let index = self.submissions.len();
         let n = request.tasks.len();
+        self.names.insert(request.name.clone(), index);
+        self.tally.submitted();
         self.submissions.push(Submission {
             request,
             submit: at,
@@ -615,17 +672,9 @@ impl Driver {
             {
                 s.cancelled_at = Some(at);
                 changed = true;
-                let units: Vec<usize> = self
-                    .units
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, u)| u.submission == job as usize)
-                    .map(|(i, _)| i)
-                    .collect();
-                for unit in units {
-                    if (unit as u64) < self.controller.workload().len() as u64 {
-                        self.controller.cancel_job(JobId::from_index(unit), sim::CANCELLED_BY_THE_USER);
-                    }
+                let unit = self.unit_of(job as usize);
+                if unit < self.controller.workload().len() {
+                    self.controller.cancel_job(JobId::from_index(unit), sim::CANCELLED_BY_THE_USER);
                 }
                 // Units not released yet never will be.
                 for pending in self.arrivals.values_mut() {
@@ -649,6 +698,7 @@ impl Driver {
                     Effect::Started { task, attempt, .. } => {
                         let seq = self.seq();
                         self.start_seq.insert((task, attempt), seq);
+                        self.running.insert(task);
                     }
                     Effect::Stopped { .. } => {}
                     Effect::WakeAt(t) => *self.wakes.entry(t).or_default() += 1,
@@ -711,14 +761,60 @@ impl Driver {
         (slot < n.gpu_count).then(|| n.gpu_at(slot))
     }
 
+    /// The Controller's unit of submission `s`: each submission is one unit, numbered alike.
+    fn unit_of(&self, s: usize) -> usize {
+        debug_assert_eq!(self.units[s].submission, s);
+        s
+    }
+
+    /// Tasks the Controller knows: every submission's (each joins the Controller in the batch
+    /// that brings it), counted without walking the workload.
+    pub fn task_count(&self) -> usize {
+        self.task_origin.len()
+    }
+
+    /// The submission and its task's index of a Controller task.
+    pub fn task_origin(&self, task: TaskId) -> Option<(usize, usize)> {
+        self.task_origin.get(task.index()).copied()
+    }
+
+    /// The submission named `name`.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.names.get(name).copied()
+    }
+
+    /// The tasks running now (stalled ones included), in task order.
+    pub fn running_tasks(&self) -> impl Iterator<Item = TaskId> + '_ {
+        self.running.iter().copied().filter(|&t| self.controller.task(t).status == TaskStatus::Running)
+    }
+
+    /// How many jobs are in each state (every state named, 0 included): at the cost of the
+    /// running tasks, the rest being kept as it changes.
+    pub fn job_counts(&self) -> BTreeMap<&'static str, u64> {
+        let mut counts: BTreeMap<&'static str, u64> = ALL_STATES.iter().map(|&s| (s, 0)).collect();
+        counts.extend(self.tally.ended().iter().map(|(&s, &n)| (s, n)));
+        let running: BTreeSet<usize> = self
+            .running_tasks()
+            .filter_map(|t| self.task_origin(t).map(|(s, _)| s))
+            .filter(|&s| !self.tally.has_ended(s))
+            .collect();
+        let open = self.submissions.len() as u64 - self.tally.ended_total();
+        counts.insert("running", running.len() as u64);
+        counts.insert("waiting", open - running.len() as u64);
+        counts
+    }
+
+    /// The Controller's decisions by kind, and the jobs that succeeded (the sum of their
+    /// completion times in seconds, their count).
+    pub fn tally(&self) -> &Tally {
+        &self.tally
+    }
+
     /// What `node` must run now: every running attempt with GPUs on it.
     pub fn assignments(&self, node: u32, addr_of: impl Fn(u32) -> String) -> Vec<Assignment> {
         let mut out = Vec::new();
-        for (index, &(s, t)) in self.task_origin.iter().enumerate() {
-            let task = TaskId::from_index(index);
-            if index >= self.controller.workload().task_count() {
-                break;
-            }
+        for task in self.running_tasks() {
+            let (s, t) = self.task_origin[task.index()];
             let state = self.controller.task(task);
             // Stalled: its node went down under it (an agent restart); it fails at the node's
             // next beat and runs again as a new attempt.
@@ -760,8 +856,7 @@ impl Driver {
         if sub.cancelled_at.is_some() {
             return "cancelled";
         }
-        let unit = self.units.iter().position(|u| u.submission == s);
-        let outcome = unit
+        let outcome = Some(self.unit_of(s))
             .filter(|&u| u < self.controller.workload().len())
             .map(|u| &self.controller.job(JobId::from_index(u)).outcome);
         match outcome {
@@ -778,11 +873,7 @@ impl Driver {
 
     /// A task's status (`Pending` until its unit reached the Controller).
     pub fn task_status(&self, task: TaskId) -> TaskStatus {
-        if task.index() < self.controller.workload().task_count() {
-            self.controller.task(task).status
-        } else {
-            TaskStatus::Pending
-        }
+        if task.index() < self.task_count() { self.controller.task(task).status } else { TaskStatus::Pending }
     }
 
     /// The session as a canonical trace: the units as jobs, the cluster, and the hardware

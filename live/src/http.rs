@@ -5,16 +5,19 @@
 //! client announced: one unauthenticated request with `Content-Length: 99999999999999` made
 //! the coordinator abort.
 //!
-//! - One accept thread takes connections and starts a thread for each, at most
-//!   [`Limits::max_connections`] at once (beyond that, `503` with the reason and close).
-//! - A connection's thread reads a request head (16 KiB at most, `431` beyond; what is not
-//!   HTTP gets `400`) within [`Limits::request_timeout`], checks the bearer token before
-//!   anything else of the request (`401` with nothing else, and close), takes only a
+//! - One thread, the intake ([`crate::intake`]), takes every connection and reads its first
+//!   request head by readiness (`poll(2)`), without a thread per connection, within
+//!   [`Limits::head_timeout`], with bounds per address and in all that evict the oldest
+//!   waiting connection: a client without the token can deny no one service. A head (16 KiB
+//!   at most, `431` beyond; what is not HTTP gets `400`) without the bearer token is answered
+//!   `401` with nothing else, and closed.
+//! - A head with the token gets its connection a thread, at most [`Limits::max_connections`]
+//!   at once (beyond that, `503` with the reason and close). That thread takes only a
 //!   `Content-Length` body of 1 MiB at most (`413` beyond, `411` for a chunked one), read
 //!   within the same timeout (`408` when the client stalls), then sends the [`Call`] to the
 //!   coordinator's thread over a channel, waits for the answer on a channel of its own and
-//!   writes it. A new connection has the request timeout to begin; kept-alive ones wait up
-//!   to [`Limits::idle_timeout`] for their next request.
+//!   writes it. Kept-alive connections wait up to [`Limits::idle_timeout`] for their next
+//!   request, whose head they have [`Limits::request_timeout`] for (and the token again).
 //!
 //! A client slow to send or to read holds only its own thread, and only until its timeout.
 //! The scheduling state (Driver, SQLite, agents) stays on the coordinator's one thread, which
@@ -26,7 +29,7 @@ use crate::tls::Identities;
 use rustls::pki_types::CertificateDer;
 use serde_json::{Value, json};
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender, SyncSender};
@@ -40,17 +43,25 @@ pub const MAX_BODY: usize = 1 << 20;
 pub const MAX_HEAD: usize = 16 * 1024;
 
 /// How long a refused connection's thread reads away what its client still sends.
-const LINGER: Duration = Duration::from_secs(2);
+pub(crate) const LINGER: Duration = Duration::from_secs(2);
 
 /// What the front allows its clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Connections served at once. Each holds a thread and up to 1 MiB of body, so this bounds
-    /// what clients can make the coordinator's process hold however many connect: room for a
-    /// few hundred agents (each keeps one connection) and the command-line clients.
+    /// Connections served at once (those that sent a head with the token). Each holds a
+    /// thread and up to 1 MiB of body, so this bounds what clients can make the coordinator's
+    /// process hold however many connect: room for a few hundred agents (each keeps one
+    /// connection) and the command-line clients.
     pub max_connections: usize,
-    /// How long a client has for a request's head, from its first byte, and again for its
-    /// body (and a new connection to begin its first request): a client stalled longer is
+    /// How long a new connection has for its whole first request head (the token in it).
+    pub head_timeout: Duration,
+    /// Connections waiting for their first head, in all and per client address: past either,
+    /// a new connection takes the place of the oldest waiting one.
+    pub max_pending: usize,
+    pub per_address: usize,
+    /// How long a kept-alive client has for a request's head, from its first byte, and every
+    /// client again for its body (a new connection's first head has at most this too, see
+    /// `head_timeout`): a client stalled longer is
     /// answered `408` and closed. Writing an answer to a client that does not read times out
     /// after as long (per write).
     pub request_timeout: Duration,
@@ -63,6 +74,9 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_connections: 512,
+            head_timeout: Duration::from_secs(5),
+            max_pending: 1024,
+            per_address: 64,
             request_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(120),
         }
@@ -107,7 +121,7 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
-    fn json(status: u16, body: &Value) -> Answer {
+    pub(crate) fn json(status: u16, body: &Value) -> Answer {
         Answer { status, content_type: "application/json", body: body.to_string().into_bytes() }
     }
 }
@@ -164,13 +178,12 @@ pub(crate) enum Inbound {
     Failed(String),
 }
 
-/// The running front: its accept thread, stopped (and joined) when this is dropped.
-/// Connections already open finish on their own: a call the coordinator no longer takes is
+/// The running front: its intake thread, stopped (and joined) when this is dropped.
+/// Connections already served finish on their own: a call the coordinator no longer takes is
 /// answered `503`.
 pub(crate) struct Front {
-    addr: SocketAddr,
     stopping: Arc<AtomicBool>,
-    acceptor: Option<JoinHandle<()>>,
+    intake: Option<JoinHandle<()>>,
 }
 
 impl Front {
@@ -184,27 +197,34 @@ impl Front {
         identities: Option<Identities>,
     ) -> Result<Front, String> {
         let listener = listener.try_clone().map_err(|e| format!("the HTTP listener: {e}"))?;
-        let addr = listener.local_addr().map_err(|e| format!("the HTTP listener: {e}"))?;
         let stopping = Arc::new(AtomicBool::new(false));
         let flag = stopping.clone();
-        let acceptor = std::thread::Builder::new()
-            .name("http-accept".into())
-            .spawn(move || accept(&listener, &flag, &keys, limits, &inbound, identities))
-            .map_err(|e| format!("cannot start the HTTP accept thread: {e}"))?;
-        Ok(Front { addr, stopping, acceptor: Some(acceptor) })
+        let intake = crate::intake::Intake::new(listener, keys.clone(), limits, inbound.clone());
+        let serve = move |(stream, buf, head): crate::intake::Admitted, held: Held| {
+            let (keys, theirs, identities) = (keys.clone(), inbound.clone(), identities.clone());
+            std::thread::Builder::new()
+                .name("http-connection".into())
+                .spawn(move || {
+                    let _held = held;
+                    let _ = Connection::new(stream, buf, limits, identities).serve(head, &keys, &theirs);
+                })
+                .map(drop)
+                .map_err(|e| format!("cannot start a thread for a connection ({e}); it was closed"))
+        };
+        let intake = std::thread::Builder::new()
+            .name("http-intake".into())
+            .spawn(move || intake.run(&flag, serve))
+            .map_err(|e| format!("cannot start the HTTP intake thread: {e}"))?;
+        Ok(Front { stopping, intake: Some(intake) })
     }
 }
 
 impl Drop for Front {
     fn drop(&mut self) {
+        // The intake sees the flag within 100 ms.
         self.stopping.store(true, Ordering::SeqCst);
-        if let Some(acceptor) = self.acceptor.take() {
-            // It blocks in accept(): a connection of our own wakes it to see `stopping` (with a
-            // timeout: a full backlog could drop it, and the thread is then left to end with
-            // the next connection rather than hold up the stop).
-            if TcpStream::connect_timeout(&self.addr, Duration::from_secs(2)).is_ok() {
-                let _ = acceptor.join();
-            }
+        if let Some(intake) = self.intake.take() {
+            let _ = intake.join();
         }
     }
 }
@@ -218,74 +238,8 @@ impl Drop for Held {
     }
 }
 
-fn accept(
-    listener: &TcpListener,
-    stopping: &AtomicBool,
-    keys: &Keys,
-    limits: Limits,
-    inbound: &Sender<Inbound>,
-    identities: Option<Identities>,
-) {
-    let open = Arc::new(AtomicUsize::new(0));
-    let (mut refused, mut last_logged) = (0u64, None);
-    loop {
-        let stream = match listener.accept() {
-            Ok((stream, _)) => stream,
-            Err(_) if stopping.load(Ordering::SeqCst) => return,
-            // Only a listener that is no listener any more ends the server.
-            Err(e) if is_fatal(&e) => {
-                let _ = inbound.send(Inbound::Failed(format!("HTTP server: {e}")));
-                return;
-            }
-            // The client gave up before we took it, its network went away, descriptors ran
-            // out for a moment (accept(2) reports all of these): the next one.
-            Err(_) => {
-                std::thread::sleep(Duration::from_millis(10));
-                continue;
-            }
-        };
-        if stopping.load(Ordering::SeqCst) {
-            return;
-        }
-        // Only this thread adds to the count, so it cannot pass the bound between the check
-        // and the add.
-        if open.load(Ordering::SeqCst) >= limits.max_connections {
-            let reason = format!("the coordinator has {} connections open; try again shortly", limits.max_connections);
-            // One line per 10 s at most, with the count since the last: a flood of connections
-            // must not become a flood of log lines on the coordinator's thread.
-            refused += 1;
-            if last_logged.is_none_or(|t: Instant| t.elapsed() >= Duration::from_secs(10)) {
-                let _ = inbound.send(Inbound::Log(format!("{refused} connection(s) refused: {reason}")));
-                (refused, last_logged) = (0, Some(Instant::now()));
-            }
-            refuse_at_once(stream, &reason);
-            continue;
-        }
-        open.fetch_add(1, Ordering::SeqCst);
-        let held = Held(open.clone());
-        let (keys, theirs, identities) = (keys.clone(), inbound.clone(), identities.clone());
-        let started = std::thread::Builder::new().name("http-connection".into()).spawn(move || {
-            let _held = held;
-            let _ = Connection::new(stream, limits, identities).serve(&keys, &theirs);
-        });
-        if started.is_err() {
-            // The closure (and the connection with it) was dropped, and the count with it.
-            let _ = inbound.send(Inbound::Log("cannot start a thread for a connection; it was closed".into()));
-        }
-    }
-}
-
-fn is_fatal(e: &std::io::Error) -> bool {
+pub(crate) fn is_fatal(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EBADF | libc::EINVAL | libc::ENOTSOCK | libc::EFAULT))
-}
-
-/// `503` with the reason, written without waiting long for the client (this is the accept
-/// thread), and close.
-fn refuse_at_once(mut stream: TcpStream, reason: &str) {
-    let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
-    if stream.write_all(&response(&Answer::json(503, &json!({ "error": reason })), false, false)).is_ok() {
-        close_gently(&mut stream, Duration::from_millis(50));
-    }
 }
 
 /// Closes after an answer to a request whose rest was not read. Closing a socket with unread
@@ -311,7 +265,7 @@ pub(crate) fn close_gently(stream: &mut TcpStream, linger: Duration) {
 
 /// An answer on the wire: status line, its body's type and length, `Connection: close`
 /// unless kept alive, and the body.
-fn response(answer: &Answer, keep_alive: bool, http_1_0: bool) -> Vec<u8> {
+pub(crate) fn response(answer: &Answer, keep_alive: bool, http_1_0: bool) -> Vec<u8> {
     // HTTP/1.1 keeps a connection unless told; 1.0 closes it unless told it is kept.
     let connection = match (keep_alive, http_1_0) {
         (false, _) => "Connection: close\r\n",
@@ -331,7 +285,7 @@ fn response(answer: &Answer, keep_alive: bool, http_1_0: bool) -> Vec<u8> {
 }
 
 /// `401` with the scheme and nothing else: no body, no reason.
-const UNAUTHORISED: &[u8] =
+pub(crate) const UNAUTHORISED: &[u8] =
     b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
 fn reason_phrase(status: u16) -> &'static str {
@@ -358,11 +312,11 @@ pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// A request's head, as the connection needs it.
-struct Head {
+pub(crate) struct Head {
     method: Method,
     url: String,
     /// Whom the token is for; None: no token, or a wrong one.
-    principal: Option<Principal>,
+    pub principal: Option<Principal>,
     keep_alive: bool,
     http_1_0: bool,
     content_length: Option<usize>,
@@ -382,10 +336,12 @@ struct Connection {
 }
 
 impl Connection {
-    fn new(stream: TcpStream, limits: Limits, identities: Option<Identities>) -> Connection {
+    /// A connection the intake admitted, with what it read of it (its first head and what
+    /// followed).
+    fn new(stream: TcpStream, buf: Vec<u8>, limits: Limits, identities: Option<Identities>) -> Connection {
         let _ = stream.set_nodelay(true);
         let _ = stream.set_write_timeout(Some(limits.request_timeout));
-        Connection { stream, limits, identities, buf: Vec::with_capacity(4096) }
+        Connection { stream, limits, identities, buf }
     }
 
     /// The certificate the client showed the TLS relay, if it did.
@@ -394,15 +350,16 @@ impl Connection {
         self.identities.as_ref()?.lock().unwrap_or_else(|e| e.into_inner()).get(&peer).cloned()
     }
 
-    /// Requests, one after another, until the client closes, idles, breaks the protocol or
-    /// is refused.
-    fn serve(&mut self, keys: &Keys, inbound: &Sender<Inbound>) -> std::io::Result<()> {
-        // A new connection has the request timeout to begin its first request (a client that
-        // connects and sends nothing holds its place no longer than a stalled one); a
-        // kept-alive one waits the idle timeout for the next.
-        let mut first_byte = self.limits.request_timeout;
+    /// Requests, one after another from the one the intake read, until the client closes,
+    /// idles, breaks the protocol or is refused.
+    fn serve(&mut self, first: Head, keys: &Keys, inbound: &Sender<Inbound>) -> std::io::Result<()> {
+        let mut next = Some(first);
         loop {
-            let head = match self.read_head(keys, first_byte) {
+            let read = match next.take() {
+                Some(head) => Ok(Some(head)),
+                None => self.read_head(keys, self.limits.idle_timeout),
+            };
+            let head = match read {
                 Ok(Some(head)) => head,
                 Ok(None) => return Ok(()),
                 Err((status, reason)) => return self.refuse(status, reason),
@@ -449,7 +406,6 @@ impl Connection {
             if !head.keep_alive {
                 return Ok(());
             }
-            first_byte = self.limits.idle_timeout;
         }
     }
 
@@ -468,16 +424,8 @@ impl Connection {
         loop {
             if !self.buf.is_empty() {
                 deadline.get_or_insert_with(|| Instant::now() + self.limits.request_timeout);
-                let mut headers = [httparse::EMPTY_HEADER; 64];
-                let mut request = httparse::Request::new(&mut headers);
-                match request.parse(&self.buf) {
-                    Ok(httparse::Status::Complete(len)) => return Ok(Some(head_of(&request, len, keys)?)),
-                    Ok(httparse::Status::Partial) if self.buf.len() >= MAX_HEAD => {
-                        return Err((431, "the request head is over 16 KiB".into()));
-                    }
-                    Ok(httparse::Status::Partial) => {}
-                    Err(httparse::Error::TooManyHeaders) => return Err((431, "more than 64 headers".into())),
-                    Err(e) => return Err((400, format!("not an HTTP/1.1 request: {e}"))),
+                if let Some(head) = parse_head(&self.buf, keys)? {
+                    return Ok(Some(head));
                 }
             }
             let wait = match deadline {
@@ -521,6 +469,21 @@ impl Connection {
             }
         }
         Ok(body)
+    }
+}
+
+/// The head at the start of `buf`, once it is whole (None: not yet); an error is the answer
+/// to give.
+pub(crate) fn parse_head(buf: &[u8], keys: &Keys) -> Result<Option<Head>, (u16, String)> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut request = httparse::Request::new(&mut headers);
+    // A head is judged on its first 16 KiB only, however much more was read with them.
+    match request.parse(&buf[..buf.len().min(MAX_HEAD)]) {
+        Ok(httparse::Status::Complete(len)) => Ok(Some(head_of(&request, len, keys)?)),
+        Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD => Err((431, "the request head is over 16 KiB".into())),
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(httparse::Error::TooManyHeaders) => Err((431, "more than 64 headers".into())),
+        Err(e) => Err((400, format!("not an HTTP/1.1 request: {e}"))),
     }
 }
 
@@ -587,6 +550,7 @@ fn head_of(request: &httparse::Request<'_, '_>, len: usize, keys: &Keys) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::SocketAddr;
 
     /// A front on a loopback port whose calls a stand-in for the coordinator's thread answers
     /// with their method, URL and body.

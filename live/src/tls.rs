@@ -6,11 +6,16 @@
 //! still guards every request, TLS or not; TLS keeps it (and everything else) off the wire in
 //! the clear.
 //!
-//! One thread per connection, at most [`MAX_CONNECTIONS`] at once (beyond that a connection
-//! is closed at once: clients retry), each relaying with `poll(2)` on its two sockets, so a
-//! slow or silent client holds only its own thread, and not for ever: a handshake not done in
-//! [`HANDSHAKE`], or a connection quiet in both directions for [`IDLE`], is closed (agents
-//! reconnect by themselves).
+//! One thread per connection, at most [`MAX_CONNECTIONS`] at once, each relaying with
+//! `poll(2)` on its two sockets, so a slow or silent client holds only its own thread, and not
+//! for ever: a handshake not done in [`HANDSHAKE`], or a connection quiet in both directions
+//! for [`IDLE`], is closed (agents reconnect by themselves). A client that has not finished
+//! its handshake cannot keep others out: past [`HANDSHAKING_PER_ADDRESS`] connections of its
+//! address in their handshake, or past [`MAX_CONNECTIONS`] in all, a new connection closes the
+//! oldest one still in its handshake (of its address, else of all) and takes its place.
+//! Past the handshake, the HTTP front's intake holds each connection to its own bounds (a
+//! request head with the token within 5 s), and closing the relay's connection to the front
+//! ends the relay.
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -35,7 +40,48 @@ pub const IDLE: Duration = Duration::from_secs(300);
 
 /// A client has this long to complete its handshake (so that clients which connect and send
 /// nothing cannot hold the connections for [`IDLE`]).
-pub const HANDSHAKE: Duration = Duration::from_secs(10);
+pub const HANDSHAKE: Duration = Duration::from_secs(5);
+
+/// Connections of one client address in their handshake at once (see the module's doc).
+pub const HANDSHAKING_PER_ADDRESS: usize = 64;
+
+/// The connections in their handshake, by the order they were accepted: their client's
+/// address and a handle to close them with (which wakes their thread in `poll`).
+type Handshaking = Arc<Mutex<BTreeMap<u64, (std::net::IpAddr, TcpStream)>>>;
+
+/// Takes a connection out of [`Handshaking`] once its handshake is over, however it ended.
+struct Shaking<'a> {
+    all: &'a Handshaking,
+    id: u64,
+}
+
+impl Drop for Shaking<'_> {
+    fn drop(&mut self) {
+        self.all.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+    }
+}
+
+/// Whether a new connection from `ip` may be relayed, closing the oldest connection still in
+/// its handshake when a bound is reached (of `ip`'s past [`HANDSHAKING_PER_ADDRESS`], of all
+/// past [`MAX_CONNECTIONS`]). False only when every relayed connection is past its handshake.
+fn make_room(handshaking: &Handshaking, open: usize, ip: std::net::IpAddr) -> bool {
+    let mut all = handshaking.lock().unwrap_or_else(|e| e.into_inner());
+    let mine = all.iter().filter(|(_, (a, _))| *a == ip).map(|(&id, _)| id);
+    let victim = if mine.clone().count() >= HANDSHAKING_PER_ADDRESS {
+        mine.min()
+    } else if open >= MAX_CONNECTIONS {
+        all.keys().next().copied()
+    } else {
+        return true;
+    };
+    match victim.and_then(|id| all.remove(&id)) {
+        Some((_, stream)) => {
+            let _ = stream.shutdown(Shutdown::Both);
+            true
+        }
+        None => false,
+    }
+}
 
 /// The certificates of a PEM file (at least one).
 pub(crate) fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
@@ -260,7 +306,8 @@ fn accept(
     stop: &AtomicBool,
 ) {
     let open = Arc::new(AtomicUsize::new(0));
-    for stream in listener.incoming() {
+    let handshaking = Handshaking::default();
+    for (id, stream) in (0u64..).zip(listener.incoming()) {
         if stop.load(Ordering::SeqCst) {
             return;
         }
@@ -270,18 +317,25 @@ fn accept(
             std::thread::sleep(Duration::from_millis(10));
             continue;
         };
-        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            open.fetch_sub(1, Ordering::SeqCst);
-            continue; // dropped: closed at once
-        }
+        let Ok(peer) = stream.peer_addr() else { continue };
+        // Dropped (closed at once) when every place is past its handshake. A place freed by
+        // closing a handshake is counted free once its thread has ended: until then the count
+        // may pass the bound by the connections closed that way.
+        let (Ok(handle), true) = (stream.try_clone(), make_room(&handshaking, open.load(Ordering::SeqCst), peer.ip()))
+        else {
+            continue;
+        };
+        handshaking.lock().unwrap_or_else(|e| e.into_inner()).insert(id, (peer.ip(), handle));
+        open.fetch_add(1, Ordering::SeqCst);
         let held = crate::http::Held(open.clone());
-        let (config, identities) = (config.clone(), identities.clone());
+        let (config, identities, handshaking) = (config.clone(), identities.clone(), handshaking.clone());
         // The count goes down when the thread ends however it ends, or with the closure if
         // the thread cannot start.
         let _ = std::thread::Builder::new().name("tls-relay".into()).spawn(move || {
             let _held = held;
+            let shaking = Shaking { all: &handshaking, id };
             // A failed connection (a bad handshake, a client gone) concerns that client only.
-            let _ = relay(stream, backend, config, &identities);
+            let _ = relay(stream, backend, config, &identities, shaking);
         });
     }
 }
@@ -350,6 +404,7 @@ fn relay(
     backend: SocketAddr,
     config: Arc<ServerConfig>,
     identities: &Identities,
+    shaking: Shaking<'_>,
 ) -> std::io::Result<()> {
     let mut tls = ServerConnection::new(config).map_err(std::io::Error::other)?;
     let _ = client.set_nodelay(true);
@@ -365,6 +420,7 @@ fn relay(
             return Ok(());
         }
     }
+    drop(shaking);
     let mut plain = TcpStream::connect(backend)?;
     // Recorded before anything is relayed (the client's first request may have come with the
     // handshake's last flight): the front finds it with that request.
@@ -499,6 +555,33 @@ mod tests {
         assert!(ensure_client_ca(&dir.join("other-state")).unwrap_err().contains("is there but its key"));
         // A key is never overwritten.
         assert!(issue_client_certificate(&dir.join("n0-state"), "n0", &dir).unwrap_err().contains("n0-key.pem"));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn connections_that_never_finish_a_handshake_keep_no_client_out() {
+        // More connections than the relay has places, none of which says a word: each new
+        // one closes the oldest still in its handshake, so a client that handshakes at once
+        // gets through promptly (before, the 513th connection on was closed at once).
+        let (dir, cert, key) = scratch_with_certificate("tls-flood");
+        let (plain, _http, _listener, _served) = backend();
+        let front =
+            TlsFront::start("127.0.0.1:0", plain, server_config(&cert, &key, None).unwrap(), Identities::default())
+                .unwrap();
+        let silent: Vec<TcpStream> =
+            (0..MAX_CONNECTIONS + 88).map(|_| TcpStream::connect(front.addr()).unwrap()).collect();
+        let url = format!("https://127.0.0.1:{}", front.addr().port());
+        let mut times: Vec<Duration> = (0..20)
+            .map(|_| {
+                let started = std::time::Instant::now();
+                let client = Client::with_tls(&url, "t", Duration::from_secs(20), &trusting(&cert)).unwrap();
+                assert_eq!(client.get::<Value>("/v1/cluster").unwrap()["url"], "/v1/cluster");
+                started.elapsed()
+            })
+            .collect();
+        times.sort_unstable();
+        assert!(times[19] < Duration::from_secs(1), "{times:?}");
+        drop(silent);
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -330,6 +330,9 @@ fn config_of(case: &Case) -> ControllerConfig {
         // Short buckets, so that levels are split at many bucket edges.
         series_bucket: Some(SimDuration::from_secs(600)),
         horizon: sim::controller::DEFAULT_HORIZON,
+        checkpoint_cost: SimDuration::ZERO,
+        retire: None,
+        spare_nodes: 0,
     }
 }
 
