@@ -157,7 +157,9 @@ fn dag_jobs_run_and_bad_dags_are_refused_with_their_line() {
          p,2,alert,skipped,,110.000,1,train\n"
     );
     let jobs = std::fs::read_to_string(out_dir.join("jobs.csv")).unwrap();
-    assert!(jobs.lines().nth(1).unwrap().ends_with(",succeeded,,110.000"), "{jobs}");
+    // ETTR: 210 productive GPU-s (prep 10 s x 1, train 100 s x 2; alert skipped) over the 4
+    // GPUs of its tasks for its 110 s: a DAG's sequential tasks score below 1.
+    assert!(jobs.lines().nth(1).unwrap().ends_with(",succeeded,,110.000,0.477273,0,"), "{jobs}");
 
     let cyclic = dir.join("cyclic.csv");
     std::fs::write(&cyclic, format!("{head}p,a,0,10,1,\np,b,0,10,1,a;c\np,c,0,10,1,b\n")).unwrap();

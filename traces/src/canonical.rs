@@ -690,12 +690,12 @@ mod tests {
     fn writer_output_is_readable_and_exact() {
         let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli,gpu_type,single_node,estimate_s,queue,\
                     checkpoint_s,restart_overhead_s,deadline_s,priority,depends_on,not_before_s,not_after_s,dataset,speeds,\
-                    cancel_s,exit_code\n\
-                    \"a,b\",0,0.5,600,1,,,false,,,,,,0,,,,,,,0\n\
-                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400,-3,w:failure,5,,imagenet,A100=2.5,90,0\n\
-                    j,w,1,2,8,,,false,,q,1800.500,0,86400,-3,,,100.250,,A100=3;V100=0.125,90,-9\n\
-                    k,a,2,10,1,,,false,,,,,,0,,,,,,,137\n\
-                    k,b,2,10,1,,,false,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,,,0\n";
+                    cancel_s,exit_code,checkpoint_cost_s\n\
+                    \"a,b\",0,0.5,600,1,,,false,,,,,,0,,,,,,,0,\n\
+                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400,-3,w:failure,5,,imagenet,A100=2.5,90,0,0\n\
+                    j,w,1,2,8,,,false,,q,1800.500,0,86400,-3,,,100.250,,A100=3;V100=0.125,90,-9,45.500\n\
+                    k,a,2,10,1,,,false,,,,,,0,,,,,,,137,\n\
+                    k,b,2,10,1,,,false,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,,,0,\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_jobs_csv(&w, &mut out).unwrap();
