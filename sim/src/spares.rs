@@ -47,7 +47,7 @@ impl Controller {
         for pool in 0..self.cluster.pools().len() {
             let nodes: Vec<NodeId> = self.cluster.pool(PoolId(pool as u32)).nodes().collect();
             for &node in nodes.iter().rev().take(per_pool as usize) {
-                self.to_reserve(node);
+                self.put_in_reserve(node);
             }
         }
     }
@@ -77,11 +77,11 @@ impl Controller {
         if (self.spares.reserve.get(pool).map_or(0, BTreeSet::len) as u32) >= self.spares.target {
             return false;
         }
-        self.to_reserve(node);
+        self.put_in_reserve(node);
         true
     }
 
-    fn to_reserve(&mut self, node: NodeId) {
+    fn put_in_reserve(&mut self, node: NodeId) {
         let pool = self.cluster.node(node).pool.index();
         self.spares.reserve[pool].insert(node);
         let out = self.health.set_node_reserved(node, true);
