@@ -9,33 +9,10 @@ use crate::api::{JobRequest, Refusal};
 /// cannot: a GPU type the cluster does not have, or more GPUs than the largest eligible pool
 /// (node, for a single-node task) has.
 pub fn never_fits(cluster: &sim::Cluster, job: &sim::JobSpec) -> Option<String> {
-    for t in &job.tasks {
-        let pools = cluster.eligible_pools(t.gpu_type.as_deref());
-        if pools.is_empty() {
-            let types: Vec<&str> = cluster.pools().iter().map(|p| p.gpu_type.as_str()).collect();
-            return Some(format!(
-                "task `{}` asks for GPU type `{}`, which the cluster does not have (it has {})",
-                t.name,
-                t.gpu_type.as_deref().unwrap_or(""),
-                types.join(", ")
-            ));
-        }
-        let (limit, pool) = pools
-            .iter()
-            .map(|p| {
-                let pool = cluster.pool(p);
-                (if t.single_node { pool.gpus_per_node } else { pool.gpu_count() }, pool.name.as_str())
-            })
-            .max_by_key(|&(cap, _)| cap)?;
-        if t.gpus > limit {
-            let scope = if t.single_node { " on one node; the largest node of" } else { "; the largest" };
-            return Some(format!(
-                "task `{}` asks for {} GPUs{scope} an eligible pool (`{pool}`) has {limit}: it can never run on this cluster",
-                t.name, t.gpus
-            ));
-        }
-    }
-    None
+    job.tasks.iter().find_map(|t| {
+        let why = cluster.never_fits(t, cluster.eligible_pools(t.gpu_type.as_deref()), 0)?;
+        Some(format!("{why}: it can never run on this cluster"))
+    })
 }
 
 /// A job naming a queue when the coordinator has none (`--queues`) is refused: the name would

@@ -182,6 +182,43 @@ impl Cluster {
     pub fn pool_of(&self, gpu: GpuId) -> PoolId {
         self.node(self.node_of(gpu)).pool
     }
+    /// Why `task` can never run in `pools` (its eligible pools), with `spare_nodes` of each
+    /// pool kept in reserve, if it cannot: a GPU type none of them has, or more GPUs than the
+    /// largest has in service (on one node, for a single-node task). The reason in words.
+    pub fn never_fits(&self, task: &crate::TaskSpec, pools: PoolMask, spare_nodes: u32) -> Option<String> {
+        if pools.is_empty() {
+            let types: Vec<&str> = self.pools.iter().map(|p| p.gpu_type.as_str()).collect();
+            return Some(format!(
+                "task `{}` asks for GPU type `{}`, which the cluster does not have (it has {})",
+                task.name,
+                task.gpu_type.as_deref().unwrap_or(""),
+                types.join(", ")
+            ));
+        }
+        let (limit, limit_pool) = pools
+            .iter()
+            .map(|p| {
+                let pool = self.pool(p);
+                // Hot spares never run work of their own: they only stand in for dead nodes.
+                let in_service = pool.gpu_count() - spare_nodes * pool.gpus_per_node;
+                let cap = if task.single_node { pool.gpus_per_node } else { in_service };
+                (cap, pool.name.as_str())
+            })
+            .max_by_key(|&(cap, _)| cap)?;
+        if task.gpus <= limit {
+            return None;
+        }
+        let scope = match (task.single_node, spare_nodes) {
+            (true, _) => " on one node; the largest node of",
+            (false, 0) => "; the largest",
+            (false, _) => "; with its spare nodes aside, the largest",
+        };
+        Some(format!(
+            "task `{}` asks for {} GPUs{scope} an eligible pool (`{limit_pool}`) has {limit}",
+            task.name, task.gpus
+        ))
+    }
+
     /// Pools a task may run in: those of its GPU type (compared case-insensitively), or all
     /// pools when it names none.
     pub fn eligible_pools(&self, gpu_type: Option<&str>) -> PoolMask {

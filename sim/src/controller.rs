@@ -380,36 +380,9 @@ impl Controller {
                     ));
                 }
             }
-            if task.pools.is_empty() {
-                let types: Vec<&str> = self.cluster.pools().iter().map(|p| p.gpu_type.as_str()).collect();
-                return Some(format!(
-                    "task `{}` asks for GPU type `{}`, which the cluster does not have (it has {})",
-                    task_spec.name,
-                    task_spec.gpu_type.as_deref().unwrap_or(""),
-                    types.join(", ")
-                ));
-            }
-            let (limit, limit_pool) = task
-                .pools
-                .iter()
-                .map(|p| {
-                    let pool = self.cluster.pool(p);
-                    // Hot spares never run work of their own: they only stand in for dead nodes.
-                    let in_service = pool.gpu_count() - self.config.spare_nodes * pool.gpus_per_node;
-                    let cap = if task.single_node { pool.gpus_per_node } else { in_service };
-                    (cap, pool.name.as_str())
-                })
-                .max_by_key(|&(cap, _)| cap)?;
-            if task.gpus > limit {
-                let scope = match (task.single_node, self.config.spare_nodes) {
-                    (true, _) => " on one node; the largest node of",
-                    (false, 0) => "; the largest",
-                    (false, _) => "; with its spare nodes aside, the largest",
-                };
-                return Some(format!(
-                    "task `{}` asks for {} GPUs{scope} an eligible pool (`{limit_pool}`) has {limit}",
-                    task_spec.name, task.gpus
-                ));
+            let why = self.cluster.never_fits(task_spec, task.pools, self.config.spare_nodes);
+            if why.is_some() {
+                return why;
             }
         }
         None
