@@ -1,7 +1,8 @@
 //! The coordinator (`schedlab live serve`): one thread, one loop, for all the scheduling state.
-//! It takes each HTTP request from the front ([`crate::http`]: blocking, no async runtime; a
-//! thread per connection reads the request and writes the answer, within timeouts, so a slow
-//! client holds only its own connection), turns what it reports into a batch stamped with
+//! It takes each HTTP request from the front ([`crate::http`]: no async runtime; one intake
+//! thread reads every new connection's first head by readiness, and only a connection with a
+//! token gets a thread of its own, so a slow or unauthenticated client holds only its own
+//! connection), turns what it reports into a batch stamped with
 //! the wall clock, writes the batch to SQLite, then applies it to the [`Driver`]. Between
 //! requests it applies what falls due (heartbeat deadlines, wake-ups) as `Tick` batches. The
 //! Driver, the store and the agents never leave this thread: batches are journaled and
