@@ -50,7 +50,7 @@ pub struct Cell {
 }
 
 impl Cell {
-    fn text(text: impl Into<String>) -> Cell {
+    pub(super) fn text(text: impl Into<String>) -> Cell {
         Cell { text: text.into(), ..Cell::default() }
     }
 }
@@ -614,9 +614,12 @@ fn failure_section(traces: &[Trace<'_>]) -> Option<Section> {
                 plot: Plot::Lines { x: XAxis::Time, y_max: None, series: lost },
             },
             "GPU-hours lost by attempts that ended (work redone since the last checkpoint, detection lag, restart \
-             overhead), summed up to each time, one line per policy (lowest seed)."
+             overhead, checkpoint writing), summed up to each time, one line per policy (lowest seed)."
                 .into(),
         ));
+        let runs: Vec<(&str, &[super::input::Job])> =
+            t.groups.iter().map(|g| (g.spec, g.shown().jobs.as_slice())).collect();
+        items.extend(super::interruptions::table(&t.slug, &t.name, &runs));
     }
     Some(Section {
         id: "failures".into(),

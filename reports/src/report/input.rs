@@ -17,6 +17,13 @@ pub struct Job {
     pub jct_s: Option<f64>,
     /// First start - submit; None for a job that never started.
     pub queue_s: Option<f64>,
+    /// GPUs of all its tasks.
+    pub gpus: f64,
+    /// End - first start; None unless it started and ended.
+    pub run_s: Option<f64>,
+    /// Attempts ended by failures or preemptions; None in run folders written before the
+    /// column existed.
+    pub interruptions: Option<f64>,
 }
 
 /// One fixed-width bucket of timeseries.csv: GPU and task columns are time-averages over the
@@ -217,14 +224,17 @@ pub struct Fields<'a> {
     path: &'a Path,
     line: u64,
     names: &'a [&'a str],
-    columns: &'a [usize],
+    /// Where each asked-for column is in the record; None: an optional one the file lacks.
+    columns: &'a [Option<usize>],
     record: &'a ByteRecord,
 }
 
 impl Fields<'_> {
-    /// The `i`-th asked-for column's field as text.
+    /// The `i`-th asked-for column's field as text (empty for an optional column the file
+    /// lacks).
     pub fn text(&self, i: usize) -> Result<&str, String> {
-        let bytes = self.record.get(self.columns[i]).ok_or_else(|| self.error(i, "a value", "nothing"))?;
+        let Some(column) = self.columns[i] else { return Ok("") };
+        let bytes = self.record.get(column).ok_or_else(|| self.error(i, "a value", "nothing"))?;
         std::str::from_utf8(bytes).map_err(|_| self.error(i, "UTF-8 text", "invalid bytes"))
     }
 
@@ -248,12 +258,18 @@ impl Fields<'_> {
     }
 
     fn error(&self, i: usize, expected: &str, got: &str) -> String {
-        format!("{}:{}: field `{}`: expected {expected}, got {got}", self.path.display(), self.line, self.names[i])
+        format!(
+            "{}:{}: field `{}`: expected {expected}, got {got}",
+            self.path.display(),
+            self.line,
+            self.names[i].trim_start_matches('?')
+        )
     }
 }
 
 /// Reads `path`, calling `row` on each record with the `columns` asked for (by name, in any
-/// order in the file; other columns are ignored).
+/// order in the file; other columns are ignored; a name starting with `?` is optional, read as
+/// empty where the file lacks it).
 pub fn read_csv(
     path: &Path,
     columns: &[&str],
@@ -262,10 +278,13 @@ pub fn read_csv(
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(std::io::BufReader::new(file));
     let header = reader.byte_headers().map_err(|e| csv_error(path, &e))?.clone();
-    let positions: Vec<usize> = columns
+    let positions: Vec<Option<usize>> = columns
         .iter()
         .map(|name| {
-            header.iter().position(|h| h == name.as_bytes()).ok_or_else(|| {
+            if let Some(optional) = name.strip_prefix('?') {
+                return Ok(header.iter().position(|h| h == optional.as_bytes()));
+            }
+            header.iter().position(|h| h == name.as_bytes()).map(Some).ok_or_else(|| {
                 let found: Vec<String> = header.iter().map(|h| String::from_utf8_lossy(h).into_owned()).collect();
                 format!("{}:1: no `{name}` column (the header is `{}`)", path.display(), found.join(","))
             })
@@ -293,8 +312,15 @@ fn csv_error(path: &Path, e: &csv::Error) -> String {
 
 pub fn read_jobs(path: &Path) -> Result<Vec<Job>, String> {
     let mut jobs = Vec::new();
-    read_csv(path, &["queue", "jct_s", "queue_s"], |f| {
-        jobs.push(Job { queue: f.text(0)?.to_string(), jct_s: f.optional_number(1)?, queue_s: f.optional_number(2)? });
+    read_csv(path, &["queue", "jct_s", "queue_s", "gpus", "run_s", "?interruptions"], |f| {
+        jobs.push(Job {
+            queue: f.text(0)?.to_string(),
+            jct_s: f.optional_number(1)?,
+            queue_s: f.optional_number(2)?,
+            gpus: f.number(3)?,
+            run_s: f.optional_number(4)?,
+            interruptions: f.optional_number(5)?,
+        });
         Ok(())
     })?;
     Ok(jobs)
@@ -399,7 +425,7 @@ mod tests {
     #[test]
     fn a_ragged_row_is_an_error_with_its_line() {
         let dir = scratch("ragged");
-        let path = write(&dir, "jobs.csv", "queue,jct_s,queue_s\na,1,2\nb,1\n");
+        let path = write(&dir, "jobs.csv", "queue,jct_s,queue_s,gpus,run_s\na,1,2,8,1\nb,1\n");
         let err = read_jobs(&path).unwrap_err();
         assert!(err.contains("jobs.csv:3"), "{err}");
     }

@@ -12,6 +12,7 @@ pub mod charts;
 mod font;
 pub mod html;
 pub mod input;
+mod interruptions;
 pub mod stats;
 
 pub use build::{Report, build};
