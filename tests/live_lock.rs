@@ -1,10 +1,12 @@
 //! One coordinator per state directory: a second `live serve` on a directory in use is refused
 //! at once, naming the holder, and writes nothing there; a coordinator that cannot listen
-//! creates no state. Processes of the `schedlab` binary on loopback (tests/common/live.rs).
+//! creates no state. One agent per work directory: a second `live agent` on one in use is
+//! refused before it touches the first one's processes. Processes of the `schedlab` binary on loopback (tests/common/live.rs).
 
 mod common;
 
 use common::live::{Session, fresh_dir, run_bounded, wait_for};
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::SystemTime;
@@ -70,4 +72,33 @@ fn a_coordinator_that_cannot_listen_creates_no_state() {
         assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
         assert!(!state.exists(), "the state directory (and its token) made before the address was known free");
     }
+}
+
+#[test]
+fn a_second_agent_on_a_work_dir_in_use_is_refused_and_leaves_the_first_ones_task_running() {
+    // Found by tests/live_soak.rs's duplicate-agent step: the second agent took the first one's
+    // running task for a leftover of a previous run and stopped it (SIGTERM); the first agent
+    // reported the exit, 143, and the job failed for good though its program never failed.
+    let mut s = Session::start("lock-agent", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "50"]);
+    let first = s.agent("n0", 1);
+    s.wait_agents(1);
+    let marks = s.dir.join("marks.txt");
+    let command = format!(
+        "echo \"start $SCHEDLAB_ATTEMPT\" >> '{0}'; sleep 1; echo \"end $SCHEDLAB_ATTEMPT\" >> '{0}'",
+        marks.display()
+    );
+    s.submit(json!({ "name": "long", "tasks": [{ "name": "0", "command": command }] })).unwrap();
+    wait_for(30, "attempt 1 to start", || std::fs::read_to_string(&marks).ok().filter(|t| t.contains("start 1")));
+    let second = s.agent("n0", 1);
+    let status = s.procs.wait(second, 30).expect("the second agent is refused at once");
+    assert_eq!(status.code(), Some(2), "{status:?}");
+    let log = std::fs::read_to_string(s.dir.join("agent-n0.log")).unwrap();
+    let holder = format!("is in use by an agent (pid {}): one agent per work directory", s.procs.pid(first));
+    assert!(log.contains(&holder), "{log}");
+    assert!(!log.contains("stopped leftover process group"), "the second agent stopped the first one's task: {log}");
+    let jobs = s.wait_jobs_ended(60);
+    assert_eq!(jobs["jobs"][0]["state"], "succeeded", "{jobs:#}");
+    assert_eq!(std::fs::read_to_string(&marks).unwrap(), "start 1\nend 1\n");
+    assert!(s.procs.wait(first, 0).is_none(), "the first agent runs on");
+    let _: Value = s.client().get("/v1/cluster").unwrap();
 }

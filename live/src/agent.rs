@@ -122,6 +122,9 @@ impl Agent {
 
     /// Runs until `stop` is set; then stops its processes (SIGTERM, grace, SIGKILL).
     pub fn run(&mut self, stop: &AtomicBool) -> Result<(), String> {
+        // Before anything in the work directory: another agent on it would be running what the
+        // record lists, not leftovers of a previous run.
+        let _lock = crate::lock::WorkDirLock::acquire(&self.options.work_dir)?;
         // Before registering: the coordinator retries what ran here, maybe on these GPUs.
         self.record = Record::load(&self.options.work_dir.join(RECORD))?;
         let stopped = leftovers::stop_leftovers(&mut self.record, self.options.grace)

@@ -2,7 +2,7 @@
 //! coordinator's life (the kernel drops it when the process ends, however it ends: no stale
 //! lock after a `kill -9`). The holder writes its pid and address into the file once it
 //! listens, so a second `live serve` on the directory is refused naming them, before it has
-//! written anything.
+//! written anything. Likewise one agent per work directory (`WORK_DIR/agent.lock`).
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -16,16 +16,20 @@ pub struct StateLock {
     path: PathBuf,
 }
 
-/// What a holder wrote into the lock file: `pid PID addr ADDR`.
-fn holder_of(file: &mut File) -> String {
+/// What a holder wrote into its lock file (`pid PID addr ADDR`, `pid PID`), if it wrote
+/// something printable.
+fn recorded(file: &mut File) -> Option<String> {
     let mut text = String::new();
     let _ = file.seek(SeekFrom::Start(0)).and_then(|_| file.read_to_string(&mut text));
     let text = text.trim();
     let plain = |c: char| c.is_ascii_graphic() || c == ' ';
-    if text.is_empty() || text.len() > 200 || !text.chars().all(plain) {
-        "a coordinator starting up (it has not written its pid and address yet)".to_string()
-    } else {
-        format!("a coordinator ({text})")
+    (!text.is_empty() && text.len() <= 200 && text.chars().all(plain)).then(|| text.to_string())
+}
+
+fn holder_of(file: &mut File) -> String {
+    match recorded(file) {
+        Some(text) => format!("a coordinator ({text})"),
+        None => "a coordinator starting up (it has not written its pid and address yet)".to_string(),
     }
 }
 
@@ -104,9 +108,68 @@ impl StateLock {
     }
 }
 
+/// One agent per work directory: an exclusive `flock(2)` on `WORK_DIR/agent.lock`, held for
+/// the agent's life, with its pid in it. A second agent on the directory would take the first
+/// one's running process groups (in `process-groups.json`, of this boot, leaders alive) for
+/// leftovers of a previous run and stop them, failing their tasks for good with their exit
+/// code: it is refused before it reads that record.
+#[derive(Debug)]
+pub struct WorkDirLock {
+    _file: File,
+}
+
+impl WorkDirLock {
+    /// The lock, creating the directory and the lock file if needed.
+    pub fn acquire(dir: &Path) -> Result<WorkDirLock, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+        let path = dir.join("agent.lock");
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
+        match try_flock(&file) {
+            Ok(true) => {}
+            Ok(false) => {
+                let holder = recorded(&mut file).map_or("starting up".to_string(), |text| format!("({text})"));
+                return Err(format!(
+                    "{} is in use by an agent {holder}: one agent per work directory; stop that one first, or use another --work-dir",
+                    dir.display()
+                ));
+            }
+            Err(e) => return Err(format!("{}: cannot lock: {e}", path.display())),
+        }
+        let text = format!("pid {}\n", std::process::id());
+        let write = |f: &mut File| -> std::io::Result<()> {
+            f.set_len(0)?;
+            f.seek(SeekFrom::Start(0))?;
+            f.write_all(text.as_bytes())
+        };
+        write(&mut file).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(WorkDirLock { _file: file })
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::StateLock;
+    use super::{StateLock, WorkDirLock};
+
+    #[test]
+    fn a_second_agent_lock_on_the_work_dir_is_refused_naming_the_holder_until_the_first_is_dropped() {
+        let dir = std::env::temp_dir().join(format!("schedlab-agent-lock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let first = WorkDirLock::acquire(&dir).unwrap();
+        let e = WorkDirLock::acquire(&dir).unwrap_err();
+        assert!(
+            e.contains(&format!("is in use by an agent (pid {}): one agent per work directory", std::process::id())),
+            "{e}"
+        );
+        drop(first);
+        WorkDirLock::acquire(&dir).expect("released with its holder");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_second_lock_on_the_directory_is_refused_naming_the_holder_until_the_first_is_dropped() {
