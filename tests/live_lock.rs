@@ -1,7 +1,8 @@
 //! One coordinator per state directory: a second `live serve` on a directory in use is refused
 //! at once, naming the holder, and writes nothing there; a coordinator that cannot listen
 //! creates no state. One agent per work directory: a second `live agent` on one in use is
-//! refused before it touches the first one's processes. Processes of the `schedlab` binary on loopback (tests/common/live.rs).
+//! refused before it touches the first one's processes. Processes of the `schedlab` binary on
+//! loopback (tests/common/live.rs).
 
 mod common;
 
@@ -76,9 +77,10 @@ fn a_coordinator_that_cannot_listen_creates_no_state() {
 
 #[test]
 fn a_second_agent_on_a_work_dir_in_use_is_refused_and_leaves_the_first_ones_task_running() {
-    // Found by tests/live_soak.rs's duplicate-agent step: the second agent took the first one's
-    // running task for a leftover of a previous run and stopped it (SIGTERM); the first agent
-    // reported the exit, 143, and the job failed for good though its program never failed.
+    // Found while writing tests/live_soak.rs's duplicate-agent step: the second agent took the
+    // first one's running task for a leftover of a previous run and stopped it (SIGTERM); the
+    // first agent reported the exit, 143, and the job failed for good though its program never
+    // failed.
     let mut s = Session::start("lock-agent", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2", "--missed-beats", "50"]);
     let first = s.agent("n0", 1);
     s.wait_agents(1);

@@ -1,21 +1,22 @@
 //! A soak of live mode: a seeded random sequence of steps against a real coordinator and three
 //! agents (processes of the `schedlab` binary on loopback, simulated GPUs): submissions of
 //! short jobs (1 or 2 tasks of 1 or 2 GPUs, some exiting non-zero), cancels, kill -9 of an
-//! agent and of the coordinator (some while a burst of submissions is under way), each
-//! started again. After every step: every acknowledged job, and no other, is known to the
-//! coordinator, and no attempt of a task ran twice. At the end: every job reached a final
-//! state, what each task's final attempt did agrees with its reported state, and the exported
-//! session replays in the simulator to the same decisions and digest.
+//! agent and of the coordinator (into a burst of submissions, into its own restart), each
+//! started again, and a second agent or coordinator started on a directory in use (refused).
+//! After every step: every acknowledged job, and no other, is known to the coordinator, and no
+//! attempt of a task ran twice. At the end: every job reached a final state, what each task's
+//! final attempt did agrees with its reported state, and the exported session replays in the
+//! simulator to the same decisions and digest.
 //!
 //! Each task's command appends `start JOB TASK ATTEMPT RANK` to a file the test owns before it
 //! sleeps, and `end JOB TASK ATTEMPT RANK CODE` before it exits (a 2-GPU task may span two
-//! nodes: one process per node, each with its rank). The seed is printed with each
-//! step (`SCHEDLAB_TEST_SEED=N` repeats a sequence; the timings it meets may differ). Every
-//! wait for a state is a poll with a deadline; the sleeps only vary when kills land.
+//! nodes: one process per node, each with its rank). Each step is printed with the seed
+//! (`SCHEDLAB_TEST_SEED=N` repeats the sequence; the timings it meets may differ). Every wait
+//! for a state is a poll with a deadline; the sleeps only vary where kills land.
 
 mod common;
 
-use common::live::{Session, wait_for};
+use common::live::{Session, run_bounded, wait_for};
 use live::client::{CallError, Client};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,7 +25,7 @@ use std::time::{Duration, Instant};
 
 const AGENTS: [&str; 3] = ["n0", "n1", "n2"];
 const ARGS: [&str; 6] = ["--cluster", "3x2:SIM", "--heartbeat-s", "0.2", "--missed-beats", "5"];
-const STEPS: usize = 30;
+const STEPS: usize = 60;
 
 /// splitmix64: a seeded generator for the steps.
 struct SplitMix(u64);
@@ -76,12 +77,12 @@ impl Soak {
         (name.clone(), json!({ "name": name, "tasks": tasks }), code)
     }
 
-    fn restart_coordinator(&mut self) {
+    /// Starts the coordinator again on its state directory and address; waits for nothing.
+    fn spawn_coordinator(&mut self) {
         let state = self.s.state();
         let mut all = vec!["live", "serve", "--state", state.to_str().unwrap(), "--listen", &self.listen];
         all.extend_from_slice(&ARGS);
         self.s.coordinator = self.s.procs.spawn(&all, &self.s.dir.join("coordinator.log"));
-        wait_for(30, "the coordinator to come back", || self.s.client().get::<Value>("/v1/jobs").ok());
     }
 
     fn registrations(&self, agent: &str) -> usize {
@@ -100,15 +101,15 @@ impl Soak {
 
     /// The invariants that hold after every step: the coordinator knows exactly the
     /// acknowledged jobs, and no attempt of a task (at a rank) has started twice.
-    fn check(&self, seed: u64, step: usize) {
+    fn check(&self, at: &str) {
         let jobs: Value = self.s.client().get("/v1/jobs").unwrap();
         let known: BTreeSet<&str> =
             jobs["jobs"].as_array().unwrap().iter().map(|j| j["name"].as_str().unwrap()).collect();
         let acknowledged: BTreeSet<&str> = self.acknowledged.keys().map(String::as_str).collect();
-        assert_eq!(known, acknowledged, "seed {seed} step {step}: the coordinator's jobs are not those acknowledged");
+        assert_eq!(known, acknowledged, "{at}: the coordinator's jobs are not those acknowledged");
         let mut seen = BTreeSet::new();
         for line in marks(&self.marks).iter().filter(|l| l[0] == "start") {
-            assert!(seen.insert(line.clone()), "seed {seed} step {step}: {line:?} ran twice");
+            assert!(seen.insert(line.clone()), "{at}: {line:?} ran twice");
         }
     }
 }
@@ -142,102 +143,150 @@ fn a_seeded_soak_of_submissions_cancels_and_kills_loses_no_job_runs_no_attempt_t
     println!("soak seed {seed} (SCHEDLAB_TEST_SEED={seed} repeats it)");
     let mut rng = SplitMix(seed);
     let s = Session::start("soak", &ARGS);
-    let marks_path = s.dir.join("marks.txt");
-    let mut soak = Soak {
-        listen: s.addr.clone(),
-        s,
-        agents: BTreeMap::new(),
-        marks: marks_path,
-        acknowledged: BTreeMap::new(),
-        next: 0,
-    };
+    let marks = s.dir.join("marks.txt");
+    let mut soak =
+        Soak { listen: s.addr.clone(), s, agents: BTreeMap::new(), marks, acknowledged: BTreeMap::new(), next: 0 };
     for agent in AGENTS {
         soak.start_agent(agent);
     }
     soak.s.wait_agents(3);
     for step in 0..STEPS {
+        let at = format!("seed {seed} step {step}");
         match rng.below(20) {
-            0..=8 => {
-                let client = soak.s.client();
-                for _ in 0..1 + rng.below(3) {
-                    let (name, job, code) = soak.job(&mut rng);
-                    println!("seed {seed} step {step}: submit {name}");
-                    submit(&client, &job);
-                    soak.acknowledged.insert(name, code);
-                }
-                std::thread::sleep(rng.millis(400));
+            0..=8 => soak.submit_some(&mut rng, &at),
+            9..=10 => soak.cancel(&mut rng, &at),
+            11..=13 => soak.kill_agent_and_restart(&mut rng, &at),
+            14..=17 => soak.kill_coordinator_and_restart(&mut rng, &at),
+            18 => soak.duplicate_agent(&mut rng, &at),
+            _ => soak.duplicate_coordinator(&at),
+        }
+        soak.check(&at);
+    }
+    soak.final_checks(seed);
+}
+
+impl Soak {
+    fn submit_some(&mut self, rng: &mut SplitMix, at: &str) {
+        let client = self.s.client();
+        for _ in 0..1 + rng.below(3) {
+            let (name, job, code) = self.job(rng);
+            println!("{at}: submit {name}");
+            submit(&client, &job);
+            self.acknowledged.insert(name, code);
+        }
+        std::thread::sleep(rng.millis(400));
+    }
+
+    /// Cancels a job submitted or not, running or ended: 404 and 409 are answers too.
+    fn cancel(&mut self, rng: &mut SplitMix, at: &str) {
+        let name = format!("j{}", rng.below(self.next.max(1) as u64));
+        println!("{at}: cancel {name}");
+        match self.s.client().post::<_, Value>(&format!("/v1/jobs/{name}/cancel"), &json!({})) {
+            Ok(_) | Err(CallError::Status(404 | 409, _)) => {}
+            Err(e) => panic!("{at}: cancel {name}: {e}"),
+        }
+    }
+
+    /// Down up to 1.5 s: past `--missed-beats` x `--heartbeat-s` (1 s) its node is declared dead.
+    fn kill_agent_and_restart(&mut self, rng: &mut SplitMix, at: &str) {
+        let agent = AGENTS[rng.below(3) as usize];
+        let down = rng.millis(1500);
+        println!("{at}: kill -9 agent {agent}, down {down:?}");
+        let before = self.registrations(agent);
+        self.kill_agent(agent);
+        std::thread::sleep(down);
+        self.start_agent(agent);
+        wait_for(30, "the agent to register again", || (self.registrations(agent) > before).then_some(()));
+    }
+
+    /// A kill -9 of the coordinator while a burst of submissions is under way (their answers
+    /// may be lost: each is sent again until one comes); sometimes also of an agent while the
+    /// coordinator is down, and of the coordinator again while it starts (replaying).
+    fn kill_coordinator_and_restart(&mut self, rng: &mut SplitMix, at: &str) {
+        let burst: Vec<(String, Value, i32)> = (0..rng.below(4)).map(|_| self.job(rng)).collect();
+        let after = rng.millis(300);
+        let agent = (rng.below(3) == 0).then(|| AGENTS[rng.below(3) as usize]);
+        let again = (rng.below(4) == 0).then(|| rng.millis(150));
+        let names: Vec<&String> = burst.iter().map(|b| &b.0).collect();
+        println!(
+            "{at}: kill -9 the coordinator {after:?} into a burst of {names:?}, agent {agent:?} restarted meanwhile, killed again {again:?} into its start"
+        );
+        let submitter = {
+            let client = self.s.client();
+            let jobs: Vec<Value> = burst.iter().map(|b| b.1.clone()).collect();
+            std::thread::spawn(move || jobs.iter().for_each(|job| submit(&client, job)))
+        };
+        std::thread::sleep(after);
+        self.s.procs.kill(self.s.coordinator);
+        if let Some(agent) = agent {
+            self.kill_agent(agent);
+            self.start_agent(agent);
+        }
+        if let Some(again) = again {
+            self.spawn_coordinator();
+            std::thread::sleep(again);
+            self.s.procs.kill(self.s.coordinator);
+        }
+        self.spawn_coordinator();
+        wait_for(30, "the coordinator to come back", || self.s.client().get::<Value>("/v1/jobs").ok());
+        submitter.join().expect("the burst's submitter");
+        for (name, _, code) in burst {
+            self.acknowledged.insert(name, code);
+        }
+    }
+
+    /// A second agent under a running one's name, on its work directory: refused at once,
+    /// before it touches the first one's processes.
+    fn duplicate_agent(&mut self, rng: &mut SplitMix, at: &str) {
+        let agent = AGENTS[rng.below(3) as usize];
+        println!("{at}: a second agent {agent} on its work directory");
+        let second = self.s.agent(agent, 2);
+        let status = self.s.procs.wait(second, 30).unwrap_or_else(|| panic!("{at}: the second agent {agent} runs"));
+        assert_eq!(status.code(), Some(2), "{at}: the second agent {agent}: {status:?}");
+        assert!(self.s.procs.wait(self.agents[agent], 0).is_none(), "{at}: the first agent {agent} exited");
+    }
+
+    /// A second coordinator on the state directory: refused at once.
+    fn duplicate_coordinator(&mut self, at: &str) {
+        println!("{at}: a second coordinator on the state directory");
+        let state = self.s.state();
+        let mut all = vec!["live", "serve", "--state", state.to_str().unwrap(), "--listen", "127.0.0.1:0"];
+        all.extend_from_slice(&ARGS);
+        let (code, _, err) = run_bounded(&all, 30);
+        assert_eq!(code, Some(2), "{at}: the second coordinator: {err}");
+        assert!(err.contains("is in use by a coordinator"), "{at}: {err}");
+    }
+
+    /// Every job ended as its tasks' runs say; the session replays to the same decisions; no
+    /// process panicked.
+    fn final_checks(&self, seed: u64) {
+        let jobs = self.s.wait_jobs_ended(90);
+        self.check(&format!("seed {seed} at the end"));
+        let lines = marks(&self.marks);
+        let mut succeeded = 0;
+        for j in jobs["jobs"].as_array().unwrap() {
+            let name = j["name"].as_str().unwrap();
+            let code = self.acknowledged[name];
+            for t in self.s.job(name)["tasks"].as_array().unwrap() {
+                check_task(seed, name, t, code, j["state"] == "cancelled", &lines);
             }
-            9..=10 => {
-                let name = format!("j{}", rng.below(soak.next.max(1) as u64));
-                println!("seed {seed} step {step}: cancel {name}");
-                match soak.s.client().post::<_, Value>(&format!("/v1/jobs/{name}/cancel"), &json!({})) {
-                    Ok(_) | Err(CallError::Status(404 | 409, _)) => {}
-                    Err(e) => panic!("seed {seed} step {step}: cancel {name}: {e}"),
-                }
-            }
-            11..=14 => {
-                let agent = AGENTS[rng.below(3) as usize];
-                let down = rng.millis(1500);
-                println!("seed {seed} step {step}: kill -9 agent {agent}, down {down:?}");
-                let before = soak.registrations(agent);
-                soak.kill_agent(agent);
-                std::thread::sleep(down);
-                soak.start_agent(agent);
-                wait_for(30, "the agent to register again", || (soak.registrations(agent) > before).then_some(()));
-            }
-            _ => {
-                // A kill -9 of the coordinator, while a burst of submissions is under way
-                // (their answers may be lost: each is sent again until one comes), and
-                // sometimes of an agent while the coordinator is down.
-                let burst: Vec<(String, Value, i32)> = (0..rng.below(4)).map(|_| soak.job(&mut rng)).collect();
-                let after = rng.millis(300);
-                let agent = (rng.below(3) == 0).then(|| AGENTS[rng.below(3) as usize]);
-                println!(
-                    "seed {seed} step {step}: kill -9 the coordinator {after:?} into a burst of {:?}, agent {agent:?} restarted meanwhile",
-                    burst.iter().map(|b| &b.0).collect::<Vec<_>>()
-                );
-                let submitter = {
-                    let client = soak.s.client();
-                    let jobs: Vec<Value> = burst.iter().map(|b| b.1.clone()).collect();
-                    std::thread::spawn(move || jobs.iter().for_each(|job| submit(&client, job)))
-                };
-                std::thread::sleep(after);
-                soak.s.procs.kill(soak.s.coordinator);
-                if let Some(agent) = agent {
-                    soak.kill_agent(agent);
-                    soak.start_agent(agent);
-                }
-                soak.restart_coordinator();
-                submitter.join().expect("the burst's submitter");
-                for (name, _, code) in burst {
-                    soak.acknowledged.insert(name, code);
-                }
+            succeeded += usize::from(j["state"] == "succeeded");
+        }
+        assert!(succeeded > 0, "seed {seed}: no job succeeded: {jobs:#}");
+        let (live, digest) = self.s.decisions();
+        let mut kinds = BTreeMap::new();
+        for line in &live {
+            *kinds.entry(line.split(',').nth(1).unwrap().to_string()).or_insert(0) += 1;
+        }
+        println!("seed {seed}: {} jobs, {succeeded} succeeded; decisions {kinds:?}", self.acknowledged.len());
+        let (replayed, sim_digest, _) = self.s.replay();
+        assert_eq!((replayed, sim_digest), (live, digest), "seed {seed}: the replay made other decisions");
+        for entry in std::fs::read_dir(&self.s.dir).unwrap().flatten() {
+            if entry.path().extension() == Some("log".as_ref()) {
+                let text = std::fs::read_to_string(entry.path()).unwrap();
+                assert!(!text.contains("panicked"), "seed {seed}: {}:\n{text}", entry.path().display());
             }
         }
-        soak.check(seed, step);
-    }
-    let jobs = soak.s.wait_jobs_ended(90);
-    soak.check(seed, STEPS);
-    let lines = marks(&soak.marks);
-    let mut succeeded = 0;
-    for j in jobs["jobs"].as_array().unwrap() {
-        let name = j["name"].as_str().unwrap();
-        let job = soak.s.job(name);
-        let code = soak.acknowledged[name];
-        for t in job["tasks"].as_array().unwrap() {
-            check_task(seed, name, t, code, j["state"] == "cancelled", &lines);
-        }
-        succeeded += usize::from(j["state"] == "succeeded");
-    }
-    assert!(succeeded > 0, "seed {seed}: no job succeeded: {jobs:#}");
-    let (live, digest) = soak.s.decisions();
-    let (replayed, sim_digest, _) = soak.s.replay();
-    assert_eq!((replayed, sim_digest), (live, digest), "seed {seed}: the replay made other decisions");
-    for log in
-        std::fs::read_dir(&soak.s.dir).unwrap().flatten().filter(|e| e.path().extension() == Some("log".as_ref()))
-    {
-        let text = std::fs::read_to_string(log.path()).unwrap();
-        assert!(!text.contains("panicked"), "seed {seed}: {}:\n{text}", log.path().display());
     }
 }
 
