@@ -20,7 +20,7 @@ pub struct Progress {
 
 impl TaskState {
     /// Whether checkpoints of this task pause its progress.
-    fn pauses(&self) -> bool {
+    pub(crate) fn pauses(&self) -> bool {
         self.checkpoint_cost > SimDuration::ZERO && self.checkpoint > SimDuration::ZERO
     }
 

@@ -123,7 +123,11 @@ impl TaskState {
         if self.status != TaskStatus::Running {
             return SimDuration::ZERO;
         }
-        self.progress_after(self.progress_wall_at(now)).done - (self.work - self.remaining)
+        let wall = self.progress_wall_at(now);
+        if !self.pauses() {
+            return self.work_in(wall); // the hot path of every policy's remaining-time estimate
+        }
+        self.progress_after(wall).done - (self.work - self.remaining)
     }
     /// Work of a running task checkpointed by `now` (all attempts).
     pub fn saved_at(&self, now: SimTime) -> SimDuration {

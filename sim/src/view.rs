@@ -112,8 +112,8 @@ impl<'a> ClusterView<'a> {
         if t.status != TaskStatus::Running {
             return SimDuration::ZERO;
         }
-        let done = t.work - t.remaining + t.progress_at(self.now);
-        done - t.saved_at(self.now)
+        let at = t.progress_after(t.progress_wall_at(self.now));
+        at.done - at.saved
     }
     /// The work a running task has checkpointed during its current attempt: what preempting it
     /// now would keep of the attempt. Zero while it pays its restart overhead and until its
