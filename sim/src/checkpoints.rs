@@ -20,6 +20,7 @@ pub struct Progress {
 
 impl TaskState {
     /// Whether checkpoints of this task pause its progress.
+    #[inline]
     pub(crate) fn pauses(&self) -> bool {
         self.checkpoint_cost > SimDuration::ZERO && self.checkpoint > SimDuration::ZERO
     }
@@ -48,14 +49,19 @@ impl TaskState {
     }
 
     /// Where the current attempt is after `wall` of progress (restart overhead and stalls
-    /// excluded), at most its whole remaining work. O(log checkpoints).
+    /// excluded), at most its whole remaining work. O(log checkpoints); free checkpoints (the
+    /// common case, on every policy's hot path) inline to the plain conversion.
+    #[inline]
     pub fn progress_after(&self, wall: SimDuration) -> Progress {
-        let start = self.attempt_start();
         if !self.pauses() {
-            let done = start + self.work_in(wall);
-            let saved = self.saved(done);
-            return Progress { done, saved, checkpointing: SimDuration::ZERO };
+            let done = self.attempt_start() + self.work_in(wall);
+            return Progress { done, saved: self.saved(done), checkpointing: SimDuration::ZERO };
         }
+        self.progress_with_pauses(wall)
+    }
+
+    fn progress_with_pauses(&self, wall: SimDuration) -> Progress {
+        let start = self.attempt_start();
         let (c, k) = (self.checkpoint.as_ms(), self.checkpoint_cost.as_ms());
         let first = start.as_ms() / c;
         let boundary = |j: u64| SimDuration((first + j) * c);
