@@ -55,10 +55,10 @@ pub struct Summary {
     pub mean_detection_lag_s: f64,
     /// Broken GPU-hours (ground truth) within the window.
     pub failed_gpu_hours: f64,
-    /// With a failure model or a replayed failure history: until when it produced failures,
-    /// seconds (the run's end for models, drawn as the run goes; the end of the history for
-    /// one replayed once). `None` without either.
-    pub failures_until_s: Option<f64>,
+    /// With a failure model or a replayed failure history: how far after the first
+    /// submission it produced failures, seconds (to the run's end for models, drawn as the run
+    /// goes; to the end of the history for one replayed once). `None` without either.
+    pub failures_span_s: Option<f64>,
     /// Effective training time ratio (see `training`): mean over jobs that started and
     /// ended, and GPU-weighted (productive GPU-time over the GPU-time their spans held).
     pub ettr_mean: f64,
@@ -78,9 +78,9 @@ pub struct Summary {
     pub restarts_without_spare: u64,
     pub no_spare_h: f64,
     pub reserved_gpu_hours: f64,
-    /// When the run was stopped at its horizon with jobs unfinished, seconds; `None`: it
-    /// ended on its own.
-    pub horizon_reached_s: Option<f64>,
+    /// When the run was stopped at its horizon with jobs unfinished, seconds after the first
+    /// submission; `None`: it ended on its own.
+    pub horizon_stop_s: Option<f64>,
     /// Jain's index over queues of GPU-time per unit of queue weight (1: proportional).
     pub queue_fairness_jain: f64,
     /// Finish-time fairness rho = JCT / time alone, mean and max over finished jobs.
@@ -121,6 +121,7 @@ impl Summary {
             (sum(|j| j.lost_redo_mgpu_ms), sum(|j| j.lost_lag_mgpu_ms), sum(|j| j.lost_overhead_mgpu_ms));
         let checkpointing = sum(|j| j.lost_checkpoint_mgpu_ms);
         let lost = redo + lag + overhead + checkpointing;
+        let since_first = |t: sim::SimTime| t.since(stats.first_submit.unwrap_or(sim::SimTime::ZERO)).as_secs_f64();
         let ettr = crate::training::ettr_means(&run.jobs);
         let interruptions: u64 = run.jobs.iter().map(|j| u64::from(crate::training::interruptions(j))).sum();
         Summary {
@@ -158,8 +159,8 @@ impl Summary {
                 stats.detection_lag_ms as f64 / stats.detections as f64 / 1000.0
             },
             failed_gpu_hours: hours(u128::from(stats.broken_gpu_ms) * 1000),
-            failures_until_s: stats.failures_until.map(|t| t.as_secs_f64()),
-            horizon_reached_s: stats.horizon_reached.map(|t| t.as_secs_f64()),
+            failures_span_s: stats.failures_until.map(|t| since_first(t)),
+            horizon_stop_s: stats.horizon_reached.map(|t| since_first(t)),
             ettr_mean: ettr.0,
             ettr_gpu_weighted: ettr.1,
             interruptions,

@@ -210,10 +210,10 @@ pub fn summary_table(s: &Summary) -> String {
         );
         rows.insert(rows.len() - 4, ("ETTR mean / GPU-weighted", ettr));
     }
-    if let Some(until) = s.failures_until_s {
-        rows.insert(rows.len() - 2, ("failures drawn until", human(until)));
+    if let Some(span) = s.failures_span_s {
+        rows.insert(rows.len() - 2, ("failures drawn over", human(span)));
     }
-    if let Some(at) = s.horizon_reached_s {
+    if let Some(at) = s.horizon_stop_s {
         let note = format!("{} (jobs not ended are unfinished; jobs.csv says why)", human(at));
         rows.insert(rows.len() - 2, ("stopped at the horizon", note));
     }

@@ -24,7 +24,7 @@
 //!   `repair_h` is Alibaba's assumed repair time in trace hours (default 1). `past_end`: what
 //!   happens once a run outlasts the (scaled) history: `repeat` (default) replays it again,
 //!   each later cycle of drawn nodes shifted by its own seeded offset; `stop` replays it once,
-//!   and the run has no failures after it (summary.json's `failures_until_s` says where).
+//!   and the run has no failures after it (summary.json's `failures_span_s` says how far they went).
 //! - `events`: a canonical `events.csv`, used as is (its times are simulated times; the
 //!   window and the seed do not apply). Node indexes and GPU slots are checked against the
 //!   cluster.
