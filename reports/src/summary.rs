@@ -159,8 +159,8 @@ impl Summary {
                 stats.detection_lag_ms as f64 / stats.detections as f64 / 1000.0
             },
             failed_gpu_hours: hours(u128::from(stats.broken_gpu_ms) * 1000),
-            failures_span_s: stats.failures_until.map(|t| since_first(t)),
-            horizon_stop_s: stats.horizon_reached.map(|t| since_first(t)),
+            failures_span_s: stats.failures_until.map(since_first),
+            horizon_stop_s: stats.horizon_reached.map(since_first),
             ettr_mean: ettr.0,
             ettr_gpu_weighted: ettr.1,
             interruptions,
