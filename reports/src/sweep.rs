@@ -82,7 +82,23 @@ pub struct SweepRun {
     pub dir: String,
     pub trace: String,
     pub spec: String,
+    /// Run settings a `--grid` varies (`checkpoint_s`, ...) with this run's values, in grid
+    /// order; empty when the grid varies none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<(String, String)>,
     pub seed: u64,
+}
+
+impl SweepRun {
+    /// What tells this run's group from the others: its policy spec, then its run settings
+    /// (`fifo checkpoint_s=600`). sweep.csv's `spec` column and the report show it.
+    pub fn label(&self) -> String {
+        let mut label = self.spec.clone();
+        for (key, value) in &self.settings {
+            label.push_str(&format!(" {key}={value}"));
+        }
+        label
+    }
 }
 
 /// The summary's keys and values as CSV fields, in field order, less the left-out keys.
@@ -111,7 +127,7 @@ pub fn sweep_columns() -> Vec<String> {
 
 /// One run's row of sweep.csv.
 pub fn sweep_row(run: &SweepRun, summary: &Summary) -> Vec<String> {
-    let mut row = vec![run.run.to_string(), run.trace.clone(), run.spec.clone(), run.seed.to_string()];
+    let mut row = vec![run.run.to_string(), run.trace.clone(), run.label(), run.seed.to_string()];
     row.extend(summary_fields(summary).1);
     row
 }

@@ -74,7 +74,37 @@ fn seconds(flag: &str, text: &str) -> Result<SimDuration, String> {
     traces::parse_seconds_ms(text).map(SimDuration).map_err(|e| format!("--{flag} `{text}`: {}", e.expected()))
 }
 
+/// Whether `value` is one `key` of [`GRID_KEYS`] takes (seconds, or a whole number).
+pub fn check_grid_value(key: &str, value: &str) -> Result<(), String> {
+    match key {
+        "checkpoint_s" | "checkpoint_cost_s" | "restart_overhead_s" => seconds(&format!("grid {key}"), value).map(drop),
+        "spare_nodes" | "max_retries" => whole(key, value).map(drop),
+        _ => Err(format!("--grid {key}: not a run setting a grid can vary ({})", GRID_KEYS.join(", "))),
+    }
+}
+
+fn whole(key: &str, value: &str) -> Result<u32, String> {
+    value.parse::<u32>().map_err(|_| format!("--grid {key}: `{value}` is not a whole number"))
+}
+
+/// The run settings a sweep's `--grid` may vary (their flags' names, without dashes).
+pub const GRID_KEYS: [&str; 5] =
+    ["checkpoint_s", "checkpoint_cost_s", "restart_overhead_s", "spare_nodes", "max_retries"];
+
 impl ResilienceArgs {
+    /// Sets one of [`GRID_KEYS`] to `value`, checked as its flag is.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        check_grid_value(key, value)?;
+        match key {
+            "checkpoint_s" => self.checkpoint_s = value.to_string(),
+            "checkpoint_cost_s" => self.checkpoint_cost_s = value.to_string(),
+            "restart_overhead_s" => self.restart_overhead_s = value.to_string(),
+            "spare_nodes" => self.spare_nodes = whole(key, value)?,
+            _ => self.max_retries = whole(key, value)?,
+        }
+        Ok(())
+    }
+
     /// Fills the checkpoint interval and restart overhead of tasks that set none from their
     /// queue's defaults. A queue named in a flag that no job uses is an error (a typo would
     /// otherwise change nothing, silently).

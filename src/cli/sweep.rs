@@ -6,6 +6,7 @@
 //! % N == I. Every file a sweep writes depends only on its inputs, never on the thread count
 //! or on which machine ran which shard; the one exception, wall-clock time, goes to wall.csv.
 
+use super::resilience::{GRID_KEYS, check_grid_value};
 use super::simulate::{RunArgs, execute};
 use super::{CliResult, emit};
 use clap::parser::ValueSource;
@@ -43,7 +44,9 @@ struct SweepOwnArgs {
     #[arg(long, default_value = "0", value_name = "RANGE|LIST")]
     seeds: String,
     /// Parameter grid KEY=V1|V2|... (repeatable): every policy that takes KEY runs once per
-    /// value (several keys multiply). A key that no policy takes is an error.
+    /// value (several keys multiply). KEY may also be a run setting: checkpoint_s,
+    /// checkpoint_cost_s, restart_overhead_s, spare_nodes or max_retries (every run, once per
+    /// value, in place of the flag's). A key that neither names is an error.
     #[arg(long, value_name = "KEY=V1|V2|...")]
     grid: Vec<String>,
     /// Output folder (new or empty): runs/<run>-<trace>-<policy>-s<seed>/ per run (what
@@ -219,6 +222,9 @@ fn run_one(run: &SweepRun, base: &RunArgs, from_trace: bool, out: Option<&Path>)
     args.trace = from_trace.then(|| PathBuf::from(&run.trace));
     args.policy = run.spec.clone();
     args.seed = run.seed;
+    for (key, value) in &run.settings {
+        args.resilience.set(key, value)?;
+    }
     let context =
         |e: &dyn std::fmt::Display| format!("run {} ({}, {}, seed {}): {e}", run.run, run.trace, run.spec, run.seed);
     let (result, mut summary) = execute(&args, false).map_err(|e| context(&e))?;
@@ -287,9 +293,9 @@ fn progress_bar(runs: usize) -> ProgressBar {
 
 /// The printed result: per (trace, policy), means over its seeds.
 fn means_table(runs: &[SweepRun], done: &[Done]) -> String {
-    let mut groups: Vec<((&str, &str), Vec<&Summary>)> = Vec::new();
+    let mut groups: Vec<((&str, String), Vec<&Summary>)> = Vec::new();
     for (run, d) in runs.iter().zip(done) {
-        let key = (run.trace.as_str(), run.spec.as_str());
+        let key = (run.trace.as_str(), run.label());
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, list)) => list.push(&d.summary),
             None => groups.push((key, vec![&d.summary])),
@@ -464,10 +470,11 @@ pub(super) fn expand_policies(policies: &[String], grid: &[String]) -> Result<Ve
             })
             .collect();
         return Err(format!(
-            "--grid {}: no policy in the sweep takes `{}` ({})",
+            "--grid {}: no policy in the sweep takes `{}` ({}), and it is no run setting a grid can vary ({})",
             grid[g].0,
             grid[g].0,
-            takes.join("; ")
+            takes.join("; "),
+            GRID_KEYS.join(", ")
         ));
     }
     Ok(specs)
@@ -494,7 +501,10 @@ pub(super) fn plan_runs(settings: &SweepSettings) -> Result<Vec<SweepRun>, Strin
     if settings.seeds.is_empty() {
         return Err("--seeds: no seeds".to_string());
     }
-    let specs = expand_policies(&settings.policies, &settings.grid)?;
+    let (setting_grid, policy_grid): (Vec<String>, Vec<String>) =
+        settings.grid.iter().cloned().partition(|g| GRID_KEYS.contains(&g.split('=').next().unwrap_or("").trim()));
+    let specs = expand_policies(&settings.policies, &policy_grid)?;
+    let combos = setting_combos(&setting_grid)?;
     let traces: Vec<(&str, String)> = if settings.traces.is_empty() {
         vec![(SYNTHETIC_TRACE, "synthetic".to_string())]
     } else {
@@ -504,7 +514,7 @@ pub(super) fn plan_runs(settings: &SweepSettings) -> Result<Vec<SweepRun>, Strin
             .map(|t| (t.as_str(), slug(&Path::new(t).file_stem().map_or(t.into(), |s| s.to_string_lossy()))))
             .collect()
     };
-    let total = traces.len() * specs.len() * settings.seeds.len();
+    let total = traces.len() * specs.len() * combos.len() * settings.seeds.len();
     if total > MAX_RUNS {
         return Err(format!("the sweep has {total} runs, more than {MAX_RUNS}"));
     }
@@ -512,19 +522,46 @@ pub(super) fn plan_runs(settings: &SweepSettings) -> Result<Vec<SweepRun>, Strin
     let mut runs = Vec::with_capacity(total);
     for (trace, trace_slug) in &traces {
         for spec in &specs {
-            for &seed in &settings.seeds {
-                let run = runs.len();
-                runs.push(SweepRun {
-                    run,
-                    dir: format!("runs/{run:0width$}-{trace_slug}-{}-s{seed}", slug(spec)),
-                    trace: trace.to_string(),
-                    spec: spec.clone(),
-                    seed,
-                });
+            for combo in &combos {
+                for &seed in &settings.seeds {
+                    let mut run = SweepRun {
+                        run: runs.len(),
+                        dir: String::new(),
+                        trace: trace.to_string(),
+                        spec: spec.clone(),
+                        settings: combo.clone(),
+                        seed,
+                    };
+                    run.dir = format!("runs/{:0width$}-{trace_slug}-{}-s{seed}", run.run, slug(&run.label()));
+                    runs.push(run);
+                }
             }
         }
     }
     Ok(runs)
+}
+
+/// Every combination of the run-setting grid's values (first key outermost); one empty
+/// combination without such keys.
+fn setting_combos(grid: &[String]) -> Result<Vec<Vec<(String, String)>>, String> {
+    let mut combos = vec![Vec::new()];
+    for (i, g) in grid.iter().enumerate() {
+        let (key, values) = parse_grid(g)?;
+        if grid[..i].iter().any(|earlier| earlier.split('=').next().map(str::trim) == Some(key.as_str())) {
+            return Err(format!("--grid {key}: given twice; list every value in one --grid {key}=V1|V2|..."));
+        }
+        for v in &values {
+            check_grid_value(&key, v)?;
+        }
+        let mut next = Vec::with_capacity(combos.len() * values.len());
+        for combo in &combos {
+            for v in &values {
+                next.push([combo.clone(), vec![(key.clone(), v.clone())]].concat());
+            }
+        }
+        combos = next;
+    }
+    Ok(combos)
 }
 
 #[cfg(test)]

@@ -153,7 +153,7 @@ pub fn load(dir: &Path) -> Result<Input, String> {
         let mut runs = Vec::with_capacity(manifest.runs.len());
         for r in &manifest.runs {
             let trace = if r.trace.is_empty() { SYNTHETIC_TRACE.to_string() } else { r.trace.clone() };
-            runs.push(load_run(&dir.join(&r.dir), r.dir.clone(), trace, Some((r.spec.clone(), r.seed)))?);
+            runs.push(load_run(&dir.join(&r.dir), r.dir.clone(), trace, Some((r.label(), r.seed)))?);
         }
         if runs.is_empty() {
             return Err(format!("{}: the sweep holds no runs", dir.join("sweep.json").display()));
