@@ -16,9 +16,11 @@
 //! the user token, one after another, at most [`WINDOW`] of them not yet ended (so the queue
 //! stays short and what grows is the history, not the backlog). It prints the p50 and p99 of
 //! the submissions, of the agents' beats and of their polls for assignments, during the first
-//! thousand submissions and during the last thousand, and the time of `GET /metrics` before
-//! the first and after the last; then checks that every job succeeded. The whole session is
-//! one divan sample: the printed percentiles are the measurement.
+//! thousand submissions and during the last thousand of each tenth of the session (with the
+//! machine's load average then: on a shared machine the first and last thousand may not see
+//! the same load), and the time of `GET /metrics` before the first and after the last; then
+//! checks that every job succeeded. The whole session is one divan sample: the printed
+//! percentiles are the measurement.
 
 use live::api::{
     AssignmentsReply, ExitReport, HeartbeatReply, HeartbeatRequest, JobRequest, RegisterReply, RegisterRequest,
@@ -186,9 +188,25 @@ fn percentiles(mut times: Vec<Duration>) -> String {
     times.sort_unstable();
     let at = |q: usize| times.get((times.len() * q / 100).min(times.len().saturating_sub(1))).copied();
     match (at(50), at(99)) {
-        (Some(p50), Some(p99)) => format!("p50 {p50:>10.3?}  p99 {p99:>10.3?}  ({} calls)", times.len()),
-        _ => "no calls".to_string(),
+        (Some(p50), Some(p99)) => format!("{:>6.2} / {:>6.2} ms ({:>4})", ms(p50), ms(p99), times.len()),
+        _ => format!("{:>24}", "no calls"),
     }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The first [`SPAN`] submissions, and the last [`SPAN`] of each tenth of the session.
+fn spans(n: usize) -> Vec<(usize, usize)> {
+    let mut spans = vec![(0, SPAN.min(n))];
+    for tenth in 1..=10 {
+        let to = n * tenth / 10;
+        if to > SPAN && spans.last().is_some_and(|&(_, end)| end < to) {
+            spans.push((to - SPAN, to));
+        }
+    }
+    spans
 }
 
 /// The calls of `log` made while the submissions in `from..to` were being made.
@@ -213,6 +231,7 @@ fn metrics(user: &Client) -> (String, String) {
 fn session(coordinator: &Coordinator, n: usize) {
     let user = coordinator.user();
     let shared = Shared::default();
+    let loads: Mutex<std::collections::BTreeMap<usize, String>> = Mutex::default();
     let agents: Vec<Client> = AGENTS.iter().map(|name| coordinator.agent(name)).collect();
     std::thread::scope(|scope| {
         for (client, name) in agents.iter().zip(AGENTS) {
@@ -228,6 +247,7 @@ fn session(coordinator: &Coordinator, n: usize) {
         let (metrics_first, _) = metrics(&user);
         let started = Instant::now();
         let mut submits = Vec::with_capacity(n);
+        let ends: Vec<usize> = spans(n).iter().map(|&(_, to)| to).collect();
         for i in 0..n {
             while i >= shared.ended.load(Ordering::Relaxed) + WINDOW {
                 std::thread::sleep(Duration::from_millis(1));
@@ -237,6 +257,10 @@ fn session(coordinator: &Coordinator, n: usize) {
             let _: serde_json::Value = user.post("/v1/jobs", &job).expect("a submission accepted");
             submits.push(t.elapsed());
             shared.submitted.store(i + 1, Ordering::Relaxed);
+            if ends.contains(&(i + 1)) {
+                let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+                loads.lock().expect("not poisoned").insert(i + 1, load.split(' ').next().unwrap_or("?").to_string());
+            }
         }
         let submitting = started.elapsed();
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -249,17 +273,20 @@ fn session(coordinator: &Coordinator, n: usize) {
         let succeeded = format!("schedlab_jobs{{state=\"succeeded\"}} {n}");
         assert!(text.lines().any(|l| l == succeeded), "not all {n} jobs succeeded:\n{text}");
 
-        let last = n.saturating_sub(SPAN);
         eprintln!(
             "live_api: {n} jobs submitted in {submitting:.1?} ({:.0}/s), all succeeded",
             n as f64 / submitting.as_secs_f64()
         );
-        eprintln!("submit     first {SPAN}: {}", percentiles(submits[..SPAN.min(n)].to_vec()));
-        eprintln!("submit     last  {SPAN}: {}", percentiles(submits[last..].to_vec()));
-        eprintln!("heartbeat  first {SPAN}: {}", percentiles(during(&shared.beats, 0, SPAN)));
-        eprintln!("heartbeat  last  {SPAN}: {}", percentiles(during(&shared.beats, last, n)));
-        eprintln!("poll       first {SPAN}: {}", percentiles(during(&shared.polls, 0, SPAN)));
-        eprintln!("poll       last  {SPAN}: {}", percentiles(during(&shared.polls, last, n)));
+        eprintln!("p50 / p99 of the calls made while these submissions were made (load: 1-minute load average then):");
+        for (from, to) in spans(n) {
+            eprintln!(
+                "jobs {from:>6}-{to:<6}  submit {}  heartbeat {}  poll {}  load {}",
+                percentiles(submits[from..to].to_vec()),
+                percentiles(during(&shared.beats, from, to)),
+                percentiles(during(&shared.polls, from, to)),
+                loads.lock().expect("not poisoned").get(&to).map_or("?", String::as_str),
+            );
+        }
         eprintln!("GET /metrics before the first: {metrics_first}; after the last: {metrics_last}");
     });
 }
