@@ -138,6 +138,15 @@ impl Shared {
     }
 }
 
+/// Sets its flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// A fake `live agent`: registers, then beats and polls until told to stop, reporting every
 /// attempt it is given as exited 0 at its next beat, which it sends at once when it has one.
 fn fake_agent(client: &Client, name: &str, shared: &Shared) {
@@ -238,6 +247,9 @@ fn session(coordinator: &Coordinator, n: usize) {
             let shared = &shared;
             scope.spawn(move || fake_agent(client, name, shared));
         }
+        // The agents stop however this thread ends (a failed submission too), or the scope
+        // would wait for them for ever.
+        let _stop = StopOnDrop(&shared.stop);
         // The agents registered (every node alive) before the first submission.
         let deadline = Instant::now() + Duration::from_secs(30);
         while shared.beats.lock().expect("not poisoned").len() < AGENTS.len() {
@@ -249,7 +261,9 @@ fn session(coordinator: &Coordinator, n: usize) {
         let mut submits = Vec::with_capacity(n);
         let ends: Vec<usize> = spans(n).iter().map(|&(_, to)| to).collect();
         for i in 0..n {
+            let deadline = Instant::now() + Duration::from_secs(60);
             while i >= shared.ended.load(Ordering::Relaxed) + WINDOW {
+                assert!(Instant::now() < deadline, "no job ended in 60 s (after {i} submissions)");
                 std::thread::sleep(Duration::from_millis(1));
             }
             let job = JobRequest::new(format!("job-{i}"), vec![TaskRequest::new("0", "true")]);
