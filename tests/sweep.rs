@@ -353,6 +353,75 @@ fn the_grid_expands_each_policy_over_the_keys_it_takes() {
     assert!(stderr(&bad_value).contains("--policy `fifo[skip=yes]`"), "{}", stderr(&bad_value));
 }
 
+/// A grid over a run setting: every run once per value, in groups the sweep.csv, the printed
+/// table and the report tell apart; checkpoints every 30 min lose work on failures that
+/// continuous checkpoints (0) never lose. Sharded and merged, the same bytes.
+#[test]
+fn the_grid_varies_run_settings_too() {
+    let dir = scratch("sweep", "grid-settings");
+    let args = |out: &Path, shard: Option<&str>| {
+        let mut a = vec![
+            "sweep",
+            "--jobs",
+            "200",
+            "--cluster",
+            "4x8:V100",
+            "--failures",
+            "weibull:node_mtbf_h=50,repair_median_h=2",
+            "--policy",
+            "fifo",
+            "--grid",
+            "checkpoint_s=0|1800",
+            "--seeds",
+            "0..2",
+            "--out",
+        ];
+        a.push(s(out));
+        if let Some(shard) = shard {
+            a.extend(["--shard", shard]);
+        }
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |a: Vec<String>| {
+        let out = schedlab(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+    let whole = dir.join("whole");
+    let printed = stdout(&run(args(&whole, None)));
+    assert!(printed.contains("fifo checkpoint_s=0 ") && printed.contains("fifo checkpoint_s=1800 "), "{printed}");
+    let manifest = read_json(&whole.join("sweep.json"));
+    let settings: Vec<String> = manifest["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["settings"][0][1].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(settings, ["0", "0", "1800", "1800"]);
+    assert_eq!(run_dirs(&whole)[2], "runs/002-synthetic-fifo_checkpoint_s_1800-s0");
+    let csv = std::fs::read_to_string(whole.join("sweep.csv")).unwrap();
+    assert!(csv.contains("\n2,(built-in synthetic),fifo checkpoint_s=1800,0,"), "{csv}");
+    let redo = |slug: &str| -> f64 {
+        let dirs = run_dirs(&whole).into_iter().filter(|d| d.contains(slug));
+        dirs.map(|d| read_json(&whole.join(d).join("summary.json"))["lost_redo_gpu_hours"].as_f64().unwrap()).sum()
+    };
+    assert_eq!(redo("checkpoint_s_0-"), 0.0);
+    assert!(redo("checkpoint_s_1800-") > 0.0, "{csv}");
+    let report = dir.join("report.html");
+    run(vec!["report".into(), s(&whole).into(), "--output".into(), s(&report).into()]);
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("fifo checkpoint_s=1800"), "the report shows each setting's group");
+    let shards = [dir.join("s0"), dir.join("s1")];
+    for (i, shard) in shards.iter().enumerate() {
+        run(args(shard, Some(&format!("{i}/2"))));
+    }
+    let merged = dir.join("merged");
+    run(vec!["merge".into(), s(&shards[0]).into(), s(&shards[1]).into(), "--out".into(), s(&merged).into()]);
+    assert_same_tree(&whole, &merged);
+    let bad = schedlab(&["sweep", "--jobs", "50", "--grid", "spare_nodes=one"]);
+    assert!(stderr(&bad).contains("--grid spare_nodes: `one` is not a whole number"), "{}", stderr(&bad));
+}
+
 #[test]
 fn bad_seeds_shards_and_outputs_are_clear_errors() {
     let dir = scratch("sweep", "errors");
