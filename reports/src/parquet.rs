@@ -131,6 +131,7 @@ mod tests {
                     dir: format!("runs/{i}"),
                     trace: "t.csv".into(),
                     spec: spec.to_string(),
+                    settings: Vec::new(),
                     seed: *seed,
                 };
                 let summary = Summary {

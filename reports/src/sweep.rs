@@ -231,7 +231,14 @@ mod tests {
             wall_s: Some(3.5),
             ..Summary::default()
         };
-        let run = SweepRun { run: 3, dir: "runs/003-x".into(), trace: "t.csv".into(), spec: "fifo".into(), seed: 7 };
+        let run = SweepRun {
+            run: 3,
+            dir: "runs/003-x".into(),
+            trace: "t.csv".into(),
+            spec: "fifo".into(),
+            settings: Vec::new(),
+            seed: 7,
+        };
         let row = sweep_row(&run, &summary);
         assert_eq!(row.len(), sweep_columns().len());
         let mut bytes = Vec::new();
