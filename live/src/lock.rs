@@ -81,13 +81,7 @@ impl StateLock {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
         let _ = std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700));
         let path = Self::path_in(dir);
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
+        let mut file = open_lock_file(&path)?;
         match try_flock(&file) {
             Ok(true) => Ok(StateLock { file, path }),
             Ok(false) => Err(refused(dir, holder_of(&mut file))),
@@ -108,6 +102,18 @@ impl StateLock {
     }
 }
 
+/// The lock file at `path`, opened for reading and writing, created if missing (never
+/// truncated: it names the holder).
+fn open_lock_file(path: &Path) -> Result<File, String> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| format!("{}: cannot create: {e}", path.display()))
+}
+
 /// One agent per work directory: an exclusive `flock(2)` on `WORK_DIR/agent.lock`, held for
 /// the agent's life, with its pid in it. A second agent on the directory would take the first
 /// one's running process groups (in `process-groups.json`, of this boot, leaders alive) for
@@ -123,13 +129,7 @@ impl WorkDirLock {
     pub fn acquire(dir: &Path) -> Result<WorkDirLock, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
         let path = dir.join("agent.lock");
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
+        let mut file = open_lock_file(&path)?;
         match try_flock(&file) {
             Ok(true) => {}
             Ok(false) => {
