@@ -12,6 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 /// A whole GPU, in milli-GPUs.
 pub const WHOLE_GPU_MILLI: u32 = 1000;
 
+/// Gangs over this many nodes are freed with one bulk merge into the ordered sets.
+const BULK_NODES: usize = 64;
+
 #[derive(Debug, Clone)]
 pub struct FreeGpus {
     /// Bit `i` set = the node's `i`-th GPU is free.
@@ -209,13 +212,49 @@ impl FreeGpus {
         Ok(())
     }
 
-    /// Marks whole `gpus` (taken, distinct) free again, one index update per node.
+    /// Marks whole `gpus` (taken, distinct) free again, one index update per node. A large
+    /// gang frees mostly whole nodes that had nothing free: their entries go into the ordered
+    /// set in one bulk merge (O(nodes), where one insert each costs a tree descent).
     pub(crate) fn release_gang(&mut self, gpus: &[GpuId]) {
+        let mut runs = Vec::new();
         let mut at = 0;
         while let Some((node, bits, len)) = self.run_at(gpus, at) {
-            debug_assert!(self.node_mask[node.index()] & bits == 0, "{node} released twice");
-            self.update(node, |mask| mask | bits);
+            runs.push((node, bits));
             at += len;
+        }
+        if runs.len() < BULK_NODES {
+            for (node, bits) in runs {
+                debug_assert!(self.node_mask[node.index()] & bits == 0, "{node} released twice");
+                self.update(node, |mask| mask | bits);
+            }
+            return;
+        }
+        // One entry per node (a node may come back in a later run), nodes in order.
+        runs.sort_unstable_by_key(|&(node, _)| node);
+        runs.dedup_by(|later, first| {
+            later.0 == first.0 && {
+                first.1 |= later.1;
+                true
+            }
+        });
+        let mut fresh: Vec<Vec<(u32, NodeId)>> = vec![Vec::new(); self.by_free.len()];
+        for (node, bits) in runs {
+            debug_assert!(self.node_mask[node.index()] & bits == 0, "{node} released twice");
+            if self.node_mask[node.index()] != 0 {
+                self.update(node, |mask| mask | bits);
+                continue;
+            }
+            let pool = self.node_pool[node.index()].index();
+            let free = bits.count_ones();
+            self.node_mask[node.index()] = bits;
+            self.pool_free[pool] += free;
+            self.total_free += free;
+            fresh[pool].push((free, node));
+        }
+        for (pool, mut entries) in fresh.into_iter().enumerate().filter(|(_, e)| !e.is_empty()) {
+            entries.sort_unstable();
+            let mut bulk: BTreeSet<(u32, NodeId)> = entries.into_iter().collect();
+            self.by_free[pool].append(&mut bulk);
         }
     }
 

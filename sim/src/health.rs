@@ -42,11 +42,13 @@ impl Health {
     }
 
     /// Truth: the GPU cannot compute now.
+    #[inline]
     pub fn broken(&self, gpu: GpuId) -> bool {
         self.gpu_broken[gpu.index()] || self.node_down[self.gpu_node[gpu.index()].index()]
     }
     /// Known: the scheduler may place work on this GPU (not failed, not on a dead node, not on
     /// a spare in reserve).
+    #[inline]
     pub fn usable(&self, gpu: GpuId) -> bool {
         let node = self.gpu_node[gpu.index()].index();
         !self.gpu_out[gpu.index()] && !self.node_dead[node] && !self.node_reserved[node]
