@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::live::{BIN, Session, append, wait_for};
+use common::live::{BIN, Session, SplitMix, append, wait_for};
 use live::client::{CallError, Client, ClientTls};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -12,19 +12,6 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// A seeded generator for the kill points (splitmix64: enough for test timings).
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % n
-    }
-}
 
 fn task(name: &str, command: &str, deps: &[&str]) -> Value {
     json!({ "name": name, "command": command, "gpus": 1, "depends_on": deps })
@@ -355,10 +342,7 @@ fn kill_9_of_the_coordinator_loses_no_job_and_starts_no_task_twice() {
     for _ in 0..6 {
         std::thread::sleep(Duration::from_millis(100 + rng.below(800)));
         s.procs.kill(s.coordinator);
-        let state = s.state();
-        let mut all = vec!["live", "serve", "--state", state.to_str().unwrap(), "--listen", &listen];
-        all.extend_from_slice(&args);
-        s.coordinator = s.procs.spawn(&all, &s.dir.join("coordinator.log"));
+        s.spawn_coordinator(&listen, &args);
         wait_for(30, "the coordinator to come back", || s.client().get::<Value>("/v1/jobs").ok());
     }
     stop.store(true, Ordering::Relaxed);

@@ -21,10 +21,7 @@ fn after_a_coordinator_restart_a_report_of_the_old_generation_is_refused_and_the
     s.wait_agents(1);
     assert!(s.log().contains("(generation 1,"), "{}", s.log());
     s.procs.kill(s.coordinator);
-    let state = s.state();
-    let mut all = vec!["live", "serve", "--state", state.to_str().unwrap(), "--listen", &listen];
-    all.extend_from_slice(&args);
-    s.coordinator = s.procs.spawn(&all, &s.dir.join("coordinator.log"));
+    s.spawn_coordinator(&listen, &args);
     wait_for(30, "the coordinator to come back", || s.client().get::<Value>("/v1/jobs").ok());
     assert!(s.log().contains("(generation 2,"), "{}", s.log());
     let agent_log = || std::fs::read_to_string(s.dir.join("agent-n0.log")).unwrap();

@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::live::{Session, run_bounded, wait_for};
+use common::live::{Session, SplitMix, run_bounded, wait_for};
 use live::client::{CallError, Client};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,23 +26,6 @@ use std::time::{Duration, Instant};
 const AGENTS: [&str; 3] = ["n0", "n1", "n2"];
 const ARGS: [&str; 6] = ["--cluster", "3x2:SIM", "--heartbeat-s", "0.2", "--missed-beats", "5"];
 const STEPS: usize = 60;
-
-/// splitmix64: a seeded generator for the steps.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % n
-    }
-
-    fn millis(&mut self, max: u64) -> Duration {
-        Duration::from_millis(self.below(max + 1))
-    }
-}
 
 /// The soak's session: the processes, the agents' indexes in them, and what was acknowledged.
 struct Soak {
@@ -79,10 +62,7 @@ impl Soak {
 
     /// Starts the coordinator again on its state directory and address; waits for nothing.
     fn spawn_coordinator(&mut self) {
-        let state = self.s.state();
-        let mut all = vec!["live", "serve", "--state", state.to_str().unwrap(), "--listen", &self.listen];
-        all.extend_from_slice(&ARGS);
-        self.s.coordinator = self.s.procs.spawn(&all, &self.s.dir.join("coordinator.log"));
+        self.s.spawn_coordinator(&self.listen, &ARGS);
     }
 
     fn registrations(&self, agent: &str) -> usize {

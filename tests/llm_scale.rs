@@ -1,24 +1,15 @@
 //! LLM-scale runs: failures drawn for as long as a run lasts, the horizon of a run that cannot
 //! finish, giant gangs. Library-level (sim + policies + traces), no process spawned.
 
-use sim::{
-    Cluster, ClusterSpec, ControllerConfig, FailureConfig, JobSpec, PoolSpec, RunResult, Scenario, SimDuration,
-    SimTime, Workload,
-};
+use sim::{Cluster, ControllerConfig, FailureConfig, JobSpec, RunResult, Scenario, SimDuration, SimTime, Workload};
 use traces::{FailureSpec, Failures};
 
 const DAY_MS: u64 = 86_400_000;
 
+/// One pool `H100` of `nodes` x `gpus`.
 fn cluster(nodes: u32, gpus: u32) -> Cluster {
-    let pool = PoolSpec {
-        name: "H100".into(),
-        gpu_type: "H100".into(),
-        nodes,
-        gpus_per_node: gpus,
-        nodes_per_rack: 0,
-        speed_milli: 1000,
-    };
-    Cluster::new(&ClusterSpec { pools: vec![pool] }).expect("valid cluster")
+    let spec = traces::parse_cluster_shorthand(&format!("{nodes}x{gpus}:H100")).expect("valid shorthand");
+    Cluster::new(&spec).expect("valid cluster")
 }
 
 fn job(name: &str, gpus: u32, work_days: u64) -> JobSpec {

@@ -11,6 +11,25 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_schedlab");
 
+/// A seeded generator for test timings and random steps (splitmix64: enough for tests).
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % n
+    }
+
+    /// Up to `max` ms, inclusive.
+    pub fn millis(&mut self, max: u64) -> Duration {
+        Duration::from_millis(self.below(max + 1))
+    }
+}
+
 /// Children killed when the test ends, passing or not.
 #[derive(Default)]
 pub struct Procs(Vec<Child>);
@@ -153,6 +172,15 @@ impl Session {
 
     pub fn state(&self) -> PathBuf {
         self.dir.join("state")
+    }
+
+    /// Starts the coordinator again on its state directory and on `listen` (its address), with
+    /// `args`; waits for nothing.
+    pub fn spawn_coordinator(&mut self, listen: &str, args: &[&str]) {
+        let state = self.state();
+        let mut all = vec!["live", "serve", "--state", state.to_str().unwrap(), "--listen", listen];
+        all.extend_from_slice(args);
+        self.coordinator = self.procs.spawn(&all, &self.dir.join("coordinator.log"));
     }
 
     pub fn token(&self) -> String {
