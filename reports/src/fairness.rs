@@ -35,9 +35,7 @@ pub fn queue_shares(run: &RunResult) -> Vec<QueueShare> {
         by_queue.insert(q.name.as_str(), share(&q.name, q.weight, q.max_mgpus.map(|m| m / 1000)));
     }
     for job in &run.jobs {
-        let name = job.queue.as_deref().unwrap_or("-");
-        // A job without a queue runs in the first queue when the cluster has queues.
-        let name = if job.queue.is_none() && !run.queues.is_empty() { run.queues[0].name.as_str() } else { name };
+        let name = queue_name(run, job);
         let s = by_queue.entry(name).or_insert_with(|| share(name, 1, None));
         s.jobs += 1;
         s.mgpu_ms += u128::from(job.mgpu_ms);
@@ -53,6 +51,31 @@ pub fn queue_shares(run: &RunResult) -> Vec<QueueShare> {
         s.jct_ms.sort_unstable();
     }
     shares
+}
+
+/// The queue `job` ran in: its own, "-" for none, or the cluster's first queue for a job
+/// without one when the cluster has queues.
+fn queue_name<'a>(run: &'a RunResult, job: &'a JobRecord) -> &'a str {
+    match (&job.queue, run.queues.first()) {
+        (Some(name), _) => name,
+        (None, Some(first)) => &first.name,
+        (None, None) => "-",
+    }
+}
+
+/// Jain's index over queues (as [`jain_index`] of [`queue_shares`]) without the per-queue JCTs
+/// the shares keep: what the summary needs, in one pass and no sort.
+pub fn queue_jain_index(run: &RunResult) -> f64 {
+    let mut by_queue: BTreeMap<&str, (u32, u64, u128)> = BTreeMap::new();
+    for q in &run.queues {
+        by_queue.insert(q.name.as_str(), (q.weight, 0, 0));
+    }
+    for job in &run.jobs {
+        let s = by_queue.entry(queue_name(run, job)).or_insert((1, 0, 0));
+        s.1 += 1;
+        s.2 += u128::from(job.mgpu_ms);
+    }
+    jain(by_queue.into_values().map(|(weight, jobs, mgpu_ms)| (weight, jobs, mgpu_ms)))
 }
 
 fn share(name: &str, weight: u32, max_gpus: Option<u64>) -> QueueShare {
@@ -81,7 +104,13 @@ pub fn rho(job: &JobRecord) -> Option<f64> {
 
 /// Jain's index over the queues that had jobs, of GPU-time per unit of weight.
 pub fn jain_index(shares: &[QueueShare]) -> f64 {
-    let x: Vec<f64> = shares.iter().filter(|s| s.jobs > 0).map(|s| s.mgpu_ms as f64 / f64::from(s.weight)).collect();
+    jain(shares.iter().map(|s| (s.weight, s.jobs, s.mgpu_ms)))
+}
+
+/// Jain's index of `(weight, jobs, GPU-time)` per queue, in queue order.
+fn jain(queues: impl Iterator<Item = (u32, u64, u128)>) -> f64 {
+    let x: Vec<f64> =
+        queues.filter(|&(_, jobs, _)| jobs > 0).map(|(weight, _, mgpu_ms)| mgpu_ms as f64 / f64::from(weight)).collect();
     let sum: f64 = x.iter().sum();
     let squares: f64 = x.iter().map(|v| v * v).sum();
     if x.len() < 2 || squares == 0.0 { 1.0 } else { sum * sum / (x.len() as f64 * squares) }

@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod fairness;
+mod job_tally;
 #[cfg(feature = "polars")]
 pub mod parquet;
 pub mod regress;

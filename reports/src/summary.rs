@@ -14,7 +14,8 @@
 //! rounding noise means the accounting is broken.
 
 use serde::Serialize;
-use sim::{JobOutcome, RunResult};
+use crate::job_tally::{JobTally, mean_of};
+use sim::RunResult;
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Summary {
@@ -103,11 +104,7 @@ pub struct Summary {
 impl Summary {
     pub fn of(run: &RunResult) -> Summary {
         let stats = &run.stats;
-        let count = |pred: fn(&Option<JobOutcome>) -> bool| run.jobs.iter().filter(|j| pred(&j.outcome)).count() as u64;
-        let finished: Vec<_> = run.jobs.iter().filter(|j| j.outcome == Some(JobOutcome::Succeeded)).collect();
-        let mut jct_ms: Vec<u64> = finished.iter().filter_map(|j| Some(j.end?.since(j.submit).as_ms())).collect();
-        jct_ms.sort_unstable();
-        let queue_ms: Vec<u64> = finished.iter().filter_map(|j| Some(j.first_start?.since(j.submit).as_ms())).collect();
+        let jobs = JobTally::of(&run.jobs, stats.last_event);
         let window_ms = match (stats.first_submit, stats.last_end) {
             (Some(first), Some(last)) => last.since(first).as_ms(),
             _ => 0,
@@ -116,33 +113,30 @@ impl Summary {
         // broken, retired and reserved (spare) GPUs are not capacity.
         let out_of_service = u128::from(stats.broken_gpu_ms + stats.retired_gpu_ms + stats.reserved_gpu_ms);
         let capacity = (u128::from(stats.cluster_gpus) * u128::from(window_ms)).saturating_sub(out_of_service) * 1000;
-        let sum = |field: fn(&sim::JobRecord) -> u64| run.jobs.iter().map(|j| u128::from(field(j))).sum::<u128>();
-        let (redo, lag, overhead) =
-            (sum(|j| j.lost_redo_mgpu_ms), sum(|j| j.lost_lag_mgpu_ms), sum(|j| j.lost_overhead_mgpu_ms));
-        let checkpointing = sum(|j| j.lost_checkpoint_mgpu_ms);
+        let (redo, lag, overhead, checkpointing) = (jobs.redo, jobs.lag, jobs.overhead, jobs.checkpointing);
         let lost = redo + lag + overhead + checkpointing;
         let since_first = |t: sim::SimTime| t.since(stats.first_submit.unwrap_or(sim::SimTime::ZERO)).as_secs_f64();
-        let ettr = crate::training::ettr_means(&run.jobs);
-        let interruptions: u64 = run.jobs.iter().map(|j| u64::from(crate::training::interruptions(j))).sum();
+        let jct_ms = &jobs.jct_ms;
+        let interruptions = jobs.interruptions;
         Summary {
             policy: run.policy.clone(),
             seed: run.seed,
             cluster_gpus: stats.cluster_gpus,
             jobs: run.jobs.len() as u64,
-            jobs_finished: finished.len() as u64,
-            jobs_unschedulable: count(|o| matches!(o, Some(JobOutcome::Unschedulable(_)))),
-            jobs_rejected: count(|o| matches!(o, Some(JobOutcome::Rejected(_)))),
-            jobs_failed: count(|o| matches!(o, Some(JobOutcome::Failed(_)))),
-            jobs_unfinished: count(Option::is_none),
-            mean_jct_s: mean_s(&jct_ms),
-            p50_jct_s: percentile_s(&jct_ms, 50),
-            p95_jct_s: percentile_s(&jct_ms, 95),
-            p99_jct_s: percentile_s(&jct_ms, 99),
-            mean_queue_s: mean_s(&queue_ms),
+            jobs_finished: jobs.finished,
+            jobs_unschedulable: jobs.unschedulable,
+            jobs_rejected: jobs.rejected,
+            jobs_failed: jobs.failed,
+            jobs_unfinished: jobs.unfinished,
+            mean_jct_s: mean_s(jct_ms),
+            p50_jct_s: percentile_s(jct_ms, 50),
+            p95_jct_s: percentile_s(jct_ms, 95),
+            p99_jct_s: percentile_s(jct_ms, 99),
+            mean_queue_s: if jobs.queued == 0 { 0.0 } else { jobs.queue_ms as f64 / jobs.queued as f64 / 1000.0 },
             makespan_s: window_ms as f64 / 1000.0,
             utilisation: ratio(stats.allocated_mgpu_ms, capacity),
             goodput: ratio(stats.allocated_mgpu_ms - lost, capacity),
-            jobs_per_hour: if window_ms == 0 { 0.0 } else { finished.len() as f64 * 3_600_000.0 / window_ms as f64 },
+            jobs_per_hour: if window_ms == 0 { 0.0 } else { jobs.finished as f64 * 3_600_000.0 / window_ms as f64 },
             gpu_hours: hours(stats.allocated_mgpu_ms),
             preemptions: stats.preemptions,
             lost_gpu_hours: hours(lost),
@@ -161,8 +155,8 @@ impl Summary {
             failed_gpu_hours: hours(u128::from(stats.broken_gpu_ms) * 1000),
             failures_span_s: stats.failures_until.map(since_first),
             horizon_stop_s: stats.horizon_reached.map(since_first),
-            ettr_mean: ettr.0,
-            ettr_gpu_weighted: ettr.1,
+            ettr_mean: mean_of(jobs.ettr_sum, jobs.ettr_jobs),
+            ettr_gpu_weighted: if jobs.held == 0 { 0.0 } else { jobs.productive as f64 / jobs.held as f64 },
             interruptions,
             interruptions_per_day: if window_ms == 0 {
                 0.0
@@ -175,18 +169,16 @@ impl Summary {
             reserved_gpu_hours: hours(u128::from(stats.reserved_gpu_ms) * 1000),
             retired_nodes: stats.retired_nodes,
             retired_gpu_hours: hours(u128::from(stats.retired_gpu_ms) * 1000),
-            queue_fairness_jain: crate::fairness::jain_index(&crate::fairness::queue_shares(run)),
-            ftf_rho_mean: mean(finished.iter().filter_map(|j| crate::fairness::rho(j))),
-            ftf_rho_max: finished.iter().filter_map(|j| crate::fairness::rho(j)).fold(0.0, f64::max),
-            dag_jobs: run.jobs.iter().filter(|j| j.critical_path_ms.is_some()).count() as u64,
+            queue_fairness_jain: crate::fairness::queue_jain_index(run),
+            ftf_rho_mean: mean_of(jobs.rho_sum, jobs.rho_jobs),
+            ftf_rho_max: jobs.rho_max,
+            dag_jobs: jobs.dag_jobs,
             data_locality: {
                 let starts = stats.local_starts + stats.remote_starts;
                 if starts == 0 { 1.0 } else { stats.local_starts as f64 / starts as f64 }
             },
-            dag_stretch_mean: mean(
-                finished.iter().filter(|j| j.critical_path_ms.is_some()).filter_map(|j| crate::fairness::rho(j)),
-            ),
-            littles_law_error: littles_law_error(run),
+            dag_stretch_mean: mean_of(jobs.dag_rho_sum, jobs.dag_rho_jobs),
+            littles_law_error: littles_law_error(stats.in_system_job_ms, jobs.sojourns_ms),
             events: stats.events,
             decision_points: stats.decision_points,
             refused_decisions: stats.refused,
@@ -196,19 +188,10 @@ impl Summary {
     }
 }
 
-/// The mean of `values`; 0 when there are none.
-fn mean(values: impl Iterator<Item = f64>) -> f64 {
-    let (sum, n) = values.fold((0.0, 0u64), |(s, n), v| (s + v, n + 1));
-    if n == 0 { 0.0 } else { sum / n as f64 }
-}
-
 /// |L - lambda W| / L over the run, where L is the engine's integral of jobs in the system and
 /// lambda W is the sum of the jobs' own times in the system (an unfinished job counts until
 /// the run's last event). Both over the same window, so the window cancels.
-fn littles_law_error(run: &RunResult) -> f64 {
-    let integral = run.stats.in_system_job_ms;
-    let sojourns: u128 =
-        run.jobs.iter().map(|j| u128::from(j.end.unwrap_or(run.stats.last_event).since(j.submit).as_ms())).sum();
+fn littles_law_error(integral: u128, sojourns: u128) -> f64 {
     if integral == 0 {
         return if sojourns == 0 { 0.0 } else { 1.0 };
     }

@@ -33,19 +33,3 @@ pub fn mtbi_s(job: &JobRecord) -> Option<f64> {
     (n > 0).then(|| span_ms(job).map(|ms| ms as f64 / 1000.0 / f64::from(n))).flatten()
 }
 
-/// The job-weighted mean ETTR and the GPU-weighted one (productive GPU-time over the
-/// denominators' sum), over jobs that have one; 0 for none.
-pub fn ettr_means(jobs: &[JobRecord]) -> (f64, f64) {
-    let (mut sum, mut n, mut productive, mut held) = (0.0, 0u64, 0u128, 0u128);
-    for job in jobs {
-        if let (Some(e), Some(span)) = (ettr(job), span_ms(job)) {
-            sum += e;
-            n += 1;
-            productive += u128::from(job.productive_mgpu_ms);
-            held += u128::from(span) * u128::from(job.mgpus);
-        }
-    }
-    let job_weighted = if n == 0 { 0.0 } else { sum / n as f64 };
-    let gpu_weighted = if held == 0 { 0.0 } else { productive as f64 / held as f64 };
-    (job_weighted, gpu_weighted)
-}

@@ -30,6 +30,8 @@ pub struct FreeGpus {
     shared_used: BTreeMap<GpuId, u32>,
     /// Per pool: `(room left, GPU)` for every shared GPU.
     by_room: Vec<BTreeSet<(u32, GpuId)>>,
+    /// `release_gang`'s list of per-node runs, kept so that a release allocates nothing.
+    runs: Vec<(NodeId, u64)>,
 }
 
 impl FreeGpus {
@@ -52,6 +54,7 @@ impl FreeGpus {
             gpu_node: (0..cluster.gpu_count()).map(|g| cluster.node_of(GpuId(g))).collect(),
             shared_used: BTreeMap::new(),
             by_room: vec![BTreeSet::new(); cluster.pools().len()],
+            runs: Vec::new(),
         }
     }
 
@@ -216,17 +219,19 @@ impl FreeGpus {
     /// gang frees mostly whole nodes that had nothing free: their entries go into the ordered
     /// set in one bulk merge (O(nodes), where one insert each costs a tree descent).
     pub(crate) fn release_gang(&mut self, gpus: &[GpuId]) {
-        let mut runs = Vec::new();
+        let mut runs = std::mem::take(&mut self.runs);
+        runs.clear();
         let mut at = 0;
         while let Some((node, bits, len)) = self.run_at(gpus, at) {
             runs.push((node, bits));
             at += len;
         }
         if runs.len() < BULK_NODES {
-            for (node, bits) in runs {
+            for &(node, bits) in &runs {
                 debug_assert!(self.node_mask[node.index()] & bits == 0, "{node} released twice");
                 self.update(node, |mask| mask | bits);
             }
+            self.runs = runs;
             return;
         }
         // One entry per node (a node may come back in a later run), nodes in order.

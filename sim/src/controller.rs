@@ -116,6 +116,9 @@ pub struct Controller {
     /// The fractional tasks sharing each shared GPU (a GPU has an owner or sharers, never both).
     pub(crate) sharers: BTreeMap<GpuId, Vec<TaskId>>,
     marks: Vec<Mark>,
+    /// The plan's decision list, kept between decision points so that deciding allocates
+    /// nothing in steady state.
+    decision_buf: Vec<Decision>,
     rng: StreamRng,
     policy_name: String,
     pub(crate) changes: Vec<Change>,
@@ -196,6 +199,7 @@ impl Controller {
             owner: vec![None; cluster.gpu_count() as usize],
             sharers: BTreeMap::new(),
             marks: vec![Mark::None; tasks.len()],
+            decision_buf: Vec::new(),
             changes: Vec::new(),
             now: SimTime::ZERO,
             allocated_mgpus: 0,
@@ -396,8 +400,7 @@ impl Controller {
         if t.status != TaskStatus::Running || t.attempt != attempt || t.stalled_since.is_some() {
             return false;
         }
-        let job = &self.workload.jobs()[t.job.index()];
-        let exit_code = job.tasks[(task.0 - self.jobs[t.job.index()].first_task.0) as usize].exit_code;
+        let exit_code = t.exit_code;
         if exit_code != 0 {
             // The trace says its program fails when its work is done (a replayed live exit).
             self.program_failed(task, &exited_with(exit_code));
@@ -565,15 +568,15 @@ impl Controller {
             job_queue: &self.job_queue,
             quota: &mut self.quota,
             rng: &mut self.rng,
-            decisions: Vec::new(),
+            decisions: std::mem::take(&mut self.decision_buf),
             refused: 0,
         };
         policy.decide(&view, &mut plan);
-        let decisions = std::mem::take(&mut plan.decisions);
+        let mut decisions = std::mem::take(&mut plan.decisions);
         self.stats.refused += plan.refused;
         self.changes.clear();
         let mut committed = 0;
-        for decision in decisions {
+        for decision in decisions.drain(..) {
             match decision {
                 Decision::Start { task, gpus } => self.commit_start(task, gpus, effects),
                 Decision::Preempt { task, reason } => self.commit_preempt(task, &reason, effects),
@@ -585,6 +588,7 @@ impl Controller {
             }
             committed += 1;
         }
+        self.decision_buf = decisions;
         if self.config.check_invariants {
             self.assert_invariants();
         }
@@ -765,43 +769,15 @@ impl Controller {
     }
 
     /// Ends the run: per-job records, counters and the digest.
-    pub fn finish(self) -> RunResult {
-        let jobs = self
-            .jobs
-            .iter()
-            .zip(self.workload.jobs())
-            .enumerate()
-            .map(|(index, (state, spec))| {
-                let tasks = state.tasks().map(|t| &self.tasks[t.index()]);
-                let critical_path_ms = self.critical_path_ms(state, spec);
-                JobRecord {
-                    job: JobId::from_index(index),
-                    name: spec.name.clone(),
-                    queue: spec.queue.clone(),
-                    submit: state.submit,
-                    first_start: tasks.clone().filter_map(|t| t.first_start).min(),
-                    end: state.end,
-                    tasks: state.task_count,
-                    gpus: spec.gpus(),
-                    mgpus: tasks.clone().map(|t| t.mgpus()).sum(),
-                    productive_mgpu_ms: tasks.clone().map(|t| t.productive_mgpu_ms).sum(),
-                    preemptions: tasks.clone().map(|t| t.preemptions).sum(),
-                    failures: tasks.clone().map(|t| t.failures).sum(),
-                    retries: tasks.clone().map(|t| t.retries).sum(),
-                    mgpu_ms: tasks.clone().map(|t| t.mgpu_ms_at(self.now)).sum(),
-                    lost_redo_mgpu_ms: tasks.clone().map(|t| t.lost_redo_mgpu_ms).sum(),
-                    lost_lag_mgpu_ms: tasks.clone().map(|t| t.lost_lag_mgpu_ms).sum(),
-                    lost_overhead_mgpu_ms: tasks.clone().map(|t| t.lost_overhead_mgpu_ms).sum(),
-                    lost_checkpoint_mgpu_ms: tasks.map(|t| t.lost_checkpoint_mgpu_ms).sum(),
-                    outcome: state.outcome.clone(),
-                    unfinished_reason: self.unfinished_reason(state, spec),
-                    critical_path_ms,
-                    alone_ms: critical_path_ms
-                        .unwrap_or_else(|| spec.tasks.iter().map(|t| t.work.as_ms()).max().unwrap_or(0)),
-                }
-            })
-            .collect();
+    pub fn finish(mut self) -> RunResult {
+        let mut jobs: Vec<JobRecord> =
+            self.jobs.iter().zip(self.workload.jobs()).enumerate().map(|(i, (s, spec))| self.job_record(i, s, spec)).collect();
         let tasks = self.task_records();
+        // The names move from the specs, which the run no longer needs: no copy of every name.
+        for (record, spec) in jobs.iter_mut().zip(std::mem::take(&mut self.workload).into_jobs()) {
+            record.name = spec.name;
+            record.queue = spec.queue;
+        }
         let mut series = self.series;
         series.finish(self.now);
         let mut stats = self.stats;
@@ -817,6 +793,36 @@ impl Controller {
             decisions: self.decision_log,
             health_series: self.health_series,
             series,
+        }
+    }
+
+    /// The record of job `index` (its name and queue left empty: [`Self::finish`] moves them).
+    fn job_record(&self, index: usize, state: &JobState, spec: &crate::workload::JobSpec) -> JobRecord {
+        let tasks = state.tasks().map(|t| &self.tasks[t.index()]);
+        let critical_path_ms = self.critical_path_ms(state, spec);
+        JobRecord {
+            job: JobId::from_index(index),
+            name: String::new(),
+            queue: None,
+            submit: state.submit,
+            first_start: tasks.clone().filter_map(|t| t.first_start).min(),
+            end: state.end,
+            tasks: state.task_count,
+            gpus: spec.gpus(),
+            mgpus: tasks.clone().map(|t| t.mgpus()).sum(),
+            productive_mgpu_ms: tasks.clone().map(|t| t.productive_mgpu_ms).sum(),
+            preemptions: tasks.clone().map(|t| t.preemptions).sum(),
+            failures: tasks.clone().map(|t| t.failures).sum(),
+            retries: tasks.clone().map(|t| t.retries).sum(),
+            mgpu_ms: tasks.clone().map(|t| t.mgpu_ms_at(self.now)).sum(),
+            lost_redo_mgpu_ms: tasks.clone().map(|t| t.lost_redo_mgpu_ms).sum(),
+            lost_lag_mgpu_ms: tasks.clone().map(|t| t.lost_lag_mgpu_ms).sum(),
+            lost_overhead_mgpu_ms: tasks.clone().map(|t| t.lost_overhead_mgpu_ms).sum(),
+            lost_checkpoint_mgpu_ms: tasks.map(|t| t.lost_checkpoint_mgpu_ms).sum(),
+            outcome: state.outcome.clone(),
+            unfinished_reason: self.unfinished_reason(state, spec),
+            critical_path_ms,
+            alone_ms: critical_path_ms.unwrap_or_else(|| spec.tasks.iter().map(|t| t.work.as_ms()).max().unwrap_or(0)),
         }
     }
 
@@ -957,5 +963,6 @@ pub(crate) fn new_task_state(
         speed_milli: 1000,
         dataset: None,
         speed_profile: speed_profiles.profile_of(t, cluster),
+        exit_code: t.exit_code,
     }
 }

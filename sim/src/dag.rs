@@ -64,6 +64,9 @@ fn graph(job: &JobSpec) -> DiGraph<usize, ()> {
 
 /// A cycle as task indices, first task repeated at the end (`a -> b -> a`); `None` if acyclic.
 pub(crate) fn find_cycle(job: &JobSpec) -> Option<Vec<usize>> {
+    if job.tasks.iter().all(|t| t.deps.is_empty()) {
+        return None; // no edges, no cycle: most jobs, checked without building a graph
+    }
     let g = graph(job);
     let start = toposort(&g, None).err()?.node_id();
     // Depth-first from a node on a cycle, back to it, following downstream edges; the lowest

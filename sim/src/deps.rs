@@ -211,8 +211,11 @@ impl Controller {
     /// it, skipped ones cascade, and its job ends with its last task.
     pub(crate) fn task_ended(&mut self, task: TaskId, failure: Option<String>) {
         let job = self.tasks[task.index()].job;
-        let mut ended = vec![(task, failure)];
-        while let Some((t, failure)) = ended.pop() {
+        // Tasks that ended and whose dependents are still to see it: a task without dependents
+        // (every task of a plain job) ends without allocating.
+        let mut ended = Vec::new();
+        let mut next = Some((task, failure));
+        while let Some((t, failure)) = next.take().or_else(|| ended.pop()) {
             self.tasks[t.index()].finish = Some(self.now);
             let j = &mut self.jobs[job.index()];
             j.open_tasks -= 1;
@@ -222,7 +225,7 @@ impl Controller {
                 self.jobs[job.index()].failure.get_or_insert(reason);
             }
             let status = self.tasks[t.index()].status;
-            let dependents = self.dag.dependents.get(&t).cloned().unwrap_or_default();
+            let Some(dependents) = self.dag.dependents.get(&t).cloned() else { continue };
             for (d, i) in dependents {
                 let edge = &mut self.dag.edges.get_mut(&d).expect("a dependent has edges")[i];
                 if edge.state != EdgeState::Waiting {

@@ -88,9 +88,22 @@ pub struct EventKey {
     pub seq: u64,
 }
 
+impl EventKey {
+    /// The key as one integer with the same order: time, then phase, then seq (below 2^56),
+    /// so that the heap compares one `u128` per step.
+    fn packed(self) -> u128 {
+        debug_assert!(self.seq < 1 << 56, "more than 2^56 events scheduled");
+        (u128::from(self.time.as_ms()) << 64) | (u128::from(self.phase) << 56) | u128::from(self.seq)
+    }
+    fn unpacked(packed: u128) -> EventKey {
+        let low = packed as u64;
+        EventKey { time: SimTime((packed >> 64) as u64), phase: (low >> 56) as u8, seq: low & ((1 << 56) - 1) }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Scheduled {
-    key: EventKey,
+    key: u128,
     event: Event,
 }
 
@@ -123,17 +136,17 @@ impl EventQueue {
     pub fn push(&mut self, time: SimTime, event: Event) {
         let key = EventKey { time, phase: event.phase(), seq: self.next_seq };
         self.next_seq += 1;
-        self.heap.push(Scheduled { key, event });
+        self.heap.push(Scheduled { key: key.packed(), event });
     }
     pub fn peek_key(&self) -> Option<EventKey> {
-        self.heap.peek().map(|s| s.key)
+        self.heap.peek().map(|s| EventKey::unpacked(s.key))
     }
     pub fn pop(&mut self) -> Option<(EventKey, Event)> {
-        self.heap.pop().map(|s| (s.key, s.event))
+        self.heap.pop().map(|s| (EventKey::unpacked(s.key), s.event))
     }
     /// Pops the next event if its key is below `bound`.
     pub fn pop_before(&mut self, bound: EventKey) -> Option<(EventKey, Event)> {
-        if self.peek_key()? < bound { self.pop() } else { None }
+        if self.heap.peek()?.key < bound.packed() { self.pop() } else { None }
     }
     pub fn len(&self) -> usize {
         self.heap.len()
@@ -167,5 +180,23 @@ mod tests {
                 Event::Wake,
             ]
         );
+    }
+
+    #[test]
+    fn packed_keys_keep_the_order_and_unpack_exactly() {
+        let keys = [
+            EventKey { time: SimTime(0), phase: 0, seq: 0 },
+            EventKey { time: SimTime(0), phase: 0, seq: (1 << 56) - 1 },
+            EventKey { time: SimTime(0), phase: 1, seq: 0 },
+            EventKey { time: SimTime(0), phase: u8::MAX, seq: 7 },
+            EventKey { time: SimTime(1), phase: 0, seq: 0 },
+            EventKey { time: SimTime(u64::MAX), phase: 4, seq: 3 },
+        ];
+        for pair in keys.windows(2) {
+            assert!(pair[0] < pair[1] && pair[0].packed() < pair[1].packed(), "{pair:?}");
+        }
+        for k in keys {
+            assert_eq!(EventKey::unpacked(k.packed()), k);
+        }
     }
 }

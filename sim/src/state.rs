@@ -114,6 +114,9 @@ pub struct TaskState {
     /// Its own speeds per pool (`TaskSpec::speeds` resolved, an index into
     /// `ClusterView::speed_profile`); `None`: it runs at each pool's speed.
     pub speed_profile: Option<u32>,
+    /// `TaskSpec::exit_code`, kept here so that a completion reads only the task's state (the
+    /// hot path of every run; the spec lives elsewhere in memory).
+    pub exit_code: i32,
 }
 
 impl TaskState {
