@@ -109,8 +109,10 @@ pub fn jain_index(shares: &[QueueShare]) -> f64 {
 
 /// Jain's index of `(weight, jobs, GPU-time)` per queue, in queue order.
 fn jain(queues: impl Iterator<Item = (u32, u64, u128)>) -> f64 {
-    let x: Vec<f64> =
-        queues.filter(|&(_, jobs, _)| jobs > 0).map(|(weight, _, mgpu_ms)| mgpu_ms as f64 / f64::from(weight)).collect();
+    let x: Vec<f64> = queues
+        .filter(|&(_, jobs, _)| jobs > 0)
+        .map(|(weight, _, mgpu_ms)| mgpu_ms as f64 / f64::from(weight))
+        .collect();
     let sum: f64 = x.iter().sum();
     let squares: f64 = x.iter().map(|v| v * v).sum();
     if x.len() < 2 || squares == 0.0 { 1.0 } else { sum * sum / (x.len() as f64 * squares) }

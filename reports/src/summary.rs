@@ -13,8 +13,8 @@
 //! arrivals x mean time in system from the job records: |L - lambda W| / L; any value above
 //! rounding noise means the accounting is broken.
 
-use serde::Serialize;
 use crate::job_tally::{JobTally, mean_of};
+use serde::Serialize;
 use sim::RunResult;
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]

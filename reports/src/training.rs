@@ -32,4 +32,3 @@ pub fn mtbi_s(job: &JobRecord) -> Option<f64> {
     let n = interruptions(job);
     (n > 0).then(|| span_ms(job).map(|ms| ms as f64 / 1000.0 / f64::from(n))).flatten()
 }
-

@@ -1,19 +1,20 @@
 //! Which GPUs are free, indexed so that placement never scans the whole cluster: per node a
-//! bit mask of free GPUs, per pool an ordered set of nodes keyed by their free count. Best fit
-//! ("fullest node that still fits") and worst fit ("emptiest node") are one ordered-set lookup.
+//! bit mask of free GPUs, per pool and free count the set of nodes with exactly that many free
+//! (a bitset over the pool's nodes, `node_bits.rs`). Nodes are ordered `(free GPUs, node)`:
+//! best fit ("fullest node that still fits") and worst fit ("emptiest node") are a first-member
+//! lookup in one level. (Bitsets replaced one ordered set of `(free, node)` per pool: an update
+//! is two bit flips instead of two tree descents, and gangs free in O(gang) without a bulk path.)
 //!
 //! GPUs shared by fractional tasks are not free: they leave the masks while any share is held,
 //! and sit in a per-pool set keyed by the room (milli-GPUs) they have left.
 
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, NodeId, PoolId};
+use crate::node_bits::NodeBits;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A whole GPU, in milli-GPUs.
 pub const WHOLE_GPU_MILLI: u32 = 1000;
-
-/// Gangs over this many nodes are freed with one bulk merge into the ordered sets.
-const BULK_NODES: usize = 64;
 
 #[derive(Debug, Clone)]
 pub struct FreeGpus {
@@ -22,26 +23,76 @@ pub struct FreeGpus {
     node_first_gpu: Vec<GpuId>,
     node_pool: Vec<PoolId>,
     pool_free: Vec<u32>,
-    /// Per pool: `(free GPUs, node)` for every node with at least one free GPU.
-    by_free: Vec<BTreeSet<(u32, NodeId)>>,
+    /// Per pool, the nodes with at least one free GPU by their free count.
+    by_free: Vec<FreeLevels>,
     total_free: u32,
     gpu_node: Vec<NodeId>,
     /// Milli-GPUs used on each GPU held by fractional tasks (and only those).
     shared_used: BTreeMap<GpuId, u32>,
     /// Per pool: `(room left, GPU)` for every shared GPU.
     by_room: Vec<BTreeSet<(u32, GpuId)>>,
-    /// `release_gang`'s list of per-node runs, kept so that a release allocates nothing.
-    runs: Vec<(NodeId, u64)>,
+}
+
+/// One pool's nodes with free GPUs: `levels[f]` holds the nodes with exactly `f` free, by their
+/// position in the pool (the pool's nodes are consecutive from `first_node`).
+#[derive(Debug, Clone)]
+struct FreeLevels {
+    first_node: u32,
+    levels: Vec<NodeBits>,
+}
+
+impl FreeLevels {
+    fn position(&self, node: NodeId) -> usize {
+        (node.0 - self.first_node) as usize
+    }
+    fn node(&self, position: usize) -> NodeId {
+        NodeId(self.first_node + position as u32)
+    }
+    fn insert(&mut self, free: u32, node: NodeId) {
+        let at = self.position(node);
+        self.levels[free as usize].insert(at);
+    }
+    fn remove(&mut self, free: u32, node: NodeId) {
+        let at = self.position(node);
+        self.levels[free as usize].remove(at);
+    }
+    fn contains(&self, free: u32, node: NodeId) -> bool {
+        self.levels.get(free as usize).is_some_and(|l| l.contains(self.position(node)))
+    }
+    fn len(&self) -> usize {
+        self.levels.iter().map(|l| l.len() as usize).sum()
+    }
+    /// The most free GPUs on one node (0: none free).
+    fn max(&self) -> u32 {
+        (1..self.levels.len()).rev().find(|&f| !self.levels[f].is_empty()).unwrap_or(0) as u32
+    }
+    /// Nodes keyed `(free, node)` from `from` (inclusive) to `to` (exclusive), in key order.
+    fn range(&self, from: (u32, NodeId), to: (u32, NodeId)) -> impl Iterator<Item = (NodeId, u32)> + '_ {
+        let top = (self.levels.len() as u32).saturating_sub(1);
+        (from.0.max(1)..=to.0.min(top)).flat_map(move |free| {
+            let start = if free == from.0 { from.1.0.saturating_sub(self.first_node) as usize } else { 0 };
+            let end = if free == to.0 { to.1.0.saturating_sub(self.first_node) as usize } else { usize::MAX };
+            self.levels[free as usize].range(start, end).map(move |at| (self.node(at), free))
+        })
+    }
 }
 
 impl FreeGpus {
     /// Every GPU of `cluster` free.
     pub fn all_free(cluster: &Cluster) -> FreeGpus {
         let nodes = cluster.nodes();
-        let mut by_free = vec![BTreeSet::new(); cluster.pools().len()];
+        let mut by_free: Vec<FreeLevels> = cluster
+            .pools()
+            .iter()
+            .map(|p| {
+                let first_node = p.first_node.0;
+                let levels = (0..=p.gpus_per_node).map(|_| NodeBits::new(p.node_count as usize)).collect();
+                FreeLevels { first_node, levels }
+            })
+            .collect();
         let mut pool_free = vec![0; cluster.pools().len()];
         for n in nodes {
-            by_free[n.pool.index()].insert((n.gpu_count, n.id));
+            by_free[n.pool.index()].insert(n.gpu_count, n.id);
             pool_free[n.pool.index()] += n.gpu_count;
         }
         FreeGpus {
@@ -54,7 +105,6 @@ impl FreeGpus {
             gpu_node: (0..cluster.gpu_count()).map(|g| cluster.node_of(GpuId(g))).collect(),
             shared_used: BTreeMap::new(),
             by_room: vec![BTreeSet::new(); cluster.pools().len()],
-            runs: Vec::new(),
         }
     }
 
@@ -127,27 +177,24 @@ impl FreeGpus {
     }
     /// The most free GPUs on any one node of `pool`.
     pub fn max_on_one_node(&self, pool: PoolId) -> u32 {
-        self.by_free[pool.index()].last().map_or(0, |&(free, _)| free)
+        self.by_free[pool.index()].max()
     }
     /// Nodes of `pool` with at least one free GPU, fullest first (fewest free), ties by node id.
     pub fn nodes_fullest_first(&self, pool: PoolId) -> impl Iterator<Item = (NodeId, u32)> + '_ {
-        self.by_free[pool.index()].iter().map(|&(free, node)| (node, free))
+        self.nodes_with_at_least(pool, 1)
     }
     /// Nodes of `pool` with at least one free GPU, emptiest first (most free), ties by node id.
     pub fn nodes_emptiest_first(&self, pool: PoolId) -> impl Iterator<Item = (NodeId, u32)> + '_ {
         let set = &self.by_free[pool.index()];
-        (1..=self.max_on_one_node(pool))
-            .rev()
-            .flat_map(move |free| set.range((free, NodeId(0))..(free + 1, NodeId(0))))
-            .map(|&(free, node)| (node, free))
+        (1..=set.max()).rev().flat_map(move |free| set.range((free, NodeId(0)), (free + 1, NodeId(0))))
     }
     /// The fullest node of `pool` that still has `at_least` free GPUs (best fit), lowest id on ties.
     pub fn best_fit(&self, pool: PoolId, at_least: u32) -> Option<NodeId> {
-        self.by_free[pool.index()].range((at_least, NodeId(0))..).next().map(|&(_, n)| n)
+        self.nodes_with_at_least(pool, at_least).next().map(|(n, _)| n)
     }
     /// Nodes of `pool` with at least `at_least` free GPUs, fullest first, ties by node id.
     pub fn nodes_with_at_least(&self, pool: PoolId, at_least: u32) -> impl Iterator<Item = (NodeId, u32)> + '_ {
-        self.by_free[pool.index()].range((at_least, NodeId(0))..).map(|&(free, node)| (node, free))
+        self.by_free[pool.index()].range((at_least, NodeId(0)), (u32::MAX, NodeId(0)))
     }
     /// Nodes of `pool` keyed `(free GPUs, node)` in `range`, in that order (fullest first).
     pub fn nodes_in(
@@ -156,7 +203,7 @@ impl FreeGpus {
         range: std::ops::Range<(u32, NodeId)>,
     ) -> impl Iterator<Item = (NodeId, u32)> + '_ {
         let range = if range.start <= range.end { range } else { range.start..range.start };
-        self.by_free[pool.index()].range(range).map(|&(free, node)| (node, free))
+        self.by_free[pool.index()].range(range.start, range.end)
     }
     /// The node of `pool` with the most free GPUs (worst fit), lowest id on ties.
     pub fn emptiest(&self, pool: PoolId) -> Option<NodeId> {
@@ -215,51 +262,13 @@ impl FreeGpus {
         Ok(())
     }
 
-    /// Marks whole `gpus` (taken, distinct) free again, one index update per node. A large
-    /// gang frees mostly whole nodes that had nothing free: their entries go into the ordered
-    /// set in one bulk merge (O(nodes), where one insert each costs a tree descent).
+    /// Marks whole `gpus` (taken, distinct) free again, one index update per node.
     pub(crate) fn release_gang(&mut self, gpus: &[GpuId]) {
-        let mut runs = std::mem::take(&mut self.runs);
-        runs.clear();
         let mut at = 0;
         while let Some((node, bits, len)) = self.run_at(gpus, at) {
-            runs.push((node, bits));
-            at += len;
-        }
-        if runs.len() < BULK_NODES {
-            for &(node, bits) in &runs {
-                debug_assert!(self.node_mask[node.index()] & bits == 0, "{node} released twice");
-                self.update(node, |mask| mask | bits);
-            }
-            self.runs = runs;
-            return;
-        }
-        // One entry per node (a node may come back in a later run), nodes in order.
-        runs.sort_unstable_by_key(|&(node, _)| node);
-        runs.dedup_by(|later, first| {
-            later.0 == first.0 && {
-                first.1 |= later.1;
-                true
-            }
-        });
-        let mut fresh: Vec<Vec<(u32, NodeId)>> = vec![Vec::new(); self.by_free.len()];
-        for (node, bits) in runs {
             debug_assert!(self.node_mask[node.index()] & bits == 0, "{node} released twice");
-            if self.node_mask[node.index()] != 0 {
-                self.update(node, |mask| mask | bits);
-                continue;
-            }
-            let pool = self.node_pool[node.index()].index();
-            let free = bits.count_ones();
-            self.node_mask[node.index()] = bits;
-            self.pool_free[pool] += free;
-            self.total_free += free;
-            fresh[pool].push((free, node));
-        }
-        for (pool, mut entries) in fresh.into_iter().enumerate().filter(|(_, e)| !e.is_empty()) {
-            entries.sort_unstable();
-            let mut bulk: BTreeSet<(u32, NodeId)> = entries.into_iter().collect();
-            self.by_free[pool].append(&mut bulk);
+            self.update(node, |mask| mask | bits);
+            at += len;
         }
     }
 
@@ -286,10 +295,10 @@ impl FreeGpus {
         let new = change(old);
         let (old_free, new_free) = (old.count_ones(), new.count_ones());
         if old_free > 0 {
-            self.by_free[pool].remove(&(old_free, node));
+            self.by_free[pool].remove(old_free, node);
         }
         if new_free > 0 {
-            self.by_free[pool].insert((new_free, node));
+            self.by_free[pool].insert(new_free, node);
         }
         self.node_mask[node.index()] = new;
         self.pool_free[pool] = self.pool_free[pool] + new_free - old_free;
@@ -304,11 +313,11 @@ impl FreeGpus {
             let pool = self.node_pool[i].index();
             let free = mask.count_ones();
             pool_free[pool] += free;
-            if (free > 0) != self.by_free[pool].contains(&(free, node)) {
+            if (free > 0) != self.by_free[pool].contains(free, node) {
                 return Err(format!("free index of {node} disagrees with its mask"));
             }
         }
-        let indexed: usize = self.by_free.iter().map(BTreeSet::len).sum();
+        let indexed: usize = self.by_free.iter().map(FreeLevels::len).sum();
         let nonempty = self.node_mask.iter().filter(|&&m| m != 0).count();
         if indexed != nonempty || pool_free != self.pool_free {
             return Err("per-pool free counts disagree with the node masks".into());

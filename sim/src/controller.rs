@@ -65,6 +65,10 @@ pub struct RetireRule {
     pub window: SimDuration,
 }
 
+/// How many jobs' records [`Controller::finish`] builds between handing back the memory of
+/// the state they were built from.
+const SHRINK_EVERY: usize = 1 << 16;
+
 /// The default horizon: ten years of simulated time after the last submission. Failures are
 /// drawn for as long as a run lasts, so a job that can never start (a gang larger than what is
 /// ever up at once) would otherwise keep the run going forever. Ten years is far past any
@@ -770,14 +774,8 @@ impl Controller {
 
     /// Ends the run: per-job records, counters and the digest.
     pub fn finish(mut self) -> RunResult {
-        let mut jobs: Vec<JobRecord> =
-            self.jobs.iter().zip(self.workload.jobs()).enumerate().map(|(i, (s, spec))| self.job_record(i, s, spec)).collect();
         let tasks = self.task_records();
-        // The names move from the specs, which the run no longer needs: no copy of every name.
-        for (record, spec) in jobs.iter_mut().zip(std::mem::take(&mut self.workload).into_jobs()) {
-            record.name = spec.name;
-            record.queue = spec.queue;
-        }
+        let jobs = self.job_records();
         let mut series = self.series;
         series.finish(self.now);
         let mut stats = self.stats;
@@ -796,7 +794,29 @@ impl Controller {
         }
     }
 
-    /// The record of job `index` (its name and queue left empty: [`Self::finish`] moves them).
+    /// Every job's record, built from the last job back so that the run's per-job and per-task
+    /// state and the specs shrink as the records grow (their memory returned every
+    /// [`SHRINK_EVERY`] jobs): at a million jobs, records built beside them would add a third
+    /// to the run's peak memory. Names and queues move from the specs: no copy of any name.
+    fn job_records(&mut self) -> Vec<JobRecord> {
+        let mut specs = std::mem::take(&mut self.workload).into_jobs();
+        let mut records = Vec::with_capacity(specs.len());
+        while let (Some(spec), Some(state)) = (specs.pop(), self.jobs.pop()) {
+            let mut record = self.job_record(specs.len(), &state, &spec);
+            (record.name, record.queue) = (spec.name, spec.queue);
+            records.push(record);
+            self.tasks.truncate(state.first_task.index());
+            if specs.len() % SHRINK_EVERY == 0 {
+                specs.shrink_to_fit();
+                self.jobs.shrink_to_fit();
+                self.tasks.shrink_to_fit();
+            }
+        }
+        records.reverse();
+        records
+    }
+
+    /// The record of job `index` (its name and queue left empty: [`Self::job_records`] moves them).
     fn job_record(&self, index: usize, state: &JobState, spec: &crate::workload::JobSpec) -> JobRecord {
         let tasks = state.tasks().map(|t| &self.tasks[t.index()]);
         let critical_path_ms = self.critical_path_ms(state, spec);

@@ -19,6 +19,7 @@ pub mod health;
 mod horizon;
 pub mod ids;
 mod invariants;
+mod node_bits;
 mod observe;
 pub mod plan;
 pub mod policy;
