@@ -69,6 +69,9 @@ impl Datasets {
     /// Each task's dataset index, in task order; an error names a task reading a dataset no
     /// node holds. All `None` when there are no datasets.
     pub fn assign(&self, workload: &Workload) -> Result<Vec<Option<u32>>, String> {
+        if self.is_empty() {
+            return Ok(vec![None; workload.task_count()]); // dataset names are only labels
+        }
         let mut out = Vec::with_capacity(workload.task_count());
         for job in workload.jobs() {
             for task in &job.tasks {

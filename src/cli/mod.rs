@@ -70,22 +70,40 @@ pub fn emit(text: impl std::fmt::Display) -> CliResult {
 
 /// Loads a trace and tells the user, on stderr, what its importer could not carry over (CPU-only
 /// pods skipped, columns not modelled): nothing a user submitted disappears without a word.
-/// A command that runs many runs on one trace (a sweep) reads and reports it once: traces are
-/// kept for the rest of the process, keyed by path and format.
+/// A command that runs many runs on one trace (a sweep) reads and reports it once: once it has
+/// called [`keep_loaded_traces`], traces are kept for the rest of the process, keyed by path
+/// and format. Other commands read theirs without keeping a copy.
 pub fn load_trace(path: &std::path::Path, format: &str) -> Result<traces::Trace, Box<dyn std::error::Error>> {
     type Loaded = BTreeMap<(PathBuf, String), traces::Trace>;
     static LOADED: OnceLock<Mutex<Loaded>> = OnceLock::new();
+    if !KEEP_TRACES.load(std::sync::atomic::Ordering::Relaxed) {
+        return read_trace(path, format);
+    }
     let key = (path.to_path_buf(), format.to_string());
     // Held while loading, so parallel runs of one sweep read (and report) each trace once.
     let mut loaded = LOADED.get_or_init(Mutex::default).lock().map_err(|_| "trace cache poisoned")?;
     if let Some(trace) = loaded.get(&key) {
         return Ok(trace.clone());
     }
+    let trace = read_trace(path, format)?;
+    loaded.insert(key, trace.clone());
+    Ok(trace)
+}
+
+/// Whether [`load_trace`] keeps what it reads (a command of many runs on the same traces).
+static KEEP_TRACES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on, [`load_trace`] keeps each trace it reads for the rest of the process.
+pub fn keep_loaded_traces() {
+    KEEP_TRACES.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Reads a trace and prints its notes (what was skipped or not modelled).
+fn read_trace(path: &std::path::Path, format: &str) -> Result<traces::Trace, Box<dyn std::error::Error>> {
     let trace = traces::load(path, format.parse()?)?;
     for note in &trace.notes {
         eprintln!("note: {}: {note}", path.display());
     }
-    loaded.insert(key, trace.clone());
     Ok(trace)
 }
 

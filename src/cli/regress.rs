@@ -49,6 +49,7 @@ const BUILTIN: &str = "builtin";
 const MAIN: &str = "main";
 
 pub fn run(args: RegressArgs) -> CliResult {
+    super::keep_loaded_traces();
     let spec_text =
         std::fs::read_to_string(&args.spec).map_err(|e| format!("cannot read {}: {e}", args.spec.display()))?;
     let spec = Spec::parse(&spec_text, &args.spec).map_err(|e| format!("spec {}: {e}", args.spec.display()))?;

@@ -138,6 +138,7 @@ pub fn run(args: SweepArgs) -> CliResult {
     if args.seed_given {
         return Err("a sweep takes --seeds (a range such as 0..5, or a list such as 1,4,9), not --seed".into());
     }
+    super::keep_loaded_traces();
     let traces = args
         .traces
         .iter()

@@ -1,0 +1,72 @@
+//! How the simulator scales with the number of jobs: fifo on the built-in synthetic workload at
+//! 110 % offered load, from 10k jobs on 100 GPUs to 1M jobs on 10,000 GPUs (the cluster grows
+//! with the jobs, so queues stay alike and the cost per job should grow only as log n).
+//! `SCHEDLAB_BENCH_10M=1` adds 10M jobs on 100,000 GPUs (about a minute and several GB).
+//!
+//! `cargo bench --bench scaling` prints the time per run (divan) and then, for each size, the
+//! peak resident memory of one more run and its bytes per job (Linux: the VmHWM of /proc/self/status,
+//! reset through /proc/self/clear_refs before the run; elsewhere it says so). Each run is the
+//! simulation and its summary, as `schedlab simulate` without --out does them.
+
+use sim::{Cluster, ControllerConfig, Workload};
+
+fn main() {
+    divan::main();
+    for jobs in sizes() {
+        report_peak_memory(jobs);
+    }
+}
+
+/// Jobs per run; each runs on jobs / 100 GPUs.
+fn sizes() -> Vec<usize> {
+    let mut sizes = vec![10_000, 100_000, 1_000_000];
+    if std::env::var_os("SCHEDLAB_BENCH_10M").is_some() {
+        sizes.push(10_000_000);
+    }
+    sizes
+}
+
+fn scenario(jobs: usize) -> (Cluster, Workload) {
+    let nodes = (jobs / 800).max(1);
+    let spec = traces::parse_cluster_shorthand(&format!("{nodes}x8:V100")).expect("valid shorthand");
+    let cluster = Cluster::new(&spec).expect("valid cluster");
+    let workload = traces::SynthConfig::for_load(jobs, cluster.gpu_count(), 1.1, 0).generate().expect("synthetic");
+    (cluster, workload)
+}
+
+fn run(cluster: Cluster, workload: Workload) -> reports::Summary {
+    let mut policy = policies::build("fifo").expect("valid policy");
+    let config = ControllerConfig { check_invariants: false, ..ControllerConfig::default() };
+    let result = sim::simulate(sim::Scenario::new(cluster, workload), policy.as_mut(), config).expect("runs");
+    reports::Summary::of(&result)
+}
+
+#[divan::bench(args = sizes(), sample_count = 3, sample_size = 1)]
+fn fifo_at_110_percent(bencher: divan::Bencher, jobs: usize) {
+    bencher.with_inputs(|| scenario(jobs)).bench_values(|(c, w)| run(c, w));
+}
+
+/// One run after divan's, its peak resident memory printed (the workload's generation
+/// included: it is part of what `schedlab simulate` holds).
+fn report_peak_memory(jobs: usize) {
+    if std::fs::write("/proc/self/clear_refs", "5").is_err() {
+        eprintln!("{jobs} jobs: peak memory not measured (needs Linux's /proc/self/clear_refs)");
+        return;
+    }
+    let (cluster, workload) = scenario(jobs);
+    let summary = run(cluster, workload);
+    let peak_kib = peak_rss_kib().unwrap_or(0);
+    eprintln!(
+        "{jobs} jobs: peak RSS {:.0} MB, {:.0} bytes per job ({} events)",
+        peak_kib as f64 / 1024.0,
+        peak_kib as f64 * 1024.0 / jobs as f64,
+        summary.events
+    );
+}
+
+/// VmHWM of /proc/self/status, KiB.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
