@@ -165,6 +165,8 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
         next_arrival: 0,
         effects: Vec::new(),
         stop_after,
+        stale: 0,
+        purged_until: None,
     };
     while engine.step(policy) {}
     let fed = engine.hardware.covered_until();
@@ -205,7 +207,14 @@ struct Engine {
     effects: Vec<Effect>,
     /// The horizon: the last submission plus `ControllerConfig::horizon`.
     stop_after: Option<SimTime>,
+    /// Completions made stale (their task stopped) since the last purge.
+    stale: usize,
+    /// The latest time of a stale completion purged from the queue (see `purge_stale`).
+    purged_until: Option<SimTime>,
 }
+
+/// Stale completions are purged once there are this many, and they are half the queue.
+const PURGE_AT_LEAST: usize = 1024;
 
 impl Engine {
     fn next_arrival_time(&self) -> Option<SimTime> {
@@ -220,7 +229,10 @@ impl Engine {
         if self.next_arrival_time().is_none() && !self.controller.has_jobs_in_system() {
             return false;
         }
-        let Some(now) = self.next_time() else { return false };
+        let Some(now) = self.next_time() else {
+            self.end_after_purged();
+            return false;
+        };
         if self.stop_after.is_some_and(|end| now > end) {
             self.controller.stop_at_horizon(self.stop_after.unwrap_or(now));
             return false;
@@ -297,10 +309,46 @@ impl Engine {
                 Effect::Started { task, attempt, finish_at } => {
                     self.queue.push(finish_at, Event::TaskFinished { task, attempt });
                 }
-                Effect::Stopped { .. } => {}
+                Effect::Stopped { .. } => self.stale += 1,
                 Effect::WakeAt(at) if !spinning => self.queue.push(at, Event::Wake),
                 Effect::WakeAt(_) => {}
             }
+        }
+        if self.stale >= PURGE_AT_LEAST && self.stale * 2 >= self.queue.len() {
+            self.purge_stale();
+        }
+    }
+
+    /// Drops the completions of attempts that have ended (a preempted task's), which would
+    /// otherwise stay queued until their time, each a heap entry and a pop: a preemptive policy
+    /// under overload leaves millions. A stale completion changes nothing when it pops but the
+    /// time the run has reached, and only the latest one matters for that (see
+    /// `end_after_purged`), so decisions, integrals and the digest are what they would be.
+    fn purge_stale(&mut self) {
+        let controller = &self.controller;
+        let mut latest = self.purged_until;
+        self.queue.retain(|key, event| {
+            let Event::TaskFinished { task, attempt } = *event else { return true };
+            let t = controller.task(task);
+            // An ended attempt never runs again: a restart is a new attempt.
+            let live = t.attempt == attempt && t.status == crate::state::TaskStatus::Running;
+            if !live {
+                latest = latest.max(Some(key.time));
+            }
+            live
+        });
+        self.purged_until = latest;
+        self.stale = 0;
+    }
+
+    /// Out of events: had the purged stale completions stayed queued, the run would have popped
+    /// them in time order (changing nothing) and ended at the last of them, or at the horizon
+    /// if one lay past it. Ends the run there, as it would have.
+    fn end_after_purged(&mut self) {
+        let Some(last) = self.purged_until.filter(|&t| t > self.controller.now()) else { return };
+        match self.stop_after {
+            Some(end) if last > end => self.controller.stop_at_horizon(end),
+            _ => self.controller.advance_to(last),
         }
     }
 }

@@ -151,6 +151,10 @@ impl EventQueue {
     pub fn len(&self) -> usize {
         self.heap.len()
     }
+    /// Keeps only the events `keep` accepts (their keys, and so the order, unchanged).
+    pub fn retain(&mut self, mut keep: impl FnMut(EventKey, &Event) -> bool) {
+        self.heap.retain(|s| keep(EventKey::unpacked(s.key), &s.event));
+    }
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
