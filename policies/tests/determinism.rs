@@ -133,6 +133,7 @@ fn run_with(spec: &str, overhead_ms: u64, seed: u64, jobs: Vec<JobSpec>, record_
         restart_overhead: SimDuration(overhead_ms),
         check_invariants: record_and_check,
         record_decisions: record_and_check,
+        record_series: record_and_check,
         ..ControllerConfig::default()
     };
     let workload = Workload::new(jobs).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
@@ -192,13 +193,15 @@ fn each_policy_run_twice_gives_identical_digest_records_and_decision_log() {
 }
 
 #[test]
-fn the_digest_does_not_depend_on_recording_decisions_or_checking_invariants() {
+fn the_digest_does_not_depend_on_recording_decisions_or_the_series_or_checking_invariants() {
     for &seed in SEEDS {
         for (spec, overhead_ms) in variants() {
             let what = what(seed, spec, overhead_ms);
             let full = run_with(spec, overhead_ms, seed, workload(seed), true);
             let bare = run_with(spec, overhead_ms, seed, workload(seed), false);
             assert!(bare.decisions.is_empty(), "{what}: decisions kept though not asked for");
+            assert!(bare.series.buckets().is_empty(), "{what}: a series recorded though not asked for");
+            assert!(!full.series.buckets().is_empty(), "{what}: no series recorded though asked for");
             assert_eq!(full.stats, bare.stats, "{what}: stats (digest included) differ");
             assert_eq!(full.jobs, bare.jobs, "{what}: job records differ");
         }

@@ -42,6 +42,10 @@ pub struct ControllerConfig {
     pub check_invariants: bool,
     /// Keep the decision log in memory for output (it is always hashed).
     pub record_decisions: bool,
+    /// Integrate the time series (`RunResult::series`: timeseries.csv, queue_timeseries.csv,
+    /// the report's charts). Off, its tables stay empty and the run is about a tenth cheaper:
+    /// for runs whose series nobody writes (a summary, a sweep's table, a regression check).
+    pub record_series: bool,
     /// Width of the time series' buckets; `None`: about 500 buckets over the submit span
     /// (see [`crate::series::auto_width`]).
     pub series_bucket: Option<SimDuration>,
@@ -87,6 +91,7 @@ impl Default for ControllerConfig {
             failures: FailureConfig::default(),
             check_invariants: cfg!(debug_assertions),
             record_decisions: false,
+            record_series: true,
             series_bucket: None,
             horizon: DEFAULT_HORIZON,
             retire: None,
@@ -184,8 +189,9 @@ impl Controller {
         let (queues, series_queue) = queue_index(&workload);
         let dag = Dag::new(&workload, |t| tasks[t.index()].checkpoint);
         let width = config.series_bucket.unwrap_or_else(|| crate::series::auto_width(&workload));
+        let series = Series::new(width, queues);
         Controller {
-            series: Series::new(width, queues),
+            series: if config.record_series { series } else { series.off() },
             dag,
             quota: QuotaUsage::new(&Queues::default(), workload.len()),
             queues: Queues::default(),

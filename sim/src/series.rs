@@ -95,6 +95,9 @@ pub struct Series {
     buckets: Vec<Bucket>,
     /// `buckets.len() x queues.len()`, bucket-major.
     queue_buckets: Vec<QueueBucket>,
+    /// Off: nothing is integrated or counted (a run whose time series nobody writes; see
+    /// `ControllerConfig::record_series`). Queue names are still kept.
+    recording: bool,
 }
 
 impl Series {
@@ -110,7 +113,14 @@ impl Series {
             queues,
             buckets: Vec::new(),
             queue_buckets: Vec::new(),
+            recording: true,
         }
+    }
+
+    /// The same series, recording nothing: every bucket table stays empty.
+    pub(crate) fn off(mut self) -> Series {
+        self.recording = false;
+        self
     }
 
     pub fn width(&self) -> SimDuration {
@@ -134,7 +144,7 @@ impl Series {
 
     /// Starts the series at the first arrival.
     pub(crate) fn start(&mut self, now: SimTime) {
-        if self.origin.is_none() {
+        if self.recording && self.origin.is_none() {
             self.origin = Some(now);
             self.integrated_to = now;
             for level in &mut self.levels {

@@ -61,7 +61,7 @@ pub fn run(args: RegressArgs) -> CliResult {
     let summaries: Vec<Result<reports::Summary, String>> = runs
         .par_iter()
         .map(|(key, run)| {
-            execute(run, false)
+            execute(run, super::simulate::Keep { decisions: false, series: false })
                 .map(|(_, summary)| summary)
                 .map_err(|e| format!("spec {}: run {key}: {e}", args.spec.display()))
         })

@@ -89,7 +89,8 @@ pub fn run(args: SimulateArgs) -> CliResult {
     if args.decisions && args.out.is_none() {
         return Err("--decisions writes decisions.csv into --out DIR; give --out".into());
     }
-    let (result, summary) = execute(&args.run, args.decisions)?;
+    let keep = Keep { decisions: args.decisions, series: args.out.is_some() };
+    let (result, summary) = execute(&args.run, keep)?;
     emit(reports::summary_table(&summary))?;
     if let Some(dir) = &args.out {
         write_outputs(dir, &result, &summary, args.decisions)?;
@@ -98,11 +99,17 @@ pub fn run(args: SimulateArgs) -> CliResult {
     Ok(())
 }
 
+/// What a run keeps beyond its summary and job records: only what will be written is paid for.
+#[derive(Debug, Clone, Copy)]
+pub struct Keep {
+    /// The decision log (decisions.csv).
+    pub decisions: bool,
+    /// The time series (timeseries.csv, queue_timeseries.csv).
+    pub series: bool,
+}
+
 /// Runs `args` to the end: the run's records and its summary (with its wall time).
-pub fn execute(
-    args: &RunArgs,
-    record_decisions: bool,
-) -> Result<(sim::RunResult, reports::Summary), Box<dyn std::error::Error>> {
+pub fn execute(args: &RunArgs, keep: Keep) -> Result<(sim::RunResult, reports::Summary), Box<dyn std::error::Error>> {
     let trace = load_trace(args)?;
     let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
     let cluster = Cluster::new(&choose_cluster(args, trace_cluster)?)?;
@@ -140,7 +147,8 @@ pub fn execute(
     let config = args.resilience.apply(ControllerConfig {
         seed: args.seed,
         check_invariants: args.check_invariants,
-        record_decisions,
+        record_decisions: keep.decisions,
+        record_series: keep.series,
         series_bucket: args.series_bucket_s.map(sim::SimDuration::from_secs),
         horizon: sim::SimDuration::from_secs(args.horizon_days * 86_400),
         ..ControllerConfig::default()

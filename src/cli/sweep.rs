@@ -228,7 +228,8 @@ fn run_one(run: &SweepRun, base: &RunArgs, from_trace: bool, out: Option<&Path>)
     }
     let context =
         |e: &dyn std::fmt::Display| format!("run {} ({}, {}, seed {}): {e}", run.run, run.trace, run.spec, run.seed);
-    let (result, mut summary) = execute(&args, false).map_err(|e| context(&e))?;
+    let keep = super::simulate::Keep { decisions: false, series: out.is_some() };
+    let (result, mut summary) = execute(&args, keep).map_err(|e| context(&e))?;
     let wall_s = summary.wall_s.take().unwrap_or(0.0);
     if let Some(out) = out {
         // What `simulate --out` writes; summary.json without `wall_s` (`summary` has none), so
