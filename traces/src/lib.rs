@@ -18,6 +18,7 @@ pub mod events;
 pub mod failures;
 pub mod inventory;
 pub mod itp;
+mod names;
 pub mod openb;
 pub mod philly;
 pub mod queues;
