@@ -22,6 +22,7 @@ mod names;
 pub mod openb;
 pub mod philly;
 pub mod queues;
+mod quote_free;
 mod rows;
 pub mod stats;
 pub mod synth;

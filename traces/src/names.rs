@@ -7,6 +7,7 @@
 //! Nothing iterates this map, so its order cannot leak into a result: the determinism rule
 //! (ordered collections) is about iteration, and lookups give the same answer in any order.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -65,10 +66,13 @@ impl NameIndex {
         let id = self.entries.len();
         self.arena.push_str(name);
         self.entries.push((self.arena.len(), 0));
-        if self.slots.contains_key(&hash) {
-            self.collided.insert(name.to_owned(), id);
-        } else {
-            self.slots.insert(hash, id);
+        match self.slots.entry(hash) {
+            Entry::Occupied(_) => {
+                self.collided.insert(name.to_owned(), id);
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(id);
+            }
         }
         id
     }
