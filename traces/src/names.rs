@@ -93,13 +93,23 @@ impl NameIndex {
     }
 }
 
-/// FNV-1a over the bytes, then murmur3's 64-bit finalizer so that every bit of the result
-/// depends on every byte (the map uses both the low and the high bits). Fixed, not seeded:
-/// the same on every run, which only matters for speed, never for an answer.
+/// Eight bytes at a time (job ids are often 36-character UUIDs), rotate-xor-multiply as in
+/// FxHash with the length mixed in, then murmur3's 64-bit finalizer so that every bit of the
+/// result depends on every byte (the map uses both the low and the high bits). Fixed, not
+/// seeded: the same on every run, which only matters for speed, never for an answer.
 fn hash_name(name: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in name.as_bytes() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let bytes = name.as_bytes();
+    let mix = |h: u64, word: [u8; 8]| (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        h = mix(h, word.try_into().unwrap_or_default());
+    }
+    if !words.remainder().is_empty() {
+        let mut last = [0u8; 8];
+        last[..words.remainder().len()].copy_from_slice(words.remainder());
+        h = mix(h, last);
     }
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);

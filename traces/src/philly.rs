@@ -33,7 +33,7 @@ pub(crate) fn read_philly_into<R: Read>(source: R, file: &str, sink: &mut Sink) 
     let (mut rows, c) = Rows::open_checked(source, file, KNOWN, Unknown::Ignore, sink)?;
     let (time_col, duration_col, gpus_col, gpu_time_col, vc_col) = (c[0]?, c[1]?, c[2]?, c[3]?, c[4]?);
     let mut queues = NameIndex::new();
-    let mut parsed = rows.parse_all(sink, |row| {
+    let parsed = rows.parse_all(sink, |row| {
         let text = row.text(time_col)?;
         let submit_ms = parse_datetime_ms(text).map_err(|e| row.error(time_col, e.0, text))?;
         let work_ms = row.positive_seconds_ms(duration_col)?;
@@ -58,10 +58,13 @@ pub(crate) fn read_philly_into<R: Read>(source: R, file: &str, sink: &mut Sink) 
     })?;
     // Rows are not in time order. Sorting these small records first and making the jobs in
     // submit order lays the jobs' memory out in the order everything after reads it.
-    // Lines are distinct and rise with file order, so this is the stable sort by submit time.
-    parsed.sort_unstable_by_key(|p| (p.submit_ms, p.line));
-    let jobs = parsed
+    // Sorted as 16-byte keys (submit time, then position: the stable order).
+    let mut order: Vec<u128> =
+        parsed.iter().enumerate().map(|(i, p)| u128::from(p.submit_ms) << 64 | i as u128).collect();
+    order.sort_unstable();
+    let jobs = order
         .iter()
+        .filter_map(|&key| parsed.get(key as u64 as usize))
         .map(|p| {
             let mut job = JobSpec::single(job_name(p.line), SimTime(p.submit_ms), p.gpus, SimDuration(p.work_ms));
             job.queue = Some(queues.name(p.queue).to_owned());
@@ -83,21 +86,22 @@ struct Parsed {
 
 /// `philly-<line>`, written digit by digit: `format!` costs more than the rest of the name.
 fn job_name(line: u64) -> String {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
+    let mut name = *b"philly-00000000000000000000";
+    let mut start = name.len();
     let mut n = line;
     loop {
         start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
+        name[start] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
             break;
         }
     }
-    let mut name = String::with_capacity(7 + digits.len() - start);
-    name.push_str("philly-");
-    name.extend(digits[start..].iter().map(|&d| char::from(d)));
-    name
+    let digits = std::str::from_utf8(&name[start..]).unwrap_or_default();
+    let mut text = String::with_capacity(7 + digits.len());
+    text.push_str("philly-");
+    text.push_str(digits);
+    text
 }
 
 #[cfg(test)]
