@@ -204,7 +204,7 @@ impl Builder {
         }
         let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
-        let task_name = if task_id.is_empty() { position.to_string() } else { task_id.to_owned() };
+        let task_name = if task_id.is_empty() { position_name(position) } else { task_id.to_owned() };
         let task = TaskSpec {
             name: task_name,
             gpus,
@@ -319,6 +319,12 @@ pub fn parse_dep_kind(kind: &str) -> Result<DepKind, String> {
         Some(("checkpoint", n)) => DepKind::Checkpoint(n.parse().map_err(|_| expected())?),
         Some(_) => return Err(expected()),
     })
+}
+
+/// A task's position as its name: `0` for most tasks, so without the formatting machinery.
+fn position_name(position: usize) -> String {
+    const DIGITS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    DIGITS.get(position).map_or_else(|| position.to_string(), |&d| d.to_owned())
 }
 
 fn conflict(row: &Row<'_>, job_id: &str, field: &str, first_line: u64) -> TraceError {
