@@ -703,6 +703,9 @@ mod tests {
             b"\n\r\n",
             b"a,b",
             b"a,b\n1,2",
+            // The last record without a line end, after a read (proptest found these).
+            b"aa\raa\ra",
+            b"a\raaaaaaaaaa\r\xff",
             b"a,b\r\n1,2\r\n\r\n3\n4,5,6\r7,8\n",
             b"\xef\xbb\xbfa,b\n,\n",
             b"a,b\n\xff,\xc3\xa9\n\xc3,\xa9\n",
