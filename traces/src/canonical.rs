@@ -5,6 +5,7 @@
 
 use crate::error::{Sink, TraceError, first_error};
 use crate::itp::finish;
+use crate::names::NameIndex;
 use crate::rows::{Column, Row, Rows, Unknown, parse_u32};
 use crate::timeparse::MAX_SECONDS;
 use sim::{DepKind, Dependency, JobSpec, SimDuration, SimTime, TaskSpec, Window, Workload};
@@ -136,8 +137,9 @@ struct Builder {
     jobs: Vec<JobSpec>,
     /// Line of each job's first row, to name it when a later row contradicts it.
     first_line: Vec<u64>,
-    /// Every job id seen so far, so a job that reappears after another job is caught.
-    seen: BTreeMap<String, usize>,
+    /// Every job id seen so far with its first line, so a job that reappears after another
+    /// job is caught.
+    seen: NameIndex,
     /// The current job's `depends_on` fields, resolved when its last row has been read (a
     /// task may name a task on a later row): (task index, line, column, text).
     deps: Vec<(usize, u64, usize, String)>,
@@ -172,14 +174,13 @@ impl Builder {
         };
 
         let continues = self.jobs.last().is_some_and(|j| j.name == job_id);
-        if !continues && let Some(&index) = self.seen.get(job_id) {
+        if !continues && let Some(first_line) = self.seen.get(job_id) {
             return Err(TraceError::row(
                 row.file(),
                 row.line,
                 format!(
-                    "job `{job_id}` already appeared on lines starting at {}, and another job came \
-                     in between; all rows of a job must be consecutive",
-                    self.first_line[index]
+                    "job `{job_id}` already appeared on lines starting at {first_line}, and another job came \
+                     in between; all rows of a job must be consecutive"
                 ),
             ));
         }
@@ -203,7 +204,7 @@ impl Builder {
         }
         let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
-        let task_name = if task_id.is_empty() { position.to_string() } else { task_id.to_owned() };
+        let task_name = if task_id.is_empty() { position_name(position) } else { task_id.to_owned() };
         let task = TaskSpec {
             name: task_name,
             gpus,
@@ -239,7 +240,7 @@ impl Builder {
                 job.tasks.push(task);
             }
             _ => {
-                self.seen.insert(job_id.to_owned(), self.jobs.len());
+                self.seen.insert(job_id, row.line);
                 self.first_line.push(row.line);
                 self.jobs.push(JobSpec {
                     name: job_id.to_owned(),
@@ -266,6 +267,11 @@ impl Builder {
             let resolved = parse_depends_on(&text, &job.tasks)
                 .map_err(|(expected, found)| TraceError::field(file, line, "depends_on", expected, &found))?;
             job.tasks[task].deps = resolved;
+        }
+        // Without dependencies or windows there is nothing for the DAG check to refuse, and
+        // it builds a graph per job: skip it for the common case.
+        if !job.has_dependencies() {
+            return Ok(());
         }
         sim::dag::check_job(job).map_err(|e| TraceError::row(file, first_line, e.0))
     }
@@ -313,6 +319,12 @@ pub fn parse_dep_kind(kind: &str) -> Result<DepKind, String> {
         Some(("checkpoint", n)) => DepKind::Checkpoint(n.parse().map_err(|_| expected())?),
         Some(_) => return Err(expected()),
     })
+}
+
+/// A task's position as its name: `0` for most tasks, so without the formatting machinery.
+fn position_name(position: usize) -> String {
+    const DIGITS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    DIGITS.get(position).map_or_else(|| position.to_string(), |&d| d.to_owned())
 }
 
 fn conflict(row: &Row<'_>, job_id: &str, field: &str, first_line: u64) -> TraceError {

@@ -5,9 +5,9 @@
 //! adds synthetic ones).
 
 use crate::error::{Sink, TraceError, first_error};
+use crate::names::NameIndex;
 use crate::rows::{Column, Rows, Unknown};
 use sim::{JobSpec, SimDuration, SimTime, Workload};
-use std::collections::BTreeMap;
 use std::io::Read;
 
 const KNOWN: &[Column] = &[
@@ -26,7 +26,7 @@ pub(crate) fn read_itp_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> 
     let (mut rows, c) = Rows::open_checked(source, file, KNOWN, Unknown::Ignore, sink)?;
     let (id_col, submit_col, duration_col, gpus_col) = (c[0]?, c[1]?, c[2]?, c[3]?);
     // Job ids are the names reports show; two jobs with one id could not be told apart.
-    let mut first_line: BTreeMap<String, u64> = BTreeMap::new();
+    let mut first_line = NameIndex::new();
     let jobs = rows.parse_all(sink, |row| {
         let id = row.name_field(id_col, "a job id")?;
         let submit_ms = row.seconds_ms(submit_col)?;
@@ -35,7 +35,7 @@ pub(crate) fn read_itp_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> 
         if let Some(first) = first_line.get(id) {
             return Err(row.error(id_col, format!("a job id not used before (line {first} has it)"), id));
         }
-        first_line.insert(id.to_owned(), row.line);
+        first_line.insert(id, row.line);
         Ok(JobSpec::single(id, SimTime(submit_ms), gpus, SimDuration(work_ms)))
     })?;
     finish(jobs, rows.file(), sink)
@@ -50,7 +50,22 @@ pub(crate) fn finish(jobs: Vec<JobSpec>, file: &str, sink: &mut Sink) -> Option<
         }
         return None;
     }
-    sink.ok(Workload::new(jobs).map_err(|e| TraceError::file(file, e.0)))
+    sink.ok(Workload::new(in_submit_order(jobs)).map_err(|e| TraceError::file(file, e.0)))
+}
+
+/// The jobs sorted by submit time, file order breaking ties: the order `Workload::new` gives,
+/// found here by sorting small (time, position) keys and moving each job once, where the
+/// stable sort inside `Workload::new` would move the large jobs about log n times each. Its
+/// own sort then finds one sorted run and moves nothing.
+pub(crate) fn in_submit_order(jobs: Vec<JobSpec>) -> Vec<JobSpec> {
+    if jobs.is_sorted_by_key(|j| j.submit) {
+        return jobs;
+    }
+    let mut order: Vec<(SimTime, usize)> = jobs.iter().enumerate().map(|(i, j)| (j.submit, i)).collect();
+    // The keys are distinct (positions differ), so an unstable sort gives the stable order.
+    order.sort_unstable();
+    let mut slots: Vec<Option<JobSpec>> = jobs.into_iter().map(Some).collect();
+    order.iter().filter_map(|&(_, i)| slots.get_mut(i).and_then(Option::take)).collect()
 }
 
 #[cfg(test)]
@@ -83,6 +98,21 @@ mod tests {
         assert!(e("a,,600,1\n").starts_with("c.csv:2: field `submission_time`"));
         let e = read_itp_csv("job_id,duration,num_gpu\n".as_bytes(), "c.csv").unwrap_err().to_string();
         assert!(e.contains("no column `submission_time`"), "{e}");
+    }
+
+    #[test]
+    fn submit_order_is_the_stable_sort() {
+        let submits = [5, 1, 5, 0, 1, 5, 3, 0];
+        let jobs: Vec<JobSpec> = submits
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| JobSpec::single(format!("j{i}"), SimTime(s), 1, SimDuration(1)))
+            .collect();
+        let mut expected = jobs.clone();
+        expected.sort_by_key(|j| j.submit);
+        assert_eq!(in_submit_order(jobs.clone()), expected);
+        assert_eq!(in_submit_order(expected.clone()), expected);
+        assert_eq!(in_submit_order(Vec::new()), Vec::<JobSpec>::new());
     }
 
     #[test]

@@ -39,10 +39,10 @@
 
 use crate::error::{Sink, TraceError, first_error};
 use crate::itp::finish;
+use crate::names::NameIndex;
 use crate::rows::{Column, Row, Rows, Unknown, parse_u32};
 use crate::stats::grouped;
 use sim::{JobSpec, SimDuration, SimTime, Workload};
-use std::collections::HashMap;
 use std::io::Read;
 
 const KNOWN: &[Column] = &[
@@ -175,7 +175,7 @@ pub(crate) fn read_openb_into<R: Read>(source: R, file: &str, sink: &mut Sink) -
         .filter(|(_, i)| i.is_some())
         .map(|(k, _)| k.name);
     let mut report = OpenbReport { not_modelled: not_modelled.collect(), ..OpenbReport::default() };
-    let mut first_line: HashMap<String, u64> = HashMap::new();
+    let mut first_line = NameIndex::new();
     let mut jobs = Vec::new();
     let pods = rows.parse_all(sink, |row| {
         let name = row.name_field(cols.name, "a pod name")?;
@@ -183,7 +183,7 @@ pub(crate) fn read_openb_into<R: Read>(source: R, file: &str, sink: &mut Sink) -
             return Err(row.error(cols.name, format!("a pod name not used before (line {first} has it)"), name));
         }
         let pod = read_pod(row, &cols, name)?;
-        first_line.insert(name.to_owned(), row.line);
+        first_line.insert(name, row.line);
         Ok(pod)
     })?;
     for pod in pods {

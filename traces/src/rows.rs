@@ -1,11 +1,15 @@
 //! The CSV plumbing every reader shares: header to column indexes, one reused record buffer
 //! (no allocation per row), the line number of each row, and field accessors that turn a bad
 //! value into a [`TraceError`] naming file, line and column. Readers only say what they expect.
+//!
+//! Text without quotes is split by [`QuoteFree`] (most traces: several times faster); from the
+//! first record with a quote on, the csv reader takes over.
 
 use crate::error::{Sink, TraceError};
+use crate::quote_free::{self, QuoteFree, Step};
 use crate::timeparse::{SecondsError, parse_seconds_ms};
 use csv::ByteRecord;
-use std::io::Read;
+use std::io::{Chain, Cursor, Read};
 
 /// One column a reader knows: its header name and whether every file must have it.
 pub(crate) struct Column {
@@ -24,8 +28,7 @@ pub(crate) enum Unknown {
 
 /// A CSV file being read row by row.
 pub(crate) struct Rows<R: Read> {
-    reader: csv::Reader<LineTracker<R>>,
-    record: ByteRecord,
+    input: Input<R>,
     file: String,
     header: Vec<String>,
     header_line: u64,
@@ -35,33 +38,140 @@ pub(crate) struct Rows<R: Read> {
     headerless: bool,
 }
 
-impl<R: Read> Rows<R> {
-    /// Starts reading `source` (shown as `file` in errors) and reads its header line.
-    pub(crate) fn open(source: R, file: &str) -> Result<Rows<R>, TraceError> {
+/// Where records come from: the fast reader until a quote, then the csv reader.
+enum Input<R: Read> {
+    QuoteFree(QuoteFree<R>),
+    Csv(Box<Quoted<R>>),
+    /// Only while the one hands over to the other.
+    Switching,
+}
+
+/// The csv reader, on the rest of the input from the first record with a quote.
+struct Quoted<R: Read> {
+    reader: csv::Reader<LineTracker<Chain<Cursor<Vec<u8>>, R>>>,
+    record: ByteRecord,
+}
+
+/// What the next record of [`Input`] was.
+enum Next {
+    Record(u64),
+    End,
+    Error(TraceError),
+}
+
+impl<R: Read> Input<R> {
+    fn new(source: R) -> Input<R> {
+        Input::QuoteFree(QuoteFree::new(source))
+    }
+
+    /// The csv reader from the start of `source`, for tests that compare the two readers.
+    #[cfg(test)]
+    fn csv_only(source: R) -> Input<R> {
+        Input::Csv(Box::new(Quoted::new(Cursor::new(Vec::new()).chain(source), 1)))
+    }
+
+    fn next(&mut self, file: &str) -> Next {
+        if let Input::QuoteFree(fast) = self {
+            match fast.next_record() {
+                Step::Record(line) => return Next::Record(line),
+                Step::End => return Next::End,
+                Step::Error(e) => return Next::Error(TraceError::io(file, e.to_string())),
+                Step::Quote(line) => {
+                    if let Input::QuoteFree(fast) = std::mem::replace(self, Input::Switching) {
+                        *self = Input::Csv(Box::new(Quoted::new(fast.into_rest(), line)));
+                    }
+                }
+            }
+        }
+        match self {
+            Input::Csv(quoted) => quoted.next(file),
+            Input::QuoteFree(_) | Input::Switching => Next::End,
+        }
+    }
+
+    fn fields(&self) -> Fields<'_> {
+        match self {
+            Input::QuoteFree(fast) => Fields::QuoteFree(fast.fields()),
+            Input::Csv(quoted) => Fields::Csv(&quoted.record),
+            Input::Switching => Fields::None,
+        }
+    }
+}
+
+impl<R: Read> Quoted<R> {
+    /// The csv reader on `rest`, whose first byte is on line `line`.
+    fn new(rest: Chain<Cursor<Vec<u8>>, R>, line: u64) -> Quoted<R> {
         let reader = csv::ReaderBuilder::new()
             .has_headers(false)
             // Row lengths are checked here, so the error can name the line and both counts.
             .flexible(true)
-            .from_reader(LineTracker::new(source));
-        let mut rows = Rows {
-            reader,
-            record: ByteRecord::new(),
-            file: file.to_owned(),
-            header: Vec::new(),
-            header_line: 1,
-            done: false,
-            headerless: false,
-        };
-        match rows.reader.read_byte_record(&mut rows.record) {
-            Ok(true) => {}
-            Ok(false) => {
-                return Err(TraceError::file(file, "the file is empty; expected a header line"));
+            .from_reader(LineTracker::new(rest, line));
+        Quoted { reader, record: ByteRecord::new() }
+    }
+
+    fn next(&mut self, file: &str) -> Next {
+        match self.reader.read_byte_record(&mut self.record) {
+            Ok(true) => {
+                let byte = self.record.position().map_or(0, |p| p.byte());
+                Next::Record(self.reader.get_mut().line_at(byte))
             }
-            Err(e) => return Err(csv_error(file, &e)),
+            Ok(false) => Next::End,
+            Err(e) => Next::Error(csv_error(file, &e)),
         }
-        let line = rows.record_line();
+    }
+}
+
+/// One record's fields, from whichever reader read it.
+#[derive(Clone, Copy)]
+enum Fields<'a> {
+    QuoteFree(quote_free::Fields<'a>),
+    Csv(&'a ByteRecord),
+    None,
+}
+
+impl<'a> Fields<'a> {
+    fn len(&self) -> usize {
+        match self {
+            Fields::QuoteFree(fields) => fields.len(),
+            Fields::Csv(record) => record.len(),
+            Fields::None => 0,
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<&'a [u8]> {
+        match self {
+            Fields::QuoteFree(fields) => fields.get(i),
+            Fields::Csv(record) => record.get(i),
+            Fields::None => None,
+        }
+    }
+
+    /// Field `i` as text, when it is known to be valid UTF-8 without checking it alone.
+    fn known_text(&self, i: usize) -> Option<&'a str> {
+        match self {
+            Fields::QuoteFree(fields) => fields.text(i),
+            Fields::Csv(_) | Fields::None => None,
+        }
+    }
+}
+
+impl<R: Read> Rows<R> {
+    /// Starts reading `source` (shown as `file` in errors) and reads its header line.
+    pub(crate) fn open(source: R, file: &str) -> Result<Rows<R>, TraceError> {
+        Rows::open_from(Input::new(source), file)
+    }
+
+    fn open_from(input: Input<R>, file: &str) -> Result<Rows<R>, TraceError> {
+        let mut rows =
+            Rows { input, file: file.to_owned(), header: Vec::new(), header_line: 1, done: false, headerless: false };
+        let line = match rows.input.next(file) {
+            Next::Record(line) => line,
+            Next::End => return Err(TraceError::file(file, "the file is empty; expected a header line")),
+            Next::Error(e) => return Err(e),
+        };
         rows.header_line = line;
-        for (index, raw) in rows.record.iter().enumerate() {
+        let fields = rows.input.fields();
+        for (index, raw) in (0..fields.len()).map(|i| fields.get(i).unwrap_or_default()).enumerate() {
             // A UTF-8 byte-order mark (spreadsheet exports) is not part of the first name.
             let raw = if index == 0 { raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw) } else { raw };
             match std::str::from_utf8(raw) {
@@ -77,10 +187,8 @@ impl<R: Read> Rows<R> {
     /// Starts reading a file that has no header line (Alibaba's 2017 tables): `names` are its
     /// columns, in order, for error messages; the first line of the file is the first row.
     pub(crate) fn open_headerless(source: R, file: &str, names: &[&str]) -> Rows<R> {
-        let reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(LineTracker::new(source));
         Rows {
-            reader,
-            record: ByteRecord::new(),
+            input: Input::new(source),
             file: file.to_owned(),
             header: names.iter().map(|n| (*n).to_owned()).collect(),
             header_line: 0,
@@ -153,27 +261,27 @@ impl<R: Read> Rows<R> {
         if self.done {
             return None;
         }
-        match self.reader.read_byte_record(&mut self.record) {
-            Ok(true) => {}
-            Ok(false) => {
+        let line = match self.input.next(&self.file) {
+            Next::Record(line) => line,
+            Next::End => {
                 self.done = true;
                 return None;
             }
-            Err(e) => {
+            Next::Error(e) => {
                 self.done = true;
-                return Some(Err(csv_error(&self.file, &e)));
+                return Some(Err(e));
             }
-        }
-        let line = self.record_line();
-        if self.record.len() != self.header.len() {
+        };
+        let fields = self.input.fields();
+        if fields.len() != self.header.len() {
             let what = if self.headerless { "(the format's columns)" } else { "as in the header" };
             return Some(Err(TraceError::row(
                 &self.file,
                 line,
-                format!("expected {} fields {what}, got {}", self.header.len(), self.record.len()),
+                format!("expected {} fields {what}, got {}", self.header.len(), fields.len()),
             )));
         }
-        Some(Ok(Row { line, record: &self.record, file: &self.file, header: &self.header }))
+        Some(Ok(Row { line, fields, file: &self.file, header: &self.header }))
     }
 
     /// Turns every remaining data row into a `T` with `parse`, in file order. A bad row (its
@@ -200,20 +308,14 @@ impl<R: Read> Rows<R> {
     }
 }
 
-impl<R: Read> Rows<R> {
-    /// The 1-based line where the current record starts, as an editor counts it.
-    fn record_line(&mut self) -> u64 {
-        let byte = self.record.position().map_or(0, |p| p.byte());
-        self.reader.get_mut().line_at(byte)
-    }
-}
-
 /// Counts lines for the csv reader, whose own line numbers are wrong after CRLF line ends and
 /// blank lines (it reports the line where it started looking, before the skipped line ends).
 /// Keeps the bytes between the last record start and what the csv reader has read ahead
 /// (about its 8 KiB buffer), and counts line breaks once, as records are reached.
 pub(crate) struct LineTracker<R> {
     inner: R,
+    /// The line of the first byte read.
+    first_line: u64,
     /// Bytes from absolute offset `window_start` on.
     window: Vec<u8>,
     window_start: u64,
@@ -245,11 +347,33 @@ impl BreakCount {
             _ => self.after_cr = false,
         }
     }
+
+    /// [`BreakCount::add`] for each byte of `bytes`. Runs once per record over its bytes: a
+    /// counting pass the compiler vectorises, and the byte-by-byte walk only where a `\r`
+    /// makes a CRLF possible.
+    fn add_all(&mut self, bytes: &[u8]) {
+        let Some(&first) = bytes.first() else { return };
+        if bytes.contains(&b'\r') {
+            bytes.iter().for_each(|&b| self.add(b));
+            return;
+        }
+        // Only `\n`s: each is a break, but one right after a `\r` of the last call.
+        let lf = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+        self.breaks += lf - u64::from(self.after_cr && first == b'\n');
+        self.after_cr = false;
+    }
 }
 
 impl<R> LineTracker<R> {
-    fn new(inner: R) -> LineTracker<R> {
-        LineTracker { inner, window: Vec::new(), window_start: 0, counted_to: 0, count: BreakCount::default() }
+    fn new(inner: R, first_line: u64) -> LineTracker<R> {
+        LineTracker {
+            inner,
+            first_line,
+            window: Vec::new(),
+            window_start: 0,
+            counted_to: 0,
+            count: BreakCount::default(),
+        }
     }
 
     /// The line of the first byte at or after `byte` that is not a line-end byte: the csv
@@ -259,9 +383,7 @@ impl<R> LineTracker<R> {
         let mut at = from.min(self.window.len());
         // Count what lies between the last counted point and the record's first byte.
         let counted = usize::try_from(self.counted_to - self.window_start).unwrap_or(usize::MAX).min(at);
-        for &b in &self.window[counted..at] {
-            self.count.add(b);
-        }
+        self.count.add_all(&self.window[counted..at]);
         while let Some(&b) = self.window.get(at).filter(|&&b| b == b'\r' || b == b'\n') {
             self.count.add(b);
             at += 1;
@@ -272,7 +394,7 @@ impl<R> LineTracker<R> {
             self.window.drain(..at);
             self.window_start += at as u64;
         }
-        self.count.breaks + 1
+        self.count.breaks + self.first_line
     }
 }
 
@@ -294,7 +416,7 @@ fn csv_error(file: &str, error: &csv::Error) -> TraceError {
 /// One data row; fields are borrowed from the reader's reused buffer.
 pub(crate) struct Row<'a> {
     pub line: u64,
-    record: &'a ByteRecord,
+    fields: Fields<'a>,
     file: &'a str,
     header: &'a [String],
 }
@@ -315,7 +437,10 @@ impl<'a> Row<'a> {
 
     /// The field as text (all our formats are UTF-8).
     pub(crate) fn text(&self, column: usize) -> Result<&'a str, TraceError> {
-        let raw = self.record.get(column).unwrap_or_default();
+        if let Some(text) = self.fields.known_text(column) {
+            return Ok(text);
+        }
+        let raw = self.fields.get(column).unwrap_or_default();
         std::str::from_utf8(raw).map_err(|_| self.error(column, "UTF-8 text", &String::from_utf8_lossy(raw)))
     }
 
@@ -489,6 +614,140 @@ mod tests {
             row.seconds_ms(0).unwrap_err().to_string().split(':').take(3).collect::<Vec<_>>(),
             ["t.csv", "1", " field `a`"]
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn counting_a_run_of_bytes_is_counting_each(text in "[a\r\n]{0,40}", cuts in proptest::collection::vec(0usize..40, 0..4)) {
+            let bytes = text.as_bytes();
+            let mut one = BreakCount::default();
+            bytes.iter().for_each(|&b| one.add(b));
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+            cuts.sort_unstable();
+            let mut runs = BreakCount::default();
+            let mut from = 0;
+            for cut in cuts.into_iter().chain([bytes.len()]) {
+                runs.add_all(&bytes[from..cut]);
+                from = cut;
+            }
+            proptest::prop_assert_eq!((one.breaks, one.after_cr), (runs.breaks, runs.after_cr));
+        }
+    }
+
+    /// Hands out `data` a few bytes per read (sizes cycling through `sizes`), then fails with
+    /// `error` if there is one: chunk edges fall everywhere, CRLFs included.
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+        sizes: Vec<usize>,
+        reads: usize,
+        error: Option<std::io::Error>,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.at == self.data.len() {
+                return self.error.take().map_or(Ok(0), Err);
+            }
+            let size = self.sizes.get(self.reads % self.sizes.len().max(1)).copied().unwrap_or(7).max(1);
+            self.reads += 1;
+            let n = size.min(buf.len()).min(self.data.len() - self.at);
+            buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    fn trickle(data: &[u8], sizes: &[usize], fail: bool) -> Trickle {
+        let error = fail.then(|| std::io::Error::other("disk on fire"));
+        Trickle { data: data.to_vec(), at: 0, sizes: sizes.to_vec(), reads: 0, error }
+    }
+
+    /// Everything a reader sees of a file: the header (or the error opening it), then each row
+    /// as its line and each field's text (or error), or the row's error.
+    fn everything<R: Read>(input: Input<R>) -> Vec<String> {
+        let mut rows = match Rows::open_from(input, "t.csv") {
+            Ok(rows) => rows,
+            Err(e) => return vec![e.to_string()],
+        };
+        let mut seen = vec![format!("header {} {:?}", rows.header_line, rows.header)];
+        while let Some(row) = rows.next_row() {
+            seen.push(match row {
+                Ok(row) => {
+                    let fields: Vec<String> = (0..row.fields.len())
+                        .map(|i| row.text(i).map_or_else(|e| e.to_string(), |t| format!("{t:?}")))
+                        .collect();
+                    format!("{}: {}", row.line, fields.join(" | "))
+                }
+                Err(e) => e.to_string(),
+            });
+        }
+        seen
+    }
+
+    fn both_readers_agree(
+        data: &[u8],
+        sizes: &[usize],
+        fail: bool,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let fast = everything(Input::new(trickle(data, sizes, fail)));
+        let csv = everything(Input::csv_only(trickle(data, &[8192], fail)));
+        proptest::prop_assert_eq!(fast, csv, "{:?}", String::from_utf8_lossy(data));
+        Ok(())
+    }
+
+    #[test]
+    fn the_fast_reader_reads_as_the_csv_reader_does() {
+        for text in [
+            &b""[..],
+            b"\n\r\n",
+            b"a,b",
+            b"a,b\n1,2",
+            // The last record without a line end, after a read (proptest found these).
+            b"aa\raa\ra",
+            b"a\raaaaaaaaaa\r\xff",
+            b"a,b\r\n1,2\r\n\r\n3\n4,5,6\r7,8\n",
+            b"\xef\xbb\xbfa,b\n,\n",
+            b"a,b\n\xff,\xc3\xa9\n\xc3,\xa9\n",
+            b"a,b\n1,2\n\"x\ny\",2\n3,4\n",
+            b"a,\"b\"\n1,2\n",
+            b"\"a\",b\n1,2\n",
+        ] {
+            for sizes in [&[1][..], &[2, 3], &[64 * 1024]] {
+                both_readers_agree(text, sizes, false).unwrap();
+                both_readers_agree(text, sizes, true).unwrap();
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_fast_reader_agrees_on_any_quote_free_text(
+            data in proptest::collection::vec(proptest::sample::select(b"a1 ,,\r\n\n\xc3\xa9\xff".to_vec()), 0..120),
+            sizes in proptest::collection::vec(1usize..9, 1..4),
+            fail in proptest::bool::ANY,
+        ) {
+            both_readers_agree(&data, &sizes, fail)?;
+        }
+
+        #[test]
+        fn the_fast_reader_hands_quotes_to_the_csv_reader(
+            data in proptest::collection::vec(proptest::sample::select(b"a1,,\"\r\n\n\xff".to_vec()), 0..120),
+            sizes in proptest::collection::vec(1usize..9, 1..4),
+        ) {
+            both_readers_agree(&data, &sizes, false)?;
+        }
+    }
+
+    #[test]
+    fn long_records_cross_many_reads() {
+        let mut text = String::from("a,b\n");
+        for i in 0..5_000 {
+            text.push_str(&format!("{},{}\r\n", "x".repeat(i % 300), i));
+        }
+        text.push_str(&format!("\"q\",{}\n", "y".repeat(100_000)));
+        text.push_str("1,2\n");
+        both_readers_agree(text.as_bytes(), &[65_536, 1, 4_000], false).unwrap();
     }
 
     #[test]

@@ -52,7 +52,8 @@ impl TraceStats {
         let (mut mgpu_ms, mut fractional_mgpu_ms): (u128, u128) = (0, 0);
         let mut fractional_tasks = 0;
         let mut gpus_per_job = BTreeMap::new();
-        let mut jobs_per_queue = BTreeMap::new();
+        // Counted by borrowed name; a name is copied once per queue, not once per job.
+        let mut jobs_per_queue: BTreeMap<&str, u64> = BTreeMap::new();
         let mut jobs_without_queue = 0;
         let mut durations = Vec::with_capacity(workload.len());
         let mut tasks_with_estimate = 0;
@@ -74,7 +75,7 @@ impl TraceStats {
             }
             *gpus_per_job.entry(job.gpus()).or_insert(0) += 1;
             match &job.queue {
-                Some(q) => *jobs_per_queue.entry(q.clone()).or_insert(0) += 1,
+                Some(q) => *jobs_per_queue.entry(q.as_str()).or_insert(0) += 1,
                 None => jobs_without_queue += 1,
             }
             durations.push(job.tasks.iter().map(|t| t.work.as_ms()).max().unwrap_or(0));
@@ -93,7 +94,7 @@ impl TraceStats {
             earliest_submit_ms: submits.clone().min(),
             latest_submit_ms: submits.max(),
             duration: summarize(&durations),
-            jobs_per_queue,
+            jobs_per_queue: jobs_per_queue.into_iter().map(|(q, n)| (q.to_owned(), n)).collect(),
             jobs_without_queue,
         }
     }

@@ -40,39 +40,57 @@ impl SecondsError {
 /// (`0.0015` -> 2 ms, `0.00149999` -> 1 ms). Signs, exponents, spaces, `inf` and `nan` are errors.
 pub fn parse_seconds_ms(text: &str) -> Result<u64, SecondsError> {
     let bytes = text.as_bytes();
-    if bytes.is_empty() {
-        return Err(SecondsError::Empty);
+    match bytes.first() {
+        None => return Err(SecondsError::Empty),
+        Some(b'-') => return Err(SecondsError::Negative),
+        Some(_) => {}
     }
-    if bytes[0] == b'-' {
-        return Err(SecondsError::Negative);
+    // One pass over the bytes (this runs for most fields of every trace); the verdicts are
+    // then given in a fixed order: exponent, shape, size.
+    let mut seconds: u64 = 0;
+    let mut overflow = false;
+    let (mut in_fraction, mut fraction_digits, mut any_digit) = (false, 0u32, false);
+    let (mut ms, mut round_up) = (0u64, false);
+    let (mut exponent, mut not_decimal) = (false, false);
+    for &b in bytes {
+        match b {
+            b'0'..=b'9' => {
+                let digit = u64::from(b - b'0');
+                any_digit = true;
+                if !in_fraction {
+                    match seconds.checked_mul(10).and_then(|s| s.checked_add(digit)) {
+                        Some(s) => seconds = s,
+                        None => overflow = true,
+                    }
+                } else {
+                    // The first three decimals are whole milliseconds; the fourth alone decides
+                    // rounding, since digits after it can only move the remainder within
+                    // [d/10, (d+1)/10).
+                    fraction_digits += 1;
+                    match fraction_digits {
+                        1..=3 => ms = ms * 10 + digit,
+                        4 => round_up = digit >= 5,
+                        _ => {}
+                    }
+                }
+            }
+            b'.' if !in_fraction => in_fraction = true,
+            b'e' | b'E' => exponent = true,
+            _ => not_decimal = true,
+        }
     }
-    if bytes.iter().any(|b| matches!(b, b'e' | b'E')) {
+    if exponent {
         return Err(SecondsError::Exponent);
     }
-    let (whole, fraction) = match text.split_once('.') {
-        Some((w, f)) => (w, f),
-        None => (text, ""),
-    };
-    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if (whole.is_empty() && fraction.is_empty()) || !all_digits(whole) || !all_digits(fraction) {
+    if not_decimal || !any_digit {
         return Err(SecondsError::NotDecimal);
     }
-    let mut seconds: u64 = 0;
-    for b in whole.bytes() {
-        seconds =
-            seconds.checked_mul(10).and_then(|s| s.checked_add(u64::from(b - b'0'))).ok_or(SecondsError::TooLarge)?;
-    }
-    if seconds > MAX_SECONDS {
+    if overflow || seconds > MAX_SECONDS {
         return Err(SecondsError::TooLarge);
     }
-    // The first three decimals are whole milliseconds; the fourth alone decides rounding,
-    // since digits after it can only move the remainder within [d/10, (d+1)/10).
-    let mut digits = fraction.bytes().map(|b| u64::from(b - b'0'));
-    let mut ms = 0;
-    for _ in 0..3 {
-        ms = ms * 10 + digits.next().unwrap_or(0);
+    for _ in fraction_digits.min(3)..3 {
+        ms *= 10;
     }
-    let round_up = digits.next().is_some_and(|d| d >= 5);
     let total = seconds * 1000 + ms + u64::from(round_up);
     if total > MAX_SECONDS * 1000 {
         return Err(SecondsError::TooLarge);
@@ -261,8 +279,104 @@ mod tests {
         assert_eq!(parse_datetime_ms("2000-02-29 00:00:00").map(|ms| ms % 1000), Ok(0));
     }
 
+    /// The two-pass parser this module had before its one-pass rewrite, kept as the reference
+    /// the rewrite must agree with on every input.
+    fn reference_seconds_ms(text: &str) -> Result<u64, SecondsError> {
+        let bytes = text.as_bytes();
+        if bytes.is_empty() {
+            return Err(SecondsError::Empty);
+        }
+        if bytes[0] == b'-' {
+            return Err(SecondsError::Negative);
+        }
+        if bytes.iter().any(|b| matches!(b, b'e' | b'E')) {
+            return Err(SecondsError::Exponent);
+        }
+        let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+        let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        if (whole.is_empty() && fraction.is_empty()) || !all_digits(whole) || !all_digits(fraction) {
+            return Err(SecondsError::NotDecimal);
+        }
+        let mut seconds: u64 = 0;
+        for b in whole.bytes() {
+            seconds = seconds
+                .checked_mul(10)
+                .and_then(|s| s.checked_add(u64::from(b - b'0')))
+                .ok_or(SecondsError::TooLarge)?;
+        }
+        if seconds > MAX_SECONDS {
+            return Err(SecondsError::TooLarge);
+        }
+        let mut digits = fraction.bytes().map(|b| u64::from(b - b'0'));
+        let mut ms = 0;
+        for _ in 0..3 {
+            ms = ms * 10 + digits.next().unwrap_or(0);
+        }
+        let round_up = digits.next().is_some_and(|d| d >= 5);
+        let total = seconds * 1000 + ms + u64::from(round_up);
+        if total > MAX_SECONDS * 1000 {
+            return Err(SecondsError::TooLarge);
+        }
+        Ok(total)
+    }
+
+    #[test]
+    fn one_pass_seconds_agree_with_the_reference_on_edge_cases() {
+        for text in [
+            "",
+            "-",
+            "-1",
+            "-x",
+            ".",
+            "..",
+            "1..",
+            ".1.",
+            "1.2.3",
+            "e",
+            "1e",
+            "x1e3",
+            "1.5E2",
+            "-1e3",
+            "0",
+            "00",
+            ".5",
+            "7.",
+            "0.0015",
+            "0.00149",
+            "1.9995",
+            "9.99999",
+            "1000000000000",
+            "1000000000000.0005",
+            "1000000000001",
+            "18446744073709551615",
+            "18446744073709551616",
+            "99999999999999999999x",
+            "99999999999999999999.x",
+            "99999999999999999999e",
+            "1 ",
+            " 1",
+            "+1",
+            "١",
+            "0x10",
+            "1,5",
+        ] {
+            assert_eq!(parse_seconds_ms(text), reference_seconds_ms(text), "{text:?}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn one_pass_seconds_agree_with_the_reference(text in "[-+.eE0-9x ]{0,24}") {
+            prop_assert_eq!(parse_seconds_ms(&text), reference_seconds_ms(&text), "{}", text);
+        }
+
+        #[test]
+        fn one_pass_seconds_agree_on_numbers(whole in "[0-9]{0,22}", fraction in proptest::option::of("[0-9]{0,8}")) {
+            let text = match fraction { Some(f) => format!("{whole}.{f}"), None => whole };
+            prop_assert_eq!(parse_seconds_ms(&text), reference_seconds_ms(&text), "{}", text);
+        }
 
         #[test]
         fn datetime_round_trips(secs in 0u64..253_402_300_799) {
