@@ -96,6 +96,7 @@ pub fn run(args: SimulateArgs) -> CliResult {
         write_outputs(dir, &result, &summary, args.decisions)?;
         emit(format_args!("wrote {}\n", dir.display()))?;
     }
+    super::leave_for_exit(result);
     Ok(())
 }
 

@@ -71,7 +71,9 @@ pub fn run(command: TraceCommand) -> CliResult {
         }
         TraceCommand::Stats { input } => {
             let trace = super::load_trace(&input.path, &input.format)?;
-            emit(traces::TraceStats::of(&trace.workload))
+            emit(traces::TraceStats::of(&trace.workload))?;
+            super::leave_for_exit(trace);
+            Ok(())
         }
         TraceCommand::FitFailures { path, format } => {
             let trace = traces::failures::load(&path, format.parse()?)?;
