@@ -71,7 +71,7 @@ fn canonical_bytes() -> &'static [u8] {
         config.estimate_sigma = Some(0.5);
         let mut jobs = config.generate().expect("synthetic workload").into_jobs();
         for (index, job) in jobs.iter_mut().enumerate() {
-            job.queue = Some(format!("team-{}", index % 8));
+            job.queue = Some(format!("team-{}", index % 8).into());
         }
         let workload = sim::Workload::new(jobs).expect("valid workload");
         let mut out = Vec::new();

@@ -210,9 +210,9 @@ impl JobRequest {
         let owner = format!("job `{}`", self.name);
         let deadline = self.deadline_s.as_ref().map(|n| seconds_ms(&owner, "deadline_s", n, 1)).transpose()?;
         let spec = sim::JobSpec {
-            name: self.name.clone(),
+            name: self.name.as_str().into(),
             submit,
-            queue: self.queue.clone(),
+            queue: self.queue.as_deref().map(Into::into),
             deadline: deadline.map(sim::SimDuration),
             cancel: None,
             priority: self.priority,

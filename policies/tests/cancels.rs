@@ -25,7 +25,7 @@ fn ends(r: &sim::RunResult) -> Vec<(String, Option<u64>, u64, String)> {
                 JobOutcome::Unschedulable(why) => format!("unschedulable: {why}"),
             };
             let end = j.end.expect("ended").as_ms() / 1000;
-            (j.name.clone(), j.first_start.map(|t| t.as_ms() / 1000), end, outcome)
+            (j.name.to_string(), j.first_start.map(|t| t.as_ms() / 1000), end, outcome)
         })
         .collect()
 }

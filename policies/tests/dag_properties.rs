@@ -63,7 +63,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
                 }
             }
             JobSpec {
-                name: String::new(),
+                name: String::new().into(),
                 submit: SimTime(submit_ms),
                 queue: None,
                 deadline: None,
@@ -84,7 +84,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
         .prop_map(|(pools, mut jobs, failures, seed)| {
             let largest = pools.iter().map(|p| p.nodes * p.gpus_per_node).max().unwrap_or(1);
             for (i, j) in jobs.iter_mut().enumerate() {
-                j.name = format!("j{i}");
+                j.name = format!("j{i}").into();
                 // Every task fits some pool: unschedulable jobs are tested elsewhere.
                 for t in &mut j.tasks {
                     t.gpus = t.gpus.min(largest);

@@ -30,7 +30,7 @@ fn tasks(r: &RunResult) -> Vec<(String, &'static str, Option<u64>, u64)> {
         .iter()
         .map(|t| {
             let secs = |t: SimTime| t.as_ms() / 1000;
-            (t.name.clone(), t.status.as_str(), t.first_start.map(secs), t.finish.map(secs).expect("task ended"))
+            (t.name.to_string(), t.status.as_str(), t.first_start.map(secs), t.finish.map(secs).expect("task ended"))
         })
         .collect()
 }

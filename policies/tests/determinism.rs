@@ -95,7 +95,7 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                     let estimate_ms = work_ms * rng.range(1, 16) / 4;
                     let probe = j == PROBE_JOB;
                     TaskSpec {
-                        name: t.to_string(),
+                        name: t.to_string().into(),
                         gpus: if probe { 1 } else { gpus },
                         gpu_milli: None,
                         gpu_type: if probe { None } else { gpu_type.map(str::to_string) },
@@ -114,7 +114,7 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                 })
                 .collect();
             JobSpec {
-                name: format!("job{j}"),
+                name: format!("job{j}").into(),
                 submit: SimTime(submit_ms),
                 queue: None,
                 deadline: None,

@@ -85,7 +85,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
         arb_overhead(),
     )
         .prop_map(|(gpus, gpu_type, single_node, work_ms, quarters, checkpoint, restart_overhead)| TaskSpec {
-            name: String::new(),
+            name: String::new().into(),
             gpus,
             gpu_milli: None,
             gpu_type,
@@ -111,10 +111,10 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
     let deadline = prop_oneof![4 => Just(None), 1 => (1_000u64..=10_800_000).prop_map(|ms| Some(SimDuration(ms)))];
     (arb_submit_ms(&[0, 1_000, 60_000, 600_000], 240), tasks, deadline).prop_map(|(submit_ms, mut tasks, deadline)| {
         for (i, t) in tasks.iter_mut().enumerate() {
-            t.name = i.to_string();
+            t.name = i.to_string().into();
         }
         JobSpec {
-            name: String::new(),
+            name: String::new().into(),
             submit: SimTime(submit_ms),
             queue: None,
             deadline,
@@ -301,7 +301,7 @@ fn arb_case_with(events: bool) -> impl Strategy<Value = Case> {
         })
         .prop_map(|(pools, mut jobs, (failure_events, beats), failures, (checkpoint_ms, overhead_ms), clean, seed)| {
             for (i, j) in jobs.iter_mut().enumerate() {
-                j.name = format!("j{i}");
+                j.name = format!("j{i}").into();
                 if clean {
                     for t in &mut j.tasks {
                         t.checkpoint = t.checkpoint.map(|_| SimDuration::ZERO);
@@ -327,6 +327,7 @@ fn config_of(case: &Case) -> ControllerConfig {
         failures: case.failures,
         check_invariants: true,
         record_decisions: true,
+        record_series: true,
         // Short buckets, so that levels are split at many bucket edges.
         series_bucket: Some(SimDuration::from_secs(600)),
         horizon: sim::controller::DEFAULT_HORIZON,

@@ -37,7 +37,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
     let estimate_quarters = prop_oneof![1 => Just(4u64), 4 => 0u64..=16];
     (arb_gpus(), arb_gpu_type(), prop::bool::weighted(0.2), arb_work_ms(7200), estimate_quarters).prop_map(
         |(gpus, gpu_type, single_node, work_ms, quarters)| TaskSpec {
-            name: String::new(),
+            name: String::new().into(),
             gpus,
             gpu_milli: None,
             gpu_type,
@@ -63,10 +63,10 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
     ];
     (arb_submit_ms(&[0, 1_000, 60_000, 3_600_000], 20), tasks).prop_map(|(submit_ms, mut tasks)| {
         for (i, t) in tasks.iter_mut().enumerate() {
-            t.name = i.to_string();
+            t.name = i.to_string().into();
         }
         JobSpec {
-            name: String::new(),
+            name: String::new().into(),
             submit: SimTime(submit_ms),
             queue: None,
             deadline: None,
@@ -80,7 +80,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
 fn arb_case() -> impl Strategy<Value = Case> {
     (arb_pools(6, 3), prop::collection::vec(arb_job(), 1..=60), any::<u64>()).prop_map(|(pools, mut jobs, seed)| {
         for (i, j) in jobs.iter_mut().enumerate() {
-            j.name = format!("j{i}");
+            j.name = format!("j{i}").into();
         }
         Case { pools, jobs, seed }
     })
@@ -853,7 +853,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
         .iter()
         .enumerate()
         .map(|(i, (t, _))| JobSpec {
-            name: format!("j{i}"),
+            name: format!("j{i}").into(),
             submit: SimTime(0),
             queue: None,
             deadline: None,

@@ -17,7 +17,7 @@ use sim::{
 };
 
 fn in_queue(mut j: JobSpec, queue: &str) -> JobSpec {
-    j.queue = Some(queue.to_string());
+    j.queue = Some(queue.to_string().into());
     j
 }
 
@@ -208,7 +208,7 @@ fn dag(name: &str, submit_s: u64, tasks: &[Task<'_>]) -> JobSpec {
 /// (task name, first start s, end s) of the tasks of multi-task jobs.
 fn task_times(r: &RunResult) -> Vec<(String, u64, u64)> {
     let secs = |t: Option<SimTime>| t.expect("task ran").as_ms() / 1000;
-    r.tasks.iter().map(|t| (t.name.clone(), secs(t.first_start), secs(t.finish))).collect()
+    r.tasks.iter().map(|t| (t.name.to_string(), secs(t.first_start), secs(t.finish))).collect()
 }
 
 /// 1 x 2 GPUs. At 0, e (a single-task job, 1 GPU, 30 s) and then DAG job d: d0 (30 s),
@@ -459,7 +459,7 @@ fn check_fair(case: &FairCase, spec: &str) -> Result<(), TestCaseError> {
         .enumerate()
         .map(|(i, &(submit_ms, work_ms, q))| {
             let mut j = JobSpec::single(format!("j{i}"), SimTime(submit_ms), 1, SimDuration(work_ms));
-            j.queue = Some(format!("q{q}"));
+            j.queue = Some(format!("q{q}").into());
             j
         })
         .collect();

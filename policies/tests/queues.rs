@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use sim::{ControllerConfig, JobSpec, QueueSpec, RunResult, Scenario, SimDuration, Workload};
 
 fn in_queue(mut j: JobSpec, queue: &str) -> JobSpec {
-    j.queue = Some(queue.to_string());
+    j.queue = Some(queue.to_string().into());
     j
 }
 
@@ -135,7 +135,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
                     );
                     j.tasks[0].estimate = Some(SimDuration(work_ms));
                     j.tasks[0].checkpoint = Some(SimDuration::from_secs(checkpoint_s));
-                    j.queue = (q < queues.len()).then(|| queues[q].name.clone());
+                    j.queue = (q < queues.len()).then(|| queues[q].name.as_str().into());
                     j
                 })
                 .collect();

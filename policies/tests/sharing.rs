@@ -97,7 +97,7 @@ mod properties {
                     t.gpu_milli = milli;
                     t.estimate = Some(SimDuration(work));
                     JobSpec {
-                        name: format!("j{i}"),
+                        name: format!("j{i}").into(),
                         submit: SimTime(submit),
                         queue: None,
                         deadline: None,

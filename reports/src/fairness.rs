@@ -75,7 +75,7 @@ pub fn queue_jain_index(run: &RunResult) -> f64 {
         s.1 += 1;
         s.2 += u128::from(job.mgpu_ms);
     }
-    jain(by_queue.into_values().map(|(weight, jobs, mgpu_ms)| (weight, jobs, mgpu_ms)))
+    jain(by_queue.into_values())
 }
 
 fn share(name: &str, weight: u32, max_gpus: Option<u64>) -> QueueShare {

@@ -815,7 +815,7 @@ impl Controller {
             (record.name, record.queue) = (spec.name, spec.queue);
             records.push(record);
             self.tasks.truncate(state.first_task.index());
-            if specs.len() % SHRINK_EVERY == 0 {
+            if specs.len().is_multiple_of(SHRINK_EVERY) {
                 specs.shrink_to_fit();
                 self.jobs.shrink_to_fit();
                 self.tasks.shrink_to_fit();
@@ -831,7 +831,7 @@ impl Controller {
         let critical_path_ms = self.critical_path_ms(state, spec);
         JobRecord {
             job: JobId::from_index(index),
-            name: String::new(),
+            name: Default::default(),
             queue: None,
             submit: state.submit,
             first_start: tasks.clone().filter_map(|t| t.first_start).min(),

@@ -132,7 +132,7 @@ pub fn simulate(scenario: Scenario, policy: &mut dyn Policy, config: ControllerC
     if policy.needs_estimates() {
         let missing = scenario.workload.jobs().iter().find(|j| j.tasks.iter().any(|t| t.estimate.is_none()));
         if let Some(job) = missing {
-            return Err(SimError::MissingEstimate { policy: policy.name().to_string(), job: job.name.clone() });
+            return Err(SimError::MissingEstimate { policy: policy.name().to_string(), job: job.name.to_string() });
         }
     }
     check_checkpoint_dependencies(&scenario.workload, config.checkpoint)?;
@@ -184,7 +184,7 @@ fn check_checkpoint_dependencies(workload: &Workload, default: crate::time::SimD
                     && upstream.checkpoint.unwrap_or(default) == crate::time::SimDuration::ZERO
                 {
                     return Err(SimError::BadDependency {
-                        job: job.name.clone(),
+                        job: job.name.to_string(),
                         problem: format!(
                             "task `{}` waits for checkpoint {n} of `{}`, which checkpoints continuously (interval \
                              0); give it a checkpoint_s, or the run a --checkpoint-s",

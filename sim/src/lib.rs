@@ -53,4 +53,6 @@ pub use speeds::SpeedProfiles;
 pub use state::{JobOutcome, JobState, TaskState, TaskStatus};
 pub use time::{SimDuration, SimTime};
 pub use view::{Change, ClusterView, DurationSource};
-pub use workload::{CANCELLED_BY_THE_USER, DepKind, Dependency, JobSpec, TaskSpec, Window, Workload, WorkloadError};
+pub use workload::{
+    CANCELLED_BY_THE_USER, DepKind, Dependency, JobSpec, Name, TaskSpec, Window, Workload, WorkloadError,
+};

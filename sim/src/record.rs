@@ -10,8 +10,8 @@ use crate::workload::Dependency;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobRecord {
     pub job: JobId,
-    pub name: String,
-    pub queue: Option<String>,
+    pub name: crate::workload::Name,
+    pub queue: Option<crate::workload::Name>,
     pub submit: SimTime,
     pub first_start: Option<SimTime>,
     /// When the job reached its final state (for unschedulable jobs: its arrival).
@@ -54,7 +54,7 @@ pub struct JobRecord {
 pub struct TaskRecord {
     pub task: TaskId,
     pub job: JobId,
-    pub name: String,
+    pub name: crate::workload::Name,
     pub status: TaskStatus,
     pub gpus: u32,
     pub first_start: Option<SimTime>,

@@ -51,7 +51,7 @@ fn cluster() -> Cluster {
 
 fn job(name: &str, submit_s: u64, gpus: u32, work_s: u64, queue: Option<&str>) -> JobSpec {
     let mut j = JobSpec::single(name, SimTime(submit_s * 1000), gpus, SimDuration::from_secs(work_s));
-    j.queue = queue.map(str::to_string);
+    j.queue = queue.map(Into::into);
     j
 }
 

@@ -204,7 +204,7 @@ impl Builder {
         }
         let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
-        let task_name = if task_id.is_empty() { position_name(position) } else { task_id.to_owned() };
+        let task_name = if task_id.is_empty() { position_name(position) } else { task_id.into() };
         let task = TaskSpec {
             name: task_name,
             gpus,
@@ -243,9 +243,9 @@ impl Builder {
                 self.seen.insert(job_id, row.line);
                 self.first_line.push(row.line);
                 self.jobs.push(JobSpec {
-                    name: job_id.to_owned(),
+                    name: job_id.into(),
                     submit: SimTime(submit_ms),
-                    queue: (!queue.is_empty()).then(|| queue.to_owned()),
+                    queue: (!queue.is_empty()).then(|| queue.into()),
                     deadline: deadline_ms.map(SimDuration),
                     priority,
                     cancel: cancel_ms.map(SimTime),
@@ -322,9 +322,8 @@ pub fn parse_dep_kind(kind: &str) -> Result<DepKind, String> {
 }
 
 /// A task's position as its name: `0` for most tasks, so without the formatting machinery.
-fn position_name(position: usize) -> String {
-    const DIGITS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
-    DIGITS.get(position).map_or_else(|| position.to_string(), |&d| d.to_owned())
+fn position_name(position: usize) -> sim::Name {
+    compact_str::format_compact!("{position}")
 }
 
 fn conflict(row: &Row<'_>, job_id: &str, field: &str, first_line: u64) -> TraceError {
@@ -508,7 +507,7 @@ fn depends_on_text(job: &JobSpec, task: &TaskSpec) -> String {
         .map(|d| {
             let name = &job.tasks[d.upstream].name;
             match d.kind {
-                DepKind::Success => name.clone(),
+                DepKind::Success => name.to_string(),
                 kind => format!("{name}:{}", kind.spelling()),
             }
         })
@@ -542,7 +541,7 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
             if tname.is_empty() {
                 return refuse(format!("job `{name}` task {t} has an empty name"));
             }
-            if job.tasks[..t].iter().any(|o| &o.name == tname) {
+            if job.tasks[..t].iter().any(|o| o.name == *tname) {
                 return refuse(format!("job `{name}` has two tasks named `{tname}`"));
             }
             // Workload::new refuses these; checked again so the file can never hold one.
@@ -828,7 +827,7 @@ mod tests {
         let w = Workload::new(vec![j]).unwrap();
         assert!(write_jobs_csv(&w, Vec::new()).is_err());
         let mut j = job("a");
-        j.queue = Some(String::new());
+        j.queue = Some(Default::default());
         let w = Workload::new(vec![j]).unwrap();
         assert!(write_jobs_csv(&w, Vec::new()).is_err());
         let mut j = job("a");

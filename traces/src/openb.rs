@@ -285,7 +285,7 @@ fn read_pod(row: &Row<'_>, cols: &Cols, name: &str) -> Result<Pod, TraceError> {
         None => false,
     };
     let mut job = JobSpec::single(name, SimTime(creation_ms), gpus, SimDuration(work_ms));
-    job.queue = (!qos.is_empty()).then(|| qos.to_owned());
+    job.queue = (!qos.is_empty()).then(|| qos.into());
     let task = &mut job.tasks[0];
     task.gpu_milli = gpu_milli;
     task.gpu_type = gpu_type;

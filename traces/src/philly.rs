@@ -67,7 +67,7 @@ pub(crate) fn read_philly_into<R: Read>(source: R, file: &str, sink: &mut Sink) 
         .filter_map(|&key| parsed.get(key as u64 as usize))
         .map(|p| {
             let mut job = JobSpec::single(job_name(p.line), SimTime(p.submit_ms), p.gpus, SimDuration(p.work_ms));
-            job.queue = Some(queues.name(p.queue).to_owned());
+            job.queue = Some(queues.name(p.queue).into());
             job
         })
         .collect();

@@ -89,7 +89,7 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
                 };
                 TaskSpec {
                     // Unique within the job: a suffix nobody else has.
-                    name: format!("{n}#{index}"),
+                    name: format!("{n}#{index}").into(),
                     gpus,
                     gpu_milli,
                     gpu_type,
@@ -146,9 +146,9 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
             tasks.prop_map(move |mut tasks| {
                 add_deps(&mut tasks, &choices);
                 JobSpec {
-                    name: format!("{n}#{index}"),
+                    name: format!("{n}#{index}").into(),
                     submit: SimTime(submit),
-                    queue: queue.clone(),
+                    queue: queue.clone().map(Into::into),
                     deadline: deadline.map(SimDuration),
                     cancel: cancel_after.map(|after| SimTime(submit.saturating_add(after).min(MAX_MS))),
                     priority,
@@ -185,8 +185,8 @@ proptest! {
             .into_iter()
             .map(|(name, submit, task, work, queue)| {
                 let mut j = JobSpec::single(name, SimTime(submit), 1, SimDuration(work));
-                j.tasks[0].name = task;
-                j.queue = queue;
+                j.tasks[0].name = task.into();
+                j.queue = queue.map(Into::into);
                 j
             })
             .collect();

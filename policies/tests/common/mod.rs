@@ -57,7 +57,7 @@ pub fn schedule(result: &RunResult) -> Vec<(String, u64, u64)> {
             let start = j.first_start.expect("job started").as_ms();
             let end = j.end.expect("job ended").as_ms();
             assert!(start % 1000 == 0 && end % 1000 == 0, "test times are whole seconds");
-            (j.name.clone(), start / 1000, end / 1000)
+            (j.name.to_string(), start / 1000, end / 1000)
         })
         .collect()
 }
