@@ -15,8 +15,9 @@
 //! With `duration=estimate`, tasks that overrun their estimate delay the head, as in real EASY
 //! schedulers (which would kill them at their limit; schedlab lets them finish).
 //!
-//! Decision cost: O(starts x log n) for the in-order part, then the reservation walk
-//! O(running tasks in the head's pools) and at most `depth` backfill candidates examined.
+//! Decision cost: O(starts x log n) for the in-order part, then at most `depth` backfill
+//! candidates examined (those of a shape that does not fit skipped on the queue's own table)
+//! and, once one fits, the reservation walk O(running tasks in the head's pools).
 
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};
@@ -44,6 +45,9 @@ pub struct EasyBackfill {
     placer: Placer,
     waiting: WaitQueue,
     running: RunningIndex,
+    /// A decision's backfill candidates and shapes that do not fit (kept: no allocation).
+    candidates: Vec<TaskId>,
+    no_fit: Vec<bool>,
 }
 
 /// Where and when the blocked head will start.
@@ -69,6 +73,8 @@ impl EasyBackfill {
             placer,
             waiting: WaitQueue::default(),
             running: RunningIndex::default(),
+            candidates: Vec::new(),
+            no_fit: Vec::new(),
         })
     }
 
@@ -133,22 +139,44 @@ impl Policy for EasyBackfill {
                 Placed::NoRoom => break head,
             }
         };
-        let Some(mut reservation) = self.reserve(view, plan, head) else { return };
-        let candidates: Vec<TaskId> = self.waiting.iter().skip(1).take(self.depth).map(|(_, t)| t).collect();
-        for task in candidates {
+        // The candidates as they stand now (starts below take them off the queue), with their
+        // shapes from the queue's table: most fail on their shape alone under load.
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.clear();
+        candidates.extend(self.waiting.iter().skip(1).take(self.depth).map(|(_, t)| t));
+        // Shapes found not to fit: starts only take GPUs, so they stay that way this decision.
+        self.no_fit.clear();
+        self.no_fit.resize(self.waiting.shape_count(), false);
+        // Made when the first candidate that fits needs it (nothing backfills without one).
+        let mut reserved: Option<Reservation> = None;
+        for &task in &candidates {
             if plan.free().total() == 0 {
                 break;
+            }
+            let (index, shape) = self.waiting.shape_of(task).expect("a candidate is queued until it starts");
+            if self.no_fit[index] {
+                continue;
+            }
+            if !shape.fits(plan.free()) {
+                self.no_fit[index] = true;
+                continue;
             }
             if !plan.quota_allows(task) {
                 continue;
             }
-            let shape = Shape::of(view.task(task));
+            let reservation = match reserved.as_mut() {
+                Some(r) => r,
+                None => match self.reserve(view, plan, head) {
+                    Some(r) => reserved.insert(r),
+                    None => break,
+                },
+            };
             let ends_in_time = view.expected_end_if_started(task, source) <= reservation.shadow;
             let within_extra = shape.gpus <= reservation.extra;
             let harmless_anywhere = ends_in_time || within_extra;
             // Cheap checks before placement: most candidates fail them under load.
             let elsewhere = shape.pools.iter().any(|p| p != reservation.pool && shape.fits_in(p, plan.free()));
-            if !(elsewhere || harmless_anywhere && shape.fits(plan.free())) {
+            if !(elsewhere || harmless_anywhere) {
                 continue;
             }
             let Some(gpus) = self.placer.place(shape, view, plan.free()) else {
@@ -162,5 +190,6 @@ impl Policy for EasyBackfill {
                 }
             }
         }
+        self.candidates = candidates;
     }
 }
