@@ -48,9 +48,9 @@ use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source
 use crate::placement::{Placer, Shape};
 use crate::tracking::{Placed, place_and_start, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
-use sim::{Change, ClusterView, DurationSource, JobId, Plan, Policy, SimDuration, SimTime, TaskId, TaskStatus};
+use sim::{Change, ClusterView, DurationSource, JobId, Plan, Policy, PoolId, SimDuration, SimTime, TaskId, TaskStatus};
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
@@ -101,13 +101,22 @@ pub struct Themis {
     source: DurationSource,
     placer: Placer,
     waiting: WaitQueue,
-    /// Tasks running in committed state (started by an earlier decision).
-    running: BTreeSet<TaskId>,
+    /// Tasks running in committed state (started by an earlier decision), with when their
+    /// lease expires and their pool, noted at the start: a round skips the tasks still in
+    /// their lease without reading their state.
+    running: BTreeMap<TaskId, Lease>,
     next_round: SimTime,
     /// A round's working lists, kept between rounds so that a round allocates nothing.
     scratch: Scratch,
     /// By task: what its rho needs while it waits (set as it begins to wait).
     waits: Vec<Option<Waiting>>,
+}
+
+/// A running task's lease: it is no victim before `until`.
+#[derive(Debug, Clone, Copy)]
+struct Lease {
+    until: SimTime,
+    pool: Option<PoolId>,
 }
 
 /// The parts of a waiting task's rho that do not change while it waits (its remaining work
@@ -165,7 +174,7 @@ impl Themis {
             source,
             placer,
             waiting: WaitQueue::default(),
-            running: BTreeSet::new(),
+            running: BTreeMap::new(),
             next_round: SimTime(0),
             scratch: Scratch::default(),
             waits: Vec::new(),
@@ -224,7 +233,7 @@ impl Themis {
                 let jobs = &mut scratch.jobs;
                 jobs.clear();
                 jobs.extend(self.waiting.iter().map(|(_, t)| view.task(t).job));
-                jobs.extend(self.running.iter().map(|&t| view.task(t).job));
+                jobs.extend(self.running.keys().map(|&t| view.task(t).job));
                 jobs.sort_unstable();
                 jobs.dedup();
                 (jobs.len() as u128, u128::from(view.cluster().gpu_count()))
@@ -241,8 +250,8 @@ impl Themis {
             debug_assert!(rho.cmp(self.rho(view, t, jobs, gpus)) == Ordering::Equal, "rho of {t} read when it began to wait");
             (rho, t)
         }));
-        // Stable, and the queue is already in the last round's order: mostly sorted runs.
-        ranked.sort_by(|a, b| b.0.cmp(a.0).then(a.1.cmp(&b.1)));
+        // Ties break by task id: a total order, so an unstable sort gives the one answer.
+        ranked.sort_unstable_by(|a, b| b.0.cmp(a.0).then(a.1.cmp(&b.1)));
         scratch.order.clear();
         scratch.order.extend(ranked.iter().map(|&(_, t)| t));
         self.waiting.rekey_in_order(&scratch.order);
@@ -253,18 +262,16 @@ impl Themis {
         // A task's lease runs from the end of its restart overhead: until it expires the task
         // is no victim, so every start makes at least one lease of progress; and it must have
         // saved some of it (a checkpoint in this attempt), or the attempt would be lost whole.
-        for &t in &self.running {
-            let task = view.task(t);
-            if task.run_start + task.overhead + self.lease > now || view.work_saved_this_attempt(t) == SimDuration::ZERO
-            {
+        for (&t, lease) in &self.running {
+            if lease.until > now || view.work_saved_this_attempt(t) == SimDuration::ZERO {
                 continue;
             }
-            if let Some(&gpu) = task.placed.first() {
-                victims[view.cluster().pool_of(gpu).index()].push((self.rho(view, t, jobs, gpus), t));
+            if let Some(pool) = lease.pool {
+                victims[pool.index()].push((self.rho(view, t, jobs, gpus), t));
             }
         }
         for list in victims.iter_mut() {
-            list.sort_by(|a, b| a.0.cmp(b.0).then(b.1.cmp(&a.1)));
+            list.sort_unstable_by(|a, b| a.0.cmp(b.0).then(b.1.cmp(&a.1)));
         }
         scratch.used.clear();
         scratch.used.resize(victims.len(), 0);
@@ -349,7 +356,11 @@ impl Policy for Themis {
         for change in view.changes() {
             match *change {
                 Change::TaskStarted(t) if view.task(t).status == TaskStatus::Running => {
-                    self.running.insert(t);
+                    let task = view.task(t);
+                    // The lease runs from the end of the attempt's restart overhead.
+                    let until = task.run_start + task.overhead + self.lease;
+                    let pool = task.placed.first().map(|&gpu| view.cluster().pool_of(gpu));
+                    self.running.insert(t, Lease { until, pool });
                 }
                 Change::TaskStarted(t) | Change::TaskPreempted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => {
                     self.running.remove(&t);
