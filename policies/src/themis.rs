@@ -247,7 +247,10 @@ impl Themis {
                 Some(w) => self.waiting_rho(now, &w, jobs, gpus),
                 None => self.rho(view, t, jobs, gpus),
             };
-            debug_assert!(rho.cmp(self.rho(view, t, jobs, gpus)) == Ordering::Equal, "rho of {t} read when it began to wait");
+            debug_assert!(
+                rho.cmp(self.rho(view, t, jobs, gpus)) == Ordering::Equal,
+                "rho of {t} read when it began to wait"
+            );
             (rho, t)
         }));
         // Ties break by task id: a total order, so an unstable sort gives the one answer.
