@@ -42,7 +42,10 @@
 //! Decision cost: a round is O((waiting + running) log(waiting + running)) plus a walk over
 //! the smaller-rho running tasks of a pool for each task that preempts (one victim list per
 //! pool, consumed from its front), once per lease; between rounds O((starts + 1) x shapes x
-//! log n) and O(changes x log n).
+//! log n) and O(changes x log n). Every waiting task's rho changes at every round (it grows
+//! with the wait), so a round cannot touch fewer; it reads each one's rho from what was noted
+//! when it began to wait, skips running tasks still in their lease on what was noted at their
+//! start, and re-keys the queue in bulk (O(waiting) once sorted), allocating nothing.
 
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};

@@ -53,7 +53,10 @@
 //! Decision cost: O((changes + starts + preemptions + level changes) x log n) for the
 //! indexes, O(levels x shapes x log n) per start found; the one task per decision that
 //! triggers preemption walks the lower-priority running tasks of its pools (skipped at once
-//! when their GPU count could not make room); O(levels log levels) per job success in
+//! when their GPU count could not make room) lazily, lowest level first: tasks that
+//! checkpoint continuously risk no work and come in id order straight from the index, so
+//! the walk costs the victims it tries; only the interval-checkpointing tasks of a level it
+//! reaches are scored (`work_at_risk` changes with time) and sorted. O(levels log levels) per job success in
 //! gittins mode. Multi-task jobs add O(tasks of the job) per change of that job.
 
 use crate::params::{AVOID_FAILED, List, PLACEMENT, ParamInfo, Params, SpecError};
