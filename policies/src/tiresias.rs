@@ -56,8 +56,8 @@
 //! when their GPU count could not make room) lazily, lowest level first: tasks that
 //! checkpoint continuously risk no work and come in id order straight from the index, so
 //! the walk costs the victims it tries; only the interval-checkpointing tasks of a level it
-//! reaches are scored (`work_at_risk` changes with time) and sorted. O(levels log levels) per job success in
-//! gittins mode. Multi-task jobs add O(tasks of the job) per change of that job.
+//! reaches are scored (`work_at_risk` changes with time) and sorted. O(levels log levels)
+//! per job success in gittins mode. Multi-task jobs add O(tasks of the job) per change of that job.
 
 use crate::params::{AVOID_FAILED, List, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{Placer, Shape};
