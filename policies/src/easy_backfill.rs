@@ -15,9 +15,8 @@
 //! With `duration=estimate`, tasks that overrun their estimate delay the head, as in real EASY
 //! schedulers (which would kill them at their limit; schedlab lets them finish).
 //!
-//! Decision cost: O(starts x log n) for the in-order part, then at most `depth` backfill
-//! candidates examined (those of a shape that does not fit skipped on the queue's own table)
-//! and, once one fits, the reservation walk O(running tasks in the head's pools).
+//! Decision cost: O(starts x log n) for the in-order part, then the reservation walk
+//! O(running tasks in the head's pools) and at most `depth` backfill candidates examined.
 
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};
@@ -45,9 +44,8 @@ pub struct EasyBackfill {
     placer: Placer,
     waiting: WaitQueue,
     running: RunningIndex,
-    /// A decision's backfill candidates and shapes that do not fit (kept: no allocation).
+    /// A decision's backfill candidates (kept: no allocation per decision).
     candidates: Vec<TaskId>,
-    no_fit: Vec<bool>,
 }
 
 /// Where and when the blocked head will start.
@@ -74,7 +72,6 @@ impl EasyBackfill {
             waiting: WaitQueue::default(),
             running: RunningIndex::default(),
             candidates: Vec::new(),
-            no_fit: Vec::new(),
         })
     }
 
@@ -139,44 +136,26 @@ impl Policy for EasyBackfill {
                 Placed::NoRoom => break head,
             }
         };
-        // The candidates as they stand now (starts below take them off the queue), with their
-        // shapes from the queue's table: most fail on their shape alone under load.
+        let Some(mut reservation) = self.reserve(view, plan, head) else { return };
+        // The candidates as they stand now (starts below take them off the queue), in a list
+        // kept between decisions.
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
         candidates.extend(self.waiting.iter().skip(1).take(self.depth).map(|(_, t)| t));
-        // Shapes found not to fit: starts only take GPUs, so they stay that way this decision.
-        self.no_fit.clear();
-        self.no_fit.resize(self.waiting.shape_count(), false);
-        // Made when the first candidate that fits needs it (nothing backfills without one).
-        let mut reserved: Option<Reservation> = None;
         for &task in &candidates {
             if plan.free().total() == 0 {
                 break;
             }
-            let (index, shape) = self.waiting.shape_of(task).expect("a candidate is queued until it starts");
-            if self.no_fit[index] {
-                continue;
-            }
-            if !shape.fits(plan.free()) {
-                self.no_fit[index] = true;
-                continue;
-            }
             if !plan.quota_allows(task) {
                 continue;
             }
-            let reservation = match reserved.as_mut() {
-                Some(r) => r,
-                None => match self.reserve(view, plan, head) {
-                    Some(r) => reserved.insert(r),
-                    None => break,
-                },
-            };
+            let shape = Shape::of(view.task(task));
             let ends_in_time = view.expected_end_if_started(task, source) <= reservation.shadow;
             let within_extra = shape.gpus <= reservation.extra;
             let harmless_anywhere = ends_in_time || within_extra;
             // Cheap checks before placement: most candidates fail them under load.
             let elsewhere = shape.pools.iter().any(|p| p != reservation.pool && shape.fits_in(p, plan.free()));
-            if !(elsewhere || harmless_anywhere) {
+            if !(elsewhere || harmless_anywhere && shape.fits(plan.free())) {
                 continue;
             }
             let Some(gpus) = self.placer.place(shape, view, plan.free()) else {

@@ -117,18 +117,6 @@ impl WaitQueue {
         self.all.iter().copied()
     }
 
-    /// A queued task's shape and the shape's dense index (stable for the queue's life), read
-    /// from the queue's own table: cheaper than the task's state when walking many tasks.
-    pub fn shape_of(&self, task: TaskId) -> Option<(usize, Shape)> {
-        let (_, index) = self.entry.get(task.index()).copied().flatten()?;
-        Some((index, self.shapes[index]))
-    }
-
-    /// How many shapes the queue has seen (shape indexes are below it).
-    pub fn shape_count(&self) -> usize {
-        self.shapes.len()
-    }
-
     /// The first task of each shape in key order (shapes in their own order), with its shape:
     /// what a policy that scores shapes differently at each decision (data locality) compares.
     pub fn shape_heads(&self) -> impl Iterator<Item = (Shape, Key, TaskId)> + '_ {
