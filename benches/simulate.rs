@@ -14,7 +14,10 @@
 //!   8 GPUs per quota node, borrowing on; the 4 VCs without a quota uncapped) on the Philly
 //!   cluster, under the queue-aware and research policies;
 //! - `synthetic_1m`: one million synthetic jobs on 10,000 GPUs at 90 % offered load;
-//! - `synthetic_1m_overload`: the same at 110 %, where queues grow to tens of thousands.
+//! - `synthetic_1m_overload`: the same at 110 %, where queues grow to tens of thousands;
+//! - `synthetic_1m_overload_others`: the same run under every other built-in policy (the
+//!   research and queue policies), whose per-decision and per-round costs grow with the
+//!   queue if they are not incremental (issue 13).
 //!
 //! Philly needs ../shared/traces beside the checkout; without it that group prints SKIPPED.
 //! Peak memory is not something divan measures: README gives the command (GNU time) for it.
@@ -179,6 +182,24 @@ fn synthetic_1m(bencher: divan::Bencher, spec: &str) {
 
 #[divan::bench(args = POLICIES, sample_count = 2, sample_size = 1)]
 fn synthetic_1m_overload(bencher: divan::Bencher, spec: &str) {
+    static WORKLOAD: OnceLock<Workload> = OnceLock::new();
+    bench_1m(bencher, spec, WORKLOAD.get_or_init(|| synthetic(1_000_000, 10_000, 1.1)));
+}
+
+/// Every built-in policy not in `POLICIES`, for `synthetic_1m_overload_others`.
+const OTHERS: &[&str] = &[
+    "tiresias",
+    "tiresias[mode=gittins]",
+    "themis",
+    "priority",
+    "weighted-score",
+    "fair-share",
+    "drf",
+    "critical-path",
+];
+
+#[divan::bench(args = OTHERS, sample_count = 2, sample_size = 1)]
+fn synthetic_1m_overload_others(bencher: divan::Bencher, spec: &str) {
     static WORKLOAD: OnceLock<Workload> = OnceLock::new();
     bench_1m(bencher, spec, WORKLOAD.get_or_init(|| synthetic(1_000_000, 10_000, 1.1)));
 }

@@ -44,6 +44,8 @@ pub struct EasyBackfill {
     placer: Placer,
     waiting: WaitQueue,
     running: RunningIndex,
+    /// A decision's backfill candidates (kept: no allocation per decision).
+    candidates: Vec<TaskId>,
 }
 
 /// Where and when the blocked head will start.
@@ -69,6 +71,7 @@ impl EasyBackfill {
             placer,
             waiting: WaitQueue::default(),
             running: RunningIndex::default(),
+            candidates: Vec::new(),
         })
     }
 
@@ -134,8 +137,12 @@ impl Policy for EasyBackfill {
             }
         };
         let Some(mut reservation) = self.reserve(view, plan, head) else { return };
-        let candidates: Vec<TaskId> = self.waiting.iter().skip(1).take(self.depth).map(|(_, t)| t).collect();
-        for task in candidates {
+        // The candidates as they stand now (starts below take them off the queue), in a list
+        // kept between decisions.
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.clear();
+        candidates.extend(self.waiting.iter().skip(1).take(self.depth).map(|(_, t)| t));
+        for &task in &candidates {
             if plan.free().total() == 0 {
                 break;
             }
@@ -162,5 +169,6 @@ impl Policy for EasyBackfill {
                 }
             }
         }
+        self.candidates = candidates;
     }
 }

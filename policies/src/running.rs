@@ -62,17 +62,6 @@ impl RunningIndex {
         }
     }
 
-    /// The running task of `pool` that ends latest among those strictly before `bound` in
-    /// (expected end, task) order; `None` bound means the latest of all. Walking victims one at
-    /// a time this way lets the caller change the plan between steps.
-    pub fn latest_before(&self, pool: PoolId, bound: Option<(SimTime, TaskId)>) -> Option<(SimTime, TaskId)> {
-        let set = self.by_pool.get(pool.index())?;
-        match bound {
-            Some(bound) => set.range(..bound).next_back().copied(),
-            None => set.last().copied(),
-        }
-    }
-
     /// Running tasks of `pool`, soonest expected end first.
     pub fn in_pool(&self, pool: PoolId) -> impl DoubleEndedIterator<Item = (SimTime, TaskId)> + '_ {
         self.by_pool.get(pool.index()).into_iter().flat_map(|set| set.iter().copied())

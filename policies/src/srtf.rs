@@ -55,25 +55,31 @@ impl Srtf {
         for pool in shape.pools.iter() {
             let savepoint = plan.savepoint();
             let mut preempted = Vec::new();
-            let mut cursor = None;
-            // Longest remaining first, only while the victim has more left than `task`.
-            while let Some((end, victim)) = self.running.latest_before(pool, cursor).filter(|&(end, _)| end > deadline)
-            {
-                cursor = Some((end, victim));
+            // Longest remaining first, only while the victim has more left than `task`: one
+            // walk down the pool's index (it changes only once the task has started).
+            let longer = self.running.in_pool(pool).rev().take_while(|&(end, _)| end > deadline);
+            let mut started = false;
+            for (_, victim) in longer {
                 // A victim already reclaimed by its queue's quota in this plan is not one again.
                 if !plan.is_decided(victim) && plan.preempt(victim).is_ok() {
                     preempted.push(victim);
                 }
-                if shape.fits_in(pool, plan.free()) && self.try_start(view, plan, task).started().is_some() {
-                    // Victims wait again at once, so the fill pass can restart them on GPUs
-                    // that are free now instead of leaving those idle until the next event.
-                    for &v in &preempted {
-                        self.running.remove(v);
-                        let remaining = view.expected_remaining(v, self.source).as_ms();
-                        self.waiting.insert(v, remaining, Shape::of(view.task(v)));
-                    }
-                    return true;
+                if shape.fits_in(pool, plan.free())
+                    && place_and_start(view, plan, self.placer, &mut self.waiting, task).started().is_some()
+                {
+                    started = true;
+                    break;
                 }
+            }
+            if started {
+                // Victims wait again at once, so the fill pass can restart them on GPUs
+                // that are free now instead of leaving those idle until the next event.
+                for &v in &preempted {
+                    self.running.remove(v);
+                    let remaining = view.expected_remaining(v, self.source).as_ms();
+                    self.waiting.insert(v, remaining, Shape::of(view.task(v)));
+                }
+                return true;
             }
             plan.rollback(savepoint);
         }

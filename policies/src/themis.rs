@@ -42,15 +42,18 @@
 //! Decision cost: a round is O((waiting + running) log(waiting + running)) plus a walk over
 //! the smaller-rho running tasks of a pool for each task that preempts (one victim list per
 //! pool, consumed from its front), once per lease; between rounds O((starts + 1) x shapes x
-//! log n) and O(changes x log n).
+//! log n) and O(changes x log n). Every waiting task's rho changes at every round (it grows
+//! with the wait), so a round cannot touch fewer; it reads each one's rho from what was noted
+//! when it began to wait, skips running tasks still in their lease on what was noted at their
+//! start, and re-keys the queue in bulk (O(waiting) once sorted), allocating nothing.
 
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};
 use crate::tracking::{Placed, place_and_start, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
-use sim::{Change, ClusterView, DurationSource, JobId, Plan, Policy, SimDuration, SimTime, TaskId, TaskStatus};
+use sim::{Change, ClusterView, DurationSource, JobId, Plan, Policy, PoolId, SimDuration, SimTime, TaskId, TaskStatus};
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
@@ -101,9 +104,56 @@ pub struct Themis {
     source: DurationSource,
     placer: Placer,
     waiting: WaitQueue,
-    /// Tasks running in committed state (started by an earlier decision).
-    running: BTreeSet<TaskId>,
+    /// Tasks running in committed state (started by an earlier decision), with when their
+    /// lease expires and their pool, noted at the start: a round skips the tasks still in
+    /// their lease without reading their state.
+    running: BTreeMap<TaskId, Lease>,
     next_round: SimTime,
+    /// A round's working lists, kept between rounds so that a round allocates nothing.
+    scratch: Scratch,
+    /// By task: what its rho needs while it waits (set as it begins to wait).
+    waits: Vec<Option<Waiting>>,
+}
+
+/// A running task's lease: it is no victim before `until`.
+#[derive(Debug, Clone, Copy)]
+struct Lease {
+    until: SimTime,
+    pool: Option<PoolId>,
+}
+
+/// The parts of a waiting task's rho that do not change while it waits (its remaining work
+/// and restart overhead change only while it holds GPUs): a round reads these 40 bytes
+/// instead of the task's and its job's state.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    overhead: SimDuration,
+    remaining: SimDuration,
+    submit: SimTime,
+    duration: u64,
+    gpus: u32,
+}
+
+impl Waiting {
+    fn of(view: &ClusterView<'_>, task: TaskId, source: DurationSource) -> Waiting {
+        let t = view.task(task);
+        Waiting {
+            overhead: view.start_overhead(task),
+            remaining: view.expected_remaining(task, source),
+            submit: view.job(t.job).submit,
+            duration: view.expected_duration(task, source).as_ms(),
+            gpus: t.gpus,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Scratch {
+    ranked: Vec<(Rho, TaskId)>,
+    order: Vec<TaskId>,
+    jobs: Vec<JobId>,
+    victims: Vec<Vec<(Rho, TaskId)>>,
+    used: Vec<usize>,
 }
 
 impl Themis {
@@ -127,8 +177,10 @@ impl Themis {
             source,
             placer,
             waiting: WaitQueue::default(),
-            running: BTreeSet::new(),
+            running: BTreeMap::new(),
             next_round: SimTime(0),
+            scratch: Scratch::default(),
+            waits: Vec::new(),
         })
     }
 
@@ -144,61 +196,100 @@ impl Themis {
         } else {
             view.expected_end_if_started(task, self.source)
         };
-        let shared = u128::from(end.since(submit).as_ms());
-        let duration = u128::from(view.expected_duration(task, self.source).as_ms().max(1));
+        let duration = view.expected_duration(task, self.source).as_ms();
+        self.rho_from(end.since(submit), duration, t.gpus, jobs, gpus)
+    }
+
+    /// A waiting task's rho now from what `Waiting::of` read when it began to wait: the same
+    /// arithmetic as `rho` (now + overhead + remaining, less submit).
+    fn waiting_rho(&self, now: SimTime, w: &Waiting, jobs: u128, gpus: u128) -> Rho {
+        let end = now + w.overhead + w.remaining;
+        self.rho_from(end.since(w.submit), w.duration, w.gpus, jobs, gpus)
+    }
+
+    fn rho_from(&self, shared: SimDuration, duration: u64, task_gpus: u32, jobs: u128, gpus: u128) -> Rho {
+        let shared = u128::from(shared.as_ms());
+        let duration = u128::from(duration.max(1));
         match self.t_id {
             TId::Alone => Rho { num: shared, den: duration },
             // T_id = duration x max(C, G x N) / C, so rho = T_sh x C / (duration x max(C, G x N)).
             TId::Share => {
-                let demand = u128::from(t.gpus) * jobs;
+                let demand = u128::from(task_gpus) * jobs;
                 Rho { num: shared * gpus, den: duration * demand.max(gpus) }
             }
         }
     }
 
+    /// Notes what a task that begins to wait (new, preempted, retrying) will need for its rho.
+    fn began_waiting(&mut self, view: &ClusterView<'_>, task: TaskId) {
+        if self.waits.len() <= task.index() {
+            self.waits.resize(task.index() + 1, None);
+        }
+        self.waits[task.index()] = Some(Waiting::of(view, task, self.source));
+    }
+
     fn round(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
-        let waiting: Vec<TaskId> = self.waiting.iter().map(|(_, t)| t).collect();
-        let running: Vec<TaskId> = self.running.iter().copied().collect();
+        let mut scratch = std::mem::take(&mut self.scratch);
         let (jobs, gpus) = match self.t_id {
             TId::Alone => (1, 1),
             TId::Share => {
-                let jobs: BTreeSet<JobId> = waiting.iter().chain(&running).map(|&t| view.task(t).job).collect();
+                let jobs = &mut scratch.jobs;
+                jobs.clear();
+                jobs.extend(self.waiting.iter().map(|(_, t)| view.task(t).job));
+                jobs.extend(self.running.keys().map(|&t| view.task(t).job));
+                jobs.sort_unstable();
+                jobs.dedup();
                 (jobs.len() as u128, u128::from(view.cluster().gpu_count()))
             }
         };
-        let mut ranked: Vec<(Rho, TaskId)> = waiting.iter().map(|&t| (self.rho(view, t, jobs, gpus), t)).collect();
-        ranked.sort_by(|a, b| b.0.cmp(a.0).then(a.1.cmp(&b.1)));
-        for (rank, &(_, t)) in ranked.iter().enumerate() {
-            self.waiting.insert(t, rank as Key, Shape::of(view.task(t)));
-        }
+        let ranked = &mut scratch.ranked;
+        ranked.clear();
+        let now = view.now();
+        ranked.extend(self.waiting.iter().map(|(_, t)| {
+            let rho = match self.waits.get(t.index()).copied().flatten() {
+                Some(w) => self.waiting_rho(now, &w, jobs, gpus),
+                None => self.rho(view, t, jobs, gpus),
+            };
+            debug_assert!(
+                rho.cmp(self.rho(view, t, jobs, gpus)) == Ordering::Equal,
+                "rho of {t} read when it began to wait"
+            );
+            (rho, t)
+        }));
+        // Ties break by task id: a total order, so an unstable sort gives the one answer.
+        ranked.sort_unstable_by(|a, b| b.0.cmp(a.0).then(a.1.cmp(&b.1)));
+        scratch.order.clear();
+        scratch.order.extend(ranked.iter().map(|&(_, t)| t));
+        self.waiting.rekey_in_order(&scratch.order);
         // Victims per pool, smallest rho first (ties: the latest task first).
-        let mut victims: Vec<Vec<(Rho, TaskId)>> = vec![Vec::new(); view.cluster().pools().len()];
+        let victims = &mut scratch.victims;
+        victims.resize_with(view.cluster().pools().len(), Vec::new);
+        victims.iter_mut().for_each(Vec::clear);
         // A task's lease runs from the end of its restart overhead: until it expires the task
         // is no victim, so every start makes at least one lease of progress; and it must have
         // saved some of it (a checkpoint in this attempt), or the attempt would be lost whole.
-        let now = view.now();
-        for &t in &running {
-            let task = view.task(t);
-            if task.run_start + task.overhead + self.lease > now || view.work_saved_this_attempt(t) == SimDuration::ZERO
-            {
+        for (&t, lease) in &self.running {
+            if lease.until > now || view.work_saved_this_attempt(t) == SimDuration::ZERO {
                 continue;
             }
-            if let Some(&gpu) = task.placed.first() {
-                victims[view.cluster().pool_of(gpu).index()].push((self.rho(view, t, jobs, gpus), t));
+            if let Some(pool) = lease.pool {
+                victims[pool.index()].push((self.rho(view, t, jobs, gpus), t));
             }
         }
-        for list in &mut victims {
-            list.sort_by(|a, b| a.0.cmp(b.0).then(b.1.cmp(&a.1)));
+        for list in victims.iter_mut() {
+            list.sort_unstable_by(|a, b| a.0.cmp(b.0).then(b.1.cmp(&a.1)));
         }
-        let mut used = vec![0usize; victims.len()];
-        for (rho, task) in ranked {
+        scratch.used.clear();
+        scratch.used.resize(victims.len(), 0);
+        for &(rho, task) in &scratch.ranked {
             if place_and_start(view, plan, self.placer, &mut self.waiting, task) != Placed::NoRoom {
                 continue; // started, or parked by its queue's quota
             }
-            if !self.preempt_for(view, plan, task, rho, &victims, &mut used) {
+            if !self.preempt_for(view, plan, task, rho, &scratch.victims, &mut scratch.used) {
                 break;
             }
         }
+        self.scratch = scratch;
     }
 
     /// Preempts running tasks of smaller rho than `rho` in one of `task`'s pools until it
@@ -271,7 +362,11 @@ impl Policy for Themis {
         for change in view.changes() {
             match *change {
                 Change::TaskStarted(t) if view.task(t).status == TaskStatus::Running => {
-                    self.running.insert(t);
+                    let task = view.task(t);
+                    // The lease runs from the end of the attempt's restart overhead.
+                    let until = task.run_start + task.overhead + self.lease;
+                    let pool = task.placed.first().map(|&gpu| view.cluster().pool_of(gpu));
+                    self.running.insert(t, Lease { until, pool });
                 }
                 Change::TaskStarted(t) | Change::TaskPreempted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => {
                     self.running.remove(&t);
@@ -280,6 +375,11 @@ impl Policy for Themis {
                 Change::JobEnded(job) => view.job(job).tasks().for_each(|t| {
                     self.running.remove(&t);
                 }),
+            }
+            match *change {
+                Change::TaskReady(t) | Change::TaskPreempted(t) => self.began_waiting(view, t),
+                Change::TaskFailed(t) if view.task(t).status.is_startable() => self.began_waiting(view, t),
+                _ => {}
             }
         }
         let now = view.now();

@@ -53,8 +53,11 @@
 //! Decision cost: O((changes + starts + preemptions + level changes) x log n) for the
 //! indexes, O(levels x shapes x log n) per start found; the one task per decision that
 //! triggers preemption walks the lower-priority running tasks of its pools (skipped at once
-//! when their GPU count could not make room); O(levels log levels) per job success in
-//! gittins mode. Multi-task jobs add O(tasks of the job) per change of that job.
+//! when their GPU count could not make room) lazily, lowest level first: tasks that
+//! checkpoint continuously risk no work and come in id order straight from the index, so
+//! the walk costs the victims it tries; only the interval-checkpointing tasks of a level it
+//! reaches are scored (`work_at_risk` changes with time) and sorted. O(levels log levels)
+//! per job success in gittins mode. Multi-task jobs add O(tasks of the job) per change of that job.
 
 use crate::params::{AVOID_FAILED, List, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{Placer, Shape};
@@ -107,38 +110,99 @@ struct JobInfo {
 }
 
 /// Running tasks (committed ones: started in an earlier decision) per pool and level.
+///
+/// Tasks that checkpoint continuously never have work at risk, so their victim order is
+/// their id order alone and they are kept apart from the others: walking victims then costs
+/// the victims tried, not the whole level (the level's interval-checkpointing tasks are
+/// still scored and sorted, as their risk changes with time).
 #[derive(Debug, Default)]
 struct RunningLevels {
-    sets: Vec<Vec<BTreeSet<TaskId>>>,
+    continuous: Vec<Vec<BTreeSet<TaskId>>>,
+    interval: Vec<Vec<BTreeSet<TaskId>>>,
     /// GPUs held per pool and level: a quick bound on what preempting a level frees.
     gpus: Vec<Vec<u64>>,
-    at: Vec<Option<(PoolId, usize, u32)>>,
+    at: Vec<Option<Entry>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    pool: PoolId,
+    level: usize,
+    gpus: u32,
+    continuous: bool,
 }
 
 impl RunningLevels {
-    fn insert(&mut self, task: TaskId, pool: PoolId, level: usize, gpus: u32, levels: usize) {
+    fn insert(&mut self, task: TaskId, pool: PoolId, level: usize, gpus: u32, continuous: bool, levels: usize) {
         self.remove(task);
-        if self.sets.len() <= pool.index() {
-            self.sets.resize_with(pool.index() + 1, || vec![BTreeSet::new(); levels]);
+        if self.gpus.len() <= pool.index() {
+            self.continuous.resize_with(pool.index() + 1, || vec![BTreeSet::new(); levels]);
+            self.interval.resize_with(pool.index() + 1, || vec![BTreeSet::new(); levels]);
             self.gpus.resize_with(pool.index() + 1, || vec![0; levels]);
         }
         if self.at.len() <= task.index() {
             self.at.resize(task.index() + 1, None);
         }
-        self.sets[pool.index()][level].insert(task);
+        self.set_of(pool, level, continuous).insert(task);
         self.gpus[pool.index()][level] += u64::from(gpus);
-        self.at[task.index()] = Some((pool, level, gpus));
+        self.at[task.index()] = Some(Entry { pool, level, gpus, continuous });
+    }
+
+    fn set_of(&mut self, pool: PoolId, level: usize, continuous: bool) -> &mut BTreeSet<TaskId> {
+        let sets = if continuous { &mut self.continuous } else { &mut self.interval };
+        &mut sets[pool.index()][level]
     }
 
     fn remove(&mut self, task: TaskId) {
-        if let Some((pool, level, gpus)) = self.at.get_mut(task.index()).and_then(Option::take) {
-            self.sets[pool.index()][level].remove(&task);
-            self.gpus[pool.index()][level] -= u64::from(gpus);
+        if let Some(e) = self.at.get_mut(task.index()).and_then(Option::take) {
+            self.set_of(e.pool, e.level, e.continuous).remove(&task);
+            self.gpus[e.pool.index()][e.level] -= u64::from(e.gpus);
         }
     }
 
-    fn level_of(&self, task: TaskId) -> Option<(PoolId, usize, u32)> {
+    fn entry(&self, task: TaskId) -> Option<Entry> {
         self.at.get(task.index()).copied().flatten()
+    }
+
+    /// Moves a running task to `level` (nothing if it is not running).
+    fn relevel(&mut self, task: TaskId, level: usize, levels: usize) {
+        if let Some(e) = self.entry(task) {
+            self.insert(task, e.pool, level, e.gpus, e.continuous, levels);
+        }
+    }
+
+    /// The running tasks of `level` in `pool` in victim order: least work at risk first,
+    /// ties the latest task first. Lazy over the continuously checkpointing tasks.
+    fn victims<'s>(&'s self, view: &ClusterView<'_>, pool: PoolId, level: usize) -> Victims<'s> {
+        let mut interval: Vec<(SimDuration, TaskId)> =
+            self.interval[pool.index()][level].iter().map(|&t| (view.work_at_risk(t), t)).collect();
+        interval.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        Victims {
+            continuous: self.continuous[pool.index()][level].iter().rev().peekable(),
+            interval: interval.into_iter().peekable(),
+        }
+    }
+}
+
+/// One level's victims: the continuous tasks (no work at risk, latest first) merged with the
+/// interval tasks sorted by (work at risk, latest first).
+struct Victims<'s> {
+    continuous: std::iter::Peekable<std::iter::Rev<std::collections::btree_set::Iter<'s, TaskId>>>,
+    interval: std::iter::Peekable<std::vec::IntoIter<(SimDuration, TaskId)>>,
+}
+
+impl Iterator for Victims<'_> {
+    type Item = (SimDuration, TaskId);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let interval_first = match (self.continuous.peek(), self.interval.peek()) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            // Continuous tasks risk nothing: an interval task goes first only at zero risk
+            // and a later id.
+            (Some(&&c), Some(&(risk, i))) => risk == SimDuration::ZERO && i > c,
+        };
+        if interval_first { self.interval.next() } else { self.continuous.next().map(|&t| (SimDuration::ZERO, t)) }
     }
 }
 
@@ -286,9 +350,7 @@ impl Tiresias {
                 if self.is_queued(t) {
                     self.enqueue(view, t);
                 }
-                if let Some((pool, _, gpus)) = self.running.level_of(t) {
-                    self.running.insert(t, pool, level, gpus, levels);
-                }
+                self.running.relevel(t, level, levels);
             }
         }
         // Each task holding GPUs adds its milli-GPUs to the rate once its restart overhead is
@@ -434,7 +496,8 @@ impl Tiresias {
                     {
                         self.set_holds(t, true);
                         let level = self.job(task.job).level;
-                        self.running.insert(t, view.cluster().pool_of(gpu), level, task.gpus, levels);
+                        let continuous = task.checkpoint == SimDuration::ZERO;
+                        self.running.insert(t, view.cluster().pool_of(gpu), level, task.gpus, continuous, levels);
                     }
                     self.touched.push(task.job);
                 }
@@ -482,34 +545,61 @@ impl Tiresias {
     /// `task` fits in one of its pools, and starts it there. Nothing changes if none works.
     fn preempt_for(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId, level: usize) -> bool {
         let shape = Shape::of(view.task(task));
-        let rank = self.rank[level];
+        // Taken out for the walk (restored below), so that victims are produced lazily while
+        // `try_start` changes the rest of the policy.
+        let running = std::mem::take(&mut self.running);
+        let started = self.preempt_in_pools(view, plan, task, level, shape, &running);
+        self.running = running;
+        let Some(preempted) = started else { return false };
+        for v in preempted {
+            self.running.remove(v);
+            self.set_holds(v, false);
+            self.enqueue(view, v);
+            self.touched.push(view.task(v).job);
+        }
+        true
+    }
+
+    /// `preempt_for`'s walk over the pools of `shape`: the victims preempted for `task` when
+    /// it started, `None` (and the plan unchanged) when no pool works.
+    fn preempt_in_pools(
+        &mut self,
+        view: &ClusterView<'_>,
+        plan: &mut Plan<'_>,
+        task: TaskId,
+        level: usize,
+        shape: Shape,
+        running: &RunningLevels,
+    ) -> Option<Vec<TaskId>> {
+        // The lower-priority levels, lowest first (a copy: at most 16 levels, no allocation).
+        let mut lower_levels = [0usize; 16];
+        let lower_count = self.order.len() - self.rank[level] - 1;
+        for (slot, &l) in lower_levels.iter_mut().zip(self.order.iter().rev()) {
+            *slot = l;
+        }
+        let lower_levels = &lower_levels[..lower_count];
         for pool in shape.pools.iter() {
-            let Some(sets) = self.running.sets.get(pool.index()) else { continue };
-            let lower = self.order[rank + 1..].iter().rev();
+            if running.gpus.get(pool.index()).is_none() {
+                continue;
+            }
+            let lower = lower_levels.iter();
             if !shape.is_share() {
-                let could_free: u64 = lower.clone().map(|&l| self.running.gpus[pool.index()][l]).sum();
+                let could_free: u64 = lower.clone().map(|&l| running.gpus[pool.index()][l]).sum();
                 if u64::from(plan.free().in_pool(pool)) + could_free < u64::from(shape.gpus) {
                     continue;
                 }
             }
             // Lowest-priority level first; within a level, the task that loses the least work
             // since its last checkpoint first (ties: the latest task), as quota reclaim does.
-            let victims: Vec<(SimDuration, TaskId)> = lower
-                .flat_map(|&l| {
-                    let mut in_level: Vec<_> = sets[l].iter().map(|&t| (view.work_at_risk(t), t)).collect();
-                    in_level.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-                    in_level
-                })
-                .collect();
+            let victims = lower.flat_map(|&l| running.victims(view, pool, l).map(move |(risk, t)| (l, risk, t)));
             let savepoint = plan.savepoint();
             let mut preempted = Vec::new();
-            for (at_risk, victim) in victims {
+            for (victim_level, at_risk, victim) in victims {
                 // A victim must have saved work in this attempt, so that no attempt is thrown
                 // away whole and promotions cannot make jobs preempt each other forever.
                 if plan.is_decided(victim) || view.work_saved_this_attempt(victim) == SimDuration::ZERO {
                     continue;
                 }
-                let victim_level = self.running.level_of(victim).map_or(0, |(_, l, _)| l);
                 let reason = format!(
                     "tiresias: level {victim_level} (attained service {} GPU-s) ranks below level {level} of {task}; \
                      loses {:.3} s of work since its last checkpoint, the least in its level",
@@ -521,18 +611,12 @@ impl Tiresias {
                 }
                 preempted.push(victim);
                 if shape.fits_in(pool, plan.free()) && self.try_start(view, plan, task).started().is_some() {
-                    for v in preempted {
-                        self.running.remove(v);
-                        self.set_holds(v, false);
-                        self.enqueue(view, v);
-                        self.touched.push(view.task(v).job);
-                    }
-                    return true;
+                    return Some(preempted);
                 }
             }
             plan.rollback(savepoint);
         }
-        false
+        None
     }
 }
 

@@ -19,9 +19,14 @@ pub type Key = u64;
 #[derive(Debug, Default)]
 pub struct WaitQueue {
     all: BTreeSet<(Key, TaskId)>,
-    by_shape: BTreeMap<Shape, BTreeSet<(Key, TaskId)>>,
-    /// Each queued task's key and shape, by dense task id.
-    entry: Vec<Option<(Key, Shape)>>,
+    /// Shapes seen, interned: a task's entry holds the shape's index, so inserting and
+    /// removing a task compares shapes once (to find the index), not on every tree descent.
+    shape_index: BTreeMap<Shape, usize>,
+    shapes: Vec<Shape>,
+    /// Queued tasks by shape index (a shape with none left keeps its empty set).
+    by_shape: Vec<BTreeSet<(Key, TaskId)>>,
+    /// Each queued task's key and shape index, by dense task id.
+    entry: Vec<Option<(Key, usize)>>,
     /// Parked tasks by queue, and each parked task's queue.
     parked: BTreeMap<QueueId, BTreeMap<TaskId, (Key, Shape)>>,
     parked_in: BTreeMap<TaskId, QueueId>,
@@ -34,14 +39,27 @@ impl WaitQueue {
         if self.entry.len() <= task.index() {
             self.entry.resize(task.index() + 1, None);
         }
-        self.entry[task.index()] = Some((key, shape));
+        let index = self.intern(shape);
+        self.entry[task.index()] = Some((key, index));
         self.all.insert((key, task));
-        self.by_shape.entry(shape).or_default().insert((key, task));
+        self.by_shape[index].insert((key, task));
+    }
+
+    fn intern(&mut self, shape: Shape) -> usize {
+        if let Some(&index) = self.shape_index.get(&shape) {
+            return index;
+        }
+        let index = self.shapes.len();
+        self.shape_index.insert(shape, index);
+        self.shapes.push(shape);
+        self.by_shape.push(BTreeSet::new());
+        index
     }
 
     /// Sets `task` aside until its queue `queue` has room again (`unpark`).
     pub fn park(&mut self, task: TaskId, queue: QueueId) {
-        let Some((key, shape)) = self.entry.get(task.index()).copied().flatten() else { return };
+        let Some((key, index)) = self.entry.get(task.index()).copied().flatten() else { return };
+        let shape = self.shapes[index];
         self.remove(task);
         self.parked.entry(queue).or_default().insert(task, (key, shape));
         self.parked_in.insert(task, queue);
@@ -49,6 +67,9 @@ impl WaitQueue {
 
     /// Puts back in order every task parked for `queue`.
     pub fn unpark(&mut self, queue: QueueId) {
+        if self.parked.is_empty() {
+            return;
+        }
         for (task, (key, shape)) in self.parked.remove(&queue).unwrap_or_default() {
             self.parked_in.remove(&task);
             self.insert(task, key, shape);
@@ -57,21 +78,33 @@ impl WaitQueue {
 
     /// Removes `task` if queued or parked.
     pub fn remove(&mut self, task: TaskId) {
-        if let Some(queue) = self.parked_in.remove(&task)
+        if !self.parked_in.is_empty()
+            && let Some(queue) = self.parked_in.remove(&task)
             && let Some(set) = self.parked.get_mut(&queue)
         {
             set.remove(&task);
         }
-        let Some((key, shape)) = self.entry.get_mut(task.index()).and_then(Option::take) else {
+        let Some((key, index)) = self.entry.get_mut(task.index()).and_then(Option::take) else {
             return;
         };
         self.all.remove(&(key, task));
-        if let Some(set) = self.by_shape.get_mut(&shape) {
-            set.remove(&(key, task));
-            if set.is_empty() {
-                self.by_shape.remove(&shape);
-            }
+        self.by_shape[index].remove(&(key, task));
+    }
+
+    /// Gives every task in order (parked ones excepted), which must be exactly those,
+    /// the keys 0, 1, 2, ... in `order`: the bulk form of `insert` for a policy that ranks
+    /// its whole queue anew (themis' rounds). The trees are built from sorted runs, O(n),
+    /// instead of a removal and an insertion in each tree per task.
+    pub fn rekey_in_order(&mut self, order: &[TaskId]) {
+        debug_assert!(order.len() == self.all.len(), "rekey_in_order takes every queued task");
+        let mut per_shape: Vec<Vec<(Key, TaskId)>> = vec![Vec::new(); self.shapes.len()];
+        for (rank, &task) in order.iter().enumerate() {
+            let (key, index) = self.entry[task.index()].as_mut().expect("only queued tasks are re-keyed");
+            *key = rank as Key;
+            per_shape[*index].push((rank as Key, task));
         }
+        self.all = order.iter().enumerate().map(|(rank, &task)| (rank as Key, task)).collect();
+        self.by_shape = per_shape.into_iter().map(BTreeSet::from_iter).collect();
     }
 
     /// The first task in key order.
@@ -84,14 +117,20 @@ impl WaitQueue {
         self.all.iter().copied()
     }
 
-    /// The first task in key order among those whose shape fits the free GPUs now.
     /// The first task of each shape in key order (shapes in their own order), with its shape:
     /// what a policy that scores shapes differently at each decision (data locality) compares.
     pub fn shape_heads(&self) -> impl Iterator<Item = (Shape, Key, TaskId)> + '_ {
-        self.by_shape.iter().filter_map(|(&shape, set)| set.first().map(|&(key, task)| (shape, key, task)))
+        self.shape_index
+            .iter()
+            .filter_map(|(&shape, &index)| self.by_shape[index].first().map(|&(key, task)| (shape, key, task)))
     }
 
+    /// The first task in key order among those whose shape fits the free GPUs now.
     pub fn first_fitting(&self, free: &FreeGpus) -> Option<(Key, TaskId)> {
-        self.by_shape.iter().filter(|(shape, _)| shape.fits(free)).filter_map(|(_, set)| set.first().copied()).min()
+        self.by_shape
+            .iter()
+            .zip(&self.shapes)
+            .filter_map(|(set, &shape)| set.first().filter(|_| shape.fits(free)).copied())
+            .min()
     }
 }

@@ -106,6 +106,28 @@ fn tiresias_preempts_the_victim_that_loses_least_within_a_level() {
 }
 
 #[test]
+fn tiresias_orders_continuous_and_interval_victims_by_work_at_risk_then_latest() {
+    // 1 node x 4 GPUs, threshold 10 GPU-s. a (2 GPUs, 100 s) checkpoints continuously (its
+    // own interval 0), b (2 GPUs, 100 s, at 5) every 10 s of work (the run's default); both
+    // are at level 1 by 10. c (2 GPUs, 10 s, level 0) needs one of them.
+    let jobs = |c_at: u64| {
+        let mut a = job("a", 0, 2, 100);
+        a.tasks[0].checkpoint = Some(sim::SimDuration::ZERO);
+        vec![a, job("b", 5, 2, 100), job("c", c_at, 2, 10)]
+    };
+    let spec = "tiresias[thresholds=10]";
+    // c at 30: b has done 25 s, saved 20 (5 at risk); a risks nothing and goes first. c
+    // 30..40; a resumes with 70 s left, 40..110; b 5..105.
+    let r = run_with(spec, cluster(&[(1, 4, "A")]), jobs(30), checkpoints_every(10));
+    assert_eq!(schedule(&r), sched(&[("a", 0, 110), ("b", 5, 105), ("c", 30, 40)]));
+    // c at 35: b has done 30 s, all saved: both risk nothing and the latest task, b, goes.
+    // c 35..45; b resumes with 70 s left, 45..115; a 0..100.
+    let r = run_with(spec, cluster(&[(1, 4, "A")]), jobs(35), checkpoints_every(10));
+    assert_eq!(schedule(&r), sched(&[("a", 0, 100), ("b", 5, 115), ("c", 35, 45)]));
+    assert_eq!(preemptions(&r), vec![0, 1, 0]);
+}
+
+#[test]
 fn tiresias_gittins_orders_levels_by_the_sizes_seen() {
     // 1 GPU, threshold 10 GPU-s (levels [0, 10) and [10, inf)). j (1 GPU, 12 s) runs 0..12 and
     // is the only job seen to finish: size 12, level 1. Gittins index of level 0:
