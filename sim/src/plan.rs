@@ -141,6 +141,9 @@ impl<'a> Plan<'a> {
     }
     /// Whether `task` may start now as far as its queue's quota goes (GPUs aside).
     pub fn quota_allows(&self, task: TaskId) -> bool {
+        if self.queues.is_empty() {
+            return true; // no queues, no quotas: and the task's state stays unread
+        }
         let t = &self.tasks[task.index()];
         self.quota.check(self.queues, self.job_queue[t.job.index()], t).is_ok()
     }
