@@ -4,16 +4,25 @@
 //! `SCHEDLAB_BENCH_10M=1` adds 10M jobs on 100,000 GPUs (about a minute and several GB).
 //!
 //! `cargo bench --bench scaling` prints the time per run (divan) and then, for each size, the
-//! peak resident memory of one more run and its bytes per job (Linux: the VmHWM of /proc/self/status,
-//! reset through /proc/self/clear_refs before the run; elsewhere it says so). Each run is the
+//! peak resident memory of one more run in a process of its own and its bytes per job (Linux:
+//! the VmHWM of /proc/self/status; elsewhere it says so). Each run is the
 //! simulation and its summary, as `schedlab simulate` without --out does them.
 
 use sim::{Cluster, ControllerConfig, Workload};
 
 fn main() {
+    if let Some(jobs) = std::env::var("SCHEDLAB_SCALING_ONE").ok().and_then(|v| v.parse().ok()) {
+        return report_peak_memory(jobs);
+    }
     divan::main();
+    // Each size's memory in a fresh process: memory freed by earlier runs stays resident in
+    // this one, and would be counted again.
     for jobs in sizes() {
-        report_peak_memory(jobs);
+        let me = std::env::current_exe().expect("the bench knows its own path");
+        let status = std::process::Command::new(me).env("SCHEDLAB_SCALING_ONE", jobs.to_string()).status();
+        if !status.as_ref().is_ok_and(|s| s.success()) {
+            eprintln!("{jobs} jobs: the memory run failed ({status:?})");
+        }
     }
 }
 
@@ -46,16 +55,14 @@ fn fifo_at_110_percent(bencher: divan::Bencher, jobs: usize) {
     bencher.with_inputs(|| scenario(jobs)).bench_values(|(c, w)| run(c, w));
 }
 
-/// One run after divan's, its peak resident memory printed (the workload's generation
+/// One run in this process, its peak resident memory printed (the workload's generation
 /// included: it is part of what `schedlab simulate` holds).
 fn report_peak_memory(jobs: usize) {
-    if std::fs::write("/proc/self/clear_refs", "5").is_err() {
-        eprintln!("{jobs} jobs: peak memory not measured (needs Linux's /proc/self/clear_refs)");
-        return;
-    }
     let (cluster, workload) = scenario(jobs);
     let summary = run(cluster, workload);
-    let peak_kib = peak_rss_kib().unwrap_or(0);
+    let Some(peak_kib) = peak_rss_kib() else {
+        return eprintln!("{jobs} jobs: peak memory not measured (needs Linux's /proc/self/status)");
+    };
     eprintln!(
         "{jobs} jobs: peak RSS {:.0} MB, {:.0} bytes per job ({} events)",
         peak_kib as f64 / 1024.0,
