@@ -39,6 +39,13 @@ use std::time::{Duration, Instant};
 /// The largest request body taken.
 pub const MAX_BODY: usize = 1 << 20;
 
+/// What a lingering close reads away at most: a whole refused body of the largest size a
+/// request may have (and TLS's framing of it), which a client that does not wait for the
+/// answer has sent before it reads. It was 64 KiB, and a client that had sent 256 KiB of a
+/// refused body was reset before it could read its 413 (tls.rs's test of an answer given before
+/// the client is done sending failed now and then).
+const LINGER_DRAIN: usize = 2 * MAX_BODY;
+
 /// The largest request head (request line and headers) taken.
 pub const MAX_HEAD: usize = 16 * 1024;
 
@@ -245,13 +252,13 @@ pub(crate) fn is_fatal(e: &std::io::Error) -> bool {
 /// Closes after an answer to a request whose rest was not read. Closing a socket with unread
 /// bytes makes the kernel reset the connection, which can destroy the answer before the client
 /// reads it; so first end our side, then read away (and drop) what the client still sends, up
-/// to 64 KiB or `linger`, as web servers do (a "lingering close").
+/// to [`LINGER_DRAIN`] or `linger`, as web servers do (a "lingering close").
 pub(crate) fn close_gently(stream: &mut TcpStream, linger: Duration) {
     let _ = stream.shutdown(std::net::Shutdown::Write);
     let deadline = Instant::now() + linger;
-    let mut sink = [0u8; 4096];
+    let mut sink = [0u8; 16 * 1024];
     let mut drained = 0;
-    while drained < 64 * 1024 {
+    while drained < LINGER_DRAIN {
         let wait = deadline.saturating_duration_since(Instant::now());
         if wait.is_zero() || stream.set_read_timeout(Some(wait)).is_err() {
             return;
