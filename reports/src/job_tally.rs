@@ -3,7 +3,7 @@
 //! run in job order, as the metric definitions in `summary.rs` state them.
 
 use crate::fairness::rho;
-use crate::training::{ettr, interruptions};
+use crate::training::{ettr, interruptions, span_ms};
 use sim::{JobOutcome, JobRecord, SimTime};
 
 #[derive(Debug, Default)]
@@ -60,11 +60,11 @@ impl JobTally {
         self.lag += u128::from(job.lost_lag_mgpu_ms);
         self.overhead += u128::from(job.lost_overhead_mgpu_ms);
         self.checkpointing += u128::from(job.lost_checkpoint_mgpu_ms);
-        if let (Some(e), Some(start), Some(end)) = (ettr(job), job.first_start, job.end) {
+        if let (Some(e), Some(span)) = (ettr(job), span_ms(job)) {
             self.ettr_sum += e;
             self.ettr_jobs += 1;
             self.productive += u128::from(job.productive_mgpu_ms);
-            self.held += u128::from(end.since(start).as_ms()) * u128::from(job.mgpus);
+            self.held += u128::from(span) * u128::from(job.mgpus);
         }
         self.interruptions += u64::from(interruptions(job));
         self.dag_jobs += u64::from(job.critical_path_ms.is_some());

@@ -13,7 +13,7 @@
 use sim::JobRecord;
 
 /// `(first start, end)` in ms, for a job that started and ended.
-fn span_ms(job: &JobRecord) -> Option<u64> {
+pub(crate) fn span_ms(job: &JobRecord) -> Option<u64> {
     Some(job.end?.since(job.first_start?).as_ms())
 }
 

@@ -287,9 +287,6 @@ impl Controller {
     /// Call before anything arrives. An error names a task reading a dataset not defined.
     pub fn with_datasets(mut self, datasets: crate::data::Datasets) -> Result<Controller, String> {
         assert!(self.stats.first_submit.is_none(), "datasets are set before the run starts");
-        if datasets.is_empty() {
-            return Ok(self); // every task's dataset is already none
-        }
         for (t, dataset) in self.tasks.iter_mut().zip(datasets.assign(&self.workload)?) {
             t.dataset = dataset;
         }

@@ -2,9 +2,11 @@
 //! Controller: the same decisions as a Controller built with every job from the start, and
 //! clear refusals of jobs that cannot join.
 
+mod common;
+
 use sim::{
-    Cluster, ClusterSpec, Controller, ControllerConfig, Effect, JobId, JobSpec, Plan, Policy, PoolSpec, QueueSpec,
-    Queues, SimDuration, SimTime, TaskId, TaskSpec, Workload,
+    Cluster, Controller, ControllerConfig, Effect, JobId, JobSpec, Plan, Policy, QueueSpec, Queues, SimDuration,
+    SimTime, TaskId, TaskSpec, Workload,
 };
 
 /// Starts waiting tasks in id order on the first free GPUs (enough to make decisions).
@@ -38,15 +40,7 @@ impl Policy for FirstFree {
 }
 
 fn cluster() -> Cluster {
-    let pool = PoolSpec {
-        name: "A".into(),
-        gpu_type: "A".into(),
-        nodes: 1,
-        gpus_per_node: 2,
-        nodes_per_rack: 0,
-        speed_milli: 1000,
-    };
-    Cluster::new(&ClusterSpec { pools: vec![pool] }).unwrap()
+    common::one_node_of_two_gpus()
 }
 
 fn job(name: &str, submit_s: u64, gpus: u32, work_s: u64, queue: Option<&str>) -> JobSpec {

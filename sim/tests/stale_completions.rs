@@ -3,10 +3,9 @@
 //! clock gets, so a run that ends with stale completions left must still end where popping
 //! them would have: at the last of them, or at the horizon if one lies past it.
 
-use sim::{
-    Cluster, ClusterSpec, ControllerConfig, JobSpec, Plan, Policy, PoolSpec, Scenario, SimDuration, SimTime, TaskId,
-    TaskStatus, Workload,
-};
+mod common;
+
+use sim::{ControllerConfig, JobSpec, Plan, Policy, Scenario, SimDuration, SimTime, TaskId, TaskStatus, Workload};
 
 /// At each decision point, preempts every running task and starts every task that has never
 /// run on free GPUs; a preempted task never runs again.
@@ -36,15 +35,7 @@ impl Policy for StartThenDrop {
 /// last job alone completes, at 1,999 + 10,000 s, and the run then runs out of events with
 /// job 0's stale completion (at 1,000,000 s) purged long before.
 fn run(horizon: SimDuration) -> sim::RunResult {
-    let pool = PoolSpec {
-        name: "A".into(),
-        gpu_type: "A".into(),
-        nodes: 1,
-        gpus_per_node: 2,
-        nodes_per_rack: 0,
-        speed_milli: 1000,
-    };
-    let cluster = Cluster::new(&ClusterSpec { pools: vec![pool] }).unwrap();
+    let cluster = common::one_node_of_two_gpus();
     let jobs = (0..2_000u64)
         .map(|i| {
             let work = if i == 0 { 1_000_000 } else { 10_000 };
