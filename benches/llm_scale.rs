@@ -7,7 +7,8 @@
 //! - `mixed_100k_gpus`: 200,000 jobs on 12,500 x 8 = 100,000 GPUs: the synthetic workload
 //!   (load 0.8) with 40 giant jobs of 4,096 to 16,384 GPUs among them, under the same failures.
 //!
-//! Peak memory: README's Speed section gives the GNU time command.
+//! Time only: peak memory of a whole run is measured as docs/performance.md shows (GNU time
+//! around `schedlab simulate`).
 
 use sim::{Cluster, ControllerConfig, FailureConfig, JobSpec, Scenario, SimDuration, SimTime, Workload};
 use traces::{FailureSpec, Failures};
