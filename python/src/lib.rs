@@ -1,0 +1,116 @@
+//! `schedlab._native`: what the Python package (python/schedlab/__init__.py) calls. Runs
+//! release the GIL; a Python policy takes it back for each `decide` call.
+
+mod call;
+mod interim;
+mod plan;
+mod policy;
+mod run;
+mod view;
+
+use policy::PyPolicy;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+create_exception!(
+    schedlab,
+    PlanError,
+    PyValueError,
+    "A decision the Plan refused: the rule it broke, with the task or job named."
+);
+create_exception!(
+    schedlab,
+    RunError,
+    PyRuntimeError,
+    "A run that could not be set up or did not finish: bad settings, a bad trace, or an exception raised by a Python \
+     policy (its traceback in the message)."
+);
+
+/// Runs the RunSpec spelled by `spec_json`, with `policy` (a Python object with
+/// `decide(view, plan)`, named `policy_name` in the run) in place of the spec's policy when
+/// given. Returns summary.json, jobs.csv, tasks.csv and timeseries.csv as bytes, and the digest.
+#[pyfunction]
+#[pyo3(signature = (spec_json, policy = None, policy_name = None))]
+fn simulate<'py>(
+    py: Python<'py>,
+    spec_json: &str,
+    policy: Option<Bound<'py, PyAny>>,
+    policy_name: Option<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let spec = run::parse_spec(spec_json)?;
+    let outcome = match policy {
+        None => py.detach(|| spec.run()).map_err(|e| RunError::new_err(e.to_string()))?,
+        Some(object) => {
+            let name = policy_name.unwrap_or_else(|| "python".to_string());
+            let mut policy = PyPolicy::new(&object, name)?;
+            let outcome = py.detach(|| spec.run_with_policy(&mut policy));
+            if let Some(error) = policy.error() {
+                return Err(RunError::new_err(format!(
+                    "policy {}: decide raised an exception:\n{error}",
+                    policy_name_of(&policy)
+                )));
+            }
+            outcome.map_err(|e| RunError::new_err(e.to_string()))?
+        }
+    };
+    let tables = run::tables(&outcome)?;
+    let out = PyDict::new(py);
+    out.set_item("summary", PyBytes::new(py, &tables.summary_json))?;
+    out.set_item("jobs", PyBytes::new(py, &tables.jobs_csv))?;
+    out.set_item("tasks", PyBytes::new(py, &tables.tasks_csv))?;
+    out.set_item("timeseries", PyBytes::new(py, &tables.timeseries_csv))?;
+    out.set_item("digest", tables.digest)?;
+    Ok(out)
+}
+
+fn policy_name_of(policy: &PyPolicy) -> &str {
+    sim::Policy::name(policy)
+}
+
+/// Runs every RunSpec of `specs_json` in parallel (the GIL released), on `threads` threads or
+/// rayon's default. Returns sweep.csv as bytes.
+#[pyfunction]
+#[pyo3(signature = (specs_json, threads = None))]
+fn sweep<'py>(py: Python<'py>, specs_json: Vec<String>, threads: Option<usize>) -> PyResult<Bound<'py, PyBytes>> {
+    let specs = specs_json.iter().map(|json| run::parse_spec(json)).collect::<PyResult<Vec<_>>>()?;
+    let csv = py.detach(|| run::sweep(&specs, threads)).map_err(RunError::new_err)?;
+    Ok(PyBytes::new(py, &csv))
+}
+
+/// Reads a trace with the importer for `format`: its tasks as a canonical jobs.csv (bytes), its
+/// cluster as cluster.csv (bytes, or None), and the importer's notes.
+#[pyfunction]
+fn read_trace<'py>(py: Python<'py>, path: std::path::PathBuf, format: &str) -> PyResult<Bound<'py, PyDict>> {
+    let format: traces::Format = format.parse().map_err(|e: traces::TraceError| RunError::new_err(e.to_string()))?;
+    let trace = py.detach(|| traces::load(&path, format)).map_err(|e| RunError::new_err(e.to_string()))?;
+    let mut jobs = Vec::new();
+    traces::write_jobs_csv(&trace.workload, &mut jobs).map_err(|e| RunError::new_err(e.to_string()))?;
+    let out = PyDict::new(py);
+    out.set_item("tasks", PyBytes::new(py, &jobs))?;
+    let cluster = match &trace.cluster {
+        Some(spec) => {
+            let mut csv = Vec::new();
+            traces::write_cluster_csv(spec, &mut csv).map_err(|e| RunError::new_err(e.to_string()))?;
+            Some(PyBytes::new(py, &csv))
+        }
+        None => None,
+    };
+    out.set_item("cluster", cluster)?;
+    out.set_item("notes", trace.notes.clone())?;
+    Ok(out)
+}
+
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    module.add_function(wrap_pyfunction!(simulate, module)?)?;
+    module.add_function(wrap_pyfunction!(sweep, module)?)?;
+    module.add_function(wrap_pyfunction!(read_trace, module)?)?;
+    module.add_class::<view::View>()?;
+    module.add_class::<plan::PlanHandle>()?;
+    module.add("PlanError", py.get_type::<PlanError>())?;
+    module.add("RunError", py.get_type::<RunError>())?;
+    Ok(())
+}
