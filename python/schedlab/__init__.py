@@ -31,7 +31,7 @@ __all__ = ["simulate", "sweep", "read_trace", "Run", "Trace", "View", "Plan", "P
 
 # Columns that are names, never numbers, whatever they look like (`1`, `007`): in run tables,
 # and in a canonical trace (where job_id and task_id are the trace's names).
-_NAMES = ("name", "task", "queue", "gpu_type", "policy", "spec", "trace", "digest", "reason")
+_NAMES = ("name", "job", "task", "queue", "gpu_type", "policy", "spec", "trace", "digest", "reason")
 _TRACE_NAMES = _NAMES + ("job_id", "task_id", "depends_on", "dataset", "speeds")
 
 
@@ -122,9 +122,9 @@ def simulate(
 def sweep(
     runs: Iterable[dict[str, Any]] | None = None,
     *,
-    traces: Iterable[Any] = (None,),
-    policies: Iterable[str] = ("fifo",),
-    seeds: Iterable[int] = (0,),
+    traces: Iterable[Any] | None = None,
+    policies: Iterable[str] | None = None,
+    seeds: Iterable[int] | None = None,
     threads: int | None = None,
     **settings: Any,
 ) -> pl.DataFrame:
@@ -132,12 +132,14 @@ def sweep(
     with the columns of `schedlab sweep`'s sweep.csv: run, trace, spec, seed, then the summary.
 
     Either `runs`, a list of dicts of `simulate`'s keywords (`settings` fill in what a dict
-    leaves out), or the grid of `traces` x `policies` x `seeds` with `settings` for everything
-    else. Policies are spec strings: a Python policy cannot run in parallel threads (the GIL
+    leaves out), or the grid of the `traces` x `policies` x `seeds` given, with `settings` for
+    everything else (runs in that order: the last axis varies fastest). Policies are spec strings: a Python policy cannot run in parallel threads (the GIL
     would serialize it and one object would be shared by every run), so run those with
     `simulate`."""
     if runs is None:
-        runs = [dict(trace=t, policy=p, seed=s) for t, p, s in itertools.product(traces, policies, seeds)]
+        given = (("trace", traces), ("policy", policies), ("seed", seeds))
+        axes = {key: list(values) for key, values in given if values is not None}
+        runs = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
     specs = []
     for index, run in enumerate(runs):
         run = dict(settings, **run)

@@ -92,7 +92,8 @@ impl PyPolicy {
 /// causes, the message), or its bare message if even that fails.
 fn as_python_prints(py: Python<'_>, error: &PyErr) -> String {
     let formatted = (|| -> PyResult<String> {
-        let lines = py.import("traceback")?.call_method1("format_exception", (error.value(py),))?;
+        let (kind, value, traceback) = (error.get_type(py), error.value(py), error.traceback(py));
+        let lines = py.import("traceback")?.call_method1("format_exception", (kind, value, traceback))?;
         Ok(lines.extract::<Vec<String>>()?.concat())
     })();
     formatted.unwrap_or_else(|_| error.to_string())
