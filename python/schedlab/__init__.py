@@ -38,14 +38,17 @@ _TRACE_NAMES = _NAMES + ("job_id", "task_id", "depends_on", "dataset", "speeds")
 @dataclass(frozen=True)
 class Run:
     """One run's results: `summary` (summary.json as a dict), `jobs`, `tasks` and `timeseries`
-    (jobs.csv, tasks.csv, timeseries.csv as polars DataFrames; `.to_pandas()` for pandas)
-    and the digest of its decisions."""
+    (jobs.csv, tasks.csv, timeseries.csv as polars DataFrames; `.to_pandas()` for pandas),
+    `decisions` (decisions.csv, with `decisions=True`; else None), the digest of its
+    decisions, and the trace importer's `notes` (what it left out or does not model)."""
 
     summary: dict
     jobs: pl.DataFrame
     tasks: pl.DataFrame
     timeseries: pl.DataFrame
+    decisions: pl.DataFrame | None
     digest: str
+    notes: list[str]
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,9 @@ def simulate(
         jobs=_frame(out["jobs"]),
         tasks=_frame(out["tasks"]),
         timeseries=_frame(out["timeseries"]),
+        decisions=_frame(out["decisions"]) if out["decisions"] is not None else None,
         digest=out["digest"],
+        notes=list(out["notes"]),
     )
 
 

@@ -2,10 +2,9 @@
 //! release the GIL; a Python policy takes it back for each `decide` call.
 
 mod call;
-mod interim;
 mod plan;
 mod policy;
-mod run;
+mod runs;
 mod view;
 
 use policy::PyPolicy;
@@ -30,7 +29,8 @@ create_exception!(
 
 /// Runs the RunSpec spelled by `spec_json`, with `policy` (a Python object with
 /// `decide(view, plan)`, named `policy_name` in the run) in place of the spec's policy when
-/// given. Returns summary.json, jobs.csv, tasks.csv and timeseries.csv as bytes, and the digest.
+/// given. Returns summary.json, jobs.csv, tasks.csv, timeseries.csv (and decisions.csv when
+/// the spec keeps decisions) as bytes, and the trace's notes.
 #[pyfunction]
 #[pyo3(signature = (spec_json, policy = None, policy_name = None))]
 fn simulate<'py>(
@@ -39,34 +39,30 @@ fn simulate<'py>(
     policy: Option<Bound<'py, PyAny>>,
     policy_name: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let spec = run::parse_spec(spec_json)?;
-    let outcome = match policy {
-        None => py.detach(|| spec.run()).map_err(|e| RunError::new_err(e.to_string()))?,
+    let spec = runs::parse_spec(spec_json)?;
+    let (outcome, notes) = match policy {
+        None => py.detach(|| runs::simulate(&spec, None)),
         Some(object) => {
-            let name = policy_name.unwrap_or_else(|| "python".to_string());
-            let mut policy = PyPolicy::new(&object, name)?;
-            let outcome = py.detach(|| spec.run_with_policy(&mut policy));
+            let mut policy = PyPolicy::new(&object, policy_name.unwrap_or_else(|| "python".to_string()))?;
+            let ran = py.detach(|| runs::simulate(&spec, Some(&mut policy)));
             if let Some(error) = policy.error() {
-                return Err(RunError::new_err(format!(
-                    "policy {}: decide raised an exception:\n{error}",
-                    policy_name_of(&policy)
-                )));
+                let name = sim::Policy::name(&policy);
+                return Err(RunError::new_err(format!("policy {name}: decide raised an exception:\n{error}")));
             }
-            outcome.map_err(|e| RunError::new_err(e.to_string()))?
+            ran
         }
-    };
-    let tables = run::tables(&outcome)?;
+    }
+    .map_err(RunError::new_err)?;
+    let tables = py.detach(|| runs::tables(&outcome, spec.decisions)).map_err(RunError::new_err)?;
     let out = PyDict::new(py);
     out.set_item("summary", PyBytes::new(py, &tables.summary_json))?;
     out.set_item("jobs", PyBytes::new(py, &tables.jobs_csv))?;
     out.set_item("tasks", PyBytes::new(py, &tables.tasks_csv))?;
     out.set_item("timeseries", PyBytes::new(py, &tables.timeseries_csv))?;
-    out.set_item("digest", tables.digest)?;
+    out.set_item("decisions", tables.decisions_csv.map(|csv| PyBytes::new(py, &csv)))?;
+    out.set_item("digest", &outcome.summary.digest)?;
+    out.set_item("notes", notes)?;
     Ok(out)
-}
-
-fn policy_name_of(policy: &PyPolicy) -> &str {
-    sim::Policy::name(policy)
 }
 
 /// Runs every RunSpec of `specs_json` in parallel (the GIL released), on `threads` threads or
@@ -74,8 +70,8 @@ fn policy_name_of(policy: &PyPolicy) -> &str {
 #[pyfunction]
 #[pyo3(signature = (specs_json, threads = None))]
 fn sweep<'py>(py: Python<'py>, specs_json: Vec<String>, threads: Option<usize>) -> PyResult<Bound<'py, PyBytes>> {
-    let specs = specs_json.iter().map(|json| run::parse_spec(json)).collect::<PyResult<Vec<_>>>()?;
-    let csv = py.detach(|| run::sweep(&specs, threads)).map_err(RunError::new_err)?;
+    let specs = specs_json.iter().map(|json| runs::parse_spec(json)).collect::<PyResult<Vec<_>>>()?;
+    let csv = py.detach(|| runs::sweep(&specs, threads)).map_err(RunError::new_err)?;
     Ok(PyBytes::new(py, &csv))
 }
 

@@ -31,6 +31,14 @@ def test_the_tables_have_the_reports_columns_and_the_runs_values(small_trace):
     assert run.tasks.height == 0  # tasks.csv lists the tasks of jobs with several
 
 
+def test_the_decision_log_comes_when_asked(small_trace):
+    assert schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER).decisions is None
+    run = schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, decisions=True)
+    starts = run.decisions.filter(kind="start")
+    assert starts["time_s"].to_list() == [0.0, 100.0, 150.0, 150.0]
+    assert starts["gpus"].to_list() == ["0 1 2 3", "0 1 2 3 4 5 6 7", "0 1", "2"]
+
+
 def test_a_python_policy_is_named_by_its_file_and_class_or_name(small_trace):
     assert schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, policy=Fifo).summary["policy"] == "fifo.py:Fifo"
 
