@@ -101,3 +101,12 @@ def test_read_trace_reports_a_bad_trace_in_the_users_words(tmp_path):
     path.write_text("job_id,submit_s,duration_s,gpus\na,0,100,four\n")
     with pytest.raises(schedlab.RunError, match="gpus"):
         schedlab.read_trace(path)
+
+
+def test_out_writes_the_runs_files_as_simulate_out_does(small_trace, tmp_path):
+    run = schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, out=tmp_path / "run", decisions=True)
+    written = sorted(p.name for p in (tmp_path / "run").iterdir())
+    assert written == [
+        "decisions.csv", "jobs.csv", "queue_metrics.csv", "queue_timeseries.csv", "summary.json", "timeseries.csv",
+    ]  # fmt: skip
+    assert (tmp_path / "run" / "jobs.csv").read_bytes().decode().splitlines()[0] == ",".join(run.jobs.columns)
