@@ -9,6 +9,7 @@ use crate::view::{checked_job, checked_task, describe_task};
 use policies::{Placement, Placer, Shape};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use rand::RngExt;
 use sim::{ClusterView, GpuId, NodeId, Savepoint, SimDuration, SimTime};
 use std::sync::Mutex;
 
@@ -113,6 +114,12 @@ impl PlanHandle {
     /// Whether the task's queue quota lets it start now (GPUs aside).
     fn quota_allows(&self, task_id: u32) -> PyResult<bool> {
         self.call.with(|view, plan| Ok(plan.quota_allows(checked_task(view, task_id)?)))
+    }
+
+    /// A number in [0, 1) from the policy's own random stream ("policy:<name>" under the run
+    /// seed): the one randomness that keeps a run reproducible.
+    fn random(&self) -> PyResult<f64> {
+        self.call.with(|_, plan| Ok(plan.rng().random::<f64>()))
     }
 
     /// A point to roll this plan back to (an integer, good for this call).

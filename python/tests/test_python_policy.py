@@ -1,4 +1,5 @@
-"""A Python policy meets the same validating Plan as a Rust one, and its mistakes come back as
+"""A Python policy sees the same view and meets the same validating Plan as a Rust one; its
+mistakes come back as
 Python errors: the Plan's reason with the task named, a traceback, never a crash."""
 
 import pytest
@@ -58,7 +59,7 @@ def test_an_exception_in_decide_surfaces_as_a_python_traceback(small_trace):
     with pytest.raises(schedlab.RunError) as raised:
         schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, policy=Explodes())
     message = str(raised.value)
-    assert message.startswith("policy test_policy_errors.py:Explodes: decide raised an exception:\n")
+    assert message.startswith("policy test_python_policy.py:Explodes: decide raised an exception:\n")
     assert "Traceback (most recent call last)" in message
     assert ", in explode\n" in message
     assert message.rstrip().endswith("ZeroDivisionError: division by zero")
@@ -115,3 +116,25 @@ def test_a_bad_id_is_an_index_error_naming_the_range(small_trace):
 def test_an_object_without_decide_is_refused(small_trace):
     with pytest.raises(TypeError, match="no decide"):
         schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, policy=object())
+
+
+class Draws(Fifo):
+    def __init__(self):
+        super().__init__()
+        self.draws = []
+
+    def decide(self, view, plan):
+        self.draws.append(plan.random())
+        super().decide(view, plan)
+
+
+def test_the_policys_random_stream_follows_the_seed(small_trace):
+    def draws(seed):
+        policy = Draws()
+        schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, policy=policy, seed=seed)
+        return policy.draws
+
+    first = draws(0)
+    assert all(0 <= x < 1 for x in first) and len(set(first)) == len(first)
+    assert draws(0) == first
+    assert draws(1) != first
