@@ -1,6 +1,6 @@
 """A Python policy sees the same view and meets the same validating Plan as a Rust one; its
-mistakes come back as
-Python errors: the Plan's reason with the task named, a traceback, never a crash."""
+mistakes come back as Python errors: the Plan's reason with the task named, a traceback,
+never a crash."""
 
 import pytest
 import schedlab
