@@ -9,7 +9,7 @@ mod view;
 
 use policy::PyPolicy;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -45,9 +45,8 @@ fn simulate<'py>(
         Some(object) => {
             let mut policy = PyPolicy::new(&object, policy_name.unwrap_or_else(|| "python".to_string()))?;
             let ran = py.detach(|| runs::simulate(&spec, Some(&mut policy)));
-            if let Some(error) = policy.error() {
-                let name = sim::Policy::name(&policy);
-                return Err(RunError::new_err(format!("policy {name}: decide raised an exception:\n{error}")));
+            if let Some(error) = policy.take_error() {
+                return Err(decide_raised(py, sim::Policy::name(&policy), error));
             }
             ran
         }
@@ -63,6 +62,18 @@ fn simulate<'py>(
     out.set_item("digest", &outcome.summary.digest)?;
     out.set_item("notes", notes)?;
     Ok(out)
+}
+
+/// The run's error for an exception `decide` raised: RunError with the exception as Python
+/// prints it (traceback included) and the exception as its cause. Ctrl-C stays itself.
+fn decide_raised(py: Python<'_>, policy: &str, error: PyErr) -> PyErr {
+    if error.is_instance_of::<PyKeyboardInterrupt>(py) {
+        return error;
+    }
+    let text = policy::as_python_prints(py, &error);
+    let run_error = RunError::new_err(format!("policy {policy}: decide raised an exception:\n{text}"));
+    run_error.set_cause(py, Some(error));
+    run_error
 }
 
 /// Runs every RunSpec of `specs_json` in parallel (the GIL released), on `threads` threads or

@@ -1,10 +1,10 @@
 //! A policy written in Python, as a `sim::Policy`: an object with `decide(self, view, plan)`
 //! and, optionally, `needs_estimates` (a bool or a method returning one).
 //!
-//! `decide` cannot return an error to the engine, so an exception raised in Python is kept
-//! (with its traceback, as Python prints it) and the run winds down: from then on every job
-//! that can be is rejected, so the run ends soon, and the caller turns the kept error into
-//! the run's error ([`PyPolicy::error`]). Nothing panics.
+//! `decide` cannot return an error to the engine, so an exception raised in Python is kept and
+//! the run winds down: from then on every job that can be is rejected, so the run ends soon,
+//! and the caller turns the kept exception into the run's error ([`PyPolicy::take_error`],
+//! [`as_python_prints`]). Nothing panics.
 
 use crate::call::Call;
 use crate::plan::PlanHandle;
@@ -20,8 +20,8 @@ pub struct PyPolicy {
     decide: Py<PyAny>,
     name: String,
     needs_estimates: bool,
-    /// The first exception `decide` raised, as Python prints it.
-    error: Option<String>,
+    /// The first exception `decide` raised.
+    error: Option<PyErr>,
     /// After an error: jobs still to reject (arrived, not ended).
     doomed: BTreeSet<JobId>,
 }
@@ -41,21 +41,18 @@ impl PyPolicy {
         Ok(PyPolicy { decide: decide.unbind(), name, needs_estimates, error: None, doomed: BTreeSet::new() })
     }
 
-    /// The exception `decide` raised, with its traceback, if it raised one.
-    pub fn error(&self) -> Option<&str> {
-        self.error.as_deref()
+    /// The exception `decide` raised, if it raised one.
+    pub fn take_error(&mut self) -> Option<PyErr> {
+        self.error.take()
     }
 
     /// Calls Python's `decide` with handles valid for this call only.
-    fn call_python(&self, view: &ClusterView<'_>, plan: &mut Plan<'_>) -> Result<(), String> {
+    fn call_python(&self, view: &ClusterView<'_>, plan: &mut Plan<'_>) -> PyResult<()> {
         Python::attach(|py| {
             let (call, _closes) = Call::open(view, plan);
-            let result = (|| {
-                let view = Py::new(py, View { call: call.clone() })?;
-                let plan = Py::new(py, PlanHandle { call, savepoints: Mutex::default() })?;
-                self.decide.call1(py, (view, plan)).map(drop)
-            })();
-            result.map_err(|error| as_python_prints(py, &error))
+            let view = Py::new(py, View { call: call.clone() })?;
+            let plan = Py::new(py, PlanHandle { call, savepoints: Mutex::default() })?;
+            self.decide.call1(py, (view, plan)).map(drop)
         })
     }
 
@@ -90,7 +87,7 @@ impl PyPolicy {
 
 /// The exception as Python prints it (`traceback.format_exception`: the traceback, chained
 /// causes, the message), or its bare message if even that fails.
-fn as_python_prints(py: Python<'_>, error: &PyErr) -> String {
+pub fn as_python_prints(py: Python<'_>, error: &PyErr) -> String {
     let formatted = (|| -> PyResult<String> {
         let (kind, value, traceback) = (error.get_type(py), error.value(py), error.traceback(py));
         let lines = py.import("traceback")?.call_method1("format_exception", (kind, value, traceback))?;

@@ -63,6 +63,7 @@ def test_an_exception_in_decide_surfaces_as_a_python_traceback(small_trace):
     assert "Traceback (most recent call last)" in message
     assert ", in explode\n" in message
     assert message.rstrip().endswith("ZeroDivisionError: division by zero")
+    assert isinstance(raised.value.__cause__, ZeroDivisionError)
 
 
 class KeepsTheView(Fifo):
