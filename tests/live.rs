@@ -61,6 +61,11 @@ fn a_live_session_replays_in_the_simulator_with_the_same_decisions() {
     for flag in ["--policy fifo", "--heartbeat-s 0.2", "--missed-beats 5", "--max-retries 3", "--decisions"] {
         assert!(command.contains(flag), "{command} lacks {flag}");
     }
+    // ... and is the command line of the RunSpec stored beside it.
+    let spec: run::RunSpec = serde_json::from_value(settings["run"].clone()).expect("live.json's `run` is a RunSpec");
+    assert_eq!((spec.heartbeat_s.to_string().as_str(), spec.missed_beats, spec.decisions), ("0.2", 5, true));
+    let unquoted = command.replace("'\\''", "\0").replace('\'', "").replace('\0', "'");
+    assert_eq!(unquoted, format!("schedlab {}", spec.simulate_words().join(" ")));
 }
 
 #[test]

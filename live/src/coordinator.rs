@@ -1219,45 +1219,36 @@ impl JournalSnapshot {
     }
 }
 
-/// `live.json`: every setting of the session that `simulate` takes, and the command line that
-/// replays the trace at `dir` with them. The settings are read from the Controller's own
-/// configuration, and each is given even where it equals `simulate`'s default, so the replay
-/// never depends on those defaults staying what they are. Paths are absolute (the command
-/// works from any directory) and shell-quoted.
+/// `live.json`: the session as the RunSpec that replays it (`run`: every setting of the
+/// session that `simulate` takes, from the Controller's own configuration, each given even
+/// where it equals the default, so the replay never depends on defaults staying what they
+/// are), and the command line of that RunSpec (`replay`, writing into `replay_out`). Paths
+/// are absolute (the command works from any directory) and shell-quoted.
 fn replay_settings(driver: &Driver, dir: &Path) -> Result<Value, String> {
-    let policy = &driver.config().policy;
     let c = driver.controller_config();
-    let f = c.failures;
     let trace = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let trace = trace.to_string_lossy().trim_end_matches('/').to_string();
-    let out = format!("{trace}-replay");
-    let flags: Vec<(&str, String)> = vec![
-        ("--trace", trace.clone()),
-        ("--policy", policy.clone()),
-        ("--seed", c.seed.to_string()),
-        ("--heartbeat-s", traces::format_thousandths(f.heartbeat_interval.as_ms())),
-        ("--missed-beats", f.missed_beats.to_string()),
-        ("--gpu-detect-s", traces::format_thousandths(f.gpu_detect_delay.as_ms())),
-        ("--max-retries", f.max_retries.to_string()),
-        ("--checkpoint-s", traces::format_thousandths(c.checkpoint.as_ms())),
-        ("--restart-overhead-s", traces::format_thousandths(c.restart_overhead.as_ms())),
-        ("--out", out.clone()),
-    ];
-    let mut command = String::from("schedlab simulate");
-    for (flag, value) in &flags {
-        command += &format!(" {flag} {}", shell_quote(value));
-    }
-    command += " --decisions";
+    let trace = PathBuf::from(trace.to_string_lossy().trim_end_matches('/'));
+    let out = PathBuf::from(format!("{}-replay", trace.display()));
+    let spec = run::RunSpec {
+        trace: Some(trace),
+        policy: driver.config().policy.clone(),
+        seed: c.seed,
+        heartbeat_s: run::Seconds(c.failures.heartbeat_interval),
+        missed_beats: c.failures.missed_beats,
+        gpu_detect_s: run::Seconds(c.failures.gpu_detect_delay),
+        max_retries: c.failures.max_retries,
+        checkpoint_s: run::Seconds(c.checkpoint),
+        checkpoint_cost_s: run::Seconds(c.checkpoint_cost),
+        restart_overhead_s: run::Seconds(c.restart_overhead),
+        spare_nodes: c.spare_nodes,
+        out: Some(out.clone()),
+        decisions: true,
+        ..run::RunSpec::default()
+    };
+    let words: Vec<String> = spec.simulate_words().iter().map(|w| shell_quote(w)).collect();
     Ok(json!({
-        "policy": policy,
-        "seed": c.seed,
-        "heartbeat_s": f.heartbeat_interval.as_ms() as f64 / 1000.0,
-        "missed_beats": f.missed_beats,
-        "gpu_detect_s": f.gpu_detect_delay.as_ms() as f64 / 1000.0,
-        "max_retries": f.max_retries,
-        "checkpoint_s": c.checkpoint.as_ms() as f64 / 1000.0,
-        "restart_overhead_s": c.restart_overhead.as_ms() as f64 / 1000.0,
-        "replay": command,
+        "run": spec,
+        "replay": format!("schedlab {}", words.join(" ")),
         "replay_out": out,
     }))
 }

@@ -31,6 +31,20 @@ impl RunSpec {
         }
         words
     }
+
+    /// The words of the `schedlab simulate` command that runs this spec: its flags, then
+    /// `--out` and `--decisions` when set (without the program's name).
+    pub fn simulate_words(&self) -> Vec<String> {
+        let mut words = vec!["simulate".to_string()];
+        words.extend(self.to_flags());
+        if let Some(out) = &self.out {
+            words.extend(["--out".to_string(), out.display().to_string()]);
+        }
+        if self.decisions {
+            words.push("--decisions".to_string());
+        }
+        words
+    }
 }
 
 /// A number or string as a flag's value.
