@@ -1,0 +1,173 @@
+"""schedlab from Python: the simulator's runs, sweeps and trace importers, and policies
+written in Python.
+
+    import schedlab
+    run = schedlab.simulate(trace="philly.csv", format="philly", cluster="60x8:V100", policy="sjf")
+    run.summary["mean_jct_s"], run.jobs.head()
+
+Keyword arguments of `simulate` are the fields of schedlab's RunSpec: the `schedlab simulate`
+flags with `_` for `-` (`heartbeat_s=30`, `horizon_days=365`, ...). Unknown ones are refused.
+A policy is a spec string (`"fifo[skip=true]"`, see `schedlab policies`) or a Python object
+with `decide(self, view, plan)`; see python/README.md and python/examples/fifo.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import io
+import itertools
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import polars as pl
+
+from . import _native
+from ._native import Plan, PlanError, RunError, View
+
+__all__ = ["simulate", "sweep", "read_trace", "Run", "Trace", "View", "Plan", "PlanError", "RunError"]
+
+# Columns that are names, never numbers, whatever they look like (`1`, `007`): in run tables,
+# and in a canonical trace (where job_id and task_id are the trace's names).
+_NAMES = ("name", "job", "task", "queue", "gpu_type", "policy", "spec", "trace", "digest", "reason")
+_TRACE_NAMES = _NAMES + ("job_id", "task_id", "depends_on", "dataset", "speeds")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run's results: `summary` (summary.json as a dict), `jobs`, `tasks` and `timeseries`
+    (jobs.csv, tasks.csv, timeseries.csv as polars DataFrames; `.to_pandas()` for pandas),
+    `decisions` (decisions.csv, with `decisions=True`; else None), the digest of its
+    decisions, and the trace importer's `notes` (what it left out or does not model)."""
+
+    summary: dict
+    jobs: pl.DataFrame
+    tasks: pl.DataFrame
+    timeseries: pl.DataFrame
+    decisions: pl.DataFrame | None
+    digest: str
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A trace as the importer read it: `tasks` (the canonical jobs.csv, one row per task),
+    `jobs` (one row per job), `cluster` (cluster.csv, when the trace describes its cluster)
+    and the importer's `notes` (what it left out or does not model)."""
+
+    tasks: pl.DataFrame
+    jobs: pl.DataFrame
+    cluster: pl.DataFrame | None
+    notes: list[str]
+
+
+def _frame(data: bytes, names: tuple[str, ...] = _NAMES) -> pl.DataFrame:
+    """A CSV written by schedlab's own writers, read with the `names` columns as strings."""
+    if not data:
+        return pl.DataFrame()
+    header = next(csv.reader([data.split(b"\n", 1)[0].decode()]))
+    names = {c: pl.String for c in names if c in header}
+    return pl.read_csv(io.BytesIO(data), schema_overrides=names, infer_schema_length=None)
+
+
+def _policy_name(policy: Any) -> str:
+    """`fifo.py:Fifo`: the file that defines the policy's class, then the object's `name`
+    attribute or the class name. It names the policy in the summary and its random stream, so
+    it holds no directory (the same policy moved elsewhere draws the same numbers)."""
+    cls = type(policy)
+    label = getattr(policy, "name", None)
+    if not isinstance(label, str) or not label:
+        label = cls.__qualname__
+    try:
+        file = os.path.basename(inspect.getfile(cls))
+    except (TypeError, OSError):
+        file = "<python>"
+    return f"{file}:{label}"
+
+
+def _spec(settings: dict[str, Any]) -> str:
+    """The RunSpec's JSON: None means the field's default, paths become strings."""
+    fields = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in settings.items() if v is not None}
+    return json.dumps(fields)
+
+
+def simulate(
+    trace: str | os.PathLike | None = None,
+    format: str = "canonical",
+    cluster: str | None = None,
+    policy: Any = "fifo",
+    failures: str | None = None,
+    seed: int = 0,
+    **settings: Any,
+) -> Run:
+    """Runs one simulation. `policy` is a spec string, or a Python policy (an object with
+    `decide(self, view, plan)`, or its class, which is instantiated). Every other keyword is a
+    RunSpec field. Raises RunError for bad settings, a bad trace, or an exception in a Python
+    policy's `decide` (with its traceback)."""
+    spec = dict(trace=trace, format=format, cluster=cluster, failures=failures, seed=seed, **settings)
+    if isinstance(policy, str):
+        out = _native.simulate(_spec(dict(spec, policy=policy)))
+    else:
+        if inspect.isclass(policy):
+            policy = policy()
+        out = _native.simulate(_spec(spec), policy, _policy_name(policy))
+    return Run(
+        summary=json.loads(out["summary"]),
+        jobs=_frame(out["jobs"]),
+        tasks=_frame(out["tasks"]),
+        timeseries=_frame(out["timeseries"]),
+        decisions=_frame(out["decisions"]) if out["decisions"] is not None else None,
+        digest=out["digest"],
+        notes=list(out["notes"]),
+    )
+
+
+def sweep(
+    runs: Iterable[dict[str, Any]] | None = None,
+    *,
+    traces: Iterable[Any] | None = None,
+    policies: Iterable[str] | None = None,
+    seeds: Iterable[int] | None = None,
+    threads: int | None = None,
+    **settings: Any,
+) -> pl.DataFrame:
+    """Runs many simulations in parallel in Rust (the GIL released) and returns one row per run
+    with the columns of `schedlab sweep`'s sweep.csv: run, trace, spec, seed, then the summary.
+
+    Either `runs`, a list of dicts of `simulate`'s keywords (`settings` fill in what a dict
+    leaves out), or the grid of the `traces` x `policies` x `seeds` given, with `settings` for
+    everything else (runs in that order: the last axis varies fastest). Policies are spec strings: a Python policy cannot run in parallel threads (the GIL
+    would serialize it and one object would be shared by every run), so run those with
+    `simulate`."""
+    if runs is None:
+        given = (("trace", traces), ("policy", policies), ("seed", seeds))
+        axes = {key: list(values) for key, values in given if values is not None}
+        runs = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+    specs = []
+    for index, run in enumerate(runs):
+        run = dict(settings, **run)
+        if not isinstance(run.get("policy", "fifo"), str):
+            raise TypeError(
+                f"sweep run {index}: policy must be a spec string; a Python policy runs with simulate(), "
+                "one run at a time"
+            )
+        specs.append(_spec(run))
+    return _frame(_native.sweep(specs, threads))
+
+
+def read_trace(path: str | os.PathLike, format: str = "canonical") -> Trace:
+    """Reads a trace with schedlab's importer for `format` (canonical, itp, philly, openb)."""
+    out = _native.read_trace(os.fspath(path), format)
+    tasks = _frame(out["tasks"], _TRACE_NAMES)
+    jobs = tasks.group_by("job_id", maintain_order=True).agg(
+        pl.col("submit_s").first(),
+        pl.col("queue").first(),
+        pl.col("priority").first(),
+        pl.len().alias("tasks"),
+        pl.col("gpus").sum(),
+        (pl.col("gpus") * pl.col("duration_s")).sum().alias("gpu_s"),
+    )
+    cluster = _frame(out["cluster"]) if out["cluster"] is not None else None
+    return Trace(tasks=tasks, jobs=jobs, cluster=cluster, notes=list(out["notes"]))

@@ -1,0 +1,119 @@
+//! Runs for Python: a RunSpec from the JSON of `simulate`'s keyword arguments, a run's tables
+//! written by the reports' own writers into memory (Python reads them with polars, so the
+//! columns have one definition), and sweeps in parallel on rayon.
+
+use crate::RunError;
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use run::{Keep, RunOutcome, RunSpec, Runner};
+use sim::Policy;
+use std::sync::{Arc, Mutex};
+
+/// The RunSpec that `json` (an object of RunSpec fields) spells; unknown fields and bad values
+/// are the RunSpec's own errors.
+pub fn parse_spec(json: &str) -> PyResult<RunSpec> {
+    serde_json::from_str(json).map_err(|e| RunError::new_err(format!("run settings: {e}")))
+}
+
+/// What one run keeps: the time series always (Python gets timeseries.csv), the decision log
+/// when the spec asks for it.
+fn keep(spec: &RunSpec) -> Keep {
+    Keep { decisions: spec.decisions, series: true }
+}
+
+/// Runs `spec` under `policy` (the one the spec names without), writes its files into the
+/// spec's `out` folder when it has one, and returns the outcome with the trace's notes.
+pub fn simulate(spec: &RunSpec, policy: Option<&mut dyn Policy>) -> Result<(RunOutcome, Vec<String>), String> {
+    let notes = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&notes);
+    let runner = Runner::default().with_notes(move |path, note| {
+        sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(format!("{}: {note}", path.display()))
+    });
+    let outcome = match policy {
+        Some(policy) => runner.run_with_policy(spec, policy, keep(spec)),
+        None => runner.run(spec, keep(spec)),
+    }
+    .map_err(|e| e.to_string())?;
+    if let Some(dir) = &spec.out {
+        outcome.write(dir, spec.decisions)?;
+    }
+    let notes = notes.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+    Ok((outcome, notes))
+}
+
+/// One run's outputs as Python receives them.
+pub struct Tables {
+    pub summary_json: Vec<u8>,
+    pub jobs_csv: Vec<u8>,
+    pub tasks_csv: Vec<u8>,
+    pub timeseries_csv: Vec<u8>,
+    /// decisions.csv, when the run kept its decision log.
+    pub decisions_csv: Option<Vec<u8>>,
+}
+
+/// Writes `outcome` as summary.json, jobs.csv, tasks.csv and timeseries.csv (and decisions.csv
+/// when `decisions`), in memory.
+pub fn tables(outcome: &RunOutcome, decisions: bool) -> Result<Tables, String> {
+    fn write(file: &str, write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> Result<Vec<u8>, String> {
+        let mut bytes = Vec::new();
+        write(&mut bytes).map_err(|e| format!("writing {file}: {e}"))?;
+        Ok(bytes)
+    }
+    let run = &outcome.result;
+    Ok(Tables {
+        summary_json: write("summary.json", |w| reports::write_summary_json(&outcome.summary, w))?,
+        jobs_csv: write("jobs.csv", |w| reports::write_jobs_csv(run, w))?,
+        tasks_csv: write("tasks.csv", |w| reports::write_tasks_csv(run, w))?,
+        timeseries_csv: write("timeseries.csv", |w| reports::write_timeseries_csv(run, w))?,
+        decisions_csv: match decisions {
+            true => Some(write("decisions.csv", |w| reports::write_decisions_csv(run, w))?),
+            false => None,
+        },
+    })
+}
+
+/// Runs every spec, on `threads` threads (rayon's default without), each trace read once, and
+/// writes sweep.csv (the columns of `schedlab sweep`'s) into memory. A run with `out` writes
+/// its files there. The first run to fail fails the sweep, named by its index.
+pub fn sweep(specs: &[RunSpec], threads: Option<usize>) -> Result<Vec<u8>, String> {
+    let runner = Runner::default().keeping_traces();
+    let run_all = || {
+        specs
+            .par_iter()
+            .enumerate()
+            .map(|(index, spec)| {
+                let keep = Keep { decisions: spec.decisions, series: spec.out.is_some() };
+                let outcome = runner.run(spec, keep).map_err(|e| format!("run {index}: {e}"))?;
+                if let Some(dir) = &spec.out {
+                    outcome.write(dir, spec.decisions).map_err(|e| format!("run {index}: {e}"))?;
+                }
+                Ok(row(index, spec, &outcome))
+            })
+            .collect::<Result<Vec<_>, String>>()
+    };
+    let rows = match threads {
+        Some(threads) => rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| format!("cannot start {threads} threads: {e}"))?
+            .install(run_all),
+        None => run_all(),
+    }?;
+    let mut csv = Vec::new();
+    reports::sweep::write_sweep_csv(&rows, &mut csv).map_err(|e| format!("writing sweep.csv: {e}"))?;
+    Ok(csv)
+}
+
+/// One run's row of sweep.csv.
+fn row(index: usize, spec: &RunSpec, outcome: &RunOutcome) -> Vec<String> {
+    let trace = spec.trace.as_ref().map_or(reports::sweep::SYNTHETIC_TRACE.to_string(), |t| t.display().to_string());
+    let run = reports::sweep::SweepRun {
+        run: index,
+        dir: String::new(),
+        trace,
+        spec: spec.policy.clone(),
+        settings: Vec::new(),
+        seed: spec.seed,
+    };
+    reports::sweep::sweep_row(&run, &outcome.summary)
+}
