@@ -21,8 +21,11 @@ use std::str::FromStr;
 /// The part of a task that placement looks at. Tasks of one shape fit or not together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Shape {
+    /// GPUs of the gang (1 for a share of one GPU).
     pub gpus: u32,
+    /// The pools (GPU types) it may run in.
     pub pools: PoolMask,
+    /// Whether the gang must lie on one node.
     pub single_node: bool,
     /// Milli-GPUs of each GPU: 1000 for whole GPUs, less for a share of one GPU.
     pub milli: u32,
@@ -33,6 +36,7 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// The shape of `task`.
     pub fn of(task: &TaskState) -> Shape {
         Shape {
             gpus: task.gpus,
@@ -67,6 +71,7 @@ impl Shape {
     }
 }
 
+/// The placement algorithm: how a gang's GPUs are chosen among those free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Placement {
     /// Consolidate: the fewest nodes, fullest node first (best fit). The default.
@@ -85,6 +90,7 @@ pub enum Placement {
 }
 
 impl Placement {
+    /// Every algorithm's name, as a spec writes it.
     pub const NAMES: &'static [&'static str] = &["pack", "spread", "fastest", "local"];
 
     /// GPUs for a task of `shape`, or `None` when it does not fit now. Ties break by pool id,
@@ -97,6 +103,7 @@ impl Placement {
             Placement::Spread => spread::place(shape, candidates),
         }
     }
+    /// The name, as a spec writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             Placement::Pack => "pack",
@@ -131,6 +138,7 @@ impl FromStr for Placement {
 /// used).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placer {
+    /// The algorithm.
     pub kind: Placement,
     /// Avoid nodes with a failure seen within this long (zero: off).
     pub avoid_failed_for: SimDuration,
