@@ -84,12 +84,27 @@ impl Params {
     where
         T::Err: fmt::Display,
     {
-        let info = self.declared_info(key);
-        match (self.given(key), info) {
-            (Some(raw), _) => self.parse(key, raw, info),
-            (None, Some(info)) => self.parse(key, info.default, Some(info)),
-            (None, None) => Err(SpecError(format!("policy `{}` needs a value for `{key}`: `{key}=...`", self.policy))),
+        match self.declared_info(key) {
+            Some(info) => self.get_info(info),
+            None => match self.given(key) {
+                Some(raw) => self.parse(key, raw, None),
+                None => Err(SpecError(format!("policy `{}` needs a value for `{key}`: `{key}=...`", self.policy))),
+            },
         }
+    }
+
+    /// The value of `info.key` parsed, or `info.default`: how the kit reads the parameters
+    /// every policy may share ([`PLACEMENT`], [`AVOID_FAILED`], [`DURATION`]), whether or not
+    /// the policy declared them.
+    ///
+    /// # Panics
+    /// As [`Params::get`], for a key outside a declared list.
+    pub fn get_info<T: std::str::FromStr>(&self, info: &ParamInfo) -> Result<T, SpecError>
+    where
+        T::Err: fmt::Display,
+    {
+        let info = self.declared_info(info.key).unwrap_or(info);
+        self.parse(info.key, self.given(info.key).unwrap_or(info.default), Some(info))
     }
 
     /// The value of `key` parsed, or `default` when the spec does not give it: how a policy

@@ -170,3 +170,18 @@ fn the_registry_is_shared_between_threads() {
         std::thread::spawn(move || clone.build(&spec("mine[every=9]")).unwrap().name().to_string()).join().unwrap();
     assert_eq!(name, "mine[every=9]");
 }
+
+#[test]
+fn an_added_policy_reads_the_kits_shared_parameters_with_their_defaults() {
+    let registry = Registry::builtin().with("placed", |p: &Params| {
+        let placer = policies::Placer::from_params(p)?;
+        Ok(Box::new(Named(format!("placed[{placer}]"))) as Box<dyn Policy + Send>)
+    });
+    assert_eq!(registry.build(&spec("placed")).unwrap().name(), "placed[placement=pack,avoid_failed_h=0]");
+    let spread = registry.build(&spec("placed[placement=spread,avoid_failed_h=2]")).unwrap();
+    assert_eq!(spread.name(), "placed[placement=spread,avoid_failed_h=2]");
+    assert_eq!(
+        build_error(&registry, "placed[placement=tight]"),
+        "policy `placed`: `placement=tight`: expected one of pack|spread|fastest|local (valid: pack|spread|fastest|local)"
+    );
+}

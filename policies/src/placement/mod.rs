@@ -11,7 +11,7 @@ mod pack;
 mod share;
 mod spread;
 
-use crate::params::{Params, SpecError};
+use crate::params::{AVOID_FAILED, PLACEMENT, Params, SpecError};
 use candidates::Candidates;
 use sim::{ClusterView, FreeGpus, GpuId, NodeId, PoolId, PoolMask, SimDuration, SimTime, TaskState, WHOLE_GPU_MILLI};
 use std::collections::BTreeSet;
@@ -145,14 +145,15 @@ pub struct Placer {
 }
 
 impl Placer {
-    /// From the `placement` and `avoid_failed_h` parameters.
+    /// From the `placement` and `avoid_failed_h` parameters (their defaults when not given,
+    /// in any policy: see [`Params::get_info`]).
     pub fn from_params(params: &Params) -> Result<Placer, SpecError> {
-        let hours: f64 = params.get("avoid_failed_h")?;
+        let hours: f64 = params.get_info(&AVOID_FAILED)?;
         if !(hours.is_finite() && (0.0..=1e6).contains(&hours)) {
             return Err(SpecError(format!("policy `{}`: avoid_failed_h must be 0..=1000000 hours", params.policy)));
         }
         Ok(Placer {
-            kind: params.get("placement")?,
+            kind: params.get_info(&PLACEMENT)?,
             avoid_failed_for: SimDuration((hours * 3_600_000.0).round() as u64),
         })
     }
