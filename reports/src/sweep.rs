@@ -7,7 +7,6 @@
 
 use crate::Summary;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 /// The columns of sweep.csv before the summary keys: the run's index in the sweep, the trace
@@ -48,9 +47,10 @@ pub struct SweepSettings {
     /// `KEY=v1|v2|...`, in the order given.
     pub grid: Vec<String>,
     pub seeds: Vec<u64>,
-    /// Every other run flag with its value (defaults included): the cluster, failures,
+    /// Every other run setting (defaults included): the fields of the run's `RunSpec` (the
+    /// `run` crate) but trace, policy, seed and outputs, as JSON: the cluster, failures,
     /// resilience settings, synthetic workload size and load, trace format.
-    pub run_args: BTreeMap<String, Vec<String>>,
+    pub run: serde_json::Map<String, serde_json::Value>,
 }
 
 /// `--shard index/count`: the runs whose index % count == index.
@@ -259,7 +259,7 @@ mod tests {
                 policies: vec!["fifo".into()],
                 grid: vec!["placement=pack|spread".into()],
                 seeds: vec![0, 1],
-                run_args: BTreeMap::from([("jobs".to_string(), vec!["200".to_string()])]),
+                run: serde_json::Map::from_iter([("jobs".to_string(), serde_json::json!(200))]),
             },
             runs_total: 4,
             shard: None,

@@ -64,7 +64,7 @@ pub fn run(command: ClusterCommand) -> CliResult {
                 other => return Err(format!("unknown queue format `{other}`; valid: philly-vc, helios").into()),
             };
             if let Some(jobs) = jobs {
-                let trace = super::load_trace(&jobs, &jobs_format)?;
+                let trace = super::read_trace(&jobs, &jobs_format)?;
                 let named: std::collections::BTreeSet<&str> =
                     trace.workload.jobs().iter().filter_map(|j| j.queue.as_deref()).collect();
                 for name in named {

@@ -87,13 +87,10 @@ fn differences(a: &SweepSettings, b: &SweepSettings) -> Vec<String> {
     differ("--policy", format!("{:?}", a.policies), format!("{:?}", b.policies));
     differ("--grid", format!("{:?}", a.grid), format!("{:?}", b.grid));
     differ("--seeds", format!("{:?}", a.seeds), format!("{:?}", b.seeds));
-    let keys: std::collections::BTreeSet<&String> = a.run_args.keys().chain(b.run_args.keys()).collect();
+    let keys: std::collections::BTreeSet<&String> = a.run.keys().chain(b.run.keys()).collect();
+    let value = |v: Option<&serde_json::Value>| v.map_or("(not given)".to_string(), |v| v.to_string());
     for key in keys {
-        differ(
-            &format!("--{}", key.replace('_', "-")),
-            format!("{:?}", a.run_args.get(key)),
-            format!("{:?}", b.run_args.get(key)),
-        );
+        differ(&format!("--{}", key.replace('_', "-")), value(a.run.get(key)), value(b.run.get(key)));
     }
     out
 }

@@ -7,15 +7,11 @@ mod merge;
 mod policies;
 mod regress;
 mod report;
-mod resilience;
 mod simulate;
 mod sweep;
 mod trace;
 
 use clap::{Parser, Subcommand};
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
 
 pub type CliResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -68,41 +64,22 @@ pub fn emit(text: impl std::fmt::Display) -> CliResult {
     }
 }
 
-/// Loads a trace and tells the user, on stderr, what its importer could not carry over (CPU-only
-/// pods skipped, columns not modelled): nothing a user submitted disappears without a word.
-/// A command that runs many runs on one trace (a sweep) reads and reports it once: once it has
-/// called [`keep_loaded_traces`], traces are kept for the rest of the process, keyed by path
-/// and format. Other commands read theirs without keeping a copy.
-pub fn load_trace(path: &std::path::Path, format: &str) -> Result<traces::Trace, Box<dyn std::error::Error>> {
-    type Loaded = BTreeMap<(PathBuf, String), traces::Trace>;
-    static LOADED: OnceLock<Mutex<Loaded>> = OnceLock::new();
-    if !KEEP_TRACES.load(std::sync::atomic::Ordering::Relaxed) {
-        return read_trace(path, format);
-    }
-    let key = (path.to_path_buf(), format.to_string());
-    // Held while loading, so parallel runs of one sweep read (and report) each trace once.
-    let mut loaded = LOADED.get_or_init(Mutex::default).lock().map_err(|_| "trace cache poisoned")?;
-    if let Some(trace) = loaded.get(&key) {
-        return Ok(trace.clone());
-    }
-    let trace = read_trace(path, format)?;
-    loaded.insert(key, trace.clone());
-    Ok(trace)
+/// The runner of every command that simulates: it prints each trace's notes (what its
+/// importer skipped or does not model) on stderr, so nothing a user submitted disappears
+/// without a word.
+pub fn runner() -> run::Runner {
+    run::Runner::default().with_notes(print_note)
 }
 
-/// Whether [`load_trace`] keeps what it reads (a command of many runs on the same traces).
-static KEEP_TRACES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// From now on, [`load_trace`] keeps each trace it reads for the rest of the process.
-pub fn keep_loaded_traces() {
-    KEEP_TRACES.store(true, std::sync::atomic::Ordering::Relaxed);
+fn print_note(path: &std::path::Path, note: &str) {
+    eprintln!("note: {}: {note}", path.display());
 }
 
 /// Reads a trace and prints its notes (what was skipped or not modelled).
-fn read_trace(path: &std::path::Path, format: &str) -> Result<traces::Trace, Box<dyn std::error::Error>> {
+pub fn read_trace(path: &std::path::Path, format: &str) -> Result<traces::Trace, Box<dyn std::error::Error>> {
     let trace = traces::load(path, format.parse()?)?;
     for note in &trace.notes {
-        eprintln!("note: {}: {note}", path.display());
+        print_note(path, note);
     }
     Ok(trace)
 }
@@ -114,7 +91,19 @@ pub fn leave_for_exit<T>(value: T) {
     std::mem::forget(value);
 }
 
-pub fn run() -> CliResult {
+/// Runs the command line: exit code 0 when the command succeeded, 2 on any error (printed as
+/// `error: ...`); `regress` exits 1 on a regression.
+pub fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> CliResult {
     match Cli::parse().command {
         Command::Simulate(args) => simulate::run(*args),
         Command::Sweep(args) => sweep::run(*args),

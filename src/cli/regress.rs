@@ -3,17 +3,18 @@
 //! of each run with a committed baseline under the spec's tolerances, prints the diff table,
 //! and exits 1 on a regression (2 on bad input). `--bless` writes the baseline instead.
 //!
-//! A run here is exactly a `schedlab simulate` run: the spec's settings become the command
-//! line of `simulate` (key `jobs = 300` is `--jobs 300`), parsed by the same `RunArgs`, run by
-//! the same `execute`. So every setting `simulate` has, the spec has, with the same meaning.
+//! A run here is exactly a `schedlab simulate` run: the spec's settings are the fields of the
+//! same `RunSpec` that `simulate`'s flags fill (key `jobs = 300` is `--jobs 300`), run by the
+//! same runner. So every setting `simulate` has, the spec has, with the same meaning.
 
-use super::simulate::{RunArgs, execute};
 use super::{CliResult, emit};
-use clap::{ArgAction, Args, CommandFactory, Parser};
+use clap::Args;
 use rayon::prelude::*;
 use reports::compare::{Better, METRICS};
 use reports::regress::{self, Baseline, BaselineRun, Check, MetricRule, RunKey, Tolerance};
-use std::collections::{BTreeMap, BTreeSet};
+use run::{Keep, RunSpec};
+use serde::Deserialize;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -33,23 +34,16 @@ pub struct RegressArgs {
     all: bool,
 }
 
-/// The command line of one run, as `simulate` takes it.
-#[derive(Parser)]
-#[command(name = "regress-run", disable_help_flag = true)]
-struct OneRun {
-    #[command(flatten)]
-    run: RunArgs,
-}
-
-/// `simulate` flags that the spec's lists give per run rather than as a setting.
-const PER_RUN: &[&str] = &["trace", "policy", "seed"];
+/// RunSpec fields that the spec's lists give per run (`out` and `decisions`: a regression
+/// check writes no run files) rather than as a setting.
+const PER_RUN: &[&str] = &["trace", "policy", "seed", "out", "decisions"];
 /// The trace name of the built-in synthetic workload.
 const BUILTIN: &str = "builtin";
 /// The name of the run set the spec's top level describes.
 const MAIN: &str = "main";
 
 pub fn run(args: RegressArgs) -> CliResult {
-    super::keep_loaded_traces();
+    let runner = super::runner().keeping_traces();
     let spec_text =
         std::fs::read_to_string(&args.spec).map_err(|e| format!("cannot read {}: {e}", args.spec.display()))?;
     let spec = Spec::parse(&spec_text, &args.spec).map_err(|e| format!("spec {}: {e}", args.spec.display()))?;
@@ -61,8 +55,9 @@ pub fn run(args: RegressArgs) -> CliResult {
     let summaries: Vec<Result<reports::Summary, String>> = runs
         .par_iter()
         .map(|(key, run)| {
-            execute(run, super::simulate::Keep { decisions: false, series: false })
-                .map(|(_, summary)| summary)
+            runner
+                .run(run, Keep::SUMMARY)
+                .map(|outcome| outcome.summary)
                 .map_err(|e| format!("spec {}: run {key}: {e}", args.spec.display()))
         })
         .collect();
@@ -139,8 +134,9 @@ struct Sweep {
     traces: Vec<String>,
     policies: Vec<PolicyEntry>,
     seeds: Vec<u64>,
-    /// `simulate` flags without their dashes (`heartbeat_s`), and their TOML values.
-    settings: BTreeMap<String, toml::Value>,
+    /// RunSpec fields (`simulate` flags without their dashes, `heartbeat_s`) and their TOML
+    /// values.
+    settings: toml::Table,
 }
 
 #[derive(Debug)]
@@ -163,7 +159,7 @@ impl Spec {
     fn parse(text: &str, path: &Path) -> Result<Spec, String> {
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
         let settings_valid = setting_keys();
-        let mut shared = BTreeMap::new();
+        let mut shared = toml::Table::new();
         let mut lists = Lists::default();
         let mut check = Check::default();
         let mut strict = false;
@@ -233,13 +229,10 @@ impl Spec {
     }
 
     /// Every run with its key, in key order.
-    fn runs(&self) -> Result<Vec<(RunKey, RunArgs)>, String> {
+    fn runs(&self) -> Result<Vec<(RunKey, RunSpec)>, String> {
         let mut runs = Vec::new();
         for sweep in &self.sweeps {
-            let mut settings = Vec::new();
-            for (key, value) in &sweep.settings {
-                settings.extend(self.setting_args(key, value)?);
-            }
+            let shared = read_settings(&sweep.settings)?.relative_to(&self.dir);
             for trace in &sweep.traces {
                 for policy in &sweep.policies {
                     for &seed in &sweep.seeds {
@@ -249,48 +242,19 @@ impl Spec {
                             policy: policy.name.clone(),
                             seed,
                         };
-                        let mut argv = vec!["regress-run".to_string()];
-                        argv.extend(settings.iter().cloned());
-                        if trace != BUILTIN {
-                            argv.extend(["--trace".into(), self.resolve(trace).display().to_string()]);
-                        }
-                        argv.extend(["--policy".into(), policy.spec.clone(), "--seed".into(), seed.to_string()]);
-                        let run =
-                            OneRun::try_parse_from(&argv).map_err(|e| format!("run {key}: {}", clap_message(&e)))?;
-                        runs.push((key, run.run));
+                        let run = RunSpec {
+                            trace: (trace != BUILTIN).then(|| self.dir.join(trace)),
+                            policy: policy.spec.clone(),
+                            seed,
+                            ..shared.clone()
+                        };
+                        runs.push((key, run));
                     }
                 }
             }
         }
         runs.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(runs)
-    }
-
-    /// A path of the spec, relative to the spec file's folder.
-    fn resolve(&self, path: &str) -> PathBuf {
-        self.dir.join(path)
-    }
-
-    /// The command-line arguments of one setting, paths resolved against the spec's folder.
-    fn setting_args(&self, key: &str, value: &toml::Value) -> Result<Vec<String>, String> {
-        let mut args = setting_argv(key, value)?;
-        match key {
-            // A cluster file (not a NODESxGPUS:TYPE shorthand) next to the spec.
-            "cluster" if self.resolve(&args[1]).is_file() => args[1] = self.resolve(&args[1]).display().to_string(),
-            // KIND:PATH[,settings] failure specs name a file; weibull does not.
-            "failures" => {
-                if let Some((kind, rest)) = args[1].split_once(':')
-                    && kind != "weibull"
-                {
-                    let (file, settings) =
-                        if kind == "events" { (rest, "") } else { rest.split_once(',').unwrap_or((rest, "")) };
-                    let comma = if settings.is_empty() { "" } else { "," };
-                    args[1] = format!("{kind}:{}{comma}{settings}", self.resolve(file).display());
-                }
-            }
-            _ => {}
-        }
-        Ok(args)
     }
 }
 
@@ -321,7 +285,7 @@ impl Lists {
         Ok(true)
     }
 
-    fn into_sweep(self, name: String, settings: BTreeMap<String, toml::Value>) -> Result<Sweep, String> {
+    fn into_sweep(self, name: String, settings: toml::Table) -> Result<Sweep, String> {
         let traces = self.traces.unwrap_or_else(|| vec![BUILTIN.to_string()]);
         let policies = self.policies.unwrap_or_default();
         let seeds = self.seeds.unwrap_or_default();
@@ -401,60 +365,29 @@ fn top_level_keys(settings: &BTreeSet<String>) -> Vec<String> {
     keys
 }
 
-/// The settings a spec may give: every `simulate` flag but the per-run ones, dashes as
-/// underscores.
+/// The settings a spec may give: every RunSpec field but the per-run ones.
 fn setting_keys() -> BTreeSet<String> {
-    OneRun::command()
-        .get_arguments()
-        .filter_map(|a| a.get_long())
-        .filter(|long| !PER_RUN.contains(long))
-        .map(|long| long.replace('-', "_"))
-        .collect()
-}
-
-/// The flag and value(s) of one setting, checked against its type.
-fn setting_argv(key: &str, value: &toml::Value) -> Result<Vec<String>, String> {
-    let flag = format!("--{}", key.replace('_', "-"));
-    let command = OneRun::command();
-    let arg = command.get_arguments().find(|a| a.get_long() == Some(&flag[2..])).expect("a known setting");
-    let scalar = |v: &toml::Value| match v {
-        toml::Value::String(s) => Ok(s.clone()),
-        toml::Value::Integer(i) => Ok(i.to_string()),
-        toml::Value::Float(f) => Ok(f.to_string()),
-        other => Err(expected(key, "a string or a number", other)),
-    };
-    match arg.get_action() {
-        ArgAction::SetTrue => {
-            let on = value.as_bool().ok_or_else(|| expected(key, "true or false", value))?;
-            Ok(if on { vec![flag] } else { Vec::new() })
+    match serde_json::to_value(RunSpec::default()) {
+        Ok(serde_json::Value::Object(fields)) => {
+            fields.keys().filter(|k| !PER_RUN.contains(&k.as_str())).cloned().collect()
         }
-        ArgAction::Append => {
-            let values: Vec<String> = match value {
-                toml::Value::Array(items) => items.iter().map(scalar).collect::<Result<_, _>>()?,
-                // QUEUE = SECONDS pairs, as a table
-                toml::Value::Table(table) => {
-                    table.iter().map(|(k, v)| scalar(v).map(|v| format!("{k}={v}"))).collect::<Result<_, _>>()?
-                }
-                other => vec![scalar(other)?],
-            };
-            Ok(values.into_iter().flat_map(|v| [flag.clone(), v]).collect())
-        }
-        _ => Ok(vec![flag, scalar(value)?]),
+        _ => unreachable!("a RunSpec serializes as a map"),
     }
 }
 
-/// Checks that one setting's value parses as its flag does, so the error names the key.
-fn check_setting(key: &str, value: &toml::Value) -> Result<(), String> {
-    let mut argv = vec!["regress-run".to_string()];
-    argv.extend(setting_argv(key, value)?);
-    OneRun::try_parse_from(&argv).map(|_| ()).map_err(|e| format!("`{key}` = {value}: {}", clap_message(&e)))
+/// The RunSpec the settings describe (per-run fields at their defaults).
+fn read_settings(settings: &toml::Table) -> Result<RunSpec, String> {
+    RunSpec::deserialize(toml::Value::Table(settings.clone())).map_err(|e| e.to_string())
 }
 
-/// The first line of a clap error, without its `error: ` prefix.
-fn clap_message(e: &clap::Error) -> String {
-    let text = e.to_string();
-    let line = text.lines().next().unwrap_or_default();
-    line.strip_prefix("error: ").unwrap_or(line).to_string()
+/// Checks that one setting's value reads as its RunSpec field, so the error names the key.
+fn check_setting(key: &str, value: &toml::Value) -> Result<(), String> {
+    let one = toml::Table::from_iter([(key.to_string(), value.clone())]);
+    let spec = read_settings(&one).map_err(|e| {
+        // toml's message ends with a line naming the key again: the first line says it all.
+        format!("`{key}` = {value}: {}", e.lines().next().unwrap_or_default())
+    })?;
+    spec.controller_config().map(drop).map_err(|e| format!("`{key}` = {value}: {e}"))
 }
 
 /// `[tolerance]`: `default = { relative = R, absolute = A }` and per metric the same, plus

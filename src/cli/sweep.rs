@@ -6,8 +6,6 @@
 //! % N == I. Every file a sweep writes depends only on its inputs, never on the thread count
 //! or on which machine ran which shard; the one exception, wall-clock time, goes to wall.csv.
 
-use super::resilience::{GRID_KEYS, check_grid_value};
-use super::simulate::{RunArgs, execute};
 use super::{CliResult, emit};
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Args, Command, FromArgMatches};
@@ -15,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use reports::Summary;
 use reports::sweep::{SYNTHETIC_TRACE, Shard, SweepManifest, SweepRun, SweepSettings};
-use std::collections::BTreeMap;
+use run::{GRID_KEYS, Keep, RunSpec, Runner};
 use std::fs::{self, File};
 use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
@@ -28,12 +26,10 @@ const MAX_RUNS: usize = 1_000_000;
 /// The sweep's command line: every `simulate` run flag (with `--trace` and `--policy`
 /// repeatable and `--seed` replaced by `--seeds`), and the sweep's own flags.
 pub struct SweepArgs {
-    /// The shared run flags; trace, policy and seed are set per run.
-    run: RunArgs,
+    /// The shared run settings; trace, policy and seed are set per run.
+    run: RunSpec,
     traces: Vec<PathBuf>,
     policies: Vec<String>,
-    /// Every other run flag as given (defaults included), for sweep.json.
-    run_args: BTreeMap<String, Vec<String>>,
     seed_given: bool,
     own: SweepOwnArgs,
 }
@@ -64,12 +60,12 @@ struct SweepOwnArgs {
     shard: Option<String>,
 }
 
-/// The run flags of `RunArgs` that vary per run.
-const PER_RUN: [&str; 3] = ["trace", "policy", "seed"];
+/// The fields of a RunSpec that each run sets (or that a sweep has as its own flags).
+const PER_RUN: [&str; 5] = ["trace", "policy", "seed", "out", "decisions"];
 
 impl Args for SweepArgs {
     fn augment_args(cmd: Command) -> Command {
-        let cmd = RunArgs::augment_args(cmd)
+        let cmd = RunSpec::augment_args(cmd)
             .mut_arg("trace", |a| {
                 a.action(ArgAction::Append).help(
                     "Trace to replay (repeatable; one --format for all). Without it, the built-in \
@@ -98,24 +94,10 @@ impl FromArgMatches for SweepArgs {
         let traces = matches.get_many::<PathBuf>("trace").map(|v| v.cloned().collect()).unwrap_or_default();
         let policies = matches.get_many::<String>("policy").map(|v| v.cloned().collect()).unwrap_or_default();
         let seed_given = matches.value_source("seed") == Some(ValueSource::CommandLine);
-        let shared = RunArgs::augment_args(Command::new("sweep"));
-        let run_args = shared
-            .get_arguments()
-            .map(|arg| arg.get_id().as_str())
-            .filter(|id| !PER_RUN.contains(id))
-            .map(|id| {
-                let values = matches
-                    .get_raw(id)
-                    .map(|values| values.map(|v| v.to_string_lossy().into_owned()).collect())
-                    .unwrap_or_default();
-                (id.to_string(), values)
-            })
-            .collect();
         Ok(SweepArgs {
-            run: RunArgs::from_arg_matches_mut(matches)?,
+            run: RunSpec::from_arg_matches_mut(matches)?,
             traces,
             policies,
-            run_args,
             seed_given,
             own: SweepOwnArgs::from_arg_matches_mut(matches)?,
         })
@@ -138,7 +120,7 @@ pub fn run(args: SweepArgs) -> CliResult {
     if args.seed_given {
         return Err("a sweep takes --seeds (a range such as 0..5, or a list such as 1,4,9), not --seed".into());
     }
-    super::keep_loaded_traces();
+    let runner = super::runner().keeping_traces();
     let traces = args
         .traces
         .iter()
@@ -149,7 +131,7 @@ pub fn run(args: SweepArgs) -> CliResult {
         policies: args.policies.clone(),
         grid: args.own.grid.clone(),
         seeds: parse_seeds(&args.own.seeds)?,
-        run_args: args.run_args.clone(),
+        run: shared_settings(&args.run)?,
     };
     let shard = args.own.shard.as_deref().map(parse_shard).transpose()?;
     let all = plan_runs(&settings)?;
@@ -176,7 +158,7 @@ pub fn run(args: SweepArgs) -> CliResult {
                 if failed.load(Ordering::Relaxed) {
                     return None;
                 }
-                let done = run_one(run, &args.run, !settings.traces.is_empty(), args.own.out.as_deref());
+                let done = run_one(&runner, run, &args.run, !settings.traces.is_empty(), args.own.out.as_deref());
                 if done.is_err() {
                     failed.store(true, Ordering::Relaxed);
                 }
@@ -217,27 +199,44 @@ pub(super) fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 
+/// The settings every run of the sweep shares, for sweep.json: the RunSpec's fields but
+/// those each run sets.
+fn shared_settings(base: &RunSpec) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::to_value(base).map_err(|e| e.to_string())? {
+        serde_json::Value::Object(mut fields) => {
+            fields.retain(|key, _| !PER_RUN.contains(&key.as_str()));
+            Ok(fields)
+        }
+        other => Err(format!("run settings are not a map: {other}")),
+    }
+}
+
 /// One run, as `simulate` runs it, its files written into its folder.
-fn run_one(run: &SweepRun, base: &RunArgs, from_trace: bool, out: Option<&Path>) -> Result<Done, String> {
-    let mut args = base.clone();
-    args.trace = from_trace.then(|| PathBuf::from(&run.trace));
-    args.policy = run.spec.clone();
-    args.seed = run.seed;
+fn run_one(
+    runner: &Runner,
+    run: &SweepRun,
+    base: &RunSpec,
+    from_trace: bool,
+    out: Option<&Path>,
+) -> Result<Done, String> {
+    let mut spec = base.clone();
+    spec.trace = from_trace.then(|| PathBuf::from(&run.trace));
+    spec.policy = run.spec.clone();
+    spec.seed = run.seed;
     for (key, value) in &run.settings {
-        args.resilience.set(key, value)?;
+        spec.set(key, value)?;
     }
     let context =
         |e: &dyn std::fmt::Display| format!("run {} ({}, {}, seed {}): {e}", run.run, run.trace, run.spec, run.seed);
-    let keep = super::simulate::Keep { decisions: false, series: out.is_some() };
-    let (result, mut summary) = execute(&args, keep).map_err(|e| context(&e))?;
-    let wall_s = summary.wall_s.take().unwrap_or(0.0);
+    let keep = Keep { decisions: false, series: out.is_some() };
+    let mut outcome = runner.run(&spec, keep).map_err(|e| context(&e))?;
+    let wall_s = outcome.summary.wall_s.take().unwrap_or(0.0);
     if let Some(out) = out {
-        // What `simulate --out` writes; summary.json without `wall_s` (`summary` has none), so
-        // the folder is the same on every machine (wall times are in the sweep's wall.csv).
-        super::simulate::write_outputs(&out.join(&run.dir), &result, &summary, false)
-            .map_err(|e| context(&e.to_string()))?;
+        // What `simulate --out` writes; summary.json without `wall_s` (taken above), so the
+        // folder is the same on every machine (wall times are in the sweep's wall.csv).
+        outcome.write(&out.join(&run.dir), false).map_err(|e| context(&e))?;
     }
-    Ok(Done { row: reports::sweep::sweep_row(run, &summary), summary, wall_s })
+    Ok(Done { row: reports::sweep::sweep_row(run, &outcome.summary), summary: outcome.summary, wall_s })
 }
 
 /// Makes `dir` ready for a sweep: it must be new or empty, so no run of an earlier sweep is
@@ -553,7 +552,7 @@ fn setting_combos(grid: &[String]) -> Result<Vec<Vec<(String, String)>>, String>
             return Err(format!("--grid {key}: given twice; list every value in one --grid {key}=V1|V2|..."));
         }
         for v in &values {
-            check_grid_value(&key, v)?;
+            RunSpec::default().set(&key, v)?;
         }
         let mut next = Vec::with_capacity(combos.len() * values.len());
         for combo in &combos {
@@ -618,7 +617,7 @@ mod tests {
             policies: vec!["fifo[skip=true]".into(), "sjf".into()],
             grid: vec![],
             seeds: vec![3, 4],
-            run_args: BTreeMap::new(),
+            run: serde_json::Map::new(),
         };
         let runs = plan_runs(&settings).unwrap();
         assert_eq!(runs.len(), 8);

@@ -50,7 +50,7 @@ pub struct Input {
 pub fn run(command: TraceCommand) -> CliResult {
     match command {
         TraceCommand::Import { input, out } => {
-            let trace = super::load_trace(&input.path, &input.format)?;
+            let trace = super::read_trace(&input.path, &input.format)?;
             if out.extension().is_some_and(|e| e == "csv") {
                 let file = File::create(&out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
                 traces::write_jobs_csv(&trace.workload, BufWriter::new(file))?;
@@ -70,7 +70,7 @@ pub fn run(command: TraceCommand) -> CliResult {
             Err(format!("{}: {} error(s) shown", input.path.display(), errors.len()).into())
         }
         TraceCommand::Stats { input } => {
-            let trace = super::load_trace(&input.path, &input.format)?;
+            let trace = super::read_trace(&input.path, &input.format)?;
             emit(traces::TraceStats::of(&trace.workload))?;
             super::leave_for_exit(trace);
             Ok(())

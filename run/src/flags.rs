@@ -1,0 +1,42 @@
+//! A [`RunSpec`] written back as the command-line flags that read into it: for a replay
+//! command (live.json) and for the round-trip tests that keep the flags and the serde form one.
+
+use crate::RunSpec;
+use serde_json::Value;
+
+/// Fields of a RunSpec that are not run flags (`simulate` has them as its own).
+const NOT_FLAGS: [&str; 2] = ["out", "decisions"];
+
+impl RunSpec {
+    /// Every setting as `--flag value` words, defaults included (so a command built from them
+    /// never depends on the defaults staying what they are); unset options and switches that
+    /// are off are left out, as they can only be.
+    pub fn to_flags(&self) -> Vec<String> {
+        let Ok(Value::Object(fields)) = serde_json::to_value(self) else {
+            unreachable!("a RunSpec serializes as a map")
+        };
+        let mut words = Vec::new();
+        for (key, value) in fields.into_iter().filter(|(k, _)| !NOT_FLAGS.contains(&k.as_str())) {
+            let flag = format!("--{}", key.replace('_', "-"));
+            match value {
+                Value::Null | Value::Bool(false) => {}
+                Value::Bool(true) => words.push(flag),
+                Value::Object(per_queue) => {
+                    for (queue, seconds) in per_queue {
+                        words.extend([flag.clone(), format!("{queue}={}", scalar(&seconds))]);
+                    }
+                }
+                other => words.extend([flag, scalar(&other)]),
+            }
+        }
+        words
+    }
+}
+
+/// A number or string as a flag's value.
+fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,167 @@
+//! Running a [`RunSpec`]: the trace read (or the built-in workload made), the cluster chosen,
+//! failures resolved, the scenario assembled and simulated, the summary computed. The one way
+//! a run happens, for the command line, sweeps, regression checks and Python alike.
+
+use crate::{RunError, RunSpec, builtin};
+use sim::{Cluster, ClusterSpec, Policy, Scenario};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// What a run keeps beyond its summary and job records: only what will be used is paid for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keep {
+    /// The decision log (decisions.csv).
+    pub decisions: bool,
+    /// The time series (timeseries.csv, queue_timeseries.csv).
+    pub series: bool,
+}
+
+impl Keep {
+    /// Everything: the decision log and the time series.
+    pub const ALL: Keep = Keep { decisions: true, series: true };
+    /// Only the summary and the records (a sweep or regression check that writes nothing).
+    pub const SUMMARY: Keep = Keep { decisions: false, series: false };
+}
+
+/// A finished run: its records and its summary (with its wall time).
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// Every job's and task's record, the time series, the decision log (as kept).
+    pub result: sim::RunResult,
+    /// The metrics of summary.json.
+    pub summary: reports::Summary,
+}
+
+type NoteSink = Box<dyn Fn(&Path, &str) + Send + Sync>;
+
+/// Runs RunSpecs. Hands the notes of each trace it reads (what its importer skipped or does
+/// not model) to a sink, and may keep the traces it read for later runs (a sweep reads each
+/// trace once).
+pub struct Runner {
+    keep_traces: bool,
+    traces: Mutex<BTreeMap<(PathBuf, traces::Format), traces::Trace>>,
+    notes: NoteSink,
+}
+
+impl Default for Runner {
+    fn default() -> Runner {
+        Runner { keep_traces: false, traces: Mutex::default(), notes: Box::new(|_, _| {}) }
+    }
+}
+
+impl Runner {
+    /// Keeps every trace it reads, keyed by path and format, for the runs that follow.
+    pub fn keeping_traces(mut self) -> Runner {
+        self.keep_traces = true;
+        self
+    }
+
+    /// Gives the notes of each trace read to `sink` (the command line prints them on stderr).
+    pub fn with_notes(mut self, sink: impl Fn(&Path, &str) + Send + Sync + 'static) -> Runner {
+        self.notes = Box::new(sink);
+        self
+    }
+
+    /// Runs `spec` under the policy it names.
+    pub fn run(&self, spec: &RunSpec, keep: Keep) -> Result<RunOutcome, RunError> {
+        let mut policy = policies::build(&spec.policy).map_err(|e| RunError::new(format!("policy: {e}")))?;
+        self.run_with_policy(spec, policy.as_mut(), keep)
+    }
+
+    /// Runs `spec` under `policy` instead of the one it names (a policy built by the caller,
+    /// such as one written in Python).
+    pub fn run_with_policy(&self, spec: &RunSpec, policy: &mut dyn Policy, keep: Keep) -> Result<RunOutcome, RunError> {
+        let mut config = spec.controller_config()?;
+        config.record_decisions = keep.decisions;
+        config.record_series = keep.series;
+        let scenario = self.scenario(spec)?;
+        let started = Instant::now();
+        let result = sim::simulate(scenario, policy, config)?;
+        let mut summary = reports::Summary::of(&result);
+        summary.wall_s = Some(started.elapsed().as_secs_f64());
+        Ok(RunOutcome { result, summary })
+    }
+
+    /// The cluster, workload, events, queues, datasets and failure feed of `spec`.
+    fn scenario(&self, spec: &RunSpec) -> Result<Scenario, RunError> {
+        let trace = spec.trace.as_deref().map(|path| self.load_trace(path, spec.format)).transpose()?;
+        let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
+        let cluster = Cluster::new(&choose_cluster(spec, trace_cluster)?)?;
+        let (workload, mut events, trace_queues, trace_datasets) = match trace {
+            Some(trace) => (trace.workload, trace.events, trace.queues, trace.datasets),
+            None => (builtin::workload(cluster.gpu_count(), spec)?, Vec::new(), Vec::new(), Vec::new()),
+        };
+        let datasets = match &spec.datasets {
+            Some(path) => traces::load_datasets_file(path)?,
+            None => trace_datasets,
+        };
+        let queues = match &spec.queues {
+            Some(path) => traces::load_queues_file(path)?,
+            None => trace_queues,
+        };
+        let mut feed = None;
+        if let Some(text) = &spec.failures {
+            let failures: traces::FailureSpec = text.parse()?;
+            let start = workload.jobs().first().map_or(sim::SimTime::ZERO, |j| j.submit);
+            match failures.resolve(&cluster, start, spec.seed)? {
+                traces::Failures::Events(fixed) => events.extend(fixed),
+                traces::Failures::Feed(f) => feed = Some(f),
+            }
+        }
+        let workload = crate::queue_defaults::apply(spec, workload)?;
+        let scenario =
+            Scenario::new(cluster, workload).with_events(events)?.with_queues(&queues)?.with_datasets(&datasets)?;
+        Ok(match feed {
+            Some(feed) => scenario.with_feed(feed),
+            None => scenario,
+        })
+    }
+
+    /// Reads the trace at `path` (or takes the copy kept from an earlier run).
+    fn load_trace(&self, path: &Path, format: traces::Format) -> Result<traces::Trace, RunError> {
+        if !self.keep_traces {
+            return self.read_trace(path, format);
+        }
+        // Held while reading, so parallel runs of one sweep read (and note) each trace once.
+        let mut kept = self.traces.lock().map_err(|_| RunError::new("the trace cache is poisoned"))?;
+        let key = (path.to_path_buf(), format);
+        if let Some(trace) = kept.get(&key) {
+            return Ok(trace.clone());
+        }
+        let trace = self.read_trace(path, format)?;
+        kept.insert(key, trace.clone());
+        Ok(trace)
+    }
+
+    fn read_trace(&self, path: &Path, format: traces::Format) -> Result<traces::Trace, RunError> {
+        let trace = traces::load(path, format)?;
+        for note in &trace.notes {
+            (self.notes)(path, note);
+        }
+        Ok(trace)
+    }
+}
+
+/// The cluster of `spec`: its --cluster (a file or a shorthand), else the trace's, else the
+/// built-in one (only without a trace: a trace that does not describe its cluster needs one).
+fn choose_cluster(spec: &RunSpec, from_trace: Option<ClusterSpec>) -> Result<ClusterSpec, RunError> {
+    if let Some(text) = &spec.cluster {
+        let path = Path::new(text);
+        return Ok(if path.is_file() {
+            traces::load_cluster_file(path)?
+        } else {
+            traces::parse_cluster_shorthand(text)?
+        });
+    }
+    if let Some(cluster) = from_trace {
+        return Ok(cluster);
+    }
+    if spec.trace.is_some() {
+        return Err(RunError::new(
+            "this trace does not describe its cluster: give --cluster, e.g. --cluster 40x8:V100",
+        ));
+    }
+    Ok(traces::parse_cluster_shorthand(crate::BUILTIN_CLUSTER)?)
+}
