@@ -211,7 +211,7 @@ impl<'a> Plan<'a> {
     pub fn free(&self) -> &FreeGpus {
         self.free
     }
-    /// The policy's own random stream ("policy:<name>" under the run seed).
+    /// The policy's own random stream (`policy:<name>` under the run seed).
     pub fn rng(&mut self) -> &mut StreamRng {
         self.rng
     }
