@@ -1,27 +1,42 @@
-//! schedlab's scheduling policies, one file each, and the registry that builds them from
-//! `name[key=value,...]`. Every policy implements `sim::Policy` and nothing else: it cannot
-//! tell simulation from live mode.
+//! schedlab's scheduling policies, one file each, the kit they are written with, and the
+//! registry that builds them from `name[key=value,...]`. Every policy implements
+//! `sim::Policy` and nothing else: it cannot tell simulation from live mode.
+//!
+//! A policy outside this crate is written with the same kit the built-ins use (see
+//! `docs/writing-a-policy.md`):
+//! - [`tracking`]: follow the view's changes into a waiting queue, start a task where its
+//!   placement puts it, within its queue's quota;
+//! - [`wait_queue`]: waiting tasks in the policy's order, indexed by shape;
+//! - [`running`]: running tasks per pool by expected end (for preemption and reservations);
+//! - [`placement`]: which GPUs a gang gets (`pack`, `spread`, `fastest`, `local`);
+//! - [`quota`]: reclaiming GPUs other queues borrowed;
+//! - [`params`]: reading a policy's parameters strictly;
+//! - [`PolicySpec`] and [`Registry`]: specs and the policies a program can run.
+
+#![deny(missing_docs)]
 
 mod critical_path;
 mod drf;
 mod easy_backfill;
 mod fair_share;
 mod fifo;
-mod params;
+pub mod params;
 pub mod placement;
 mod priority;
-mod queue_share;
-mod quota;
+pub mod queue_share;
+pub mod quota;
 mod registry;
-mod running;
+pub mod running;
 mod sjf;
+mod spec;
 mod srtf;
 mod themis;
 mod tiresias;
-mod tracking;
-mod wait_queue;
+pub mod tracking;
+pub mod wait_queue;
 mod weighted_score;
 
-pub use params::{ParamInfo, SpecError};
+pub use params::{ParamInfo, Params, SpecError};
 pub use placement::{Placement, Placer, Shape};
-pub use registry::{POLICIES, PolicyInfo, build};
+pub use registry::{Constructor, POLICIES, PolicyInfo, Registry, build};
+pub use spec::PolicySpec;

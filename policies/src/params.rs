@@ -1,9 +1,16 @@
-//! Policy specs: `name[key=value,...]`, parsed strictly. An unknown key or a bad value is an
-//! error that lists what is valid; nothing is ignored.
+//! A policy's parameters, read strictly. An unknown key or a bad value is an error that lists
+//! what is valid; nothing is ignored: a key the policy's constructor did not read is an error
+//! too (`Registry::build` checks it after construction).
+//!
+//! The spec text itself, `name[key=value,...]`, is parsed by [`crate::PolicySpec`].
 
-use std::collections::BTreeMap;
+#![deny(missing_docs)]
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+/// A policy spec or parameter the user got wrong, in words that say what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpecError(pub String);
 
@@ -18,74 +25,132 @@ impl std::error::Error for SpecError {}
 /// One parameter a policy accepts, for `schedlab policies` and for error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParamInfo {
+    /// The key, as written in `name[key=value]`.
     pub key: &'static str,
+    /// The values it takes, in words (`true|false`, `hours >= 0`).
     pub values: &'static str,
+    /// The value used when the spec does not give one; it must parse.
     pub default: &'static str,
+    /// What it changes, in one sentence.
     pub help: &'static str,
 }
 
-/// A parsed spec: the policy name and its parameters, to be consumed key by key.
+/// The parameters given to one policy, handed to its constructor to be read key by key.
+///
+/// A policy that declares its parameters (`PolicyInfo::new`, every built-in) gets unknown
+/// keys refused before it is constructed, and [`Params::get`] falls back to the declared
+/// default. A policy registered without a list (`Registry::with`) gets every key; it reads
+/// them with [`Params::get_or`] (or [`Params::get`] for a required one). Either way every key
+/// read is recorded, and `Registry::build` refuses a spec with a key the constructor did not
+/// read.
 #[derive(Debug)]
 pub struct Params {
+    /// The policy's name, for error messages.
     pub policy: String,
     values: BTreeMap<String, String>,
-    accepted: &'static [ParamInfo],
-}
-
-/// Splits `name[key=value,...]` into the name and its raw key/value pairs.
-pub fn split_spec(spec: &str) -> Result<(String, BTreeMap<String, String>), SpecError> {
-    let spec = spec.trim();
-    let (name, rest) = match spec.find('[') {
-        Some(open) => {
-            let inner = spec[open + 1..].strip_suffix(']').ok_or_else(|| {
-                SpecError(format!("policy spec `{spec}`: expected `name[key=value,...]` ending in `]`"))
-            })?;
-            (&spec[..open], inner)
-        }
-        None => (spec, ""),
-    };
-    let mut values = BTreeMap::new();
-    for pair in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (key, value) = pair
-            .split_once('=')
-            .ok_or_else(|| SpecError(format!("policy spec `{spec}`: expected key=value, got `{pair}`")))?;
-        let (key, value) = (key.trim().to_string(), value.trim().to_string());
-        if values.insert(key.clone(), value).is_some() {
-            return Err(SpecError(format!("policy spec `{spec}`: `{key}` given twice")));
-        }
-    }
-    Ok((name.trim().to_string(), values))
+    /// The declared parameters; `None`: undeclared, any key may be read.
+    declared: Option<&'static [ParamInfo]>,
+    /// Every key the constructor asked for, given or not.
+    read: RefCell<BTreeSet<String>>,
 }
 
 impl Params {
-    pub fn new(
+    /// The `values` given to `policy`, checked against its `declared` parameters if it has a
+    /// list (an unknown key is an error naming the valid ones).
+    pub(crate) fn new(
         policy: &str,
         values: BTreeMap<String, String>,
-        accepted: &'static [ParamInfo],
+        declared: Option<&'static [ParamInfo]>,
     ) -> Result<Params, SpecError> {
-        if let Some(unknown) = values.keys().find(|k| !accepted.iter().any(|p| p.key == *k)) {
+        if let Some(accepted) = declared
+            && let Some(unknown) = values.keys().find(|k| !accepted.iter().any(|p| p.key == *k))
+        {
             let valid: Vec<String> = accepted.iter().map(|p| format!("{}={}", p.key, p.values)).collect();
             let valid = if valid.is_empty() { "none".to_string() } else { valid.join(", ") };
             return Err(SpecError(format!(
                 "policy `{policy}` has no parameter `{unknown}`; valid parameters: {valid}"
             )));
         }
-        Ok(Params { policy: policy.to_string(), values, accepted })
+        Ok(Params { policy: policy.to_string(), values, declared, read: RefCell::default() })
     }
 
-    /// The value of `key` parsed, or its documented default.
+    /// The value of `key` parsed, or its declared default. For a policy without a declared
+    /// list, a key not given is an error (the parameter is required).
+    ///
+    /// # Panics
+    /// When the policy declared its parameters and `key` is not among them: the catalogue
+    /// `schedlab policies` prints would be wrong, a programming error.
     pub fn get<T: std::str::FromStr>(&self, key: &str) -> Result<T, SpecError>
     where
         T::Err: fmt::Display,
     {
-        let info = self
-            .accepted
-            .iter()
-            .find(|p| p.key == key)
-            .unwrap_or_else(|| panic!("policy `{}` reads undeclared parameter `{key}`", self.policy));
-        let raw = self.values.get(key).map_or(info.default, String::as_str);
-        raw.parse::<T>()
-            .map_err(|e| SpecError(format!("policy `{}`: `{key}={raw}`: {e} (valid: {})", self.policy, info.values)))
+        match self.declared_info(key) {
+            Some(info) => self.get_info(info),
+            None => match self.given(key) {
+                Some(raw) => self.parse(key, raw, None),
+                None => Err(SpecError(format!("policy `{}` needs a value for `{key}`: `{key}=...`", self.policy))),
+            },
+        }
+    }
+
+    /// The value of `info.key` parsed, or `info.default`: how the kit reads the parameters
+    /// every policy may share ([`PLACEMENT`], [`AVOID_FAILED`], [`DURATION`]), whether or not
+    /// the policy declared them.
+    ///
+    /// # Panics
+    /// As [`Params::get`], for a key outside a declared list.
+    pub fn get_info<T: std::str::FromStr>(&self, info: &ParamInfo) -> Result<T, SpecError>
+    where
+        T::Err: fmt::Display,
+    {
+        let info = self.declared_info(info.key).unwrap_or(info);
+        self.parse(info.key, self.given(info.key).unwrap_or(info.default), Some(info))
+    }
+
+    /// The value of `key` parsed, or `default` when the spec does not give it: how a policy
+    /// registered without a parameter list reads an optional parameter.
+    ///
+    /// # Panics
+    /// As [`Params::get`], for a key outside a declared list.
+    pub fn get_or<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, SpecError>
+    where
+        T::Err: fmt::Display,
+    {
+        let info = self.declared_info(key);
+        self.given(key).map_or(Ok(default), |raw| self.parse(key, raw, info))
+    }
+
+    /// Keys given in the spec that the constructor never asked for, in key order.
+    pub(crate) fn unread(&self) -> Vec<&str> {
+        let read = self.read.borrow();
+        self.values.keys().filter(|k| !read.contains(*k)).map(String::as_str).collect()
+    }
+
+    /// Every key the constructor asked for, in key order.
+    pub(crate) fn read_keys(&self) -> Vec<String> {
+        self.read.borrow().iter().cloned().collect()
+    }
+
+    /// Records `key` as read and returns its declared info (`None` without a declared list).
+    fn declared_info(&self, key: &str) -> Option<&'static ParamInfo> {
+        self.read.borrow_mut().insert(key.to_string());
+        let declared = self.declared?;
+        let info = declared.iter().find(|p| p.key == key);
+        Some(info.unwrap_or_else(|| panic!("policy `{}` reads undeclared parameter `{key}`", self.policy)))
+    }
+
+    fn given(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+
+    fn parse<T: std::str::FromStr>(&self, key: &str, raw: &str, info: Option<&ParamInfo>) -> Result<T, SpecError>
+    where
+        T::Err: fmt::Display,
+    {
+        raw.parse::<T>().map_err(|e| {
+            let valid = info.map_or(String::new(), |info| format!(" (valid: {})", info.values));
+            SpecError(format!("policy `{}`: `{key}={raw}`: {e}{valid}", self.policy))
+        })
     }
 }
 
@@ -104,6 +169,7 @@ impl std::str::FromStr for Source {
     }
 }
 
+/// `placement`: which GPUs a gang gets (read with [`crate::Placer::from_params`]).
 pub const PLACEMENT: ParamInfo = ParamInfo {
     key: "placement",
     values: "pack|spread|fastest|local",
@@ -113,6 +179,8 @@ pub const PLACEMENT: ParamInfo = ParamInfo {
            holding the task's dataset first",
 };
 
+/// `avoid_failed_h`: steer clear of recently failed nodes (read with
+/// [`crate::Placer::from_params`]).
 pub const AVOID_FAILED: ParamInfo = ParamInfo {
     key: "avoid_failed_h",
     values: "hours >= 0",
@@ -120,6 +188,7 @@ pub const AVOID_FAILED: ParamInfo = ParamInfo {
     help: "prefer nodes with no failure seen in this many hours (0: off); used anyway if nothing else fits",
 };
 
+/// `duration`: which durations the policy may use, read as a [`Source`].
 pub const DURATION: ParamInfo = ParamInfo {
     key: "duration",
     values: "oracle|estimate",

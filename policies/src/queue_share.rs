@@ -29,6 +29,7 @@ use crate::wait_queue::{Key, WaitQueue};
 use sim::{Change, ClusterView, DurationSource, JobId, Plan, QueueId, TaskId};
 use std::cmp::Ordering;
 
+/// `order`: the order of the tasks within one queue (read with [`Order::from_params`]).
 pub const ORDER: ParamInfo = ParamInfo {
     key: "order",
     values: "fifo|sjf",
@@ -47,11 +48,14 @@ pub const SJF_DURATION: ParamInfo = ParamInfo {
 /// `order` and `duration`: the order of tasks inside one queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Order {
+    /// Shortest expected duration first (else arrival order).
     pub sjf: bool,
+    /// The durations `sjf` sorts by.
     pub source: DurationSource,
 }
 
 impl Order {
+    /// From the `order` and `duration` parameters.
     pub fn from_params(params: &Params) -> Result<Order, SpecError> {
         let order: String = params.get("order")?;
         let sjf = match order.as_str() {
@@ -85,15 +89,22 @@ impl Order {
 /// A share `num / den`, compared exactly by cross-multiplication (no floats).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Share {
+    /// The numerator (what the queue holds, in the policy's unit).
     pub num: u128,
+    /// The denominator (the queue's weight), positive.
     pub den: u128,
 }
 
 impl Share {
+    /// `num / den`.
+    ///
+    /// # Panics
+    /// When `den` is zero.
     pub fn new(num: u128, den: u128) -> Share {
         assert!(den > 0, "a share's denominator is positive");
         Share { num, den }
     }
+    /// Compares two shares exactly.
     pub fn cmp_exact(self, other: Share) -> Ordering {
         (self.num * other.den).cmp(&(other.num * self.den))
     }

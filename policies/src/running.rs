@@ -6,6 +6,8 @@
 use sim::{Change, ClusterView, DurationSource, PoolId, SimTime, TaskId};
 use std::collections::BTreeSet;
 
+/// Running tasks per pool by expected end: follow the view with [`RunningIndex::sync`],
+/// and add the tasks a decision starts with [`RunningIndex::insert_started`].
 #[derive(Debug, Default)]
 pub struct RunningIndex {
     by_pool: Vec<BTreeSet<(SimTime, TaskId)>>,
@@ -44,6 +46,7 @@ impl RunningIndex {
         self.insert_at(task, pool, view.expected_end_if_started(task, source));
     }
 
+    /// Indexes `task` in `pool`, expected to end at `end` (a task already indexed moves).
     pub fn insert_at(&mut self, task: TaskId, pool: PoolId, end: SimTime) {
         self.remove(task);
         if self.by_pool.len() <= pool.index() {
@@ -56,6 +59,7 @@ impl RunningIndex {
         self.entry[task.index()] = Some((end, pool));
     }
 
+    /// Forgets `task` if indexed.
     pub fn remove(&mut self, task: TaskId) {
         if let Some((end, pool)) = self.entry.get_mut(task.index()).and_then(Option::take) {
             self.by_pool[pool.index()].remove(&(end, task));

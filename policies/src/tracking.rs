@@ -9,6 +9,7 @@ use sim::{Change, ClusterView, GpuId, Plan, TaskId};
 /// What became of a task `place_and_start` tried.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placed {
+    /// Started on these GPUs, and taken off the waiting queue.
     Started(Vec<GpuId>),
     /// Not enough free GPUs of its shape now: it keeps its place in the order.
     NoRoom,
@@ -17,6 +18,7 @@ pub enum Placed {
 }
 
 impl Placed {
+    /// The GPUs it started on, if it started.
     pub fn started(&self) -> Option<&[GpuId]> {
         match self {
             Placed::Started(gpus) => Some(gpus),

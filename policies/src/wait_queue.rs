@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Smaller keys go first; ties break by task id (arrival order).
 pub type Key = u64;
 
+/// A policy's waiting tasks: in key order, by shape, and parked by queue.
 #[derive(Debug, Default)]
 pub struct WaitQueue {
     all: BTreeSet<(Key, TaskId)>,

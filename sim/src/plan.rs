@@ -4,6 +4,8 @@
 //! for a gang) and discard it whole if it does not work out. The Controller commits the plan
 //! after `decide` returns.
 
+#![deny(missing_docs)]
+
 use crate::alloc::{FreeGpus, WHOLE_GPU_MILLI};
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId, PoolId, TaskId};
@@ -16,19 +18,87 @@ use std::fmt;
 /// A decision the plan refused, with the rule it broke.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PlanError {
-    NotStartable { task: TaskId, status: TaskStatus },
-    AlreadyDecided { task: TaskId },
-    GangSize { task: TaskId, asked: u32, given: usize },
-    UnknownGpu { gpu: GpuId },
-    GpuNotFree { gpu: GpuId },
-    DuplicateGpu { gpu: GpuId },
-    MixedPools { task: TaskId },
-    WrongGpuType { task: TaskId, pool: PoolId },
-    NotSingleNode { task: TaskId },
-    NotRunning { task: TaskId, status: TaskStatus },
-    JobNotRejectable { job: JobId },
-    WakeNotInFuture { at: SimTime, now: SimTime },
-    Quota { task: TaskId, breach: crate::quota::QuotaBreach },
+    /// A start for a task that is not waiting to start (running, finished, failed for good,
+    /// not arrived, or waiting on its DAG).
+    NotStartable {
+        /// The task.
+        task: TaskId,
+        /// Its status now.
+        status: TaskStatus,
+    },
+    /// A second decision for a task this plan already started, preempted or rejected.
+    AlreadyDecided {
+        /// The task.
+        task: TaskId,
+    },
+    /// A start with more or fewer GPUs than the gang asks for: gangs are all-or-nothing.
+    GangSize {
+        /// The task.
+        task: TaskId,
+        /// The GPUs it asks for.
+        asked: u32,
+        /// The GPUs the plan gave.
+        given: usize,
+    },
+    /// A GPU id past the cluster's GPUs.
+    UnknownGpu {
+        /// The GPU.
+        gpu: GpuId,
+    },
+    /// A GPU held by another task, or not usable (failed, on a dead node, a spare in reserve),
+    /// or (for a share) without room: no double allocation.
+    GpuNotFree {
+        /// The GPU.
+        gpu: GpuId,
+    },
+    /// A GPU listed twice in one start.
+    DuplicateGpu {
+        /// The GPU.
+        gpu: GpuId,
+    },
+    /// A gang spread over two pools: a gang lies inside one pool (one GPU type).
+    MixedPools {
+        /// The task.
+        task: TaskId,
+    },
+    /// A start in a pool whose GPU type the task does not accept.
+    WrongGpuType {
+        /// The task.
+        task: TaskId,
+        /// The pool of the GPUs given.
+        pool: PoolId,
+    },
+    /// A single-node task given GPUs on more than one node.
+    NotSingleNode {
+        /// The task.
+        task: TaskId,
+    },
+    /// A preemption of a task that is not running.
+    NotRunning {
+        /// The task.
+        task: TaskId,
+        /// Its status now.
+        status: TaskStatus,
+    },
+    /// A rejection of a job that has ended, has not arrived, or has a task running.
+    JobNotRejectable {
+        /// The job.
+        job: JobId,
+    },
+    /// A wake-up at or before now.
+    WakeNotInFuture {
+        /// The time asked for.
+        at: SimTime,
+        /// Now.
+        now: SimTime,
+    },
+    /// A start its queue's quota does not allow.
+    Quota {
+        /// The task.
+        task: TaskId,
+        /// Which limit it would break.
+        breach: crate::quota::QuotaBreach,
+    },
 }
 
 impl fmt::Display for PlanError {
@@ -74,19 +144,28 @@ impl std::error::Error for PlanError {}
 /// One accepted decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
+    /// Start `task` on `gpus`.
     Start {
+        /// The task.
         task: TaskId,
+        /// Its GPUs, as many as its gang (one for a share of a GPU).
         gpus: Vec<GpuId>,
     },
-    /// `reason` says why, in the decision log (empty: the policy's ordering).
+    /// Preempt a running task; it waits to restart from its progress.
     Preempt {
+        /// The task.
         task: TaskId,
+        /// Why, in the decision log (empty: the policy's ordering).
         reason: String,
     },
+    /// End a waiting job, rejected.
     Reject {
+        /// The job.
         job: JobId,
+        /// Why, shown in the job table.
         reason: String,
     },
+    /// Call the policy again at this time even if nothing else happens.
     WakeAt(SimTime),
 }
 
@@ -104,6 +183,9 @@ pub(crate) enum Mark {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Savepoint(usize);
 
+/// A policy's decisions for one decision point, validated and applied tentatively as they
+/// are made (see [`crate::Policy`] for what it refuses and why); committed by the Controller
+/// after `decide` returns.
 pub struct Plan<'a> {
     pub(crate) now: SimTime,
     pub(crate) cluster: &'a Cluster,
@@ -121,6 +203,7 @@ pub struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
+    /// The time of this decision point.
     pub fn now(&self) -> SimTime {
         self.now
     }
@@ -128,10 +211,11 @@ impl<'a> Plan<'a> {
     pub fn free(&self) -> &FreeGpus {
         self.free
     }
-    /// The policy's own random stream ("policy:<name>" under the run seed).
+    /// The policy's own random stream (`policy:<name>` under the run seed).
     pub fn rng(&mut self) -> &mut StreamRng {
         self.rng
     }
+    /// The decisions accepted so far, in order.
     pub fn decisions(&self) -> &[Decision] {
         &self.decisions
     }
@@ -313,6 +397,7 @@ impl<'a> Plan<'a> {
         }
     }
 
+    /// The plan as it stands, to [`Plan::rollback`] to.
     pub fn savepoint(&self) -> Savepoint {
         Savepoint(self.decisions.len())
     }

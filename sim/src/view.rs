@@ -3,6 +3,8 @@
 //! free *right now, including the policy's own tentative decisions* is read from the
 //! [`crate::Plan`], not from here.
 
+#![deny(missing_docs)]
+
 use crate::cluster::Cluster;
 use crate::health::Health;
 use crate::ids::{JobId, NodeId, TaskId};
@@ -40,6 +42,7 @@ pub enum DurationSource {
 }
 
 impl DurationSource {
+    /// The name, as a parameter value writes it (`oracle`, `estimate`).
     pub fn as_str(self) -> &'static str {
         match self {
             DurationSource::Oracle => "oracle",
@@ -48,6 +51,9 @@ impl DurationSource {
     }
 }
 
+/// What a policy may read at a decision point: the cluster, every job and task, the queues,
+/// the known hardware, and the changes since its previous call. Read-only; everything in it is
+/// as of the start of the decision (the policy's own tentative decisions are in the `Plan`).
 pub struct ClusterView<'a> {
     pub(crate) now: SimTime,
     pub(crate) changes: &'a [Change],
@@ -65,21 +71,28 @@ pub struct ClusterView<'a> {
 }
 
 impl<'a> ClusterView<'a> {
+    /// The time of this decision point.
     pub fn now(&self) -> SimTime {
         self.now
     }
+    /// What happened since the policy's previous call, in the order it happened: what a
+    /// policy's incremental indexes follow.
     pub fn changes(&self) -> &'a [Change] {
         self.changes
     }
+    /// The cluster: pools, nodes, GPUs (all of them; which are usable is `health`).
     pub fn cluster(&self) -> &'a Cluster {
         self.cluster
     }
+    /// A task's state: status, gang size, pools, work and estimate, attempt, placement.
     pub fn task(&self, task: TaskId) -> &'a TaskState {
         &self.tasks[task.index()]
     }
+    /// A job's state: its tasks, whether it arrived or ended.
     pub fn job(&self, job: JobId) -> &'a JobState {
         &self.jobs[job.index()]
     }
+    /// The job as submitted (name, submit time, priority, tasks and their DAG).
     pub fn job_spec(&self, job: JobId) -> &'a JobSpec {
         &self.workload.jobs()[job.index()]
     }
@@ -138,6 +151,7 @@ impl<'a> ClusterView<'a> {
     pub fn failures_seen_since(&self, since: SimTime) -> impl Iterator<Item = NodeId> + 'a {
         self.failures_seen.range((since, NodeId(0))..).map(|&(_, node)| node)
     }
+    /// How many tasks the run has (task ids are `0..task_count`).
     pub fn task_count(&self) -> usize {
         self.tasks.len()
     }

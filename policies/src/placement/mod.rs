@@ -11,7 +11,7 @@ mod pack;
 mod share;
 mod spread;
 
-use crate::params::{Params, SpecError};
+use crate::params::{AVOID_FAILED, PLACEMENT, Params, SpecError};
 use candidates::Candidates;
 use sim::{ClusterView, FreeGpus, GpuId, NodeId, PoolId, PoolMask, SimDuration, SimTime, TaskState, WHOLE_GPU_MILLI};
 use std::collections::BTreeSet;
@@ -21,8 +21,11 @@ use std::str::FromStr;
 /// The part of a task that placement looks at. Tasks of one shape fit or not together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Shape {
+    /// GPUs of the gang (1 for a share of one GPU).
     pub gpus: u32,
+    /// The pools (GPU types) it may run in.
     pub pools: PoolMask,
+    /// Whether the gang must lie on one node.
     pub single_node: bool,
     /// Milli-GPUs of each GPU: 1000 for whole GPUs, less for a share of one GPU.
     pub milli: u32,
@@ -33,6 +36,7 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// The shape of `task`.
     pub fn of(task: &TaskState) -> Shape {
         Shape {
             gpus: task.gpus,
@@ -67,6 +71,7 @@ impl Shape {
     }
 }
 
+/// The placement algorithm: how a gang's GPUs are chosen among those free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Placement {
     /// Consolidate: the fewest nodes, fullest node first (best fit). The default.
@@ -85,6 +90,7 @@ pub enum Placement {
 }
 
 impl Placement {
+    /// Every algorithm's name, as a spec writes it.
     pub const NAMES: &'static [&'static str] = &["pack", "spread", "fastest", "local"];
 
     /// GPUs for a task of `shape`, or `None` when it does not fit now. Ties break by pool id,
@@ -97,6 +103,7 @@ impl Placement {
             Placement::Spread => spread::place(shape, candidates),
         }
     }
+    /// The name, as a spec writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             Placement::Pack => "pack",
@@ -131,20 +138,22 @@ impl FromStr for Placement {
 /// used).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placer {
+    /// The algorithm.
     pub kind: Placement,
     /// Avoid nodes with a failure seen within this long (zero: off).
     pub avoid_failed_for: SimDuration,
 }
 
 impl Placer {
-    /// From the `placement` and `avoid_failed_h` parameters.
+    /// From the `placement` and `avoid_failed_h` parameters (their defaults when not given,
+    /// in any policy: see [`Params::get_info`]).
     pub fn from_params(params: &Params) -> Result<Placer, SpecError> {
-        let hours: f64 = params.get("avoid_failed_h")?;
+        let hours: f64 = params.get_info(&AVOID_FAILED)?;
         if !(hours.is_finite() && (0.0..=1e6).contains(&hours)) {
             return Err(SpecError(format!("policy `{}`: avoid_failed_h must be 0..=1000000 hours", params.policy)));
         }
         Ok(Placer {
-            kind: params.get("placement")?,
+            kind: params.get_info(&PLACEMENT)?,
             avoid_failed_for: SimDuration((hours * 3_600_000.0).round() as u64),
         })
     }

@@ -82,7 +82,7 @@ pub fn first_gpus(result: &RunResult, job: &str) -> Vec<u32> {
 
 /// Every policy with each value of each of its parameters somewhere in the list (defaults
 /// included): the sweep that the property and determinism tests run. `properties.rs` checks
-/// that it covers `policies::POLICIES`, so a new policy or parameter value must be added here.
+/// that it covers `Registry::builtin().policies()`, so a new policy or parameter value must be added here.
 pub const ALL_SPECS: &[&str] = &[
     "fifo",
     "fifo[skip=true]",
