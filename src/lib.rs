@@ -4,4 +4,5 @@
 
 pub mod cli;
 
+pub use policies::{PolicySpec, Registry};
 pub use run::{Keep, RunError, RunOutcome, RunSpec, Runner};

@@ -157,6 +157,7 @@ fn beyond_the_connection_bound_a_client_gets_503_a_stalled_one_408_and_stopping_
         app_xids: None,
         tls: None,
         http: limits,
+        registry: policies::Registry::builtin(),
     };
     let stop = Arc::new(AtomicBool::new(false));
     let (done, served) = std::sync::mpsc::channel();

@@ -322,21 +322,22 @@ fn the_grid_expands_each_policy_over_the_keys_it_takes() {
     assert!(out.status.success(), "{}", stderr(&out));
     let manifest = read_json(&out_dir.join("sweep.json"));
     let specs: Vec<&str> = manifest["runs"].as_array().unwrap().iter().map(|r| r["spec"].as_str().unwrap()).collect();
+    // First grid key outermost; each spec printed canonically (keys sorted).
     assert_eq!(
         specs,
         [
-            "fifo[skip=true,placement=pack]",
-            "fifo[skip=true,placement=spread]",
-            "fifo[skip=false,placement=pack]",
-            "fifo[skip=false,placement=spread]",
+            "fifo[placement=pack,skip=true]",
+            "fifo[placement=spread,skip=true]",
+            "fifo[placement=pack,skip=false]",
+            "fifo[placement=spread,skip=false]",
             "sjf[placement=pack]",
             "sjf[placement=spread]",
         ]
     );
-    assert_eq!(run_dirs(&out_dir)[1], "runs/001-synthetic-fifo_skip_true_placement_spread-s0");
+    assert_eq!(run_dirs(&out_dir)[1], "runs/001-synthetic-fifo_placement_spread_skip_true-s0");
     let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).unwrap();
     assert!(
-        csv.contains(",\"fifo[skip=true,placement=spread]\",0,\"fifo[skip=true,placement=spread,avoid_failed_h=0]\","),
+        csv.contains(",\"fifo[placement=spread,skip=true]\",0,\"fifo[skip=true,placement=spread,avoid_failed_h=0]\","),
         "{csv}"
     );
 

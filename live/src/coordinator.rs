@@ -96,6 +96,8 @@ pub struct ServeOptions {
     pub tls: Option<TlsOptions>,
     /// Connections, timeouts: see [`Limits`].
     pub http: Limits,
+    /// The policies the session's policy is built from (a program's own among them).
+    pub registry: policies::Registry,
 }
 
 /// `live serve --tls`: the coordinator's certificate, and whom it asks for one.
@@ -218,14 +220,14 @@ impl Coordinator {
         let mut store = store;
         let generation = store.next_generation()?;
         let (driver, base_ms) = if journal.is_empty() {
-            let mut driver = Driver::new(config)?;
+            let mut driver = Driver::with_registry(config, &options.registry)?;
             let start = driver.start_batch();
             store.append(std::slice::from_ref(&start))?;
             driver.apply(start)?;
             (driver, 1)
         } else {
             let last = journal.last().map_or(0, |b| b.time_ms);
-            (Driver::replay(config, journal)?, last + 1)
+            (Driver::replay_with(config, &options.registry, journal)?, last + 1)
         };
         let agents = store.agents()?.into_iter().map(|a| (a.name.clone(), a)).collect();
         let tls = match (&options.tls, public) {
@@ -1231,7 +1233,7 @@ fn replay_settings(driver: &Driver, dir: &Path) -> Result<Value, String> {
     let out = PathBuf::from(format!("{}-replay", trace.display()));
     let spec = run::RunSpec {
         trace: Some(trace),
-        policy: driver.config().policy.clone(),
+        policy: driver.config().policy.parse().map_err(|e| format!("the session's policy: {e}"))?,
         seed: c.seed,
         heartbeat_s: run::Seconds(c.failures.heartbeat_interval),
         missed_beats: c.failures.missed_beats,
@@ -1319,6 +1321,7 @@ mod tests {
             app_xids,
             tls: None,
             http: crate::http::Limits::default(),
+            registry: policies::Registry::builtin(),
         }
     }
 

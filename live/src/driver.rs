@@ -259,8 +259,14 @@ pub fn parse_cluster(text: &str) -> Result<ClusterSpec, String> {
 }
 
 impl Driver {
-    /// A fresh driver; nothing applied yet (see [`Driver::start_batch`]).
+    /// A fresh driver under a built-in policy; nothing applied yet (see
+    /// [`Driver::start_batch`]).
     pub fn new(config: DriverConfig) -> Result<Driver, String> {
+        Driver::with_registry(config, &policies::Registry::builtin())
+    }
+
+    /// A fresh driver whose policy is built from `registry` (a program's own policies).
+    pub fn with_registry(config: DriverConfig, registry: &policies::Registry) -> Result<Driver, String> {
         let spec = parse_cluster(&config.cluster)?;
         let cluster = Cluster::new(&spec).map_err(|e| e.to_string())?;
         if config.heartbeat_ms == 0 || config.missed_beats == 0 {
@@ -272,7 +278,9 @@ impl Driver {
             gpu_detect_delay: SimDuration::ZERO,
             max_retries: config.max_retries,
         };
-        let policy = policies::build(&config.policy).map_err(|e| e.to_string())?;
+        let policy_spec: policies::PolicySpec =
+            config.policy.parse().map_err(|e: policies::SpecError| e.to_string())?;
+        let policy = registry.build(&policy_spec).map_err(|e| e.to_string())?;
         let queue_specs = if config.queues.trim().is_empty() {
             Vec::new()
         } else {
@@ -538,7 +546,16 @@ impl Driver {
     /// A driver with `journal` applied: what [`Driver::apply`] of each batch in turn gives
     /// (the journal holds the ticks that were due between its batches, so none is added).
     pub fn replay(config: DriverConfig, journal: Vec<Batch>) -> Result<Driver, String> {
-        let mut d = Driver::new(config)?;
+        Driver::replay_with(config, &policies::Registry::builtin(), journal)
+    }
+
+    /// [`Driver::replay`] with the policy built from `registry`.
+    pub fn replay_with(
+        config: DriverConfig,
+        registry: &policies::Registry,
+        journal: Vec<Batch>,
+    ) -> Result<Driver, String> {
+        let mut d = Driver::with_registry(config, registry)?;
         for batch in journal {
             let ticks = d.apply(batch)?;
             debug_assert!(ticks.is_empty(), "a journal holds its ticks");

@@ -111,7 +111,7 @@ fn row(index: usize, spec: &RunSpec, outcome: &RunOutcome) -> Vec<String> {
         run: index,
         dir: String::new(),
         trace,
-        spec: spec.policy.clone(),
+        spec: spec.policy.to_string(),
         settings: Vec::new(),
         seed: spec.seed,
     };

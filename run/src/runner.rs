@@ -3,6 +3,7 @@
 //! a run happens, for the command line, sweeps, regression checks and Python alike.
 
 use crate::{RunError, RunSpec, builtin};
+use policies::Registry;
 use sim::{Cluster, ClusterSpec, Policy, Scenario};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,7 @@ type NoteSink = Box<dyn Fn(&Path, &str) + Send + Sync>;
 /// not model) to a sink, and may keep the traces it read for later runs (a sweep reads each
 /// trace once).
 pub struct Runner {
+    registry: Registry,
     keep_traces: bool,
     traces: Mutex<BTreeMap<(PathBuf, traces::Format), traces::Trace>>,
     notes: NoteSink,
@@ -47,11 +49,21 @@ pub struct Runner {
 
 impl Default for Runner {
     fn default() -> Runner {
-        Runner { keep_traces: false, traces: Mutex::default(), notes: Box::new(|_, _| {}) }
+        Runner::new(Registry::builtin())
     }
 }
 
 impl Runner {
+    /// A runner that builds policies from `registry`.
+    pub fn new(registry: Registry) -> Runner {
+        Runner { registry, keep_traces: false, traces: Mutex::default(), notes: Box::new(|_, _| {}) }
+    }
+
+    /// The policies this runner builds.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// Keeps every trace it reads, keyed by path and format, for the runs that follow.
     pub fn keeping_traces(mut self) -> Runner {
         self.keep_traces = true;
@@ -66,7 +78,7 @@ impl Runner {
 
     /// Runs `spec` under the policy it names.
     pub fn run(&self, spec: &RunSpec, keep: Keep) -> Result<RunOutcome, RunError> {
-        let mut policy = policies::build(&spec.policy).map_err(|e| RunError::new(format!("policy: {e}")))?;
+        let mut policy = self.registry.build(&spec.policy).map_err(|e| RunError::new(format!("policy: {e}")))?;
         self.run_with_policy(spec, policy.as_mut(), keep)
     }
 

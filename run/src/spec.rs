@@ -6,6 +6,7 @@
 use crate::per_queue::{self, QueueSeconds};
 use crate::{Hours, Seconds, text};
 use clap::{Args, Parser};
+use policies::PolicySpec;
 use serde::{Deserialize, Serialize};
 use sim::{ControllerConfig, FailureConfig, SimDuration};
 use std::path::PathBuf;
@@ -54,7 +55,7 @@ pub struct RunSpec {
     pub datasets: Option<PathBuf>,
     /// Policy spec name[key=value,...]; see `schedlab policies`.
     #[arg(long, default_value = "fifo")]
-    pub policy: String,
+    pub policy: PolicySpec,
     /// Run seed: feeds the synthetic workload, the failure model and the policy's random stream.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

@@ -20,7 +20,7 @@ fn every_field() -> RunSpec {
         failures: Some("weibull:node_mtbf_h=50,repair_median_h=2".into()),
         queues: Some(PathBuf::from("q/queues.csv")),
         datasets: Some(PathBuf::from("d/datasets.csv")),
-        policy: "sjf[duration=estimate]".into(),
+        policy: "sjf[duration=estimate]".parse().unwrap(),
         seed: 7,
         jobs: 300,
         load: 1.25,
@@ -97,7 +97,7 @@ fn defaults_are_the_flags_defaults_in_every_form() {
     assert_eq!(RunSpec::from_flags(default.to_flags()).unwrap(), default);
     let config = default.controller_config().unwrap();
     assert_eq!(config.failures, sim::FailureConfig::default());
-    assert_eq!((default.policy.as_str(), default.seed, default.jobs), ("fifo", 0, run::BUILTIN_JOBS));
+    assert_eq!((default.policy.to_string().as_str(), default.seed, default.jobs), ("fifo", 0, run::BUILTIN_JOBS));
 }
 
 #[test]

@@ -394,7 +394,7 @@ pub fn run(command: LiveCommand) -> CliResult {
         LiveCommand::Export(a) => {
             let store = live::store::Store::open(&a.state)?;
             let config = store.config()?.ok_or_else(|| format!("{}: no coordinator state here", a.state.display()))?;
-            let driver = Driver::replay(config, store.batches()?)?;
+            let driver = Driver::replay_with(config, super::registry(), store.batches()?)?;
             write_journal(&driver, &a.out)?;
             emit(format!("wrote {} ({} jobs)\n", a.out.display(), driver.trace().workload.len()))
         }
@@ -453,6 +453,7 @@ fn run_serve(a: ServeArgs) -> CliResult {
             request_timeout: Duration::from_millis(millis("request-timeout-s", &a.request_timeout_s)?.max(1)),
             ..live::http::Limits::default()
         },
+        registry: super::registry().clone(),
     };
     eprintln!("schedlab live: state in {}, API token in {}", a.state.display(), a.state.join("token").display());
     if let Some(TlsOptions { certificate: TlsSetup::SelfSigned { names }, .. }) = &options.tls {

@@ -68,7 +68,16 @@ pub fn emit(text: impl std::fmt::Display) -> CliResult {
 /// importer skipped or does not model) on stderr, so nothing a user submitted disappears
 /// without a word.
 pub fn runner() -> run::Runner {
-    run::Runner::default().with_notes(print_note)
+    run::Runner::new(registry().clone()).with_notes(print_note)
+}
+
+/// The policies this binary knows: the built-ins, and a program's own when it started the
+/// command line with [`main_with`].
+static REGISTRY: std::sync::OnceLock<::policies::Registry> = std::sync::OnceLock::new();
+
+/// The policies every command builds from (see [`REGISTRY`]).
+pub fn registry() -> &'static ::policies::Registry {
+    REGISTRY.get_or_init(::policies::Registry::builtin)
 }
 
 fn print_note(path: &std::path::Path, note: &str) {
@@ -91,9 +100,27 @@ pub fn leave_for_exit<T>(value: T) {
     std::mem::forget(value);
 }
 
-/// Runs the command line: exit code 0 when the command succeeded, 2 on any error (printed as
-/// `error: ...`); `regress` exits 1 on a regression.
+/// Runs the command line with the built-in policies: exit code 0 when the command succeeded,
+/// 2 on any error (printed as `error: ...`); `regress` exits 1 on a regression.
 pub fn main() -> std::process::ExitCode {
+    main_with(::policies::Registry::builtin())
+}
+
+/// Runs the command line with the policies of `registry`, as a team's own `schedlab` binary
+/// does with its policy compiled in (see docs/writing-a-policy.md): every command (simulate,
+/// sweep, regress, policies, live serve) knows them.
+///
+/// ```no_run
+/// # fn my_policy(p: &policies::Params) -> Result<Box<dyn sim::Policy + Send>, policies::SpecError> { unimplemented!() }
+/// fn main() -> std::process::ExitCode {
+///     schedlab::cli::main_with(schedlab::Registry::builtin().with("my-policy", my_policy))
+/// }
+/// ```
+pub fn main_with(registry: ::policies::Registry) -> std::process::ExitCode {
+    if REGISTRY.set(registry).is_err() {
+        eprintln!("error: the command line was started twice in one process");
+        return std::process::ExitCode::from(2);
+    }
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {

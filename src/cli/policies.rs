@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 pub fn run() -> CliResult {
     let mut text = String::new();
-    for info in policies::POLICIES {
+    for info in super::registry().policies() {
         writeln!(text, "{}  {}", info.name, info.summary)?;
         for p in info.params {
             writeln!(text, "    {}={}  (default {})  {}", p.key, p.values, p.default, p.help)?;

@@ -244,7 +244,7 @@ impl Spec {
                         };
                         let run = RunSpec {
                             trace: (trace != BUILTIN).then(|| self.dir.join(trace)),
-                            policy: policy.spec.clone(),
+                            policy: policy.spec.parse().map_err(|e| format!("run {key}: {e}"))?,
                             seed,
                             ..shared.clone()
                         };
@@ -303,7 +303,8 @@ impl Lists {
             if p.name.contains('/') {
                 return Err(format!("`policies`: name `{}` must not contain `/`", p.name));
             }
-            policies::build(&p.spec).map_err(|e| format!("`policies`: {e}"))?;
+            let spec = p.spec.parse().map_err(|e| format!("`policies`: {e}"))?;
+            super::registry().check(&spec).map_err(|e| format!("`policies`: {e}"))?;
         }
         Ok(Sweep { name, traces, policies, seeds, settings })
     }

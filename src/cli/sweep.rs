@@ -10,6 +10,7 @@ use super::{CliResult, emit};
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use indicatif::{ProgressBar, ProgressStyle};
+use policies::{PolicySpec, Registry};
 use rayon::prelude::*;
 use reports::Summary;
 use reports::sweep::{SYNTHETIC_TRACE, Shard, SweepManifest, SweepRun, SweepSettings};
@@ -92,7 +93,11 @@ impl FromArgMatches for SweepArgs {
 
     fn from_arg_matches_mut(matches: &mut ArgMatches) -> Result<Self, clap::Error> {
         let traces = matches.get_many::<PathBuf>("trace").map(|v| v.cloned().collect()).unwrap_or_default();
-        let policies = matches.get_many::<String>("policy").map(|v| v.cloned().collect()).unwrap_or_default();
+        // Read by clap as RunSpec's `policy` is: parsed, then kept as their canonical text.
+        let policies = matches
+            .get_many::<PolicySpec>("policy")
+            .map(|v| v.map(PolicySpec::to_string).collect())
+            .unwrap_or_default();
         let seed_given = matches.value_source("seed") == Some(ValueSource::CommandLine);
         Ok(SweepArgs {
             run: RunSpec::from_arg_matches_mut(matches)?,
@@ -221,7 +226,7 @@ fn run_one(
 ) -> Result<Done, String> {
     let mut spec = base.clone();
     spec.trace = from_trace.then(|| PathBuf::from(&run.trace));
-    spec.policy = run.spec.clone();
+    spec.policy = run.spec.parse().map_err(|e| format!("run {}: {e}", run.run))?;
     spec.seed = run.seed;
     for (key, value) in &run.settings {
         spec.set(key, value)?;
@@ -394,36 +399,11 @@ fn parse_grid(text: &str) -> Result<(String, Vec<String>), String> {
     Ok((key.to_string(), values))
 }
 
-/// The name of a spec and the keys it sets (`sjf[duration=estimate]` -> sjf, [duration]).
-fn spec_parts(spec: &str) -> (&str, Vec<&str>) {
-    let spec = spec.trim();
-    match spec.split_once('[') {
-        Some((name, rest)) => {
-            let inner = rest.strip_suffix(']').unwrap_or(rest);
-            let keys = inner.split(',').filter_map(|p| Some(p.split_once('=')?.0.trim())).filter(|k| !k.is_empty());
-            (name.trim(), keys.collect())
-        }
-        None => (spec, Vec::new()),
-    }
-}
-
-/// `name[params]` with `extra` key=value pairs appended to its parameters.
-fn with_params(spec: &str, extra: &[(&str, &str)]) -> String {
-    let spec = spec.trim();
-    if extra.is_empty() {
-        return spec.to_string();
-    }
-    let added: Vec<String> = extra.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    match spec.strip_suffix(']').and_then(|s| s.split_once('[')) {
-        Some((name, inner)) if !inner.trim().is_empty() => format!("{name}[{inner},{}]", added.join(",")),
-        Some((name, _)) => format!("{name}[{}]", added.join(",")),
-        None => format!("{spec}[{}]", added.join(",")),
-    }
-}
-
-/// Each policy spec, expanded over every grid key it takes (first key outermost). Every
-/// expanded spec is checked as `simulate --policy` would check it.
-pub(super) fn expand_policies(policies: &[String], grid: &[String]) -> Result<Vec<String>, String> {
+/// Each policy spec, expanded over every grid key it takes (first key outermost), each
+/// expansion checked as `simulate --policy` would check it. A policy registered without a
+/// parameter list takes no grid key (it cannot say which it reads).
+pub(super) fn expand_policies(policies: &[String], grid: &[String]) -> Result<Vec<PolicySpec>, String> {
+    let registry = super::registry();
     let grid: Vec<(String, Vec<String>)> = grid.iter().map(|g| parse_grid(g)).collect::<Result<_, _>>()?;
     for (i, (key, _)) in grid.iter().enumerate() {
         if grid[..i].iter().any(|(k, _)| k == key) {
@@ -432,53 +412,55 @@ pub(super) fn expand_policies(policies: &[String], grid: &[String]) -> Result<Ve
     }
     let mut used = vec![false; grid.len()];
     let mut specs = Vec::new();
-    for spec in policies {
-        let (name, set) = spec_parts(spec);
-        let accepted = policies::POLICIES.iter().find(|p| p.name == name).map_or(&[][..], |p| p.params);
-        let mut combos: Vec<Vec<(&str, &str)>> = vec![Vec::new()];
+    for text in policies {
+        let spec: PolicySpec = text.parse().map_err(|e| format!("--policy `{text}`: {e}"))?;
+        let mut expanded = vec![spec.clone()];
         for (g, (key, values)) in grid.iter().enumerate() {
-            if !accepted.iter().any(|p| p.key == key) {
+            if !takes(registry, spec.name(), key) {
                 continue;
             }
-            if set.contains(&key.as_str()) {
-                return Err(format!("--grid {key}: --policy `{spec}` already sets `{key}`; give it in one place"));
+            if spec.param(key).is_some() {
+                return Err(format!("--grid {key}: --policy `{text}` already sets `{key}`; give it in one place"));
             }
             used[g] = true;
-            combos = combos
+            expanded = expanded
                 .into_iter()
-                .flat_map(|c| values.iter().map(move |v| [c.clone(), vec![(key.as_str(), v.as_str())]].concat()))
-                .collect();
+                .flat_map(|s| values.iter().map(move |v| s.clone().with(key, v)))
+                .collect::<Result<_, _>>()
+                .map_err(|e| e.to_string())?;
         }
-        for combo in combos {
-            let expanded = with_params(spec, &combo);
-            policies::build(&expanded).map_err(|e| format!("--policy `{expanded}`: {e}"))?;
-            if specs.contains(&expanded) {
-                return Err(format!("--policy `{expanded}` is in the sweep twice"));
+        for spec in expanded {
+            registry.check(&spec).map_err(|e| format!("--policy `{spec}`: {e}"))?;
+            if specs.contains(&spec) {
+                return Err(format!("--policy `{spec}` is in the sweep twice"));
             }
-            specs.push(expanded);
+            specs.push(spec);
         }
     }
     if let Some(g) = used.iter().position(|u| !u) {
-        let takes: Vec<String> = policies
-            .iter()
-            .map(|spec| {
-                let name = spec_parts(spec).0;
-                let keys = policies::POLICIES
-                    .iter()
-                    .find(|p| p.name == name)
-                    .map_or(Vec::new(), |p| p.params.iter().map(|k| k.key).collect::<Vec<_>>());
-                format!("{name} takes {}", if keys.is_empty() { "none".to_string() } else { keys.join(", ") })
-            })
-            .collect();
+        let key = &grid[g].0;
         return Err(format!(
-            "--grid {}: no policy in the sweep takes `{}` ({}), and it is no run setting a grid can vary ({})",
-            grid[g].0,
-            grid[g].0,
-            takes.join("; "),
+            "--grid {key}: no policy in the sweep takes `{key}` ({}), and it is no run setting a grid can vary ({})",
+            keys_taken(registry, policies),
             GRID_KEYS.join(", ")
         ));
     }
     Ok(specs)
+}
+
+/// Whether the policy `name` declares the parameter `key`.
+fn takes(registry: &Registry, name: &str, key: &str) -> bool {
+    registry.get(name).is_some_and(|p| p.params.iter().any(|p| p.key == key))
+}
+
+/// `fifo takes skip, placement; ...`: the keys each policy of the sweep declares.
+fn keys_taken(registry: &Registry, policies: &[String]) -> String {
+    let taken = policies.iter().map(|text| {
+        let name = text.split('[').next().unwrap_or(text).trim();
+        let keys: Vec<&str> = registry.get(name).map_or(Vec::new(), |p| p.params.iter().map(|k| k.key).collect());
+        format!("{name} takes {}", if keys.is_empty() { "none".to_string() } else { keys.join(", ") })
+    });
+    taken.collect::<Vec<_>>().join("; ")
 }
 
 /// Keeps what a file name may hold: letters, digits, `-` and `.`; any run of anything else
@@ -529,7 +511,7 @@ pub(super) fn plan_runs(settings: &SweepSettings) -> Result<Vec<SweepRun>, Strin
                         run: runs.len(),
                         dir: String::new(),
                         trace: trace.to_string(),
-                        spec: spec.clone(),
+                        spec: spec.to_string(),
                         settings: combo.clone(),
                         seed,
                     };
@@ -592,13 +574,15 @@ mod tests {
     fn the_grid_expands_the_policies_that_take_each_key() {
         let policies = ["fifo".to_string(), "sjf[duration=oracle]".to_string()];
         let grid = ["skip=true|false".to_string(), "placement=pack|spread".to_string()];
+        let expanded: Vec<String> = expand_policies(&policies, &grid).unwrap().iter().map(|s| s.to_string()).collect();
+        // First grid key outermost; each spec printed canonically (keys sorted).
         assert_eq!(
-            expand_policies(&policies, &grid).unwrap(),
+            expanded,
             [
-                "fifo[skip=true,placement=pack]",
-                "fifo[skip=true,placement=spread]",
-                "fifo[skip=false,placement=pack]",
-                "fifo[skip=false,placement=spread]",
+                "fifo[placement=pack,skip=true]",
+                "fifo[placement=spread,skip=true]",
+                "fifo[placement=pack,skip=false]",
+                "fifo[placement=spread,skip=false]",
                 "sjf[duration=oracle,placement=pack]",
                 "sjf[duration=oracle,placement=spread]",
             ]
