@@ -227,10 +227,21 @@ fn failure(file: &str, text: &str, block: &Block, ran: &Ran) -> Option<String> {
         None => format!("still running after {} s", BLOCK_TIMEOUT.as_secs()),
     };
     // The last script line the ERR trap reported; else the block's first line.
-    let script_line = ran.stderr.lines().filter_map(|l| l.strip_prefix(FAILED_AT)?.trim().parse::<usize>().ok()).last();
+    let script_line =
+        ran.stderr.lines().filter_map(|l| l.strip_prefix(FAILED_AT)?.trim().parse::<usize>().ok()).next_back();
     let line = block.fence_line + script_line.unwrap_or(2).saturating_sub(1).max(1);
     let command = text.lines().nth(line - 1).unwrap_or("").trim();
-    let tail = |s: &str| s.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    let tail = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with(FAILED_AT))
+            .rev()
+            .take(15)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     Some(format!(
         "{file}:{line}: `{command}` {why}\n--- stdout (last lines)\n{}\n--- stderr (last lines)\n{}",
         tail(&ran.stdout),
