@@ -20,7 +20,7 @@
 //!   queue if they are not incremental (issue 13).
 //!
 //! Philly needs ../shared/traces beside the checkout; without it that group prints SKIPPED.
-//! Peak memory is not something divan measures: README gives the command (GNU time) for it.
+//! Peak memory is not something divan measures: docs/performance.md gives the command (GNU time) for it.
 
 use sim::{Cluster, ControllerConfig, Workload};
 use std::path::PathBuf;

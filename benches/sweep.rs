@@ -1,5 +1,5 @@
 //! `schedlab sweep` of 6 policies x 5 seeds (30 runs) of philly.csv (82,247 jobs) on 480 GPUs,
-//! end to end: the README's sweep command, reading the trace, every run on every core, and
+//! end to end: the sweep of docs/sweeps-and-regression.md, reading the trace, every run on every core, and
 //! every file the sweep writes into its output folder.
 //!
 //! `cargo bench --bench sweep`. The sweep lives in the `schedlab` binary (src/cli/sweep.rs;
@@ -15,7 +15,7 @@ fn main() {
     divan::main();
 }
 
-/// The README's sweep (and benches/report.rs's).
+/// The sweep of docs/sweeps-and-regression.md (and benches/report.rs's).
 const POLICIES: &[&str] = &["fifo", "fifo[skip=true]", "sjf", "srtf", "easy-backfill", "fifo[placement=spread]"];
 
 fn trace() -> PathBuf {

@@ -159,7 +159,7 @@ pub struct Coordinator {
     /// The journal writing under way: how it ended, and how long it took.
     journal_writer: Option<JoinHandle<(Result<(), String>, Duration)>>,
     quiet: bool,
-    /// Wall time spent per batch applied (for the numbers in the README).
+    /// Wall time spent per batch applied (for the numbers in docs/live-mode.md).
     pub apply_time: Duration,
     pub batches_applied: u64,
 }

@@ -8,7 +8,7 @@ written in Python.
 Keyword arguments of `simulate` are the fields of schedlab's RunSpec: the `schedlab simulate`
 flags with `_` for `-` (`heartbeat_s=30`, `horizon_days=365`, ...). Unknown ones are refused.
 A policy is a spec string (`"fifo[skip=true]"`, see `schedlab policies`) or a Python object
-with `decide(self, view, plan)`; see python/README.md and python/examples/fifo.py.
+with `decide(self, view, plan)`; see docs/python.md and python/examples/fifo.py.
 """
 
 from __future__ import annotations

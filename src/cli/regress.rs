@@ -20,7 +20,7 @@ use std::time::Instant;
 
 #[derive(Args)]
 pub struct RegressArgs {
-    /// The sweep and its tolerances (TOML; see regress/regress.toml and the README).
+    /// The sweep and its tolerances (TOML; see regress/regress.toml and docs/sweeps-and-regression.md).
     #[arg(long)]
     spec: PathBuf,
     /// The committed baseline (JSON) to compare with, or to write with --bless.
