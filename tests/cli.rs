@@ -40,6 +40,13 @@ fn the_same_run_twice_gives_the_same_digest_and_files() {
     for file in ["jobs.csv", "decisions.csv"] {
         assert_eq!(std::fs::read(a.join(file)).unwrap(), std::fs::read(b.join(file)).unwrap(), "{file} differs");
     }
+    // The decision log names the policy that made it, on every row.
+    let log = std::fs::read_to_string(a.join("decisions.csv")).unwrap();
+    assert!(log.starts_with("time_s,kind,job_id,task_id,gpus,detail,policy\n"), "{log}");
+    assert!(
+        log.lines().skip(1).all(|l| l.ends_with(",\"srtf[duration=oracle,placement=pack,avoid_failed_h=0]\"")),
+        "{log}"
+    );
     let (sa, sb) = (read_json(&a.join("summary.json")), read_json(&b.join("summary.json")));
     assert_eq!(sa["digest"], sb["digest"]);
     let other_seed = schedlab(&["simulate", "--jobs", "400", "--policy", "srtf", "--seed", "6"]);

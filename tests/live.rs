@@ -52,6 +52,8 @@ fn a_live_session_replays_in_the_simulator_with_the_same_decisions() {
     let stranger = Client::new(&s.addr, "wrong", Duration::from_secs(20));
     assert_eq!(stranger.get_text("/metrics").unwrap_err(), CallError::Status(401, String::new()));
     let (live, live_digest) = s.decisions();
+    let log: Value = s.client().get("/v1/decisions").unwrap();
+    assert_eq!(log["policy"], "fifo", "the decision log names its policy");
     assert_eq!(live.iter().filter(|l| l.contains(",start,")).count(), 6, "{live:?}");
     let (replayed, sim_digest, settings) = s.replay();
     assert_eq!(live, replayed);

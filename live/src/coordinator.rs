@@ -798,7 +798,8 @@ impl Coordinator {
                 })
             })
             .collect();
-        json!({ "digest": self.driver.controller().digest_hex(), "decisions": list })
+        let policy = &self.driver.config().policy;
+        json!({ "policy": policy, "digest": self.driver.controller().digest_hex(), "decisions": list })
     }
 
     /// Under mutual TLS, every call must have come through the TLS relay with a certificate

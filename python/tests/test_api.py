@@ -35,6 +35,8 @@ def test_the_decision_log_comes_when_asked(small_trace):
     assert schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER).decisions is None
     run = schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, decisions=True)
     starts = run.decisions.filter(kind="start")
+    # The log names the policy that made it: here the built-in fifo with its parameters.
+    assert set(run.decisions["policy"]) == {run.summary["policy"]}
     assert starts["time_s"].to_list() == [0.0, 100.0, 150.0, 150.0]
     assert starts["gpus"].to_list() == ["0 1 2 3", "0 1 2 3 4 5 6 7", "0 1", "2"]
 
@@ -45,8 +47,9 @@ def test_a_python_policy_is_named_by_its_file_and_class_or_name(small_trace):
     class Named(Fifo):
         name = "my-fifo"
 
-    run = schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, policy=Named())
+    run = schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, policy=Named(), decisions=True)
     assert run.summary["policy"] == "test_api.py:my-fifo"
+    assert set(run.decisions["policy"]) == {"test_api.py:my-fifo"}  # and so does its decision log
 
 
 def test_a_policy_that_needs_estimates_is_refused_a_trace_without(small_trace):

@@ -109,10 +109,12 @@ pub fn write_tasks_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     w.flush()
 }
 
-/// The decision log: one row per start, preemption, completion, rejection or unschedulable job.
+/// The decision log: one row per start, preemption, completion, rejection or unschedulable job,
+/// each naming the policy that made it (a log read on its own, or several runs' logs
+/// concatenated, still says whose decisions they are).
 pub fn write_decisions_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
-    w.write_record(["time_s", "kind", "job_id", "task_id", "gpus", "detail"])?;
+    w.write_record(["time_s", "kind", "job_id", "task_id", "gpus", "detail", "policy"])?;
     for d in &run.decisions {
         let gpus: Vec<String> = d.gpus.iter().map(|g| g.0.to_string()).collect();
         w.write_record([
@@ -122,6 +124,7 @@ pub fn write_decisions_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
             &d.task.map(|t| t.0.to_string()).unwrap_or_default(),
             &gpus.join(" "),
             &d.detail,
+            &run.policy,
         ])?;
     }
     w.flush()
