@@ -567,6 +567,10 @@ impl Driver {
     fn step(&mut self, batch: &Batch, at: SimTime) {
         self.now = at;
         self.controller.advance_to(at);
+        // What ran past its assumed work did more (see `Controller::extend_overrun`).
+        for &task in &self.running {
+            self.controller.extend_overrun(task, at);
+        }
         let mut changed = false;
         let mut woken = false;
         // Hardware: the inputs in arrival order (a trace's rows come first in the engine's
@@ -921,6 +925,10 @@ impl Driver {
                         } else if spec.cancel.is_some() {
                             let ran = SimDuration(state.attempts_ms * fastest / 1000 + 1);
                             t.work = t.work.max(ran);
+                        } else if state.work > t.work {
+                            // It ran past its assumed work and has not ended: it does more
+                            // than it has done (`Controller::extend_overrun`).
+                            t.work = state.work + SimDuration(1);
                         }
                     }
                 }

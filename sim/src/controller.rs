@@ -702,6 +702,25 @@ impl Controller {
         }
     }
 
+    /// Live mode: a task's work is an assumption until its process exits. An attempt still
+    /// running past its assumed end has done more than assumed, so its work grows to what its
+    /// wall time has done by `now` (at its pool's speed). A failure or preemption now then
+    /// counts all of the attempt's progress, as a replay that knows the real work counts it;
+    /// without this, an attempt that overran and then failed would count only the assumed
+    /// work, and the replay of the session would end the next attempt earlier.
+    pub fn extend_overrun(&mut self, task: TaskId, now: SimTime) {
+        let t = &mut self.tasks[task.index()];
+        if t.status != TaskStatus::Running {
+            return;
+        }
+        let until = t.stalled_since.map_or(now, |s| s.min(now));
+        let wall = until.since(t.run_start).saturating_sub(t.overhead);
+        let overrun = wall.saturating_sub(t.wall_to(t.work));
+        let extra = SimDuration((u128::from(overrun.as_ms()) * u128::from(t.speed_milli) / 1000) as u64);
+        t.work += extra;
+        t.remaining += extra;
+    }
+
     /// Live mode: `task`'s attempt `attempt` ended on its own (its process exited), so its work
     /// was exactly what it did: the work is set to that. With `failure` (a non-zero exit) the
     /// task fails for good with that reason, as a task past its retries does (a program's own
