@@ -10,17 +10,16 @@
 //!
 //! Architecture Invariant: this module reads no clock. Batch times come from the coordinator.
 //!
-//! Each batch is applied as the engine applies one timestamp (sim/src/engine.rs): hardware
-//! first (the inputs in arrival order, as a trace's rows come first in the engine's queue,
-//! then the deadlines and repairs the driver scheduled, in the order it scheduled them), then
-//! completions and the Controller's timers (in the order they were scheduled, as the engine's
-//! heap pops them), arrivals, cancels and wake-ups; the policy decides once if anything
-//! happened. Heartbeats and node down periods follow the observer (sim/src/observe.rs) for
-//! explicit heartbeats: a node is declared dead `missed_beats x heartbeat_interval` after its
-//! last delivered beat; beats are not delivered while it is down; every configured node beats
-//! once at time 0. So the journal, written as a canonical trace (explicit `heartbeat` rows,
-//! `gpu_fail` and `node_fail` rows with their repairs, each task's real run time as its
-//! duration), replays in `schedlab simulate` with the same decisions.
+//! The driver translates: each input of a batch becomes an event pushed into the one engine
+//! (`sim::Engine::wall`), which then runs to the batch's time, exactly as `simulate` runs a
+//! trace: hardware first (the inputs in arrival order, as a trace's rows), completions and
+//! timers, arrivals, cancels, wake-ups; the policy decides once if anything happened. The
+//! engine alone owns what falls due (heartbeat deadlines, repairs, wake-ups, the Controller's
+//! timers). Heartbeats are explicit: a node is declared dead `missed_beats x
+//! heartbeat_interval` after its last delivered beat; every configured node beats once at
+//! time 0. So the journal, written as a canonical trace (explicit `heartbeat` rows, `gpu_fail`
+//! and `node_fail` rows with their repairs, each task's real run time as its duration),
+//! replays in `schedlab simulate` with the same decisions by construction.
 //!
 //! A batch that brings new jobs adds each to the running Controller (`Controller::add_job`:
 //! the decisions of a Controller built with every job from the start, at the cost of one
@@ -30,31 +29,11 @@ use crate::api::{Assignment, JobRequest, Refusal};
 use crate::tally::{ALL_STATES, Tally};
 use serde::{Deserialize, Serialize};
 use sim::{
-    Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DatasetSpec, Datasets, DecisionRecord, Effect,
+    Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DatasetSpec, Datasets, DecisionRecord, Engine,
     FailureConfig, GpuId, JobId, JobOutcome, JobSpec, NodeId, Policy, QueueSpec, Queues, SimDuration, SimTime, TaskId,
-    TaskStatus, Timer, Workload,
+    TaskStatus, Workload,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-/// A hardware event the driver schedules itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Hardware {
-    /// `missed_beats` beats after the beat at `beat`.
-    Deadline {
-        node: u32,
-        beat: SimTime,
-    },
-    NodeRepair {
-        node: u32,
-    },
-    /// The GPU's failures end (its repairs were scheduled when it failed).
-    GpuRepair {
-        gpu: GpuId,
-    },
-}
-
-/// A completion-phase event of a batch: (schedule order, an exit (task, attempt, code), a timer).
-type Completion = (u64, Option<(u32, u32, i32)>, Option<Timer>);
 
 /// One input of a batch, as journaled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,13 +110,15 @@ impl DriverConfig {
     /// heartbeats every 10 s, 3 missed beats, 3 retries, an hour of assumed work, no queues,
     /// continuous checkpoints, free restarts).
     pub fn new(cluster: &str, policy: &str) -> DriverConfig {
+        // The simulator's defaults, declared once (sim::FailureConfig).
+        let failures = FailureConfig::default();
         DriverConfig {
             cluster: cluster.into(),
             policy: policy.into(),
             seed: 0,
-            heartbeat_ms: 10_000,
-            missed_beats: 3,
-            max_retries: 3,
+            heartbeat_ms: failures.heartbeat_interval.as_ms(),
+            missed_beats: failures.missed_beats,
+            max_retries: failures.max_retries,
             default_work_ms: 3_600_000,
             queues: String::new(),
             checkpoint_ms: 0,
@@ -177,47 +158,24 @@ pub struct Driver {
     dataset_specs: Vec<DatasetSpec>,
     datasets: Datasets,
     failures: FailureConfig,
-    controller: Controller,
+    /// The one engine, on the wall clock, around the session's Controller.
+    engine: Engine,
     policy: Box<dyn Policy + Send>,
     /// Batches applied (the journal itself is the store's: kept here too, it would double
     /// what a long session holds in memory).
     batches: u64,
     submissions: Vec<Submission>,
     units: Vec<Unit>,
-    /// Units not yet arrived, by arrival time (index into `units`).
-    arrivals: BTreeMap<SimTime, Vec<usize>>,
     /// The Controller task -> (submission, task index).
     task_origin: Vec<(usize, usize)>,
-    last_beat: Vec<Option<SimTime>>,
-    dead: Vec<bool>,
-    /// GPUs taken out, with their failures' rows in `trace_events` and the order each
-    /// failure was scheduled in (repaired together).
-    gpu_out: BTreeMap<GpuId, Vec<(usize, u64)>>,
-    /// Hardware events the driver scheduled itself (heartbeat deadlines, one per delivered
-    /// beat; node repairs), with the order they were scheduled in, as the engine queues them.
-    hardware: BTreeMap<SimTime, Vec<(u64, Hardware)>>,
-    /// Nodes whose agent restarted: down until the repair 1 ms later (a count, as the
-    /// observer counts overlapping failures), when that down period began, when they were
-    /// last repaired, and whether they have been down since their last delivered beat.
-    down: Vec<u32>,
-    node_failed_at: Vec<SimTime>,
-    node_repaired_at: Vec<Option<SimTime>>,
-    down_since_beat: Vec<bool>,
-    wakes: BTreeMap<SimTime, u32>,
-    /// What the Controller asked to be told about (start windows, progress points), with the
-    /// order they were asked in.
-    timers: BTreeMap<SimTime, Vec<(u64, Timer)>>,
-    /// The order attempts started in (the engine pops same-time completions in this order).
-    start_seq: BTreeMap<(TaskId, u32), u64>,
-    next_seq: u64,
+    /// GPUs taken out, with their failures' rows in `trace_events` (their repair is written
+    /// there when the GPU returns).
+    gpu_out: BTreeMap<GpuId, Vec<usize>>,
     /// Hardware events for the trace: explicit beats and GPU failures as applied.
     trace_events: Vec<ClusterEvent>,
     now: SimTime,
     /// Each submission by its (unique) name: finding a job costs one lookup, not the history.
     names: HashMap<String, usize>,
-    /// Every task running (with some that stopped in the last batch until it is pruned): what
-    /// runs is found at the cost of what runs, not of every task ever submitted.
-    running: BTreeSet<TaskId>,
     /// Jobs by final state, completion times, decisions by kind: kept as they change.
     tally: Tally,
 }
@@ -293,7 +251,6 @@ impl Driver {
             traces::read_datasets_csv(config.datasets.as_bytes(), "datasets.csv").map_err(|e| e.to_string())?
         };
         let datasets = Datasets::new(&dataset_specs, &cluster).map_err(|e| e.to_string())?;
-        let nodes = cluster.nodes().len();
         let controller = new_controller(&cluster, policy.name(), &config, failures, &queues, &datasets)?;
         Ok(Driver {
             queue_specs,
@@ -302,29 +259,16 @@ impl Driver {
             datasets,
             spec,
             failures,
-            controller,
+            engine: Engine::wall(controller),
             policy,
             batches: 0,
             submissions: Vec::new(),
             units: Vec::new(),
-            arrivals: BTreeMap::new(),
             task_origin: Vec::new(),
-            last_beat: vec![None; nodes],
-            dead: vec![false; nodes],
             gpu_out: BTreeMap::new(),
-            hardware: BTreeMap::new(),
-            down: vec![0; nodes],
-            node_failed_at: vec![SimTime::ZERO; nodes],
-            node_repaired_at: vec![None; nodes],
-            down_since_beat: vec![false; nodes],
-            wakes: BTreeMap::new(),
-            timers: BTreeMap::new(),
-            start_seq: BTreeMap::new(),
-            next_seq: 0,
             trace_events: Vec::new(),
             now: SimTime::ZERO,
             names: HashMap::new(),
-            running: BTreeSet::new(),
             tally: Tally::default(),
             cluster,
             config,
@@ -351,7 +295,7 @@ impl Driver {
         &self.spec
     }
     pub fn controller(&self) -> &Controller {
-        &self.controller
+        self.engine.controller()
     }
     pub fn submissions(&self) -> &[Submission] {
         &self.submissions
@@ -361,16 +305,16 @@ impl Driver {
         self.batches
     }
     pub fn decisions(&self) -> &[DecisionRecord] {
-        self.controller.decision_log()
+        self.controller().decision_log()
     }
     pub fn now(&self) -> SimTime {
         self.now
     }
     pub fn node_dead(&self, node: u32) -> bool {
-        self.dead.get(node as usize).copied().unwrap_or(false)
+        (node as usize) < self.cluster.nodes().len() && self.controller().health().node_dead(NodeId(node))
     }
     pub fn last_beat(&self, node: u32) -> Option<SimTime> {
-        self.last_beat.get(node as usize).copied().flatten()
+        self.engine.last_beat(NodeId(node))
     }
     pub fn gpu_out(&self, gpu: GpuId) -> bool {
         self.gpu_out.contains_key(&gpu)
@@ -382,11 +326,7 @@ impl Driver {
     /// The earliest time something is due without any input (a heartbeat deadline, a
     /// wake-up, a Controller timer), if any.
     pub fn next_due(&self) -> Option<SimTime> {
-        [self.hardware.keys().next(), self.wakes.keys().next(), self.arrivals.keys().next(), self.timers.keys().next()]
-            .into_iter()
-            .flatten()
-            .copied()
-            .min()
+        self.engine.next_due()
     }
 
     /// Checks what a submission needs from the driver's state: a unique name, estimates when
@@ -436,39 +376,112 @@ impl Driver {
         if self.batches > 0 && at <= self.now {
             return Err(format!("batch at {} ms is not after the last one ({} ms)", at.as_ms(), self.now.as_ms()));
         }
-        let mut ticks = Vec::new();
-        while let Some(due) = self.next_due().filter(|&d| d < at) {
-            let tick = Batch { time_ms: due.as_ms(), inputs: vec![Input::Tick] };
-            self.apply_one(tick.clone());
-            ticks.push(tick);
-        }
+        let due = match at.as_ms().checked_sub(1) {
+            Some(before) => self.engine.run_until(SimTime(before), self.policy.as_mut()),
+            None => Vec::new(),
+        };
+        let ticks = due.into_iter().map(|t| Batch { time_ms: t.as_ms(), inputs: vec![Input::Tick] }).collect();
         self.apply_one(batch);
         Ok(ticks)
     }
 
     fn apply_one(&mut self, batch: Batch) {
         let at = SimTime(batch.time_ms);
-        // New submissions become units, and each unit joins the Controller's run as it is
-        // (`Controller::add_job`: the cost of one job, not of a rebuild from the journal).
+        self.batches += 1;
+        self.now = at;
+        // New submissions join the run as they are (`Controller::add_job`: the cost of one
+        // job, not of a rebuild from the journal), arriving at `at`.
         for input in &batch.inputs {
             if let Input::Submit { job } = input {
                 self.add_submission(job.as_ref().clone(), at);
             }
         }
-        while let Some(unit) = self.units.get(self.controller.workload().len()) {
-            self.controller.add_job(unit.spec.clone()).expect("a checked submission joins the run");
+        for (i, input) in batch.inputs.iter().enumerate() {
+            self.push(input, &batch.inputs[i + 1..], at);
         }
-        self.batches += 1;
-        self.step(&batch, at);
+        self.push_cancels(&batch, at);
+        self.engine.run_until(at, self.policy.as_mut());
+        for (task, code) in self.engine.take_exits() {
+            let (s, t) = self.task_origin[task.index()];
+            self.submissions[s].exit_codes[t] = Some(code);
+        }
         self.settle(&batch);
+    }
+
+    /// One input as the engine's event (submissions and cancels aside); `later` are the
+    /// batch's inputs after it.
+    fn push(&mut self, input: &Input, later: &[Input], at: SimTime) {
+        match *input {
+            Input::Beat { node } if (node as usize) < self.cluster.nodes().len() => {
+                self.push_hardware(ClusterEvent::Heartbeat { time: at, node: NodeId(node) });
+            }
+            Input::GpuFail { node, slot, .. } if self.gpu_at(node, slot).is_some() => {
+                // Returned in the same batch: repaired 1 ms later (the shortest repair a trace
+                // writes), known now, as a replay knows it. Otherwise its repair is reported.
+                let returned = later.contains(&Input::GpuRepair { node, slot });
+                let repair = returned.then_some(SimDuration(1));
+                if !returned {
+                    let gpu = self.gpu_at(node, slot).expect("checked");
+                    self.gpu_out.entry(gpu).or_default().push(self.trace_events.len());
+                }
+                self.push_hardware(ClusterEvent::GpuFail { time: at, node: NodeId(node), gpu: slot, repair });
+            }
+            // The agent started afresh: whatever ran there is gone, as a `node_fail` repaired
+            // 1 ms later.
+            Input::NodeRestarted { node } if (node as usize) < self.cluster.nodes().len() => {
+                let repair = Some(SimDuration(1));
+                self.push_hardware(ClusterEvent::NodeFail { time: at, node: NodeId(node), repair });
+            }
+            Input::GpuRepair { node, slot } => {
+                let Some(gpu) = self.gpu_at(node, slot) else { return };
+                // The failures of earlier batches (those of this one are repaired 1 ms later).
+                let Some(rows) = self.gpu_out.remove(&gpu) else { return };
+                for row in rows {
+                    if let ClusterEvent::GpuFail { time, repair, .. } = &mut self.trace_events[row] {
+                        *repair = Some(at.since(*time));
+                    }
+                }
+                self.engine.push_gpu_repair(gpu, at);
+            }
+            Input::Exit { task, attempt, code } if (task as usize) < self.task_origin.len() => {
+                self.engine.push_exit(TaskId(task), attempt, code, at);
+            }
+            _ => {}
+        }
+    }
+
+    /// A hardware event, for the engine and for the session's trace.
+    fn push_hardware(&mut self, event: ClusterEvent) {
+        self.trace_events.push(event);
+        self.engine.push_hardware(event);
+    }
+
+    /// The batch's cancels, each job once, in job order (as a replay schedules them).
+    fn push_cancels(&mut self, batch: &Batch, at: SimTime) {
+        let mut jobs: Vec<u32> = batch
+            .inputs
+            .iter()
+            .filter_map(|i| match *i {
+                Input::Cancel { job } => Some(job),
+                _ => None,
+            })
+            .collect();
+        jobs.sort_unstable();
+        jobs.dedup();
+        for job in jobs {
+            let Some(s) = self.submissions.get_mut(job as usize).filter(|s| s.cancelled_at.is_none()) else {
+                continue;
+            };
+            s.cancelled_at = Some(at);
+            self.engine.push_cancel(JobId::from_index(self.unit_of(job as usize)), at);
+        }
     }
 
     /// After a batch: the running set pruned, and the jobs something happened to (submitted,
     /// cancelled, named by a decision) tallied. In debug builds (and tests), checked against a
     /// recount of everything, as the Controller checks its invariants.
     fn settle(&mut self, batch: &Batch) {
-        let c = &self.controller;
-        self.running.retain(|&t| c.task(t).status == TaskStatus::Running);
+        let c = self.engine.controller();
         let mut touched: BTreeSet<usize> = self.tally.count_decisions(c.decision_log()).collect();
         let first_new =
             self.submissions.len() - batch.inputs.iter().filter(|i| matches!(i, Input::Submit { .. })).count();
@@ -479,7 +492,7 @@ impl Driver {
         }));
         for s in touched {
             self.tally.settle(s, self.job_state(s));
-            let job = self.controller.job(JobId::from_index(s));
+            let job = self.controller().job(JobId::from_index(s));
             if let (Some(JobOutcome::Succeeded), Some(end)) = (&job.outcome, job.end) {
                 self.tally.succeeded(s, end.since(job.submit).as_ms());
             }
@@ -503,7 +516,7 @@ impl Driver {
         assert_eq!(tallied, ended, "jobs by final state, kept vs recounted");
         let running = (0..self.task_origin.len()).map(TaskId::from_index);
         let running: BTreeSet<TaskId> = running.filter(|&t| self.task_status(t) == TaskStatus::Running).collect();
-        assert_eq!(self.running, running, "the running tasks, kept vs recounted");
+        assert_eq!(self.running_tasks().collect::<BTreeSet<_>>(), running, "the running tasks, kept vs recounted");
     }
 
     fn add_submission(&mut self, request: JobRequest, at: SimTime) {
@@ -533,14 +546,13 @@ impl Driver {
             .request
             .to_spec(at, self.default_work())
             .expect("a journaled submission was checked when it arrived");
-        let unit = self.units.len();
         let first_task = self.task_origin.len();
         for t in 0..spec.tasks.len() {
             self.task_origin.push((submission, t));
             self.submissions[submission].task_ids[t] = Some(TaskId::from_index(first_task + t));
         }
+        self.engine.add_job(spec.clone()).expect("a checked submission joins the run");
         self.units.push(Unit { submission, spec });
-        self.arrivals.entry(at).or_default().push(unit);
     }
 
     /// A driver with `journal` applied: what [`Driver::apply`] of each batch in turn gives
@@ -561,220 +573,6 @@ impl Driver {
             debug_assert!(ticks.is_empty(), "a journal holds its ticks");
         }
         Ok(d)
-    }
-
-    /// One timestamp, as the engine applies one.
-    fn step(&mut self, batch: &Batch, at: SimTime) {
-        self.now = at;
-        self.controller.advance_to(at);
-        // What ran past its assumed work did more (see `Controller::extend_overrun`).
-        for &task in &self.running {
-            self.controller.extend_overrun(task, at);
-        }
-        let mut changed = false;
-        let mut woken = false;
-        // Hardware: the inputs in arrival order (a trace's rows come first in the engine's
-        // queue), then what the driver scheduled for now (deadlines, repairs) in the order it
-        // scheduled them.
-        for input in &batch.inputs {
-            match *input {
-                Input::Beat { node } if (node as usize) < self.last_beat.len() => {
-                    changed = true;
-                    self.trace_events.push(ClusterEvent::Heartbeat { time: at, node: NodeId(node) });
-                    self.beat(node, at);
-                }
-                Input::GpuFail { node, slot, .. } => {
-                    let Some(gpu) = self.gpu_at(node, slot) else { continue };
-                    changed = true;
-                    let row = self.trace_events.len();
-                    self.trace_events.push(ClusterEvent::GpuFail {
-                        time: at,
-                        node: NodeId(node),
-                        gpu: slot,
-                        repair: None,
-                    });
-                    let seq = self.seq();
-                    let rows = self.gpu_out.entry(gpu).or_default();
-                    rows.push((row, seq));
-                    if rows.len() == 1 {
-                        self.controller.gpu_broke(gpu);
-                        self.controller.gpu_failure_seen(gpu, at, true);
-                    }
-                }
-                Input::NodeRestarted { node } if (node as usize) < self.down.len() => {
-                    changed = true;
-                    self.node_restarted(node, at);
-                }
-                _ => {}
-            }
-        }
-        let mut due = self.hardware.remove(&at).unwrap_or_default();
-        for input in &batch.inputs {
-            if let Input::GpuRepair { node, slot } = *input
-                && let Some(gpu) = self.gpu_at(node, slot)
-                && let Some(rows) = self.gpu_out.remove(&gpu)
-            {
-                for &(row, _) in &rows {
-                    if let ClusterEvent::GpuFail { time, repair, .. } = &mut self.trace_events[row] {
-                        *repair = Some(at.since(*time).max(SimDuration(1)));
-                    }
-                }
-                // One repair per failure; the GPU works again at the last of them.
-                let last = rows.iter().map(|&(_, seq)| seq).max().unwrap_or(0);
-                due.push((last, Hardware::GpuRepair { gpu }));
-            }
-        }
-        due.sort_unstable();
-        for (_, event) in due {
-            changed = true;
-            match event {
-                Hardware::Deadline { node, beat } => {
-                    let n = node as usize;
-                    if self.last_beat[n] == Some(beat) && !self.dead[n] {
-                        self.dead[n] = true;
-                        let failed_at = (self.down[n] > 0).then_some(self.node_failed_at[n]);
-                        self.controller.node_declared_dead(NodeId(node), failed_at);
-                    }
-                }
-                Hardware::NodeRepair { node } => {
-                    let n = node as usize;
-                    self.down[n] -= 1;
-                    if self.down[n] == 0 {
-                        self.controller.node_repaired(NodeId(node));
-                        self.node_repaired_at[n] = Some(at);
-                    }
-                }
-                Hardware::GpuRepair { gpu } => self.controller.gpu_repaired(gpu),
-            }
-        }
-        // Completions and the Controller's timers, in the order the engine's heap would pop
-        // them (the order they were scheduled in).
-        let mut completions: Vec<Completion> = batch
-            .inputs
-            .iter()
-            .filter_map(|i| match *i {
-                Input::Exit { task, attempt, code } => {
-                    let seq = self.start_seq.get(&(TaskId(task), attempt)).copied()?;
-                    Some((seq, Some((task, attempt, code)), None))
-                }
-                _ => None,
-            })
-            .collect();
-        completions
-            .extend(self.timers.remove(&at).unwrap_or_default().into_iter().map(|(seq, t)| (seq, None, Some(t))));
-        completions.sort_by_key(|c| (c.0, c.1));
-        completions.dedup_by_key(|c| (c.0, c.1.map(|e| (e.0, e.1))));
-        for (_, exit, timer) in completions {
-            if let Some(timer) = timer {
-                changed |= self.controller.timer_fired(timer);
-            }
-            let Some((task, attempt, code)) = exit else { continue };
-            let failure = (code != 0).then(|| sim::controller::exited_with(code));
-            if (task as usize) < self.task_origin.len()
-                && self.controller.task_exited(TaskId(task), attempt, failure.as_deref())
-            {
-                changed = true;
-                let (s, t) = self.task_origin[task as usize];
-                self.submissions[s].exit_codes[t] = Some(code);
-            }
-        }
-        // Arrivals.
-        if let Some(units) = self.arrivals.remove(&at) {
-            for unit in units {
-                changed = true;
-                self.controller.job_arrived(JobId::from_index(unit));
-            }
-        }
-        // Cancels.
-        for input in &batch.inputs {
-            if let Input::Cancel { job } = *input
-                && let Some(s) = self.submissions.get_mut(job as usize)
-                && s.cancelled_at.is_none()
-            {
-                s.cancelled_at = Some(at);
-                changed = true;
-                let unit = self.unit_of(job as usize);
-                if unit < self.controller.workload().len() {
-                    self.controller.cancel_job(JobId::from_index(unit), sim::CANCELLED_BY_THE_USER);
-                }
-                // Units not released yet never will be.
-                for pending in self.arrivals.values_mut() {
-                    pending.retain(|&u| self.units[u].submission != job as usize);
-                }
-                self.arrivals.retain(|_, v| !v.is_empty());
-            }
-        }
-        // Wake-ups.
-        if let Some(count) = self.wakes.remove(&at) {
-            for _ in 0..count {
-                self.controller.wake();
-            }
-            woken = true;
-        }
-        if changed || woken {
-            let mut effects = Vec::new();
-            self.controller.decide(self.policy.as_mut(), &mut effects);
-            for effect in effects {
-                match effect {
-                    Effect::Started { task, attempt, .. } => {
-                        let seq = self.seq();
-                        self.start_seq.insert((task, attempt), seq);
-                        self.running.insert(task);
-                    }
-                    Effect::Stopped { .. } => {}
-                    Effect::WakeAt(t) => *self.wakes.entry(t).or_default() += 1,
-                }
-            }
-        }
-        let timers: Vec<(SimTime, Timer)> = self.controller.take_timers().collect();
-        for (t, timer) in timers {
-            let seq = self.seq();
-            self.timers.entry(t).or_default().push((seq, timer));
-        }
-    }
-
-    fn seq(&mut self) -> u64 {
-        self.next_seq += 1;
-        self.next_seq - 1
-    }
-
-    /// A heartbeat, as the observer applies an explicit one: not delivered while the node is
-    /// down; a dead node rejoins; a node that was down since its last beat reports the tasks
-    /// it lost (those the down period stalled fail and retry).
-    fn beat(&mut self, node: u32, at: SimTime) {
-        let n = node as usize;
-        if self.down[n] > 0 {
-            return;
-        }
-        if std::mem::replace(&mut self.dead[n], false) {
-            self.controller.node_rejoined(NodeId(node));
-        } else if std::mem::take(&mut self.down_since_beat[n]) {
-            self.controller.node_lost_tasks(NodeId(node), self.node_failed_at[n]);
-        }
-        self.down_since_beat[n] = false;
-        self.last_beat[n] = Some(at);
-        let k = self.failures.heartbeat_interval.as_ms() * u64::from(self.failures.missed_beats);
-        let seq = self.seq();
-        self.hardware.entry(at + SimDuration(k)).or_default().push((seq, Hardware::Deadline { node, beat: at }));
-    }
-
-    /// The node's agent restarted: as the observer applies a `node_fail` repaired 1 ms later.
-    fn node_restarted(&mut self, node: u32, at: SimTime) {
-        let n = node as usize;
-        let repair = SimDuration(1);
-        self.trace_events.push(ClusterEvent::NodeFail { time: at, node: NodeId(node), repair: Some(repair) });
-        self.down[n] += 1;
-        let seq = self.seq();
-        self.hardware.entry(at + repair).or_default().push((seq, Hardware::NodeRepair { node }));
-        if self.down[n] > 1 {
-            return;
-        }
-        let beat_since_repair = self.node_repaired_at[n].is_none_or(|r| self.failures.next_beat_at(r) < at);
-        if beat_since_repair {
-            self.node_failed_at[n] = at;
-        }
-        self.down_since_beat[n] = true;
-        self.controller.node_broke(NodeId(node));
     }
 
     fn gpu_at(&self, node: u32, slot: u32) -> Option<GpuId> {
@@ -806,7 +604,7 @@ impl Driver {
 
     /// The tasks running now (stalled ones included), in task order.
     pub fn running_tasks(&self) -> impl Iterator<Item = TaskId> + '_ {
-        self.running.iter().copied().filter(|&t| self.controller.task(t).status == TaskStatus::Running)
+        self.engine.running()
     }
 
     /// How many jobs are in each state (every state named, 0 included): at the cost of the
@@ -836,7 +634,7 @@ impl Driver {
         let mut out = Vec::new();
         for task in self.running_tasks() {
             let (s, t) = self.task_origin[task.index()];
-            let state = self.controller.task(task);
+            let state = self.controller().task(task);
             // Stalled: its node went down under it (an agent restart); it fails at the node's
             // next beat and runs again as a new attempt.
             if state.status != TaskStatus::Running || state.stalled_since.is_some() {
@@ -878,8 +676,8 @@ impl Driver {
             return "cancelled";
         }
         let outcome = Some(self.unit_of(s))
-            .filter(|&u| u < self.controller.workload().len())
-            .map(|u| &self.controller.job(JobId::from_index(u)).outcome);
+            .filter(|&u| u < self.controller().workload().len())
+            .map(|u| &self.controller().job(JobId::from_index(u)).outcome);
         match outcome {
             Some(Some(JobOutcome::Succeeded)) => "succeeded",
             Some(Some(JobOutcome::Failed(_))) => "failed",
@@ -894,7 +692,7 @@ impl Driver {
 
     /// A task's status (`Pending` until its unit reached the Controller).
     pub fn task_status(&self, task: TaskId) -> TaskStatus {
-        if task.index() < self.task_count() { self.controller.task(task).status } else { TaskStatus::Pending }
+        if task.index() < self.task_count() { self.controller().task(task).status } else { TaskStatus::Pending }
     }
 
     /// The session as a canonical trace: the units as jobs, the cluster, and the hardware
@@ -912,11 +710,11 @@ impl Driver {
             .map(|(u, unit)| {
                 let mut spec = unit.spec.clone();
                 spec.cancel = self.submissions[unit.submission].cancelled_at;
-                if u < self.controller.workload().len() {
-                    let first = self.controller.job(JobId::from_index(u)).first_task;
+                if u < self.controller().workload().len() {
+                    let first = self.controller().job(JobId::from_index(u)).first_task;
                     for (k, t) in spec.tasks.iter_mut().enumerate() {
                         let id = TaskId(first.0 + k as u32);
-                        let state = self.controller.task(id);
+                        let state = self.controller().task(id);
                         let (s, r) = self.task_origin[id.index()];
                         let exit_code = self.submissions[s].exit_codes[r];
                         if state.status == TaskStatus::Succeeded || exit_code.is_some_and(|c| c != 0) {

@@ -137,7 +137,16 @@ fn session(seed: u64, policy: &str, batches: usize) -> (Driver, Vec<Batch>) {
 fn long_random_sessions_replay_in_the_simulator_with_the_same_decisions() {
     // Policies that read no true duration: live mode knows a task's work only when its process
     // exits, the replay knows it from the start, so a policy reading it decides differently.
-    for policy in ["fifo", "priority", "easy-backfill[duration=estimate]", "sjf[duration=estimate]", "tiresias"] {
+    for policy in [
+        "fifo",
+        "priority",
+        "easy-backfill[duration=estimate]",
+        "sjf[duration=estimate]",
+        "srtf[duration=estimate]",
+        "tiresias",
+        "fair-share",
+        "themis[duration=estimate]",
+    ] {
         for seed in 1..=6 {
             let (d, journal) = session(seed, policy, 400);
             let live: Vec<Line> = d.decisions().iter().map(line).collect();

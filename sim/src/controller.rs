@@ -303,6 +303,10 @@ impl Controller {
     pub fn workload(&self) -> &Workload {
         &self.workload
     }
+    /// What is broken (truth) and what the scheduler may use (what it knows).
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
     pub fn task(&self, task: TaskId) -> &TaskState {
         &self.tasks[task.index()]
     }

@@ -43,6 +43,13 @@ pub enum Event {
         task: TaskId,
         attempt: u32,
     },
+    /// Wall clock: the attempt's process exited with `code` (its place among same-time
+    /// completions is its start's, as a scheduled completion's would be).
+    TaskExited {
+        task: TaskId,
+        attempt: u32,
+        code: i32,
+    },
     JobArrival(JobId),
     /// The user cancels the job (`JobSpec::cancel`), after the arrivals of the same instant, as
     /// live mode applies a batch.
@@ -67,7 +74,7 @@ impl Event {
             | Event::NodeMissedBeats { .. }
             | Event::NodeBeatsAgain { .. }
             | Event::BeatDeadline { .. } => PHASE_HARDWARE,
-            Event::TaskFinished { .. } | Event::Timer(_) => PHASE_COMPLETION,
+            Event::TaskFinished { .. } | Event::TaskExited { .. } | Event::Timer(_) => PHASE_COMPLETION,
             Event::JobArrival(_) => PHASE_ARRIVAL,
             Event::Cancel(_) => PHASE_CANCEL,
             Event::Wake => PHASE_WAKE,
@@ -134,8 +141,19 @@ pub struct EventQueue {
 
 impl EventQueue {
     pub fn push(&mut self, time: SimTime, event: Event) {
-        let key = EventKey { time, phase: event.phase(), seq: self.next_seq };
+        let seq = self.reserve_seq();
+        self.push_reserved(time, seq, event);
+    }
+    /// Takes the next place in the schedule order for an event whose time is not known yet
+    /// (wall clock: a process's exit, a GPU's repair): pushed later with
+    /// [`EventQueue::push_reserved`], it pops where it would have, had it been pushed now.
+    pub fn reserve_seq(&mut self) -> u64 {
         self.next_seq += 1;
+        self.next_seq - 1
+    }
+    /// Pushes `event` with a place taken earlier by [`EventQueue::reserve_seq`].
+    pub fn push_reserved(&mut self, time: SimTime, seq: u64, event: Event) {
+        let key = EventKey { time, phase: event.phase(), seq };
         self.heap.push(Scheduled { key: key.packed(), event });
     }
     pub fn peek_key(&self) -> Option<EventKey> {

@@ -9,6 +9,7 @@
 
 use crate::failure::ClusterEvent;
 use crate::time::SimTime;
+use std::collections::VecDeque;
 
 /// Ground-truth hardware events produced as the run goes, in time order (ties in a fixed
 /// order of the feed's choosing: the same inputs give the same sequence).
@@ -33,19 +34,32 @@ pub trait HardwareFeed: std::fmt::Debug {
 /// time would give them.
 #[derive(Debug, Default)]
 pub(crate) struct Hardware {
-    fixed: Vec<ClusterEvent>,
-    next_fixed: usize,
+    fixed: VecDeque<ClusterEvent>,
     feed: Option<Box<dyn HardwareFeed>>,
 }
 
 impl Hardware {
     pub(crate) fn new(fixed: Vec<ClusterEvent>, feed: Option<Box<dyn HardwareFeed>>) -> Hardware {
-        Hardware { fixed, next_fixed: 0, feed }
+        Hardware { fixed: fixed.into(), feed }
+    }
+
+    /// A fixed event learnt as it happens (wall clock), no earlier than those already given.
+    pub(crate) fn push(&mut self, event: ClusterEvent) {
+        debug_assert!(
+            self.fixed.back().is_none_or(|last| last.time() <= event.time()),
+            "hardware events in time order"
+        );
+        self.fixed.push_back(event);
+    }
+
+    /// The time of the next fixed event (all there is without a feed).
+    pub(crate) fn peek_fixed_time(&self) -> Option<SimTime> {
+        self.fixed.front().map(ClusterEvent::time)
     }
 
     /// The time of the next event, fixed or fed.
     pub(crate) fn peek_time(&mut self) -> Option<SimTime> {
-        let fixed = self.fixed.get(self.next_fixed).map(ClusterEvent::time);
+        let fixed = self.fixed.front().map(ClusterEvent::time);
         let fed = self.feed.as_mut().and_then(|f| f.peek_time());
         match (fixed, fed) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -55,9 +69,8 @@ impl Hardware {
 
     /// Takes the next event if it happens at `now`.
     pub(crate) fn pop_at(&mut self, now: SimTime) -> Option<ClusterEvent> {
-        if let Some(&e) = self.fixed.get(self.next_fixed).filter(|e| e.time() == now) {
-            self.next_fixed += 1;
-            return Some(e);
+        if self.fixed.front().is_some_and(|e| e.time() == now) {
+            return self.fixed.pop_front();
         }
         let feed = self.feed.as_mut()?;
         if feed.peek_time() == Some(now) { feed.pop() } else { None }

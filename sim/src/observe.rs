@@ -29,6 +29,9 @@ pub(crate) struct Observer {
     /// Explicit nodes that were down since their last delivered beat.
     down_since_beat: Vec<bool>,
     retire: Retirement,
+    /// Wall clock: GPU repairs are reported when they happen. The places (in the order of
+    /// same-time events) of each GPU's repairs, taken when it failed.
+    reported_repairs: Option<Vec<Vec<u64>>>,
 }
 
 /// The retirement rule at work: each node's failures within the rule's window, and the nodes
@@ -86,7 +89,30 @@ impl Observer {
                 due: vec![false; nodes],
                 retired: vec![false; nodes],
             },
+            reported_repairs: None,
         }
+    }
+
+    /// GPU failures without a repair time are repaired when reported (wall clock).
+    pub(crate) fn with_reported_repairs(mut self) -> Observer {
+        self.reported_repairs = Some(vec![Vec::new(); self.gpu_faults.len()]);
+        self
+    }
+
+    /// The places taken for `gpu`'s repairs, now reported.
+    pub(crate) fn take_reported_repairs(&mut self, gpu: GpuId) -> Vec<u64> {
+        self.reported_repairs.as_mut().map(|r| std::mem::take(&mut r[gpu.index()])).unwrap_or_default()
+    }
+
+    /// `node` beats explicitly from `time` on (wall clock: its beats are pushed as they come).
+    pub(crate) fn beats_from(&mut self, node: NodeId, time: SimTime) {
+        let first = self.explicit_from[node.index()].get_or_insert(time);
+        *first = (*first).min(time);
+    }
+
+    /// When `node`'s last explicit heartbeat was delivered.
+    pub(crate) fn last_beat(&self, node: NodeId) -> Option<SimTime> {
+        self.last_beat.get(node.index()).copied().flatten()
     }
 
     /// Applies one ground-truth cluster event at the controller's current time.
@@ -160,7 +186,12 @@ impl Observer {
                     c.node_declared_dead(node, failed_at);
                 }
             }
-            Event::TaskFinished { .. } | Event::JobArrival(_) | Event::Cancel(_) | Event::Timer(_) | Event::Wake => {
+            Event::TaskFinished { .. }
+            | Event::TaskExited { .. }
+            | Event::JobArrival(_)
+            | Event::Cancel(_)
+            | Event::Timer(_)
+            | Event::Wake => {
                 unreachable!("not a hardware event: {event:?}")
             }
         }
@@ -171,6 +202,8 @@ impl Observer {
         self.gpu_faults[gpu.index()] += 1;
         if let Some(repair) = repair {
             queue.push(now + repair, Event::Repair(Part::Gpu(gpu)));
+        } else if let Some(reported) = &mut self.reported_repairs {
+            reported[gpu.index()].push(queue.reserve_seq());
         }
         if self.gpu_faults[gpu.index()] > 1 {
             return; // already broken: nothing new happens, nothing new is seen

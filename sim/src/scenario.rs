@@ -1,0 +1,166 @@
+//! What one run simulates ([`Scenario`]: a cluster, its jobs, what happens to its hardware,
+//! queues and datasets), the checks a run makes of it before it starts, and [`SimError`].
+
+use crate::cluster::Cluster;
+use crate::controller::ControllerConfig;
+use crate::failure::ClusterEvent;
+use crate::hardware::HardwareFeed;
+use crate::policy::Policy;
+use crate::quota::{QueueSpec, Queues};
+use crate::workload::Workload;
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SimError {
+    /// The policy reads estimates and this job has a task without one.
+    MissingEstimate { policy: String, job: String },
+    /// A cluster event names hardware the cluster does not have.
+    BadEvent { index: usize, problem: String },
+    /// A task dependency this run cannot honour.
+    BadDependency { job: String, problem: String },
+    /// A queue or dataset definition, or a job's queue or dataset, that does not fit the
+    /// cluster.
+    BadQueue(String),
+    /// A run setting that does not fit the cluster (more spare nodes than a pool has).
+    BadConfig(String),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::MissingEstimate { policy, job } => write!(
+                f,
+                "policy {policy} uses duration estimates, but job `{job}` has a task without one \
+                 (give an estimate column, or use duration=oracle)"
+            ),
+            SimError::BadEvent { index, problem } => write!(f, "cluster event {index}: {problem}"),
+            SimError::BadDependency { job, problem } => write!(f, "job `{job}`: {problem}"),
+            SimError::BadQueue(problem) | SimError::BadConfig(problem) => f.write_str(problem),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// What one run simulates: a cluster, the jobs submitted to it, and what happens to its
+/// hardware: fixed events (failures, repairs, heartbeats) and a feed of failures drawn as the
+/// run goes (both empty for a cluster that never fails).
+#[derive(Debug)]
+pub struct Scenario {
+    pub cluster: Cluster,
+    pub workload: Workload,
+    pub(crate) events: Vec<ClusterEvent>,
+    pub(crate) feed: Option<Box<dyn HardwareFeed>>,
+    pub(crate) queues: Queues,
+    pub(crate) datasets: crate::data::Datasets,
+}
+
+impl Scenario {
+    pub fn new(cluster: Cluster, workload: Workload) -> Scenario {
+        Scenario {
+            cluster,
+            workload,
+            events: Vec::new(),
+            feed: None,
+            queues: Queues::default(),
+            datasets: crate::data::Datasets::default(),
+        }
+    }
+
+    /// Adds queues with quotas (checked against the cluster and the jobs' queue names).
+    pub fn with_queues(mut self, specs: &[QueueSpec]) -> Result<Scenario, SimError> {
+        let queues = Queues::new(specs, &self.cluster).map_err(|e| SimError::BadQueue(e.0))?;
+        queues.assign(&self.workload).map_err(SimError::BadQueue)?;
+        self.queues = queues;
+        Ok(self)
+    }
+
+    pub fn queues(&self) -> &Queues {
+        &self.queues
+    }
+
+    /// Puts datasets on nodes (checked against the cluster and the tasks' dataset names).
+    pub fn with_datasets(mut self, specs: &[crate::data::DatasetSpec]) -> Result<Scenario, SimError> {
+        let datasets = crate::data::Datasets::new(specs, &self.cluster).map_err(|e| SimError::BadQueue(e.0))?;
+        datasets.assign(&self.workload).map_err(SimError::BadQueue)?;
+        self.datasets = datasets;
+        Ok(self)
+    }
+
+    /// Adds ground-truth cluster events, checked against the cluster and sorted by time
+    /// (events at one instant keep the given order).
+    pub fn with_events(mut self, mut events: Vec<ClusterEvent>) -> Result<Scenario, SimError> {
+        for (index, e) in events.iter().enumerate() {
+            let bad = |problem: String| SimError::BadEvent { index, problem };
+            let nodes = self.cluster.nodes().len();
+            if e.node().index() >= nodes {
+                return Err(bad(format!("node {} does not exist (the cluster has {nodes})", e.node().0)));
+            }
+            if let ClusterEvent::GpuFail { node, gpu, .. } = *e {
+                let count = self.cluster.node(node).gpu_count;
+                if gpu >= count {
+                    return Err(bad(format!("node {} has {count} GPUs, no GPU slot {gpu}", node.0)));
+                }
+            }
+        }
+        events.sort_by_key(ClusterEvent::time);
+        self.events = events;
+        Ok(self)
+    }
+
+    pub fn events(&self) -> &[ClusterEvent] {
+        &self.events
+    }
+
+    /// Adds failures produced as the run goes (a failure model, a replayed history), merged
+    /// after the fixed events of the same instant. The feed must name hardware the cluster has.
+    pub fn with_feed(mut self, feed: Box<dyn HardwareFeed>) -> Scenario {
+        self.feed = Some(feed);
+        self
+    }
+
+    /// What a run refuses before it starts: a policy that reads estimates on jobs without,
+    /// a `checkpoint=N` dependency on a task that never checkpoints, spares that leave a pool
+    /// empty.
+    pub(crate) fn check(&self, policy: &dyn Policy, config: &ControllerConfig) -> Result<(), SimError> {
+        if policy.needs_estimates() {
+            let missing = self.workload.jobs().iter().find(|j| j.tasks.iter().any(|t| t.estimate.is_none()));
+            if let Some(job) = missing {
+                return Err(SimError::MissingEstimate { policy: policy.name().to_string(), job: job.name.to_string() });
+            }
+        }
+        check_checkpoint_dependencies(&self.workload, config.checkpoint)?;
+        if let Some(pool) = self.cluster.pools().iter().find(|p| p.node_count <= config.spare_nodes) {
+            return Err(SimError::BadConfig(format!(
+                "{} spare nodes per pool leave none in service in pool `{}` of {} nodes",
+                config.spare_nodes, pool.name, pool.node_count
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A `checkpoint=N` dependency needs an upstream that checkpoints at intervals: with the
+/// task's own interval or the run's default, it must not be continuous (zero).
+fn check_checkpoint_dependencies(workload: &Workload, default: crate::time::SimDuration) -> Result<(), SimError> {
+    for job in workload.jobs() {
+        for task in &job.tasks {
+            for dep in &task.deps {
+                let upstream = &job.tasks[dep.upstream];
+                if let crate::workload::DepKind::Checkpoint(n) = dep.kind
+                    && upstream.checkpoint.unwrap_or(default) == crate::time::SimDuration::ZERO
+                {
+                    return Err(SimError::BadDependency {
+                        job: job.name.to_string(),
+                        problem: format!(
+                            "task `{}` waits for checkpoint {n} of `{}`, which checkpoints continuously (interval \
+                             0); give it a checkpoint_s, or the run a --checkpoint-s",
+                            task.name, upstream.name
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
