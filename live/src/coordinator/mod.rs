@@ -1,5 +1,5 @@
 //! The coordinator (`schedlab live serve`): one thread, one loop, for all the scheduling state.
-//! It takes each HTTP request from the front ([`crate::http`]: no async runtime; one intake
+//! It takes each HTTP request from the front ([`crate::net::http`]: no async runtime; one intake
 //! thread reads every new connection's first head by readiness, and only a connection with a
 //! token gets a thread of its own, so a slow or unauthenticated client holds only its own
 //! connection), turns what it reports into a batch stamped with
@@ -15,20 +15,25 @@
 //!
 //! One coordinator per state directory ([`crate::lock`]); each start is a new generation,
 //! which every agent report must carry (`Coordinator::check_generation`); each endpoint has
-//! one role ([`crate::auth`]).
+//! one role ([`crate::net::auth`]).
 
-use crate::api::{
+pub mod admission;
+pub mod metrics;
+pub mod settings;
+pub mod store;
+
+use crate::coordinator::settings::Given;
+use crate::coordinator::store::{AgentRecord, Store};
+use crate::driver::{Batch, Driver, Input};
+use crate::lock::StateLock;
+use crate::net::auth::{Keys, Principal, Role, endpoint_role};
+use crate::net::http::{Call, Front, Inbound, Limits, Method};
+use crate::net::tls::{Identities, TlsFront};
+use crate::wire::HealthEvent;
+use crate::wire::{
     AssignmentsReply, GpuReturned, HeartbeatReply, HeartbeatRequest, JobRequest, Refusal, RegisterReply,
     RegisterRequest, STALE_GENERATION,
 };
-use crate::auth::{Keys, Principal, Role, endpoint_role};
-use crate::backend::HealthEvent;
-use crate::driver::{Batch, Driver, Input};
-use crate::http::{Call, Front, Inbound, Limits, Method};
-use crate::lock::StateLock;
-use crate::settings::Given;
-use crate::store::{AgentRecord, Store};
-use crate::tls::{Identities, TlsFront};
 use serde_json::{Value, json};
 use sim::{SimTime, TaskId, TaskStatus};
 use std::collections::BTreeMap;
@@ -92,7 +97,7 @@ pub struct ServeOptions {
     /// directory), and a different list than the stored one is an error. Sorted, no repeats
     /// (as [`parse_app_xids`] gives it).
     pub app_xids: Option<Vec<u64>>,
-    /// Serve `https` on `listen` (see [`crate::tls`]); None: plain `http`.
+    /// Serve `https` on `listen` (see [`crate::net::tls`]); None: plain `http`.
     pub tls: Option<TlsOptions>,
     /// Connections, timeouts: see [`Limits`].
     pub http: Limits,
@@ -138,7 +143,7 @@ pub struct Coordinator {
     tls: Option<(TlsFront, Identities, bool)>,
     store: Store,
     driver: Driver,
-    /// The user token and the agents' key (see [`crate::auth`]).
+    /// The user token and the agents' key (see [`crate::net::auth`]).
     keys: Keys,
     /// This start's generation (see [`Store::next_generation`]): reports carrying another are
     /// refused, so an agent never reports to, nor acts for, a coordinator that is not the
@@ -148,7 +153,7 @@ pub struct Coordinator {
     app_xids: Vec<u64>,
     agents: BTreeMap<String, AgentRecord>,
     /// The compute processes each agent last saw on its GPUs (not journaled: for display).
-    processes: BTreeMap<String, Vec<crate::backend::GpuProcess>>,
+    processes: BTreeMap<String, Vec<crate::wire::GpuProcess>>,
     epoch: Instant,
     base_ms: u64,
     state_dir: PathBuf,
@@ -236,11 +241,11 @@ impl Coordinator {
                     TlsSetup::Files { cert, key } => (cert.clone(), key.clone()),
                     TlsSetup::SelfSigned { names } => {
                         let (cert, key) = TlsSetup::self_signed_files(&options.state_dir);
-                        crate::tls::ensure_self_signed(&cert, &key, names)?;
+                        crate::net::tls::ensure_self_signed(&cert, &key, names)?;
                         (cert, key)
                     }
                 };
-                let config = crate::tls::server_config(&cert, &key, client_ca.as_deref())?;
+                let config = crate::net::tls::server_config(&cert, &key, client_ca.as_deref())?;
                 let plain = listener.local_addr().map_err(|e| format!("the loopback listener: {e}"))?;
                 let identities = Identities::default();
                 let front = TlsFront::start_on(public, plain, config, identities.clone())?;
@@ -297,7 +302,7 @@ impl Coordinator {
 
     fn log(&self, message: impl std::fmt::Display) {
         if !self.quiet {
-            let line = crate::api::log_line(&message.to_string());
+            let line = crate::wire::log_line(&message.to_string());
             eprintln!("[{:>10.3}s] {line}", self.driver.now().as_ms() as f64 / 1000.0);
         }
     }
@@ -337,7 +342,7 @@ impl Coordinator {
         Ok(())
     }
 
-    /// Serves until `stop` is set. The front's threads (see [`crate::http`]) do the sockets;
+    /// Serves until `stop` is set. The front's threads (see [`crate::net::http`]) do the sockets;
     /// this thread takes their calls one at a time and does everything else. When it returns,
     /// however it returns, the receiver thread is stopped and joined, and the calls it had not
     /// taken are answered 503 by their workers.
@@ -447,7 +452,9 @@ impl Coordinator {
     fn handle(&mut self, call: Call) {
         let metrics = call.method == Method::Get && path_parts(&call.url).1 == ["metrics"];
         let routed = match self.check_identity(&call).and_then(|()| self.check_role(&call)) {
-            Ok(()) if metrics => return call.answer_text(crate::metrics::CONTENT_TYPE, self.metrics_text()),
+            Ok(()) if metrics => {
+                return call.answer_text(crate::coordinator::metrics::CONTENT_TYPE, self.metrics_text());
+            }
             Ok(()) => self.route(&call.method, &call.url, &call.body),
             Err(r) => Err(r),
         };
@@ -505,9 +512,9 @@ impl Coordinator {
 
     fn submit(&mut self, job: JobRequest) -> Result<(u16, Value), Refusal> {
         self.driver.check_submission(&job)?;
-        crate::admission::check_queue(&job, !self.driver.config().queues.trim().is_empty())?;
+        crate::coordinator::admission::check_queue(&job, !self.driver.config().queues.trim().is_empty())?;
         let spec = job.to_spec(SimTime::ZERO, sim::SimDuration(1))?;
-        if let Some(reason) = crate::admission::never_fits(self.driver.cluster(), &spec) {
+        if let Some(reason) = crate::coordinator::admission::never_fits(self.driver.cluster(), &spec) {
             return Err(Refusal::bad(format!("job `{}`: {reason}", job.name)));
         }
         let name = job.name.clone();
@@ -699,7 +706,7 @@ impl Coordinator {
     /// and memory as its agent last reported them, decisions by kind, the completion time of
     /// the jobs that succeeded, and the coordinator's own work.
     fn metrics_text(&self) -> String {
-        let mut e = crate::metrics::Exposition::default();
+        let mut e = crate::coordinator::metrics::Exposition::default();
         // Counted as they change (crate::tally): a scrape costs the running tasks, not the history.
         let jobs = self.driver.job_counts().into_iter().map(|(s, n)| (vec![("state", s.to_string())], n as f64));
         e.family("schedlab_jobs", "gauge", "Submitted jobs by state.", jobs);
@@ -821,7 +828,7 @@ impl Coordinator {
         // A call for no agent, or with a body without a name (refused by the route itself,
         // with the reason), has nothing more to check.
         let Some(agent) = claimed_agent(call, &parts) else { return Ok(()) };
-        if call.client_cert.as_ref().is_some_and(|cert| crate::tls::certificate_is_for(cert, &agent)) {
+        if call.client_cert.as_ref().is_some_and(|cert| crate::net::tls::certificate_is_for(cert, &agent)) {
             return Ok(());
         }
         let reason = format!(
@@ -830,7 +837,7 @@ impl Coordinator {
         Err(Refusal { status: 403, ..self.refuse(&agent, reason) })
     }
 
-    /// Every endpoint has one role (see [`crate::auth`]): a user's token cannot act as an
+    /// Every endpoint has one role (see [`crate::net::auth`]): a user's token cannot act as an
     /// agent, nor an agent's as a user or as another agent. Refused with 403, recorded.
     fn check_role(&self, call: &Call) -> Result<(), Refusal> {
         let (path, parts) = path_parts(&call.url);
@@ -866,7 +873,7 @@ impl Coordinator {
     }
 
     fn register(&mut self, r: RegisterRequest) -> Result<(u16, Value), Refusal> {
-        crate::api::check_name("agent name", &r.name)?;
+        crate::wire::check_name("agent name", &r.name)?;
         check_readings(&r.gpus)?;
         if r.gpus.is_empty() {
             return Err(Refusal::bad("an agent must bring at least one GPU"));
@@ -1108,7 +1115,7 @@ impl Coordinator {
 
 impl Coordinator {
     /// What `agent`'s node must run, with its GPUs' UUIDs.
-    fn assignments_of(&self, agent: &AgentRecord) -> Vec<crate::api::Assignment> {
+    fn assignments_of(&self, agent: &AgentRecord) -> Vec<crate::wire::Assignment> {
         let addr_of = |n: u32| self.agent_of(n).map(|a| a.addr.clone()).unwrap_or_default();
         let mut assignments = self.driver.assignments(agent.node, addr_of);
         for a in &mut assignments {
@@ -1142,11 +1149,11 @@ fn bind(options: &ServeOptions) -> Result<(TcpListener, Option<TcpListener>), St
 
 /// What an agent reports of its GPUs goes to `/metrics` and `GET /v1/cluster` as is: a
 /// utilisation that is no percentage is refused (400), not shown.
-fn check_readings(gpus: &[crate::backend::GpuInfo]) -> Result<(), Refusal> {
+fn check_readings(gpus: &[crate::wire::GpuInfo]) -> Result<(), Refusal> {
     match gpus.iter().find(|g| g.utilisation_pct > 100) {
         Some(g) => Err(Refusal::bad(format!(
             "GPU {}: utilisation_pct {} is not a percentage (0 to 100)",
-            crate::api::shown(&g.uuid),
+            crate::wire::shown(&g.uuid),
             g.utilisation_pct
         ))),
         None => Ok(()),
@@ -1287,9 +1294,9 @@ mod tests {
     use super::{
         Coordinator, DEFAULT_APP_XIDS, Method, ServeOptions, TlsOptions, TlsSetup, parse_app_xids, shell_quote,
     };
-    use crate::api::{HeartbeatRequest, JobRequest, RegisterRequest, TaskRequest};
-    use crate::backend::{GpuBackend, SimBackend, SimInjector};
+    use crate::agent::backend::{GpuBackend, SimBackend, SimInjector};
     use crate::driver::{DriverConfig, Input};
+    use crate::wire::{HeartbeatRequest, JobRequest, RegisterRequest, TaskRequest};
     use serde_json::json;
     use std::path::{Path, PathBuf};
     use std::thread::JoinHandle;
@@ -1313,7 +1320,7 @@ mod tests {
             // An hour between heartbeats: however slow the test machine, no heartbeat
             // deadline falls due while a test runs, so only what the tests report changes the
             // cluster.
-            settings: crate::settings::Given::all(&DriverConfig {
+            settings: crate::coordinator::settings::Given::all(&DriverConfig {
                 heartbeat_ms: 3_600_000,
                 ..DriverConfig::new("1x2:SIM", "fifo")
             }),
@@ -1321,7 +1328,7 @@ mod tests {
             quiet: true,
             app_xids,
             tls: None,
-            http: crate::http::Limits::default(),
+            http: crate::net::http::Limits::default(),
             registry: policies::Registry::builtin(),
         }
     }
@@ -1516,7 +1523,7 @@ mod tests {
     fn under_mutual_tls_a_call_without_a_certificate_is_refused_whatever_it_asks() {
         // As a call straight to the plain front's loopback port would come: no certificate.
         let dir = state_dir("mtls-bypass");
-        let (ca, _) = crate::tls::ensure_client_ca(&dir.join("pki")).unwrap();
+        let (ca, _) = crate::net::tls::ensure_client_ca(&dir.join("pki")).unwrap();
         let mut c = Coordinator::open(ServeOptions {
             tls: Some(TlsOptions {
                 certificate: TlsSetup::SelfSigned { names: vec!["127.0.0.1".into()] },
@@ -1528,7 +1535,7 @@ mod tests {
         for (method, url) in
             [(Method::Get, "/v1/jobs"), (Method::Get, "/metrics"), (Method::Post, "/v1/agents/heartbeat")]
         {
-            let (call, answer) = crate::http::Call::for_test(method, url, br#"{"name":"n0"}"#, None);
+            let (call, answer) = crate::net::http::Call::for_test(method, url, br#"{"name":"n0"}"#, None);
             c.handle(call);
             let answer = answer.recv().unwrap();
             assert_eq!(answer.status, 403, "{url}");

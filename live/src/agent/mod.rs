@@ -15,13 +15,17 @@
 //! it registers again; an answer of another generation (a coordinator that is not the one it
 //! registered with) is never acted on.
 
-use crate::api::{
+pub mod backend;
+mod leftovers;
+
+use crate::net::client::{CallError, Client};
+use crate::wire::HealthEvent;
+use crate::wire::{
     Assignment, AssignmentsReply, ExitReport, HeartbeatReply, HeartbeatRequest, RegisterReply, RegisterRequest,
     STALE_GENERATION,
 };
-use crate::backend::{GpuBackend, HealthEvent};
-use crate::client::{CallError, Client};
-use crate::leftovers::{self, Group, Record};
+use backend::GpuBackend;
+use leftovers::{Group, Record};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -34,7 +38,7 @@ pub struct AgentOptions {
     pub coordinator: String,
     pub token: String,
     /// For an `https://` coordinator: whom to trust, and the client certificate to show.
-    pub tls: crate::client::ClientTls,
+    pub tls: crate::net::client::ClientTls,
     pub name: String,
     /// How other nodes reach this one.
     pub addr: String,
@@ -116,7 +120,7 @@ impl Agent {
 
     fn log(&self, message: impl std::fmt::Display) {
         if !self.options.quiet {
-            eprintln!("agent {}: {}", self.options.name, crate::api::log_line(&message.to_string()));
+            eprintln!("agent {}: {}", self.options.name, crate::wire::log_line(&message.to_string()));
         }
     }
 
@@ -312,7 +316,7 @@ impl Agent {
                         self.running.insert(key, Running { child, gpus: a.gpus.clone(), stopping: None });
                     }
                     Err(e) => {
-                        let (job, task) = (crate::api::shown(&a.job), crate::api::shown(&a.task_name));
+                        let (job, task) = (crate::wire::shown(&a.job), crate::wire::shown(&a.task_name));
                         self.log(format!("cannot start {job}/{task} attempt {}: {e}", a.attempt));
                         self.exits.push(ExitReport { task: a.task, attempt: a.attempt, code: 127 });
                     }
@@ -523,8 +527,8 @@ impl Agent {
 /// refused here, so that no assignment makes the agent write outside its work directory.
 fn task_paths(work_dir: &std::path::Path, a: &Assignment) -> std::io::Result<(PathBuf, PathBuf)> {
     for (what, name) in [("job", &a.job), ("task", &a.task_name)] {
-        if !crate::api::is_plain_name(name) {
-            let shown = crate::api::shown(name);
+        if !crate::wire::is_plain_name(name) {
+            let shown = crate::wire::shown(name);
             return Err(std::io::Error::other(format!("the {what} name `{shown}` is not a plain name; not run")));
         }
     }

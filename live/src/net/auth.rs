@@ -13,7 +13,7 @@
 //! removing the agent key (and restarting the coordinator) revokes every agent's token.
 //! Mutual TLS (`--tls-client-ca`) stays the stronger option, on top of this.
 
-use crate::store::{load_or_create_token, write_private};
+use crate::coordinator::store::{load_or_create_token, write_private};
 use ring::hmac;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -86,13 +86,13 @@ impl Keys {
     /// Who `bearer` (the token as sent) is, if anyone. Both comparisons take a time that does
     /// not depend on how much of the token was right.
     pub fn principal(&self, bearer: &[u8]) -> Option<Principal> {
-        if crate::http::constant_time_eq(bearer, self.0.user.as_bytes()) {
+        if crate::net::http::constant_time_eq(bearer, self.0.user.as_bytes()) {
             return Some(Principal::User);
         }
         let rest = bearer.strip_prefix(PREFIX.as_bytes())?;
         let dot = rest.iter().rposition(|&b| b == b'.')?;
         let (name, mac) = (std::str::from_utf8(&rest[..dot]).ok()?, &rest[dot + 1..]);
-        crate::api::check_name("agent name", name).ok()?;
+        crate::wire::check_name("agent name", name).ok()?;
         let mac = unhex(mac)?;
         hmac::verify(self.0.agent.as_ref()?, &mac_message(name), &mac).ok()?;
         Some(Principal::Agent(name.to_string()))
@@ -101,7 +101,7 @@ impl Keys {
 
 /// Agent `name`'s token for the coordinator of `dir` (`live issue-token`).
 pub fn agent_token(dir: &Path, name: &str) -> Result<String, String> {
-    crate::api::check_name("agent name", name).map_err(|r| r.reason)?;
+    crate::wire::check_name("agent name", name).map_err(|r| r.reason)?;
     let key = agent_key(dir)?;
     Ok(format!("{PREFIX}{name}.{}", hex(hmac::sign(&key, &mac_message(name)).as_ref())))
 }

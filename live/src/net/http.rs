@@ -5,7 +5,7 @@
 //! client announced: one unauthenticated request with `Content-Length: 99999999999999` made
 //! the coordinator abort.
 //!
-//! - One thread, the intake ([`crate::intake`]), takes every connection and reads its first
+//! - One thread, the intake ([`crate::net::intake`]), takes every connection and reads its first
 //!   request head by readiness (`poll(2)`), without a thread per connection, within
 //!   [`Limits::head_timeout`], with bounds per address and in all that evict the oldest
 //!   waiting connection: a client without the token can deny no one service. A head (16 KiB
@@ -24,8 +24,8 @@
 //! takes the calls one at a time in the order they reach the channel: the journal is that
 //! thread's sequence of batches.
 
-use crate::auth::{Keys, Principal};
-use crate::tls::Identities;
+use crate::net::auth::{Keys, Principal};
+use crate::net::tls::Identities;
 use rustls::pki_types::CertificateDer;
 use serde_json::{Value, json};
 use std::io::{ErrorKind, Read, Write};
@@ -115,7 +115,7 @@ pub(crate) struct Call {
     pub body: Vec<u8>,
     /// The certificate the client showed, when it came through the TLS relay with one.
     pub client_cert: Option<CertificateDer<'static>>,
-    /// Whom its bearer token is for (see [`crate::auth`]).
+    /// Whom its bearer token is for (see [`crate::net::auth`]).
     pub principal: Principal,
     reply: SyncSender<Answer>,
 }
@@ -206,8 +206,8 @@ impl Front {
         let listener = listener.try_clone().map_err(|e| format!("the HTTP listener: {e}"))?;
         let stopping = Arc::new(AtomicBool::new(false));
         let flag = stopping.clone();
-        let intake = crate::intake::Intake::new(listener, keys.clone(), limits, inbound.clone());
-        let serve = move |(stream, buf, head): crate::intake::Admitted, held: Held| {
+        let intake = crate::net::intake::Intake::new(listener, keys.clone(), limits, inbound.clone());
+        let serve = move |(stream, buf, head): crate::net::intake::Admitted, held: Held| {
             let (keys, theirs, identities) = (keys.clone(), inbound.clone(), identities.clone());
             std::thread::Builder::new()
                 .name("http-connection".into())
