@@ -3,6 +3,8 @@
 //! in Prometheus' scrape config). Built from what `GET /v1/jobs`, `/v1/cluster` and
 //! `/v1/decisions` show, so the two never disagree.
 
+use super::Coordinator;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -63,6 +65,95 @@ impl Exposition {
 
     pub fn into_text(self) -> String {
         self.text
+    }
+}
+
+impl Coordinator {
+    /// `GET /metrics`: jobs, nodes and GPUs by state, each GPU's utilisation, temperature
+    /// and memory as its agent last reported them, decisions by kind, the completion time of
+    /// the jobs that succeeded, and the coordinator's own work.
+    pub(crate) fn metrics_text(&self) -> String {
+        let mut e = Exposition::default();
+        // Counted as they change (crate::tally): a scrape costs the running tasks, not the history.
+        let jobs = self.driver.job_counts().into_iter().map(|(s, n)| (vec![("state", s.to_string())], n as f64));
+        e.family("schedlab_jobs", "gauge", "Submitted jobs by state.", jobs);
+        let cluster = self.cluster_json();
+        let nodes = cluster["nodes"].as_array().cloned().unwrap_or_default();
+        let text = |v: &Value| v.as_str().map(String::from);
+        e.counts(
+            "schedlab_nodes",
+            "Nodes by state.",
+            "state",
+            &["alive", "dead", "no agent"],
+            nodes.iter().filter_map(|n| text(&n["state"])),
+        );
+        let gpus: Vec<(String, &Value)> = nodes
+            .iter()
+            .flat_map(|n| n["gpus"].as_array().into_iter().flatten().map(move |g| (n["node"].to_string(), g)))
+            .collect();
+        e.counts(
+            "schedlab_gpus",
+            "GPUs by state (out: failed, until returned).",
+            "state",
+            &["free", "busy", "out"],
+            gpus.iter().filter_map(|(_, g)| text(&g["state"])),
+        );
+        let reported = |field: &str, scale: f64| {
+            gpus.iter()
+                .filter_map(|(node, g)| {
+                    let labels =
+                        vec![("node", node.clone()), ("slot", g["slot"].to_string()), ("uuid", text(&g["uuid"])?)];
+                    Some((labels, g[field].as_f64()? * scale))
+                })
+                .collect::<Vec<_>>()
+        };
+        e.family(
+            "schedlab_gpu_utilisation_ratio",
+            "gauge",
+            "GPU utilisation as its agent last reported it (NVML).",
+            reported("utilisation_pct", 0.01),
+        );
+        e.family(
+            "schedlab_gpu_temperature_celsius",
+            "gauge",
+            "GPU temperature as its agent last reported it.",
+            reported("temperature_c", 1.0),
+        );
+        e.family(
+            "schedlab_gpu_memory_used_bytes",
+            "gauge",
+            "GPU memory in use as its agent last reported it.",
+            reported("memory_used_mib", 1_048_576.0),
+        );
+        let tally = self.driver.tally();
+        e.family(
+            "schedlab_decisions_total",
+            "counter",
+            "The Controller's decisions by kind.",
+            tally.decisions().iter().map(|(k, &n)| (vec![("kind", k.to_string())], n as f64)),
+        );
+        let (jct_sum, jct_count) = tally.completions();
+        let summary = "Completion time (end - submission) of the jobs that succeeded.";
+        e.summary("schedlab_job_completion_seconds", summary, jct_sum, jct_count);
+        e.family(
+            "schedlab_journal_batches",
+            "gauge",
+            "Batches in the journal (what a restart applies again).",
+            [(vec![], self.driver.batches_applied() as f64)],
+        );
+        e.family(
+            "schedlab_batch_apply_seconds_total",
+            "counter",
+            "Time this process spent applying batches (the policy's decisions included).",
+            [(vec![], self.apply_time.as_secs_f64())],
+        );
+        e.family(
+            "schedlab_session_seconds",
+            "gauge",
+            "The session's clock: time the coordinator has run, over its restarts.",
+            [(vec![], self.driver.now().as_ms() as f64 / 1000.0)],
+        );
+        e.into_text()
     }
 }
 

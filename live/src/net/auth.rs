@@ -11,7 +11,8 @@
 //! coordinator checks one without a table, so a token issued while it runs works at once, and
 //! the HTTP front tells the role before it reads a body. Issuing again gives the same token;
 //! removing the agent key (and restarting the coordinator) revokes every agent's token.
-//! Mutual TLS (`--tls-client-ca`) stays the stronger option, on top of this.
+//! Mutual TLS (`--tls-client-ca`) stays the stronger option, on top of this. Which role each
+//! endpoint is for is its row in [`crate::net::routes`].
 
 use crate::coordinator::store::{load_or_create_token, write_private};
 use ring::hmac;
@@ -146,24 +147,6 @@ fn agent_key(dir: &Path) -> Result<hmac::Key, String> {
     }
 }
 
-/// The role an endpoint is for, by its path segments as the coordinator routes them.
-/// None: no such endpoint (its 404 or 405 is the route's to give).
-pub fn endpoint_role(parts: &[&str]) -> Option<Role> {
-    match parts {
-        ["v1", "agents", "register" | "heartbeat"] | ["v1", "agents", _, "assignments"] => Some(Role::Agent),
-        ["metrics"] | ["v1", "jobs", ..] | ["v1", "cluster"] | ["v1", "decisions"] | ["v1", "gpus", _, "return"] => {
-            Some(Role::User)
-        }
-        _ => None,
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    User,
-    Agent,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,14 +178,5 @@ mod tests {
         assert_ne!(agent_token(&other, "n0").unwrap(), n0);
         assert_eq!(Keys::load_or_create(&other).unwrap().principal(n0.as_bytes()), None);
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn every_endpoint_has_one_role() {
-        assert_eq!(endpoint_role(&["v1", "agents", "register"]), Some(Role::Agent));
-        assert_eq!(endpoint_role(&["v1", "agents", "n0", "assignments"]), Some(Role::Agent));
-        assert_eq!(endpoint_role(&["v1", "jobs", "x", "cancel"]), Some(Role::User));
-        assert_eq!(endpoint_role(&["metrics"]), Some(Role::User));
-        assert_eq!(endpoint_role(&["v1", "nope"]), None);
     }
 }

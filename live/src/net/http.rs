@@ -125,11 +125,23 @@ pub(crate) struct Answer {
     pub status: u16,
     content_type: &'static str,
     pub body: Vec<u8>,
+    /// A `405`'s `Allow` header: the methods the path takes.
+    pub allow: Option<String>,
 }
 
 impl Answer {
     pub(crate) fn json(status: u16, body: &Value) -> Answer {
-        Answer { status, content_type: "application/json", body: body.to_string().into_bytes() }
+        Answer { status, content_type: "application/json", body: body.to_string().into_bytes(), allow: None }
+    }
+
+    /// A `200` with a body of `content_type` (the metrics' text format).
+    pub(crate) fn text(content_type: &'static str, body: String) -> Answer {
+        Answer { status: 200, content_type, body: body.into_bytes(), allow: None }
+    }
+
+    /// With `Allow: methods`.
+    pub(crate) fn allowing(self, methods: String) -> Answer {
+        Answer { allow: Some(methods), ..self }
     }
 }
 
@@ -159,18 +171,15 @@ impl Call {
         (Call { method, url: url.to_string(), body: body.to_vec(), client_cert, principal, reply }, answer)
     }
 
-    /// Hands the answer (status, JSON body) to the connection's thread, which writes it.
+    /// Hands the answer (status, JSON body) to the connection's thread, which writes it (the
+    /// stand-ins for the coordinator in the front's tests).
+    #[cfg(test)]
     pub fn answer(self, status: u16, body: Value) {
         self.send(Answer::json(status, &body));
     }
 
-    /// Hands a `200` with a body of `content_type` (the metrics' text format) to the
-    /// connection's thread.
-    pub fn answer_text(self, content_type: &'static str, body: String) {
-        self.send(Answer { status: 200, content_type, body: body.into_bytes() });
-    }
-
-    fn send(self, answer: Answer) {
+    /// Hands `answer` to the connection's thread, which writes it.
+    pub fn send(self, answer: Answer) {
         // Its thread waits for it; it can only be gone if that thread died.
         let _ = self.reply.send(answer);
     }
@@ -279,8 +288,9 @@ pub(crate) fn response(answer: &Answer, keep_alive: bool, http_1_0: bool) -> Vec
         (true, true) => "Connection: keep-alive\r\n",
         (true, false) => "",
     };
+    let allow = answer.allow.as_ref().map(|methods| format!("Allow: {methods}\r\n")).unwrap_or_default();
     let mut bytes = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{connection}\r\n",
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{allow}{connection}\r\n",
         answer.status,
         reason_phrase(answer.status),
         answer.content_type,

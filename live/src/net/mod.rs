@@ -6,4 +6,5 @@ pub mod auth;
 pub mod client;
 pub mod http;
 mod intake;
+pub(crate) mod routes;
 pub mod tls;
