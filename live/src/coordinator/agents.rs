@@ -16,6 +16,21 @@ impl Coordinator {
     /// `POST /v1/agents/register`: the agent gets a node of the cluster (the one it held, if it
     /// registers again), or a refusal naming what it claimed wrongly.
     pub(crate) fn register(&mut self, r: RegisterRequest) -> Result<(u16, Value), Refusal> {
+        self.check_registration(&r)?;
+        // An agent registering again under its name keeps its node and its GPU slots; it may
+        // bring fewer GPUs (a lost one stays out), never others.
+        let node = match self.agents.get(&r.name).cloned() {
+            Some(known) if r.node.is_none_or(|n| n == known.node) => self.register_again(r, known)?,
+            _ => self.register_new(r)?,
+        };
+        let reply =
+            RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms, generation: self.generation };
+        Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
+    }
+
+    /// What any registration must be: a plain name, readings that make sense, GPUs with
+    /// distinct UUIDs, none of them another agent's.
+    fn check_registration(&self, r: &RegisterRequest) -> Result<(), Refusal> {
         crate::wire::check_name("agent name", &r.name)?;
         check_readings(&r.gpus)?;
         if r.gpus.is_empty() {
@@ -36,53 +51,52 @@ impl Coordinator {
                 ));
             }
         }
-        // An agent registering again under its name keeps its node and its GPU slots; it may
-        // bring fewer GPUs (a lost one stays out), never others.
-        if let Some(known) = self.agents.get(&r.name).cloned()
-            && r.node.is_none_or(|n| n == known.node)
-        {
-            if let Some(g) = r.gpus.iter().find(|g| !known.gpus.iter().any(|k| k.uuid == g.uuid)) {
-                return Err(self.refuse(
-                    &r.name,
-                    format!(
-                        "registers again with GPU {}, which it did not have (it holds node {})",
-                        g.uuid, known.node
-                    ),
-                ));
-            }
-            let node = known.node;
-            let mut record = known;
-            record.addr = r.addr;
-            // A fresh agent process runs nothing of what its node ran: the node went down and
-            // is back (its tasks fail at its next beat, as the simulator has it).
-            let mut inputs = if r.fresh {
-                self.log(format!("node {node}: agent `{}` restarted; what ran there is lost", r.name));
-                vec![Input::NodeRestarted { node }, Input::Beat { node }]
-            } else {
-                vec![Input::Beat { node }]
-            };
-            for (slot, g) in record.gpus.iter_mut().enumerate() {
-                if let Some(now) = r.gpus.iter().find(|n| n.uuid == g.uuid) {
-                    *g = now.clone();
-                    // Only an agent started afresh may have had its GPUs reset: one registering
-                    // again (after a coordinator restart, to learn its generation) brings back
-                    // nothing taken out.
-                    if r.fresh
-                        && let Some(repair) = self.gpu_repair(node, slot as u32)
-                    {
-                        self.log(format!("node {node}: GPU {} is back (its agent registered again with it)", g.uuid));
-                        inputs.push(repair);
-                    }
+        Ok(())
+    }
+
+    /// Agent `known` registers again: the same node, its GPUs' readings refreshed; started
+    /// afresh (`fresh`), its node restarted and the GPUs it brings back in service. Its node.
+    fn register_again(&mut self, r: RegisterRequest, known: AgentRecord) -> Result<u32, Refusal> {
+        if let Some(g) = r.gpus.iter().find(|g| !known.gpus.iter().any(|k| k.uuid == g.uuid)) {
+            return Err(self.refuse(
+                &r.name,
+                format!("registers again with GPU {}, which it did not have (it holds node {})", g.uuid, known.node),
+            ));
+        }
+        let node = known.node;
+        let mut record = known;
+        record.addr = r.addr;
+        // A fresh agent process runs nothing of what its node ran: the node went down and
+        // is back (its tasks fail at its next beat, as the simulator has it).
+        let mut inputs = if r.fresh {
+            self.log(format!("node {node}: agent `{}` restarted; what ran there is lost", r.name));
+            vec![Input::NodeRestarted { node }, Input::Beat { node }]
+        } else {
+            vec![Input::Beat { node }]
+        };
+        for (slot, g) in record.gpus.iter_mut().enumerate() {
+            if let Some(now) = r.gpus.iter().find(|n| n.uuid == g.uuid) {
+                *g = now.clone();
+                // Only an agent started afresh may have had its GPUs reset: one registering
+                // again (after a coordinator restart, to learn its generation) brings back
+                // nothing taken out.
+                if r.fresh
+                    && let Some(repair) = self.gpu_repair(node, slot as u32)
+                {
+                    self.log(format!("node {node}: GPU {} is back (its agent registered again with it)", g.uuid));
+                    inputs.push(repair);
                 }
             }
-            self.store.put_agent(&record).map_err(Self::internal)?;
-            self.agents.insert(r.name.clone(), record);
-            self.commit(inputs).map_err(Self::internal)?;
-            self.log(format!("agent `{}` registered again as node {node}", r.name));
-            let reply =
-                RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms, generation: self.generation };
-            return Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)));
         }
+        self.store.put_agent(&record).map_err(Self::internal)?;
+        self.agents.insert(r.name.clone(), record);
+        self.commit(inputs).map_err(Self::internal)?;
+        self.log(format!("agent `{}` registered again as node {node}", r.name));
+        Ok(node)
+    }
+
+    /// A new agent: the node it asks for, or the first free one with as many GPUs. Its node.
+    fn register_new(&mut self, r: RegisterRequest) -> Result<u32, Refusal> {
         let cluster = self.driver.cluster();
         let fits = |node: u32| cluster.nodes().get(node as usize).is_some_and(|n| n.gpu_count as usize == r.gpus.len());
         let taken = |node: u32| self.agents.values().any(|a| a.node == node && a.name != r.name);
@@ -106,9 +120,7 @@ impl Coordinator {
         self.agents.insert(r.name.clone(), record);
         self.commit(vec![Input::Beat { node }]).map_err(Self::internal)?;
         self.log(format!("agent `{}` registered as node {node}", r.name));
-        let reply =
-            RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms, generation: self.generation };
-        Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
+        Ok(node)
     }
 
     /// Refuses (409) a report or request made for another coordinator generation than this

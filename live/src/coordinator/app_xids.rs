@@ -1,6 +1,9 @@
 //! `--app-xids`: the XIDs that are the application's fault, not the GPU's (the GPU stays in
 //! service). Kept by the state directory, as its settings are.
 
+use super::store::Store;
+use std::path::Path;
+
 /// The XIDs NVIDIA's Kubernetes device plugin treats as the application's fault, not the
 /// GPU's (13 graphics engine exception, 31 GPU memory page fault, 43 GPU stopped processing,
 /// 45 preemptive cleanup, 68 video processor exception): the default of `--app-xids`.
@@ -34,6 +37,26 @@ pub fn app_xids_text(xids: &[u64]) -> String {
         return "none".to_string();
     }
     xids.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// The list a state directory runs with: the stored one (`given`, if any, must be the same),
+/// or for a new directory (or one made before the setting existed) `given` or the default,
+/// stored. The list never reaches the journal (an application XID journals nothing), so a
+/// replay does not depend on it.
+pub(super) fn resolve(store: &Store, dir: &Path, given: Option<Vec<u64>>) -> Result<Vec<u64>, String> {
+    match (store.app_xids()?, given) {
+        (Some(stored), Some(given)) if stored != given => Err(format!(
+            "{} was created with --app-xids {}; start it with the same list (or without --app-xids), or use a new --state",
+            dir.display(),
+            app_xids_text(&stored)
+        )),
+        (Some(stored), _) => Ok(stored),
+        (None, given) => {
+            let xids = given.unwrap_or_else(|| DEFAULT_APP_XIDS.to_vec());
+            store.set_app_xids(&xids)?;
+            Ok(xids)
+        }
+    }
 }
 
 #[cfg(test)]

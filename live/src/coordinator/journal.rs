@@ -5,10 +5,30 @@
 
 use super::Coordinator;
 use super::replay::{journal_snapshot, write_journal};
-use crate::driver::{Batch, Input};
+use super::store::Store;
+use crate::driver::{Batch, Driver, DriverConfig, Input};
 use sim::SimTime;
 use std::thread::JoinHandle;
 use std::time::Instant;
+
+/// The Driver of a state directory: its journal replayed, or for a new directory a fresh one
+/// whose start batch is journaled and applied; and the SimTime the clock resumes at (1 ms after
+/// the journal's last batch: time while the coordinator was down does not count).
+pub(super) fn replay(
+    store: &mut Store,
+    config: DriverConfig,
+    registry: &policies::Registry,
+) -> Result<(Driver, u64), String> {
+    let journal = store.batches()?;
+    let Some(last) = journal.last().map(|b| b.time_ms) else {
+        let mut driver = Driver::with_registry(config, registry)?;
+        let start = driver.start_batch();
+        store.append(std::slice::from_ref(&start))?;
+        driver.apply(start)?;
+        return Ok((driver, 1));
+    };
+    Ok((Driver::replay_with(config, registry, journal)?, last + 1))
+}
 
 impl Coordinator {
     /// SimTime now by the wall clock.

@@ -163,7 +163,7 @@ impl Coordinator {
         let public_addr =
             public.as_ref().unwrap_or(&listener).local_addr().map_err(|e| format!("the listener: {e}"))?;
         lock.record_holder(&public_addr.to_string())?;
-        let store = Store::open(&options.state_dir)?;
+        let mut store = Store::open(&options.state_dir)?;
         let keys = Keys::load_or_create(&options.state_dir)?;
         let config = match (store.config()?, options.settings.new_config()) {
             (Some(stored), _) => {
@@ -176,57 +176,12 @@ impl Coordinator {
             }
             (None, None) => return Err("a new state directory needs --cluster".into()),
         };
-        // Resolved after the config, so a directory refused above is left without it. The
-        // list never reaches the journal (an application XID journals nothing), so a replay
-        // does not depend on it.
-        let app_xids = match (store.app_xids()?, options.app_xids) {
-            (Some(stored), Some(given)) if stored != given => {
-                return Err(format!(
-                    "{} was created with --app-xids {}; start it with the same list (or without --app-xids), or use a new --state",
-                    options.state_dir.display(),
-                    app_xids_text(&stored)
-                ));
-            }
-            (Some(stored), _) => stored,
-            // A new directory, or one made before the setting existed: store what it runs with.
-            (None, given) => {
-                let xids = given.unwrap_or_else(|| DEFAULT_APP_XIDS.to_vec());
-                store.set_app_xids(&xids)?;
-                xids
-            }
-        };
-        let journal = store.batches()?;
-        let mut store = store;
+        // Resolved after the config, so a directory refused above is left without it.
+        let app_xids = app_xids::resolve(&store, &options.state_dir, options.app_xids.clone())?;
         let generation = store.next_generation()?;
-        let (driver, base_ms) = if journal.is_empty() {
-            let mut driver = Driver::with_registry(config, &options.registry)?;
-            let start = driver.start_batch();
-            store.append(std::slice::from_ref(&start))?;
-            driver.apply(start)?;
-            (driver, 1)
-        } else {
-            let last = journal.last().map_or(0, |b| b.time_ms);
-            (Driver::replay_with(config, &options.registry, journal)?, last + 1)
-        };
+        let (driver, base_ms) = journal::replay(&mut store, config, &options.registry)?;
         let agents = store.agents()?.into_iter().map(|a| (a.name.clone(), a)).collect();
-        let tls = match (&options.tls, public) {
-            (Some(TlsOptions { certificate, client_ca }), Some(public)) => {
-                let (cert, key) = match certificate {
-                    TlsSetup::Files { cert, key } => (cert.clone(), key.clone()),
-                    TlsSetup::SelfSigned { names } => {
-                        let (cert, key) = TlsSetup::self_signed_files(&options.state_dir);
-                        crate::net::tls::ensure_self_signed(&cert, &key, names)?;
-                        (cert, key)
-                    }
-                };
-                let config = crate::net::tls::server_config(&cert, &key, client_ca.as_deref())?;
-                let plain = listener.local_addr().map_err(|e| format!("the loopback listener: {e}"))?;
-                let identities = Identities::default();
-                let front = TlsFront::start_on(public, plain, config, identities.clone())?;
-                Some((front, identities, client_ca.is_some()))
-            }
-            _ => None,
-        };
+        let tls = start_tls(&options, &listener, public)?;
         let coordinator = Coordinator {
             _lock: lock,
             listener,
@@ -365,6 +320,31 @@ fn bind(options: &ServeOptions) -> Result<(TcpListener, Option<TcpListener>), St
     let public = listen()?;
     let plain = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot listen on loopback: {e}"))?;
     Ok((plain, Some(public)))
+}
+
+/// With TLS, the relay on the public socket (its certificate made first if it is to be
+/// self-signed), the certificates its clients show, and whether each must show one.
+fn start_tls(
+    options: &ServeOptions,
+    listener: &TcpListener,
+    public: Option<TcpListener>,
+) -> Result<Option<(TlsFront, Identities, bool)>, String> {
+    let (Some(TlsOptions { certificate, client_ca }), Some(public)) = (&options.tls, public) else {
+        return Ok(None);
+    };
+    let (cert, key) = match certificate {
+        TlsSetup::Files { cert, key } => (cert.clone(), key.clone()),
+        TlsSetup::SelfSigned { names } => {
+            let (cert, key) = TlsSetup::self_signed_files(&options.state_dir);
+            crate::net::tls::ensure_self_signed(&cert, &key, names)?;
+            (cert, key)
+        }
+    };
+    let config = crate::net::tls::server_config(&cert, &key, client_ca.as_deref())?;
+    let plain = listener.local_addr().map_err(|e| format!("the loopback listener: {e}"))?;
+    let identities = Identities::default();
+    let front = TlsFront::start_on(public, plain, config, identities.clone())?;
+    Ok(Some((front, identities, client_ca.is_some())))
 }
 
 /// Runs the coordinator until `stop` is set.

@@ -329,7 +329,7 @@ mod tests {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/live-mode.md");
         let docs = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let listed = endpoints_table(&docs);
-        assert_eq!(listed.len(), 11, "the docs' table, as read: {listed:?}");
+        assert!(!listed.is_empty(), "{path}: no table under `## Endpoints`");
         if let Some(why) = differences(&listed, &docs_rows()) {
             panic!("{why}");
         }
