@@ -1,5 +1,6 @@
-//! What goes over the wire: the JSON bodies of the HTTP API, and their validation. Bad input
-//! is a [`Refusal`] with the reason, never a panic.
+//! What goes over the wire: the JSON bodies of the HTTP API (an agent's GPUs, health events and
+//! processes among them), and their validation. Bad input is a [`Refusal`] with the reason,
+//! never a panic.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;

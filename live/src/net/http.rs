@@ -672,6 +672,21 @@ mod tests {
     }
 
     #[test]
+    fn a_405_names_the_methods_its_path_takes_in_allow() {
+        let answer =
+            Answer::json(405, &json!({ "error": "PUT is not allowed on /v1/jobs" })).allowing("GET, POST".into());
+        let bytes = String::from_utf8(response(&answer, false, false)).unwrap();
+        assert_eq!(
+            bytes,
+            "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: 42\r\n\
+             Allow: GET, POST\r\nConnection: close\r\n\r\n{\"error\":\"PUT is not allowed on /v1/jobs\"}"
+        );
+        // Any other answer has no Allow.
+        let ok = String::from_utf8(response(&Answer::json(200, &json!({})), true, false)).unwrap();
+        assert_eq!(ok, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+    }
+
+    #[test]
     fn a_client_that_stops_sending_is_answered_408_and_an_idle_one_closed() {
         let limits = Limits {
             request_timeout: Duration::from_millis(300),
