@@ -22,11 +22,11 @@
 //! checks that every job succeeded. The whole session is one divan sample: the printed
 //! percentiles are the measurement.
 
-use live::api::{
+use live::net::client::Client;
+use live::wire::{
     AssignmentsReply, ExitReport, HeartbeatReply, HeartbeatRequest, JobRequest, RegisterReply, RegisterRequest,
     TaskRequest,
 };
-use live::client::Client;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -150,7 +150,7 @@ impl Drop for StopOnDrop<'_> {
 /// A fake `live agent`: registers, then beats and polls until told to stop, reporting every
 /// attempt it is given as exited 0 at its next beat, which it sends at once when it has one.
 fn fake_agent(client: &Client, name: &str, shared: &Shared) {
-    let gpus = live::backend::from_spec(&format!("sim:gpus={GPUS_PER_NODE},prefix={name}"))
+    let gpus = live::agent::backend::from_spec(&format!("sim:gpus={GPUS_PER_NODE},prefix={name}"))
         .and_then(|mut b| b.gpus())
         .expect("simulated GPUs");
     let request =
@@ -159,7 +159,7 @@ fn fake_agent(client: &Client, name: &str, shared: &Shared) {
     let generation = registered.generation;
     let mut given: HashSet<(u32, u32)> = HashSet::new();
     let mut exits: Vec<ExitReport> = Vec::new();
-    let mut take = |assignments: &[live::api::Assignment], exits: &mut Vec<ExitReport>| {
+    let mut take = |assignments: &[live::wire::Assignment], exits: &mut Vec<ExitReport>| {
         for a in assignments {
             if given.insert((a.task, a.attempt)) {
                 exits.push(ExitReport { task: a.task, attempt: a.attempt, code: 0 });

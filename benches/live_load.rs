@@ -17,8 +17,8 @@
 //!
 //! Each bench prints its p99 (divan gives the fastest, median, mean and slowest) on stderr.
 
-use live::api::{JobRequest, TaskRequest};
 use live::driver::{Batch, Driver, DriverConfig, Input};
+use live::wire::{JobRequest, TaskRequest};
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::live::{BIN, Session, SplitMix, append, wait_for};
-use live::client::{CallError, Client, ClientTls};
+use live::net::client::{CallError, Client, ClientTls};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -8,7 +8,7 @@ mod common;
 
 use common::fake_coordinator::{fake_agent, fake_coordinator, touching};
 use common::live::{Procs, Session, fresh_dir, wait_for};
-use live::client::CallError;
+use live::net::client::CallError;
 use serde_json::{Value, json};
 use std::sync::atomic::Ordering;
 

@@ -7,7 +7,7 @@
 mod common;
 
 use common::live::{Session, append, wait_for};
-use live::client::{CallError, Client};
+use live::net::client::{CallError, Client};
 use serde_json::{Value, json};
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::live::{Session, run_bounded};
-use live::client::{CallError, Client};
+use live::net::client::{CallError, Client};
 use serde_json::{Value, json};
 use std::time::Duration;
 

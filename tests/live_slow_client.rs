@@ -8,10 +8,10 @@
 mod common;
 
 use common::live::{Session, fresh_dir, wait_for};
-use live::client::{CallError, Client};
 use live::coordinator::{ServeOptions, serve};
 use live::driver::DriverConfig;
-use live::http::Limits;
+use live::net::client::{CallError, Client};
+use live::net::http::Limits;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -151,7 +151,7 @@ fn beyond_the_connection_bound_a_client_gets_503_a_stalled_one_408_and_stopping_
     let options = ServeOptions {
         state_dir: state.clone(),
         listen: "127.0.0.1:0".into(),
-        settings: live::settings::Given::all(&DriverConfig::new("1x1:SIM", "fifo")),
+        settings: live::coordinator::settings::Given::all(&DriverConfig::new("1x1:SIM", "fifo")),
         journal_every: Duration::from_secs(1),
         quiet: true,
         app_xids: None,

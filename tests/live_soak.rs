@@ -17,7 +17,7 @@
 mod common;
 
 use common::live::{Session, SplitMix, run_bounded, wait_for};
-use live::client::{CallError, Client};
+use live::net::client::{CallError, Client};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 mod common;
 
 use common::live::{Session, run_bounded, wait_for};
-use live::client::CallError;
+use live::net::client::CallError;
 use serde_json::{Value, json};
 
 fn job(name: &str, command: &str) -> Value {

@@ -5,8 +5,8 @@
 //! joins the running Controller) as the journal grows, then how long a restart's replay of
 //! the whole journal takes.
 
-use schedlab_live::api::{JobRequest, TaskRequest};
 use schedlab_live::driver::{Batch, Driver, DriverConfig, Input};
+use schedlab_live::wire::{JobRequest, TaskRequest};
 use std::time::{Duration, Instant};
 
 /// Applies `batch` and keeps it in `journal` after the ticks due before it (as the

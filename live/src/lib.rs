@@ -1,22 +1,20 @@
 //! schedlab live mode: the second driver of the same `sim::Controller` and the same policies,
 //! with a wall clock in place of the virtual one. Only this crate touches wall time,
 //! processes, sockets and hardware.
+//!
+//! By role: [`coordinator`] (the loop, the journal, the views, the agent protocol), [`agent`]
+//! (the node agent: process groups, leftovers, GPU backends), [`net`] (the HTTP front, the TLS
+//! relay, the client, the routes table) and [`wire`] (what crosses the network). [`driver`]
+//! applies journaled batches to the Controller.
 
-pub mod admission;
 pub mod agent;
-pub mod api;
-pub mod auth;
-pub mod backend;
-pub mod client;
 pub mod coordinator;
 pub mod driver;
-pub mod http;
-mod intake;
-mod leftovers;
 pub mod lock;
-pub mod metrics;
-pub mod settings;
+pub mod net;
 pub mod signals;
-pub mod store;
 pub mod tally;
-pub mod tls;
+pub mod wire;
+
+/// driver.rs's name for [`wire`] (its content is rewritten elsewhere; it says `crate::wire`).
+use wire as api;

@@ -2,7 +2,8 @@
 //! C (tests/fake_nvml/fake_nvml.c) with the system C compiler. Each test compiles its own copy
 //! at its own path: the library's globals are per copy, so tests may run in parallel.
 
-use schedlab_live::backend::{GpuBackend, HealthEvent, NvmlBackend};
+use schedlab_live::agent::backend::{GpuBackend, NvmlBackend};
+use schedlab_live::wire::HealthEvent;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};

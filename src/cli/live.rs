@@ -2,11 +2,11 @@
 
 use super::{CliResult, emit};
 use clap::{Args, Subcommand};
-use live::api::{JobRequest, TaskRequest};
-use live::client::{Client, ClientTls, read_token};
+use live::coordinator::settings::Given;
 use live::coordinator::{ServeOptions, TlsOptions, TlsSetup, serve_until_signalled, write_journal};
 use live::driver::Driver;
-use live::settings::Given;
+use live::net::client::{Client, ClientTls, read_token};
+use live::wire::{JobRequest, TaskRequest};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -332,14 +332,14 @@ pub fn run(command: LiveCommand) -> CliResult {
         }
         LiveCommand::ReturnGpu(a) => {
             // The UUID goes into the URL as is: anything that would need escaping is no UUID.
-            if !live::api::is_plain_name(&a.uuid) {
-                let uuid = live::api::shown(&a.uuid);
+            if !live::wire::is_plain_name(&a.uuid) {
+                let uuid = live::wire::shown(&a.uuid);
                 return Err(
                     format!("`{uuid}` is not a GPU UUID (letters, digits, -, _ and ., not . or .. alone)").into()
                 );
             }
             let path = format!("/v1/gpus/{}/return", a.uuid);
-            let r: live::api::GpuReturned = a.client.client()?.post(&path, &Value::Null)?;
+            let r: live::wire::GpuReturned = a.client.client()?.post(&path, &Value::Null)?;
             let holder = r.task.map(|t| format!(", running {t}")).unwrap_or_default();
             emit(format!(
                 "GPU {} (node {} slot {}, agent {}) is back in service: {}{holder}\n",
@@ -347,7 +347,7 @@ pub fn run(command: LiveCommand) -> CliResult {
             ))
         }
         LiveCommand::Gpus(a) => {
-            let mut backend = live::backend::from_spec(&a.backend)?;
+            let mut backend = live::agent::backend::from_spec(&a.backend)?;
             let mut out = String::new();
             for g in backend.gpus()? {
                 out += &format!(
@@ -368,9 +368,9 @@ pub fn run(command: LiveCommand) -> CliResult {
             Ok(())
         }
         LiveCommand::IssueCert(a) => {
-            live::api::check_name("name", &a.name).map_err(|r| r.reason)?;
-            let (cert, key) = live::tls::issue_client_certificate(&a.state, &a.name, &a.out)?;
-            let (ca, _) = live::tls::ensure_client_ca(&a.state)?;
+            live::wire::check_name("name", &a.name).map_err(|r| r.reason)?;
+            let (cert, key) = live::net::tls::issue_client_certificate(&a.state, &a.name, &a.out)?;
+            let (ca, _) = live::net::tls::ensure_client_ca(&a.state)?;
             emit(format!(
                 "wrote {} and {} (signed by {}): give them to `{}` as --client-cert and --client-key; \
                  the coordinator trusts them with --tls-client-ca {}\n",
@@ -382,17 +382,17 @@ pub fn run(command: LiveCommand) -> CliResult {
             ))
         }
         LiveCommand::IssueToken(a) => {
-            let token = live::auth::agent_token(&a.state, &a.agent)?;
+            let token = live::net::auth::agent_token(&a.state, &a.agent)?;
             match &a.out {
                 None => emit(format!("{token}\n")),
                 Some(out) => {
-                    live::store::write_private(out, format!("{token}\n").as_bytes())?;
+                    live::coordinator::store::write_private(out, format!("{token}\n").as_bytes())?;
                     emit(format!("wrote {}: give it to agent `{}` as --token-file\n", out.display(), a.agent))
                 }
             }
         }
         LiveCommand::Export(a) => {
-            let store = live::store::Store::open(&a.state)?;
+            let store = live::coordinator::store::Store::open(&a.state)?;
             let config = store.config()?.ok_or_else(|| format!("{}: no coordinator state here", a.state.display()))?;
             let driver = Driver::replay_with(config, super::registry(), store.batches()?)?;
             write_journal(&driver, &a.out)?;
@@ -449,9 +449,9 @@ fn run_serve(a: ServeArgs) -> CliResult {
         journal_every: Duration::from_millis(millis("journal-every-s", &a.journal_every_s)?),
         quiet: a.quiet,
         app_xids: a.app_xids.as_deref().map(live::coordinator::parse_app_xids).transpose()?,
-        http: live::http::Limits {
+        http: live::net::http::Limits {
             request_timeout: Duration::from_millis(millis("request-timeout-s", &a.request_timeout_s)?.max(1)),
-            ..live::http::Limits::default()
+            ..live::net::http::Limits::default()
         },
         registry: super::registry().clone(),
     };
@@ -496,7 +496,7 @@ fn tls_names(a: &ServeArgs) -> Vec<String> {
 }
 
 fn run_agent(a: AgentArgs) -> CliResult {
-    let backend = live::backend::from_spec(&a.backend)?;
+    let backend = live::agent::backend::from_spec(&a.backend)?;
     let name = match a.name {
         Some(n) => n,
         None => {
@@ -504,7 +504,7 @@ fn run_agent(a: AgentArgs) -> CliResult {
         }
     };
     // It names the agent's URL path and its token: a plain name, checked before anything runs.
-    live::api::check_name("--name", &name).map_err(|r| r.reason)?;
+    live::wire::check_name("--name", &name).map_err(|r| r.reason)?;
     let options = live::agent::AgentOptions {
         coordinator: a.client.coordinator.clone(),
         token: a.client.token()?,

@@ -3,7 +3,7 @@
 //! backend a test names). Every wait is a poll loop with a generous deadline; nothing asserts
 //! on a fixed sleep.
 
-use live::client::{CallError, Client, ClientTls};
+use live::net::client::{CallError, Client, ClientTls};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -11,9 +11,10 @@
 //! coordinator checks one without a table, so a token issued while it runs works at once, and
 //! the HTTP front tells the role before it reads a body. Issuing again gives the same token;
 //! removing the agent key (and restarting the coordinator) revokes every agent's token.
-//! Mutual TLS (`--tls-client-ca`) stays the stronger option, on top of this.
+//! Mutual TLS (`--tls-client-ca`) stays the stronger option, on top of this. Which role each
+//! endpoint is for is its row in [`crate::net::routes`].
 
-use crate::store::{load_or_create_token, write_private};
+use crate::coordinator::store::{load_or_create_token, write_private};
 use ring::hmac;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -86,13 +87,13 @@ impl Keys {
     /// Who `bearer` (the token as sent) is, if anyone. Both comparisons take a time that does
     /// not depend on how much of the token was right.
     pub fn principal(&self, bearer: &[u8]) -> Option<Principal> {
-        if crate::http::constant_time_eq(bearer, self.0.user.as_bytes()) {
+        if crate::net::http::constant_time_eq(bearer, self.0.user.as_bytes()) {
             return Some(Principal::User);
         }
         let rest = bearer.strip_prefix(PREFIX.as_bytes())?;
         let dot = rest.iter().rposition(|&b| b == b'.')?;
         let (name, mac) = (std::str::from_utf8(&rest[..dot]).ok()?, &rest[dot + 1..]);
-        crate::api::check_name("agent name", name).ok()?;
+        crate::wire::check_name("agent name", name).ok()?;
         let mac = unhex(mac)?;
         hmac::verify(self.0.agent.as_ref()?, &mac_message(name), &mac).ok()?;
         Some(Principal::Agent(name.to_string()))
@@ -101,7 +102,7 @@ impl Keys {
 
 /// Agent `name`'s token for the coordinator of `dir` (`live issue-token`).
 pub fn agent_token(dir: &Path, name: &str) -> Result<String, String> {
-    crate::api::check_name("agent name", name).map_err(|r| r.reason)?;
+    crate::wire::check_name("agent name", name).map_err(|r| r.reason)?;
     let key = agent_key(dir)?;
     Ok(format!("{PREFIX}{name}.{}", hex(hmac::sign(&key, &mac_message(name)).as_ref())))
 }
@@ -146,24 +147,6 @@ fn agent_key(dir: &Path) -> Result<hmac::Key, String> {
     }
 }
 
-/// The role an endpoint is for, by its path segments as the coordinator routes them.
-/// None: no such endpoint (its 404 or 405 is the route's to give).
-pub fn endpoint_role(parts: &[&str]) -> Option<Role> {
-    match parts {
-        ["v1", "agents", "register" | "heartbeat"] | ["v1", "agents", _, "assignments"] => Some(Role::Agent),
-        ["metrics"] | ["v1", "jobs", ..] | ["v1", "cluster"] | ["v1", "decisions"] | ["v1", "gpus", _, "return"] => {
-            Some(Role::User)
-        }
-        _ => None,
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    User,
-    Agent,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,14 +178,5 @@ mod tests {
         assert_ne!(agent_token(&other, "n0").unwrap(), n0);
         assert_eq!(Keys::load_or_create(&other).unwrap().principal(n0.as_bytes()), None);
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn every_endpoint_has_one_role() {
-        assert_eq!(endpoint_role(&["v1", "agents", "register"]), Some(Role::Agent));
-        assert_eq!(endpoint_role(&["v1", "agents", "n0", "assignments"]), Some(Role::Agent));
-        assert_eq!(endpoint_role(&["v1", "jobs", "x", "cancel"]), Some(Role::User));
-        assert_eq!(endpoint_role(&["metrics"]), Some(Role::User));
-        assert_eq!(endpoint_role(&["v1", "nope"]), None);
     }
 }

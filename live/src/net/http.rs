@@ -5,7 +5,7 @@
 //! client announced: one unauthenticated request with `Content-Length: 99999999999999` made
 //! the coordinator abort.
 //!
-//! - One thread, the intake ([`crate::intake`]), takes every connection and reads its first
+//! - One thread, the intake ([`crate::net::intake`]), takes every connection and reads its first
 //!   request head by readiness (`poll(2)`), without a thread per connection, within
 //!   [`Limits::head_timeout`], with bounds per address and in all that evict the oldest
 //!   waiting connection: a client without the token can deny no one service. A head (16 KiB
@@ -24,8 +24,8 @@
 //! takes the calls one at a time in the order they reach the channel: the journal is that
 //! thread's sequence of batches.
 
-use crate::auth::{Keys, Principal};
-use crate::tls::Identities;
+use crate::net::auth::{Keys, Principal};
+use crate::net::tls::Identities;
 use rustls::pki_types::CertificateDer;
 use serde_json::{Value, json};
 use std::io::{ErrorKind, Read, Write};
@@ -115,7 +115,7 @@ pub(crate) struct Call {
     pub body: Vec<u8>,
     /// The certificate the client showed, when it came through the TLS relay with one.
     pub client_cert: Option<CertificateDer<'static>>,
-    /// Whom its bearer token is for (see [`crate::auth`]).
+    /// Whom its bearer token is for (see [`crate::net::auth`]).
     pub principal: Principal,
     reply: SyncSender<Answer>,
 }
@@ -125,11 +125,23 @@ pub(crate) struct Answer {
     pub status: u16,
     content_type: &'static str,
     pub body: Vec<u8>,
+    /// A `405`'s `Allow` header: the methods the path takes.
+    pub allow: Option<String>,
 }
 
 impl Answer {
     pub(crate) fn json(status: u16, body: &Value) -> Answer {
-        Answer { status, content_type: "application/json", body: body.to_string().into_bytes() }
+        Answer { status, content_type: "application/json", body: body.to_string().into_bytes(), allow: None }
+    }
+
+    /// A `200` with a body of `content_type` (the metrics' text format).
+    pub(crate) fn text(content_type: &'static str, body: String) -> Answer {
+        Answer { status: 200, content_type, body: body.into_bytes(), allow: None }
+    }
+
+    /// With `Allow: methods`.
+    pub(crate) fn allowing(self, methods: String) -> Answer {
+        Answer { allow: Some(methods), ..self }
     }
 }
 
@@ -159,18 +171,15 @@ impl Call {
         (Call { method, url: url.to_string(), body: body.to_vec(), client_cert, principal, reply }, answer)
     }
 
-    /// Hands the answer (status, JSON body) to the connection's thread, which writes it.
+    /// Hands the answer (status, JSON body) to the connection's thread, which writes it (the
+    /// stand-ins for the coordinator in the front's tests).
+    #[cfg(test)]
     pub fn answer(self, status: u16, body: Value) {
         self.send(Answer::json(status, &body));
     }
 
-    /// Hands a `200` with a body of `content_type` (the metrics' text format) to the
-    /// connection's thread.
-    pub fn answer_text(self, content_type: &'static str, body: String) {
-        self.send(Answer { status: 200, content_type, body: body.into_bytes() });
-    }
-
-    fn send(self, answer: Answer) {
+    /// Hands `answer` to the connection's thread, which writes it.
+    pub fn send(self, answer: Answer) {
         // Its thread waits for it; it can only be gone if that thread died.
         let _ = self.reply.send(answer);
     }
@@ -206,8 +215,8 @@ impl Front {
         let listener = listener.try_clone().map_err(|e| format!("the HTTP listener: {e}"))?;
         let stopping = Arc::new(AtomicBool::new(false));
         let flag = stopping.clone();
-        let intake = crate::intake::Intake::new(listener, keys.clone(), limits, inbound.clone());
-        let serve = move |(stream, buf, head): crate::intake::Admitted, held: Held| {
+        let intake = crate::net::intake::Intake::new(listener, keys.clone(), limits, inbound.clone());
+        let serve = move |(stream, buf, head): crate::net::intake::Admitted, held: Held| {
             let (keys, theirs, identities) = (keys.clone(), inbound.clone(), identities.clone());
             std::thread::Builder::new()
                 .name("http-connection".into())
@@ -279,8 +288,9 @@ pub(crate) fn response(answer: &Answer, keep_alive: bool, http_1_0: bool) -> Vec
         (true, true) => "Connection: keep-alive\r\n",
         (true, false) => "",
     };
+    let allow = answer.allow.as_ref().map(|methods| format!("Allow: {methods}\r\n")).unwrap_or_default();
     let mut bytes = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{connection}\r\n",
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{allow}{connection}\r\n",
         answer.status,
         reason_phrase(answer.status),
         answer.content_type,
@@ -659,6 +669,21 @@ mod tests {
         // Without the token, nothing about the request is judged but that.
         assert_eq!(status(b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"), "401");
         assert_eq!(status(format!("POST / HTTP/1.1\r\n{AUTH}Transfer-Encoding: chunked\r\n\r\n").as_bytes()), "411");
+    }
+
+    #[test]
+    fn a_405_names_the_methods_its_path_takes_in_allow() {
+        let answer =
+            Answer::json(405, &json!({ "error": "PUT is not allowed on /v1/jobs" })).allowing("GET, POST".into());
+        let bytes = String::from_utf8(response(&answer, false, false)).unwrap();
+        assert_eq!(
+            bytes,
+            "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nContent-Length: 42\r\n\
+             Allow: GET, POST\r\nConnection: close\r\n\r\n{\"error\":\"PUT is not allowed on /v1/jobs\"}"
+        );
+        // Any other answer has no Allow.
+        let ok = String::from_utf8(response(&Answer::json(200, &json!({})), true, false)).unwrap();
+        assert_eq!(ok, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
     }
 
     #[test]

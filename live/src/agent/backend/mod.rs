@@ -10,61 +10,8 @@ mod simulated;
 pub use nvml::NvmlBackend;
 pub use simulated::{SimBackend, SimInjector};
 
-use serde::{Deserialize, Serialize};
+use crate::wire::{GpuInfo, GpuProcess, HealthEvent};
 use std::fmt;
-
-/// One GPU as the backend sees it now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GpuInfo {
-    /// The driver's index (the order `nvidia-smi` lists).
-    pub index: u32,
-    /// Globally unique, e.g. `GPU-8f6c...`: what CUDA_VISIBLE_DEVICES is set to.
-    pub uuid: String,
-    pub name: String,
-    pub memory_total_mib: u64,
-    pub memory_used_mib: u64,
-    /// GPU utilisation over the driver's last sample period, percent.
-    pub utilisation_pct: u32,
-    pub temperature_c: u32,
-}
-
-/// Something wrong with a GPU.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum HealthEvent {
-    /// A critical XID error (NVML event set); `code` is the XID (e.g. 79: fell off the bus).
-    Xid { uuid: String, code: u64 },
-    /// The GPU's uncorrected (volatile) ECC error count went up to `count`.
-    Ecc { uuid: String, count: u64 },
-    /// The GPU no longer answers (NVML_ERROR_GPU_IS_LOST).
-    Lost { uuid: String },
-}
-
-impl HealthEvent {
-    pub fn uuid(&self) -> &str {
-        match self {
-            HealthEvent::Xid { uuid, .. } | HealthEvent::Ecc { uuid, .. } | HealthEvent::Lost { uuid } => uuid,
-        }
-    }
-}
-
-impl fmt::Display for HealthEvent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HealthEvent::Xid { uuid, code } => write!(f, "XID {code} on {uuid}"),
-            HealthEvent::Ecc { uuid, count } => write!(f, "{count} uncorrected ECC errors on {uuid}"),
-            HealthEvent::Lost { uuid } => write!(f, "{uuid} lost (fell off the bus)"),
-        }
-    }
-}
-
-/// A process holding a compute context on a GPU.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GpuProcess {
-    pub uuid: String,
-    pub pid: u32,
-    pub used_memory_mib: u64,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendError(pub String);

@@ -1,7 +1,7 @@
-//! What goes over the wire: the JSON bodies of the HTTP API, and their validation. Bad input
-//! is a [`Refusal`] with the reason, never a panic.
+//! What goes over the wire: the JSON bodies of the HTTP API (an agent's GPUs, health events and
+//! processes among them), and their validation. Bad input is a [`Refusal`] with the reason,
+//! never a panic.
 
-use crate::backend::{GpuInfo, GpuProcess, HealthEvent};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -407,6 +407,59 @@ pub struct GpuReturned {
     /// `job/task (job N)` of the task that holds it, if one does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+}
+
+/// One GPU as its agent's backend sees it now (registered, and reported in heartbeats).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuInfo {
+    /// The driver's index (the order `nvidia-smi` lists).
+    pub index: u32,
+    /// Globally unique, e.g. `GPU-8f6c...`: what CUDA_VISIBLE_DEVICES is set to.
+    pub uuid: String,
+    pub name: String,
+    pub memory_total_mib: u64,
+    pub memory_used_mib: u64,
+    /// GPU utilisation over the driver's last sample period, percent.
+    pub utilisation_pct: u32,
+    pub temperature_c: u32,
+}
+
+/// Something wrong with a GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum HealthEvent {
+    /// A critical XID error (NVML event set); `code` is the XID (e.g. 79: fell off the bus).
+    Xid { uuid: String, code: u64 },
+    /// The GPU's uncorrected (volatile) ECC error count went up to `count`.
+    Ecc { uuid: String, count: u64 },
+    /// The GPU no longer answers (NVML_ERROR_GPU_IS_LOST).
+    Lost { uuid: String },
+}
+
+impl HealthEvent {
+    pub fn uuid(&self) -> &str {
+        match self {
+            HealthEvent::Xid { uuid, .. } | HealthEvent::Ecc { uuid, .. } | HealthEvent::Lost { uuid } => uuid,
+        }
+    }
+}
+
+impl std::fmt::Display for HealthEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HealthEvent::Xid { uuid, code } => write!(f, "XID {code} on {uuid}"),
+            HealthEvent::Ecc { uuid, count } => write!(f, "{count} uncorrected ECC errors on {uuid}"),
+            HealthEvent::Lost { uuid } => write!(f, "{uuid} lost (fell off the bus)"),
+        }
+    }
+}
+
+/// A process holding a compute context on a GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuProcess {
+    pub uuid: String,
+    pub pid: u32,
+    pub used_memory_mib: u64,
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! TLS for the coordinator's API (`live serve --tls`), in its own process: rustls (with ring,
-//! no OpenSSL to install). The HTTP front ([`crate::http`]) stays plain and blocking, on a
+//! no OpenSSL to install). The HTTP front ([`crate::net::http`]) stays plain and blocking, on a
 //! loopback port of its own; this front listens on `--listen`, ends each TLS connection and
 //! relays the bytes to that port and back, so the HTTP code has one way to run, with TLS or
 //! without. The bearer token
@@ -150,7 +150,7 @@ pub fn ensure_self_signed(cert: &Path, key: &Path, names: &[String]) -> Result<b
         return Ok(false);
     }
     let made = rcgen::generate_simple_self_signed(names.to_vec()).map_err(|e| format!("TLS certificate: {e}"))?;
-    crate::store::write_private(key, made.signing_key.serialize_pem().as_bytes())?;
+    crate::coordinator::store::write_private(key, made.signing_key.serialize_pem().as_bytes())?;
     std::fs::write(cert, made.cert.pem()).map_err(|e| format!("{}: {e}", cert.display()))?;
     Ok(true)
 }
@@ -176,7 +176,7 @@ pub fn ensure_client_ca(state_dir: &Path) -> Result<(PathBuf, PathBuf), String> 
     std::fs::create_dir_all(state_dir).map_err(|e| format!("{}: {e}", state_dir.display()))?;
     let signing = rcgen::KeyPair::generate().map_err(|e| format!("client CA: {e}"))?;
     let made = client_ca_params()?.self_signed(&signing).map_err(|e| format!("client CA: {e}"))?;
-    crate::store::write_private(&key, signing.serialize_pem().as_bytes())?;
+    crate::coordinator::store::write_private(&key, signing.serialize_pem().as_bytes())?;
     std::fs::write(&cert, made.pem()).map_err(|e| format!("{}: {e}", cert.display()))?;
     Ok((cert, key))
 }
@@ -199,7 +199,7 @@ pub fn issue_client_certificate(state_dir: &Path, name: &str, out: &Path) -> Res
     let made = params.signed_by(&key, &issuer).map_err(|e| format!("client certificate `{name}`: {e}"))?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let (cert_path, key_path) = (out.join(format!("{name}-cert.pem")), out.join(format!("{name}-key.pem")));
-    crate::store::write_private(&key_path, key.serialize_pem().as_bytes())?;
+    crate::coordinator::store::write_private(&key_path, key.serialize_pem().as_bytes())?;
     std::fs::write(&cert_path, made.pem()).map_err(|e| format!("{}: {e}", cert_path.display()))?;
     Ok((cert_path, key_path))
 }
@@ -327,7 +327,7 @@ fn accept(
         };
         handshaking.lock().unwrap_or_else(|e| e.into_inner()).insert(id, (peer.ip(), handle));
         open.fetch_add(1, Ordering::SeqCst);
-        let held = crate::http::Held(open.clone());
+        let held = crate::net::http::Held(open.clone());
         let (config, identities, handshaking) = (config.clone(), identities.clone(), handshaking.clone());
         // The count goes down when the thread ends however it ends, or with the closure if
         // the thread cannot start.
@@ -450,7 +450,7 @@ fn relay(
                 _ => {
                     tls.send_close_notify();
                     flush(&mut tls, &mut client)?;
-                    crate::http::close_gently(&mut client, Duration::from_secs(2));
+                    crate::net::http::close_gently(&mut client, Duration::from_secs(2));
                     return Ok(());
                 }
             }
@@ -465,13 +465,13 @@ fn relay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{CallError, Client};
+    use crate::net::client::{CallError, Client};
     use serde_json::{Value, json};
 
     /// The coordinator's HTTP front on a loopback port, every call answered with its method,
     /// URL and body, as JSON, by a thread standing in for the coordinator's.
-    fn backend() -> (SocketAddr, crate::http::Front, TcpListener, std::thread::JoinHandle<()>) {
-        use crate::http::{Front, Inbound, Limits};
+    fn backend() -> (SocketAddr, crate::net::http::Front, TcpListener, std::thread::JoinHandle<()>) {
+        use crate::net::http::{Front, Inbound, Limits};
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let (inbound, calls) = std::sync::mpsc::channel();
@@ -498,8 +498,8 @@ mod tests {
     }
 
     /// A client configuration trusting `ca` only.
-    fn trusting(ca: &Path) -> crate::client::ClientTls {
-        crate::client::ClientTls { ca_file: Some(ca.to_path_buf()), identity: None }
+    fn trusting(ca: &Path) -> crate::net::client::ClientTls {
+        crate::net::client::ClientTls { ca_file: Some(ca.to_path_buf()), identity: None }
     }
 
     /// A client CA in `DIR/NAME-state/` and a certificate it issued to NAME: the CA's file,
@@ -530,7 +530,7 @@ mod tests {
         let url = format!("https://127.0.0.1:{}", front.addr().port());
         let timeout = Duration::from_secs(20);
         let with = |identity: Option<(PathBuf, PathBuf)>| {
-            let tls = crate::client::ClientTls { ca_file: Some(cert.clone()), identity };
+            let tls = crate::net::client::ClientTls { ca_file: Some(cert.clone()), identity };
             Client::with_tls(&url, "t", timeout, &tls).unwrap().get::<Value>("/v1/cluster")
         };
         let der = CertificateDer::from_pem_file(&agent.0).unwrap();

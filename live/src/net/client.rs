@@ -56,7 +56,7 @@ pub struct ClientTls {
 
 /// The certificates of a PEM file, as ureq takes them (read as the server reads its own).
 fn pem_certificates(path: &Path) -> Result<Vec<Certificate<'static>>, String> {
-    let certs = crate::tls::certificates(path)?;
+    let certs = crate::net::tls::certificates(path)?;
     Ok(certs.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect())
 }
 

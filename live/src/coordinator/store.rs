@@ -11,8 +11,8 @@
 //! Everything else (jobs, tasks, attempts, decisions) is derived from the journal by the
 //! [`crate::driver::Driver`], so it cannot disagree with it.
 
-use crate::backend::GpuInfo;
 use crate::driver::{Batch, DriverConfig};
+use crate::wire::GpuInfo;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::io::{Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};

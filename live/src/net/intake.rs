@@ -10,15 +10,15 @@
 //!   waiting one (of its address, else of all), so a flood of idle or slow connections keeps
 //!   turning over, and a client that sends its request at once, as every real one does, is
 //!   read before it could be evicted;
-//! - only a head with the token leaves for a thread of its own ([`crate::http`]), and only
+//! - only a head with the token leaves for a thread of its own ([`crate::net::http`]), and only
 //!   while fewer than [`Limits::max_connections`] are served (else `503`).
 //!
 //! Why `poll(2)` through libc (already a dependency) and not epoll or `mio`: it is the same
 //! call on every unix the crate builds on, and its cost per wake-up, linear in the waiting
 //! connections, is bounded by `max_pending` (a thousand entries: microseconds).
 
-use crate::auth::Keys;
-use crate::http::{Answer, Head, Held, Inbound, LINGER, Limits, UNAUTHORISED, parse_head, response};
+use crate::net::auth::Keys;
+use crate::net::http::{Answer, Head, Held, Inbound, LINGER, Limits, UNAUTHORISED, parse_head, response};
 use serde_json::json;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Shutdown, TcpListener, TcpStream};
@@ -162,7 +162,7 @@ impl Intake {
                 Ok(_) if p.lingering.is_some() => {}
                 Ok(n) => {
                     p.buf.extend_from_slice(&chunk[..n]);
-                    if p.buf.len() > crate::http::MAX_HEAD {
+                    if p.buf.len() > crate::net::http::MAX_HEAD {
                         break;
                     }
                 }
@@ -256,7 +256,7 @@ impl Intake {
                         return true;
                     }
                 }
-                Err(e) if crate::http::is_fatal(&e) => {
+                Err(e) if crate::net::http::is_fatal(&e) => {
                     let _ = self.inbound.send(Inbound::Failed(format!("HTTP server: {e}")));
                     return false;
                 }

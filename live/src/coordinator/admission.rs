@@ -1,9 +1,9 @@
-//! What a submission must pass beyond its own checks ([`crate::api::JobRequest::to_spec`] and
+//! What a submission must pass beyond its own checks ([`crate::wire::JobRequest::to_spec`] and
 //! the driver's): that it could ever run on the configured cluster, and that a queue it names
 //! exists. Refused at once (400, with the reason), rather than accepted and then marked
 //! unschedulable where only the log says why.
 
-use crate::api::{JobRequest, Refusal};
+use crate::wire::{JobRequest, Refusal};
 
 /// Why a task of `job` can never run on `cluster` (the Controller's own words for it), if one
 /// cannot: a GPU type the cluster does not have, or more GPUs than the largest eligible pool
@@ -29,7 +29,7 @@ pub fn check_queue(job: &JobRequest, has_queues: bool) -> Result<(), Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::TaskRequest;
+    use crate::wire::TaskRequest;
 
     fn spec(task: TaskRequest) -> sim::JobSpec {
         JobRequest::new("j", vec![task]).to_spec(sim::SimTime::ZERO, sim::SimDuration(1)).unwrap()

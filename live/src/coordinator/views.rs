@@ -1,0 +1,197 @@
+//! The JSON views of the session: `GET /v1/jobs`, `/v1/jobs/{job}`, `/v1/cluster` and
+//! `/v1/decisions`, built from the Driver (what the journal says) and the agents' last reports.
+
+use super::Coordinator;
+use super::store::AgentRecord;
+use serde_json::{Value, json};
+use sim::{SimTime, TaskId, TaskStatus};
+use std::collections::BTreeMap;
+
+impl Coordinator {
+    /// `GET /v1/jobs`.
+    pub(crate) fn jobs_json(&self) -> Value {
+        let list: Vec<Value> = (0..self.driver.submissions().len())
+            .map(|i| {
+                let s = &self.driver.submissions()[i];
+                json!({
+                    "id": i,
+                    "name": s.request.name,
+                    "state": self.driver.job_state(i),
+                    "submit_s": seconds(s.submit),
+                    "tasks": s.request.tasks.len(),
+                })
+            })
+            .collect();
+        json!({ "jobs": list })
+    }
+
+    /// `GET /v1/jobs/{job}`: the job and each of its tasks.
+    pub(crate) fn job_json(&self, i: usize) -> Value {
+        let s = &self.driver.submissions()[i];
+        let c = self.driver.controller();
+        let tasks: Vec<Value> = s
+            .request
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let id = s.task_ids[k];
+                let state = id.map(|id| c.task(id));
+                let status = match id {
+                    None if s.cancelled_at.is_some() => "cancelled",
+                    None => "blocked",
+                    Some(id) => self.driver.task_status(id).as_str(),
+                };
+                json!({
+                    "name": t.name,
+                    "task_id": id.map(|t| t.0),
+                    "status": status,
+                    "gpus": t.gpus,
+                    "depends_on": t.depends_on,
+                    "attempt": state.filter(|_| id.is_some_and(|id| self.driver.task_status(id) != TaskStatus::Pending)).map(|s| s.attempt),
+                    "exit_code": s.exit_codes[k],
+                    "placed": self.placement(id),
+                })
+            })
+            .collect();
+        json!({
+            "id": i,
+            "name": s.request.name,
+            "state": self.driver.job_state(i),
+            "submit_s": seconds(s.submit),
+            "tasks": tasks,
+        })
+    }
+
+    /// Where a running task is: `node:slot` with each GPU's UUID.
+    fn placement(&self, task: Option<TaskId>) -> Vec<Value> {
+        let Some(task) = task else { return Vec::new() };
+        if self.driver.task_status(task) != TaskStatus::Running {
+            return Vec::new();
+        }
+        let cluster = self.driver.cluster();
+        self.driver
+            .controller()
+            .task(task)
+            .placed
+            .iter()
+            .map(|&g| {
+                let node = cluster.node_of(g);
+                let slot = g.0 - cluster.node(node).first_gpu.0;
+                json!({ "node": node.0, "slot": slot, "uuid": self.uuid_of(node.0, slot) })
+            })
+            .collect()
+    }
+
+    pub(super) fn agent_of(&self, node: u32) -> Option<&AgentRecord> {
+        self.agents.values().find(|a| a.node == node)
+    }
+
+    fn uuid_of(&self, node: u32, slot: u32) -> Option<String> {
+        self.agent_of(node).and_then(|a| a.gpus.get(slot as usize)).map(|g| g.uuid.clone())
+    }
+
+    /// `GET /v1/cluster`: each node, its agent and its GPUs (what `/metrics` counts too).
+    pub(crate) fn cluster_json(&self) -> Value {
+        let cluster = self.driver.cluster();
+        let c = self.driver.controller();
+        // Several tasks hold a GPU they share (`gpu_milli`): each is named, in task order.
+        let mut holder: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+        for id in self.driver.running_tasks() {
+            let Some((i, k)) = self.driver.task_origin(id) else { continue };
+            let s = &self.driver.submissions()[i];
+            for g in &c.task(id).placed {
+                let name = format!("{}/{} (job {i})", s.request.name, s.request.tasks[k].name);
+                holder.entry(g.0).or_default().push(name);
+            }
+        }
+        let nodes: Vec<Value> = cluster
+            .nodes()
+            .iter()
+            .map(|n| {
+                let agent = self.agent_of(n.id.0);
+                let state = if self.driver.node_dead(n.id.0) {
+                    "dead"
+                } else if agent.is_none() {
+                    "no agent"
+                } else {
+                    "alive"
+                };
+                let gpus: Vec<Value> = n
+                    .gpus()
+                    .enumerate()
+                    .map(|(slot, g)| {
+                        let info = agent.and_then(|a| a.gpus.get(slot));
+                        let processes: Vec<Value> = agent
+                            .and_then(|a| self.processes.get(&a.name))
+                            .into_iter()
+                            .flatten()
+                            .filter(|p| info.is_some_and(|i| i.uuid == p.uuid))
+                            .map(|p| json!({ "pid": p.pid, "used_memory_mib": p.used_memory_mib }))
+                            .collect();
+                        let state = if self.driver.gpu_out(g) {
+                            "out"
+                        } else if holder.contains_key(&g.0) {
+                            "busy"
+                        } else {
+                            "free"
+                        };
+                        json!({
+                            "slot": slot,
+                            "uuid": info.map(|i| i.uuid.clone()),
+                            "name": info.map(|i| i.name.clone()),
+                            "memory_total_mib": info.map(|i| i.memory_total_mib),
+                            "memory_used_mib": info.map(|i| i.memory_used_mib),
+                            "utilisation_pct": info.map(|i| i.utilisation_pct),
+                            "temperature_c": info.map(|i| i.temperature_c),
+                            "state": state,
+                            "task": holder.get(&g.0).map(|names| names.join(", ")),
+                            "processes": processes,
+                        })
+                    })
+                    .collect();
+                json!({
+                    "node": n.id.0,
+                    "pool": cluster.pool(n.pool).name,
+                    "agent": agent.map(|a| a.name.clone()),
+                    "addr": agent.map(|a| a.addr.clone()),
+                    "state": state,
+                    "last_beat_s": self.driver.last_beat(n.id.0).map(seconds),
+                    "gpus": gpus,
+                })
+            })
+            .collect();
+        json!({
+            "now_s": seconds(self.driver.now()),
+            "policy": self.driver.policy_name(),
+            "heartbeat_s": self.driver.config().heartbeat_ms as f64 / 1000.0,
+            "missed_beats": self.driver.config().missed_beats,
+            "nodes": nodes,
+        })
+    }
+
+    /// `GET /v1/decisions`: the decision log, its digest and the policy that made it.
+    pub(crate) fn decisions_json(&self) -> Value {
+        let list: Vec<Value> = self
+            .driver
+            .decisions()
+            .iter()
+            .map(|d| {
+                json!({
+                    "time_ms": d.time.as_ms(),
+                    "kind": d.kind.as_str(),
+                    "job": d.job.0,
+                    "task": d.task.map(|t| t.0),
+                    "gpus": d.gpus.iter().map(|g| g.0).collect::<Vec<_>>(),
+                    "detail": d.detail,
+                })
+            })
+            .collect();
+        let policy = &self.driver.config().policy;
+        json!({ "policy": policy, "digest": self.driver.controller().digest_hex(), "decisions": list })
+    }
+}
+
+pub(super) fn seconds(t: SimTime) -> f64 {
+    t.as_ms() as f64 / 1000.0
+}
