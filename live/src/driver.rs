@@ -25,8 +25,8 @@
 //! the decisions of a Controller built with every job from the start, at the cost of one
 //! job); a restart applies the whole journal once ([`Driver::replay`]).
 
-use crate::api::{Assignment, JobRequest, Refusal};
 use crate::tally::{ALL_STATES, Tally};
+use crate::wire::{Assignment, JobRequest, Refusal};
 use serde::{Deserialize, Serialize};
 use sim::{
     Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DatasetSpec, Datasets, DecisionRecord, Engine,
@@ -747,7 +747,7 @@ impl Driver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::TaskRequest;
+    use crate::wire::TaskRequest;
 
     type Line = (u64, &'static str, u32, Option<u32>, Vec<u32>);
 

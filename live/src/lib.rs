@@ -15,6 +15,3 @@ pub mod net;
 pub mod signals;
 pub mod tally;
 pub mod wire;
-
-/// driver.rs's name for [`wire`] (its content is rewritten elsewhere; it says `crate::wire`).
-use wire as api;

@@ -4,8 +4,8 @@
 //! make the same decisions, in the same order, at the same times, as the session did, and the
 //! journal must rebuild the same session. Seeded: a failure names its seed and policy.
 
-use schedlab_live::api::{JobRequest, TaskRequest};
 use schedlab_live::driver::{Batch, Driver, DriverConfig, Input};
+use schedlab_live::wire::{JobRequest, TaskRequest};
 use sim::{Cluster, DecisionRecord, TaskStatus};
 
 /// SplitMix64: a small, seedable, dependency-free stream.
