@@ -4,7 +4,7 @@
 //! this one type, so a setting means the same thing everywhere.
 //!
 //! ```no_run
-//! let spec = run::RunSpec { policy: "sjf".into(), jobs: 300, ..run::RunSpec::default() };
+//! let spec = run::RunSpec { policy: "sjf".parse().expect("a spec"), jobs: 300, ..run::RunSpec::default() };
 //! let outcome = spec.run().expect("a valid run");
 //! println!("mean JCT {} s, digest {}", outcome.summary.mean_jct_s, outcome.summary.digest);
 //! ```
