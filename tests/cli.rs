@@ -554,3 +554,41 @@ fn queue_defaults_set_checkpoints_and_restart_overheads() {
     let typo = schedlab(&["simulate", "--trace", dir.to_str().unwrap(), "--queue-checkpoint-s", "q2=50"]);
     assert!(!typo.status.success() && stderr(&typo).contains("no job is in queue `q2`"), "{}", stderr(&typo));
 }
+
+/// A reused `--out` folder holds one run's files, never two runs' mixed: a second run clears
+/// every file the first wrote that it does not write itself (tasks.csv, decisions.csv, the
+/// report), and a folder holding files no run writes is refused unless `--force`.
+#[test]
+fn a_reused_out_folder_holds_only_the_last_runs_files() {
+    let dir = scratch("cli", "reused-out");
+    let dag = dir.join("dag.csv");
+    std::fs::write(&dag, "job_id,task_id,submit_s,duration_s,gpus,depends_on\np,a,0,10,1,\np,b,0,10,1,a\n").unwrap();
+    let out_dir = dir.join("out");
+    let out_arg = out_dir.to_str().unwrap();
+    let first = ["simulate", "--trace", dag.to_str().unwrap(), "--cluster", "1x2:A", "--decisions", "--out", out_arg];
+    assert!(schedlab(&first).status.success());
+    assert!(schedlab(&["report", out_arg]).status.success());
+    for file in ["tasks.csv", "decisions.csv", "report.html"] {
+        assert!(out_dir.join(file).exists(), "the first run wrote no {file}");
+    }
+    let second = schedlab(&["simulate", "--jobs", "20", "--policy", "sjf", "--out", out_arg]);
+    assert!(second.status.success(), "{}", stderr(&second));
+    let mut left: Vec<String> =
+        std::fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    left.sort();
+    assert_eq!(left, ["jobs.csv", "queue_metrics.csv", "queue_timeseries.csv", "summary.json", "timeseries.csv"]);
+
+    std::fs::write(out_dir.join("notes.txt"), "mine").unwrap();
+    let refused = schedlab(&["simulate", "--jobs", "20", "--out", out_arg]);
+    assert!(!refused.status.success(), "a folder with a file no run writes was written into");
+    let expected = format!(
+        "--out {out_arg} holds notes.txt, which no run writes: give a new folder, one that only a run \
+         wrote into, or --force to write beside it"
+    );
+    assert!(stderr(&refused).contains(&expected), "{}", stderr(&refused));
+    assert!(read_json(&out_dir.join("summary.json"))["policy"].as_str().unwrap().starts_with("sjf"));
+    let forced = schedlab(&["simulate", "--jobs", "20", "--out", out_arg, "--force"]);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_eq!(std::fs::read_to_string(out_dir.join("notes.txt")).unwrap(), "mine");
+    assert!(read_json(&out_dir.join("summary.json"))["policy"].as_str().unwrap().starts_with("fifo"));
+}

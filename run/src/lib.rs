@@ -4,7 +4,7 @@
 //! this one type, so a setting means the same thing everywhere.
 //!
 //! ```no_run
-//! let spec = run::RunSpec { policy: "sjf".into(), jobs: 300, ..run::RunSpec::default() };
+//! let spec = run::RunSpec { policy: "sjf".parse().expect("a policy"), jobs: 300, ..run::RunSpec::default() };
 //! let outcome = spec.run().expect("a valid run");
 //! println!("mean JCT {} s, digest {}", outcome.summary.mean_jct_s, outcome.summary.digest);
 //! ```
@@ -22,6 +22,7 @@ mod spec;
 pub mod text;
 
 pub use grid::GRID_KEYS;
+pub use outputs::{RUN_FOLDER_FILES, check_run_folder};
 pub use per_queue::QueueSeconds;
 pub use runner::{Keep, RunOutcome, Runner};
 pub use seconds::{Hours, Seconds};

@@ -11,9 +11,14 @@ pub struct SimulateArgs {
     run: RunSpec,
     /// Write summary.json, jobs.csv, timeseries.csv and queue_timeseries.csv (tasks.csv when
     /// jobs have several tasks; gpu_health.csv when hardware fails; decisions.csv with
-    /// --decisions) into this folder.
+    /// --decisions) into this folder. A folder reused for another run keeps only the new run's
+    /// files (the earlier run's others and its report.html are removed); one holding files no
+    /// run writes is refused unless --force.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Write into an --out folder that holds files no run writes (they are left as they are).
+    #[arg(long, requires = "out")]
+    force: bool,
     /// Also write the decision log, decisions.csv, into --out.
     #[arg(long)]
     decisions: bool,
@@ -22,6 +27,9 @@ pub struct SimulateArgs {
 pub fn run(args: SimulateArgs) -> CliResult {
     if args.decisions && args.out.is_none() {
         return Err("--decisions writes decisions.csv into --out DIR; give --out".into());
+    }
+    if let Some(dir) = &args.out {
+        run::check_run_folder(dir, "--out", args.force)?;
     }
     let spec = RunSpec { out: args.out, decisions: args.decisions, ..args.run };
     // The time series is integrated only when it will be written.
