@@ -592,3 +592,40 @@ fn a_reused_out_folder_holds_only_the_last_runs_files() {
     assert_eq!(std::fs::read_to_string(out_dir.join("notes.txt")).unwrap(), "mine");
     assert!(read_json(&out_dir.join("summary.json"))["policy"].as_str().unwrap().starts_with("fifo"));
 }
+
+/// A seed that feeds nothing in this run is said, with what it would feed; the built-in
+/// workload's flags are refused with a trace, which replaces that workload.
+#[test]
+fn seeds_and_synthetic_flags_that_change_nothing_are_said() {
+    let dir = scratch("cli", "idle-seed");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,10,1\nb,5,10,2\n").unwrap();
+    let traced = ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "1x2:A"];
+    let seeded = schedlab(&[&traced[..], &["--seed", "3"]].concat());
+    assert!(seeded.status.success(), "{}", stderr(&seeded));
+    assert!(
+        stderr(&seeded).contains(
+            "warning: --seed 3 changes nothing here unless the policy draws random numbers: the seed feeds the \
+             built-in synthetic workload (replaced by --trace), a failure model or replayed failure history (none: \
+             no --failures) and a policy's own random draws (no built-in policy makes any)"
+        ),
+        "{}",
+        stderr(&seeded)
+    );
+    // With a failure model the seed matters: no warning; nor without a trace.
+    let failing = schedlab(&[&traced[..], &["--seed", "3", "--failures", "weibull:node_mtbf_h=1"]].concat());
+    assert!(failing.status.success() && !stderr(&failing).contains("warning"), "{}", stderr(&failing));
+    let synthetic = schedlab(&["simulate", "--jobs", "20", "--seed", "3"]);
+    assert!(synthetic.status.success() && !stderr(&synthetic).contains("warning"), "{}", stderr(&synthetic));
+    for (flags, expected) in [
+        (&["--jobs", "10"][..], "--jobs shapes the built-in synthetic workload, which --trace replaces: drop it"),
+        (
+            &["--jobs", "10", "--load", "0.5"],
+            "--jobs and --load shape the built-in synthetic workload, which --trace replaces: drop them",
+        ),
+    ] {
+        let refused = schedlab(&[&traced[..], flags].concat());
+        assert!(!refused.status.success(), "{flags:?} accepted with --trace");
+        assert!(stderr(&refused).contains(expected), "{}", stderr(&refused));
+    }
+}

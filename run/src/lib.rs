@@ -18,6 +18,7 @@ pub mod per_queue;
 mod queue_defaults;
 mod runner;
 mod seconds;
+mod seed;
 mod spec;
 pub mod text;
 

@@ -56,14 +56,16 @@ pub struct RunSpec {
     /// Policy spec name[key=value,...]; see `schedlab policies`.
     #[arg(long, default_value = "fifo")]
     pub policy: PolicySpec,
-    /// Run seed: feeds the synthetic workload, the failure model and the policy's random stream.
+    /// Run seed: feeds the synthetic workload, the failure model or replayed history, and the
+    /// policy's random stream (a warning says when it feeds none of them).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Jobs in the built-in synthetic workload (ignored with --trace). Its arrival rate is set
+    /// Jobs in the built-in synthetic workload (refused with --trace). Its arrival rate is set
     /// for --load on whichever cluster runs it.
     #[arg(long, default_value_t = BUILTIN_JOBS)]
     pub jobs: usize,
-    /// Offered load of the built-in synthetic workload: arriving GPU-time over cluster capacity.
+    /// Offered load of the built-in synthetic workload: arriving GPU-time over cluster capacity
+    /// (refused with --trace).
     #[arg(long, default_value_t = BUILTIN_LOAD)]
     pub load: f64,
     /// Seconds between node heartbeats.

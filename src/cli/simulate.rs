@@ -24,7 +24,9 @@ pub struct SimulateArgs {
     decisions: bool,
 }
 
-pub fn run(args: SimulateArgs) -> CliResult {
+/// Runs one simulation; `typed` says which flags the user typed (rather than left default).
+pub fn run(args: SimulateArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
+    super::refuse_synthetic_flags(args.run.trace.is_some(), typed)?;
     if args.decisions && args.out.is_none() {
         return Err("--decisions writes decisions.csv into --out DIR; give --out".into());
     }
@@ -32,6 +34,12 @@ pub fn run(args: SimulateArgs) -> CliResult {
         run::check_run_folder(dir, "--out", args.force)?;
     }
     let spec = RunSpec { out: args.out, decisions: args.decisions, ..args.run };
+    if let (true, Some(reason)) = (typed("seed"), spec.idle_seed_reason()) {
+        eprintln!(
+            "warning: --seed {} changes nothing here unless the policy draws random numbers: {reason}",
+            spec.seed
+        );
+    }
     // The time series is integrated only when it will be written.
     let keep = Keep { decisions: spec.decisions, series: spec.out.is_some() };
     let outcome = super::runner().run(&spec, keep)?;

@@ -214,10 +214,12 @@ fn show(key: &str, v: f64) -> String {
     }
 }
 
-/// `mean ± half-width` in the key's unit (the half-width of a percentage in points).
+/// `mean ± half-width` in the key's unit (the half-width of a percentage in points); the
+/// value alone, said to be one, when every seed gave it.
 fn show_interval(key: &str, mean: f64, half_width: Option<f64>) -> String {
     match half_width {
         None => show(key, mean),
+        Some(0.0) => format!("{} (deterministic: one value)", show(key, mean)),
         Some(hw) if key == "utilisation" || key == "goodput" => format!("{:.2} ± {:.2} %", mean * 100.0, hw * 100.0),
         Some(hw) => format!("{} ± {}", show(key, mean), show(key, hw)),
     }
@@ -271,7 +273,8 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
             rows.push(row);
         }
         let mut foot = "Mean over seeds ± the half-width of its 95 % confidence interval (Student's t, n - 1 \
-                        degrees of freedom); n = 1 shows the value alone. Bold: the best policy on that metric \
+                        degrees of freedom); n = 1 shows the value alone, and so does a value that every \
+                        seed gave alike, marked deterministic. Bold: the best policy on that metric \
                         (lower or higher is better, as the metric name says)."
             .to_string();
         if !all_zero.is_empty() {
@@ -858,5 +861,6 @@ mod tests {
         assert_eq!(show_interval("utilisation", 0.5, Some(0.01)), "50.00 ± 1.00 %");
         assert_eq!(show_interval("mean_jct_s", 60.0, None), "60.0 s");
         assert_eq!(show_interval("preemptions", 3.0, Some(0.5)), "3 ± 0.50");
+        assert_eq!(show_interval("preemptions", 3.0, Some(0.0)), "3 (deterministic: one value)");
     }
 }
