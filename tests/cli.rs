@@ -42,7 +42,7 @@ fn the_same_run_twice_gives_the_same_digest_and_files() {
     }
     // The decision log names the policy that made it, on every row.
     let log = std::fs::read_to_string(a.join("decisions.csv")).unwrap();
-    assert!(log.starts_with("time_s,kind,job_id,task_id,gpus,detail,policy\n"), "{log}");
+    assert!(log.starts_with("time_s,kind,job_id,task_id,job_index,task_index,gpu_indexes,detail,policy\n"), "{log}");
     assert!(
         log.lines().skip(1).all(|l| l.ends_with(",\"srtf[duration=oracle,placement=pack,avoid_failed_h=0]\"")),
         "{log}"
@@ -158,10 +158,10 @@ fn dag_jobs_run_and_bad_dags_are_refused_with_their_line() {
     let tasks = std::fs::read_to_string(out_dir.join("tasks.csv")).unwrap();
     assert_eq!(
         tasks,
-        "job,task,name,state,first_start_s,finish_s,gpus,depends_on\n\
-         p,0,prep,succeeded,0.000,10.000,1,\n\
-         p,1,train,succeeded,10.000,110.000,2,prep\n\
-         p,2,alert,skipped,,110.000,1,train\n"
+        "job_id,task_id,job_index,task_index,state,first_start_s,finish_s,gpus,depends_on\n\
+         p,prep,0,0,succeeded,0.000,10.000,1,\n\
+         p,train,0,1,succeeded,10.000,110.000,2,prep\n\
+         p,alert,0,2,skipped,,110.000,1,train:failure\n"
     );
     let jobs = std::fs::read_to_string(out_dir.join("jobs.csv")).unwrap();
     // ETTR: 210 productive GPU-s (prep 10 s x 1, train 100 s x 2; alert skipped) over the 4
@@ -268,7 +268,7 @@ fn summary_numbers_match_a_hand_computed_run() {
     close("jobs_per_hour", 3.0 * 3600.0 / 17.0);
     close("littles_law_error", 0.0);
     let jobs = std::fs::read_to_string(out_dir.join("jobs.csv")).unwrap();
-    assert!(jobs.contains(",c,,1.000,15.000,17.000,16.000,14.000,2.000,1,1,0,"), "{jobs}");
+    assert!(jobs.contains("\nc,2,,1.000,15.000,17.000,16.000,14.000,2.000,1,1,0,"), "{jobs}");
 }
 
 #[test]
@@ -628,4 +628,57 @@ fn seeds_and_synthetic_flags_that_change_nothing_are_said() {
         assert!(!refused.status.success(), "{flags:?} accepted with --trace");
         assert!(stderr(&refused).contains(expected), "{}", stderr(&refused));
     }
+}
+
+/// Columns `name` of a CSV header, by position.
+fn columns(header: &str) -> std::collections::BTreeMap<&str, usize> {
+    header.split(',').enumerate().map(|(i, c)| (c, i)).collect()
+}
+
+/// One naming across the outputs: jobs.csv, tasks.csv and decisions.csv name jobs and tasks by
+/// the trace's `job_id` and `task_id`, with the internal numbers in `*_index` columns, so the
+/// three join on the trace's ids. Job `7` (one task, submitted first) is job index 0; job `p`'s
+/// tasks are task indexes 1 to 3. decisions.csv's GPUs are indexes (`gpu_indexes`), and
+/// tasks.csv keeps each dependency's kind.
+#[test]
+fn jobs_tasks_and_decisions_join_on_the_traces_ids() {
+    let dir = scratch("cli", "ids");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(
+        &trace,
+        "job_id,task_id,submit_s,duration_s,gpus,depends_on\n7,,0,5,1,\np,prep,1,10,1,\np,train,1,100,2,prep\np,alert,1,1,1,train:failure\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let args = ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "1x2:A", "--decisions"];
+    let out = schedlab(&[&args[..], &["--out", out_dir.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let read = |name: &str| std::fs::read_to_string(out_dir.join(name)).unwrap();
+    let jobs = read("jobs.csv");
+    assert!(jobs.starts_with("job_id,job_index,queue,submit_s,"), "{jobs}");
+    let job_rows: Vec<Vec<&str>> = jobs.lines().skip(1).map(|l| l.split(',').take(2).collect()).collect();
+    assert_eq!(job_rows, [["7", "0"], ["p", "1"]]);
+    assert_eq!(
+        read("tasks.csv"),
+        "job_id,task_id,job_index,task_index,state,first_start_s,finish_s,gpus,depends_on\n\
+         p,prep,1,1,succeeded,1.000,11.000,1,\n\
+         p,train,1,2,succeeded,11.000,111.000,2,prep\n\
+         p,alert,1,3,skipped,,111.000,1,train:failure\n"
+    );
+    let decisions = read("decisions.csv");
+    let mut lines = decisions.lines();
+    let header = lines.next().unwrap();
+    assert_eq!(header, "time_s,kind,job_id,task_id,job_index,task_index,gpu_indexes,detail,policy");
+    let c = columns(header);
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let starts: Vec<[&str; 5]> = rows
+        .iter()
+        .filter(|r| r[c["kind"]] == "start")
+        .map(|r| [r[c["job_id"]], r[c["task_id"]], r[c["job_index"]], r[c["task_index"]], r[c["gpu_indexes"]]])
+        .collect();
+    // A job of one task has no task id of its own in the trace: it joins jobs.csv on job_id.
+    assert_eq!(starts.len(), 3, "{decisions}");
+    assert_eq!(starts[0][..4], ["7", "", "0", "0"]);
+    assert_eq!(starts[1][..4], ["p", "prep", "1", "1"]);
+    assert_eq!(starts[2], ["p", "train", "1", "2", "0 1"]);
 }

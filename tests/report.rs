@@ -73,12 +73,12 @@ fn write_fixtures(run: &Path) {
     std::fs::write(run.join("queue_timeseries.csv"), qs).unwrap();
     std::fs::write(
         run.join("tasks.csv"),
-        "job,task,name,state,first_start_s,finish_s,gpus,depends_on\n\
-         1,0,prep,succeeded,0.000,600.000,1,\n\
-         1,1,train,succeeded,600.000,7800.500,8,prep\n\
-         1,2,eval,failed,7800.500,9000.000,2,train\n\
-         1,3,report,skipped,,,1,eval;prep\n\
-         2,4,solo,succeeded,100.000,200.000,4,\n",
+        "job_id,task_id,job_index,task_index,state,first_start_s,finish_s,gpus,depends_on\n\
+         1,prep,1,0,succeeded,0.000,600.000,1,\n\
+         1,train,1,1,succeeded,600.000,7800.500,8,prep\n\
+         1,eval,1,2,failed,7800.500,9000.000,2,train\n\
+         1,report,1,3,skipped,,,1,eval:any;prep\n\
+         2,solo,2,4,succeeded,100.000,200.000,4,\n",
     )
     .unwrap();
 }
