@@ -682,3 +682,36 @@ fn jobs_tasks_and_decisions_join_on_the_traces_ids() {
     assert_eq!(starts[1][..4], ["p", "prep", "1", "1"]);
     assert_eq!(starts[2], ["p", "train", "1", "2", "0 1"]);
 }
+
+/// The time series is bounded: past 100,000 buckets over the submissions a run is refused
+/// before it starts, saying how many it would write and the narrowest bucket within the limit,
+/// unless `--force`. Submissions 0 and 200,001 s: at 1 s, 200,002 buckets; 2 s gives 100,001;
+/// 3 s gives 66,668.
+#[test]
+fn a_time_series_past_the_bucket_limit_is_refused_unless_forced() {
+    let dir = scratch("cli", "buckets");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,1,1\nb,200001,1,1\n").unwrap();
+    let out_dir = dir.join("out");
+    let args =
+        ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "1x1:A", "--out", out_dir.to_str().unwrap()];
+    let refused = schedlab(&[&args[..], &["--series-bucket-s", "1"]].concat());
+    assert!(!refused.status.success(), "200,002 buckets were written");
+    assert!(
+        stderr(&refused).contains(
+            "--series-bucket-s 1 would write at least 200002 time-series buckets (the submissions span 200001 s), \
+             more than the 100000 a run writes without --force: give --series-bucket-s 3 or more, or --force"
+        ),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!out_dir.join("timeseries.csv").exists());
+    let within = schedlab(&[&args[..], &["--series-bucket-s", "3"]].concat());
+    assert!(within.status.success(), "{}", stderr(&within));
+    let forced = schedlab(&[&args[..], &["--series-bucket-s", "2", "--force"]].concat());
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    let rows = std::fs::read_to_string(out_dir.join("timeseries.csv")).unwrap().lines().count() - 1;
+    // 100,001 buckets of 2 s cover [0, 200002); b's completion at 200,002 s opens one more, cut
+    // to zero length by the run's end.
+    assert_eq!(rows, 100_002);
+}

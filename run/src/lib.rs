@@ -19,6 +19,7 @@ mod queue_defaults;
 mod runner;
 mod seconds;
 mod seed;
+mod series_limit;
 mod spec;
 pub mod text;
 
@@ -27,6 +28,7 @@ pub use outputs::{RUN_FOLDER_FILES, check_run_folder};
 pub use per_queue::QueueSeconds;
 pub use runner::{Keep, RunOutcome, Runner};
 pub use seconds::{Hours, Seconds};
+pub use series_limit::MAX_SERIES_BUCKETS;
 pub use spec::{BUILTIN_CLUSTER, BUILTIN_JOBS, BUILTIN_LOAD, MAX_HORIZON_DAYS, RunSpec};
 
 use std::fmt;

@@ -43,6 +43,8 @@ type NoteSink = Box<dyn Fn(&Path, &str) + Send + Sync>;
 pub struct Runner {
     registry: Registry,
     keep_traces: bool,
+    /// The most time-series buckets a run may write (None: no limit).
+    series_limit: Option<u64>,
     traces: Mutex<BTreeMap<(PathBuf, traces::Format), traces::Trace>>,
     notes: NoteSink,
 }
@@ -56,7 +58,13 @@ impl Default for Runner {
 impl Runner {
     /// A runner that builds policies from `registry`.
     pub fn new(registry: Registry) -> Runner {
-        Runner { registry, keep_traces: false, traces: Mutex::default(), notes: Box::new(|_, _| {}) }
+        Runner {
+            registry,
+            keep_traces: false,
+            series_limit: Some(crate::MAX_SERIES_BUCKETS),
+            traces: Mutex::default(),
+            notes: Box::new(|_, _| {}),
+        }
     }
 
     /// The policies this runner builds.
@@ -67,6 +75,13 @@ impl Runner {
     /// Keeps every trace it reads, keyed by path and format, for the runs that follow.
     pub fn keeping_traces(mut self) -> Runner {
         self.keep_traces = true;
+        self
+    }
+
+    /// Lets runs write time series of any number of buckets (`simulate --force`); by default a
+    /// run that would write more than [`crate::MAX_SERIES_BUCKETS`] is refused before it starts.
+    pub fn without_series_limit(mut self) -> Runner {
+        self.series_limit = None;
         self
     }
 
@@ -89,6 +104,9 @@ impl Runner {
         config.record_decisions = keep.decisions;
         config.record_series = keep.series;
         let scenario = self.scenario(spec)?;
+        if let (true, Some(limit)) = (keep.series, self.series_limit) {
+            crate::series_limit::check(spec, scenario.workload.jobs(), limit)?;
+        }
         let started = Instant::now();
         let result = sim::simulate(scenario, policy, config)?;
         let mut summary = reports::Summary::of(&result);

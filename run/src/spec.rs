@@ -125,7 +125,8 @@ pub struct RunSpec {
     pub check_invariants: bool,
     /// Width in seconds of the time series' buckets (timeseries.csv, queue_timeseries.csv);
     /// without it, the smallest of 1 min, 2 min, 5 min, ... 2 weeks giving at most 500 buckets
-    /// over the submissions.
+    /// over the submissions. A width giving more than 100,000 buckets over the submissions is
+    /// refused before the run (simulate --force writes them).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub series_bucket_s: Option<u64>,
     /// Stop the run this many days of simulated time after the last submission, reporting the

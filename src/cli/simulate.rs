@@ -16,8 +16,9 @@ pub struct SimulateArgs {
     /// run writes is refused unless --force.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Write into an --out folder that holds files no run writes (they are left as they are).
-    #[arg(long, requires = "out")]
+    /// Write into an --out folder that holds files no run writes (they are left as they are),
+    /// and a time series of more than 100,000 buckets (--series-bucket-s).
+    #[arg(long)]
     force: bool,
     /// Also write the decision log, decisions.csv, into --out.
     #[arg(long)]
@@ -42,7 +43,8 @@ pub fn run(args: SimulateArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
     }
     // The time series is integrated only when it will be written.
     let keep = Keep { decisions: spec.decisions, series: spec.out.is_some() };
-    let outcome = super::runner().run(&spec, keep)?;
+    let runner = if args.force { super::runner().without_series_limit() } else { super::runner() };
+    let outcome = runner.run(&spec, keep)?;
     emit(reports::summary_table(&outcome.summary))?;
     if let Some(dir) = &spec.out {
         outcome.write(dir, spec.decisions)?;
