@@ -715,3 +715,111 @@ fn a_time_series_past_the_bucket_limit_is_refused_unless_forced() {
     // to zero length by the run's end.
     assert_eq!(rows, 100_002);
 }
+
+/// One grammar for outputs: `--out` and `-o` on every command that writes files (report's
+/// `--output` stays as a spelling of `--out`).
+#[test]
+fn out_and_o_are_accepted_by_every_command_that_writes_files() {
+    let dir = scratch("cli", "out-everywhere");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let commands: Vec<(Vec<String>, String)> = vec![
+        (vec!["simulate".into(), "--jobs".into(), "20".into(), "-o".into(), path("run")], path("run/summary.json")),
+        (
+            ["sweep", "--jobs", "20", "--seeds", "0..1", "-o"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([path("sweep")])
+                .collect(),
+            path("sweep/sweep.csv"),
+        ),
+        (vec!["report".into(), path("run"), "--out".into(), path("a.html")], path("a.html")),
+        (vec!["report".into(), path("run"), "-o".into(), path("b.html")], path("b.html")),
+        (vec!["report".into(), path("run"), "--output".into(), path("c.html")], path("c.html")),
+        (
+            ["sweep", "--jobs", "20", "--seeds", "0..1", "--shard", "0/1", "--out"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([path("shard")])
+                .collect(),
+            path("shard/sweep.json"),
+        ),
+        (vec!["merge".into(), path("shard"), "-o".into(), path("merged")], path("merged/sweep.csv")),
+    ];
+    for (args, written) in commands {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = schedlab(&args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(std::path::Path::new(&written).exists(), "{args:?} wrote no {written}");
+    }
+}
+
+/// `schedlab policies` says a parameter several policies share (placement, avoid_failed_h)
+/// once, and names it on each policy that takes it.
+#[test]
+fn policies_states_each_shared_parameter_once() {
+    let text = stdout(&schedlab(&["policies"]));
+    assert_eq!(text.matches("placement=pack|spread|fastest|local  (default pack)").count(), 1, "{text}");
+    assert_eq!(text.matches("avoid_failed_h=hours >= 0").count(), 1, "{text}");
+    let fifo = text.lines().skip_while(|l| !l.starts_with("fifo ")).take(4).collect::<Vec<_>>().join("\n");
+    assert!(fifo.contains("also placement, avoid_failed_h"), "{fifo}");
+}
+
+/// A --cluster that names a missing file or a folder says so, rather than calling it a bad
+/// shorthand; a speed finer than the documented three decimals is refused, not rounded.
+#[test]
+fn cluster_files_and_speeds_are_checked_in_the_users_terms() {
+    let dir = scratch("cli", "cluster-terms");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,10,1\n").unwrap();
+    let folder = dir.to_str().unwrap();
+    for (cluster, expected) in [
+        ("nothere.csv", "--cluster nothere.csv: no such file (nor a shorthand such as 40x8:V100)".to_string()),
+        (folder, format!("--cluster {folder}: a folder; expected a cluster.csv file or a shorthand such as 40x8:V100")),
+        ("1x1:A100@1.2345", "expected a speed above 0 with at most three decimals, such as 2.5 or 1.125".to_string()),
+    ] {
+        let out = schedlab(&["simulate", "--trace", trace.to_str().unwrap(), "--cluster", cluster]);
+        assert!(!out.status.success(), "--cluster {cluster} accepted");
+        assert!(stderr(&out).contains(&expected), "--cluster {cluster}: {}", stderr(&out));
+    }
+}
+
+/// What was expected, in the user's terms, never Rust's own parser messages.
+#[test]
+fn malformed_values_get_the_users_terms_not_rusts() {
+    let dir = scratch("cli", "users-terms");
+    let trace = |name: &str, body: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("job_id,submit_s,duration_s,gpus\n{body}\n")).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let (ten, quote, huge) =
+        (trace("ten.csv", "a,0,ten,1"), trace("quote.csv", "\"a,0,10,1"), trace("huge.csv", "a,0,10,4294967296"));
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["simulate", "--jobs", "ten"], "--jobs `ten`: expected a whole number, such as 300"),
+        (
+            vec!["simulate", "--series-bucket-s", "0"],
+            "--series-bucket-s `0`: expected a whole number of seconds, at least 1",
+        ),
+        (
+            vec!["simulate", "--trace", &ten, "--cluster", "1x1:A"],
+            "field `duration_s`: expected a positive number of seconds (decimal digits, like 66 or 0.25), got \"ten\"",
+        ),
+        (
+            vec!["simulate", "--trace", &quote, "--cluster", "1x1:A"],
+            "quote.csv:2: a quoted field runs on past its line (a `\"` opens it and no `\"` on the line closes it)",
+        ),
+        (
+            vec!["simulate", "--trace", &huge, "--cluster", "1x1:A"],
+            "field `gpus`: expected a whole number of GPUs from 1 to 4294967295, got \"4294967296\"",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = schedlab(&args);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?} accepted");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        for rust in ["invalid digit", "provided string", "18446744073709551615", "exponent"] {
+            assert!(!err.contains(rust), "{args:?} leaks `{rust}`: {err}");
+        }
+    }
+}

@@ -564,3 +564,18 @@ fn a_sweep_over_seeds_that_change_nothing_says_so_and_reports_one_value() {
     assert!(html.contains("(deterministic: one value)"), "no cell says its seeds agree");
     assert!(!html.contains("± 0.0 ") && !html.contains("± 0 <") && !html.contains("± 0.00 %"), "a zero-width interval");
 }
+
+/// The sweep's table prints times as `simulate` does (`1.7 min`, `8.26 d`), not raw seconds.
+#[test]
+fn the_sweep_table_prints_times_in_human_units() {
+    let dir = scratch("sweep", "human-units");
+    let trace = head_of_line_trace(&dir);
+    let out = schedlab(&["sweep", "--trace", s(&trace), "--cluster", "1x4:A", "--policy", "fifo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    // fifo on 4 GPUs: a 0..100, b 100..200, c 200..210: JCTs 100, 199, 208 s; mean 169 s, p99 208 s;
+    // queueing 0, 99, 198 s: mean 99 s.
+    let line = text.lines().find(|l| l.starts_with("jobs.csv")).unwrap_or_else(|| panic!("{text}"));
+    let cells: Vec<&str> = line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    assert_eq!(cells[3..6], ["2.8 min", "3.5 min", "99.0 s"], "{text}");
+}

@@ -271,7 +271,7 @@ pub fn summary_table(s: &Summary) -> String {
 }
 
 /// Seconds in the largest unit that reads well: `42.0 s`, `3.5 min`, `7.25 h`, `2.10 d`.
-pub(crate) fn human(secs: f64) -> String {
+pub fn human(secs: f64) -> String {
     if secs < 120.0 {
         format!("{secs:.1} s")
     } else if secs < 7200.0 {

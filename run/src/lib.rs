@@ -12,6 +12,7 @@
 mod builtin;
 mod flags;
 mod grid;
+mod numbers;
 mod outputs;
 mod paths;
 pub mod per_queue;

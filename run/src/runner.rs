@@ -179,11 +179,23 @@ impl Runner {
 fn choose_cluster(spec: &RunSpec, from_trace: Option<ClusterSpec>) -> Result<ClusterSpec, RunError> {
     if let Some(text) = &spec.cluster {
         let path = Path::new(text);
-        return Ok(if path.is_file() {
-            traces::load_cluster_file(path)?
-        } else {
-            traces::parse_cluster_shorthand(text)?
-        });
+        if path.is_file() {
+            return Ok(traces::load_cluster_file(path)?);
+        }
+        if path.is_dir() {
+            return Err(RunError::new(format!(
+                "--cluster {text}: a folder; expected a cluster.csv file or a shorthand such as 40x8:V100"
+            )));
+        }
+        // A shorthand has neither a path separator nor a file extension: a text with one was
+        // meant as a file.
+        let meant_as_file = text.contains(['/', '\\']) || text.to_ascii_lowercase().ends_with(".csv");
+        return match traces::parse_cluster_shorthand(text) {
+            Err(_) if meant_as_file => {
+                Err(RunError::new(format!("--cluster {text}: no such file (nor a shorthand such as 40x8:V100)")))
+            }
+            parsed => Ok(parsed?),
+        };
     }
     if let Some(cluster) = from_trace {
         return Ok(cluster);

@@ -132,7 +132,7 @@ pub fn main_with(registry: ::policies::Registry) -> std::process::ExitCode {
 }
 
 fn run() -> CliResult {
-    let matches = Cli::command().get_matches();
+    let matches = Cli::command().try_get_matches().unwrap_or_else(|e| in_users_terms(e).exit());
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let typed = |id: &str| typed_on_command_line(&matches, id);
     match cli.command {
@@ -147,6 +147,22 @@ fn run() -> CliResult {
         Command::Cluster(command) => cluster::run(command),
         Command::Live(command) => live::run(command),
     }
+}
+
+/// A flag's bad value said as `--flag `value`: what was expected`, in place of clap's
+/// `invalid value 'value' for '--flag <FLAG>': ...`; other errors (and help) as clap says them.
+fn in_users_terms(e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::ValueValidation {
+        return e;
+    }
+    let (Some(ContextValue::String(arg)), Some(ContextValue::String(value)), Some(why)) =
+        (e.get(ContextKind::InvalidArg), e.get(ContextKind::InvalidValue), std::error::Error::source(&e))
+    else {
+        return e;
+    };
+    let flag = arg.split_whitespace().next().unwrap_or(arg);
+    clap::Error::raw(ErrorKind::ValueValidation, format!("{flag} `{value}`: {why}\n"))
 }
 
 /// Whether the user typed the flag `id` of the subcommand (rather than left its default).

@@ -14,7 +14,7 @@ pub struct SimulateArgs {
     /// --decisions) into this folder. A folder reused for another run keeps only the new run's
     /// files (the earlier run's others and its report.html are removed); one holding files no
     /// run writes is refused unless --force.
-    #[arg(long)]
+    #[arg(long, short)]
     out: Option<PathBuf>,
     /// Write into an --out folder that holds files no run writes (they are left as they are),
     /// and a time series of more than 100,000 buckets (--series-bucket-s).

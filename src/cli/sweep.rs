@@ -52,7 +52,7 @@ struct SweepOwnArgs {
     /// `simulate --out` writes, but no decisions.csv), sweep.csv (one row per run), sweep.json
     /// (settings and runs) and wall.csv (wall-clock seconds per run, the one file that is not
     /// deterministic).
-    #[arg(long)]
+    #[arg(long, short)]
     out: Option<PathBuf>,
     /// Runs at once (default: one per core). The outputs do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
@@ -328,9 +328,8 @@ fn means_table(runs: &[SweepRun], done: &[Done]) -> String {
             None => groups.push((key, vec![&d.summary])),
         }
     }
-    let mut lines = vec![
-        ["trace", "policy", "runs", "mean JCT s", "p99 JCT s", "mean queue s", "util %", "goodput %"].map(String::from),
-    ];
+    let mut lines =
+        vec![["trace", "policy", "runs", "mean JCT", "p99 JCT", "mean queue", "util %", "goodput %"].map(String::from)];
     for ((trace, spec), list) in &groups {
         let mean = |f: fn(&Summary) -> f64| list.iter().map(|s| f(s)).sum::<f64>() / list.len() as f64;
         let trace = Path::new(trace).file_name().map_or((*trace).into(), |n| n.to_string_lossy());
@@ -338,9 +337,9 @@ fn means_table(runs: &[SweepRun], done: &[Done]) -> String {
             trace.into_owned(),
             spec.to_string(),
             list.len().to_string(),
-            format!("{:.1}", mean(|s| s.mean_jct_s)),
-            format!("{:.1}", mean(|s| s.p99_jct_s)),
-            format!("{:.1}", mean(|s| s.mean_queue_s)),
+            reports::human(mean(|s| s.mean_jct_s)),
+            reports::human(mean(|s| s.p99_jct_s)),
+            reports::human(mean(|s| s.mean_queue_s)),
             format!("{:.1}", mean(|s| s.utilisation) * 100.0),
             format!("{:.1}", mean(|s| s.goodput) * 100.0),
         ]);

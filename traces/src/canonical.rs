@@ -662,7 +662,7 @@ mod tests {
         );
         assert_eq!(
             err("job_id,submit_s,duration_s,gpus\na,0,1,0\n"),
-            "jobs.csv:2: field `gpus`: expected a whole number of GPUs, at least 1, got \"0\""
+            "jobs.csv:2: field `gpus`: expected a whole number of GPUs from 1 to 4294967295, got \"0\""
         );
         assert!(
             err("job_id,submit_s,duration_s,gpus\na,0,0,1\n")
