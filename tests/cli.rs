@@ -823,3 +823,28 @@ fn malformed_values_get_the_users_terms_not_rusts() {
         }
     }
 }
+
+/// Strict consolidation as a run option: with `--single-node-up-to 4`, a task of at most 4
+/// GPUs runs within one node. On 2 nodes of 4 GPUs, a (3 GPUs, 100 s) and b (3 GPUs, 200 s)
+/// leave one GPU free on each node; c (2 GPUs, submitted at 1 s) spans the two nodes at once
+/// under pack, but with the option waits for a's node, from 100 s.
+#[test]
+fn single_node_up_to_keeps_a_small_task_on_one_node() {
+    let dir = scratch("cli", "single-node");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,100,3\nb,0,200,3\nc,1,10,2\n").unwrap();
+    let c_start = |extra: &[&str]| {
+        let out_dir = dir.join(format!("out{}", extra.len()));
+        let args = ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "2x4:A", "--decisions", "--out"];
+        let out = schedlab(&[&args[..], &[out_dir.to_str().unwrap()], extra].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+        let log = std::fs::read_to_string(out_dir.join("decisions.csv")).unwrap();
+        let start = log.lines().find(|l| l.contains(",start,c,")).unwrap_or_else(|| panic!("{log}")).to_string();
+        let fields: Vec<&str> = start.split(',').collect();
+        let nodes: std::collections::BTreeSet<u32> =
+            fields[6].split(' ').map(|g| g.parse::<u32>().unwrap() / 4).collect();
+        (fields[0].to_string(), nodes.len())
+    };
+    assert_eq!(c_start(&[]), ("1.000".to_string(), 2));
+    assert_eq!(c_start(&["--single-node-up-to", "4"]), ("100.000".to_string(), 1));
+}

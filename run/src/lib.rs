@@ -10,6 +10,7 @@
 //! ```
 
 mod builtin;
+mod consolidation;
 mod flags;
 mod grid;
 mod numbers;

@@ -141,6 +141,7 @@ impl Runner {
             }
         }
         let workload = crate::queue_defaults::apply(spec, workload)?;
+        let workload = crate::consolidation::apply(spec, workload)?;
         let scenario =
             Scenario::new(cluster, workload).with_events(events)?.with_queues(&queues)?.with_datasets(&datasets)?;
         Ok(match feed {

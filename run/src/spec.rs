@@ -56,6 +56,11 @@ pub struct RunSpec {
     /// Policy spec name[key=value,...]; see `schedlab policies`.
     #[arg(long, default_value = "fifo")]
     pub policy: PolicySpec,
+    /// Strict consolidation: a task asking for at most this many GPUs runs within one node
+    /// (as if its row said single_node=true), as Tiresias and Helios place jobs; set it to the
+    /// GPUs per node. Without it, placement may span nodes when no single node has room.
+    #[arg(long, value_name = "GPUS", value_parser = numbers::gpus)]
+    pub single_node_up_to: Option<u32>,
     /// Run seed: feeds the synthetic workload, the failure model or replayed history, and the
     /// policy's random stream (a warning says when it feeds none of them).
     #[arg(long, default_value_t = 0, value_parser = numbers::seed)]
