@@ -3,7 +3,7 @@
 //! (trace, policy) group holds that policy's seeds. Every iteration here follows run order or
 //! a sorted key, so the same input gives the same report.
 
-use super::charts::{Bar, Chart, Plot, Series, XAxis, time_unit};
+use super::charts::{Bar, Chart, Edge, Plot, Series, XAxis, time_unit};
 use super::input::{Input, Run, Source};
 use super::stats::{cdf, estimate};
 use crate::compare::{Better, METRICS};
@@ -318,7 +318,7 @@ fn cdf_section(traces: &[Trace<'_>], id: &str, title: &str, value: fn(&super::in
             title: format!("{title} CDF · {}", t.name),
             x_label: format!("{what} (log scale)"),
             y_label: "fraction of finished jobs".into(),
-            plot: Plot::Lines { x: XAxis::LogDuration, y_max: Some(1.0), series },
+            plot: Plot::Lines { x: XAxis::LogDuration, y_max: Some(1.0), counts: false, series },
         };
         let caption = format!(
             "Empirical CDF of {what} over finished jobs, one line per policy, all seeds pooled ({}). \
@@ -425,7 +425,7 @@ fn time_section(traces: &[Trace<'_>]) -> Section {
                 title: format!("GPU utilisation over time · {}", t.name),
                 x_label: time_label(&util),
                 y_label: "allocated GPUs (% of cluster)".into(),
-                plot: Plot::Lines { x: XAxis::Time, y_max: Some(100.0), series: util },
+                plot: Plot::Lines { x: XAxis::Time, y_max: Some(100.0), counts: false, series: util },
             },
             format!(
                 "Time-average per bucket of allocated GPUs (stalled ones on broken hardware included) as a share of \
@@ -438,7 +438,7 @@ fn time_section(traces: &[Trace<'_>]) -> Section {
                 title: format!("Queue length over time · {}", t.name),
                 x_label: time_label(&queue),
                 y_label: "waiting tasks".into(),
-                plot: Plot::Lines { x: XAxis::Time, y_max: None, series: queue },
+                plot: Plot::Lines { x: XAxis::Time, y_max: None, counts: false, series: queue },
             },
             format!("Time-average per bucket of tasks waiting to start, one line per policy ({seeds})."),
         ));
@@ -581,7 +581,7 @@ fn failure_section(traces: &[Trace<'_>]) -> Option<Section> {
                 title: format!("Hardware failures over time · {}", t.name),
                 x_label: time_label(&failures),
                 y_label: "failures per bucket".into(),
-                plot: Plot::Lines { x: XAxis::Time, y_max: None, series: failures },
+                plot: Plot::Lines { x: XAxis::Time, y_max: None, counts: true, series: failures },
             },
             format!(
                 "GPU and node failures starting in each bucket (ground truth, the same for every policy at one seed), \
@@ -614,7 +614,7 @@ fn failure_section(traces: &[Trace<'_>]) -> Option<Section> {
                 title: format!("Lost GPU-hours over time · {}", t.name),
                 x_label: time_label(&lost),
                 y_label: "lost GPU-hours (cumulative)".into(),
-                plot: Plot::Lines { x: XAxis::Time, y_max: None, series: lost },
+                plot: Plot::Lines { x: XAxis::Time, y_max: None, counts: false, series: lost },
             },
             "GPU-hours lost by attempts that ended (work redone since the last checkpoint, detection lag, restart \
              overhead, checkpoint writing), summed up to each time, one line per policy (lowest seed)."
@@ -711,8 +711,9 @@ fn gantt_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, tasks: &[super::input::T
     let mut edges = Vec::new();
     for (to, task) in job_tasks.iter().enumerate() {
         for dep in &task.depends_on {
-            if let Some(from) = job_tasks.iter().position(|t| t.name == *dep) {
-                edges.push((from, to));
+            let Some(from) = job_tasks.iter().position(|t| t.name == dep.task) else { continue };
+            if let Some(leaves_s) = departure(job_tasks[from], task, dep.kind.as_deref()) {
+                edges.push(Edge { from, to, leaves_s: leaves_s - first_start });
             }
         }
     }
@@ -731,14 +732,33 @@ fn gantt_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, tasks: &[super::input::T
             plot: Plot::Gantt { bars, edges, states },
         },
         format!(
-            "Each task from its first start to its finish, coloured by final state; grey lines join a task to those \
-             it depends on. Job {job} of {}, seed {}: {total} tasks{}{}.",
+            "Each task from its first start to its finish, coloured by final state (at least a few pixels wide, \
+             however short); grey lines join a task to those it depends on, from the point it waited for: the \
+             upstream's end, S seconds of its work for data=S, and for checkpoint=N the latest that checkpoint can \
+             have been written. Job {job} of {}, seed {}: {total} tasks{}{}.",
             run.dir,
             run.seed,
             if total > GANTT_TASKS { format!(", the first {GANTT_TASKS} by start shown") } else { String::new() },
             if not_run > 0 { format!("; {not_run} never ran (no bar)") } else { String::new() }
         ),
     ))
+}
+
+/// Where on its upstream's bar a dependency's line leaves (seconds, the runs' clock): the end
+/// for success, any and failure; `S` seconds after the upstream's start for `data=S` (work at
+/// the reference speed); for `checkpoint=N`, whose interval tasks.csv does not give, the
+/// downstream's start, the latest the checkpoint can have been written. Always within the
+/// upstream's span, and never after the downstream started. None when either never ran.
+fn departure(upstream: &super::input::Task, downstream: &super::input::Task, kind: Option<&str>) -> Option<f64> {
+    let start = upstream.first_start_s?;
+    let end = upstream.finish_s.unwrap_or(start).max(start);
+    let started = downstream.first_start_s?;
+    let point = match kind.and_then(|k| k.split_once('=')) {
+        Some(("data", seconds)) => start + seconds.parse::<f64>().ok()?,
+        Some(("checkpoint", _)) => started,
+        _ => end,
+    };
+    Some(point.min(end).min(started.max(start)).max(start))
 }
 
 /// The per-run table: each run's headline numbers exactly as summary.json has them.
@@ -854,6 +874,29 @@ mod tests {
                 "{notes:?}"
             );
         }
+    }
+
+    /// Dependency lines leave from the point waited for: prep runs 0..100; train (data=30)
+    /// starts at 30, eval (checkpoint=2) at 50, report (success on eval) at eval's end, 80.
+    #[test]
+    fn edges_leave_from_the_point_waited_for() {
+        let task = |start: f64, end: f64| super::super::input::Task {
+            job: "p".into(),
+            task: 0,
+            name: "t".into(),
+            state: "succeeded".into(),
+            first_start_s: Some(start),
+            finish_s: Some(end),
+            gpus: 1.0,
+            depends_on: Vec::new(),
+        };
+        let (prep, train, eval, report) = (task(0.0, 100.0), task(30.0, 90.0), task(50.0, 80.0), task(80.0, 95.0));
+        assert_eq!(departure(&prep, &train, Some("data=30")), Some(30.0));
+        assert_eq!(departure(&prep, &eval, Some("checkpoint=2")), Some(50.0));
+        assert_eq!(departure(&eval, &report, None), Some(80.0));
+        assert_eq!(departure(&prep, &report, Some("any")), Some(80.0), "never after the downstream started");
+        let never = super::super::input::Task { first_start_s: None, ..task(0.0, 0.0) };
+        assert_eq!(departure(&never, &report, None), None);
     }
 
     #[test]

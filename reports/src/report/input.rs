@@ -89,8 +89,17 @@ pub struct Task {
     pub first_start_s: Option<f64>,
     pub finish_s: Option<f64>,
     pub gpus: f64,
-    /// Task ids of the tasks of the same job it depends on (`depends_on` without the kinds).
-    pub depends_on: Vec<String>,
+    /// The tasks of the same job it depends on.
+    pub depends_on: Vec<Upstream>,
+}
+
+/// One dependency of a task, as tasks.csv's `depends_on` spells it: `task` or `task:kind`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upstream {
+    /// The upstream's task id.
+    pub task: String,
+    /// `any`, `failure`, `data=SECONDS`, `checkpoint=N`; None for the default, success.
+    pub kind: Option<String>,
 }
 
 pub const TASKS_COLUMNS: [&str; 9] =
@@ -372,7 +381,10 @@ pub fn read_tasks(path: &Path) -> Result<Vec<Task>, String> {
     read_csv(path, &TASKS_COLUMNS, |f| {
         let depends = f.text(8)?;
         // `name` or `name:kind`; a task others depend on has no `:` in its name.
-        let upstream = |item: &str| item.split_once(':').map_or(item, |(name, _kind)| name).to_string();
+        let upstream = |item: &str| match item.split_once(':') {
+            Some((task, kind)) => Upstream { task: task.to_string(), kind: Some(kind.to_string()) },
+            None => Upstream { task: item.to_string(), kind: None },
+        };
         tasks.push(Task {
             job: f.text(0)?.to_string(),
             task: f.whole(3)?,
@@ -444,9 +456,10 @@ mod tests {
         );
         let tasks = read_tasks(&path).unwrap();
         assert_eq!(tasks.len(), 3);
-        assert_eq!(tasks[1].depends_on, vec!["prep".to_string()]);
+        let up = |task: &str, kind: Option<&str>| Upstream { task: task.into(), kind: kind.map(str::to_string) };
+        assert_eq!(tasks[1].depends_on, vec![up("prep", None)]);
         assert_eq!((tasks[1].job.as_str(), tasks[1].task, tasks[1].name.as_str()), ("j3", 8, "train"));
-        assert_eq!(tasks[2].depends_on, vec!["train".to_string(), "prep".to_string()]);
+        assert_eq!(tasks[2].depends_on, vec![up("train", Some("failure")), up("prep", None)]);
         assert_eq!(tasks[2].first_start_s, None);
         assert_eq!(tasks[1].finish_s, Some(99.0));
     }
