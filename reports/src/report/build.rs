@@ -63,6 +63,8 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
     /// Below the table.
     pub foot: String,
+    /// Columns shown only when the reader asks for all (a wide table stays readable).
+    pub more: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -102,9 +104,22 @@ impl<'a> Group<'a> {
 
 struct Trace<'a> {
     name: String,
+    /// A lone run folder's "trace" (named by its folder), not a sweep's trace.
+    lone: bool,
     /// Unique among the report's traces, for chart ids and file names.
     slug: String,
     groups: Vec<Group<'a>>,
+}
+
+impl Trace<'_> {
+    /// What chart titles name: the trace, and for a lone run its policy too (a sweep's charts
+    /// name their policies in their legends).
+    fn title(&self) -> String {
+        match (self.lone, self.groups.first()) {
+            (true, Some(g)) => format!("{} · {}", self.name, g.spec),
+            _ => self.name.clone(),
+        }
+    }
 }
 
 fn group(input: &Input) -> Vec<Trace<'_>> {
@@ -114,7 +129,8 @@ fn group(input: &Input) -> Vec<Trace<'_>> {
         let trace = match traces.iter().position(|t| t.name == name) {
             Some(i) => &mut traces[i],
             None => {
-                traces.push(Trace { name: name.clone(), slug: slug(&name), groups: Vec::new() });
+                let lone = input.source == Source::Run;
+                traces.push(Trace { name: name.clone(), lone, slug: slug(&name), groups: Vec::new() });
                 traces.last_mut().expect("just pushed")
             }
         };
@@ -282,10 +298,15 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
         }
         items.push(Item::Table(Table {
             id: format!("summary-{}", t.slug),
-            caption: format!("{}: policies across seeds", t.name),
+            caption: if t.lone {
+                format!("{}: the run's metrics", t.title())
+            } else {
+                format!("{}: policies across seeds", t.name)
+            },
             header,
             rows,
             foot,
+            more: Vec::new(),
         }));
     }
     Section {
@@ -315,7 +336,7 @@ fn cdf_section(traces: &[Trace<'_>], id: &str, title: &str, value: fn(&super::in
         }
         let chart = Chart {
             id: format!("{id}-cdf-{}", t.slug),
-            title: format!("{title} CDF · {}", t.name),
+            title: format!("{title} CDF · {}", t.title()),
             x_label: format!("{what} (log scale)"),
             y_label: "fraction of finished jobs".into(),
             plot: Plot::Lines { x: XAxis::LogDuration, y_max: Some(1.0), counts: false, series },
@@ -422,7 +443,7 @@ fn time_section(traces: &[Trace<'_>]) -> Section {
         items.push(Item::Chart(
             Chart {
                 id: format!("utilisation-{}", t.slug),
-                title: format!("GPU utilisation over time · {}", t.name),
+                title: format!("GPU utilisation over time · {}", t.title()),
                 x_label: time_label(&util),
                 y_label: "allocated GPUs (% of cluster)".into(),
                 plot: Plot::Lines { x: XAxis::Time, y_max: Some(100.0), counts: false, series: util },
@@ -435,7 +456,7 @@ fn time_section(traces: &[Trace<'_>]) -> Section {
         items.push(Item::Chart(
             Chart {
                 id: format!("queue-length-{}", t.slug),
-                title: format!("Queue length over time · {}", t.name),
+                title: format!("Queue length over time · {}", t.title()),
                 x_label: time_label(&queue),
                 y_label: "waiting tasks".into(),
                 plot: Plot::Lines { x: XAxis::Time, y_max: None, counts: false, series: queue },
@@ -578,7 +599,7 @@ fn failure_section(traces: &[Trace<'_>]) -> Option<Section> {
         items.push(Item::Chart(
             Chart {
                 id: format!("failures-{}", t.slug),
-                title: format!("Hardware failures over time · {}", t.name),
+                title: format!("Hardware failures over time · {}", t.title()),
                 x_label: time_label(&failures),
                 y_label: "failures per bucket".into(),
                 plot: Plot::Lines { x: XAxis::Time, y_max: None, counts: true, series: failures },
@@ -611,7 +632,7 @@ fn failure_section(traces: &[Trace<'_>]) -> Option<Section> {
         items.push(Item::Chart(
             Chart {
                 id: format!("lost-gpu-hours-{}", t.slug),
-                title: format!("Lost GPU-hours over time · {}", t.name),
+                title: format!("Lost GPU-hours over time · {}", t.title()),
                 x_label: time_label(&lost),
                 y_label: "lost GPU-hours (cumulative)".into(),
                 plot: Plot::Lines { x: XAxis::Time, y_max: None, counts: false, series: lost },
@@ -815,6 +836,8 @@ fn runs_section(input: &Input) -> Section {
             header,
             rows,
             foot: String::new(),
+            // Shown: run, policy, seed, mean and p99 JCT, utilisation; the rest on demand.
+            more: vec![1, 4, 7, 9, 10, 11, 12],
         })],
     }
 }

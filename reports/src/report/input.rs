@@ -171,7 +171,9 @@ pub fn load(dir: &Path) -> Result<Input, String> {
         }
         Ok(Input { source: Source::Sweep, name, runs })
     } else if dir.join("summary.json").is_file() {
-        let run = load_run(dir, name.clone(), "run".to_string(), None)?;
+        // A lone run is named by its folder (`out/philly-sjf`: philly-sjf), where a sweep
+        // names each run's trace.
+        let run = load_run(dir, name.clone(), name.clone(), None)?;
         Ok(Input { source: Source::Run, name, runs: vec![run] })
     } else if dir.is_dir() {
         Err(format!(
