@@ -230,7 +230,8 @@ fn shared_settings(base: &RunSpec, traced: bool) -> Result<serde_json::Map<Strin
     const SYNTHETIC: [&str; 2] = ["jobs", "load"];
     match serde_json::to_value(base).map_err(|e| e.to_string())? {
         serde_json::Value::Object(mut fields) => {
-            fields.retain(|key, _| !PER_RUN.contains(&key.as_str()) && !(traced && SYNTHETIC.contains(&key.as_str())));
+            let unused = |key: &str| PER_RUN.contains(&key) || (traced && SYNTHETIC.contains(&key));
+            fields.retain(|key, _| !unused(key));
             Ok(fields)
         }
         other => Err(format!("run settings are not a map: {other}")),

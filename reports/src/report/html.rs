@@ -175,10 +175,10 @@ fn table_html(out: &mut String, table: &Table) {
     if !table.more.is_empty() {
         // A checkbox and CSS alone (the page runs no script for it): unticked, the `more`
         // columns are hidden.
-        let _ = write!(
+        let _ = writeln!(
             out,
             "<input type=\"checkbox\" class=\"more-toggle\" id=\"more-{id}\"><label for=\"more-{id}\">Show all \
-             columns ({} more)</label>\n",
+             columns ({} more)</label>",
             table.more.len(),
             id = escape(&table.id)
         );
