@@ -312,7 +312,11 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
     Section {
         id: "summary".into(),
         title: "Summary".into(),
-        intro: "Each policy's metrics on each trace, averaged over its seeds.".into(),
+        intro: if traces.iter().all(|t| t.lone) {
+            "The run's metrics, each with the side that is better.".into()
+        } else {
+            "Each policy's metrics on each trace, averaged over its seeds.".into()
+        },
         items,
     }
 }
