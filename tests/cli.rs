@@ -42,7 +42,7 @@ fn the_same_run_twice_gives_the_same_digest_and_files() {
     }
     // The decision log names the policy that made it, on every row.
     let log = std::fs::read_to_string(a.join("decisions.csv")).unwrap();
-    assert!(log.starts_with("time_s,kind,job_id,task_id,gpus,detail,policy\n"), "{log}");
+    assert!(log.starts_with("time_s,kind,job_id,task_id,job_index,task_index,gpu_indexes,detail,policy\n"), "{log}");
     assert!(
         log.lines().skip(1).all(|l| l.ends_with(",\"srtf[duration=oracle,placement=pack,avoid_failed_h=0]\"")),
         "{log}"
@@ -158,10 +158,10 @@ fn dag_jobs_run_and_bad_dags_are_refused_with_their_line() {
     let tasks = std::fs::read_to_string(out_dir.join("tasks.csv")).unwrap();
     assert_eq!(
         tasks,
-        "job,task,name,state,first_start_s,finish_s,gpus,depends_on\n\
-         p,0,prep,succeeded,0.000,10.000,1,\n\
-         p,1,train,succeeded,10.000,110.000,2,prep\n\
-         p,2,alert,skipped,,110.000,1,train\n"
+        "job_id,task_id,job_index,task_index,state,first_start_s,finish_s,gpus,depends_on\n\
+         p,prep,0,0,succeeded,0.000,10.000,1,\n\
+         p,train,0,1,succeeded,10.000,110.000,2,prep\n\
+         p,alert,0,2,skipped,,110.000,1,train:failure\n"
     );
     let jobs = std::fs::read_to_string(out_dir.join("jobs.csv")).unwrap();
     // ETTR: 210 productive GPU-s (prep 10 s x 1, train 100 s x 2; alert skipped) over the 4
@@ -268,7 +268,7 @@ fn summary_numbers_match_a_hand_computed_run() {
     close("jobs_per_hour", 3.0 * 3600.0 / 17.0);
     close("littles_law_error", 0.0);
     let jobs = std::fs::read_to_string(out_dir.join("jobs.csv")).unwrap();
-    assert!(jobs.contains(",c,,1.000,15.000,17.000,16.000,14.000,2.000,1,1,0,"), "{jobs}");
+    assert!(jobs.contains("\nc,2,,1.000,15.000,17.000,16.000,14.000,2.000,1,1,0,"), "{jobs}");
 }
 
 #[test]
@@ -553,4 +553,298 @@ fn queue_defaults_set_checkpoints_and_restart_overheads() {
     assert_eq!(without["makespan_s"].as_f64(), Some(125.0));
     let typo = schedlab(&["simulate", "--trace", dir.to_str().unwrap(), "--queue-checkpoint-s", "q2=50"]);
     assert!(!typo.status.success() && stderr(&typo).contains("no job is in queue `q2`"), "{}", stderr(&typo));
+}
+
+/// A reused `--out` folder holds one run's files, never two runs' mixed: a second run clears
+/// every file the first wrote that it does not write itself (tasks.csv, decisions.csv, the
+/// report), and a folder holding files no run writes is refused unless `--force`.
+#[test]
+fn a_reused_out_folder_holds_only_the_last_runs_files() {
+    let dir = scratch("cli", "reused-out");
+    let dag = dir.join("dag.csv");
+    std::fs::write(&dag, "job_id,task_id,submit_s,duration_s,gpus,depends_on\np,a,0,10,1,\np,b,0,10,1,a\n").unwrap();
+    let out_dir = dir.join("out");
+    let out_arg = out_dir.to_str().unwrap();
+    let first = ["simulate", "--trace", dag.to_str().unwrap(), "--cluster", "1x2:A", "--decisions", "--out", out_arg];
+    assert!(schedlab(&first).status.success());
+    assert!(schedlab(&["report", out_arg]).status.success());
+    for file in ["tasks.csv", "decisions.csv", "report.html"] {
+        assert!(out_dir.join(file).exists(), "the first run wrote no {file}");
+    }
+    let second = schedlab(&["simulate", "--jobs", "20", "--policy", "sjf", "--out", out_arg]);
+    assert!(second.status.success(), "{}", stderr(&second));
+    let mut left: Vec<String> =
+        std::fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    left.sort();
+    assert_eq!(left, ["jobs.csv", "queue_metrics.csv", "queue_timeseries.csv", "summary.json", "timeseries.csv"]);
+
+    std::fs::write(out_dir.join("notes.txt"), "mine").unwrap();
+    let refused = schedlab(&["simulate", "--jobs", "20", "--out", out_arg]);
+    assert!(!refused.status.success(), "a folder with a file no run writes was written into");
+    let expected = format!(
+        "--out {out_arg} holds notes.txt, which no run writes: give a new folder, one that only a run \
+         wrote into, or --force to write beside it"
+    );
+    assert!(stderr(&refused).contains(&expected), "{}", stderr(&refused));
+    assert!(read_json(&out_dir.join("summary.json"))["policy"].as_str().unwrap().starts_with("sjf"));
+    let forced = schedlab(&["simulate", "--jobs", "20", "--out", out_arg, "--force"]);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_eq!(std::fs::read_to_string(out_dir.join("notes.txt")).unwrap(), "mine");
+    assert!(read_json(&out_dir.join("summary.json"))["policy"].as_str().unwrap().starts_with("fifo"));
+}
+
+/// A seed that feeds nothing in this run is said, with what it would feed; the built-in
+/// workload's flags are refused with a trace, which replaces that workload.
+#[test]
+fn seeds_and_synthetic_flags_that_change_nothing_are_said() {
+    let dir = scratch("cli", "idle-seed");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,10,1\nb,5,10,2\n").unwrap();
+    let traced = ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "1x2:A"];
+    let seeded = schedlab(&[&traced[..], &["--seed", "3"]].concat());
+    assert!(seeded.status.success(), "{}", stderr(&seeded));
+    assert!(
+        stderr(&seeded).contains(
+            "warning: --seed 3 changes nothing here unless the policy draws random numbers: the seed feeds the \
+             built-in synthetic workload (replaced by --trace), a failure model or replayed failure history (none: \
+             no --failures) and a policy's own random draws (no built-in policy makes any)"
+        ),
+        "{}",
+        stderr(&seeded)
+    );
+    // With a failure model the seed matters: no warning; nor without a trace.
+    let failing = schedlab(&[&traced[..], &["--seed", "3", "--failures", "weibull:node_mtbf_h=1"]].concat());
+    assert!(failing.status.success() && !stderr(&failing).contains("warning"), "{}", stderr(&failing));
+    let synthetic = schedlab(&["simulate", "--jobs", "20", "--seed", "3"]);
+    assert!(synthetic.status.success() && !stderr(&synthetic).contains("warning"), "{}", stderr(&synthetic));
+    for (flags, expected) in [
+        (&["--jobs", "10"][..], "--jobs shapes the built-in synthetic workload, which --trace replaces: drop it"),
+        (
+            &["--jobs", "10", "--load", "0.5"],
+            "--jobs and --load shape the built-in synthetic workload, which --trace replaces: drop them",
+        ),
+    ] {
+        let refused = schedlab(&[&traced[..], flags].concat());
+        assert!(!refused.status.success(), "{flags:?} accepted with --trace");
+        assert!(stderr(&refused).contains(expected), "{}", stderr(&refused));
+    }
+}
+
+/// Columns `name` of a CSV header, by position.
+fn columns(header: &str) -> std::collections::BTreeMap<&str, usize> {
+    header.split(',').enumerate().map(|(i, c)| (c, i)).collect()
+}
+
+/// One naming across the outputs: jobs.csv, tasks.csv and decisions.csv name jobs and tasks by
+/// the trace's `job_id` and `task_id`, with the internal numbers in `*_index` columns, so the
+/// three join on the trace's ids. Job `7` (one task, submitted first) is job index 0; job `p`'s
+/// tasks are task indexes 1 to 3. decisions.csv's GPUs are indexes (`gpu_indexes`), and
+/// tasks.csv keeps each dependency's kind.
+#[test]
+fn jobs_tasks_and_decisions_join_on_the_traces_ids() {
+    let dir = scratch("cli", "ids");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(
+        &trace,
+        "job_id,task_id,submit_s,duration_s,gpus,depends_on\n7,,0,5,1,\np,prep,1,10,1,\np,train,1,100,2,prep\np,alert,1,1,1,train:failure\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let args = ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "1x2:A", "--decisions"];
+    let out = schedlab(&[&args[..], &["--out", out_dir.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let read = |name: &str| std::fs::read_to_string(out_dir.join(name)).unwrap();
+    let jobs = read("jobs.csv");
+    assert!(jobs.starts_with("job_id,job_index,queue,submit_s,"), "{jobs}");
+    let job_rows: Vec<Vec<&str>> = jobs.lines().skip(1).map(|l| l.split(',').take(2).collect()).collect();
+    assert_eq!(job_rows, [["7", "0"], ["p", "1"]]);
+    assert_eq!(
+        read("tasks.csv"),
+        "job_id,task_id,job_index,task_index,state,first_start_s,finish_s,gpus,depends_on\n\
+         p,prep,1,1,succeeded,1.000,11.000,1,\n\
+         p,train,1,2,succeeded,11.000,111.000,2,prep\n\
+         p,alert,1,3,skipped,,111.000,1,train:failure\n"
+    );
+    let decisions = read("decisions.csv");
+    let mut lines = decisions.lines();
+    let header = lines.next().unwrap();
+    assert_eq!(header, "time_s,kind,job_id,task_id,job_index,task_index,gpu_indexes,detail,policy");
+    let c = columns(header);
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let starts: Vec<[&str; 5]> = rows
+        .iter()
+        .filter(|r| r[c["kind"]] == "start")
+        .map(|r| [r[c["job_id"]], r[c["task_id"]], r[c["job_index"]], r[c["task_index"]], r[c["gpu_indexes"]]])
+        .collect();
+    // A job of one task has no task id of its own in the trace: it joins jobs.csv on job_id.
+    assert_eq!(starts.len(), 3, "{decisions}");
+    assert_eq!(starts[0][..4], ["7", "", "0", "0"]);
+    assert_eq!(starts[1][..4], ["p", "prep", "1", "1"]);
+    assert_eq!(starts[2], ["p", "train", "1", "2", "0 1"]);
+}
+
+/// The time series is bounded: past 100,000 buckets over the submissions a run is refused
+/// before it starts, saying how many it would write and the narrowest bucket within the limit,
+/// unless `--force`. Submissions 0 and 200,001 s: at 1 s, 200,002 buckets; 2 s gives 100,001;
+/// 3 s gives 66,668.
+#[test]
+fn a_time_series_past_the_bucket_limit_is_refused_unless_forced() {
+    let dir = scratch("cli", "buckets");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,1,1\nb,200001,1,1\n").unwrap();
+    let out_dir = dir.join("out");
+    let args =
+        ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "1x1:A", "--out", out_dir.to_str().unwrap()];
+    let refused = schedlab(&[&args[..], &["--series-bucket-s", "1"]].concat());
+    assert!(!refused.status.success(), "200,002 buckets were written");
+    assert!(
+        stderr(&refused).contains(
+            "--series-bucket-s 1 would write at least 200002 time-series buckets (the submissions span 200001 s), \
+             more than the 100000 a run writes without --force: give --series-bucket-s 3 or more, or --force"
+        ),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!out_dir.join("timeseries.csv").exists());
+    let within = schedlab(&[&args[..], &["--series-bucket-s", "3"]].concat());
+    assert!(within.status.success(), "{}", stderr(&within));
+    let forced = schedlab(&[&args[..], &["--series-bucket-s", "2", "--force"]].concat());
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    let rows = std::fs::read_to_string(out_dir.join("timeseries.csv")).unwrap().lines().count() - 1;
+    // 100,001 buckets of 2 s cover [0, 200002); b's completion at 200,002 s opens one more, cut
+    // to zero length by the run's end.
+    assert_eq!(rows, 100_002);
+}
+
+/// One grammar for outputs: `--out` and `-o` on every command that writes files (report's
+/// `--output` stays as a spelling of `--out`).
+#[test]
+fn out_and_o_are_accepted_by_every_command_that_writes_files() {
+    let dir = scratch("cli", "out-everywhere");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let commands: Vec<(Vec<String>, String)> = vec![
+        (vec!["simulate".into(), "--jobs".into(), "20".into(), "-o".into(), path("run")], path("run/summary.json")),
+        (
+            ["sweep", "--jobs", "20", "--seeds", "0..1", "-o"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([path("sweep")])
+                .collect(),
+            path("sweep/sweep.csv"),
+        ),
+        (vec!["report".into(), path("run"), "--out".into(), path("a.html")], path("a.html")),
+        (vec!["report".into(), path("run"), "-o".into(), path("b.html")], path("b.html")),
+        (vec!["report".into(), path("run"), "--output".into(), path("c.html")], path("c.html")),
+        (
+            ["sweep", "--jobs", "20", "--seeds", "0..1", "--shard", "0/1", "--out"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([path("shard")])
+                .collect(),
+            path("shard/sweep.json"),
+        ),
+        (vec!["merge".into(), path("shard"), "-o".into(), path("merged")], path("merged/sweep.csv")),
+    ];
+    for (args, written) in commands {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = schedlab(&args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(std::path::Path::new(&written).exists(), "{args:?} wrote no {written}");
+    }
+}
+
+/// `schedlab policies` says a parameter several policies share (placement, avoid_failed_h)
+/// once, and names it on each policy that takes it.
+#[test]
+fn policies_states_each_shared_parameter_once() {
+    let text = stdout(&schedlab(&["policies"]));
+    assert_eq!(text.matches("placement=pack|spread|fastest|local  (default pack)").count(), 1, "{text}");
+    assert_eq!(text.matches("avoid_failed_h=hours >= 0").count(), 1, "{text}");
+    let fifo = text.lines().skip_while(|l| !l.starts_with("fifo ")).take(4).collect::<Vec<_>>().join("\n");
+    assert!(fifo.contains("also placement, avoid_failed_h"), "{fifo}");
+}
+
+/// A --cluster that names a missing file or a folder says so, rather than calling it a bad
+/// shorthand; a speed finer than the documented three decimals is refused, not rounded.
+#[test]
+fn cluster_files_and_speeds_are_checked_in_the_users_terms() {
+    let dir = scratch("cli", "cluster-terms");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,10,1\n").unwrap();
+    let folder = dir.to_str().unwrap();
+    for (cluster, expected) in [
+        ("nothere.csv", "--cluster nothere.csv: no such file (nor a shorthand such as 40x8:V100)".to_string()),
+        (folder, format!("--cluster {folder}: a folder; expected a cluster.csv file or a shorthand such as 40x8:V100")),
+        ("1x1:A100@1.2345", "expected a speed above 0 with at most three decimals, such as 2.5 or 1.125".to_string()),
+    ] {
+        let out = schedlab(&["simulate", "--trace", trace.to_str().unwrap(), "--cluster", cluster]);
+        assert!(!out.status.success(), "--cluster {cluster} accepted");
+        assert!(stderr(&out).contains(&expected), "--cluster {cluster}: {}", stderr(&out));
+    }
+}
+
+/// What was expected, in the user's terms, never Rust's own parser messages.
+#[test]
+fn malformed_values_get_the_users_terms_not_rusts() {
+    let dir = scratch("cli", "users-terms");
+    let trace = |name: &str, body: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("job_id,submit_s,duration_s,gpus\n{body}\n")).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let (ten, quote, huge) =
+        (trace("ten.csv", "a,0,ten,1"), trace("quote.csv", "\"a,0,10,1"), trace("huge.csv", "a,0,10,4294967296"));
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["simulate", "--jobs", "ten"], "--jobs `ten`: expected a whole number, such as 300"),
+        (
+            vec!["simulate", "--series-bucket-s", "0"],
+            "--series-bucket-s `0`: expected a whole number of seconds, at least 1",
+        ),
+        (
+            vec!["simulate", "--trace", &ten, "--cluster", "1x1:A"],
+            "field `duration_s`: expected a positive number of seconds (decimal digits, like 66 or 0.25), got \"ten\"",
+        ),
+        (
+            vec!["simulate", "--trace", &quote, "--cluster", "1x1:A"],
+            "quote.csv:2: a quoted field runs on past its line (a `\"` opens it and no `\"` on the line closes it)",
+        ),
+        (
+            vec!["simulate", "--trace", &huge, "--cluster", "1x1:A"],
+            "field `gpus`: expected a whole number of GPUs from 1 to 4294967295, got \"4294967296\"",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = schedlab(&args);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?} accepted");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        for rust in ["invalid digit", "provided string", "18446744073709551615", "exponent"] {
+            assert!(!err.contains(rust), "{args:?} leaks `{rust}`: {err}");
+        }
+    }
+}
+
+/// Strict consolidation as a run option: with `--single-node-up-to 4`, a task of at most 4
+/// GPUs runs within one node. On 2 nodes of 4 GPUs, a (3 GPUs, 100 s) and b (3 GPUs, 200 s)
+/// leave one GPU free on each node; c (2 GPUs, submitted at 1 s) spans the two nodes at once
+/// under pack, but with the option waits for a's node, from 100 s.
+#[test]
+fn single_node_up_to_keeps_a_small_task_on_one_node() {
+    let dir = scratch("cli", "single-node");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,100,3\nb,0,200,3\nc,1,10,2\n").unwrap();
+    let c_start = |extra: &[&str]| {
+        let out_dir = dir.join(format!("out{}", extra.len()));
+        let args = ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "2x4:A", "--decisions", "--out"];
+        let out = schedlab(&[&args[..], &[out_dir.to_str().unwrap()], extra].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+        let log = std::fs::read_to_string(out_dir.join("decisions.csv")).unwrap();
+        let start = log.lines().find(|l| l.contains(",start,c,")).unwrap_or_else(|| panic!("{log}")).to_string();
+        let fields: Vec<&str> = start.split(',').collect();
+        let nodes: std::collections::BTreeSet<u32> =
+            fields[6].split(' ').map(|g| g.parse::<u32>().unwrap() / 4).collect();
+        (fields[0].to_string(), nodes.len())
+    };
+    assert_eq!(c_start(&[]), ("1.000".to_string(), 2));
+    assert_eq!(c_start(&["--single-node-up-to", "4"]), ("100.000".to_string(), 1));
 }

@@ -73,12 +73,12 @@ fn write_fixtures(run: &Path) {
     std::fs::write(run.join("queue_timeseries.csv"), qs).unwrap();
     std::fs::write(
         run.join("tasks.csv"),
-        "job,task,name,state,first_start_s,finish_s,gpus,depends_on\n\
-         1,0,prep,succeeded,0.000,600.000,1,\n\
-         1,1,train,succeeded,600.000,7800.500,8,prep\n\
-         1,2,eval,failed,7800.500,9000.000,2,train\n\
-         1,3,report,skipped,,,1,eval;prep\n\
-         2,4,solo,succeeded,100.000,200.000,4,\n",
+        "job_id,task_id,job_index,task_index,state,first_start_s,finish_s,gpus,depends_on\n\
+         1,prep,1,0,succeeded,0.000,600.000,1,\n\
+         1,train,1,1,succeeded,600.000,7800.500,8,prep\n\
+         1,eval,1,2,failed,7800.500,9000.000,2,train\n\
+         1,report,1,3,skipped,,,1,eval:any;prep\n\
+         2,solo,2,4,succeeded,100.000,200.000,4,\n",
     )
     .unwrap();
 }
@@ -454,4 +454,32 @@ fn a_dag_trace_gets_a_gantt_chart_from_simulate_output() {
         assert!(svg.contains(text), "the Gantt chart lacks `{text}`");
     }
     assert!(html.contains("4 tasks; 1 never ran (no bar)"), "caption");
+}
+
+/// A lone run's report names its run (the folder) and policy, not "run" and "policies across
+/// seeds"; the runs table shows a few columns by default, the rest on demand.
+#[test]
+fn a_lone_runs_report_names_its_run_and_policy_and_keeps_the_runs_table_narrow() {
+    let dir = scratch("report", "named");
+    let run = dir.join("philly-sjf");
+    let out = schedlab(&["simulate", "--jobs", "60", "--policy", "sjf", "--out", s(&run)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let html = report(&run, &dir.join("report.html"), &[]);
+    let policy = "sjf[duration=oracle,placement=pack,avoid_failed_h=0]";
+    for expected in [
+        format!("Job completion time CDF · philly-sjf · {policy}"),
+        format!("philly-sjf · {policy}: the run&#39;s metrics"),
+    ] {
+        assert!(html.contains(&expected), "no `{expected}`");
+    }
+    assert!(!html.contains("policies across seeds") && !html.contains("· run<"), "a lone run called `run`");
+    let table_start = html.find("<table id=\"table-runs\"").expect("a runs table");
+    let table = &html[table_start..table_start + html[table_start..].find("</table>").unwrap()];
+    let header = &table[..table.find("</tr>").unwrap()];
+    let columns: Vec<&str> = header.split("<th").skip(1).collect();
+    let more = columns.iter().filter(|th| th.split('>').next().unwrap_or("").contains("more")).count();
+    let all = columns.len();
+    assert!(all - more <= 7, "{} columns shown by default: {header}", all - more);
+    assert!(more >= 5, "the other columns are there, on demand: {header}");
+    assert!(html.contains("all columns"), "no way to show the rest");
 }

@@ -531,3 +531,51 @@ fn sweep_parquet_is_written_and_the_same_bytes_whatever_the_threads_or_shards() 
         assert_eq!(digests.get(i), line.rsplit(',').next(), "run {i}: the digest differs from sweep.csv's");
     }
 }
+
+/// Seeds that change nothing: on a trace without failures, the sweep says so before running,
+/// records no setting of the built-in workload it did not run, refuses `--jobs`/`--load`, and
+/// its report shows each metric as one value rather than a zero-width interval.
+#[test]
+fn a_sweep_over_seeds_that_change_nothing_says_so_and_reports_one_value() {
+    let dir = scratch("sweep", "idle-seeds");
+    let trace = head_of_line_trace(&dir);
+    let out = dir.join("out");
+    let args = ["sweep", "--trace", s(&trace), "--cluster", "1x4:A", "--policy", "fifo", "--seeds", "0..3"];
+    let done = schedlab(&[&args[..], &["--out", s(&out)]].concat());
+    assert!(done.status.success(), "{}", stderr(&done));
+    assert!(
+        stderr(&done).contains(
+            "warning: --seeds 0..3: runs that differ only in their seed will be identical unless the policy draws \
+             random numbers: the seed feeds"
+        ),
+        "{}",
+        stderr(&done)
+    );
+    let settings = read_json(&out.join("sweep.json"))["settings"]["run"].clone();
+    assert!(settings.get("jobs").is_none() && settings.get("load").is_none(), "{settings}");
+    assert!(settings.get("cluster").is_some(), "{settings}");
+    let refused = schedlab(&[&args[..], &["--load", "0.5"]].concat());
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("--load shapes the built-in synthetic workload, which --trace replaces"));
+
+    let report = schedlab(&["report", s(&out)]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("(deterministic: one value)"), "no cell says its seeds agree");
+    assert!(!html.contains("± 0.0 ") && !html.contains("± 0 <") && !html.contains("± 0.00 %"), "a zero-width interval");
+}
+
+/// The sweep's table prints times as `simulate` does (`1.7 min`, `8.26 d`), not raw seconds.
+#[test]
+fn the_sweep_table_prints_times_in_human_units() {
+    let dir = scratch("sweep", "human-units");
+    let trace = head_of_line_trace(&dir);
+    let out = schedlab(&["sweep", "--trace", s(&trace), "--cluster", "1x4:A", "--policy", "fifo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    // fifo on 4 GPUs: a 0..100, b 100..200, c 200..210: JCTs 100, 199, 208 s; mean 169 s, p99 208 s;
+    // queueing 0, 99, 198 s: mean 99 s.
+    let line = text.lines().find(|l| l.starts_with("jobs.csv")).unwrap_or_else(|| panic!("{text}"));
+    let cells: Vec<&str> = line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    assert_eq!(cells[3..6], ["2.8 min", "3.5 min", "99.0 s"], "{text}");
+}

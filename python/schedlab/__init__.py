@@ -29,10 +29,11 @@ from ._native import Plan, PlanError, RunError, View
 
 __all__ = ["simulate", "sweep", "read_trace", "Run", "Trace", "View", "Plan", "PlanError", "RunError"]
 
-# Columns that are names, never numbers, whatever they look like (`1`, `007`): in run tables,
-# and in a canonical trace (where job_id and task_id are the trace's names).
-_NAMES = ("name", "job", "task", "queue", "gpu_type", "policy", "spec", "trace", "digest", "reason")
-_TRACE_NAMES = _NAMES + ("job_id", "task_id", "depends_on", "dataset", "speeds")
+# Columns that are names, never numbers, whatever they look like (`1`, `007`): in run tables
+# (where job_id and task_id are the trace's ids, job_index and task_index the numbers), and in
+# a canonical trace.
+_NAMES = ("job_id", "task_id", "depends_on", "gpu_indexes", "queue", "gpu_type", "policy", "spec", "trace", "digest", "reason")
+_TRACE_NAMES = _NAMES + ("dataset", "speeds")
 
 
 @dataclass(frozen=True)

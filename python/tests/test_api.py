@@ -7,7 +7,7 @@ from fifo import Fifo
 
 # jobs.csv's header, as reports/src/tables.rs writes it.
 JOBS_COLUMNS = [
-    "job_id", "name", "queue", "submit_s", "first_start_s", "end_s", "jct_s", "queue_s", "run_s", "tasks", "gpus",
+    "job_id", "job_index", "queue", "submit_s", "first_start_s", "end_s", "jct_s", "queue_s", "run_s", "tasks", "gpus",
     "preemptions", "failures", "retries", "gpu_hours", "lost_gpu_hours", "state", "reason", "critical_path_s",
     "ettr", "interruptions", "mtbi_s",
 ]  # fmt: skip
@@ -21,7 +21,7 @@ def test_keywords_that_are_not_runspec_fields_are_refused(small_trace):
 def test_the_tables_have_the_reports_columns_and_the_runs_values(small_trace):
     run = schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER)
     assert run.jobs.columns == JOBS_COLUMNS
-    assert run.jobs["name"].to_list() == ["a", "b", "c", "d"]
+    assert run.jobs["job_id"].to_list() == ["a", "b", "c", "d"]
     assert run.jobs["jct_s"].to_list() == [100.0, 140.0, 160.0, 130.0]  # end - submit, worked out
     assert run.summary["jobs_finished"] == 4
     assert run.summary["policy"].startswith("fifo[")
@@ -38,7 +38,7 @@ def test_the_decision_log_comes_when_asked(small_trace):
     # The log names the policy that made it: here the built-in fifo with its parameters.
     assert set(run.decisions["policy"]) == {run.summary["policy"]}
     assert starts["time_s"].to_list() == [0.0, 100.0, 150.0, 150.0]
-    assert starts["gpus"].to_list() == ["0 1 2 3", "0 1 2 3 4 5 6 7", "0 1", "2"]
+    assert starts["gpu_indexes"].to_list() == ["0 1 2 3", "0 1 2 3 4 5 6 7", "0 1", "2"]
 
 
 def test_a_python_policy_is_named_by_its_file_and_class_or_name(small_trace):

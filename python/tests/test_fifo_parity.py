@@ -16,7 +16,7 @@ def both(**run):
 
 def test_python_fifo_schedules_the_small_trace_as_worked_out(small_trace):
     rust, python = both(trace=small_trace, cluster=SMALL_CLUSTER)
-    starts = dict(zip(python.jobs["name"], python.jobs["first_start_s"]))
+    starts = dict(zip(python.jobs["job_id"], python.jobs["first_start_s"]))
     assert starts == {"a": 0.0, "b": 100.0, "c": 150.0, "d": 150.0}
     assert python.digest == rust.digest
 

@@ -1,5 +1,8 @@
-//! Files a run writes: `summary.json`, `jobs.csv` (one row per job) and, when asked,
-//! `decisions.csv` (the decision log the digest is computed from).
+//! Files a run writes: `summary.json`, `jobs.csv` (one row per job), `tasks.csv` (the tasks of
+//! jobs with several) and, when asked, `decisions.csv` (the decision log the digest is computed
+//! from). All name jobs and tasks alike, so they join: `job_id` and `task_id` are the trace's
+//! ids as given, `job_index` and `task_index` the simulator's numbers (jobs in (submit, file)
+//! order, tasks in job order).
 
 use crate::summary::{Summary, hours};
 use sim::{RunResult, SimTime};
@@ -27,7 +30,7 @@ pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     w.write_record([
         "job_id",
-        "name",
+        "job_index",
         "queue",
         "submit_s",
         "first_start_s",
@@ -57,8 +60,8 @@ pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
         let state = j.outcome.as_ref().map_or("unfinished", |o| o.as_str());
         let reason = j.outcome.as_ref().map_or(j.unfinished_reason.as_deref().unwrap_or(""), |o| o.reason());
         w.write_record([
-            j.job.0.to_string().as_str(),
-            &j.name,
+            j.name.as_str(),
+            &j.job.0.to_string(),
             j.queue.as_deref().unwrap_or(""),
             &secs(j.submit),
             &opt_secs(j.first_start),
@@ -85,20 +88,42 @@ pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
 }
 
 /// Per-task table of jobs with several tasks (DAG jobs and gangs): what a Gantt chart is
-/// drawn from. `depends_on` lists the upstream task names, `;`-separated.
+/// drawn from. `depends_on` lists the upstream tasks as the trace's `depends_on` spells them
+/// (`name` or `name:kind`), `;`-separated.
 pub fn write_tasks_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
-    w.write_record(["job", "task", "name", "state", "first_start_s", "finish_s", "gpus", "depends_on"])?;
+    w.write_record([
+        "job_id",
+        "task_id",
+        "job_index",
+        "task_index",
+        "state",
+        "first_start_s",
+        "finish_s",
+        "gpus",
+        "depends_on",
+    ])?;
     let mut first_of_job = 0;
     for (i, t) in run.tasks.iter().enumerate() {
         if i == 0 || run.tasks[i - 1].job != t.job {
             first_of_job = i;
         }
-        let deps: Vec<&str> = t.deps.iter().map(|d| run.tasks[first_of_job + d.upstream].name.as_str()).collect();
+        let deps: Vec<String> = t
+            .deps
+            .iter()
+            .map(|d| {
+                let upstream = &run.tasks[first_of_job + d.upstream].name;
+                match d.kind {
+                    sim::DepKind::Success => upstream.to_string(),
+                    kind => format!("{upstream}:{}", kind.spelling()),
+                }
+            })
+            .collect();
         w.write_record([
             run.jobs[t.job.index()].name.as_str(),
+            t.name.as_str(),
+            &t.job.0.to_string(),
             &t.task.0.to_string(),
-            &t.name,
             t.status.as_str(),
             &opt_secs(t.first_start),
             &opt_secs(t.finish),
@@ -111,15 +136,33 @@ pub fn write_tasks_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
 
 /// The decision log: one row per start, preemption, completion, rejection or unschedulable job,
 /// each naming the policy that made it (a log read on its own, or several runs' logs
-/// concatenated, still says whose decisions they are).
+/// concatenated, still says whose decisions they are). `task_id` is the trace's task id for
+/// the tasks of jobs with several (tasks.csv's), empty for a job of one task (its rows join
+/// jobs.csv on `job_id`); `gpu_indexes` are the GPUs' numbers, space-separated.
 pub fn write_decisions_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
-    w.write_record(["time_s", "kind", "job_id", "task_id", "gpus", "detail", "policy"])?;
+    w.write_record([
+        "time_s",
+        "kind",
+        "job_id",
+        "task_id",
+        "job_index",
+        "task_index",
+        "gpu_indexes",
+        "detail",
+        "policy",
+    ])?;
     for d in &run.decisions {
         let gpus: Vec<String> = d.gpus.iter().map(|g| g.0.to_string()).collect();
+        let task_id = d.task.and_then(|task| {
+            let at = run.tasks.binary_search_by_key(&task, |t| t.task).ok()?;
+            Some(run.tasks[at].name.as_str())
+        });
         w.write_record([
             secs(d.time).as_str(),
             d.kind.as_str(),
+            run.jobs[d.job.index()].name.as_str(),
+            task_id.unwrap_or_default(),
             &d.job.0.to_string(),
             &d.task.map(|t| t.0.to_string()).unwrap_or_default(),
             &gpus.join(" "),
@@ -228,7 +271,7 @@ pub fn summary_table(s: &Summary) -> String {
 }
 
 /// Seconds in the largest unit that reads well: `42.0 s`, `3.5 min`, `7.25 h`, `2.10 d`.
-pub(crate) fn human(secs: f64) -> String {
+pub fn human(secs: f64) -> String {
     if secs < 120.0 {
         format!("{secs:.1} s")
     } else if secs < 7200.0 {

@@ -7,16 +7,22 @@ use serde_json::Value;
 /// Fields of a RunSpec that are not run flags (`simulate` has them as its own).
 const NOT_FLAGS: [&str; 2] = ["out", "decisions"];
 
+/// The built-in workload's settings, which a run with a trace does not use (and `simulate`
+/// refuses beside `--trace`).
+const SYNTHETIC: [&str; 2] = ["jobs", "load"];
+
 impl RunSpec {
     /// Every setting as `--flag value` words, defaults included (so a command built from them
     /// never depends on the defaults staying what they are); unset options and switches that
-    /// are off are left out, as they can only be.
+    /// are off are left out, as they can only be, and so are `--jobs` and `--load` with a
+    /// trace, which replaces the built-in workload they shape.
     pub fn to_flags(&self) -> Vec<String> {
         let Ok(Value::Object(fields)) = serde_json::to_value(self) else {
             unreachable!("a RunSpec serializes as a map")
         };
+        let unused = |key: &str| NOT_FLAGS.contains(&key) || (self.trace.is_some() && SYNTHETIC.contains(&key));
         let mut words = Vec::new();
-        for (key, value) in fields.into_iter().filter(|(k, _)| !NOT_FLAGS.contains(&k.as_str())) {
+        for (key, value) in fields.into_iter().filter(|(k, _)| !unused(k)) {
             let flag = format!("--{}", key.replace('_', "-"));
             match value {
                 Value::Null | Value::Bool(false) => {}

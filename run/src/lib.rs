@@ -10,21 +10,27 @@
 //! ```
 
 mod builtin;
+mod consolidation;
 mod flags;
 mod grid;
+mod numbers;
 mod outputs;
 mod paths;
 pub mod per_queue;
 mod queue_defaults;
 mod runner;
 mod seconds;
+mod seed;
+mod series_limit;
 mod spec;
 pub mod text;
 
 pub use grid::GRID_KEYS;
+pub use outputs::{RUN_FOLDER_FILES, check_run_folder};
 pub use per_queue::QueueSeconds;
 pub use runner::{Keep, RunOutcome, Runner};
 pub use seconds::{Hours, Seconds};
+pub use series_limit::MAX_SERIES_BUCKETS;
 pub use spec::{BUILTIN_CLUSTER, BUILTIN_JOBS, BUILTIN_LOAD, MAX_HORIZON_DAYS, RunSpec};
 
 use std::fmt;

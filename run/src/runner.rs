@@ -43,6 +43,8 @@ type NoteSink = Box<dyn Fn(&Path, &str) + Send + Sync>;
 pub struct Runner {
     registry: Registry,
     keep_traces: bool,
+    /// The most time-series buckets a run may write (None: no limit).
+    series_limit: Option<u64>,
     traces: Mutex<BTreeMap<(PathBuf, traces::Format), traces::Trace>>,
     notes: NoteSink,
 }
@@ -56,7 +58,13 @@ impl Default for Runner {
 impl Runner {
     /// A runner that builds policies from `registry`.
     pub fn new(registry: Registry) -> Runner {
-        Runner { registry, keep_traces: false, traces: Mutex::default(), notes: Box::new(|_, _| {}) }
+        Runner {
+            registry,
+            keep_traces: false,
+            series_limit: Some(crate::MAX_SERIES_BUCKETS),
+            traces: Mutex::default(),
+            notes: Box::new(|_, _| {}),
+        }
     }
 
     /// The policies this runner builds.
@@ -67,6 +75,13 @@ impl Runner {
     /// Keeps every trace it reads, keyed by path and format, for the runs that follow.
     pub fn keeping_traces(mut self) -> Runner {
         self.keep_traces = true;
+        self
+    }
+
+    /// Lets runs write time series of any number of buckets (`simulate --force`); by default a
+    /// run that would write more than [`crate::MAX_SERIES_BUCKETS`] is refused before it starts.
+    pub fn without_series_limit(mut self) -> Runner {
+        self.series_limit = None;
         self
     }
 
@@ -89,6 +104,9 @@ impl Runner {
         config.record_decisions = keep.decisions;
         config.record_series = keep.series;
         let scenario = self.scenario(spec)?;
+        if let (true, Some(limit)) = (keep.series, self.series_limit) {
+            crate::series_limit::check(spec, scenario.workload.jobs(), limit)?;
+        }
         let started = Instant::now();
         let result = sim::simulate(scenario, policy, config)?;
         let mut summary = reports::Summary::of(&result);
@@ -123,6 +141,7 @@ impl Runner {
             }
         }
         let workload = crate::queue_defaults::apply(spec, workload)?;
+        let workload = crate::consolidation::apply(spec, workload)?;
         let scenario =
             Scenario::new(cluster, workload).with_events(events)?.with_queues(&queues)?.with_datasets(&datasets)?;
         Ok(match feed {
@@ -161,11 +180,23 @@ impl Runner {
 fn choose_cluster(spec: &RunSpec, from_trace: Option<ClusterSpec>) -> Result<ClusterSpec, RunError> {
     if let Some(text) = &spec.cluster {
         let path = Path::new(text);
-        return Ok(if path.is_file() {
-            traces::load_cluster_file(path)?
-        } else {
-            traces::parse_cluster_shorthand(text)?
-        });
+        if path.is_file() {
+            return Ok(traces::load_cluster_file(path)?);
+        }
+        if path.is_dir() {
+            return Err(RunError::new(format!(
+                "--cluster {text}: a folder; expected a cluster.csv file or a shorthand such as 40x8:V100"
+            )));
+        }
+        // A shorthand has neither a path separator nor a file extension: a text with one was
+        // meant as a file.
+        let meant_as_file = text.contains(['/', '\\']) || text.to_ascii_lowercase().ends_with(".csv");
+        return match traces::parse_cluster_shorthand(text) {
+            Err(_) if meant_as_file => {
+                Err(RunError::new(format!("--cluster {text}: no such file (nor a shorthand such as 40x8:V100)")))
+            }
+            parsed => Ok(parsed?),
+        };
     }
     if let Some(cluster) = from_trace {
         return Ok(cluster);

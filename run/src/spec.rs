@@ -4,7 +4,7 @@
 //! flag, and [`RunSpec::default`] is read from there.
 
 use crate::per_queue::{self, QueueSeconds};
-use crate::{Hours, Seconds, text};
+use crate::{Hours, Seconds, numbers, text};
 use clap::{Args, Parser};
 use policies::PolicySpec;
 use serde::{Deserialize, Serialize};
@@ -56,27 +56,34 @@ pub struct RunSpec {
     /// Policy spec name[key=value,...]; see `schedlab policies`.
     #[arg(long, default_value = "fifo")]
     pub policy: PolicySpec,
-    /// Run seed: feeds the synthetic workload, the failure model and the policy's random stream.
-    #[arg(long, default_value_t = 0)]
+    /// Strict consolidation: a task asking for at most this many GPUs runs within one node
+    /// (as if its row said single_node=true), as Tiresias and Helios place jobs; set it to the
+    /// GPUs per node. Without it, placement may span nodes when no single node has room.
+    #[arg(long, value_name = "GPUS", value_parser = numbers::gpus)]
+    pub single_node_up_to: Option<u32>,
+    /// Run seed: feeds the synthetic workload, the failure model or replayed history, and the
+    /// policy's random stream (a warning says when it feeds none of them).
+    #[arg(long, default_value_t = 0, value_parser = numbers::seed)]
     pub seed: u64,
-    /// Jobs in the built-in synthetic workload (ignored with --trace). Its arrival rate is set
+    /// Jobs in the built-in synthetic workload (refused with --trace). Its arrival rate is set
     /// for --load on whichever cluster runs it.
-    #[arg(long, default_value_t = BUILTIN_JOBS)]
+    #[arg(long, default_value_t = BUILTIN_JOBS, value_parser = numbers::jobs)]
     pub jobs: usize,
-    /// Offered load of the built-in synthetic workload: arriving GPU-time over cluster capacity.
-    #[arg(long, default_value_t = BUILTIN_LOAD)]
+    /// Offered load of the built-in synthetic workload: arriving GPU-time over cluster capacity
+    /// (refused with --trace).
+    #[arg(long, default_value_t = BUILTIN_LOAD, value_parser = numbers::load)]
     pub load: f64,
     /// Seconds between node heartbeats.
     #[arg(long, default_value_t = Seconds(failure_defaults().heartbeat_interval))]
     pub heartbeat_s: Seconds,
     /// Consecutive missed heartbeats after which a node is declared dead.
-    #[arg(long, default_value_t = failure_defaults().missed_beats)]
+    #[arg(long, default_value_t = failure_defaults().missed_beats, value_parser = numbers::count)]
     pub missed_beats: u32,
     /// Seconds from a GPU failure until the scheduler sees it (an XID event).
     #[arg(long, default_value_t = Seconds(failure_defaults().gpu_detect_delay))]
     pub gpu_detect_s: Seconds,
     /// Retries a task gets after hardware failures (R_max; a job deadline can lower it).
-    #[arg(long, default_value_t = failure_defaults().max_retries)]
+    #[arg(long, default_value_t = failure_defaults().max_retries, value_parser = numbers::count)]
     pub max_retries: u32,
     /// Seconds of work between checkpoints for tasks that set none; 0: progress is never lost.
     #[arg(long, default_value_t = Seconds::default())]
@@ -108,12 +115,12 @@ pub struct RunSpec {
     /// that replace a node declared dead under a running gang at once; rejoining nodes refill
     /// the reserve first. Reserved GPUs are not capacity (see summary.json's
     /// reserved_gpu_hours). 0: none.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = numbers::count)]
     pub spare_nodes: u32,
     /// Retire a node for good once it (or any of its GPUs) has failed this many times within
     /// --retire-window-h, at the repair of the last failure: as operators retire "lemon"
     /// servers. Off without it.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = numbers::failures)]
     pub retire_after: Option<u32>,
     /// The window of --retire-after, in hours.
     #[arg(long, default_value_t = Hours::whole(720))]
@@ -123,13 +130,14 @@ pub struct RunSpec {
     pub check_invariants: bool,
     /// Width in seconds of the time series' buckets (timeseries.csv, queue_timeseries.csv);
     /// without it, the smallest of 1 min, 2 min, 5 min, ... 2 weeks giving at most 500 buckets
-    /// over the submissions.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    /// over the submissions. A width giving more than 100,000 buckets over the submissions is
+    /// refused before the run (simulate --force writes them).
+    #[arg(long, value_parser = numbers::bucket_s)]
     pub series_bucket_s: Option<u64>,
     /// Stop the run this many days of simulated time after the last submission, reporting the
     /// jobs that have not ended as unfinished with the reason. Failures are drawn for as long
     /// as a run lasts, so a job that can never start would otherwise never let it end.
-    #[arg(long, default_value_t = 3650, value_parser = clap::value_parser!(u64).range(1..=MAX_HORIZON_DAYS))]
+    #[arg(long, default_value_t = 3650, value_parser = numbers::horizon_days)]
     pub horizon_days: u64,
     /// The folder the run's files go to (summary.json, jobs.csv, ...); none: only the summary.
     /// A flag of `simulate` (a sweep names its runs' folders itself).

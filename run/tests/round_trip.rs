@@ -21,6 +21,7 @@ fn every_field() -> RunSpec {
         queues: Some(PathBuf::from("q/queues.csv")),
         datasets: Some(PathBuf::from("d/datasets.csv")),
         policy: "sjf[duration=estimate]".parse().unwrap(),
+        single_node_up_to: Some(8),
         seed: 7,
         jobs: 300,
         load: 1.25,
@@ -79,9 +80,13 @@ fn toml_round_trip() {
 
 #[test]
 fn flags_round_trip() {
+    // With a trace, the built-in workload's settings are not flags (simulate refuses them).
     let spec = RunSpec { out: None, decisions: false, ..every_field() };
     let flags = spec.to_flags();
-    assert_eq!(RunSpec::from_flags(&flags).unwrap(), spec, "{flags:?}");
+    let unused = RunSpec { jobs: run::BUILTIN_JOBS, load: run::BUILTIN_LOAD, ..spec.clone() };
+    assert_eq!(RunSpec::from_flags(&flags).unwrap(), unused, "{flags:?}");
+    let synthetic = RunSpec { trace: None, ..spec.clone() };
+    assert_eq!(RunSpec::from_flags(synthetic.to_flags()).unwrap(), synthetic);
     let text = flags.join(" ");
     for expected in ["--heartbeat-s 2.5", "--queue-checkpoint-s b=1.5", "--format philly", "--check-invariants"] {
         assert!(text.contains(expected), "{expected} in {text}");

@@ -17,7 +17,7 @@ pub struct MergeArgs {
     #[arg(required = true, value_name = "SHARD_DIR")]
     shards: Vec<PathBuf>,
     /// Where the merged sweep goes: a new or empty folder.
-    #[arg(long)]
+    #[arg(long, short)]
     out: PathBuf,
 }
 

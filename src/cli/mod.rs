@@ -11,7 +11,8 @@ mod simulate;
 mod sweep;
 mod trace;
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub type CliResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -131,8 +132,11 @@ pub fn main_with(registry: ::policies::Registry) -> std::process::ExitCode {
 }
 
 fn run() -> CliResult {
-    match Cli::parse().command {
-        Command::Simulate(args) => simulate::run(*args),
+    let matches = Cli::command().try_get_matches().unwrap_or_else(|e| in_users_terms(e).exit());
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let typed = |id: &str| typed_on_command_line(&matches, id);
+    match cli.command {
+        Command::Simulate(args) => simulate::run(*args, &typed),
         Command::Sweep(args) => sweep::run(*args),
         Command::Merge(args) => merge::run(args),
         Command::Compare(args) => compare::run(args),
@@ -143,4 +147,36 @@ fn run() -> CliResult {
         Command::Cluster(command) => cluster::run(command),
         Command::Live(command) => live::run(command),
     }
+}
+
+/// A flag's bad value said as `--flag `value`: what was expected`, in place of clap's
+/// `invalid value 'value' for '--flag <FLAG>': ...`; other errors (and help) as clap says them.
+fn in_users_terms(e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::ValueValidation {
+        return e;
+    }
+    let (Some(ContextValue::String(arg)), Some(ContextValue::String(value)), Some(why)) =
+        (e.get(ContextKind::InvalidArg), e.get(ContextKind::InvalidValue), std::error::Error::source(&e))
+    else {
+        return e;
+    };
+    let flag = arg.split_whitespace().next().unwrap_or(arg);
+    clap::Error::raw(ErrorKind::ValueValidation, format!("{flag} `{value}`: {why}\n"))
+}
+
+/// Whether the user typed the flag `id` of the subcommand (rather than left its default).
+fn typed_on_command_line(matches: &ArgMatches, id: &str) -> bool {
+    matches.subcommand().is_some_and(|(_, sub)| sub.value_source(id) == Some(ValueSource::CommandLine))
+}
+
+/// Refuses the flags of the built-in synthetic workload (--jobs, --load) with a trace, which
+/// replaces that workload: they would change nothing, yet be recorded as run settings.
+fn refuse_synthetic_flags(traced: bool, typed: &dyn Fn(&str) -> bool) -> Result<(), String> {
+    let given: Vec<&str> = ["--jobs", "--load"].into_iter().filter(|flag| typed(&flag[2..])).collect();
+    if !traced || given.is_empty() {
+        return Ok(());
+    }
+    let (verb, it) = if given.len() == 1 { ("shapes", "it") } else { ("shape", "them") };
+    Err(format!("{} {verb} the built-in synthetic workload, which --trace replaces: drop {it}", given.join(" and ")))
 }

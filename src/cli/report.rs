@@ -11,8 +11,8 @@ pub struct ReportArgs {
     dir: PathBuf,
     /// The HTML file to write (default: DIR/report.html). Everything is inline: it opens
     /// anywhere, with no network.
-    #[arg(short, long)]
-    output: Option<PathBuf>,
+    #[arg(short, long, visible_alias = "output")]
+    out: Option<PathBuf>,
     /// Also write each chart as a PNG (twice the on-page size) into this folder.
     #[arg(long, value_name = "DIR")]
     png: Option<PathBuf>,
@@ -31,7 +31,7 @@ pub fn run(args: ReportArgs) -> CliResult {
     }
     let input = reports::report::load(&args.dir)?;
     let rendered = reports::report::render(&input)?;
-    let output = args.output.unwrap_or_else(|| args.dir.join("report.html"));
+    let output = args.out.unwrap_or_else(|| args.dir.join("report.html"));
     std::fs::write(&output, &rendered.html).map_err(|e| format!("cannot write {}: {e}", output.display()))?;
     let charts = rendered.svgs.len();
     emit(format_args!("wrote {} ({charts} chart{})\n", output.display(), if charts == 1 { "" } else { "s" }))?;

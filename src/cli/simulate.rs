@@ -11,22 +11,40 @@ pub struct SimulateArgs {
     run: RunSpec,
     /// Write summary.json, jobs.csv, timeseries.csv and queue_timeseries.csv (tasks.csv when
     /// jobs have several tasks; gpu_health.csv when hardware fails; decisions.csv with
-    /// --decisions) into this folder.
-    #[arg(long)]
+    /// --decisions) into this folder. A folder reused for another run keeps only the new run's
+    /// files (the earlier run's others and its report.html are removed); one holding files no
+    /// run writes is refused unless --force.
+    #[arg(long, short)]
     out: Option<PathBuf>,
+    /// Write into an --out folder that holds files no run writes (they are left as they are),
+    /// and a time series of more than 100,000 buckets (--series-bucket-s).
+    #[arg(long)]
+    force: bool,
     /// Also write the decision log, decisions.csv, into --out.
     #[arg(long)]
     decisions: bool,
 }
 
-pub fn run(args: SimulateArgs) -> CliResult {
+/// Runs one simulation; `typed` says which flags the user typed (rather than left default).
+pub fn run(args: SimulateArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
+    super::refuse_synthetic_flags(args.run.trace.is_some(), typed)?;
     if args.decisions && args.out.is_none() {
         return Err("--decisions writes decisions.csv into --out DIR; give --out".into());
     }
+    if let Some(dir) = &args.out {
+        run::check_run_folder(dir, "--out", args.force)?;
+    }
     let spec = RunSpec { out: args.out, decisions: args.decisions, ..args.run };
+    if let (true, Some(reason)) = (typed("seed"), spec.idle_seed_reason()) {
+        eprintln!(
+            "warning: --seed {} changes nothing here unless the policy draws random numbers: {reason}",
+            spec.seed
+        );
+    }
     // The time series is integrated only when it will be written.
     let keep = Keep { decisions: spec.decisions, series: spec.out.is_some() };
-    let outcome = super::runner().run(&spec, keep)?;
+    let runner = if args.force { super::runner().without_series_limit() } else { super::runner() };
+    let outcome = runner.run(&spec, keep)?;
     emit(reports::summary_table(&outcome.summary))?;
     if let Some(dir) = &spec.out {
         outcome.write(dir, spec.decisions)?;

@@ -32,6 +32,8 @@ pub struct SweepArgs {
     traces: Vec<PathBuf>,
     policies: Vec<String>,
     seed_given: bool,
+    /// The flags of the built-in workload the user typed (`jobs`, `load`).
+    synthetic_typed: Vec<&'static str>,
     own: SweepOwnArgs,
 }
 
@@ -50,7 +52,7 @@ struct SweepOwnArgs {
     /// `simulate --out` writes, but no decisions.csv), sweep.csv (one row per run), sweep.json
     /// (settings and runs) and wall.csv (wall-clock seconds per run, the one file that is not
     /// deterministic).
-    #[arg(long)]
+    #[arg(long, short)]
     out: Option<PathBuf>,
     /// Runs at once (default: one per core). The outputs do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
@@ -98,12 +100,15 @@ impl FromArgMatches for SweepArgs {
             .get_many::<PolicySpec>("policy")
             .map(|v| v.map(PolicySpec::to_string).collect())
             .unwrap_or_default();
-        let seed_given = matches.value_source("seed") == Some(ValueSource::CommandLine);
+        let typed = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
+        let seed_given = typed("seed");
+        let synthetic_typed = ["jobs", "load"].into_iter().filter(|id| typed(id)).collect();
         Ok(SweepArgs {
             run: RunSpec::from_arg_matches_mut(matches)?,
             traces,
             policies,
             seed_given,
+            synthetic_typed,
             own: SweepOwnArgs::from_arg_matches_mut(matches)?,
         })
     }
@@ -131,13 +136,15 @@ pub fn run(args: SweepArgs) -> CliResult {
         .iter()
         .map(|p| p.to_str().map(str::to_string).ok_or_else(|| format!("--trace {}: not UTF-8", p.display())))
         .collect::<Result<Vec<_>, _>>()?;
+    super::refuse_synthetic_flags(!traces.is_empty(), &|id| args.synthetic_typed.contains(&id))?;
     let settings = SweepSettings {
         traces,
         policies: args.policies.clone(),
         grid: args.own.grid.clone(),
         seeds: parse_seeds(&args.own.seeds)?,
-        run: shared_settings(&args.run)?,
+        run: shared_settings(&args.run, !args.traces.is_empty())?,
     };
+    warn_of_idle_seeds(&args, &settings);
     let shard = args.own.shard.as_deref().map(parse_shard).transpose()?;
     let all = plan_runs(&settings)?;
     for trace in &settings.traces {
@@ -204,12 +211,27 @@ pub(super) fn version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 
+/// Says before the runs start when the seeds cannot change a run (a trace without seeded
+/// failures): a sweep over them repeats one run.
+fn warn_of_idle_seeds(args: &SweepArgs, settings: &SweepSettings) {
+    let probe = RunSpec { trace: args.traces.first().cloned(), ..args.run.clone() };
+    if let (true, Some(reason)) = (settings.seeds.len() > 1, probe.idle_seed_reason()) {
+        eprintln!(
+            "warning: --seeds {}: runs that differ only in their seed will be identical unless the policy draws \
+             random numbers: {reason}",
+            args.own.seeds
+        );
+    }
+}
+
 /// The settings every run of the sweep shares, for sweep.json: the RunSpec's fields but
-/// those each run sets.
-fn shared_settings(base: &RunSpec) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+/// those each run sets, and with traces, but the built-in workload's (`jobs`, `load`), which those runs do not use.
+fn shared_settings(base: &RunSpec, traced: bool) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    const SYNTHETIC: [&str; 2] = ["jobs", "load"];
     match serde_json::to_value(base).map_err(|e| e.to_string())? {
         serde_json::Value::Object(mut fields) => {
-            fields.retain(|key, _| !PER_RUN.contains(&key.as_str()));
+            let unused = |key: &str| PER_RUN.contains(&key) || (traced && SYNTHETIC.contains(&key));
+            fields.retain(|key, _| !unused(key));
             Ok(fields)
         }
         other => Err(format!("run settings are not a map: {other}")),
@@ -307,9 +329,8 @@ fn means_table(runs: &[SweepRun], done: &[Done]) -> String {
             None => groups.push((key, vec![&d.summary])),
         }
     }
-    let mut lines = vec![
-        ["trace", "policy", "runs", "mean JCT s", "p99 JCT s", "mean queue s", "util %", "goodput %"].map(String::from),
-    ];
+    let mut lines =
+        vec![["trace", "policy", "runs", "mean JCT", "p99 JCT", "mean queue", "util %", "goodput %"].map(String::from)];
     for ((trace, spec), list) in &groups {
         let mean = |f: fn(&Summary) -> f64| list.iter().map(|s| f(s)).sum::<f64>() / list.len() as f64;
         let trace = Path::new(trace).file_name().map_or((*trace).into(), |n| n.to_string_lossy());
@@ -317,9 +338,9 @@ fn means_table(runs: &[SweepRun], done: &[Done]) -> String {
             trace.into_owned(),
             spec.to_string(),
             list.len().to_string(),
-            format!("{:.1}", mean(|s| s.mean_jct_s)),
-            format!("{:.1}", mean(|s| s.p99_jct_s)),
-            format!("{:.1}", mean(|s| s.mean_queue_s)),
+            reports::human(mean(|s| s.mean_jct_s)),
+            reports::human(mean(|s| s.p99_jct_s)),
+            reports::human(mean(|s| s.mean_queue_s)),
             format!("{:.1}", mean(|s| s.utilisation) * 100.0),
             format!("{:.1}", mean(|s| s.goodput) * 100.0),
         ]);

@@ -354,7 +354,9 @@ impl Session {
             .map(|l| {
                 let f: Vec<&str> = l.split(',').collect();
                 let ms = (f[0].parse::<f64>().unwrap() * 1000.0).round() as u64;
-                format!("{ms},{},{},{},{}", f[1], f[2], f[3], f[4])
+                // time_s,kind,job_id,task_id,job_index,task_index,gpu_indexes,...: live's
+                // lines name jobs and tasks by their numbers.
+                format!("{ms},{},{},{},{}", f[1], f[4], f[5], f[6])
             })
             .collect();
         let summary: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();

@@ -172,6 +172,13 @@ impl Builder {
             not_before: row.opt_seconds_ms(cols.not_before)?.map(SimTime),
             not_after: row.opt_seconds_ms(cols.not_after)?.map(SimTime),
         };
+        // A window closed before submission would let load decide the outcome: the task would
+        // run when there is room at once and fail when it has to wait.
+        if let (true, Some(column)) = (window.not_after.is_some_and(|t| t.as_ms() < submit_ms), cols.not_after) {
+            let expected =
+                format!("the end of the start window at or after the job's submit_s ({})", format_seconds(submit_ms));
+            return Err(row.error(column, expected, row.text(column)?));
+        }
 
         let continues = self.jobs.last().is_some_and(|j| j.name == job_id);
         if !continues && let Some(first_line) = self.seen.get(job_id) {
@@ -574,6 +581,11 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
             if window.iter().flatten().any(|t| t.as_ms() > max_ms) {
                 return refuse(format!("job `{name}` task `{tname}`: its window must lie within {MAX_SECONDS} s"));
             }
+            if task.window.not_after.is_some_and(|t| t < job.submit) {
+                return refuse(format!(
+                    "job `{name}` task `{tname}`: its start window closes before the job's submission"
+                ));
+            }
             let referenced = job.tasks.iter().any(|o| o.deps.iter().any(|d| d.upstream == t));
             if referenced && tname.contains([':', ';']) {
                 return refuse(format!(
@@ -650,7 +662,7 @@ mod tests {
         );
         assert_eq!(
             err("job_id,submit_s,duration_s,gpus\na,0,1,0\n"),
-            "jobs.csv:2: field `gpus`: expected a whole number of GPUs, at least 1, got \"0\""
+            "jobs.csv:2: field `gpus`: expected a whole number of GPUs from 1 to 4294967295, got \"0\""
         );
         assert!(
             err("job_id,submit_s,duration_s,gpus\na,0,0,1\n")
@@ -731,6 +743,20 @@ mod tests {
             err(&format!("{head}j,a,10,5,1,,oops\n")),
             "jobs.csv:2: field `exit_code`: expected an integer exit code (0: success), e.g. 0, 1 or 137, got \"oops\""
         );
+    }
+
+    /// A window that closed before its job was submitted would make the result depend on load
+    /// (the task runs when there is room at once, fails when it waits): refused at load.
+    #[test]
+    fn a_start_window_closing_before_submission_is_refused() {
+        let head = "job_id,task_id,submit_s,duration_s,gpus,not_before_s,not_after_s\n";
+        assert_eq!(
+            err(&format!("{head}j,a,10,5,1,,20\nj,b,10,5,1,,9.5\n")),
+            "jobs.csv:3: field `not_after_s`: expected the end of the start window at or after the job's \
+             submit_s (10), got \"9.5\""
+        );
+        let w = read(&format!("{head}j,a,10,5,1,,10\n")).unwrap();
+        assert_eq!(w.jobs()[0].tasks[0].window.not_after, Some(SimTime(10_000)));
     }
 
     #[test]

@@ -45,8 +45,9 @@ pub fn parse_cluster_shorthand(text: &str) -> Result<ClusterSpec, TraceError> {
                 Some(milli) => (ty.trim(), milli),
                 None => {
                     return Err(fail(format!(
-                        "part {number} `{part}`: the speed after `@` must be a number > 0 with up to 3 decimals, \
-                         such as A100@2.5"
+                        "part {number} `{part}`: expected a speed above 0 with at most three decimals, such as 2.5 \
+                         or 1.125 (A100@2.5: 2.5 times the reference type), got `{}`",
+                        speed.trim()
                     )));
                 }
             },
@@ -241,8 +242,12 @@ pub(crate) fn read_cluster_into<R: Read>(source: R, file: &str, sink: &mut Sink)
 }
 
 /// A speed relative to the reference GPU type (`2.5`), in thousandths, exactly as the decimal
-/// says (the seconds parser reads "2.5" as 2500); `None` unless above 0 and within u32.
+/// says (the seconds parser reads "2.5" as 2500); `None` unless above 0, within u32 and exact
+/// in thousandths (`1.2345` is refused rather than rounded).
 pub(crate) fn parse_speed_milli(text: &str) -> Option<u32> {
+    if text.split_once('.').is_some_and(|(_, decimals)| decimals.trim_end_matches('0').len() > 3) {
+        return None;
+    }
     let milli = crate::timeparse::parse_seconds_ms(text).ok()?;
     u32::try_from(milli).ok().filter(|&m| m > 0)
 }
@@ -262,6 +267,15 @@ mod tests {
 
     fn p(name: &str, ty: &str, nodes: u32, gpus: u32) -> (String, String, u32, u32) {
         (name.into(), ty.into(), nodes, gpus)
+    }
+
+    #[test]
+    fn speeds_finer_than_thousandths_are_refused_not_rounded() {
+        assert_eq!(parse_speed_milli("1.125"), Some(1125));
+        assert_eq!(parse_speed_milli("1.2500"), Some(1250));
+        assert_eq!(parse_speed_milli("1.2345"), None);
+        let e = parse_cluster_shorthand("1x1:A100@1.2345").unwrap_err().to_string();
+        assert!(e.contains("expected a speed above 0 with at most three decimals"), "{e}");
     }
 
     #[test]

@@ -275,10 +275,18 @@ impl<R: Read> Rows<R> {
         let fields = self.input.fields();
         if fields.len() != self.header.len() {
             let what = if self.headerless { "(the format's columns)" } else { "as in the header" };
+            // Only a quoted field holds a line break: here most likely a `"` never closed,
+            // which swallowed the rest of the row (and the rows after it) into one field.
+            let runs_on = (0..fields.len()).any(|i| fields.get(i).is_some_and(|f| f.contains(&b'\n')));
+            let cause = if runs_on {
+                "a quoted field runs on past its line (a `\"` opens it and no `\"` on the line closes it); "
+            } else {
+                ""
+            };
             return Some(Err(TraceError::row(
                 &self.file,
                 line,
-                format!("expected {} fields {what}, got {}", self.header.len(), fields.len()),
+                format!("{cause}expected {} fields {what}, got {}", self.header.len(), fields.len()),
             )));
         }
         Some(Ok(Row { line, fields, file: &self.file, header: &self.header }))
@@ -498,12 +506,12 @@ impl<'a> Row<'a> {
         }
     }
 
-    /// A whole number of GPUs, at least 1.
+    /// A whole number of GPUs, 1 to u32::MAX.
     pub(crate) fn gpus(&self, column: usize) -> Result<u32, TraceError> {
         let text = self.text(column)?;
         match parse_u32(text) {
             Some(n) if n >= 1 => Ok(n),
-            _ => Err(self.error(column, "a whole number of GPUs, at least 1", text)),
+            _ => Err(self.error(column, format!("a whole number of GPUs from 1 to {}", u32::MAX), text)),
         }
     }
 
@@ -588,6 +596,17 @@ mod tests {
         assert_eq!(rows.columns(COLUMNS, Unknown::Refuse).unwrap(), [Some(0), None]);
         let e = Rows::open("".as_bytes(), "t.csv").err().unwrap().to_string();
         assert_eq!(e, "t.csv: the file is empty; expected a header line");
+    }
+
+    #[test]
+    fn a_quote_never_closed_is_named() {
+        let mut rows = Rows::open(&b"a,b\n\"1,2\n3,4\n"[..], "t.csv").unwrap();
+        let e = rows.next_row().unwrap().err().unwrap().to_string();
+        assert_eq!(
+            e,
+            "t.csv:2: a quoted field runs on past its line (a `\"` opens it and no `\"` on the line closes it); \
+             expected 2 fields as in the header, got 1"
+        );
     }
 
     #[test]

@@ -79,8 +79,11 @@ pub fn parse_seconds_ms(text: &str) -> Result<u64, SecondsError> {
             _ => not_decimal = true,
         }
     }
+    // The hint on exponent notation is for numbers written that way (`1e3`), not for any
+    // text with an `e` in it (`ten`).
     if exponent {
-        return Err(SecondsError::Exponent);
+        let number = text.parse::<f64>().is_ok();
+        return Err(if number { SecondsError::Exponent } else { SecondsError::NotDecimal });
     }
     if not_decimal || !any_digit {
         return Err(SecondsError::NotDecimal);
@@ -289,7 +292,7 @@ mod tests {
         if bytes[0] == b'-' {
             return Err(SecondsError::Negative);
         }
-        if bytes.iter().any(|b| matches!(b, b'e' | b'E')) {
+        if bytes.iter().any(|b| matches!(b, b'e' | b'E')) && text.parse::<f64>().is_ok() {
             return Err(SecondsError::Exponent);
         }
         let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));

@@ -145,6 +145,10 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
             let tasks: Vec<_> = (0..tasks).map(task).collect();
             tasks.prop_map(move |mut tasks| {
                 add_deps(&mut tasks, &choices);
+                // A window that closes before the job's submission is refused too.
+                for task in &mut tasks {
+                    task.window.not_after = task.window.not_after.map(|t| t.max(SimTime(submit)));
+                }
                 JobSpec {
                     name: format!("{n}#{index}").into(),
                     submit: SimTime(submit),

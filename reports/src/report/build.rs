@@ -3,7 +3,7 @@
 //! (trace, policy) group holds that policy's seeds. Every iteration here follows run order or
 //! a sorted key, so the same input gives the same report.
 
-use super::charts::{Bar, Chart, Plot, Series, XAxis, time_unit};
+use super::charts::{Bar, Chart, Edge, Plot, Series, XAxis, time_unit};
 use super::input::{Input, Run, Source};
 use super::stats::{cdf, estimate};
 use crate::compare::{Better, METRICS};
@@ -63,6 +63,8 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
     /// Below the table.
     pub foot: String,
+    /// Columns shown only when the reader asks for all (a wide table stays readable).
+    pub more: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -102,9 +104,22 @@ impl<'a> Group<'a> {
 
 struct Trace<'a> {
     name: String,
+    /// A lone run folder's "trace" (named by its folder), not a sweep's trace.
+    lone: bool,
     /// Unique among the report's traces, for chart ids and file names.
     slug: String,
     groups: Vec<Group<'a>>,
+}
+
+impl Trace<'_> {
+    /// What chart titles name: the trace, and for a lone run its policy too (a sweep's charts
+    /// name their policies in their legends).
+    fn title(&self) -> String {
+        match (self.lone, self.groups.first()) {
+            (true, Some(g)) => format!("{} · {}", self.name, g.spec),
+            _ => self.name.clone(),
+        }
+    }
 }
 
 fn group(input: &Input) -> Vec<Trace<'_>> {
@@ -114,7 +129,8 @@ fn group(input: &Input) -> Vec<Trace<'_>> {
         let trace = match traces.iter().position(|t| t.name == name) {
             Some(i) => &mut traces[i],
             None => {
-                traces.push(Trace { name: name.clone(), slug: slug(&name), groups: Vec::new() });
+                let lone = input.source == Source::Run;
+                traces.push(Trace { name: name.clone(), lone, slug: slug(&name), groups: Vec::new() });
                 traces.last_mut().expect("just pushed")
             }
         };
@@ -214,10 +230,12 @@ fn show(key: &str, v: f64) -> String {
     }
 }
 
-/// `mean ± half-width` in the key's unit (the half-width of a percentage in points).
+/// `mean ± half-width` in the key's unit (the half-width of a percentage in points); the
+/// value alone, said to be one, when every seed gave it.
 fn show_interval(key: &str, mean: f64, half_width: Option<f64>) -> String {
     match half_width {
         None => show(key, mean),
+        Some(0.0) => format!("{} (deterministic: one value)", show(key, mean)),
         Some(hw) if key == "utilisation" || key == "goodput" => format!("{:.2} ± {:.2} %", mean * 100.0, hw * 100.0),
         Some(hw) => format!("{} ± {}", show(key, mean), show(key, hw)),
     }
@@ -271,7 +289,8 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
             rows.push(row);
         }
         let mut foot = "Mean over seeds ± the half-width of its 95 % confidence interval (Student's t, n - 1 \
-                        degrees of freedom); n = 1 shows the value alone. Bold: the best policy on that metric \
+                        degrees of freedom); n = 1 shows the value alone, and so does a value that every \
+                        seed gave alike, marked deterministic. Bold: the best policy on that metric \
                         (lower or higher is better, as the metric name says)."
             .to_string();
         if !all_zero.is_empty() {
@@ -279,16 +298,25 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
         }
         items.push(Item::Table(Table {
             id: format!("summary-{}", t.slug),
-            caption: format!("{}: policies across seeds", t.name),
+            caption: if t.lone {
+                format!("{}: the run's metrics", t.title())
+            } else {
+                format!("{}: policies across seeds", t.name)
+            },
             header,
             rows,
             foot,
+            more: Vec::new(),
         }));
     }
     Section {
         id: "summary".into(),
         title: "Summary".into(),
-        intro: "Each policy's metrics on each trace, averaged over its seeds.".into(),
+        intro: if traces.iter().all(|t| t.lone) {
+            "The run's metrics, each with the side that is better.".into()
+        } else {
+            "Each policy's metrics on each trace, averaged over its seeds.".into()
+        },
         items,
     }
 }
@@ -312,10 +340,10 @@ fn cdf_section(traces: &[Trace<'_>], id: &str, title: &str, value: fn(&super::in
         }
         let chart = Chart {
             id: format!("{id}-cdf-{}", t.slug),
-            title: format!("{title} CDF · {}", t.name),
+            title: format!("{title} CDF · {}", t.title()),
             x_label: format!("{what} (log scale)"),
             y_label: "fraction of finished jobs".into(),
-            plot: Plot::Lines { x: XAxis::LogDuration, y_max: Some(1.0), series },
+            plot: Plot::Lines { x: XAxis::LogDuration, y_max: Some(1.0), counts: false, series },
         };
         let caption = format!(
             "Empirical CDF of {what} over finished jobs, one line per policy, all seeds pooled ({}). \
@@ -419,10 +447,10 @@ fn time_section(traces: &[Trace<'_>]) -> Section {
         items.push(Item::Chart(
             Chart {
                 id: format!("utilisation-{}", t.slug),
-                title: format!("GPU utilisation over time · {}", t.name),
+                title: format!("GPU utilisation over time · {}", t.title()),
                 x_label: time_label(&util),
                 y_label: "allocated GPUs (% of cluster)".into(),
-                plot: Plot::Lines { x: XAxis::Time, y_max: Some(100.0), series: util },
+                plot: Plot::Lines { x: XAxis::Time, y_max: Some(100.0), counts: false, series: util },
             },
             format!(
                 "Time-average per bucket of allocated GPUs (stalled ones on broken hardware included) as a share of \
@@ -432,10 +460,10 @@ fn time_section(traces: &[Trace<'_>]) -> Section {
         items.push(Item::Chart(
             Chart {
                 id: format!("queue-length-{}", t.slug),
-                title: format!("Queue length over time · {}", t.name),
+                title: format!("Queue length over time · {}", t.title()),
                 x_label: time_label(&queue),
                 y_label: "waiting tasks".into(),
-                plot: Plot::Lines { x: XAxis::Time, y_max: None, series: queue },
+                plot: Plot::Lines { x: XAxis::Time, y_max: None, counts: false, series: queue },
             },
             format!("Time-average per bucket of tasks waiting to start, one line per policy ({seeds})."),
         ));
@@ -575,10 +603,10 @@ fn failure_section(traces: &[Trace<'_>]) -> Option<Section> {
         items.push(Item::Chart(
             Chart {
                 id: format!("failures-{}", t.slug),
-                title: format!("Hardware failures over time · {}", t.name),
+                title: format!("Hardware failures over time · {}", t.title()),
                 x_label: time_label(&failures),
                 y_label: "failures per bucket".into(),
-                plot: Plot::Lines { x: XAxis::Time, y_max: None, series: failures },
+                plot: Plot::Lines { x: XAxis::Time, y_max: None, counts: true, series: failures },
             },
             format!(
                 "GPU and node failures starting in each bucket (ground truth, the same for every policy at one seed), \
@@ -608,10 +636,10 @@ fn failure_section(traces: &[Trace<'_>]) -> Option<Section> {
         items.push(Item::Chart(
             Chart {
                 id: format!("lost-gpu-hours-{}", t.slug),
-                title: format!("Lost GPU-hours over time · {}", t.name),
+                title: format!("Lost GPU-hours over time · {}", t.title()),
                 x_label: time_label(&lost),
                 y_label: "lost GPU-hours (cumulative)".into(),
-                plot: Plot::Lines { x: XAxis::Time, y_max: None, series: lost },
+                plot: Plot::Lines { x: XAxis::Time, y_max: None, counts: false, series: lost },
             },
             "GPU-hours lost by attempts that ended (work redone since the last checkpoint, detection lag, restart \
              overhead, checkpoint writing), summed up to each time, one line per policy (lowest seed)."
@@ -708,8 +736,9 @@ fn gantt_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, tasks: &[super::input::T
     let mut edges = Vec::new();
     for (to, task) in job_tasks.iter().enumerate() {
         for dep in &task.depends_on {
-            if let Some(from) = job_tasks.iter().position(|t| t.name == *dep) {
-                edges.push((from, to));
+            let Some(from) = job_tasks.iter().position(|t| t.name == dep.task) else { continue };
+            if let Some(leaves_s) = departure(job_tasks[from], task, dep.kind.as_deref()) {
+                edges.push(Edge { from, to, leaves_s: leaves_s - first_start });
             }
         }
     }
@@ -728,14 +757,33 @@ fn gantt_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, tasks: &[super::input::T
             plot: Plot::Gantt { bars, edges, states },
         },
         format!(
-            "Each task from its first start to its finish, coloured by final state; grey lines join a task to those \
-             it depends on. Job {job} of {}, seed {}: {total} tasks{}{}.",
+            "Each task from its first start to its finish, coloured by final state (at least a few pixels wide, \
+             however short); grey lines join a task to those it depends on, from the point it waited for: the \
+             upstream's end, S seconds of its work for data=S, and for checkpoint=N the latest that checkpoint can \
+             have been written. Job {job} of {}, seed {}: {total} tasks{}{}.",
             run.dir,
             run.seed,
             if total > GANTT_TASKS { format!(", the first {GANTT_TASKS} by start shown") } else { String::new() },
             if not_run > 0 { format!("; {not_run} never ran (no bar)") } else { String::new() }
         ),
     ))
+}
+
+/// Where on its upstream's bar a dependency's line leaves (seconds, the runs' clock): the end
+/// for success, any and failure; `S` seconds after the upstream's start for `data=S` (work at
+/// the reference speed); for `checkpoint=N`, whose interval tasks.csv does not give, the
+/// downstream's start, the latest the checkpoint can have been written. Always within the
+/// upstream's span, and never after the downstream started. None when either never ran.
+fn departure(upstream: &super::input::Task, downstream: &super::input::Task, kind: Option<&str>) -> Option<f64> {
+    let start = upstream.first_start_s?;
+    let end = upstream.finish_s.unwrap_or(start).max(start);
+    let started = downstream.first_start_s?;
+    let point = match kind.and_then(|k| k.split_once('=')) {
+        Some(("data", seconds)) => start + seconds.parse::<f64>().ok()?,
+        Some(("checkpoint", _)) => started,
+        _ => end,
+    };
+    Some(point.min(end).min(started.max(start)).max(start))
 }
 
 /// The per-run table: each run's headline numbers exactly as summary.json has them.
@@ -792,6 +840,8 @@ fn runs_section(input: &Input) -> Section {
             header,
             rows,
             foot: String::new(),
+            // Shown: run, policy, seed, mean and p99 JCT, utilisation; the rest on demand.
+            more: vec![1, 4, 7, 9, 10, 11, 12],
         })],
     }
 }
@@ -853,10 +903,34 @@ mod tests {
         }
     }
 
+    /// Dependency lines leave from the point waited for: prep runs 0..100; train (data=30)
+    /// starts at 30, eval (checkpoint=2) at 50, report (success on eval) at eval's end, 80.
+    #[test]
+    fn edges_leave_from_the_point_waited_for() {
+        let task = |start: f64, end: f64| super::super::input::Task {
+            job: "p".into(),
+            task: 0,
+            name: "t".into(),
+            state: "succeeded".into(),
+            first_start_s: Some(start),
+            finish_s: Some(end),
+            gpus: 1.0,
+            depends_on: Vec::new(),
+        };
+        let (prep, train, eval, report) = (task(0.0, 100.0), task(30.0, 90.0), task(50.0, 80.0), task(80.0, 95.0));
+        assert_eq!(departure(&prep, &train, Some("data=30")), Some(30.0));
+        assert_eq!(departure(&prep, &eval, Some("checkpoint=2")), Some(50.0));
+        assert_eq!(departure(&eval, &report, None), Some(80.0));
+        assert_eq!(departure(&prep, &report, Some("any")), Some(80.0), "never after the downstream started");
+        let never = super::super::input::Task { first_start_s: None, ..task(0.0, 0.0) };
+        assert_eq!(departure(&never, &report, None), None);
+    }
+
     #[test]
     fn intervals_read_in_units() {
         assert_eq!(show_interval("utilisation", 0.5, Some(0.01)), "50.00 ± 1.00 %");
         assert_eq!(show_interval("mean_jct_s", 60.0, None), "60.0 s");
         assert_eq!(show_interval("preemptions", 3.0, Some(0.5)), "3 ± 0.50");
+        assert_eq!(show_interval("preemptions", 3.0, Some(0.0)), "3 (deterministic: one value)");
     }
 }

@@ -8,6 +8,8 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::ops::Range;
 
+use super::legend::{Legend, Swatch};
+
 /// A linear f64 axis with ticks where asked (None: plotters' own round numbers).
 struct Ticked {
     inner: RangedCoordf64,
@@ -56,7 +58,7 @@ pub const PALETTE: [RGBColor; 10] = [
     RGBColor(0xba, 0xb0, 0xac),
 ];
 
-const FONT: &str = "sans-serif";
+pub(super) const FONT: &str = "sans-serif";
 const GRID: RGBColor = RGBColor(0xe4, 0xe4, 0xe4);
 const AXIS: RGBColor = RGBColor(0x55, 0x55, 0x55);
 
@@ -88,14 +90,24 @@ pub struct Bar {
     pub state: usize,
 }
 
+/// A dependency line of a Gantt chart: from bar `from`, at `leaves_s` (the point the
+/// downstream waited for, in the bars' seconds), to the start of bar `to`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Edge {
+    pub from: usize,
+    pub to: usize,
+    pub leaves_s: f64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plot {
-    /// Lines on shared axes; `y_max` fixes the top of the y axis (1 for a CDF).
-    Lines { x: XAxis, y_max: Option<f64>, series: Vec<Series> },
+    /// Lines on shared axes; `y_max` fixes the top of the y axis (1 for a CDF); `counts`: the
+    /// y values are counts, ticked at whole numbers only.
+    Lines { x: XAxis, y_max: Option<f64>, counts: bool, series: Vec<Series> },
     /// Layers stacked bottom to top (each layer's y added to those below).
     Stacked { series: Vec<Series> },
-    /// Bars top to bottom, with dependency arrows (from bar, to bar).
-    Gantt { bars: Vec<Bar>, edges: Vec<(usize, usize)>, states: Vec<String> },
+    /// Bars top to bottom, with dependency lines.
+    Gantt { bars: Vec<Bar>, edges: Vec<Edge>, states: Vec<String> },
 }
 
 /// A chart: its id (unique in a report, used for file names and the render check), title,
@@ -165,14 +177,22 @@ impl Chart {
         let px = |v: f64| (v * scale).round() as u32;
         let pt = |v: f64| v * scale;
         root.fill(&WHITE).map_err(|e| self.error(e))?;
-        let mut builder = ChartBuilder::on(root);
+        let body = root
+            .margin(px(10.0), 0, 0, 0)
+            .titled(&self.title, (FONT, pt(21.0)).into_font().color(&BLACK))
+            .map_err(|e| self.error(e))?;
+        // The legend gets a strip of its own right of the plot, never on the data.
+        let legend = self.legend();
+        let (width, _) = body.dim_in_pixel();
+        let (plot, strip) = body.split_horizontally(width.saturating_sub(legend.width(scale)));
+        legend.draw(&strip, px(14.0) as i32, scale).map_err(|e| self.error(e))?;
+        let mut builder = ChartBuilder::on(&plot);
         builder
-            .caption(&self.title, (FONT, pt(21.0)).into_font().color(&BLACK))
             .margin(px(14.0))
             .x_label_area_size(px(50.0))
             .y_label_area_size(px(if matches!(self.plot, Plot::Gantt { .. }) { 150.0 } else { 66.0 }));
         match &self.plot {
-            Plot::Lines { x, y_max, series } => self.lines(builder, x, *y_max, series, scale),
+            Plot::Lines { x, y_max, counts, series } => self.lines(builder, x, *y_max, *counts, series, scale),
             Plot::Stacked { series } => self.stacked(builder, series, scale),
             Plot::Gantt { bars, edges, states } => self.gantt(builder, bars, edges, states, scale),
         }
@@ -183,6 +203,7 @@ impl Chart {
         mut builder: ChartBuilder<'_, '_, DB>,
         x: &XAxis,
         y_max: Option<f64>,
+        counts: bool,
         series: &[Series],
         scale: f64,
     ) -> Result<(), String> {
@@ -213,9 +234,12 @@ impl Chart {
             Some(max) if data_top <= max => max,
             _ => nice_top(data_top),
         };
+        // Counts: whole-number ticks (never 0.2 failures), the top rounded up to a tick.
+        let (top, y_ticks) = if counts { whole_ticks(top) } else { (top, None) };
         let transform = |v: f64| if log { v.max(1.0).log10() } else { (v - origin) / unit };
         let x_spec = Ticked::new(x_range.0..x_range.1, ticks);
-        let mut chart = builder.build_cartesian_2d(x_spec, 0.0..top).map_err(|e| self.error(e))?;
+        let y_spec = Ticked::new(0.0..top, y_ticks);
+        let mut chart = builder.build_cartesian_2d(x_spec, y_spec).map_err(|e| self.error(e))?;
         let format_x = |v: &f64| if log { duration_label(10f64.powf(*v)) } else { axis_number(*v) };
         let mut mesh = chart.configure_mesh();
         mesh.x_desc(&self.x_label)
@@ -235,26 +259,7 @@ impl Chart {
             let color = PALETTE[i % PALETTE.len()];
             let style = color.stroke_width((2.0 * scale).round() as u32);
             let points = s.points.iter().map(|&(x, y)| (transform(x), y));
-            chart
-                .draw_series(LineSeries::new(points, style))
-                .map_err(|e| self.error(e))?
-                .label(&s.name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + (18.0 * scale) as i32, y)], style));
-        }
-        if series.len() > 1 {
-            chart
-                .configure_series_labels()
-                .position(if y_max.is_some() {
-                    SeriesLabelPosition::LowerRight
-                } else {
-                    SeriesLabelPosition::UpperRight
-                })
-                .background_style(WHITE.mix(0.9))
-                .border_style(AXIS.mix(0.5))
-                .label_font((FONT, 13.0 * scale))
-                .legend_area_size((26.0 * scale) as u32)
-                .draw()
-                .map_err(|e| self.error(e))?;
+            chart.draw_series(LineSeries::new(points, style)).map_err(|e| self.error(e))?;
         }
         Ok(())
     }
@@ -295,26 +300,14 @@ impl Chart {
             .y_labels(8)
             .draw()
             .map_err(|e| self.error(e))?;
-        for (i, (s, (lower, upper))) in series.iter().zip(&layers).enumerate() {
+        for (i, (lower, upper)) in layers.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             let mut outline: Vec<(f64, f64)> = xs.iter().zip(upper).map(|(x, y)| ((x - lo) / unit, *y)).collect();
             outline.extend(xs.iter().zip(lower).rev().map(|(x, y)| ((x - lo) / unit, *y)));
-            let side = (6.0 * scale) as i32;
             chart
                 .draw_series(std::iter::once(Polygon::new(outline, color.mix(0.85).filled())))
-                .map_err(|e| self.error(e))?
-                .label(&s.name)
-                .legend(move |(x, y)| Rectangle::new([(x, y - side), (x + 2 * side, y + side)], color.filled()));
+                .map_err(|e| self.error(e))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(AXIS.mix(0.5))
-            .label_font((FONT, 13.0 * scale))
-            .legend_area_size((26.0 * scale) as u32)
-            .draw()
-            .map_err(|e| self.error(e))?;
         Ok(())
     }
 
@@ -322,7 +315,7 @@ impl Chart {
         &self,
         mut builder: ChartBuilder<'_, '_, DB>,
         bars: &[Bar],
-        edges: &[(usize, usize)],
+        edges: &[Edge],
         states: &[String],
         scale: f64,
     ) -> Result<(), String> {
@@ -330,8 +323,7 @@ impl Chart {
         let (lo, hi) = extent(bars.iter().filter_map(|b| b.span).flat_map(|(a, b)| [a, b]));
         let lo = lo.min(0.0);
         let (unit, _) = time_unit(hi - lo);
-        // Room on the right for the legend (a DAG runs top left to bottom right).
-        let hi = if hi > lo { hi + 0.18 * (hi - lo) } else { lo + unit };
+        let hi = if hi > lo { hi } else { lo + unit };
         // Row i (top to bottom) is centred at y = n - i - 0.5.
         let row_y = |i: usize| (n - i) as f64 - 0.5;
         let ticks: Vec<f64> = (0..bars.len()).map(row_y).collect();
@@ -357,43 +349,56 @@ impl Chart {
             .map_err(|e| self.error(e))?;
         let edge_style = AXIS.mix(0.8).stroke_width(scale.round() as u32);
         chart
-            .draw_series(edges.iter().filter_map(|&(from, to)| {
-                let (_, from_end) = bars.get(from)?.span?;
-                let (to_start, _) = bars.get(to)?.span?;
+            .draw_series(edges.iter().filter_map(|e| {
+                let (to_start, _) = bars.get(e.to)?.span?;
                 Some(PathElement::new(
-                    vec![((from_end - lo) / unit, row_y(from)), ((to_start - lo) / unit, row_y(to))],
+                    vec![((e.leaves_s - lo) / unit, row_y(e.from)), ((to_start - lo) / unit, row_y(e.to))],
                     edge_style,
                 ))
             }))
             .map_err(|e| self.error(e))?;
+        // A task of a minute on a chart of a day would be invisible: every bar gets a few pixels.
+        let plot_px = f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
+        let min_width = MIN_BAR_PX * scale * (hi - lo) / unit / plot_px;
+        let right = (hi - lo) / unit;
         for (k, state) in states.iter().enumerate() {
             let color = state_color(state);
-            let side = (6.0 * scale) as i32;
             chart
                 .draw_series(bars.iter().enumerate().filter(|(_, b)| b.state == k).filter_map(|(i, b)| {
                     let (start, end) = b.span?;
                     let y = row_y(i);
-                    Some(Rectangle::new(
-                        [((start - lo) / unit, y - 0.32), ((end - lo) / unit, y + 0.32)],
-                        color.filled(),
-                    ))
+                    let (x0, x1) = ((start - lo) / unit, (end - lo) / unit);
+                    let x1 = x1.max(x0 + min_width);
+                    // Widened past the axis' end, it would be cut: widen it leftwards instead.
+                    let (x0, x1) = if x1 > right { (right - (x1 - x0), right) } else { (x0, x1) };
+                    Some(Rectangle::new([(x0, y - 0.32), (x1, y + 0.32)], color.filled()))
                 }))
-                .map_err(|e| self.error(e))?
-                .label(state)
-                .legend(move |(x, y)| Rectangle::new([(x, y - side), (x + 2 * side, y + side)], color.filled()));
+                .map_err(|e| self.error(e))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(AXIS.mix(0.5))
-            .label_font((FONT, 13.0 * scale))
-            .legend_area_size((26.0 * scale) as u32)
-            .draw()
-            .map_err(|e| self.error(e))?;
         Ok(())
     }
 }
+
+impl Chart {
+    /// The legend: the series of a chart of several lines, a stack's layers, a Gantt chart's
+    /// states.
+    fn legend(&self) -> Legend {
+        let named = |series: &[Series]| {
+            series.iter().enumerate().map(|(i, s)| (s.name.clone(), PALETTE[i % PALETTE.len()])).collect()
+        };
+        match &self.plot {
+            Plot::Lines { series, .. } if series.len() > 1 => Legend { entries: named(series), swatch: Swatch::Line },
+            Plot::Lines { .. } => Legend { entries: Vec::new(), swatch: Swatch::Line },
+            Plot::Stacked { series } => Legend { entries: named(series), swatch: Swatch::Block },
+            Plot::Gantt { states, .. } => {
+                Legend { entries: states.iter().map(|s| (s.clone(), state_color(s))).collect(), swatch: Swatch::Block }
+            }
+        }
+    }
+}
+
+/// The narrowest a Gantt bar is drawn, in SVG pixels.
+const MIN_BAR_PX: f64 = 4.0;
 
 /// The colour of a task state in a Gantt chart.
 fn state_color(state: &str) -> RGBColor {
@@ -483,6 +488,19 @@ fn nice_top(max: f64) -> f64 {
         .unwrap_or(10.0 * magnitude)
 }
 
+/// Whole-number ticks from 0 for a count axis reaching `top`: steps of 1, 2 or 5 times a power
+/// of ten, at most 8 of them; the axis top rounded up to the last tick.
+fn whole_ticks(top: f64) -> (f64, Option<Vec<f64>>) {
+    let top = top.ceil().max(1.0);
+    let step = (0..)
+        .flat_map(|p| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(p)))
+        .find(|step| (top / step).ceil() <= 8.0)
+        .unwrap_or(top);
+    let top = (top / step).ceil() * step;
+    let ticks = (0..=(top / step) as u32).map(|i| f64::from(i) * step).collect();
+    (top, Some(ticks))
+}
+
 /// Tick labels: no trailing zeros, thousands as `k`.
 fn axis_number(v: f64) -> String {
     if v.abs() >= 10_000.0 {
@@ -515,6 +533,7 @@ mod tests {
             plot: Plot::Lines {
                 x: XAxis::LogDuration,
                 y_max: Some(1.0),
+                counts: false,
                 series: vec![
                     Series { name: "fifo".into(), points: vec![(5.0, 0.2), (3600.0, 0.7), (90_000.0, 1.0)] },
                     Series { name: "sjf".into(), points: vec![(2.0, 0.5), (50_000.0, 1.0)] },
@@ -568,12 +587,125 @@ mod tests {
                     Bar { label: "train".into(), span: Some((10.0, 100.0)), state: 0 },
                     Bar { label: "eval".into(), span: None, state: 1 },
                 ],
-                edges: vec![(0, 1), (1, 2)],
+                edges: vec![Edge { from: 0, to: 1, leaves_s: 10.0 }, Edge { from: 1, to: 2, leaves_s: 100.0 }],
                 states: vec!["succeeded".into(), "pending".into()],
             },
         };
         let svg = gantt.svg().unwrap();
         assert!(svg.contains("train") && svg.contains("eval"), "{svg}");
+    }
+
+    /// The `x` and text of every `<text>` element of an SVG.
+    fn texts(svg: &str) -> Vec<(f64, String)> {
+        svg.split("<text ")
+            .skip(1)
+            .map(|t| {
+                let x = t.split("x=\"").nth(1).and_then(|r| r.split('"').next()).and_then(|v| v.parse().ok());
+                let body = t.split_once('>').map_or("", |(_, r)| r.split("</text>").next().unwrap_or(""));
+                (x.unwrap_or(f64::NAN), body.trim().to_string())
+            })
+            .collect()
+    }
+
+    /// The x of every point of every `<polyline>` and `<polygon>` (the data) of an SVG.
+    fn data_xs(svg: &str) -> Vec<f64> {
+        svg.split("<poly")
+            .skip(1)
+            .filter_map(|t| t.split("points=\"").nth(1)?.split('"').next())
+            .flat_map(|points| points.split_whitespace().filter_map(|p| p.split(',').next()?.parse().ok()))
+            .collect()
+    }
+
+    fn six_cdfs() -> Chart {
+        let series = (0..6)
+            .map(|i| Series {
+                name: format!("policy-{i}[placement=pack]"),
+                points: vec![(1.0 + i as f64, 0.0), (3600.0, 0.5), (86_400.0 * (1.0 + i as f64), 1.0)],
+            })
+            .collect();
+        Chart { plot: Plot::Lines { x: XAxis::LogDuration, y_max: Some(1.0), counts: false, series }, ..lines() }
+    }
+
+    /// A legend never covers data: every entry lies right of every point of every series.
+    #[test]
+    fn legends_sit_beside_the_data_not_on_it() {
+        let stacked = Chart {
+            id: "s".into(),
+            title: "share".into(),
+            x_label: "t".into(),
+            y_label: "GPUs".into(),
+            plot: Plot::Stacked {
+                series: vec![
+                    Series { name: "research".into(), points: vec![(0.0, 1.0), (3600.0, 2.0), (7200.0, 8.0)] },
+                    Series { name: "production".into(), points: vec![(0.0, 3.0), (3600.0, 1.0), (7200.0, 8.0)] },
+                ],
+            },
+        };
+        for chart in [six_cdfs(), stacked] {
+            let svg = chart.svg().unwrap();
+            let names: Vec<String> = match &chart.plot {
+                Plot::Lines { series, .. } | Plot::Stacked { series } => {
+                    series.iter().map(|s| s.name.clone()).collect()
+                }
+                Plot::Gantt { .. } => unreachable!(),
+            };
+            let legend: Vec<f64> = texts(&svg).into_iter().filter(|(_, t)| names.contains(t)).map(|(x, _)| x).collect();
+            assert_eq!(legend.len(), names.len(), "{}: a legend entry per series", chart.id);
+            let data_right = data_xs(&svg).into_iter().fold(f64::NEG_INFINITY, f64::max);
+            let legend_left = legend.into_iter().fold(f64::INFINITY, f64::min);
+            assert!(legend_left > data_right, "{}: legend at x {legend_left}, data up to x {data_right}", chart.id);
+        }
+    }
+
+    /// A count axis (failures per bucket) is ticked at whole numbers: 0 and 1, not 0.2 ... 1.2.
+    #[test]
+    fn counts_get_whole_number_ticks() {
+        let failures = |counts| Chart {
+            plot: Plot::Lines {
+                x: XAxis::Time,
+                y_max: None,
+                counts,
+                series: vec![Series {
+                    name: "failures".into(),
+                    points: vec![(0.0, 0.0), (600.0, 1.0), (1200.0, 0.0), (1800.0, 1.0)],
+                }],
+            },
+            ..lines()
+        };
+        let labels = |chart: Chart| texts(&chart.svg().unwrap()).into_iter().map(|(_, t)| t).collect::<Vec<_>>();
+        assert!(labels(failures(false)).contains(&"0.2".to_string()), "the control: fractions without counts");
+        let counted = labels(failures(true));
+        assert!(counted.contains(&"1".to_string()), "{counted:?}");
+        assert!(!counted.iter().any(|t| t.starts_with("0.") || t.starts_with("1.")), "{counted:?}");
+        assert_eq!(whole_ticks(1.2), (2.0, Some(vec![0.0, 1.0, 2.0])));
+        assert_eq!(whole_ticks(37.0), (40.0, Some(vec![0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0])));
+    }
+
+    /// A task of a minute on a day-long Gantt chart is still a visible bar.
+    #[test]
+    fn short_tasks_stay_visible() {
+        let gantt = Chart {
+            id: "g".into(),
+            title: "dag".into(),
+            x_label: "t".into(),
+            y_label: "task".into(),
+            plot: Plot::Gantt {
+                bars: vec![
+                    Bar { label: "train".into(), span: Some((0.0, 86_400.0)), state: 0 },
+                    Bar { label: "eval".into(), span: Some((86_400.0, 86_460.0)), state: 0 },
+                ],
+                edges: vec![Edge { from: 0, to: 1, leaves_s: 86_400.0 }],
+                states: vec!["succeeded".into()],
+            },
+        };
+        let svg = gantt.svg().unwrap();
+        let widths: Vec<f64> = svg
+            .split("<rect ")
+            .skip(1)
+            .filter_map(|r| r.split("width=\"").nth(1)?.split('"').next()?.parse().ok())
+            .collect();
+        assert!(widths.len() >= 3, "background, two bars, a legend swatch: {widths:?}");
+        assert!(widths.iter().all(|w| *w >= MIN_BAR_PX), "{widths:?}");
     }
 
     #[test]

@@ -32,6 +32,8 @@ th { background: var(--band); font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.best { font-weight: 700; }
 tbody tr:nth-child(even) td { background: #fbfcfd; }
+.more-toggle + label { font-size: 13.5px; color: var(--muted); margin-left: 4px; }
+.more-toggle:not(:checked) + label + .table-wrap .more { display: none; }
 .foot { color: var(--muted); font-size: 13px; margin-top: 6px; white-space: normal; }
 footer { color: var(--muted); font-size: 13px; border-top: 1px solid var(--rule); padding: 16px 40px; }
 @media print { header { background: none; } figure.chart { break-inside: avoid; } }
@@ -142,13 +144,16 @@ pub fn render(report: &Report, svgs: &[String]) -> String {
     out
 }
 
-fn cell_html(out: &mut String, cell: &Cell) {
+fn cell_html(out: &mut String, cell: &Cell, more: bool) {
     let mut classes = Vec::new();
     if cell.numeric {
         classes.push("num");
     }
     if cell.best {
         classes.push("best");
+    }
+    if more {
+        classes.push("more");
     }
     out.push_str("<td");
     if !classes.is_empty() {
@@ -167,6 +172,17 @@ fn cell_html(out: &mut String, cell: &Cell) {
 }
 
 fn table_html(out: &mut String, table: &Table) {
+    if !table.more.is_empty() {
+        // A checkbox and CSS alone (the page runs no script for it): unticked, the `more`
+        // columns are hidden.
+        let _ = writeln!(
+            out,
+            "<input type=\"checkbox\" class=\"more-toggle\" id=\"more-{id}\"><label for=\"more-{id}\">Show all \
+             columns ({} more)</label>",
+            table.more.len(),
+            id = escape(&table.id)
+        );
+    }
     let _ = write!(
         out,
         "<div class=\"table-wrap\">\n<table id=\"table-{}\">\n<caption>{}</caption>\n<thead><tr>",
@@ -175,15 +191,18 @@ fn table_html(out: &mut String, table: &Table) {
     );
     // A column of numbers has its heading right-aligned over them.
     let numeric = |c: usize| table.rows.first().and_then(|r| r.get(c)).is_some_and(|cell| cell.numeric);
+    let more = |c: usize| table.more.contains(&c);
     for (c, h) in table.header.iter().enumerate() {
-        let class = if numeric(c) { " class=\"num\"" } else { "" };
+        let classes: Vec<&str> =
+            [(numeric(c), "num"), (more(c), "more")].iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
+        let class = if classes.is_empty() { String::new() } else { format!(" class=\"{}\"", classes.join(" ")) };
         let _ = write!(out, "<th{class}>{}</th>", escape(h));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     for row in &table.rows {
         out.push_str("<tr>");
-        for cell in row {
-            cell_html(out, cell);
+        for (c, cell) in row.iter().enumerate() {
+            cell_html(out, cell, more(c));
         }
         out.push_str("</tr>\n");
     }

@@ -79,20 +79,31 @@ pub const QUEUE_TIMESERIES_COLUMNS: [&str; 6] =
 /// One task of tasks.csv (for Gantt charts of DAG jobs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Task {
-    /// The job's name (as jobs.csv's `name`).
+    /// The trace's job id (`job_id`, as in jobs.csv).
     pub job: String,
+    /// The simulator's number of the task (`task_index`).
     pub task: u64,
+    /// The trace's task id (`task_id`).
     pub name: String,
     pub state: String,
     pub first_start_s: Option<f64>,
     pub finish_s: Option<f64>,
     pub gpus: f64,
-    /// Names of the tasks of the same job it depends on.
-    pub depends_on: Vec<String>,
+    /// The tasks of the same job it depends on.
+    pub depends_on: Vec<Upstream>,
 }
 
-pub const TASKS_COLUMNS: [&str; 8] =
-    ["job", "task", "name", "state", "first_start_s", "finish_s", "gpus", "depends_on"];
+/// One dependency of a task, as tasks.csv's `depends_on` spells it: `task` or `task:kind`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upstream {
+    /// The upstream's task id.
+    pub task: String,
+    /// `any`, `failure`, `data=SECONDS`, `checkpoint=N`; None for the default, success.
+    pub kind: Option<String>,
+}
+
+pub const TASKS_COLUMNS: [&str; 9] =
+    ["job_id", "task_id", "job_index", "task_index", "state", "first_start_s", "finish_s", "gpus", "depends_on"];
 
 /// One run: where it came from, its summary and its tables.
 #[derive(Debug, Clone, PartialEq)]
@@ -160,7 +171,9 @@ pub fn load(dir: &Path) -> Result<Input, String> {
         }
         Ok(Input { source: Source::Sweep, name, runs })
     } else if dir.join("summary.json").is_file() {
-        let run = load_run(dir, name.clone(), "run".to_string(), None)?;
+        // A lone run is named by its folder (`out/philly-sjf`: philly-sjf), where a sweep
+        // names each run's trace.
+        let run = load_run(dir, name.clone(), name.clone(), None)?;
         Ok(Input { source: Source::Run, name, runs: vec![run] })
     } else if dir.is_dir() {
         Err(format!(
@@ -368,16 +381,21 @@ pub fn read_queue_timeseries(path: &Path) -> Result<Vec<QueueBucket>, String> {
 pub fn read_tasks(path: &Path) -> Result<Vec<Task>, String> {
     let mut tasks = Vec::new();
     read_csv(path, &TASKS_COLUMNS, |f| {
-        let depends = f.text(7)?;
+        let depends = f.text(8)?;
+        // `name` or `name:kind`; a task others depend on has no `:` in its name.
+        let upstream = |item: &str| match item.split_once(':') {
+            Some((task, kind)) => Upstream { task: task.to_string(), kind: Some(kind.to_string()) },
+            None => Upstream { task: item.to_string(), kind: None },
+        };
         tasks.push(Task {
             job: f.text(0)?.to_string(),
-            task: f.whole(1)?,
-            name: f.text(2)?.to_string(),
-            state: f.text(3)?.to_string(),
-            first_start_s: f.optional_number(4)?,
-            finish_s: f.optional_number(5)?,
-            gpus: f.number(6)?,
-            depends_on: depends.split(';').map(str::trim).filter(|d| !d.is_empty()).map(str::to_string).collect(),
+            task: f.whole(3)?,
+            name: f.text(1)?.to_string(),
+            state: f.text(4)?.to_string(),
+            first_start_s: f.optional_number(5)?,
+            finish_s: f.optional_number(6)?,
+            gpus: f.number(7)?,
+            depends_on: depends.split(';').map(str::trim).filter(|d| !d.is_empty()).map(upstream).collect(),
         });
         Ok(())
     })?;
@@ -417,7 +435,7 @@ mod tests {
     #[test]
     fn a_missing_column_is_named() {
         let dir = scratch("column");
-        let path = write(&dir, "tasks.csv", "job,task,name\n1,2,a\n");
+        let path = write(&dir, "tasks.csv", "job_id,task_id,job_index,task_index\n1,a,1,2\n");
         let err = read_tasks(&path).unwrap_err();
         assert!(err.contains("tasks.csv:1: no `state` column"), "{err}");
     }
@@ -436,13 +454,14 @@ mod tests {
         let path = write(
             &dir,
             "tasks.csv",
-            "job,task,name,state,first_start_s,finish_s,gpus,depends_on\n3,7,prep,succeeded,0.000,10.500,1,\n3,8,train,succeeded,10.500,99.000,8,prep\n3,9,eval,pending,,,1,train;prep\n",
+            "job_id,task_id,job_index,task_index,state,first_start_s,finish_s,gpus,depends_on\nj3,prep,3,7,succeeded,0.000,10.500,1,\nj3,train,3,8,succeeded,10.500,99.000,8,prep\nj3,eval,3,9,pending,,,1,train:failure;prep\n",
         );
         let tasks = read_tasks(&path).unwrap();
         assert_eq!(tasks.len(), 3);
-        assert_eq!(tasks[1].depends_on, vec!["prep".to_string()]);
-        assert_eq!(tasks[1].job, "3");
-        assert_eq!(tasks[2].depends_on, vec!["train".to_string(), "prep".to_string()]);
+        let up = |task: &str, kind: Option<&str>| Upstream { task: task.into(), kind: kind.map(str::to_string) };
+        assert_eq!(tasks[1].depends_on, vec![up("prep", None)]);
+        assert_eq!((tasks[1].job.as_str(), tasks[1].task, tasks[1].name.as_str()), ("j3", 8, "train"));
+        assert_eq!(tasks[2].depends_on, vec![up("train", Some("failure")), up("prep", None)]);
         assert_eq!(tasks[2].first_start_s, None);
         assert_eq!(tasks[1].finish_s, Some(99.0));
     }

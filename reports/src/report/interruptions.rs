@@ -71,6 +71,7 @@ pub(super) fn table(id: &str, trace: &str, runs: &[(&str, &[Job])]) -> Option<It
                preemption, per day that the jobs of the bin ran (first start to end), and the mean time between \
                them. A gang of N GPUs is hit by the failures of all its nodes: its rate grows with N."
             .into(),
+        more: Vec::new(),
     }))
 }
 

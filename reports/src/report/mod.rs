@@ -13,6 +13,7 @@ mod font;
 pub mod html;
 pub mod input;
 mod interruptions;
+mod legend;
 pub mod stats;
 
 pub use build::{Report, build};

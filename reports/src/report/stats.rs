@@ -36,6 +36,11 @@ pub fn estimate(values: &[f64]) -> Estimate {
     if n == 0 {
         return Estimate { mean: f64::NAN, half_width: None, n };
     }
+    if n >= 2 && values.iter().all(|v| *v == values[0]) {
+        // Every seed gave the same value: exactly that value, with no spread at all (a sum
+        // and a division could leave a rounding error that would read as a tiny interval).
+        return Estimate { mean: values[0], half_width: Some(0.0), n };
+    }
     let mean = values.iter().sum::<f64>() / n as f64;
     if n < 2 {
         return Estimate { mean, half_width: None, n };
@@ -89,6 +94,7 @@ mod tests {
         assert!((e.half_width.unwrap() - 4.303 / 3f64.sqrt()).abs() < 1e-12);
         assert_eq!(estimate(&[5.0]).half_width, None);
         assert_eq!(estimate(&[5.0, 5.0]).half_width, Some(0.0));
+        assert_eq!(estimate(&[0.1, 0.1, 0.1]), Estimate { mean: 0.1, half_width: Some(0.0), n: 3 });
     }
 
     #[test]
