@@ -695,6 +695,21 @@ impl Driver {
         if task.index() < self.task_count() { self.controller().task(task).status } else { TaskStatus::Pending }
     }
 
+    /// The session's trace replayed by the simulator under the session's policy (built from
+    /// `registry`) and settings: its decisions are the session's (a check anyone can run on a
+    /// journal).
+    pub fn replay_in_simulator(&self, registry: &policies::Registry) -> Result<sim::RunResult, String> {
+        let trace = self.trace();
+        let scenario = sim::Scenario::new(self.cluster.clone(), trace.workload)
+            .with_events(trace.events)
+            .and_then(|s| s.with_queues(&trace.queues))
+            .and_then(|s| s.with_datasets(&trace.datasets))
+            .map_err(|e| e.to_string())?;
+        let spec: policies::PolicySpec = self.config.policy.parse().map_err(|e: policies::SpecError| e.to_string())?;
+        let mut policy = registry.build(&spec).map_err(|e| e.to_string())?;
+        sim::simulate(scenario, policy.as_mut(), self.controller_config()).map_err(|e| e.to_string())
+    }
+
     /// The session as a canonical trace: the units as jobs, the cluster, and the hardware
     /// events (explicit heartbeats and GPU failures). A task's duration is its real run time
     /// once its process exited (with its `exit_code` when that was not 0), else the assumed
@@ -798,19 +813,7 @@ mod tests {
 
     /// Replays `driver`'s trace in the simulator; its decisions as (time, kind, job, task, gpus).
     fn simulated(driver: &Driver) -> Vec<Line> {
-        let trace = driver.trace();
-        let cluster = Cluster::new(trace.cluster.as_ref().unwrap()).unwrap();
-        let scenario = sim::Scenario::new(cluster, trace.workload)
-            .with_events(trace.events)
-            .unwrap()
-            .with_queues(&trace.queues)
-            .unwrap()
-            .with_datasets(&trace.datasets)
-            .unwrap();
-        let mut policy = policies::build(&driver.config.policy).unwrap();
-        let result =
-            sim::simulate(scenario, policy.as_mut(), controller_config(&driver.config, driver.failures)).unwrap();
-        result.decisions.iter().map(key).collect()
+        driver.replay_in_simulator(&policies::Registry::builtin()).unwrap().decisions.iter().map(key).collect()
     }
 
     fn key(d: &DecisionRecord) -> Line {

@@ -4,23 +4,17 @@
 //! make the same decisions, in the same order, at the same times, as the session did, and the
 //! journal must rebuild the same session. Seeded: a failure names its seed and policy.
 
+use rand::RngExt;
 use schedlab_live::driver::{Batch, Driver, DriverConfig, Input};
 use schedlab_live::wire::{JobRequest, TaskRequest};
-use sim::{Cluster, DecisionRecord, TaskStatus};
+use sim::{DecisionRecord, TaskStatus};
 
-/// SplitMix64: a small, seedable, dependency-free stream.
-struct Rng(u64);
+/// The session's random choices: a named stream of the seed, as the simulator's own.
+struct Rng(sim::rng::StreamRng);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.0.random_range(0..n)
     }
     fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
@@ -35,18 +29,7 @@ fn line(d: &DecisionRecord) -> Line {
 
 /// The session's trace replayed by the simulator: its decisions.
 fn replayed(driver: &Driver) -> Vec<Line> {
-    let trace = driver.trace();
-    let cluster = Cluster::new(trace.cluster.as_ref().expect("a live trace has its cluster")).unwrap();
-    let scenario = sim::Scenario::new(cluster, trace.workload)
-        .with_events(trace.events)
-        .unwrap()
-        .with_queues(&trace.queues)
-        .unwrap()
-        .with_datasets(&trace.datasets)
-        .unwrap();
-    let mut policy = policies::build(&driver.config().policy).unwrap();
-    let result = sim::simulate(scenario, policy.as_mut(), driver.controller_config()).unwrap();
-    result.decisions.iter().map(line).collect()
+    driver.replay_in_simulator(&policies::Registry::builtin()).unwrap().decisions.iter().map(line).collect()
 }
 
 /// A job of 1 to 3 tasks, later ones sometimes depending on earlier ones.
@@ -111,7 +94,7 @@ fn random_inputs(rng: &mut Rng, d: &Driver, nodes: u32, silent: &[bool], submitt
 
 /// Runs a seeded session of `batches` batches under `policy`; returns the driver and its journal.
 fn session(seed: u64, policy: &str, batches: usize) -> (Driver, Vec<Batch>) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng(sim::rng::stream(seed, "random-session"));
     let nodes = 4;
     let config = DriverConfig { seed, heartbeat_ms: 1000, ..DriverConfig::new("4x2", policy) };
     let mut d = Driver::new(config).unwrap();
