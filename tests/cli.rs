@@ -706,6 +706,15 @@ fn a_time_series_past_the_bucket_limit_is_refused_unless_forced() {
         stderr(&refused)
     );
     assert!(!out_dir.join("timeseries.csv").exists());
+    // A sweep's runs are held to the same limit, and its --force lifts it the same way.
+    let sweep = ["sweep", "--trace", trace.to_str().unwrap(), "--cluster", "1x1:A", "--series-bucket-s", "1"];
+    let sweep_dir = dir.join("sweep");
+    let refused = schedlab(&[&sweep[..], &["--out", sweep_dir.to_str().unwrap()]].concat());
+    assert!(
+        !refused.status.success() && stderr(&refused).contains("would write at least 200002"),
+        "{}",
+        stderr(&refused)
+    );
     let within = schedlab(&[&args[..], &["--series-bucket-s", "3"]].concat());
     assert!(within.status.success(), "{}", stderr(&within));
     let forced = schedlab(&[&args[..], &["--series-bucket-s", "2", "--force"]].concat());

@@ -61,6 +61,9 @@ struct SweepOwnArgs {
     /// or a Kubernetes Indexed Job each; `schedlab merge` combines the N outputs.
     #[arg(long, value_name = "I/N", requires = "out")]
     shard: Option<String>,
+    /// Write time series of more than 100,000 buckets (--series-bucket-s), as simulate --force.
+    #[arg(long)]
+    force: bool,
 }
 
 /// The fields of a RunSpec that each run sets (or that a sweep has as its own flags).
@@ -130,7 +133,8 @@ pub fn run(args: SweepArgs) -> CliResult {
     if args.seed_given {
         return Err("a sweep takes --seeds (a range such as 0..5, or a list such as 1,4,9), not --seed".into());
     }
-    let runner = super::runner().keeping_traces();
+    let runner = if args.own.force { super::runner().without_series_limit() } else { super::runner() };
+    let runner = runner.keeping_traces();
     let traces = args
         .traces
         .iter()
