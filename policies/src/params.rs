@@ -147,9 +147,18 @@ impl Params {
     where
         T::Err: fmt::Display,
     {
-        raw.parse::<T>().map_err(|e| {
-            let valid = info.map_or(String::new(), |info| format!(" (valid: {})", info.values));
-            SpecError(format!("policy `{}`: `{key}={raw}`: {e}{valid}", self.policy))
+        // A number or a switch says what it takes in the parameter's words (`true|false`), not
+        // in Rust's ("provided string was not `true` or `false`", "invalid digit found in
+        // string"); the kit's own types already explain themselves.
+        let primitive = matches!(std::any::type_name::<T>(), "bool" | "u32" | "u64" | "usize" | "i32" | "i64" | "f64");
+        raw.parse::<T>().map_err(|e| match info {
+            Some(info) if primitive => {
+                SpecError(format!("policy `{}`: `{key}={raw}`: expected {}", self.policy, info.values))
+            }
+            _ => {
+                let valid = info.map_or(String::new(), |info| format!(" (valid: {})", info.values));
+                SpecError(format!("policy `{}`: `{key}={raw}`: {e}{valid}", self.policy))
+            }
         })
     }
 }

@@ -92,6 +92,8 @@ fn builtin_errors_list_what_is_valid() {
     );
     let e = build_error(&registry, "sjf[duration=psychic]");
     assert_eq!(e, "policy `sjf`: `duration=psychic`: expected oracle|estimate (valid: oracle|estimate)");
+    // What a parameter takes, in its words, not the parser's ("provided string was not ...").
+    assert_eq!(build_error(&registry, "fifo[skip=yes]"), "policy `fifo`: `skip=yes`: expected true|false");
     assert_eq!(registry.check(&spec("sjf[duration=psychic]")).unwrap_err().to_string(), e);
     assert_eq!(registry.check(&spec("sjf[duration=estimate]")), Ok(()));
 }

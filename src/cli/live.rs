@@ -307,7 +307,7 @@ pub struct ExportArgs {
     state: PathBuf,
     /// A new trace directory: jobs.csv, cluster.csv, queues.csv (when the session has queues),
     /// events.csv (heartbeats, GPU failures, agent restarts as node_fail rows) and live.json.
-    #[arg(long)]
+    #[arg(short = 'o', long)]
     out: PathBuf,
 }
 
