@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real Slurm on one machine, a seeded workload, and its accounting dumped for schedlab.
 #
-#   scripts/slurm-dump.sh OUT_DIR [builtin|backfill] [SEED]
+#   scripts/slurm-dump.sh OUT_DIR [builtin|backfill] [SEED] [SCHEDULER_PARAMETERS]
 #
 # Installs (apt, only when absent) munge, MariaDB, slurmdbd, slurmctld, slurmd and the client
 # commands; starts them by hand (no systemd) on loopback with every file under a private state
@@ -13,7 +13,8 @@
 # set DOWN under running jobs (NODE_FAIL, requeued), job arrays, dependencies, a
 # heterogeneous job); waits for them; and writes into OUT_DIR:
 #
-#   sacct.txt        sacct --allusers --parsable2 --duplicates --format=$SACCT_FORMAT
+#   sacct.txt        sacct --allusers --parsable2 --duplicates --state=$SACCT_STATES
+#                    --format=$SACCT_FORMAT
 #   nodes.txt        scontrol show nodes --oneliner
 #   partitions.txt   scontrol show partitions --oneliner
 #   slurm.conf gres.conf   the configuration used
@@ -23,14 +24,20 @@
 # Stops every daemon it started at the end (the state directory stays for inspection).
 set -euo pipefail
 
-OUT=${1:?usage: slurm-dump.sh OUT_DIR [builtin|backfill] [SEED]}
+OUT=${1:?usage: slurm-dump.sh OUT_DIR [builtin|backfill] [SEED] [SCHEDULER_PARAMETERS]}
 SCHED=${2:-builtin}
 SEED=${3:-17}
+# slurm.conf's SchedulerParameters, such as batch_sched_delay=0 (empty: Slurm's defaults).
+SCHED_PARAMS=${4:-}
 STATE=${SLURM_STATE:-/tmp/schedlab-slurm-$SCHED}
 export TZ=UTC SLURM_TIME_FORMAT=standard
 
 # The sacct fields schedlab's `--format sacct` reads (traces/FORMAT.md, "Slurm sacct").
 SACCT_FORMAT=JobID,JobIDRaw,JobName,Partition,Account,User,QOS,Priority,Submit,Eligible,Start,End,Elapsed,Timelimit,State,ExitCode,NNodes,NodeList,ReqTRES,AllocTRES,Reason
+
+# Every state: without --state, sacct leaves out jobs cancelled before they became eligible
+# (a --begin in the future, a dependency never met); with it, they are there (Start None).
+SACCT_STATES=BF,CA,CD,DL,F,NF,OOM,PD,PR,R,RQ,RS,RV,S,TO
 
 case $SCHED in builtin | backfill) ;; *) echo "scheduler must be builtin or backfill, got $SCHED" >&2; exit 2 ;; esac
 
@@ -58,6 +65,11 @@ cleanup() {
         [[ -f $STATE/d/n$n.pid ]] && kill "$(cat "$STATE/d/n$n.pid")" 2>/dev/null || true
     done
     [[ -f $STATE/munged.pid ]] && kill "$(cat "$STATE/munged.pid")" 2>/dev/null || true
+    # Daemons write their state as they stop; the next run removes the directory.
+    for ((i = 0; i < 40; i++)); do
+        pgrep -f "$STATE/" >/dev/null || pgrep -x "slurmctld|slurmd|slurmdbd" >/dev/null || break
+        sleep 0.5
+    done
 }
 trap cleanup EXIT
 
@@ -101,6 +113,7 @@ InactiveLimit=0
 KillWait=5
 MinJobAge=3600
 SchedulerType=sched/$SCHED
+${SCHED_PARAMS:+SchedulerParameters=$SCHED_PARAMS}
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 PriorityType=priority/basic
@@ -232,12 +245,13 @@ dump() {
     # slurmdbd receives job ends asynchronously; wait until no job still reads as running.
     wait_for 60 "accounting to catch up" bash -c \
         '! sacct --allusers -X -n -S 2000-01-01 -o State | grep -qE "RUNNING|PENDING|REQUEUED"'
-    sacct --allusers --parsable2 --duplicates -S 2000-01-01 -E now --format="$SACCT_FORMAT" >"$OUT/sacct.txt"
+    sacct --allusers --parsable2 --duplicates -S 2000-01-01 -E now --state="$SACCT_STATES" \
+        --format="$SACCT_FORMAT" >"$OUT/sacct.txt"
     scontrol show nodes --oneliner >"$OUT/nodes.txt"
     scontrol show partitions --oneliner >"$OUT/partitions.txt"
     cp "$STATE/etc/slurm.conf" "$STATE/etc/gres.conf" "$OUT/"
     sed -i "s/$(hostname -s)/HOST/g" "$OUT/slurm.conf" "$OUT/nodes.txt"
-    sed -i "s#$STATE#STATE#g" "$OUT/slurm.conf" "$OUT/nodes.txt"
+    sed -i "s#$STATE#STATE#g" "$OUT/slurm.conf" "$OUT/gres.conf" "$OUT/nodes.txt"
     sacct -V >"$OUT/version.txt"
 }
 

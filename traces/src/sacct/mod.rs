@@ -118,13 +118,13 @@ impl SacctReport {
         }
         if self.cancelled_before_start > 0 {
             notes.push(format!(
-                "{} cancelled before they started: kept, cancelled at their End time",
+                "{} cancelled before starting: kept, cancelled at the End time",
                 jobs(self.cancelled_before_start)
             ));
         }
         if self.cancelled_running > 0 {
             notes.push(format!(
-                "{} cancelled while running: work = their time limit, cancelled at their End time",
+                "{} cancelled while running: work = the time limit, cancelled at the End time",
                 jobs(self.cancelled_running)
             ));
         }
