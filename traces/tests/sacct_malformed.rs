@@ -106,3 +106,32 @@ fn malformed_rows_are_errors_naming_file_line_and_field() {
     let two = format!("{HEAD}{}{}", row("1", "DONE", T1, T2, ALLOC), row("2", "COMPLETED", "x", T2, ALLOC));
     assert_eq!(validate_workload(two.as_bytes(), "sacct.txt", Format::Sacct).len(), 2);
 }
+
+#[test]
+fn damaged_real_rows_give_an_error_at_their_line_never_a_panic() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/slurm/builtin/sacct.txt");
+    let real = std::fs::read_to_string(path).expect("the committed dump");
+    let lines: Vec<&str> = real.lines().take(60).collect();
+    let damages: [fn(&str) -> String; 5] = [
+        |l| l.replacen('|', "", 1),
+        |l| l.replacen("2026-12-01T", "2026-13-01T", 1),
+        |l| l.replacen(":", "x", 1),
+        |l| l[..l.len() / 2].to_owned(),
+        |l| l.replacen("gres/gpu=", "gres/gpu=-", 1),
+    ];
+    let mut refused = 0;
+    for at in 1..lines.len() {
+        for damage in damages {
+            let mut text: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+            text[at] = damage(lines[at]);
+            let input = text.join("\n");
+            if let Err(e) = read_sacct(input.as_bytes(), "sacct.txt") {
+                let line = e.line().unwrap_or(0);
+                assert!(line == 1 || line as usize == at + 1, "line {at}: {e}");
+                refused += 1;
+            }
+        }
+    }
+    // At least the dropped separator (a field short) is refused on every line.
+    assert!(refused >= lines.len() - 1, "{refused}");
+}
