@@ -8,7 +8,8 @@
 //! - the blocks of one file run in order, each as one `bash -Eeuo pipefail` script, in one fresh
 //!   work folder per file (a block reads what the blocks before it wrote), with `schedlab` on
 //!   the PATH (this build's binary), `../shared/traces` beside the work folder when the checkout
-//!   has it, and a copy of the checkout's `regress/`;
+//!   has it, and copies of the checkout's `regress/` and `traces/tests/data/slurm/` (real Slurm
+//!   dumps);
 //! - without the shared traces, a file's blocks from the first that names `../shared/traces`
 //!   on are skipped, each with a SKIPPED line;
 //! - what a block starts in the background (`&`) is stopped (SIGTERM to the block's process
@@ -41,7 +42,7 @@ fn link_files() -> Vec<PathBuf> {
 const BLOCK_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Folders of the checkout that documented commands read, copied into each work folder.
-const CHECKOUT_INPUTS: &[&str] = &["regress"];
+const CHECKOUT_INPUTS: &[&str] = &["regress", "traces/tests/data/slurm"];
 
 /// What the ERR trap prints before a failing command ends the block: its line in the script.
 const FAILED_AT: &str = "DOCS_COMMANDS_FAILED_AT ";

@@ -30,8 +30,8 @@ pub struct RunSpec {
     /// it, a built-in synthetic workload runs on a built-in cluster.
     #[arg(long)]
     pub trace: Option<PathBuf>,
-    /// Format of --trace: canonical, itp (Microsoft ITP clusterNN.csv), philly (philly.csv) or
-    /// openb (Alibaba openb_pod_list_default.csv).
+    /// Format of --trace: canonical, itp (Microsoft ITP clusterNN.csv), philly (philly.csv),
+    /// openb (Alibaba openb_pod_list_default.csv) or sacct (Slurm `sacct --parsable2` output).
     #[arg(long, default_value_t = traces::Format::Canonical)]
     #[serde(with = "text")]
     pub format: traces::Format,

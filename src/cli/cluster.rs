@@ -12,14 +12,18 @@ pub enum ClusterCommand {
     /// than 64 are counted on stderr, not simulated.
     Import {
         /// The inventory file: pai_machine_spec.csv, openb_node_list_gpu_node.csv (or
-        /// _all_node.csv), node_info_df.csv or cluster_machine_list.
+        /// _all_node.csv), node_info_df.csv, cluster_machine_list or `scontrol show nodes
+        /// --oneliner` output.
         path: PathBuf,
-        /// pai, openb, spot or philly.
+        /// pai, openb, spot, philly or slurm.
         #[arg(long)]
         format: String,
         /// Write cluster.csv here instead of standard output.
         #[arg(long, short)]
         out: Option<PathBuf>,
+        /// slurm: write the partitions as queues.csv here.
+        #[arg(long)]
+        queues_out: Option<PathBuf>,
     },
     /// Build queues with quotas from virtual-cluster sizes, printed as queues.csv
     /// (traces/FORMAT.md): Philly's philly_vc.csv (node quota per VC) or Helios's
@@ -43,7 +47,7 @@ pub enum ClusterCommand {
         /// gives no quota is added uncapped (and said so on stderr), so every job has a queue.
         #[arg(long)]
         jobs: Option<PathBuf>,
-        /// Format of --jobs (canonical, itp, philly, openb).
+        /// Format of --jobs (canonical, itp, philly, openb, sacct).
         #[arg(long, default_value = "canonical")]
         jobs_format: String,
         /// Write queues.csv here instead of standard output.
@@ -91,8 +95,14 @@ pub fn run(command: ClusterCommand) -> CliResult {
                 None => emit(String::from_utf8_lossy(&csv)),
             }
         }
-        ClusterCommand::Import { path, format, out } => {
+        ClusterCommand::Import { path, format, out, queues_out } => {
             let import = traces::load_inventory(&path, format.parse()?)?;
+            if let Some(queues_out) = queues_out {
+                let mut csv = Vec::new();
+                traces::write_queues_csv(&import.queues, &mut csv)?;
+                std::fs::write(&queues_out, &csv).map_err(|e| format!("cannot write {}: {e}", queues_out.display()))?;
+                eprintln!("wrote {} queues to {}", import.queues.len(), queues_out.display());
+            }
             let mut csv = Vec::new();
             traces::write_cluster_csv(&import.spec, &mut csv)?;
             // The report (summary, skipped machines, columns not modelled) goes to stderr, so

@@ -42,7 +42,7 @@ pub enum TraceCommand {
 pub struct Input {
     /// The trace file (or canonical trace directory).
     path: PathBuf,
-    /// canonical, itp, philly or openb.
+    /// canonical, itp, philly, openb or sacct.
     #[arg(long, default_value = "canonical")]
     format: String,
 }

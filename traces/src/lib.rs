@@ -24,6 +24,7 @@ pub mod philly;
 pub mod queues;
 mod quote_free;
 mod rows;
+pub mod sacct;
 pub mod stats;
 pub mod synth;
 pub mod timeparse;
@@ -39,6 +40,7 @@ pub use itp::read_itp_csv;
 pub use openb::{OpenbImport, OpenbReport, read_openb_pods};
 pub use philly::read_philly_csv;
 pub use queues::{load_queues_file, read_helios_vc_csv, read_philly_vc_csv, read_queues_csv, write_queues_csv};
+pub use sacct::{SacctImport, SacctReport, read_sacct};
 pub use stats::{DurationSummary, TraceStats};
 pub use synth::SynthConfig;
 pub use timeparse::{parse_datetime_ms, parse_seconds_ms};
@@ -64,10 +66,13 @@ pub enum Format {
     /// Alibaba's GPU-sharing trace v2023: `openb_pod_list_default.csv`, one job per GPU pod
     /// (see [`openb`] for the mapping).
     Openb,
+    /// Slurm accounting: `sacct --allusers --parsable2 --duplicates --format=...` output (see
+    /// [`sacct`] for the mapping and traces/FORMAT.md for the fields).
+    Sacct,
 }
 
 impl Format {
-    pub const ALL: [Format; 4] = [Format::Canonical, Format::Itp, Format::Philly, Format::Openb];
+    pub const ALL: [Format; 5] = [Format::Canonical, Format::Itp, Format::Philly, Format::Openb, Format::Sacct];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -75,6 +80,7 @@ impl Format {
             Format::Itp => "itp",
             Format::Philly => "philly",
             Format::Openb => "openb",
+            Format::Sacct => "sacct",
         }
     }
 }
@@ -205,6 +211,10 @@ fn read_file_into<R: Read>(source: R, file: &str, format: Format, sink: &mut Sin
             let import = openb::read_openb_into(source, file, sink)?;
             (import.workload, import.report.notes())
         }
+        Format::Sacct => {
+            let import = sacct::read_sacct_into(source, file, sink)?;
+            (import.workload, import.report.notes())
+        }
     };
     Some(Trace { workload, cluster: None, events: Vec::new(), queues: Vec::new(), datasets: Vec::new(), notes })
 }
@@ -267,7 +277,7 @@ mod tests {
             assert_eq!(f.name().parse::<Format>(), Ok(f));
         }
         let e = "csv".parse::<Format>().unwrap_err().to_string();
-        assert_eq!(e, "trace format: unknown format `csv`; valid formats: canonical, itp, philly, openb");
+        assert_eq!(e, "trace format: unknown format `csv`; valid formats: canonical, itp, philly, openb, sacct");
     }
 
     #[test]

@@ -14,11 +14,13 @@
 mod openb;
 mod pai;
 mod philly;
+mod slurm;
 mod spot;
 
 pub use openb::read_openb_nodes;
 pub use pai::read_pai_machines;
 pub use philly::read_philly_machines;
+pub use slurm::read_slurm_nodes;
 pub use spot::read_spot_nodes;
 
 use crate::cluster_spec::MAX_CLUSTER_GPUS;
@@ -45,11 +47,19 @@ pub enum InventoryFormat {
     Spot,
     /// Microsoft Philly `cluster_machine_list` (`machineId, number of GPUs, single GPU mem`).
     Philly,
+    /// Slurm's `scontrol show nodes --oneliner` (one `NodeName=... Gres=gpu:TYPE:N ...
+    /// Partitions=...` line per node); partitions become queues.
+    Slurm,
 }
 
 impl InventoryFormat {
-    pub const ALL: [InventoryFormat; 4] =
-        [InventoryFormat::Pai, InventoryFormat::Openb, InventoryFormat::Spot, InventoryFormat::Philly];
+    pub const ALL: [InventoryFormat; 5] = [
+        InventoryFormat::Pai,
+        InventoryFormat::Openb,
+        InventoryFormat::Spot,
+        InventoryFormat::Philly,
+        InventoryFormat::Slurm,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -57,6 +67,7 @@ impl InventoryFormat {
             InventoryFormat::Openb => "openb",
             InventoryFormat::Spot => "spot",
             InventoryFormat::Philly => "philly",
+            InventoryFormat::Slurm => "slurm",
         }
     }
 
@@ -67,6 +78,7 @@ impl InventoryFormat {
             InventoryFormat::Openb => "openb_node_list_gpu_node.csv",
             InventoryFormat::Spot => "node_info_df.csv",
             InventoryFormat::Philly => "cluster_machine_list",
+            InventoryFormat::Slurm => "nodes.txt",
         }
     }
 }
@@ -84,7 +96,7 @@ impl FromStr for InventoryFormat {
         InventoryFormat::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
             TraceError::value(
                 "inventory format",
-                format!("unknown format `{s}`; valid formats: pai, openb, spot, philly"),
+                format!("unknown format `{s}`; valid formats: pai, openb, spot, philly, slurm"),
             )
         })
     }
@@ -96,6 +108,9 @@ pub struct ClusterImport {
     /// Pools by model, then GPUs per node; accepted by `sim::Cluster::new`.
     pub spec: ClusterSpec,
     pub report: ImportReport,
+    /// Queues the inventory defines (Slurm partitions, with the pools of their nodes); empty
+    /// for inventories without any.
+    pub queues: Vec<sim::QueueSpec>,
 }
 
 /// Machines of one GPU model in an inventory (all of them, skipped ones included).
@@ -135,6 +150,8 @@ pub struct ImportReport {
     pub cluster_gpus: u64,
     /// One line on the inventory columns the cluster does not model (CPU, memory).
     pub not_modelled: String,
+    /// Further lines on what the import approximated (Slurm partitions over part of a pool).
+    pub notes: Vec<String>,
 }
 
 impl ImportReport {
@@ -182,7 +199,11 @@ impl fmt::Display for ImportReport {
         for line in self.skip_lines() {
             writeln!(f, "{line}")?;
         }
-        writeln!(f, "{}", self.not_modelled)
+        writeln!(f, "{}", self.not_modelled)?;
+        for note in &self.notes {
+            writeln!(f, "{note}")?;
+        }
+        Ok(())
     }
 }
 
@@ -193,6 +214,7 @@ pub fn read_inventory<R: Read>(source: R, file: &str, format: InventoryFormat) -
         InventoryFormat::Openb => read_openb_nodes(source, file),
         InventoryFormat::Spot => read_spot_nodes(source, file),
         InventoryFormat::Philly => read_philly_machines(source, file),
+        InventoryFormat::Slurm => read_slurm_nodes(source, file),
     }
 }
 
@@ -255,12 +277,23 @@ impl Tally {
     /// Counts `machine` from `row`, or says what is wrong with it (and counts nothing).
     /// `no_gpu_model` is how the inventory writes the model of a machine without GPUs.
     fn add(&mut self, row: &Row<'_>, machine: Machine<'_>, no_gpu_model: &str) -> Result<(), TraceError> {
+        self.add_at(row.line, machine, no_gpu_model, |column, expected, found| row.error(column, expected, found))
+    }
+
+    /// [`Tally::add`] for readers without CSV rows: `error` makes a field error at `line`.
+    fn add_at(
+        &mut self,
+        line: u64,
+        machine: Machine<'_>,
+        no_gpu_model: &str,
+        error: impl Fn(usize, String, &str) -> TraceError,
+    ) -> Result<(), TraceError> {
         let Machine { name, name_col, gpus, model, model_col } = machine;
         if name.is_empty() {
-            return Err(row.error(name_col, "a machine name (the field must not be empty)", name));
+            return Err(error(name_col, "a machine name (the field must not be empty)".to_owned(), name));
         }
         if let Some(first) = self.names.get(name) {
-            return Err(row.error(name_col, format!("a machine name not used before (line {first} has it)"), name));
+            return Err(error(name_col, format!("a machine name not used before (line {first} has it)"), name));
         }
         if gpus > 0 && (model == no_gpu_model || !is_model_name(model)) {
             let marker = if no_gpu_model.is_empty() {
@@ -268,13 +301,13 @@ impl Tally {
             } else {
                 format!("`{no_gpu_model}` is for machines without GPUs")
             };
-            return Err(row.error(
+            return Err(error(
                 model_col,
                 format!("a GPU model ({MODEL_SHAPE}) for a machine with {gpus} GPUs; {marker}"),
                 model,
             ));
         }
-        self.names.insert(name.to_owned(), row.line);
+        self.names.insert(name.to_owned(), line);
         self.machines += 1;
         self.gpus += u64::from(gpus);
         if gpus == 0 {
@@ -360,8 +393,9 @@ impl Tally {
             nodes,
             cluster_gpus,
             not_modelled,
+            notes: Vec::new(),
         };
-        Ok(ClusterImport { spec, report })
+        Ok(ClusterImport { spec, report, queues: Vec::new() })
     }
 }
 
@@ -392,7 +426,7 @@ mod tests {
             assert_eq!(f.name().parse::<InventoryFormat>(), Ok(f));
         }
         let e = "csv".parse::<InventoryFormat>().unwrap_err().to_string();
-        assert_eq!(e, "inventory format: unknown format `csv`; valid formats: pai, openb, spot, philly");
+        assert_eq!(e, "inventory format: unknown format `csv`; valid formats: pai, openb, spot, philly, slurm");
     }
 
     #[test]

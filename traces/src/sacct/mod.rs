@@ -1,0 +1,406 @@
+//! Importer for Slurm accounting: the output of
+//! `sacct --allusers --parsable2 --duplicates --format=<fields>` (see traces/FORMAT.md,
+//! "Slurm sacct", for the field list to ask for and the subsets accepted).
+//!
+//! The mapping:
+//!
+//! - **Jobs and steps**: a row whose `JobID` has a `.` (`12.batch`, `12.extern`, `12.0`) is a
+//!   step; it is folded into its job (counted, not replayed). An array task keeps its `JobID`
+//!   (`100_3`) as its name; a heterogeneous job (`200+0`, `200+1`) becomes one job named `200`
+//!   with one task per component.
+//! - **Attempts**: with `--duplicates`, a requeued job has one row per attempt (earlier ones
+//!   `REQUEUED`, `NODE_FAIL` or `PREEMPTED`). The job is submitted at its first attempt's
+//!   `Submit` and replayed as its last attempt; the earlier ones are counted in the notes.
+//! - **Times** are Slurm's local time (`SLURM_TIME_FORMAT=standard`: `YYYY-MM-DDTHH:MM:SS`),
+//!   taken as a naive clock exactly as written, like Philly's: only differences matter to a
+//!   replay, so no time zone is assumed (a dump across a daylight-saving change should be
+//!   made with `TZ=UTC`, as scripts/slurm-dump.sh does). `Unknown` and `None` are "not
+//!   happened". Work is `End - Start` of the last attempt (at least 1 ms); `Eligible` later
+//!   than `Submit` (a dependency, `--begin`, a held job) becomes the task's start window, so a
+//!   replay cannot start it before Slurm could.
+//! - **Estimate** is `Timelimit` (what Slurm's backfill uses); `UNLIMITED` is none.
+//! - **States**: `COMPLETED` exits 0; `FAILED`, `OUT_OF_MEMORY`, `TIMEOUT`, `NODE_FAIL`,
+//!   `PREEMPTED`, `BOOT_FAIL` and `DEADLINE` as the last attempt exit non-zero (the `ExitCode`
+//!   when it is not 0, else 1) after their work; `CANCELLED by N` after the start is a cancel at
+//!   `End` (work: the time limit, what it would have run); cancelled before it started, the job
+//!   is kept (never dropped), cancelled at `End`, and counted (Slurm writes such a job's `Start`
+//!   as its cancel time; an empty `AllocTRES` or `NodeList` `None assigned` says it never ran). `RUNNING`, `PENDING` and other
+//!   unfinished states cannot be replayed: the row is skipped and named (line, reason) in the
+//!   notes, as are rows without GPUs.
+//! - **GPUs** are `gres/gpu` of `AllocTRES` (of `ReqTRES` for a job that never started); a
+//!   `gres/gpu:TYPE` in `ReqTRES` (the user asked for a type) is the task's GPU type. `NNodes`
+//!   1 is a single-node task, more is a gang over nodes. `Partition` is the queue; `Priority`
+//!   (unsigned 32-bit) becomes the job's priority shifted down by 2^31, which keeps its order. `Account`, `QOS`, `User` are not modelled (named in the notes).
+
+mod table;
+
+use crate::error::{Sink, TraceError, first_error};
+use crate::itp::finish;
+use crate::stats::grouped;
+use sim::{JobSpec, SimDuration, SimTime, TaskSpec, Window, Workload};
+use std::collections::BTreeMap;
+use std::io::Read;
+use table::{Row, Table, tres_count, tres_gpu_type};
+
+/// The fields read, in this order, and whether every dump must have them.
+const FIELDS: &[(&str, bool)] = &[
+    ("JobID", true),
+    ("Submit", true),
+    ("Start", true),
+    ("End", true),
+    ("State", true),
+    ("AllocTRES", false),
+    ("ReqTRES", false),
+    ("Eligible", false),
+    ("Timelimit", false),
+    ("ExitCode", false),
+    ("NNodes", false),
+    ("Partition", false),
+    ("Priority", false),
+    ("NodeList", false),
+    ("Account", false),
+    ("QOS", false),
+    ("User", false),
+];
+/// The first of [`FIELDS`] read only to be named as not modelled.
+const NOT_MODELLED_FROM: usize = 14;
+
+/// An imported sacct dump: the jobs, and what the import did to get them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SacctImport {
+    pub workload: Workload,
+    pub report: SacctReport,
+}
+
+/// What a sacct import read, folded, kept specially or skipped.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SacctReport {
+    /// Data rows read (jobs, steps and attempts).
+    pub rows: u64,
+    /// Step rows (`.batch`, `.extern`, `.0`) folded into their jobs.
+    pub steps: u64,
+    /// Jobs imported.
+    pub jobs: u64,
+    /// Imported jobs that were array tasks (`JobID` with `_`).
+    pub array_tasks: u64,
+    /// Imported heterogeneous jobs (several `+N` components).
+    pub het_jobs: u64,
+    /// Attempts before the last of requeued jobs, by the state they ended in.
+    pub earlier_attempts: BTreeMap<String, u64>,
+    /// Jobs cancelled before they started: kept, cancelled at `End`.
+    pub cancelled_before_start: u64,
+    /// Jobs cancelled while running: work = the time limit, cancelled at `End`.
+    pub cancelled_running: u64,
+    /// Jobs whose last attempt ended other than COMPLETED or CANCELLED, by state: exit non-zero.
+    pub failed: BTreeMap<String, u64>,
+    /// Jobs whose start window is their `Eligible` time (dependency, `--begin`).
+    pub eligible_later: u64,
+    /// Rows that could not be used: (line, reason).
+    pub skipped: Vec<(u64, String)>,
+    /// Fields present that schedlab does not model.
+    pub not_modelled: Vec<&'static str>,
+}
+
+impl SacctReport {
+    /// One line per thing the import folded, changed or skipped, for stderr ([`crate::Trace::notes`]).
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        let jobs = |n: u64| format!("{} job{}", grouped(n), if n == 1 { "" } else { "s" });
+        if self.steps > 0 {
+            notes.push(format!("folded {} step rows (batch, extern, srun steps) into their jobs", grouped(self.steps)));
+        }
+        if !self.earlier_attempts.is_empty() {
+            let by: Vec<String> = self.earlier_attempts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+            notes.push(format!(
+                "requeued jobs replayed as their last attempt, submitted at the first; earlier attempts: {}",
+                by.join(", ")
+            ));
+        }
+        if self.cancelled_before_start > 0 {
+            notes.push(format!(
+                "{} cancelled before starting: kept, cancelled at the End time",
+                jobs(self.cancelled_before_start)
+            ));
+        }
+        if self.cancelled_running > 0 {
+            notes.push(format!(
+                "{} cancelled while running: work = the time limit, cancelled at the End time",
+                jobs(self.cancelled_running)
+            ));
+        }
+        if !self.failed.is_empty() {
+            let by: Vec<String> = self.failed.iter().map(|(s, n)| format!("{n} {s}")).collect();
+            notes.push(format!("jobs that did not complete exit non-zero after their work: {}", by.join(", ")));
+        }
+        if self.eligible_later > 0 {
+            notes.push(format!(
+                "{} eligible after submit (dependency, --begin, hold) start no earlier than their Eligible time",
+                jobs(self.eligible_later)
+            ));
+        }
+        for (line, reason) in &self.skipped {
+            notes.push(format!("skipped line {line}: {reason}"));
+        }
+        if !self.not_modelled.is_empty() {
+            notes.push(format!("not modelled: {}", self.not_modelled.join(", ")));
+        }
+        notes
+    }
+}
+
+/// Reads a sacct dump; `file` names it in errors.
+pub fn read_sacct(source: impl Read, file: &str) -> Result<SacctImport, TraceError> {
+    first_error(file, |sink| read_sacct_into(source, file, sink))
+}
+
+/// The columns of [`FIELDS`] in the file at hand.
+struct Cols(Vec<Option<usize>>);
+
+impl Cols {
+    fn at(&self, name: &str) -> Option<usize> {
+        FIELDS.iter().position(|f| f.0 == name).and_then(|i| self.0[i])
+    }
+}
+
+/// One job row (an attempt of a job or of a het component), parsed.
+struct Attempt {
+    /// `JobID` without a het suffix: the job's name.
+    name: String,
+    component: u32,
+    submit: u64,
+    eligible: Option<u64>,
+    start: Option<u64>,
+    end: Option<u64>,
+    state: String,
+    exit_code: i32,
+    limit: Option<u64>,
+    gpus: u64,
+    gpu_type: Option<String>,
+    nodes: u64,
+    partition: String,
+    priority: i32,
+}
+
+pub(crate) fn read_sacct_into(mut source: impl Read, file: &str, sink: &mut Sink) -> Option<SacctImport> {
+    let mut text = String::new();
+    sink.ok(source.read_to_string(&mut text).map_err(|e| TraceError::io(file, e.to_string())))?;
+    let table = match Table::split(&text, file) {
+        Ok(table) => table,
+        Err(errors) => {
+            errors.into_iter().for_each(|e| sink.push(e));
+            return None;
+        }
+    };
+    let cols = Cols(sink.ok(table.columns(file, FIELDS))?);
+    let mut report = SacctReport { rows: table.rows.len() as u64, ..SacctReport::default() };
+    report.not_modelled = FIELDS[NOT_MODELLED_FROM..]
+        .iter()
+        .zip(&cols.0[NOT_MODELLED_FROM..])
+        .filter(|(_, c)| c.is_some())
+        .map(|(f, _)| f.0)
+        .collect();
+    // Attempts by (job, component), in file order: the last is the one replayed.
+    let mut jobs: BTreeMap<(String, u32), Vec<Attempt>> = BTreeMap::new();
+    let mut order: Vec<(String, u32)> = Vec::new();
+    for (line, fields) in &table.rows {
+        let row = Row { file, line: *line, header: &table.header, fields };
+        match read_row(&row, &cols, &mut report) {
+            Ok(Some(attempt)) => {
+                let key = (attempt.name.clone(), attempt.component);
+                let attempts = jobs.entry(key.clone()).or_default();
+                if attempts.is_empty() {
+                    order.push(key);
+                }
+                attempts.push(attempt);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                sink.push(e);
+                if sink.is_full() {
+                    return None;
+                }
+            }
+        }
+    }
+    let specs = assemble(&order, jobs, &mut report);
+    let workload = finish(specs, file, sink)?;
+    Some(SacctImport { workload, report })
+}
+
+/// A job row as an [`Attempt`]; `None` for a step (counted) or a row that cannot be replayed
+/// (named in the report).
+fn read_row(row: &Row<'_, '_>, cols: &Cols, report: &mut SacctReport) -> Result<Option<Attempt>, TraceError> {
+    let id_col = cols.at("JobID");
+    let id = row.get(id_col);
+    if id.is_empty() {
+        return Err(row.error(id_col, "a job id such as 12, 12_3, 12+1 or 12.batch"));
+    }
+    if id.contains('.') {
+        report.steps += 1;
+        return Ok(None);
+    }
+    let state_col = cols.at("State");
+    let state = row.get(state_col).split_whitespace().next().unwrap_or("").trim_end_matches('+').to_owned();
+    if !KNOWN_STATES.contains(&state.as_str()) {
+        return Err(row.error(state_col, format!("a Slurm job state ({})", KNOWN_STATES.join(", "))));
+    }
+    if UNFINISHED.contains(&state.as_str()) {
+        report.skipped.push((row.line, format!("job {id} is {state}: it had not ended when sacct ran")));
+        return Ok(None);
+    }
+    if id.contains('[') {
+        report.skipped.push((row.line, format!("array tasks {id} ({state}) never became jobs of their own")));
+        return Ok(None);
+    }
+    let (name, component) = match id.split_once('+') {
+        Some((base, c)) => (base, c.parse::<u32>().map_err(|_| row.error(id_col, "a het job component N after +"))?),
+        None => (id, 0),
+    };
+    // Slurm writes a job cancelled while pending with Start = End = the cancel time; it never
+    // held anything, which its empty AllocTRES (or NodeList `None assigned`) tells.
+    let alloc_col = cols.at("AllocTRES");
+    let never_held =
+        (alloc_col.is_some() && row.get(alloc_col).is_empty()) || row.get(cols.at("NodeList")) == "None assigned";
+    let start = if never_held { None } else { row.time(cols.at("Start"))? };
+    let tres_col = if start.is_some() && alloc_col.is_some() { alloc_col } else { cols.at("ReqTRES") };
+    let tres = row.get(tres_col);
+    let gpus = tres_count(tres, "gres/gpu").unwrap_or(0);
+    if gpus == 0 {
+        report.skipped.push((row.line, format!("job {id} has no gres/gpu in its TRES: schedlab schedules GPUs")));
+        return Ok(None);
+    }
+    let submit_col = cols.at("Submit");
+    let submit = row.time(submit_col)?.ok_or_else(|| row.error(submit_col, "the time the job was submitted"))?;
+    let priority_col = cols.at("Priority");
+    let priority = row.number(priority_col)?.unwrap_or(0);
+    Ok(Some(Attempt {
+        name: name.to_owned(),
+        component,
+        submit,
+        eligible: row.time(cols.at("Eligible"))?,
+        start,
+        end: row.time(cols.at("End"))?,
+        exit_code: exit_code(row, cols.at("ExitCode"))?,
+        state,
+        limit: row.duration(cols.at("Timelimit"))?,
+        gpus,
+        gpu_type: tres_gpu_type(row.get(cols.at("ReqTRES"))).map(str::to_owned),
+        nodes: row.number(cols.at("NNodes"))?.unwrap_or(1),
+        partition: row.get(cols.at("Partition")).to_owned(),
+        priority: slurm_priority(priority).ok_or_else(|| row.error(priority_col, "a priority up to 4294967295"))?,
+    }))
+}
+
+/// Slurm's unsigned 32-bit priority shifted down by 2^31 into schedlab's signed one: the
+/// order, which is all a priority policy reads, is kept exactly.
+fn slurm_priority(priority: u64) -> Option<i32> {
+    let shifted = i64::try_from(priority).ok()? - (1i64 << 31);
+    i32::try_from(shifted).ok()
+}
+
+const KNOWN_STATES: &[&str] = &[
+    "BOOT_FAIL",
+    "CANCELLED",
+    "COMPLETED",
+    "DEADLINE",
+    "FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PENDING",
+    "PREEMPTED",
+    "RUNNING",
+    "REQUEUED",
+    "RESIZING",
+    "REVOKED",
+    "SUSPENDED",
+    "TIMEOUT",
+];
+const UNFINISHED: &[&str] = &["PENDING", "RUNNING", "RESIZING", "REVOKED", "SUSPENDED"];
+
+/// `ExitCode` (`code:signal`) as one exit status: the code, else 128 + the signal.
+fn exit_code(row: &Row<'_, '_>, column: Option<usize>) -> Result<i32, TraceError> {
+    let text = row.get(column);
+    if text.is_empty() {
+        return Ok(0);
+    }
+    let parsed = text.split_once(':').and_then(|(c, s)| Some((c.parse::<u8>().ok()?, s.parse::<u8>().ok()?)));
+    match parsed {
+        Some((0, signal)) if signal > 0 => Ok(128 + i32::from(signal)),
+        Some((code, _)) => Ok(i32::from(code)),
+        None => Err(row.error(column, "an exit code written CODE:SIGNAL, such as 0:0 or 1:0")),
+    }
+}
+
+/// The jobs from their attempts, in the order their first rows came.
+fn assemble(
+    order: &[(String, u32)],
+    mut attempts: BTreeMap<(String, u32), Vec<Attempt>>,
+    report: &mut SacctReport,
+) -> Vec<JobSpec> {
+    let mut specs: Vec<JobSpec> = Vec::new();
+    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+    for key in order {
+        let Some(mut tries) = attempts.remove(key) else { continue };
+        let Some(last) = tries.pop() else { continue };
+        for earlier in &tries {
+            *report.earlier_attempts.entry(earlier.state.clone()).or_default() += 1;
+        }
+        let first_submit = tries.first().map_or(last.submit, |a| a.submit);
+        let (task, cancel) = task_of(&last, first_submit, report);
+        if let Some(&index) = by_name.get(&last.name) {
+            let job = &mut specs[index];
+            job.tasks.push(task);
+            job.cancel = job.cancel.max(cancel);
+            if job.tasks.len() == 2 {
+                report.het_jobs += 1;
+            }
+            continue;
+        }
+        let mut job = JobSpec::single(last.name.clone(), SimTime(first_submit), 1, SimDuration(1));
+        job.tasks = vec![task];
+        job.cancel = cancel;
+        job.queue = (!last.partition.is_empty()).then(|| last.partition.as_str().into());
+        job.priority = last.priority;
+        report.jobs += 1;
+        report.array_tasks += u64::from(last.name.contains('_'));
+        by_name.insert(last.name.clone(), specs.len());
+        specs.push(job);
+    }
+    specs
+}
+
+/// The task an attempt replays as, and the job's cancel time if it was cancelled.
+fn task_of(last: &Attempt, submit: u64, report: &mut SacctReport) -> (TaskSpec, Option<SimTime>) {
+    let gpus = u32::try_from(last.gpus).unwrap_or(u32::MAX);
+    let ran = match (last.start, last.end) {
+        (Some(start), Some(end)) => Some(end.saturating_sub(start).max(1)),
+        _ => None,
+    };
+    let mut cancel = None;
+    let work = match (&*last.state, ran) {
+        ("CANCELLED", None) => {
+            report.cancelled_before_start += 1;
+            cancel = Some(SimTime(last.end.unwrap_or(submit).max(submit)));
+            last.limit.unwrap_or(1).max(1)
+        }
+        ("CANCELLED", Some(ran)) => {
+            report.cancelled_running += 1;
+            cancel = last.end.map(SimTime);
+            last.limit.unwrap_or(ran).max(ran)
+        }
+        (_, ran) => ran.unwrap_or(1),
+    };
+    let mut task = TaskSpec::new(last.component.to_string(), gpus, SimDuration(work));
+    task.estimate = last.limit.filter(|&l| l > 0).map(SimDuration);
+    task.single_node = last.nodes <= 1;
+    task.gpu_type = last.gpu_type.clone();
+    if !matches!(&*last.state, "COMPLETED" | "CANCELLED") {
+        *report.failed.entry(last.state.clone()).or_default() += 1;
+        task.exit_code = if last.exit_code == 0 { 1 } else { last.exit_code };
+    }
+    if let Some(eligible) = last.eligible.filter(|&e| e > submit) {
+        report.eligible_later += 1;
+        task.window = Window { not_before: Some(SimTime(eligible)), not_after: None };
+    }
+    (task, cancel)
+}
