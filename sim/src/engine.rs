@@ -224,8 +224,7 @@ impl Engine {
             && !changed
             && self.controller.running_tasks() == 0
             && self.next_arrival_time().is_none();
-        let mut effects = std::mem::take(&mut self.effects);
-        for effect in effects.drain(..) {
+        for effect in self.effects.drain(..) {
             match effect {
                 Effect::Started { task, attempt, finish_at } => match self.clock {
                     Clock::Virtual => self.queue.push(finish_at, Event::TaskFinished { task, attempt }),
@@ -236,7 +235,6 @@ impl Engine {
                 Effect::WakeAt(_) => {}
             }
         }
-        self.effects = effects;
         if self.clock == Clock::Virtual && self.stale >= PURGE_AT_LEAST && self.stale * 2 >= self.queue.len() {
             self.purge_stale();
         }

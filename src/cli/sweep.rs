@@ -435,10 +435,13 @@ pub(super) fn expand_policies(policies: &[String], grid: &[String]) -> Result<Ve
             return Err(format!("--grid {key}: given twice; list every value in one --grid {key}=V1|V2|..."));
         }
     }
+    let given: Vec<PolicySpec> = policies
+        .iter()
+        .map(|text| text.parse().map_err(|e| format!("--policy `{text}`: {e}")))
+        .collect::<Result<_, _>>()?;
     let mut used = vec![false; grid.len()];
     let mut specs = Vec::new();
-    for text in policies {
-        let spec: PolicySpec = text.parse().map_err(|e| format!("--policy `{text}`: {e}"))?;
+    for (text, spec) in policies.iter().zip(&given) {
         let mut expanded = vec![spec.clone()];
         for (g, (key, values)) in grid.iter().enumerate() {
             if !takes(registry, spec.name(), key) {
@@ -466,7 +469,7 @@ pub(super) fn expand_policies(policies: &[String], grid: &[String]) -> Result<Ve
         let key = &grid[g].0;
         return Err(format!(
             "--grid {key}: no policy in the sweep takes `{key}` ({}), and it is no run setting a grid can vary ({})",
-            keys_taken(registry, policies),
+            keys_taken(registry, &given),
             GRID_KEYS.join(", ")
         ));
     }
@@ -479,9 +482,9 @@ fn takes(registry: &Registry, name: &str, key: &str) -> bool {
 }
 
 /// `fifo takes skip, placement; ...`: the keys each policy of the sweep declares.
-fn keys_taken(registry: &Registry, policies: &[String]) -> String {
-    let taken = policies.iter().map(|text| {
-        let name = text.split('[').next().unwrap_or(text).trim();
+fn keys_taken(registry: &Registry, policies: &[PolicySpec]) -> String {
+    let taken = policies.iter().map(|spec| {
+        let name = spec.name();
         let keys: Vec<&str> = registry.get(name).map_or(Vec::new(), |p| p.params.iter().map(|k| k.key).collect());
         format!("{name} takes {}", if keys.is_empty() { "none".to_string() } else { keys.join(", ") })
     });
