@@ -7,7 +7,7 @@
 //! - `itp`: the Microsoft ITP cluster04.csv (825 KB, 15,801 jobs, integer seconds);
 //! - `openb`: Alibaba's openb_pod_list_default.csv (575 KB, 8,152 pods);
 //! - `canonical`: a jobs.csv of 100,000 synthetic jobs with estimates and 8 queues, written by
-//!   the canonical writer (every one of its 22 columns).
+//!   the canonical writer (every one of its 23 columns).
 //!
 //! The first three need ../shared/traces beside the checkout; without it each prints SKIPPED.
 

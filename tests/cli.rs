@@ -857,3 +857,27 @@ fn single_node_up_to_keeps_a_small_task_on_one_node() {
     assert_eq!(c_start(&[]), ("1.000".to_string(), 2));
     assert_eq!(c_start(&["--single-node-up-to", "4"]), ("100.000".to_string(), 1));
 }
+
+/// Whole nodes as a run option: with `--whole-nodes 4`, a task of a multiple of 4 GPUs takes 4
+/// on each of its nodes. On 4 nodes of 4 GPUs, a (2 GPUs), x (3) and y (3), 100 s each, leave
+/// 2, 1, 1 and 4 GPUs free on nodes 0-3. b (8 GPUs, submitted at 1 s) starts at once spread
+/// over all four nodes under pack (node 3, then node 0's 2, then one each on nodes 1 and 2);
+/// with the option it needs two free nodes and waits for them, from 100 s: nodes 0 and 1.
+#[test]
+fn whole_nodes_puts_a_multiple_of_a_node_on_whole_nodes() {
+    let dir = scratch("cli", "whole-nodes");
+    let trace = dir.join("jobs.csv");
+    std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,100,2\nx,0,100,3\ny,0,100,3\nb,1,10,8\n").unwrap();
+    let b_start = |extra: &[&str]| {
+        let out_dir = dir.join(format!("out{}", extra.len()));
+        let args = ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "4x4:A", "--decisions", "--out"];
+        let out = schedlab(&[&args[..], &[out_dir.to_str().unwrap()], extra].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+        let log = std::fs::read_to_string(out_dir.join("decisions.csv")).unwrap();
+        let line = log.lines().find(|l| l.contains(",start,b,")).unwrap_or_else(|| panic!("{log}"));
+        let fields: Vec<&str> = line.split(',').collect();
+        (fields[0].to_string(), fields[6].to_string())
+    };
+    assert_eq!(b_start(&[]), ("1.000".to_string(), "12 13 14 15 2 3 7 11".to_string()));
+    assert_eq!(b_start(&["--whole-nodes", "4"]), ("100.000".to_string(), "0 1 2 3 4 5 6 7".to_string()));
+}

@@ -40,6 +40,10 @@ pub struct TaskRequest {
     pub gpu_type: Option<String>,
     #[serde(default)]
     pub single_node: bool,
+    /// Exactly this many of its GPUs on each node it uses (whole nodes of a multi-node gang,
+    /// as `torchrun --nproc-per-node` expects); it divides `gpus`. None: any split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_per_node: Option<u32>,
     /// What the user expects it to take, seconds (what `duration=estimate` policies see).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate_s: Option<serde_json::Number>,
@@ -97,6 +101,7 @@ impl TaskRequest {
             gpus: 1,
             gpu_type: None,
             single_node: false,
+            gpus_per_node: None,
             estimate_s: None,
             depends_on: Vec::new(),
             gpu_milli: None,
@@ -283,6 +288,7 @@ impl TaskRequest {
         spec.gpu_milli = self.gpu_milli;
         spec.gpu_type = self.gpu_type.clone();
         spec.single_node = self.single_node;
+        spec.gpus_per_node = self.gpus_per_node;
         spec.checkpoint = seconds("checkpoint_s", &self.checkpoint_s, 0)?.map(sim::SimDuration);
         spec.restart_overhead = seconds("restart_overhead_s", &self.restart_overhead_s, 0)?.map(sim::SimDuration);
         spec.deps = deps;

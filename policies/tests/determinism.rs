@@ -100,6 +100,7 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                         gpu_milli: None,
                         gpu_type: if probe { None } else { gpu_type.map(str::to_string) },
                         single_node: !probe && rng.percent(20),
+                        gpus_per_node: None,
                         work: SimDuration(work_ms),
                         estimate: Some(SimDuration(estimate_ms)),
                         checkpoint: None,

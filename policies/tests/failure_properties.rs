@@ -90,6 +90,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             gpu_milli: None,
             gpu_type,
             single_node,
+            gpus_per_node: None,
             work: SimDuration(work_ms),
             estimate: Some(SimDuration(work_ms * quarters / 4)),
             checkpoint,

@@ -35,13 +35,19 @@ struct Case {
 fn arb_task() -> impl Strategy<Value = TaskSpec> {
     // Estimate = work x q/4 (q = 0 gives a zero estimate), or exact.
     let estimate_quarters = prop_oneof![1 => Just(4u64), 4 => 0u64..=16];
-    (arb_gpus(), arb_gpu_type(), prop::bool::weighted(0.2), arb_work_ms(7200), estimate_quarters).prop_map(
-        |(gpus, gpu_type, single_node, work_ms, quarters)| TaskSpec {
+    // Node shape: 0 any split, 1 single-node, 2 a divisor of its GPUs on each node it uses.
+    let node_shape = prop_oneof![7 => Just(0u8), 2 => Just(1u8), 1 => Just(2u8)];
+    (arb_gpus(), arb_gpu_type(), node_shape, any::<u8>(), arb_work_ms(7200), estimate_quarters).prop_map(
+        |(gpus, gpu_type, node_shape, pick, work_ms, quarters)| TaskSpec {
             name: String::new().into(),
             gpus,
             gpu_milli: None,
             gpu_type,
-            single_node,
+            single_node: node_shape == 1,
+            gpus_per_node: (node_shape == 2).then(|| {
+                let divisors: Vec<u32> = (1..=gpus).filter(|d| gpus.is_multiple_of(*d)).collect();
+                divisors[usize::from(pick) % divisors.len()]
+            }),
             work: SimDuration(work_ms),
             estimate: Some(SimDuration(work_ms * quarters / 4)),
             checkpoint: None,
@@ -93,7 +99,8 @@ fn arb_case() -> impl Strategy<Value = Case> {
 struct TaskModel {
     job: usize,
     gpus: u32,
-    single_node: bool,
+    /// GPUs on each node it uses, when fixed (all of them: single-node).
+    per_node: Option<u32>,
     /// Pool indexes of the task's type (all pools when it names none).
     eligible: Vec<usize>,
     work_ms: u64,
@@ -137,14 +144,19 @@ impl Model {
                     .iter()
                     .map(|&p| {
                         let pool = &pools[p];
-                        if t.single_node { pool.gpus_per_node } else { pool.gpus_per_node * pool.nodes }
+                        match t.fixed_gpus_per_node() {
+                            Some(n) if n > pool.gpus_per_node => 0,
+                            Some(n) if n == t.gpus => pool.gpus_per_node,
+                            Some(n) => n * pool.nodes,
+                            None => pool.gpus_per_node * pool.nodes,
+                        }
                     })
                     .max();
                 schedulable &= largest.is_some_and(|cap| t.gpus <= cap);
                 tasks.push(TaskModel {
                     job: j,
                     gpus: t.gpus,
-                    single_node: t.single_node,
+                    per_node: t.fixed_gpus_per_node(),
                     eligible,
                     work_ms: t.work.as_ms(),
                 });
@@ -307,8 +319,14 @@ impl<'m> Replay<'m> {
                     if self.m.node_pool[node] != pool {
                         return Err(format!("{d:?}: gang split across pools"));
                     }
-                    if tm.single_node && node != first_node {
-                        return Err(format!("{d:?}: single-node gang split across nodes"));
+                }
+                if let Some(per_node) = tm.per_node {
+                    let mut on_node = std::collections::BTreeMap::<usize, u32>::new();
+                    for &g in &gpus {
+                        *on_node.entry(self.m.gpu_node[g as usize]).or_default() += 1;
+                    }
+                    if on_node.values().any(|&n| n != per_node) {
+                        return Err(format!("{d:?}: gang not split {per_node} GPUs a node: {on_node:?}"));
                     }
                 }
                 for &g in &gpus {
@@ -367,8 +385,10 @@ impl<'m> Replay<'m> {
     fn fits(&self, t: usize) -> bool {
         let tm = &self.m.tasks[t];
         tm.eligible.iter().any(|&p| {
-            if tm.single_node {
-                (0..self.node_free.len()).any(|n| self.m.node_pool[n] == p && self.node_free[n] >= tm.gpus)
+            if let Some(per_node) = tm.per_node {
+                let roomy =
+                    (0..self.node_free.len()).filter(|&n| self.m.node_pool[n] == p && self.node_free[n] >= per_node);
+                roomy.count() as u32 >= tm.gpus / per_node
             } else {
                 self.pool_free[p] >= tm.gpus
             }
@@ -425,7 +445,7 @@ impl<'m> Replay<'m> {
         let head = self.waiting(now_ms).next();
         if let Discipline::HeadBlocks { shadow_check: true, .. } = discipline
             && let Some(head) = head
-            && !self.m.tasks[head].single_node
+            && self.m.tasks[head].per_node.is_none()
             && let Some(at) = self.shadow(head, now_ms)
         {
             let earliest = self.shadow_ms[head].get_or_insert(at);
@@ -827,6 +847,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
         gpu_milli: None,
         gpu_type: ty.map(str::to_string),
         single_node,
+        gpus_per_node: None,
         work: SimDuration(1000),
         estimate: Some(SimDuration(1000)),
         checkpoint: None,

@@ -221,3 +221,72 @@ fn unknown_policies_and_parameters_list_the_valid_ones() {
         "easy-backfill[duration=oracle,depth=100,placement=pack,avoid_failed_h=0]"
     );
 }
+
+/// 3 nodes x 4 GPUs (g0-g3 node 0, g4-g7 node 1, g8-g11 node 2). a (2 GPUs, 100 s) at 0; b
+/// (6 GPUs, 3 on each node, 50 s) at 0; c (4 GPUs, 2 on each node, 10 s) at 0.
+fn per_node_jobs() -> Vec<sim::JobSpec> {
+    let mut b = job("b", 0, 6, 50);
+    b.tasks[0].gpus_per_node = Some(3);
+    let mut c = job("c", 0, 4, 10);
+    c.tasks[0].gpus_per_node = Some(2);
+    vec![job("a", 0, 2, 100), b, c]
+}
+
+#[test]
+fn a_gang_with_gpus_per_node_takes_exactly_that_many_on_each_node() {
+    // pack. 0: a on node 0 (g0, g1). b needs 2 nodes with 3 free: nodes 1 and 2, 3 each (left
+    // free, b would take node 1 whole and the 2 GPUs beside a). c needs 2 nodes with 2 free:
+    // only node 0 has them (nodes 1, 2 have 1 each), so c waits although 4 GPUs are free. 50:
+    // b ends; the fullest nodes with 2 free are node 0 (2 free), then node 1: c 50..60.
+    let r = run("fifo", cluster(&[(3, 4, "A")]), per_node_jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 100), ("b", 0, 50), ("c", 50, 60)]));
+    assert_eq!(first_gpus(&r, "b"), vec![4, 5, 6, 8, 9, 10]);
+    assert_eq!(first_gpus(&r, "c"), vec![2, 3, 4, 5]);
+    // Without the constraint the same jobs pack b as node 1 whole and a's neighbours, and c
+    // starts at once on the rest.
+    let mut free = per_node_jobs();
+    free.iter_mut().for_each(|j| j.tasks[0].gpus_per_node = None);
+    let r = run("fifo", cluster(&[(3, 4, "A")]), free);
+    assert_eq!(first_gpus(&r, "b"), vec![4, 5, 6, 7, 2, 3]);
+    assert_eq!(schedule(&r), sched(&[("a", 0, 100), ("b", 0, 50), ("c", 0, 10)]));
+}
+
+#[test]
+fn spread_puts_a_gang_with_gpus_per_node_on_the_emptiest_nodes() {
+    // spread: a goes to node 0 (all empty, lowest id). b: the emptiest nodes with 3 free are
+    // nodes 1 and 2. 50: c takes the emptiest nodes with 2 free, nodes 1 and 2 (4 each), not
+    // node 0 beside a.
+    let r = run("fifo[placement=spread]", cluster(&[(3, 4, "A")]), per_node_jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 100), ("b", 0, 50), ("c", 50, 60)]));
+    assert_eq!(first_gpus(&r, "b"), vec![4, 5, 6, 8, 9, 10]);
+    assert_eq!(first_gpus(&r, "c"), vec![4, 5, 8, 9]);
+}
+
+#[test]
+fn a_gang_whose_gpus_per_node_no_node_has_is_unschedulable_with_a_reason() {
+    // 2 nodes x 4 GPUs: 8 GPUs at 4 a node fit; 6 GPUs at 2 a node need 3 nodes; 8 GPUs at 8
+    // a node need nodes of 8.
+    let mut whole = job("whole", 0, 8, 10);
+    whole.tasks[0].gpus_per_node = Some(4);
+    let mut three = job("three", 0, 6, 10);
+    three.tasks[0].gpus_per_node = Some(2);
+    let mut big = job("big", 0, 8, 10);
+    big.tasks[0].gpus_per_node = Some(8);
+    let r = run("fifo", cluster(&[(2, 4, "A")]), vec![whole, three, big]);
+    let outcome = |name: &str| r.jobs.iter().find(|j| j.name == name).unwrap().outcome.clone().unwrap();
+    assert_eq!(outcome("whole"), JobOutcome::Succeeded);
+    let why = |name: &str| match outcome(name) {
+        JobOutcome::Unschedulable(why) => why,
+        other => panic!("{name}: {other:?}"),
+    };
+    assert!(
+        why("three").contains("6 GPUs, 2 on each node it uses; taken so, the most an eligible pool (`A`) has 4"),
+        "{}",
+        why("three")
+    );
+    assert!(
+        why("big").contains("8 on each node it uses; taken so, the most an eligible pool (`A`) has 0"),
+        "{}",
+        why("big")
+    );
+}

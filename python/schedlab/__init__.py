@@ -101,19 +101,22 @@ def simulate(
     policy: Any = "fifo",
     failures: str | None = None,
     seed: int = 0,
+    force: bool = False,
     **settings: Any,
 ) -> Run:
     """Runs one simulation. `policy` is a spec string, or a Python policy (an object with
     `decide(self, view, plan)`, or its class, which is instantiated). Every other keyword is a
-    RunSpec field. Raises RunError for bad settings, a bad trace, or an exception in a Python
-    policy's `decide` (with its traceback)."""
+    RunSpec field. With `out=`, a folder holding files no run writes is refused, and so is a
+    time series of more than 100,000 buckets, unless `force=True` (as `simulate --force`).
+    Raises RunError for bad settings, a bad trace, or an exception in a Python policy's
+    `decide` (with its traceback)."""
     spec = dict(trace=trace, format=format, cluster=cluster, failures=failures, seed=seed, **settings)
     if isinstance(policy, str):
-        out = _native.simulate(_spec(dict(spec, policy=policy)))
+        out = _native.simulate(_spec(dict(spec, policy=policy)), force=force)
     else:
         if inspect.isclass(policy):
             policy = policy()
-        out = _native.simulate(_spec(spec), policy, _policy_name(policy))
+        out = _native.simulate(_spec(spec), policy, _policy_name(policy), force=force)
     return Run(
         summary=json.loads(out["summary"]),
         jobs=_frame(out["jobs"]),

@@ -32,19 +32,20 @@ create_exception!(
 /// given. Returns summary.json, jobs.csv, tasks.csv, timeseries.csv (and decisions.csv when
 /// the spec keeps decisions) as bytes, and the trace's notes.
 #[pyfunction]
-#[pyo3(signature = (spec_json, policy = None, policy_name = None))]
+#[pyo3(signature = (spec_json, policy = None, policy_name = None, force = false))]
 fn simulate<'py>(
     py: Python<'py>,
     spec_json: &str,
     policy: Option<Bound<'py, PyAny>>,
     policy_name: Option<String>,
+    force: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let spec = runs::parse_spec(spec_json)?;
     let (outcome, notes) = match policy {
-        None => py.detach(|| runs::simulate(&spec, None)),
+        None => py.detach(|| runs::simulate(&spec, None, force)),
         Some(object) => {
             let mut policy = PyPolicy::new(&object, policy_name.unwrap_or_else(|| "python".to_string()))?;
-            let ran = py.detach(|| runs::simulate(&spec, Some(&mut policy)));
+            let ran = py.detach(|| runs::simulate(&spec, Some(&mut policy), force));
             if let Some(error) = policy.take_error() {
                 return Err(decide_raised(py, sim::Policy::name(&policy), error));
             }

@@ -5,7 +5,7 @@
 use crate::RunError;
 use pyo3::prelude::*;
 use rayon::prelude::*;
-use run::{Keep, RunOutcome, RunSpec, Runner};
+use run::{Keep, RunOutcome, RunSpec, Runner, Spelling};
 use sim::Policy;
 use std::sync::{Arc, Mutex};
 
@@ -22,13 +22,23 @@ fn keep(spec: &RunSpec) -> Keep {
 }
 
 /// Runs `spec` under `policy` (the one the spec names without), writes its files into the
-/// spec's `out` folder when it has one, and returns the outcome with the trace's notes.
-pub fn simulate(spec: &RunSpec, policy: Option<&mut dyn Policy>) -> Result<(RunOutcome, Vec<String>), String> {
+/// spec's `out` folder when it has one, and returns the outcome with the trace's notes. As
+/// `simulate --out`, a folder holding files no run writes is refused before the run, and so
+/// is a time series past the bucket limit, unless `force`.
+pub fn simulate(
+    spec: &RunSpec,
+    policy: Option<&mut dyn Policy>,
+    force: bool,
+) -> Result<(RunOutcome, Vec<String>), String> {
+    if let Some(dir) = &spec.out {
+        run::check_run_folder(dir, Spelling::Python, force)?;
+    }
     let notes = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&notes);
-    let runner = Runner::default().with_notes(move |path, note| {
+    let runner = Runner::default().spelling(Spelling::Python).with_notes(move |path, note| {
         sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(format!("{}: {note}", path.display()))
     });
+    let runner = if force { runner.without_series_limit() } else { runner };
     let outcome = match policy {
         Some(policy) => runner.run_with_policy(spec, policy, keep(spec)),
         None => runner.run(spec, keep(spec)),

@@ -113,3 +113,25 @@ def test_out_writes_the_runs_files_as_simulate_out_does(small_trace, tmp_path):
         "decisions.csv", "jobs.csv", "queue_metrics.csv", "queue_timeseries.csv", "summary.json", "timeseries.csv",
     ]  # fmt: skip
     assert (tmp_path / "run" / "jobs.csv").read_bytes().decode().splitlines()[0] == ",".join(run.jobs.columns)
+
+
+def test_out_refuses_a_folder_holding_other_files_unless_forced(small_trace, tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    with pytest.raises(schedlab.RunError, match=r"out=.* holds notes.txt, which no run writes: .* or force=True"):
+        schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, out=folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+    schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, out=folder, force=True)
+    assert (folder / "notes.txt").read_text() == "mine"
+    assert (folder / "summary.json").exists()
+
+
+def test_a_time_series_past_the_bucket_limit_is_refused_unless_forced(tmp_path):
+    # Submissions 200,000 s apart: a 1 s bucket would be more than 100,000 buckets.
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,submit_s,duration_s,gpus\na,0,1,1\nb,200000,1,1\n")
+    with pytest.raises(schedlab.RunError, match=r"series_bucket_s=1 would write .* give series_bucket_s=3 or more, or force=True"):
+        schedlab.simulate(trace=path, cluster=SMALL_CLUSTER, series_bucket_s=1)
+    run = schedlab.simulate(trace=path, cluster=SMALL_CLUSTER, series_bucket_s=1, force=True)
+    assert run.timeseries.height > 100_000

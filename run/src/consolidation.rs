@@ -1,18 +1,30 @@
-//! Strict consolidation as a run option (`--single-node-up-to N`): most deep-learning
-//! schedulers place a job that fits on one node on one node (Tiresias' consolidation, Helios'
-//! placer), while `pack` spans nodes when no single node has room; public traces do not say
-//! `single_node`, so replaying them with those semantics is this one setting, not an edited CSV.
+//! Strict consolidation as run options (`--single-node-up-to N`, `--whole-nodes N`): most
+//! deep-learning schedulers place a job that fits on one node on one node, and a multiple of a
+//! node on whole nodes (Tiresias' consolidation, Helios' placer), while `pack` spans nodes
+//! when no single node has room; public traces say neither `single_node` nor
+//! `gpus_per_node`, so replaying them with those semantics is a setting, not an edited CSV.
 
 use crate::RunSpec;
 use sim::Workload;
 
-/// `workload` with every task of at most `spec.single_node_up_to` GPUs made single-node, as
-/// if its row said `single_node=true`; unchanged without the setting.
+/// `workload` with every task of at most `spec.single_node_up_to` GPUs made single-node, and
+/// every task of a multiple of `spec.whole_nodes` GPUs given that many per node, as if its row
+/// said so; a task whose row already fixes its split over nodes keeps it. Unchanged without
+/// the settings.
 pub fn apply(spec: &RunSpec, workload: Workload) -> Result<Workload, String> {
-    let Some(limit) = spec.single_node_up_to else { return Ok(workload) };
+    if spec.single_node_up_to.is_none() && spec.whole_nodes.is_none() {
+        return Ok(workload);
+    }
     let mut jobs = workload.into_jobs();
     for task in jobs.iter_mut().flat_map(|job| job.tasks.iter_mut()) {
-        task.single_node |= task.gpus <= limit;
+        if task.gpu_milli.is_some() || task.fixed_gpus_per_node().is_some() {
+            continue;
+        }
+        if spec.single_node_up_to.is_some_and(|limit| task.gpus <= limit) {
+            task.single_node = true;
+        } else if let Some(node) = spec.whole_nodes.filter(|&node| task.gpus.is_multiple_of(node)) {
+            task.gpus_per_node = Some(node);
+        }
     }
     Workload::new(jobs).map_err(|e| e.to_string())
 }

@@ -23,6 +23,7 @@ mod seconds;
 mod seed;
 mod series_limit;
 mod spec;
+mod spelling;
 pub mod text;
 
 pub use grid::GRID_KEYS;
@@ -32,6 +33,7 @@ pub use runner::{Keep, RunOutcome, Runner};
 pub use seconds::{Hours, Seconds};
 pub use series_limit::MAX_SERIES_BUCKETS;
 pub use spec::{BUILTIN_CLUSTER, BUILTIN_JOBS, BUILTIN_LOAD, MAX_HORIZON_DAYS, RunSpec};
+pub use spelling::Spelling;
 
 use std::fmt;
 

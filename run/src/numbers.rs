@@ -22,7 +22,7 @@ pub(crate) fn count(text: &str) -> Result<u32, String> {
     whole(text, 0, u64::from(u32::MAX), "a whole number, such as 3")
 }
 
-/// `--single-node-up-to`.
+/// `--single-node-up-to`, `--whole-nodes`.
 pub(crate) fn gpus(text: &str) -> Result<u32, String> {
     whole(text, 1, u64::from(u32::MAX), "a whole number of GPUs, at least 1, such as 8")
 }

@@ -5,7 +5,7 @@
 //! write this time, and [`check_run_folder`] refuses a folder holding anything else (a user's
 //! file, a sweep) unless forced, so nothing a run did not make is overwritten or mixed in.
 
-use crate::RunOutcome;
+use crate::{RunOutcome, Spelling};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -26,11 +26,13 @@ pub const RUN_FOLDER_FILES: [&str; 9] = [
 
 /// Checks that `dir` may receive a run's files: it is missing, or holds only
 /// [`RUN_FOLDER_FILES`] (an earlier run's, replaced whole by the next write), or `force` is
-/// set (the other files are left as they are). `flag` names the folder's option in errors.
-pub fn check_run_folder(dir: &Path, flag: &str, force: bool) -> Result<(), String> {
+/// set (the other files are left as they are). Errors name the settings as `spelling` writes
+/// them.
+pub fn check_run_folder(dir: &Path, spelling: Spelling, force: bool) -> Result<(), String> {
+    let out = spelling.setting("out", dir.display());
     let entries = match fs::read_dir(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("{flag} {}: cannot read the folder: {e}", dir.display())),
+        Err(e) => return Err(format!("{out}: cannot read the folder: {e}")),
         Ok(entries) => entries,
     };
     let mut foreign: Vec<String> = entries
@@ -49,8 +51,8 @@ pub fn check_run_folder(dir: &Path, flag: &str, force: bool) -> Result<(), Strin
     };
     let it = if foreign.len() == 1 { "it" } else { "them" };
     Err(format!(
-        "{flag} {} holds {shown}: give a new folder, one that only a run wrote into, or --force to write beside {it}",
-        dir.display()
+        "{out} holds {shown}: give a new folder, one that only a run wrote into, or {} to write beside {it}",
+        spelling.force()
     ))
 }
 

@@ -45,6 +45,8 @@ pub struct Runner {
     keep_traces: bool,
     /// The most time-series buckets a run may write (None: no limit).
     series_limit: Option<u64>,
+    /// How errors spell the settings (the command line's flags, or Python's keywords).
+    spelling: crate::Spelling,
     traces: Mutex<BTreeMap<(PathBuf, traces::Format), traces::Trace>>,
     notes: NoteSink,
 }
@@ -62,6 +64,7 @@ impl Runner {
             registry,
             keep_traces: false,
             series_limit: Some(crate::MAX_SERIES_BUCKETS),
+            spelling: crate::Spelling::Cli,
             traces: Mutex::default(),
             notes: Box::new(|_, _| {}),
         }
@@ -85,6 +88,12 @@ impl Runner {
         self
     }
 
+    /// Spells the settings in its errors as `spelling` does (the command line's by default).
+    pub fn spelling(mut self, spelling: crate::Spelling) -> Runner {
+        self.spelling = spelling;
+        self
+    }
+
     /// Gives the notes of each trace read to `sink` (the command line prints them on stderr).
     pub fn with_notes(mut self, sink: impl Fn(&Path, &str) + Send + Sync + 'static) -> Runner {
         self.notes = Box::new(sink);
@@ -105,7 +114,7 @@ impl Runner {
         config.record_series = keep.series;
         let scenario = self.scenario(spec)?;
         if let (true, Some(limit)) = (keep.series, self.series_limit) {
-            crate::series_limit::check(spec, scenario.workload.jobs(), limit)?;
+            crate::series_limit::check(spec, scenario.workload.jobs(), limit, self.spelling)?;
         }
         let started = Instant::now();
         let result = sim::simulate(scenario, policy, config)?;

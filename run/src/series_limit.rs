@@ -1,7 +1,7 @@
 //! The time series' size, bounded before a run starts: `--series-bucket-s 1` on a trace of
 //! months would write gigabytes of CSV and hold as much in memory.
 
-use crate::{RunError, RunSpec};
+use crate::{RunError, RunSpec, Spelling};
 use sim::JobSpec;
 
 /// The most time-series buckets a run writes unless told otherwise (`simulate --force`):
@@ -11,8 +11,9 @@ pub const MAX_SERIES_BUCKETS: u64 = 100_000;
 /// Refuses `spec`'s `series_bucket_s` when the submissions of `jobs` (in submit order) alone
 /// span more than `limit` buckets, saying how many and the narrowest bucket within the limit.
 /// (The run may go on past its last submission, so this is a lower bound.) Without an
-/// explicit width the simulator picks one giving at most 500 buckets.
-pub fn check(spec: &RunSpec, jobs: &[JobSpec], limit: u64) -> Result<(), RunError> {
+/// explicit width the simulator picks one giving at most 500 buckets. The error spells the
+/// settings as `spelling` does.
+pub fn check(spec: &RunSpec, jobs: &[JobSpec], limit: u64, spelling: Spelling) -> Result<(), RunError> {
     let (Some(width_s), Some(first), Some(last)) = (spec.series_bucket_s, jobs.first(), jobs.last()) else {
         return Ok(());
     };
@@ -23,10 +24,13 @@ pub fn check(spec: &RunSpec, jobs: &[JobSpec], limit: u64) -> Result<(), RunErro
     }
     // buckets(w) <= limit exactly when w * 1000 * limit > span_ms.
     let narrowest_s = span_ms / limit.saturating_mul(1000) + 1;
+    let (width, force) = (|w| spelling.setting("series_bucket_s", w), spelling.force());
     Err(RunError::new(format!(
-        "--series-bucket-s {width_s} would write at least {} time-series buckets (the submissions span {} s), more \
-         than the {limit} a run writes without --force: give --series-bucket-s {narrowest_s} or more, or --force",
+        "{} would write at least {} time-series buckets (the submissions span {} s), more than the {limit} a run \
+         writes without {force}: give {} or more, or {force}",
+        width(width_s),
         buckets(width_s),
-        span_ms.div_ceil(1000)
+        span_ms.div_ceil(1000),
+        width(narrowest_s),
     )))
 }

@@ -61,6 +61,12 @@ pub struct RunSpec {
     /// GPUs per node. Without it, placement may span nodes when no single node has room.
     #[arg(long, value_name = "GPUS", value_parser = numbers::gpus)]
     pub single_node_up_to: Option<u32>,
+    /// Whole nodes for gangs of several nodes: a task asking for a multiple of this many GPUs
+    /// runs with exactly this many on each of its nodes (as if its row said gpus_per_node),
+    /// as Tiresias and Helios place them; set it to the GPUs per node. Pools whose nodes have
+    /// fewer GPUs cannot host such a task.
+    #[arg(long, value_name = "GPUS", value_parser = numbers::gpus)]
+    pub whole_nodes: Option<u32>,
     /// Run seed: feeds the synthetic workload, the failure model or replayed history, and the
     /// policy's random stream (a warning says when it feeds none of them).
     #[arg(long, default_value_t = 0, value_parser = numbers::seed)]

@@ -22,6 +22,7 @@ fn every_field() -> RunSpec {
         datasets: Some(PathBuf::from("d/datasets.csv")),
         policy: "sjf[duration=estimate]".parse().unwrap(),
         single_node_up_to: Some(8),
+        whole_nodes: Some(8),
         seed: 7,
         jobs: 300,
         load: 1.25,

@@ -179,12 +179,27 @@ impl Cluster {
     pub fn node_of(&self, gpu: GpuId) -> NodeId {
         self.gpu_node[gpu.index()]
     }
+    /// Whether every node `gpus` use holds exactly `per_node` of them (all on one node when
+    /// `per_node` is their number). Allocates only for a gang over several nodes.
+    pub fn splits_as(&self, gpus: &[GpuId], per_node: u32) -> bool {
+        let Some(&first) = gpus.first() else { return true };
+        if per_node as usize >= gpus.len() {
+            let node = self.node_of(first);
+            return per_node as usize == gpus.len() && gpus.iter().all(|&g| self.node_of(g) == node);
+        }
+        let mut on_node: std::collections::BTreeMap<NodeId, u32> = std::collections::BTreeMap::new();
+        for &gpu in gpus {
+            *on_node.entry(self.node_of(gpu)).or_default() += 1;
+        }
+        on_node.values().all(|&n| n == per_node)
+    }
     pub fn pool_of(&self, gpu: GpuId) -> PoolId {
         self.node(self.node_of(gpu)).pool
     }
     /// Why `task` can never run in `pools` (its eligible pools), with `spare_nodes` of each
     /// pool kept in reserve, if it cannot: a GPU type none of them has, or more GPUs than the
-    /// largest has in service (on one node, for a single-node task). The reason in words.
+    /// largest has in service (on one node, for a single-node task; as many nodes as it needs
+    /// with its GPUs per node on each, for a task that fixes them). The reason in words.
     pub fn never_fits(&self, task: &crate::TaskSpec, pools: PoolMask, spare_nodes: u32) -> Option<String> {
         if pools.is_empty() {
             let types: Vec<&str> = self.pools.iter().map(|p| p.gpu_type.as_str()).collect();
@@ -195,23 +210,30 @@ impl Cluster {
                 types.join(", ")
             ));
         }
+        let per_node = task.gpus_per_node.filter(|_| !task.single_node);
         let (limit, limit_pool) = pools
             .iter()
             .map(|p| {
                 let pool = self.pool(p);
                 // Hot spares never run work of their own: they only stand in for dead nodes.
                 let in_service = pool.gpu_count() - spare_nodes * pool.gpus_per_node;
-                let cap = if task.single_node { pool.gpus_per_node } else { in_service };
+                let cap = match per_node {
+                    _ if task.single_node => pool.gpus_per_node,
+                    Some(n) if n > pool.gpus_per_node => 0,
+                    Some(n) => in_service / pool.gpus_per_node * n,
+                    None => in_service,
+                };
                 (cap, pool.name.as_str())
             })
             .max_by_key(|&(cap, _)| cap)?;
         if task.gpus <= limit {
             return None;
         }
-        let scope = match (task.single_node, spare_nodes) {
-            (true, _) => " on one node; the largest node of",
-            (false, 0) => "; the largest",
-            (false, _) => "; with its spare nodes aside, the largest",
+        let scope = match (task.single_node, per_node, spare_nodes) {
+            (true, _, _) => " on one node; the largest node of".to_owned(),
+            (false, Some(n), _) => format!(", {n} on each node it uses; taken so, the most"),
+            (false, None, 0) => "; the largest".to_owned(),
+            (false, None, _) => "; with its spare nodes aside, the largest".to_owned(),
         };
         Some(format!(
             "task `{}` asks for {} GPUs{scope} an eligible pool (`{limit_pool}`) has {limit}",

@@ -983,7 +983,7 @@ pub(crate) fn new_task_state(
         job,
         gpus: t.gpus,
         milli: t.gpu_milli.unwrap_or(WHOLE_GPU_MILLI),
-        single_node: t.single_node,
+        gpus_per_node: t.fixed_gpus_per_node(),
         pools: cluster.eligible_pools(t.gpu_type.as_deref()),
         work: t.work,
         estimate: t.estimate,

@@ -116,8 +116,7 @@ impl Controller {
             if t.placed.len() != t.gpus as usize {
                 return Err(format!("task t{index} holds {} of its {} GPUs", t.placed.len(), t.gpus));
             }
-            let node = self.cluster.node_of(t.placed[0]);
-            let pool = self.cluster.node(node).pool;
+            let pool = self.cluster.pool_of(t.placed[0]);
             if !t.pools.contains(pool) {
                 return Err(format!("task t{index} runs in pool {pool}, outside its GPU type"));
             }
@@ -129,9 +128,12 @@ impl Controller {
                     return Err(format!("task t{index} runs on {gpu}, which is known to be unusable"));
                 }
                 let gpu_node = self.cluster.node_of(gpu);
-                if self.cluster.node(gpu_node).pool != pool || (t.single_node && gpu_node != node) {
-                    return Err(format!("task t{index}'s gang is split across pools or nodes"));
+                if self.cluster.node(gpu_node).pool != pool {
+                    return Err(format!("task t{index}'s gang is split across pools"));
                 }
+            }
+            if let Some(n) = t.gpus_per_node.filter(|&n| !self.cluster.splits_as(&t.placed, n)) {
+                return Err(format!("task t{index} runs with other than {n} of its GPUs on each node"));
             }
         }
         if running != self.running_tasks || allocated != self.allocated_mgpus {

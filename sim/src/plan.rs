@@ -68,10 +68,15 @@ pub enum PlanError {
         /// The pool of the GPUs given.
         pool: PoolId,
     },
-    /// A single-node task given GPUs on more than one node.
-    NotSingleNode {
+    /// A task whose shape fixes its GPUs on each node (all on one node, or `gpus_per_node`)
+    /// given GPUs split otherwise.
+    WrongNodeSplit {
         /// The task.
         task: TaskId,
+        /// The GPUs it must have on each node it uses.
+        gpus_per_node: u32,
+        /// Its GPUs (all of them when it is single-node).
+        gpus: u32,
     },
     /// A preemption of a task that is not running.
     NotRunning {
@@ -122,8 +127,11 @@ impl fmt::Display for PlanError {
             PlanError::WrongGpuType { task, pool } => {
                 write!(f, "{task} excludes the GPU type of pool {pool}")
             }
-            PlanError::NotSingleNode { task } => {
+            PlanError::WrongNodeSplit { task, gpus_per_node, gpus } if gpus_per_node == gpus => {
                 write!(f, "{task} must run on a single node")
+            }
+            PlanError::WrongNodeSplit { task, gpus_per_node, .. } => {
+                write!(f, "{task} must have exactly {gpus_per_node} of its GPUs on each node it uses")
             }
             PlanError::NotRunning { task, status } => {
                 write!(f, "{task} cannot be preempted: it is {}", status.as_str())
@@ -303,7 +311,6 @@ impl<'a> Plan<'a> {
             return Err(PlanError::UnknownGpu { gpu: first });
         }
         let pool = self.cluster.pool_of(first);
-        let node = self.cluster.node_of(first);
         if !t.pools.contains(pool) {
             return Err(PlanError::WrongGpuType { task, pool });
         }
@@ -324,9 +331,11 @@ impl<'a> Plan<'a> {
             if self.cluster.node(gpu_node).pool != pool {
                 return Err(PlanError::MixedPools { task });
             }
-            if t.single_node && gpu_node != node {
-                return Err(PlanError::NotSingleNode { task });
-            }
+        }
+        if let Some(per_node) = t.gpus_per_node
+            && !self.cluster.splits_as(gpus, per_node)
+        {
+            return Err(PlanError::WrongNodeSplit { task, gpus_per_node: per_node, gpus: t.gpus });
         }
         Ok(())
     }

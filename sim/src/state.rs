@@ -60,7 +60,9 @@ pub struct TaskState {
     /// Share of each GPU, in milli-GPUs: 1000 for whole GPUs; less for a fractional task (one
     /// GPU shared with other fractional tasks, up to 1000 in all).
     pub milli: u32,
-    pub single_node: bool,
+    /// GPUs on each node the gang uses when its shape fixes them (all of them: one node);
+    /// `None`: any split over nodes of one pool.
+    pub gpus_per_node: Option<u32>,
     /// Pools of the task's GPU type (all pools when it names none).
     pub pools: PoolMask,
     pub work: SimDuration,

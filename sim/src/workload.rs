@@ -1,5 +1,6 @@
 //! What users submit: jobs made of tasks. A task is a gang: it asks for `gpus` GPUs that must
-//! all be granted at once, inside one pool (one GPU type), and on one node when `single_node`.
+//! all be granted at once, inside one pool (one GPU type), on one node when `single_node`, and
+//! `gpus_per_node` on each of its nodes when that is set.
 
 use crate::time::{SimDuration, SimTime};
 use std::collections::BTreeMap;
@@ -22,6 +23,10 @@ pub struct TaskSpec {
     pub gpu_type: Option<String>,
     /// All GPUs on one node (otherwise the gang may span nodes of one pool).
     pub single_node: bool,
+    /// Exactly this many of its GPUs on each node it uses, so `gpus / gpus_per_node` nodes
+    /// (Slurm's `--gpus-per-node`, or whole nodes of a multi-node gang); it divides `gpus`.
+    /// `None`: as many on each node as placement chooses.
+    pub gpus_per_node: Option<u32>,
     /// True work: how long the task runs on the reference GPU type, without interruption.
     pub work: SimDuration,
     /// What the user (or an estimator) said it would take; what non-oracle policies see.
@@ -106,6 +111,11 @@ pub struct Window {
 }
 
 impl TaskSpec {
+    /// GPUs on each node the task uses, when its shape fixes them: all of them for a
+    /// single-node task, `gpus_per_node` when set.
+    pub fn fixed_gpus_per_node(&self) -> Option<u32> {
+        if self.single_node { Some(self.gpus) } else { self.gpus_per_node }
+    }
     /// A task of `gpus` GPUs and `work` true duration, with every option at its default.
     pub fn new(name: impl Into<Name>, gpus: u32, work: SimDuration) -> TaskSpec {
         TaskSpec {
@@ -114,6 +124,7 @@ impl TaskSpec {
             gpu_milli: None,
             gpu_type: None,
             single_node: false,
+            gpus_per_node: None,
             work,
             estimate: None,
             checkpoint: None,
@@ -229,8 +240,15 @@ impl Workload {
     }
 }
 
-/// What every job must be: tasks that ask for GPUs, shares of one GPU, a cancel at or after
-/// its submit, and a valid DAG.
+/// Whether `gpus_per_node` is set and cannot describe the task: not a divisor of its GPUs,
+/// on a share of one GPU, or other than all of them on a single-node task.
+fn bad_per_node(t: &TaskSpec) -> bool {
+    t.gpus_per_node
+        .is_some_and(|n| n == 0 || !t.gpus.is_multiple_of(n) || t.gpu_milli.is_some() || (t.single_node && n != t.gpus))
+}
+
+/// What every job must be: tasks that ask for GPUs, shares of one GPU, GPUs per node that
+/// divide a gang, a cancel at or after its submit, and a valid DAG.
 fn check_job(job: &JobSpec) -> Result<(), WorkloadError> {
     if job.tasks.is_empty() {
         return Err(WorkloadError(format!("job `{}` has no tasks", job.name)));
@@ -247,6 +265,16 @@ fn check_job(job: &JobSpec) -> Result<(), WorkloadError> {
             "job `{}` task `{}`: a GPU share must be 1..=999 milli-GPUs of exactly 1 GPU \
                  (got {:?} of {} GPUs); a whole GPU is no share",
             job.name, t.name, t.gpu_milli, t.gpus
+        )));
+    }
+    if let Some(t) = job.tasks.iter().find(|t| bad_per_node(t)) {
+        return Err(WorkloadError(format!(
+            "job `{}` task `{}`: gpus_per_node {} must divide its {} GPUs{}",
+            job.name,
+            t.name,
+            t.gpus_per_node.unwrap_or(0),
+            t.gpus,
+            if t.single_node { " and equal them, as it is single-node" } else { "" }
         )));
     }
     if let Some(cancel) = job.cancel.filter(|&c| c < job.submit) {

@@ -211,8 +211,8 @@ pub struct SubmitArgs {
     #[command(flatten)]
     client: ClientArgs,
     /// A job as JSON: {"name", "queue"?, "priority"?, "deadline_s"?, "tasks": [{"name", "command",
-    /// "gpus"?, "gpu_milli"?, "gpu_type"?, "single_node"?, "estimate_s"?, "depends_on"?: [task
-    /// names], "checkpoint_s"?, "restart_overhead_s"?, "not_before_s"?, "not_after_s"?,
+    /// "gpus"?, "gpu_milli"?, "gpu_type"?, "single_node"?, "gpus_per_node"?, "estimate_s"?,
+    /// "depends_on"?: [task names], "checkpoint_s"?, "restart_overhead_s"?, "not_before_s"?, "not_after_s"?,
     /// "dataset"?, "speeds"?}]}; times in seconds after submission (docs/live-mode.md: "Jobs").
     #[arg(long, conflicts_with_all = ["name", "command"])]
     file: Option<PathBuf>,

@@ -32,7 +32,7 @@ pub fn run(args: SimulateArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
         return Err("--decisions writes decisions.csv into --out DIR; give --out".into());
     }
     if let Some(dir) = &args.out {
-        run::check_run_folder(dir, "--out", args.force)?;
+        run::check_run_folder(dir, run::Spelling::Cli, args.force)?;
     }
     let spec = RunSpec { out: args.out, decisions: args.decisions, ..args.run };
     if let (true, Some(reason)) = (typed("seed"), spec.idle_seed_reason()) {

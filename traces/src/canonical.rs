@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
-pub const JOB_COLUMNS: [&str; 22] = [
+pub const JOB_COLUMNS: [&str; 23] = [
     "job_id",
     "task_id",
     "submit_s",
@@ -22,6 +22,7 @@ pub const JOB_COLUMNS: [&str; 22] = [
     "gpu_milli",
     "gpu_type",
     "single_node",
+    "gpus_per_node",
     "estimate_s",
     "queue",
     "checkpoint_s",
@@ -47,6 +48,7 @@ const KNOWN: &[Column] = &[
     Column { name: "gpu_milli", required: false },
     Column { name: "gpu_type", required: false },
     Column { name: "single_node", required: false },
+    Column { name: "gpus_per_node", required: false },
     Column { name: "estimate_s", required: false },
     Column { name: "queue", required: false },
     Column { name: "checkpoint_s", required: false },
@@ -73,6 +75,7 @@ struct Cols {
     gpu_milli: Option<usize>,
     gpu_type: Option<usize>,
     single_node: Option<usize>,
+    gpus_per_node: Option<usize>,
     estimate: Option<usize>,
     queue: Option<usize>,
     checkpoint: Option<usize>,
@@ -107,20 +110,21 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
         gpu_milli: c[5],
         gpu_type: c[6],
         single_node: c[7],
-        estimate: c[8],
-        queue: c[9],
-        checkpoint: c[10],
-        restart_overhead: c[11],
-        deadline: c[12],
-        priority: c[13],
-        depends_on: c[14],
-        not_before: c[15],
-        not_after: c[16],
-        dataset: c[17],
-        speeds: c[18],
-        cancel: c[19],
-        exit_code: c[20],
-        checkpoint_cost: c[21],
+        gpus_per_node: c[8],
+        estimate: c[9],
+        queue: c[10],
+        checkpoint: c[11],
+        restart_overhead: c[12],
+        deadline: c[13],
+        priority: c[14],
+        depends_on: c[15],
+        not_before: c[16],
+        not_after: c[17],
+        dataset: c[18],
+        speeds: c[19],
+        cancel: c[20],
+        exit_code: c[21],
+        checkpoint_cost: c[22],
     };
     let mut builder = Builder::default();
     rows.parse_all(sink, |row| builder.add(row, &cols))?;
@@ -154,6 +158,7 @@ impl Builder {
         let gpu_milli = parse_gpu_milli(row, cols.gpu_milli, gpus)?;
         let gpu_type = row.opt_text(cols.gpu_type)?;
         let single_node = parse_single_node(row, cols.single_node)?;
+        let gpus_per_node = parse_gpus_per_node(row, cols.gpus_per_node, gpus, gpu_milli.is_some(), single_node)?;
         let estimate_ms = row.opt_positive_seconds_ms(cols.estimate)?;
         let queue = row.opt_text(cols.queue)?;
         let task_id = row.opt_text(cols.task)?;
@@ -218,6 +223,7 @@ impl Builder {
             gpu_milli,
             gpu_type: (!gpu_type.is_empty()).then(|| gpu_type.to_owned()),
             single_node,
+            gpus_per_node,
             work: SimDuration(work_ms),
             estimate: estimate_ms.map(SimDuration),
             checkpoint: checkpoint_ms.map(SimDuration),
@@ -398,6 +404,29 @@ fn parse_gpu_milli(row: &Row<'_>, column: Option<usize>, gpus: u32) -> Result<Op
     }
 }
 
+/// GPUs on each node of a gang over nodes: a whole number that divides `gpus`, of whole GPUs,
+/// all of them on a single-node task; empty or absent: placement chooses (`None`).
+fn parse_gpus_per_node(
+    row: &Row<'_>,
+    column: Option<usize>,
+    gpus: u32,
+    share: bool,
+    single_node: bool,
+) -> Result<Option<u32>, TraceError> {
+    let Some(column) = column else { return Ok(None) };
+    let text = row.text(column)?;
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let expected = match parse_u32(text) {
+        _ if share => "an empty field for a share of one GPU".to_owned(),
+        Some(n) if single_node && n != gpus => format!("{gpus} (all its GPUs: the task is single-node) or empty"),
+        Some(n) if n > 0 && gpus.is_multiple_of(n) => return Ok(Some(n)),
+        _ => format!("a whole number that divides the task's {gpus} GPUs (empty: any split over nodes)"),
+    };
+    Err(row.error(column, expected, text))
+}
+
 /// `true`/`false` (any case), `1`/`0`, or empty (false).
 fn parse_single_node(row: &Row<'_>, column: Option<usize>) -> Result<bool, TraceError> {
     let Some(column) = column else {
@@ -419,7 +448,7 @@ pub(crate) fn format_seconds(ms: u64) -> String {
     if ms.is_multiple_of(1000) { (ms / 1000).to_string() } else { format!("{}.{:03}", ms / 1000, ms % 1000) }
 }
 
-/// Writes `workload` as a canonical `jobs.csv` (all twenty-one [`JOB_COLUMNS`], one row per
+/// Writes `workload` as a canonical `jobs.csv` (all twenty-three [`JOB_COLUMNS`], one row per
 /// task, jobs in workload order). Refuses, before writing anything, a workload that would not
 /// read back identically: duplicate or empty job/task names, empty-but-present GPU type or queue,
 /// zero or out-of-range times (a checkpoint interval or restart overhead of zero is fine).
@@ -446,6 +475,7 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                     &gpu_milli,
                     task.gpu_type.as_deref().unwrap_or(""),
                     if task.single_node { "true" } else { "false" },
+                    &task.gpus_per_node.map(|n| n.to_string()).unwrap_or_default(),
                     &estimate,
                     job.queue.as_deref().unwrap_or(""),
                     &seconds(task.checkpoint),
@@ -554,6 +584,9 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
             // Workload::new refuses these; checked again so the file can never hold one.
             if task.gpu_milli.is_some_and(|m| !(1..=999).contains(&m) || task.gpus != 1) {
                 return refuse(format!("job `{name}` task `{tname}`: a GPU share must be 1..=999 milli-GPUs of 1 GPU"));
+            }
+            if task.gpus_per_node.is_some_and(|n| n == 0 || !task.gpus.is_multiple_of(n) || task.gpu_milli.is_some()) {
+                return refuse(format!("job `{name}` task `{tname}`: gpus_per_node must divide its whole GPUs"));
             }
             if task.gpu_type.as_deref() == Some("") {
                 return refuse(format!("job `{name}` task `{tname}` has an empty GPU type (use none instead)"));
@@ -711,19 +744,38 @@ mod tests {
 
     #[test]
     fn writer_output_is_readable_and_exact() {
-        let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli,gpu_type,single_node,estimate_s,queue,\
-                    checkpoint_s,restart_overhead_s,deadline_s,priority,depends_on,not_before_s,not_after_s,dataset,speeds,\
-                    cancel_s,exit_code,checkpoint_cost_s\n\
-                    \"a,b\",0,0.5,600,1,,,false,,,,,,0,,,,,,,0,\n\
-                    j,ps,1,0.001,1,250,A100,true,7.250,q,0,30,86400,-3,w:failure,5,,imagenet,A100=2.5,90,0,0\n\
-                    j,w,1,2,8,,,false,,q,1800.500,0,86400,-3,,,100.250,,A100=3;V100=0.125,90,-9,45.500\n\
-                    k,a,2,10,1,,,false,,,,,,0,,,,,,,137,\n\
-                    k,b,2,10,1,,,false,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,,,0,\n";
+        let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli,gpu_type,single_node,gpus_per_node,estimate_s,\
+                    queue,checkpoint_s,restart_overhead_s,deadline_s,priority,depends_on,not_before_s,not_after_s,dataset,\
+                    speeds,cancel_s,exit_code,checkpoint_cost_s\n\
+                    \"a,b\",0,0.5,600,1,,,false,,,,,,,0,,,,,,,0,\n\
+                    j,ps,1,0.001,1,250,A100,true,,7.250,q,0,30,86400,-3,w:failure,5,,imagenet,A100=2.5,90,0,0\n\
+                    j,w,1,2,8,,,false,4,,q,1800.500,0,86400,-3,,,100.250,,A100=3;V100=0.125,90,-9,45.500\n\
+                    k,a,2,10,1,,,false,,,,,,,0,,,,,,,137,\n\
+                    k,b,2,10,4,,,true,4,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,,,0,\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_jobs_csv(&w, &mut out).unwrap();
         assert_eq!(String::from_utf8(out.clone()).unwrap(), text.replace("0.5,", "0.500,"));
         assert_eq!(read_jobs_csv(out.as_slice(), "again.csv").unwrap(), w);
+    }
+
+    #[test]
+    fn gpus_per_node_divides_the_gang_and_agrees_with_single_node() {
+        let head = "job_id,submit_s,duration_s,gpus,gpu_milli,single_node,gpus_per_node\n";
+        let w = read(&format!("{head}a,0,1,16,,,8\nb,0,1,4,,true,4\nc,0,1,4,,,\n")).unwrap();
+        let split: Vec<Option<u32>> = w.jobs().iter().map(|j| j.tasks[0].gpus_per_node).collect();
+        assert_eq!(split, [Some(8), Some(4), None]);
+        assert_eq!(
+            err(&format!("{head}a,0,1,12,,,8\n")),
+            "jobs.csv:2: field `gpus_per_node`: expected a whole number that divides the task's 12 GPUs \
+             (empty: any split over nodes), got \"8\""
+        );
+        assert_eq!(
+            err(&format!("{head}a,0,1,8,,true,4\n")),
+            "jobs.csv:2: field `gpus_per_node`: expected 8 (all its GPUs: the task is single-node) or empty, got \"4\""
+        );
+        assert!(err(&format!("{head}a,0,1,1,250,,1\n")).contains("expected an empty field for a share of one GPU"));
+        assert!(err(&format!("{head}a,0,1,8,,,0\n")).contains("divides the task's 8 GPUs"));
     }
 
     #[test]

@@ -94,6 +94,7 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
                     gpu_milli,
                     gpu_type,
                     single_node,
+                    gpus_per_node: None,
                     work: SimDuration(work),
                     estimate: estimate.map(SimDuration),
                     checkpoint: checkpoint.map(SimDuration),

@@ -51,6 +51,9 @@ mod tests {
             "task `0` asks for 5 GPUs on one node; the largest node of an eligible pool (`A100`) has 4: it can never run on this cluster"
         );
         assert!(never_fits(&cluster, &spec(task(9, false, None))).unwrap().contains("9 GPUs; the largest an eligible"));
+        let whole = |gpus, per_node| TaskRequest { gpus_per_node: Some(per_node), ..task(gpus, false, None) };
+        assert_eq!(never_fits(&cluster, &spec(whole(8, 4))), None);
+        assert!(never_fits(&cluster, &spec(whole(8, 8))).unwrap().contains("8 GPUs, 8 on each node it uses"));
         assert!(never_fits(&cluster, &spec(task(1, false, Some("H100")))).unwrap().contains("(it has A100)"));
         let queued = JobRequest { queue: Some("team".into()), ..JobRequest::new("j", vec![task(1, false, None)]) };
         assert_eq!(check_queue(&queued, true), Ok(()));

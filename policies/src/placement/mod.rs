@@ -4,7 +4,8 @@
 //! A gang always lies inside one pool (one GPU type). A task that fits on one node gets one
 //! node; a larger task (or one whose single-node placement is impossible right now, when it
 //! allows spanning) takes the emptiest nodes first, which uses the fewest nodes, and its last
-//! piece goes to the fullest node that can hold it.
+//! piece goes to the fullest node that can hold it. A task that fixes its GPUs per node (whole
+//! nodes, Slurm's `--gpus-per-node`) takes that many on each of as many nodes as it needs.
 
 mod candidates;
 mod pack;
@@ -25,8 +26,8 @@ pub struct Shape {
     pub gpus: u32,
     /// The pools (GPU types) it may run in.
     pub pools: PoolMask,
-    /// Whether the gang must lie on one node.
-    pub single_node: bool,
+    /// GPUs on each node the gang uses when its shape fixes them (all of them: one node).
+    pub gpus_per_node: Option<u32>,
     /// Milli-GPUs of each GPU: 1000 for whole GPUs, less for a share of one GPU.
     pub milli: u32,
     /// The dataset it reads (an index into the cluster's datasets), for `placement=local`.
@@ -41,7 +42,7 @@ impl Shape {
         Shape {
             gpus: task.gpus,
             pools: task.pools,
-            single_node: task.single_node,
+            gpus_per_node: task.gpus_per_node,
             milli: task.milli,
             dataset: task.dataset,
             speeds: task.speed_profile,
@@ -53,13 +54,25 @@ impl Shape {
         self.milli < WHOLE_GPU_MILLI
     }
 
+    /// Whether the gang must lie on one node.
+    pub fn single_node(self) -> bool {
+        self.gpus_per_node == Some(self.gpus)
+    }
+
+    /// For a gang over several nodes with its GPUs per node fixed: that many, and the nodes.
+    fn split_over_nodes(self) -> Option<(u32, u32)> {
+        self.gpus_per_node.filter(|&n| n < self.gpus).map(|n| (n, self.gpus / n))
+    }
+
     /// Whether `pool` can host this shape with the GPUs free now (a share: on a shared GPU
     /// with room, or on a free GPU).
     pub fn fits_in(self, pool: PoolId, free: &FreeGpus) -> bool {
         if self.is_share() {
             free.shared_with_room(pool, self.milli).next().is_some() || free.in_pool(pool) >= 1
-        } else if self.single_node {
+        } else if self.single_node() {
             free.max_on_one_node(pool) >= self.gpus
+        } else if let Some((per_node, nodes)) = self.split_over_nodes() {
+            free.nodes_with_at_least(pool, per_node).nth(nodes as usize - 1).is_some()
         } else {
             free.in_pool(pool) >= self.gpus
         }
@@ -227,31 +240,65 @@ impl fmt::Display for Placer {
 
 /// Whether `pool` can host whole-GPU `shape` on the candidate GPUs.
 fn fits_in(shape: Shape, pool: PoolId, candidates: &Candidates<'_>) -> bool {
-    if shape.single_node {
+    if shape.single_node() {
         candidates.max_on_one_node(pool) >= shape.gpus
+    } else if let Some((per_node, nodes)) = shape.split_over_nodes() {
+        candidates.nodes_with_at_least(pool, per_node).nth(nodes as usize - 1).is_some()
     } else {
         candidates.in_pool(pool) >= shape.gpus
     }
 }
 
-/// Takes `gpus` GPUs from `pool`: one node when one node can hold them (chosen by
-/// `pick_single`), else the emptiest nodes first with the last piece on the fullest node that
-/// holds it. `None` when the pool cannot host the shape now.
-fn take_from_pool(
-    shape: Shape,
-    pool: PoolId,
-    free: &Candidates<'_>,
-    pick_single: impl Fn(PoolId, u32) -> Option<NodeId>,
-) -> Option<Vec<GpuId>> {
+/// How an algorithm picks among nodes with room: the fullest (best fit, `pack`) or the
+/// emptiest (worst fit, `spread`), ties by node id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fit {
+    Best,
+    Worst,
+}
+
+impl Fit {
+    /// The node this fit picks for `gpus` GPUs on one node, if one has room.
+    fn one_node(self, pool: PoolId, gpus: u32, free: &Candidates<'_>) -> Option<NodeId> {
+        match self {
+            Fit::Best => free.best_fit(pool, gpus),
+            Fit::Worst => free.emptiest(pool).filter(|&n| free.on_node(n) >= gpus),
+        }
+    }
+
+    /// The first `nodes` nodes this fit picks among those with `per_node` free GPUs.
+    fn nodes_with(self, pool: PoolId, per_node: u32, nodes: u32, free: &Candidates<'_>) -> Vec<NodeId> {
+        let take = nodes as usize;
+        match self {
+            Fit::Best => free.nodes_with_at_least(pool, per_node).take(take).map(|(n, _)| n).collect(),
+            Fit::Worst => {
+                let roomy = free.nodes_emptiest_first(pool).take_while(|&(_, count)| count >= per_node);
+                roomy.take(take).map(|(n, _)| n).collect()
+            }
+        }
+    }
+}
+
+/// Takes `gpus` GPUs from `pool`: one node when one node can hold them (chosen by `fit`), else
+/// the emptiest nodes first with the last piece on the fullest node that holds it; a gang
+/// that fixes its GPUs per node takes them from the nodes `fit` picks. `None` when the pool
+/// cannot host the shape now.
+fn take_from_pool(shape: Shape, pool: PoolId, free: &Candidates<'_>, fit: Fit) -> Option<Vec<GpuId>> {
     if !fits_in(shape, pool, free) {
         return None;
     }
     let mut gpus = Vec::with_capacity(shape.gpus as usize);
-    if let Some(node) = pick_single(pool, shape.gpus) {
+    if let Some((per_node, nodes)) = shape.split_over_nodes() {
+        for node in fit.nodes_with(pool, per_node, nodes, free) {
+            free.take_from(node, per_node, &mut gpus);
+        }
+        return Some(gpus);
+    }
+    if let Some(node) = fit.one_node(pool, shape.gpus, free) {
         free.take_from(node, shape.gpus, &mut gpus);
         return Some(gpus);
     }
-    debug_assert!(!shape.single_node, "fits_in promised a single node");
+    debug_assert!(!shape.single_node(), "fits_in promised a single node");
     // Emptiest nodes first: the fewest nodes for the gang. `free` is not changed as we go:
     // the nodes used are those the emptiest-first walk has reached, skipped by their order
     // (O(nodes used), not O(nodes used^2)).

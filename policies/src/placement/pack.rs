@@ -1,16 +1,18 @@
 //! `pack`: consolidate. Among the pools that can host the gang, the one where it spans the
 //! fewest nodes, then where its node is fullest (best fit), then the lowest pool id. Keeps
-//! whole nodes free for the big gangs that need them.
+//! whole nodes free for the big gangs that need them. A gang that fixes its GPUs per node
+//! takes the fullest nodes with that many free.
 
-use super::{Candidates, Shape, fits_in, nodes_needed, take_from_pool};
+use super::{Candidates, Fit, Shape, fits_in, nodes_needed, take_from_pool};
 use sim::GpuId;
 
 pub(super) fn place(shape: Shape, free: &Candidates<'_>) -> Option<Vec<GpuId>> {
     let pool = shape.pools.iter().filter(|&p| fits_in(shape, p, free)).min_by_key(|&p| {
-        match free.best_fit(p, shape.gpus) {
-            Some(node) => (1, free.on_node(node), p),
-            None => (nodes_needed(p, shape.gpus, free), 0, p),
+        match (shape.split_over_nodes(), free.best_fit(p, shape.gpus)) {
+            (Some((_, nodes)), _) => (nodes, 0, p),
+            (None, Some(node)) => (1, free.on_node(node), p),
+            (None, None) => (nodes_needed(p, shape.gpus, free), 0, p),
         }
     })?;
-    take_from_pool(shape, pool, free, |p, g| free.best_fit(p, g))
+    take_from_pool(shape, pool, free, Fit::Best)
 }

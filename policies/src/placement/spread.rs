@@ -1,8 +1,9 @@
 //! `spread`: balance load. The pool with the most free GPUs (lowest id on ties), and there the
 //! emptiest node that holds the whole gang (worst fit); a gang larger than any node's free
-//! GPUs takes the emptiest nodes first, as with `pack`.
+//! GPUs takes the emptiest nodes first, as with `pack`; one that fixes its GPUs per node takes
+//! the emptiest nodes.
 
-use super::{Candidates, Shape, fits_in, take_from_pool};
+use super::{Candidates, Fit, Shape, fits_in, take_from_pool};
 use sim::GpuId;
 
 pub(super) fn place(shape: Shape, free: &Candidates<'_>) -> Option<Vec<GpuId>> {
@@ -11,5 +12,5 @@ pub(super) fn place(shape: Shape, free: &Candidates<'_>) -> Option<Vec<GpuId>> {
         .iter()
         .filter(|&p| fits_in(shape, p, free))
         .max_by_key(|&p| (free.in_pool(p), std::cmp::Reverse(p)))?;
-    take_from_pool(shape, pool, free, |p, g| free.emptiest(p).filter(|&n| free.on_node(n) >= g))
+    take_from_pool(shape, pool, free, Fit::Worst)
 }
