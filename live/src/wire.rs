@@ -288,7 +288,12 @@ impl TaskRequest {
         spec.gpu_milli = self.gpu_milli;
         spec.gpu_type = self.gpu_type.clone();
         spec.single_node = self.single_node;
-        spec.gpus_per_node = self.gpus_per_node;
+        spec.gpus_per_node = match self.gpus_per_node {
+            Some(0) => {
+                return Err(Refusal::bad(format!("task `{name}`: gpus_per_node 0: expected a divisor of its GPUs")));
+            }
+            other => other.and_then(std::num::NonZeroU32::new),
+        };
         spec.checkpoint = seconds("checkpoint_s", &self.checkpoint_s, 0)?.map(sim::SimDuration);
         spec.restart_overhead = seconds("restart_overhead_s", &self.restart_overhead_s, 0)?.map(sim::SimDuration);
         spec.deps = deps;
@@ -570,6 +575,8 @@ mod tests {
         assert!(refused(TaskRequest { gpu_milli: Some(500), gpus: 2, ..base() }).contains("a GPU share must be"));
         assert!(refused(TaskRequest { gpu_milli: Some(1000), ..base() }).contains("a GPU share must be"));
         assert!(refused(TaskRequest { gpu_milli: Some(0), ..base() }).contains("a GPU share must be"));
+        assert!(refused(TaskRequest { gpus_per_node: Some(0), gpus: 2, ..base() }).contains("gpus_per_node 0"));
+        assert!(refused(TaskRequest { gpus_per_node: Some(3), gpus: 4, ..base() }).contains("must divide its 4 GPUs"));
         assert_eq!(
             refused(TaskRequest { checkpoint_s: number("-1"), ..base() }),
             "task `a`: checkpoint_s -1: expected a non-negative number of seconds"

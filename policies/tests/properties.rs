@@ -44,10 +44,12 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
             gpu_milli: None,
             gpu_type,
             single_node: node_shape == 1,
-            gpus_per_node: (node_shape == 2).then(|| {
-                let divisors: Vec<u32> = (1..=gpus).filter(|d| gpus.is_multiple_of(*d)).collect();
-                divisors[usize::from(pick) % divisors.len()]
-            }),
+            gpus_per_node: (node_shape == 2)
+                .then(|| {
+                    let divisors: Vec<u32> = (1..=gpus).filter(|d| gpus.is_multiple_of(*d)).collect();
+                    divisors[usize::from(pick) % divisors.len()]
+                })
+                .and_then(std::num::NonZeroU32::new),
             work: SimDuration(work_ms),
             estimate: Some(SimDuration(work_ms * quarters / 4)),
             checkpoint: None,

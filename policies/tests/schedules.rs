@@ -5,6 +5,7 @@ mod common;
 
 use common::{cluster, first_gpus, job, job_est, run, run_with, sched, schedule};
 use sim::{ControllerConfig, JobOutcome, SimDuration};
+use std::num::NonZeroU32;
 
 /// 1 node x 4 GPUs. a (2 GPUs, 10 s) starts at 0; b (4 GPUs) must wait for a; c (1 GPU, t=1)
 /// fits beside a at once.
@@ -226,9 +227,9 @@ fn unknown_policies_and_parameters_list_the_valid_ones() {
 /// (6 GPUs, 3 on each node, 50 s) at 0; c (4 GPUs, 2 on each node, 10 s) at 0.
 fn per_node_jobs() -> Vec<sim::JobSpec> {
     let mut b = job("b", 0, 6, 50);
-    b.tasks[0].gpus_per_node = Some(3);
+    b.tasks[0].gpus_per_node = NonZeroU32::new(3);
     let mut c = job("c", 0, 4, 10);
-    c.tasks[0].gpus_per_node = Some(2);
+    c.tasks[0].gpus_per_node = NonZeroU32::new(2);
     vec![job("a", 0, 2, 100), b, c]
 }
 
@@ -267,11 +268,11 @@ fn a_gang_whose_gpus_per_node_no_node_has_is_unschedulable_with_a_reason() {
     // 2 nodes x 4 GPUs: 8 GPUs at 4 a node fit; 6 GPUs at 2 a node need 3 nodes; 8 GPUs at 8
     // a node need nodes of 8.
     let mut whole = job("whole", 0, 8, 10);
-    whole.tasks[0].gpus_per_node = Some(4);
+    whole.tasks[0].gpus_per_node = NonZeroU32::new(4);
     let mut three = job("three", 0, 6, 10);
-    three.tasks[0].gpus_per_node = Some(2);
+    three.tasks[0].gpus_per_node = NonZeroU32::new(2);
     let mut big = job("big", 0, 8, 10);
-    big.tasks[0].gpus_per_node = Some(8);
+    big.tasks[0].gpus_per_node = NonZeroU32::new(8);
     let r = run("fifo", cluster(&[(2, 4, "A")]), vec![whole, three, big]);
     let outcome = |name: &str| r.jobs.iter().find(|j| j.name == name).unwrap().outcome.clone().unwrap();
     assert_eq!(outcome("whole"), JobOutcome::Succeeded);

@@ -23,7 +23,7 @@ pub fn apply(spec: &RunSpec, workload: Workload) -> Result<Workload, String> {
         if spec.single_node_up_to.is_some_and(|limit| task.gpus <= limit) {
             task.single_node = true;
         } else if let Some(node) = spec.whole_nodes.filter(|&node| task.gpus.is_multiple_of(node)) {
-            task.gpus_per_node = Some(node);
+            task.gpus_per_node = std::num::NonZeroU32::new(node);
         }
     }
     Workload::new(jobs).map_err(|e| e.to_string())

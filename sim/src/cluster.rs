@@ -210,7 +210,7 @@ impl Cluster {
                 types.join(", ")
             ));
         }
-        let per_node = task.gpus_per_node.filter(|_| !task.single_node);
+        let per_node = task.gpus_per_node.map(std::num::NonZeroU32::get).filter(|_| !task.single_node);
         let (limit, limit_pool) = pools
             .iter()
             .map(|p| {

@@ -983,7 +983,7 @@ pub(crate) fn new_task_state(
         job,
         gpus: t.gpus,
         milli: t.gpu_milli.unwrap_or(WHOLE_GPU_MILLI),
-        gpus_per_node: t.fixed_gpus_per_node(),
+        gpus_per_node: t.fixed_gpus_per_node().and_then(|n| std::num::NonZeroU8::new(n.min(255) as u8)),
         pools: cluster.eligible_pools(t.gpu_type.as_deref()),
         work: t.work,
         estimate: t.estimate,

@@ -132,7 +132,7 @@ impl Controller {
                     return Err(format!("task t{index}'s gang is split across pools"));
                 }
             }
-            if let Some(n) = t.gpus_per_node.filter(|&n| !self.cluster.splits_as(&t.placed, n)) {
+            if let Some(n) = t.per_node().filter(|&n| !self.cluster.splits_as(&t.placed, n)) {
                 return Err(format!("task t{index} runs with other than {n} of its GPUs on each node"));
             }
         }

@@ -332,7 +332,7 @@ impl<'a> Plan<'a> {
                 return Err(PlanError::MixedPools { task });
             }
         }
-        if let Some(per_node) = t.gpus_per_node
+        if let Some(per_node) = t.per_node()
             && !self.cluster.splits_as(gpus, per_node)
         {
             return Err(PlanError::WrongNodeSplit { task, gpus_per_node: per_node, gpus: t.gpus });

@@ -61,8 +61,10 @@ pub struct TaskState {
     /// GPU shared with other fractional tasks, up to 1000 in all).
     pub milli: u32,
     /// GPUs on each node the gang uses when its shape fixes them (all of them: one node);
-    /// `None`: any split over nodes of one pool.
-    pub gpus_per_node: Option<u32>,
+    /// `None`: any split over nodes of one pool. See [`TaskState::per_node`]. One byte: a
+    /// node holds at most [`crate::MAX_GPUS_PER_NODE`] GPUs, so a larger count (kept as 255)
+    /// means a gang no node can hold, which never starts (it is unschedulable).
+    pub gpus_per_node: Option<std::num::NonZeroU8>,
     /// Pools of the task's GPU type (all pools when it names none).
     pub pools: PoolMask,
     pub work: SimDuration,
@@ -122,6 +124,10 @@ pub struct TaskState {
 }
 
 impl TaskState {
+    /// GPUs on each node the gang uses when its shape fixes them, as a plain count.
+    pub fn per_node(&self) -> Option<u32> {
+        self.gpus_per_node.map(|n| u32::from(n.get()))
+    }
     /// Work done in the current attempt by `now` (none while paying the restart overhead, none
     /// after its hardware broke).
     pub fn progress_at(&self, now: SimTime) -> SimDuration {

@@ -5,6 +5,7 @@
 use crate::time::{SimDuration, SimTime};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::num::NonZeroU32;
 
 /// A name from a trace (a job's, a task's, a queue's): kept inline, without an allocation of
 /// its own, up to 24 bytes, which most are ("0", "job-123456", a Philly VC id). At a million
@@ -25,8 +26,9 @@ pub struct TaskSpec {
     pub single_node: bool,
     /// Exactly this many of its GPUs on each node it uses, so `gpus / gpus_per_node` nodes
     /// (Slurm's `--gpus-per-node`, or whole nodes of a multi-node gang); it divides `gpus`.
-    /// `None`: as many on each node as placement chooses.
-    pub gpus_per_node: Option<u32>,
+    /// `None`: as many on each node as placement chooses. (Not zero: 4 bytes, not 8, on
+    /// every task of a million-job trace.)
+    pub gpus_per_node: Option<NonZeroU32>,
     /// True work: how long the task runs on the reference GPU type, without interruption.
     pub work: SimDuration,
     /// What the user (or an estimator) said it would take; what non-oracle policies see.
@@ -114,7 +116,7 @@ impl TaskSpec {
     /// GPUs on each node the task uses, when its shape fixes them: all of them for a
     /// single-node task, `gpus_per_node` when set.
     pub fn fixed_gpus_per_node(&self) -> Option<u32> {
-        if self.single_node { Some(self.gpus) } else { self.gpus_per_node }
+        if self.single_node { Some(self.gpus) } else { self.gpus_per_node.map(NonZeroU32::get) }
     }
     /// A task of `gpus` GPUs and `work` true duration, with every option at its default.
     pub fn new(name: impl Into<Name>, gpus: u32, work: SimDuration) -> TaskSpec {
@@ -244,7 +246,8 @@ impl Workload {
 /// on a share of one GPU, or other than all of them on a single-node task.
 fn bad_per_node(t: &TaskSpec) -> bool {
     t.gpus_per_node
-        .is_some_and(|n| n == 0 || !t.gpus.is_multiple_of(n) || t.gpu_milli.is_some() || (t.single_node && n != t.gpus))
+        .map(NonZeroU32::get)
+        .is_some_and(|n| !t.gpus.is_multiple_of(n) || t.gpu_milli.is_some() || (t.single_node && n != t.gpus))
 }
 
 /// What every job must be: tasks that ask for GPUs, shares of one GPU, GPUs per node that
@@ -272,7 +275,7 @@ fn check_job(job: &JobSpec) -> Result<(), WorkloadError> {
             "job `{}` task `{}`: gpus_per_node {} must divide its {} GPUs{}",
             job.name,
             t.name,
-            t.gpus_per_node.unwrap_or(0),
+            t.gpus_per_node.map_or(0, NonZeroU32::get),
             t.gpus,
             if t.single_node { " and equal them, as it is single-node" } else { "" }
         )));

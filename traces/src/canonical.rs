@@ -223,7 +223,7 @@ impl Builder {
             gpu_milli,
             gpu_type: (!gpu_type.is_empty()).then(|| gpu_type.to_owned()),
             single_node,
-            gpus_per_node,
+            gpus_per_node: gpus_per_node.and_then(std::num::NonZeroU32::new),
             work: SimDuration(work_ms),
             estimate: estimate_ms.map(SimDuration),
             checkpoint: checkpoint_ms.map(SimDuration),
@@ -585,7 +585,7 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
             if task.gpu_milli.is_some_and(|m| !(1..=999).contains(&m) || task.gpus != 1) {
                 return refuse(format!("job `{name}` task `{tname}`: a GPU share must be 1..=999 milli-GPUs of 1 GPU"));
             }
-            if task.gpus_per_node.is_some_and(|n| n == 0 || !task.gpus.is_multiple_of(n) || task.gpu_milli.is_some()) {
+            if task.gpus_per_node.is_some_and(|n| !task.gpus.is_multiple_of(n.get()) || task.gpu_milli.is_some()) {
                 return refuse(format!("job `{name}` task `{tname}`: gpus_per_node must divide its whole GPUs"));
             }
             if task.gpu_type.as_deref() == Some("") {
@@ -763,7 +763,7 @@ mod tests {
     fn gpus_per_node_divides_the_gang_and_agrees_with_single_node() {
         let head = "job_id,submit_s,duration_s,gpus,gpu_milli,single_node,gpus_per_node\n";
         let w = read(&format!("{head}a,0,1,16,,,8\nb,0,1,4,,true,4\nc,0,1,4,,,\n")).unwrap();
-        let split: Vec<Option<u32>> = w.jobs().iter().map(|j| j.tasks[0].gpus_per_node).collect();
+        let split: Vec<Option<u32>> = w.jobs().iter().map(|j| j.tasks[0].fixed_gpus_per_node()).collect();
         assert_eq!(split, [Some(8), Some(4), None]);
         assert_eq!(
             err(&format!("{head}a,0,1,12,,,8\n")),

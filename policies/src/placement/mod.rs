@@ -42,7 +42,7 @@ impl Shape {
         Shape {
             gpus: task.gpus,
             pools: task.pools,
-            gpus_per_node: task.gpus_per_node,
+            gpus_per_node: task.per_node(),
             milli: task.milli,
             dataset: task.dataset,
             speeds: task.speed_profile,
