@@ -38,8 +38,7 @@ fn slurm_starts(sacct: &Path) -> BTreeMap<String, u64> {
 /// placed 2-node jobs across an a100 and a v100 node, which a schedlab gang cannot span.
 fn deviations(run: &str, policy: &str) -> BTreeMap<String, i64> {
     let sacct = dump(run).join("sacct.txt");
-    let flags = ["--trace", sacct.to_str().unwrap(), "--format", "sacct", "--cluster", "4x8", "--policy", policy];
-    let outcome = RunSpec::from_flags(flags).expect("flags").run().unwrap_or_else(|e| panic!("replay: {e}"));
+    let outcome = replay(run, policy, &[]);
     let slurm = slurm_starts(&sacct);
     let mut out = BTreeMap::new();
     for job in &outcome.result.jobs {
@@ -48,6 +47,15 @@ fn deviations(run: &str, policy: &str) -> BTreeMap<String, i64> {
         }
     }
     out
+}
+
+/// The dump `run` replayed under `policy` on `--cluster 4x8`, with `extra` flags.
+fn replay(run: &str, policy: &str, extra: &[&str]) -> schedlab::RunOutcome {
+    let sacct = dump(run).join("sacct.txt");
+    let mut flags =
+        vec!["--trace", sacct.to_str().unwrap(), "--format", "sacct", "--cluster", "4x8", "--policy", policy];
+    flags.extend_from_slice(extra);
+    RunSpec::from_flags(flags).expect("flags").run().unwrap_or_else(|e| panic!("replay: {e}"))
 }
 
 /// The distribution of |deviation|, and the latest schedlab start relative to Slurm's.
@@ -119,4 +127,20 @@ fn backfill_replays_are_bounded_too() {
     assert_eq!(easy.jobs, 292);
     assert!(easy.latest <= 3, "{easy:?}");
     assert!(easy.max <= 300, "{easy:?}");
+}
+
+#[test]
+fn the_node_failure_slurm_recorded_is_replayed_when_slurm_detected_it() {
+    // builtin's one NODE_FAIL (n2 at 20:23:10, back by 20:23:12) as events.csv; the 4x8
+    // cluster numbers n1..n4 as the imported one does (a100 nodes n1, n2 first).
+    let events =
+        traces::sacct::load_failure_events(&dump("builtin").join("sacct.txt"), &dump("builtin").join("nodes.txt"))
+            .expect("the dump's node failures");
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("slurm-builtin-events.csv");
+    traces::write_events_csv(&events, std::fs::File::create(&path).expect("tmp file")).expect("events.csv");
+    let failures = format!("events:{}", path.display());
+    let extra = ["--failures", failures.as_str(), "--heartbeat-s", "1", "--missed-beats", "1"];
+    let stats = replay("builtin", "fifo", &extra).result.stats;
+    // One node failure, detected at the second Slurm declared it (End is the detection).
+    assert_eq!((stats.failures, stats.detections, stats.detection_lag_ms), (1, 1, 0));
 }

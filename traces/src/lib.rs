@@ -40,7 +40,7 @@ pub use itp::read_itp_csv;
 pub use openb::{OpenbImport, OpenbReport, read_openb_pods};
 pub use philly::read_philly_csv;
 pub use queues::{load_queues_file, read_helios_vc_csv, read_philly_vc_csv, read_queues_csv, write_queues_csv};
-pub use sacct::{SacctImport, SacctReport, read_sacct};
+pub use sacct::{NodeFailure, SacctImport, SacctReport, read_sacct};
 pub use stats::{DurationSummary, TraceStats};
 pub use synth::SynthConfig;
 pub use timeparse::{parse_datetime_ms, parse_seconds_ms};

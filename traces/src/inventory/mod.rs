@@ -11,12 +11,14 @@
 //! many) are counted in the [`ImportReport`], which also names the CPU and memory columns that
 //! the cluster model does not have.
 
+mod hostlist;
 mod openb;
 mod pai;
 mod philly;
 mod slurm;
 mod spot;
 
+pub use hostlist::expand_hostlist;
 pub use openb::read_openb_nodes;
 pub use pai::read_pai_machines;
 pub use philly::read_philly_machines;
@@ -111,6 +113,9 @@ pub struct ClusterImport {
     /// Queues the inventory defines (Slurm partitions, with the pools of their nodes); empty
     /// for inventories without any.
     pub queues: Vec<sim::QueueSpec>,
+    /// The nodes' names by node id (pools in order, each pool's nodes in file order), for
+    /// inventories whose other files name nodes (Slurm: sacct's `NodeList`); empty otherwise.
+    pub node_names: Vec<String>,
 }
 
 /// Machines of one GPU model in an inventory (all of them, skipped ones included).
@@ -395,7 +400,7 @@ impl Tally {
             not_modelled,
             notes: Vec::new(),
         };
-        Ok(ClusterImport { spec, report, queues: Vec::new() })
+        Ok(ClusterImport { spec, report, queues: Vec::new(), node_names: Vec::new() })
     }
 }
 

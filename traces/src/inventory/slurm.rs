@@ -108,8 +108,18 @@ pub fn read_slurm_nodes<R: Read>(mut source: R, file: &str) -> Result<ClusterImp
         let not_modelled = not_modelled_line(&["CPUTot", "RealMemory", "State"]);
         let mut import = sink.ok(tally.finish(file, not_modelled))?;
         partition_queues(&mut import, &nodes);
+        import.node_names = names_by_id(&import.spec, &nodes);
         Some(import)
     })
+}
+
+/// The node names in node id order: pool by pool as the cluster orders them, each pool's
+/// nodes in file order (how `sim::Cluster` numbers them).
+fn names_by_id(spec: &sim::ClusterSpec, nodes: &[(String, Option<String>, Vec<String>)]) -> Vec<String> {
+    spec.pools
+        .iter()
+        .flat_map(|p| nodes.iter().filter(move |n| n.1.as_deref() == Some(p.name.as_str())).map(|n| n.0.clone()))
+        .collect()
 }
 
 /// Each partition as a queue over the pools of its nodes, with a note where a partition holds
@@ -179,6 +189,7 @@ mod tests {
         let import = read_slurm_nodes(text.as_bytes(), "nodes.txt").unwrap();
         let pools: Vec<(&str, u32)> = import.spec.pools.iter().map(|p| (p.name.as_str(), p.nodes)).collect();
         assert_eq!(pools, [("GPU-4", 1), ("a100-8", 2)]);
+        assert_eq!(import.node_names, ["c", "a", "b"]);
         let queues: Vec<(&str, Vec<String>)> =
             import.queues.iter().map(|q| (q.name.as_str(), q.pools.clone())).collect();
         assert_eq!(queues, [("big", vec!["a100-8".to_owned()]), ("main", vec![])]);

@@ -10,7 +10,12 @@
 //!   with one task per component.
 //! - **Attempts**: with `--duplicates`, a requeued job has one row per attempt (earlier ones
 //!   `REQUEUED`, `NODE_FAIL` or `PREEMPTED`). The job is submitted at its first attempt's
-//!   `Submit` and replayed as its last attempt; the earlier ones are counted in the notes.
+//!   `Submit`, eligible at its first `Eligible`, and replayed as its last attempt's work; the
+//!   earlier ones are counted in the notes. A `NODE_FAIL` attempt is a fault, and the replay
+//!   gets it as a node failure ([`node_fail`]: `trace import --failures-out`), which fails
+//!   whatever job the replay put on that node. `PREEMPTED` and `REQUEUED` are Slurm's (or an
+//!   operator's) decisions, not faults: the replay's policy makes its own, so the job waits
+//!   for no requeue.
 //! - **Times** are Slurm's local time (`SLURM_TIME_FORMAT=standard`: `YYYY-MM-DDTHH:MM:SS`),
 //!   taken as a naive clock exactly as written, like Philly's: only differences matter to a
 //!   replay, so no time zone is assumed (a dump across a daylight-saving change should be
@@ -32,6 +37,7 @@
 //!   1 is a single-node task, more is a gang over nodes. `Partition` is the queue; `Priority`
 //!   (unsigned 32-bit) becomes the job's priority shifted down by 2^31, which keeps its order. `Account`, `QOS`, `User` are not modelled (named in the notes).
 
+mod node_fail;
 mod table;
 
 use crate::error::{Sink, TraceError, first_error};
@@ -41,6 +47,8 @@ use sim::{JobSpec, SimDuration, SimTime, TaskSpec, Window, Workload};
 use std::collections::BTreeMap;
 use std::io::Read;
 use table::{Row, Table, tres_count, tres_gpu_type};
+
+pub use node_fail::{NodeFailure, failure_events, load_failure_events};
 
 /// The fields read, in this order, and whether every dump must have them.
 const FIELDS: &[(&str, bool)] = &[
@@ -99,6 +107,9 @@ pub struct SacctReport {
     pub skipped: Vec<(u64, String)>,
     /// Fields present that schedlab does not model.
     pub not_modelled: Vec<&'static str>,
+    /// The node failures that `NODE_FAIL` attempts record, by time then node (see
+    /// [`node_fail`]); [`failure_events`] numbers them on a cluster.
+    pub node_failures: Vec<NodeFailure>,
 }
 
 impl SacctReport {
@@ -115,6 +126,9 @@ impl SacctReport {
                 "requeued jobs replayed as their last attempt, submitted at the first; earlier attempts: {}",
                 by.join(", ")
             ));
+        }
+        if !self.node_failures.is_empty() {
+            notes.push(node_fail::note(&self.node_failures));
         }
         if self.cancelled_before_start > 0 {
             notes.push(format!(
@@ -164,6 +178,8 @@ impl Cols {
 
 /// One job row (an attempt of a job or of a het component), parsed.
 struct Attempt {
+    /// The row's line, for notes.
+    line: u64,
     /// `JobID` without a het suffix: the job's name.
     name: String,
     component: u32,
@@ -179,6 +195,8 @@ struct Attempt {
     nodes: u64,
     partition: String,
     priority: i32,
+    /// `NodeList` expanded; empty when it held no node (or the field is absent).
+    hosts: Vec<String>,
 }
 
 pub(crate) fn read_sacct_into(mut source: impl Read, file: &str, sink: &mut Sink) -> Option<SacctImport> {
@@ -222,6 +240,7 @@ pub(crate) fn read_sacct_into(mut source: impl Read, file: &str, sink: &mut Sink
             }
         }
     }
+    report.node_failures = node_fail::node_failures(jobs.values().flatten());
     let specs = assemble(&order, jobs, &mut report);
     let workload = finish(specs, file, sink)?;
     Some(SacctImport { workload, report })
@@ -273,7 +292,9 @@ fn read_row(row: &Row<'_, '_>, cols: &Cols, report: &mut SacctReport) -> Result<
     let submit = row.time(submit_col)?.ok_or_else(|| row.error(submit_col, "the time the job was submitted"))?;
     let priority_col = cols.at("Priority");
     let priority = row.number(priority_col)?.unwrap_or(0);
+    let hosts = if never_held { Vec::new() } else { row.hosts(cols.at("NodeList"))? };
     Ok(Some(Attempt {
+        line: row.line,
         name: name.to_owned(),
         component,
         submit,
@@ -288,6 +309,7 @@ fn read_row(row: &Row<'_, '_>, cols: &Cols, report: &mut SacctReport) -> Result<
         nodes: row.number(cols.at("NNodes"))?.unwrap_or(1),
         partition: row.get(cols.at("Partition")).to_owned(),
         priority: slurm_priority(priority).ok_or_else(|| row.error(priority_col, "a priority up to 4294967295"))?,
+        hosts,
     }))
 }
 
@@ -345,8 +367,9 @@ fn assemble(
         for earlier in &tries {
             *report.earlier_attempts.entry(earlier.state.clone()).or_default() += 1;
         }
-        let first_submit = tries.first().map_or(last.submit, |a| a.submit);
-        let (task, cancel) = task_of(&last, first_submit, report);
+        let (first_submit, first_eligible) =
+            tries.first().map_or((last.submit, last.eligible), |a| (a.submit, a.eligible));
+        let (task, cancel) = task_of(&last, first_submit, first_eligible, report);
         if let Some(&index) = by_name.get(&last.name) {
             let job = &mut specs[index];
             job.tasks.push(task);
@@ -369,8 +392,15 @@ fn assemble(
     specs
 }
 
-/// The task an attempt replays as, and the job's cancel time if it was cancelled.
-fn task_of(last: &Attempt, submit: u64, report: &mut SacctReport) -> (TaskSpec, Option<SimTime>) {
+/// The task an attempt replays as, and the job's cancel time if it was cancelled. `submit`
+/// and `eligible` are the first attempt's: a requeue is replayed by its cause (a node failure
+/// event) or left to the replay's policy (a preemption, a requeue), never as a later start.
+fn task_of(
+    last: &Attempt,
+    submit: u64,
+    eligible: Option<u64>,
+    report: &mut SacctReport,
+) -> (TaskSpec, Option<SimTime>) {
     let gpus = u32::try_from(last.gpus).unwrap_or(u32::MAX);
     let ran = match (last.start, last.end) {
         (Some(start), Some(end)) => Some(end.saturating_sub(start).max(1)),
@@ -398,7 +428,7 @@ fn task_of(last: &Attempt, submit: u64, report: &mut SacctReport) -> (TaskSpec, 
         *report.failed.entry(last.state.clone()).or_default() += 1;
         task.exit_code = if last.exit_code == 0 { 1 } else { last.exit_code };
     }
-    if let Some(eligible) = last.eligible.filter(|&e| e > submit) {
+    if let Some(eligible) = eligible.filter(|&e| e > submit) {
         report.eligible_later += 1;
         task.window = Window { not_before: Some(SimTime(eligible)), not_after: None };
     }

@@ -3,6 +3,7 @@
 //! naming file, line and field.
 
 use crate::error::TraceError;
+use crate::inventory::expand_hostlist;
 use crate::timeparse::parse_datetime_ms;
 
 /// The sacct table: the header's names and the data lines, each with its 1-based line number.
@@ -104,6 +105,15 @@ impl<'a> Row<'_, 'a> {
         parse_slurm_duration_ms(text)
             .map(Some)
             .ok_or_else(|| self.error(column, "a duration written [D-]HH:MM:SS, MM:SS, UNLIMITED or Partition_Limit"))
+    }
+
+    /// A host list (`NodeList`: `n[1-4,7]`) expanded; empty for empty and `None assigned`.
+    pub fn hosts(&self, column: Option<usize>) -> Result<Vec<String>, TraceError> {
+        let text = self.get(column);
+        if matches!(text, "" | "None assigned") {
+            return Ok(Vec::new());
+        }
+        expand_hostlist(text).map_err(|why| self.error(column, format!("a Slurm host list such as n[1-4,7] ({why})")))
     }
 
     /// A whole number (Priority, NNodes); empty is `None`.
