@@ -99,7 +99,7 @@ fn malformed_rows_are_errors_naming_file_line_and_field() {
     );
     assert_eq!(
         e(format!("{HEAD}1|gpu\n")),
-        "sacct.txt:2: expected 14 `|`-separated fields as in the header, got 2 (was it written with sacct --parsable2?)"
+        "sacct.txt:2: expected 14 `|`-separated fields as in the header, got 2 (was it written with --parsable2?)"
     );
     assert!(e("JobID|Start|End|State\n".to_owned()).starts_with("sacct.txt:1: the header has no field `Submit`"));
     // validate reports every bad row, not only the first.

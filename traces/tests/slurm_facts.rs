@@ -85,3 +85,49 @@ fn scontrol_nodes_become_pools_and_partitions_queues() {
     assert_eq!(queues, [("debug", vec!["v100-8".to_owned()]), ("main", vec![])]);
     assert_eq!((import.report.machines, import.report.cluster_gpus), (4, 32));
 }
+
+/// A queue as (name, pools, max_gpus, max_running_jobs).
+type QueueCaps<'a> = (&'a str, Vec<String>, Option<u32>, Option<u32>);
+
+fn queue_caps(import: &traces::ClusterImport) -> Vec<QueueCaps<'_>> {
+    import.queues.iter().map(|q| (q.name.as_str(), q.pools.clone(), q.max_gpus, q.max_running_jobs)).collect()
+}
+
+#[test]
+fn slurm_conf_gives_the_cluster_scontrol_gives() {
+    // builtin/slurm.conf: NodeName=n1..n4 one per line, `PartitionName=main Nodes=n[1-4]
+    // Default=YES`, `PartitionName=debug Nodes=n[3-4]`.
+    let conf = load_inventory(&data("builtin", "slurm.conf"), InventoryFormat::Slurm).unwrap();
+    let nodes = load_inventory(&data("builtin", "nodes.txt"), InventoryFormat::Slurm).unwrap();
+    assert_eq!(conf.spec, nodes.spec);
+    assert_eq!(conf.node_names, ["n1", "n2", "n3", "n4"]);
+    assert_eq!(conf.node_names, nodes.node_names);
+    // The default partition first (scontrol's node lines do not say which is the default).
+    let v100 = vec!["v100-8".to_owned()];
+    assert_eq!(queue_caps(&conf), [("main", vec![], None, None), ("debug", v100.clone(), None, None)]);
+    assert_eq!(queue_caps(&nodes), [("debug", v100, None, None), ("main", vec![], None, None)]);
+}
+
+#[test]
+fn the_partition_qos_caps_its_queue() {
+    // config/: Slurm started by `SLURM_DUMP_JOBS=0 scripts/slurm-dump.sh`, with partition
+    // debug's QOS debug8 (GrpTRES=gres/gpu=8, GrpJobs=4); qos.txt has `normal` (no limits) too.
+    let qos_text = std::fs::read_to_string(data("config", "qos.txt")).unwrap();
+    let qos = traces::inventory::read_sacctmgr_qos(&qos_text, "qos.txt").unwrap();
+    let names: Vec<(&str, Option<u32>, Option<u32>)> =
+        qos.iter().map(|q| (q.name.as_str(), q.max_gpus, q.max_running_jobs)).collect();
+    assert_eq!(names, [("normal", None, None), ("debug8", Some(8), Some(4))]);
+    let expected = [("main", vec![], None, None), ("debug", vec!["v100-8".to_owned()], Some(8), Some(4))];
+    let conf =
+        traces::inventory::load_slurm_cluster(&data("config", "slurm.conf"), &data("config", "qos.txt")).unwrap();
+    assert_eq!(queue_caps(&conf), expected);
+    // scontrol's nodes then partitions, in one file, say the same.
+    let both = [data("config", "nodes.txt"), data("config", "partitions.txt")]
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .concat();
+    let scontrol = traces::inventory::read_slurm_cluster(both.as_bytes(), "cluster.txt", Some(&qos)).unwrap();
+    assert_eq!(queue_caps(&scontrol), expected);
+    assert!(
+        scontrol.report.notes.contains(&"partition debug takes QOS debug8's limits: 8 GPUs, 4 running jobs".to_owned())
+    );
+}

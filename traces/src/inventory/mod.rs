@@ -16,13 +16,16 @@ mod openb;
 mod pai;
 mod philly;
 mod slurm;
+mod slurm_partitions;
+mod slurm_qos;
 mod spot;
 
 pub use hostlist::expand_hostlist;
 pub use openb::read_openb_nodes;
 pub use pai::read_pai_machines;
 pub use philly::read_philly_machines;
-pub use slurm::read_slurm_nodes;
+pub use slurm::{load_slurm_cluster, read_slurm_cluster, read_slurm_nodes};
+pub use slurm_qos::{QosLimits, read_sacctmgr_qos};
 pub use spot::read_spot_nodes;
 
 use crate::cluster_spec::MAX_CLUSTER_GPUS;
@@ -50,7 +53,8 @@ pub enum InventoryFormat {
     /// Microsoft Philly `cluster_machine_list` (`machineId, number of GPUs, single GPU mem`).
     Philly,
     /// Slurm's `scontrol show nodes --oneliner` (one `NodeName=... Gres=gpu:TYPE:N ...
-    /// Partitions=...` line per node); partitions become queues.
+    /// Partitions=...` line per node, partition lines may follow) or a slurm.conf;
+    /// partitions become queues.
     Slurm,
 }
 

@@ -38,7 +38,7 @@
 //!   (unsigned 32-bit) becomes the job's priority shifted down by 2^31, which keeps its order. `Account`, `QOS`, `User` are not modelled (named in the notes).
 
 mod node_fail;
-mod table;
+pub(crate) mod table;
 
 use crate::error::{Sink, TraceError, first_error};
 use crate::itp::finish;
@@ -209,7 +209,7 @@ pub(crate) fn read_sacct_into(mut source: impl Read, file: &str, sink: &mut Sink
             return None;
         }
     };
-    let cols = Cols(sink.ok(table.columns(file, FIELDS))?);
+    let cols = Cols(sink.ok(table.columns(file, FIELDS, "sacct --format"))?);
     let mut report = SacctReport { rows: table.rows.len() as u64, ..SacctReport::default() };
     report.not_modelled = FIELDS[NOT_MODELLED_FROM..]
         .iter()
