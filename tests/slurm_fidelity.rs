@@ -133,9 +133,12 @@ fn backfill_replays_are_bounded_too() {
 fn the_node_failure_slurm_recorded_is_replayed_when_slurm_detected_it() {
     // builtin's one NODE_FAIL (n2 at 20:23:10, back by 20:23:12) as events.csv; the 4x8
     // cluster numbers n1..n4 as the imported one does (a100 nodes n1, n2 first).
-    let events =
-        traces::sacct::load_failure_events(&dump("builtin").join("sacct.txt"), &dump("builtin").join("nodes.txt"))
-            .expect("the dump's node failures");
+    let events = traces::sacct::load_failure_events(
+        &dump("builtin").join("sacct.txt"),
+        Default::default(),
+        &dump("builtin").join("nodes.txt"),
+    )
+    .expect("the dump's node failures");
     let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("slurm-builtin-events.csv");
     traces::write_events_csv(&events, std::fs::File::create(&path).expect("tmp file")).expect("events.csv");
     let failures = format!("events:{}", path.display());

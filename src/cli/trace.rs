@@ -20,8 +20,8 @@ pub enum TraceCommand {
         /// here (for `simulate --failures events:PATH`); needs --nodes.
         #[arg(long, requires = "nodes")]
         failures_out: Option<PathBuf>,
-        /// sacct: the cluster's `scontrol show nodes --oneliner` output, which numbers the
-        /// nodes of --failures-out as `cluster import --format slurm` numbers them.
+        /// sacct: the cluster's `scontrol show nodes --oneliner` output (or slurm.conf), which
+        /// numbers the nodes of --failures-out as `cluster import --format slurm` does.
         #[arg(long, requires = "failures_out")]
         nodes: Option<PathBuf>,
     },
@@ -50,7 +50,8 @@ pub enum TraceCommand {
 pub struct Input {
     /// The trace file (or canonical trace directory).
     path: PathBuf,
-    /// canonical, itp, philly, openb or sacct.
+    /// canonical, itp, philly, openb or sacct (sacct[tz=Europe/Berlin] or sacct[tz=+02:00]
+    /// for times written in a local time zone).
     #[arg(long, default_value = "canonical")]
     format: String,
 }
@@ -96,10 +97,10 @@ pub fn run(command: TraceCommand) -> CliResult {
 
 /// `trace import --failures-out`: the sacct dump's node failures as events.csv.
 fn write_node_failures(input: &Input, nodes: &std::path::Path, out: &std::path::Path) -> CliResult {
-    if input.format.parse::<traces::Format>()? != traces::Format::Sacct {
+    let traces::Format::Sacct(clock) = input.format.parse::<traces::Format>()? else {
         return Err(format!("--failures-out reads NODE_FAIL jobs of --format sacct, not {}", input.format).into());
-    }
-    let events = traces::sacct::load_failure_events(&input.path, nodes)?;
+    };
+    let events = traces::sacct::load_failure_events(&input.path, clock, nodes)?;
     let file = File::create(out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     traces::write_events_csv(&events, BufWriter::new(file))?;
     eprintln!("wrote {} node failures to {}", events.len(), out.display());

@@ -106,7 +106,8 @@ fn data(file: &str) -> PathBuf {
 fn the_real_dumps_node_failures() {
     // builtin: job 64 ended NODE_FAIL on n2 at 20:23:10 (line 142); job 69 started on n2 at
     // 20:23:12. n1, n2 are the a100 pool, first: n2 is node 1.
-    let events = load_failure_events(&data("builtin/sacct.txt"), &data("builtin/nodes.txt")).unwrap();
+    let events =
+        load_failure_events(&data("builtin/sacct.txt"), Default::default(), &data("builtin/nodes.txt")).unwrap();
     let time = parse_datetime_ms("2026-12-01 20:23:10").unwrap();
     assert_eq!(
         events,
@@ -118,7 +119,11 @@ fn the_real_dumps_node_failures() {
     );
     // The other two runs: n2 was set DOWN when no job ran on it, so sacct has no trace of it.
     for run in ["builtin-fast", "backfill"] {
-        let events = load_failure_events(&data(&format!("{run}/sacct.txt")), &data(&format!("{run}/nodes.txt")));
+        let events = load_failure_events(
+            &data(&format!("{run}/sacct.txt")),
+            Default::default(),
+            &data(&format!("{run}/nodes.txt")),
+        );
         assert_eq!(events.unwrap(), [], "{run}");
     }
 }

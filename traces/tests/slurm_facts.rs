@@ -70,7 +70,7 @@ fn backfill_dump_has_the_het_job_as_one_job() {
 
 #[test]
 fn load_gives_the_notes_for_stderr() {
-    let trace = load(&data("builtin", "sacct.txt"), Format::Sacct).unwrap();
+    let trace = load(&data("builtin", "sacct.txt"), Format::Sacct(Default::default())).unwrap();
     assert_eq!(trace.notes[0], "folded 292 step rows (batch, extern, srun steps) into their jobs");
     assert!(trace.notes.contains(&"27 jobs cancelled before starting: kept, cancelled at the End time".to_owned()));
 }

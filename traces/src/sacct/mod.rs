@@ -37,6 +37,7 @@
 //!   1 is a single-node task, more is a gang over nodes. `Partition` is the queue; `Priority`
 //!   (unsigned 32-bit) becomes the job's priority shifted down by 2^31, which keeps its order. `Account`, `QOS`, `User` are not modelled (named in the notes).
 
+mod clock;
 mod node_fail;
 pub(crate) mod table;
 
@@ -48,6 +49,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use table::{Row, Table, tres_count, tres_gpu_type};
 
+pub use clock::{Instant, SacctClock};
 pub use node_fail::{NodeFailure, failure_events, load_failure_events};
 
 /// The fields read, in this order, and whether every dump must have them.
@@ -103,6 +105,9 @@ pub struct SacctReport {
     pub failed: BTreeMap<String, u64>,
     /// Jobs whose start window is their `Eligible` time (dependency, `--begin`).
     pub eligible_later: u64,
+    /// Times in the hour a change back from summer time repeats, read as its first pass
+    /// (with `tz=` a time zone name; see [`SacctClock`]).
+    pub ambiguous_times: u64,
     /// Rows that could not be used: (line, reason).
     pub skipped: Vec<(u64, String)>,
     /// Fields present that schedlab does not model.
@@ -152,6 +157,12 @@ impl SacctReport {
                 jobs(self.eligible_later)
             ));
         }
+        if self.ambiguous_times > 0 {
+            notes.push(format!(
+                "{} times fell in the hour repeated by a change back from summer time: read as its first pass",
+                grouped(self.ambiguous_times)
+            ));
+        }
         for (line, reason) in &self.skipped {
             notes.push(format!("skipped line {line}: {reason}"));
         }
@@ -162,9 +173,14 @@ impl SacctReport {
     }
 }
 
-/// Reads a sacct dump; `file` names it in errors.
+/// Reads a sacct dump with its times as written (naive); `file` names it in errors.
 pub fn read_sacct(source: impl Read, file: &str) -> Result<SacctImport, TraceError> {
-    first_error(file, |sink| read_sacct_into(source, file, sink))
+    read_sacct_on(source, file, SacctClock::Naive)
+}
+
+/// [`read_sacct`] with the times on `clock` (`--format sacct[tz=...]`).
+pub fn read_sacct_on(source: impl Read, file: &str, clock: SacctClock) -> Result<SacctImport, TraceError> {
+    first_error(file, |sink| read_sacct_into(source, file, clock, sink))
 }
 
 /// The columns of [`FIELDS`] in the file at hand.
@@ -199,7 +215,12 @@ struct Attempt {
     hosts: Vec<String>,
 }
 
-pub(crate) fn read_sacct_into(mut source: impl Read, file: &str, sink: &mut Sink) -> Option<SacctImport> {
+pub(crate) fn read_sacct_into(
+    mut source: impl Read,
+    file: &str,
+    clock: SacctClock,
+    sink: &mut Sink,
+) -> Option<SacctImport> {
     let mut text = String::new();
     sink.ok(source.read_to_string(&mut text).map_err(|e| TraceError::io(file, e.to_string())))?;
     let table = match Table::split(&text, file) {
@@ -222,7 +243,7 @@ pub(crate) fn read_sacct_into(mut source: impl Read, file: &str, sink: &mut Sink
     let mut order: Vec<(String, u32)> = Vec::new();
     for (line, fields) in &table.rows {
         let row = Row { file, line: *line, header: &table.header, fields };
-        match read_row(&row, &cols, &mut report) {
+        match read_row(&row, &cols, clock, &mut report) {
             Ok(Some(attempt)) => {
                 let key = (attempt.name.clone(), attempt.component);
                 let attempts = jobs.entry(key.clone()).or_default();
@@ -248,7 +269,12 @@ pub(crate) fn read_sacct_into(mut source: impl Read, file: &str, sink: &mut Sink
 
 /// A job row as an [`Attempt`]; `None` for a step (counted) or a row that cannot be replayed
 /// (named in the report).
-fn read_row(row: &Row<'_, '_>, cols: &Cols, report: &mut SacctReport) -> Result<Option<Attempt>, TraceError> {
+fn read_row(
+    row: &Row<'_, '_>,
+    cols: &Cols,
+    clock: SacctClock,
+    report: &mut SacctReport,
+) -> Result<Option<Attempt>, TraceError> {
     let id_col = cols.at("JobID");
     let id = row.get(id_col);
     if id.is_empty() {
@@ -280,7 +306,19 @@ fn read_row(row: &Row<'_, '_>, cols: &Cols, report: &mut SacctReport) -> Result<
     let alloc_col = cols.at("AllocTRES");
     let never_held =
         (alloc_col.is_some() && row.get(alloc_col).is_empty()) || row.get(cols.at("NodeList")) == "None assigned";
-    let start = if never_held { None } else { row.time(cols.at("Start"))? };
+    let ambiguous = std::cell::Cell::new(0);
+    let time = |name: &str| -> Result<Option<u64>, TraceError> {
+        let column = cols.at(name);
+        let Some(naive) = row.time(column)? else { return Ok(None) };
+        match clock.to_utc(naive).map_err(|why| row.error(column, format!("a time on the clock tz={clock} ({why})")))? {
+            Instant::Exact(utc) => Ok(Some(utc)),
+            Instant::Ambiguous(utc) => {
+                ambiguous.set(ambiguous.get() + 1);
+                Ok(Some(utc))
+            }
+        }
+    };
+    let start = if never_held { None } else { time("Start")? };
     let tres_col = if start.is_some() && alloc_col.is_some() { alloc_col } else { cols.at("ReqTRES") };
     let tres = row.get(tres_col);
     let gpus = tres_count(tres, "gres/gpu").unwrap_or(0);
@@ -289,18 +327,18 @@ fn read_row(row: &Row<'_, '_>, cols: &Cols, report: &mut SacctReport) -> Result<
         return Ok(None);
     }
     let submit_col = cols.at("Submit");
-    let submit = row.time(submit_col)?.ok_or_else(|| row.error(submit_col, "the time the job was submitted"))?;
+    let submit = time("Submit")?.ok_or_else(|| row.error(submit_col, "the time the job was submitted"))?;
     let priority_col = cols.at("Priority");
     let priority = row.number(priority_col)?.unwrap_or(0);
     let hosts = if never_held { Vec::new() } else { row.hosts(cols.at("NodeList"))? };
-    Ok(Some(Attempt {
+    let attempt = Attempt {
         line: row.line,
         name: name.to_owned(),
         component,
         submit,
-        eligible: row.time(cols.at("Eligible"))?,
+        eligible: time("Eligible")?,
         start,
-        end: row.time(cols.at("End"))?,
+        end: time("End")?,
         exit_code: exit_code(row, cols.at("ExitCode"))?,
         state,
         limit: row.duration(cols.at("Timelimit"))?,
@@ -310,7 +348,9 @@ fn read_row(row: &Row<'_, '_>, cols: &Cols, report: &mut SacctReport) -> Result<
         partition: row.get(cols.at("Partition")).to_owned(),
         priority: slurm_priority(priority).ok_or_else(|| row.error(priority_col, "a priority up to 4294967295"))?,
         hosts,
-    }))
+    };
+    report.ambiguous_times += ambiguous.get();
+    Ok(Some(attempt))
 }
 
 /// Slurm's unsigned 32-bit priority shifted down by 2^31 into schedlab's signed one: the

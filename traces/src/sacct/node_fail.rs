@@ -17,7 +17,7 @@
 //!
 //! Several jobs killed by one node at one instant are one failure.
 
-use super::Attempt;
+use super::{Attempt, SacctClock};
 use crate::error::TraceError;
 use crate::events::EventRecord;
 use crate::inventory::{InventoryFormat, load_inventory};
@@ -116,12 +116,12 @@ pub fn failure_events(
         .collect()
 }
 
-/// The node failures of the sacct dump at `sacct` as events on the cluster that
+/// The node failures of the sacct dump at `sacct` (times on `clock`) as events on the cluster that
 /// `cluster import --format slurm` makes of the node list at `nodes`.
-pub fn load_failure_events(sacct: &Path, nodes: &Path) -> Result<Vec<EventRecord>, TraceError> {
+pub fn load_failure_events(sacct: &Path, clock: SacctClock, nodes: &Path) -> Result<Vec<EventRecord>, TraceError> {
     let file = sacct.display().to_string();
     let text = std::fs::read(sacct).map_err(|e| TraceError::io(&file, e.to_string()))?;
-    let import = super::read_sacct(text.as_slice(), &file)?;
+    let import = super::read_sacct_on(text.as_slice(), &file, clock)?;
     let cluster = load_inventory(nodes, InventoryFormat::Slurm)?;
     failure_events(&import.report.node_failures, &cluster.node_names, &file)
 }
