@@ -127,3 +127,19 @@ fn the_real_dumps_node_failures() {
         assert_eq!(events.unwrap(), [], "{run}");
     }
 }
+
+#[test]
+fn when_every_node_of_the_list_ran_another_job_through_it_all_are_kept() {
+    // Job 1 on h1+h2 killed at 00:01:00 while jobs 2 (h1) and 3 (h2) ran through it: sacct
+    // contradicts itself, and the import keeps the whole list rather than guess.
+    let text = [
+        HEAD.to_owned(),
+        row("1", "00:00:00", "00:00:10", "00:01:00", "NODE_FAIL", 2, "h[1-2]"),
+        row("2", "00:00:00", "00:00:05", "00:02:00", "COMPLETED", 1, "h1"),
+        row("3", "00:00:00", "00:00:05", "00:02:00", "COMPLETED", 1, "h2"),
+    ]
+    .concat();
+    let import = read_sacct(text.as_bytes(), "sacct.txt").unwrap();
+    let nodes: Vec<&str> = import.report.node_failures.iter().map(|f| f.node.as_str()).collect();
+    assert_eq!(nodes, ["h1", "h2"]);
+}

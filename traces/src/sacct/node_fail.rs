@@ -38,24 +38,37 @@ pub struct NodeFailure {
     pub line: u64,
 }
 
+/// What ran on a node: (start, end, ended NODE_FAIL) of each attempt that held it.
+type Spans = Vec<(Option<u64>, Option<u64>, bool)>;
+
 /// The node failures that `attempts` record, ordered by time, then node name.
 pub(super) fn node_failures<'a>(attempts: impl Iterator<Item = &'a Attempt>) -> Vec<NodeFailure> {
     let attempts: Vec<&Attempt> = attempts.collect();
+    let failed: Vec<&Attempt> =
+        attempts.iter().copied().filter(|a| a.state == "NODE_FAIL" && a.end.is_some()).collect();
+    // Only the nodes that NODE_FAIL jobs held are looked at, each through its own spans.
+    let mut spans: BTreeMap<&str, Spans> =
+        failed.iter().flat_map(|a| a.hosts.iter()).map(|h| (h.as_str(), Spans::new())).collect();
+    for attempt in &attempts {
+        for host in &attempt.hosts {
+            if let Some(list) = spans.get_mut(host.as_str()) {
+                list.push((attempt.start, attempt.end, attempt.state == "NODE_FAIL"));
+            }
+        }
+    }
     let mut failures: BTreeMap<(u64, &str), u64> = BTreeMap::new();
-    for failed in attempts.iter().filter(|a| a.state == "NODE_FAIL") {
-        let Some(time) = failed.end else { continue };
-        let survived = |node: &str| {
-            attempts.iter().any(|a| {
-                a.state != "NODE_FAIL"
-                    && a.start.is_some_and(|s| s < time)
-                    && a.end.is_some_and(|e| e > time)
-                    && a.hosts.iter().any(|h| h == node)
-            })
+    for attempt in failed {
+        let Some(time) = attempt.end else { continue };
+        let ran_through = |node: &&str| {
+            let through = |&(s, e, node_fail): &(Option<u64>, Option<u64>, bool)| {
+                !node_fail && s.is_some_and(|s| s < time) && e.is_some_and(|e| e > time)
+            };
+            spans.get(*node).is_some_and(|list| list.iter().any(through))
         };
-        let down: Vec<&str> = failed.hosts.iter().map(String::as_str).filter(|n| !survived(n)).collect();
-        let down = if down.is_empty() { failed.hosts.iter().map(String::as_str).collect() } else { down };
-        for node in down {
-            failures.entry((time, node)).or_insert(failed.line);
+        let hosts: Vec<&str> = attempt.hosts.iter().map(String::as_str).collect();
+        let down: Vec<&str> = hosts.iter().copied().filter(|n| !ran_through(n)).collect();
+        for node in if down.is_empty() { hosts } else { down } {
+            failures.entry((time, node)).or_insert(attempt.line);
         }
     }
     failures
@@ -63,11 +76,7 @@ pub(super) fn node_failures<'a>(attempts: impl Iterator<Item = &'a Attempt>) -> 
         .map(|((time, node), line)| NodeFailure {
             node: node.to_owned(),
             time,
-            back_by: attempts
-                .iter()
-                .filter(|a| a.hosts.iter().any(|h| h == node))
-                .filter_map(|a| a.start.filter(|&s| s >= time))
-                .min(),
+            back_by: spans.get(node).into_iter().flatten().filter_map(|&(s, _, _)| s.filter(|&s| s >= time)).min(),
             line,
         })
         .collect()
