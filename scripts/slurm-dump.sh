@@ -17,6 +17,8 @@
 #                    --format=$SACCT_FORMAT
 #   nodes.txt        scontrol show nodes --oneliner
 #   partitions.txt   scontrol show partitions --oneliner
+#   qos.txt          sacctmgr show qos --parsable2 (partition debug's QOS debug8 caps it at
+#                    GrpTRES=gres/gpu=8, GrpJobs=4)
 #   slurm.conf gres.conf   the configuration used
 #   workload.txt     the submissions as run (one line each), for reading the dump
 #
@@ -30,6 +32,8 @@ SEED=${3:-17}
 # slurm.conf's SchedulerParameters, such as batch_sched_delay=0 (empty: Slurm's defaults).
 SCHED_PARAMS=${4:-}
 STATE=${SLURM_STATE:-/tmp/schedlab-slurm-$SCHED}
+# Submissions of the workload (0: start Slurm, dump its configuration and QOS, stop).
+JOBS=${SLURM_DUMP_JOBS:-300}
 export TZ=UTC SLURM_TIME_FORMAT=standard
 
 # The sacct fields schedlab's `--format sacct` reads (traces/FORMAT.md, "Slurm sacct").
@@ -123,12 +127,13 @@ AccountingStorageHost=127.0.0.1
 AccountingStoragePort=16819
 AccountingStoragePass=$STATE/munge.socket
 AccountingStorageTRES=gres/gpu,gres/gpu:a100,gres/gpu:v100
+AccountingStorageEnforce=limits,qos
 NodeName=n1 NodeHostname=$host NodeAddr=127.0.0.1 Port=17001 CPUs=16 RealMemory=4000 Gres=gpu:a100:8 State=UNKNOWN
 NodeName=n2 NodeHostname=$host NodeAddr=127.0.0.1 Port=17002 CPUs=16 RealMemory=4000 Gres=gpu:a100:8 State=UNKNOWN
 NodeName=n3 NodeHostname=$host NodeAddr=127.0.0.1 Port=17003 CPUs=16 RealMemory=4000 Gres=gpu:v100:8 State=UNKNOWN
 NodeName=n4 NodeHostname=$host NodeAddr=127.0.0.1 Port=17004 CPUs=16 RealMemory=4000 Gres=gpu:v100:8 State=UNKNOWN
 PartitionName=main Nodes=n[1-4] Default=YES MaxTime=60 State=UP
-PartitionName=debug Nodes=n[3-4] MaxTime=10 State=UP
+PartitionName=debug Nodes=n[3-4] MaxTime=10 QOS=debug8 State=UP
 EOF
     cat >"$STATE/etc/gres.conf" <<EOF
 AutoDetect=off
@@ -169,9 +174,13 @@ start_daemons() {
     slurmdbd
     wait_for 60 slurmdbd sacctmgr -n show cluster
     sacctmgr -i add cluster schedlab >/dev/null 2>&1 || true
+    # The partition QOS of `debug` (slurm.conf), created before slurmctld reads the partition;
+    # its GPU limit once slurmctld has registered the gres/gpu TRES (below).
+    sacctmgr -i add qos debug8 GrpJobs=4 >/dev/null
     slurmctld -i
     for n in 1 2 3 4; do slurmd -N "n$n"; done
     wait_for 60 "4 idle nodes" bash -c '[[ $(sinfo -h -N -t idle -o %N | sort -u | wc -l) == 4 ]]'
+    sacctmgr -i modify qos debug8 set GrpTRES=gres/gpu=8 >/dev/null
 }
 
 # One submission; its job id (the first, for a heterogeneous job) on stdout.
@@ -191,7 +200,7 @@ run_workload() {
     local gpus=(1 1 1 1 2 2 2 4 4 8 8 16 12)
     local pending_to_cancel=() running_to_cancel=() last=
     : >"$OUT/workload.txt"
-    for ((i = 1; i <= 300; i++)); do
+    for ((i = 1; i <= JOBS; i++)); do
         local g=${gpus[RANDOM % ${#gpus[@]}]} secs=$((1 + RANDOM % 8)) kind=$((RANDOM % 20)) flags
         flags=$(gpu_flags "$g")
         local part=main
@@ -249,6 +258,7 @@ dump() {
         --format="$SACCT_FORMAT" >"$OUT/sacct.txt"
     scontrol show nodes --oneliner >"$OUT/nodes.txt"
     scontrol show partitions --oneliner >"$OUT/partitions.txt"
+    sacctmgr show qos --parsable2 >"$OUT/qos.txt"
     cp "$STATE/etc/slurm.conf" "$STATE/etc/gres.conf" "$OUT/"
     sed -i "s/$(hostname -s)/HOST/g" "$OUT/slurm.conf" "$OUT/nodes.txt"
     sed -i "s#$STATE#STATE#g" "$OUT/slurm.conf" "$OUT/gres.conf" "$OUT/nodes.txt"

@@ -12,8 +12,8 @@ pub enum ClusterCommand {
     /// than 64 are counted on stderr, not simulated.
     Import {
         /// The inventory file: pai_machine_spec.csv, openb_node_list_gpu_node.csv (or
-        /// _all_node.csv), node_info_df.csv, cluster_machine_list or `scontrol show nodes
-        /// --oneliner` output.
+        /// _all_node.csv), node_info_df.csv, cluster_machine_list, or for slurm `scontrol show
+        /// nodes --oneliner` output (partitions' lines may follow) or a slurm.conf.
         path: PathBuf,
         /// pai, openb, spot, philly or slurm.
         #[arg(long)]
@@ -24,6 +24,10 @@ pub enum ClusterCommand {
         /// slurm: write the partitions as queues.csv here.
         #[arg(long)]
         queues_out: Option<PathBuf>,
+        /// slurm: `sacctmgr show qos --parsable2` output; a partition's QOS GrpTRES gres/gpu
+        /// and GrpJobs become its queue's max_gpus and max_running_jobs.
+        #[arg(long)]
+        qos: Option<PathBuf>,
     },
     /// Build queues with quotas from virtual-cluster sizes, printed as queues.csv
     /// (traces/FORMAT.md): Philly's philly_vc.csv (node quota per VC) or Helios's
@@ -95,8 +99,15 @@ pub fn run(command: ClusterCommand) -> CliResult {
                 None => emit(String::from_utf8_lossy(&csv)),
             }
         }
-        ClusterCommand::Import { path, format, out, queues_out } => {
-            let import = traces::load_inventory(&path, format.parse()?)?;
+        ClusterCommand::Import { path, format, out, queues_out, qos } => {
+            let format: traces::InventoryFormat = format.parse()?;
+            let import = match qos {
+                Some(qos) if format == traces::InventoryFormat::Slurm => {
+                    traces::inventory::load_slurm_cluster(&path, &qos)?
+                }
+                Some(_) => return Err(format!("--qos is Slurm's QOS list, for --format slurm, not {format}").into()),
+                None => traces::load_inventory(&path, format)?,
+            };
             if let Some(queues_out) = queues_out {
                 let mut csv = Vec::new();
                 traces::write_queues_csv(&import.queues, &mut csv)?;

@@ -16,6 +16,14 @@ pub enum TraceCommand {
         /// queues.csv and datasets.csv when the trace has them).
         #[arg(long, short)]
         out: PathBuf,
+        /// sacct: also write the node failures that NODE_FAIL jobs record as an events.csv
+        /// here (for `simulate --failures events:PATH`); needs --nodes.
+        #[arg(long, requires = "nodes")]
+        failures_out: Option<PathBuf>,
+        /// sacct: the cluster's `scontrol show nodes --oneliner` output (or slurm.conf), which
+        /// numbers the nodes of --failures-out as `cluster import --format slurm` does.
+        #[arg(long, requires = "failures_out")]
+        nodes: Option<PathBuf>,
     },
     /// Check a trace and list its errors (file, line, field, what was expected).
     Validate {
@@ -42,20 +50,25 @@ pub enum TraceCommand {
 pub struct Input {
     /// The trace file (or canonical trace directory).
     path: PathBuf,
-    /// canonical, itp, philly, openb or sacct.
+    /// canonical, itp, philly, openb or sacct (sacct[tz=Europe/Berlin] or sacct[tz=+02:00]
+    /// for times written in a local time zone).
     #[arg(long, default_value = "canonical")]
     format: String,
 }
 
 pub fn run(command: TraceCommand) -> CliResult {
     match command {
-        TraceCommand::Import { input, out } => {
+        TraceCommand::Import { input, out, failures_out, nodes } => {
             let trace = super::read_trace(&input.path, &input.format)?;
             if out.extension().is_some_and(|e| e == "csv") {
                 let file = File::create(&out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
                 traces::write_jobs_csv(&trace.workload, BufWriter::new(file))?;
             } else {
                 traces::write_trace_dir(&trace, &out)?;
+            }
+            // After the trace, so that --failures-out may name a file of the --out directory.
+            if let (Some(failures_out), Some(nodes)) = (failures_out, nodes) {
+                write_node_failures(&input, &nodes, &failures_out)?;
             }
             emit(format_args!("wrote {} jobs to {}\n", trace.workload.len(), out.display()))
         }
@@ -80,4 +93,16 @@ pub fn run(command: TraceCommand) -> CliResult {
             emit(traces::failures::fit(&trace))
         }
     }
+}
+
+/// `trace import --failures-out`: the sacct dump's node failures as events.csv.
+fn write_node_failures(input: &Input, nodes: &std::path::Path, out: &std::path::Path) -> CliResult {
+    let traces::Format::Sacct(clock) = input.format.parse::<traces::Format>()? else {
+        return Err(format!("--failures-out reads NODE_FAIL jobs of --format sacct, not {}", input.format).into());
+    };
+    let events = traces::sacct::load_failure_events(&input.path, clock, nodes)?;
+    let file = File::create(out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    traces::write_events_csv(&events, BufWriter::new(file))?;
+    eprintln!("wrote {} node failures to {}", events.len(), out.display());
+    Ok(())
 }

@@ -40,7 +40,7 @@ pub use itp::read_itp_csv;
 pub use openb::{OpenbImport, OpenbReport, read_openb_pods};
 pub use philly::read_philly_csv;
 pub use queues::{load_queues_file, read_helios_vc_csv, read_philly_vc_csv, read_queues_csv, write_queues_csv};
-pub use sacct::{SacctImport, SacctReport, read_sacct};
+pub use sacct::{NodeFailure, SacctImport, SacctReport, read_sacct};
 pub use stats::{DurationSummary, TraceStats};
 pub use synth::SynthConfig;
 pub use timeparse::{parse_datetime_ms, parse_seconds_ms};
@@ -67,12 +67,14 @@ pub enum Format {
     /// (see [`openb`] for the mapping).
     Openb,
     /// Slurm accounting: `sacct --allusers --parsable2 --duplicates --format=...` output (see
-    /// [`sacct`] for the mapping and traces/FORMAT.md for the fields).
-    Sacct,
+    /// [`sacct`] for the mapping and traces/FORMAT.md for the fields), its times on a clock:
+    /// `sacct` (naive), `sacct[tz=+02:00]` or `sacct[tz=Europe/Berlin]` ([`sacct::SacctClock`]).
+    Sacct(sacct::SacctClock),
 }
 
 impl Format {
-    pub const ALL: [Format; 5] = [Format::Canonical, Format::Itp, Format::Philly, Format::Openb, Format::Sacct];
+    pub const ALL: [Format; 5] =
+        [Format::Canonical, Format::Itp, Format::Philly, Format::Openb, Format::Sacct(sacct::SacctClock::Naive)];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -80,14 +82,17 @@ impl Format {
             Format::Itp => "itp",
             Format::Philly => "philly",
             Format::Openb => "openb",
-            Format::Sacct => "sacct",
+            Format::Sacct(_) => "sacct",
         }
     }
 }
 
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        match self {
+            Format::Sacct(clock) if *clock != sacct::SacctClock::Naive => write!(f, "sacct[tz={clock}]"),
+            _ => f.write_str(self.name()),
+        }
     }
 }
 
@@ -95,6 +100,11 @@ impl FromStr for Format {
     type Err = TraceError;
 
     fn from_str(s: &str) -> Result<Format, TraceError> {
+        if let Some(params) = s.strip_prefix("sacct[").and_then(|rest| rest.strip_suffix(']')) {
+            let expected = |why: String| TraceError::value("trace format", format!("sacct[tz=ZONE]: {why}"));
+            let zone = params.strip_prefix("tz=").ok_or_else(|| expected(format!("unknown setting `{params}`")))?;
+            return sacct::SacctClock::parse(zone).map(Format::Sacct).map_err(expected);
+        }
         Format::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| {
             let valid: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
             TraceError::value("trace format", format!("unknown format `{s}`; valid formats: {}", valid.join(", ")))
@@ -211,8 +221,8 @@ fn read_file_into<R: Read>(source: R, file: &str, format: Format, sink: &mut Sin
             let import = openb::read_openb_into(source, file, sink)?;
             (import.workload, import.report.notes())
         }
-        Format::Sacct => {
-            let import = sacct::read_sacct_into(source, file, sink)?;
+        Format::Sacct(clock) => {
+            let import = sacct::read_sacct_into(source, file, clock, sink)?;
             (import.workload, import.report.notes())
         }
     };
@@ -278,6 +288,11 @@ mod tests {
         }
         let e = "csv".parse::<Format>().unwrap_err().to_string();
         assert_eq!(e, "trace format: unknown format `csv`; valid formats: canonical, itp, philly, openb, sacct");
+        for zoned in ["sacct[tz=Europe/Berlin]", "sacct[tz=-05:00]"] {
+            assert_eq!(zoned.parse::<Format>().map(|f| f.to_string()), Ok(zoned.to_owned()));
+        }
+        let e = "sacct[zone=UTC]".parse::<Format>().unwrap_err().to_string();
+        assert_eq!(e, "trace format: sacct[tz=ZONE]: unknown setting `zone=UTC`");
     }
 
     #[test]

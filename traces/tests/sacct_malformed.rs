@@ -41,7 +41,7 @@ fn a_job_its_steps_and_its_attempts_are_one_job() {
 fn cancelled_before_start_is_kept_and_counted() {
     // Slurm writes Start = End = the cancel time and no allocation.
     let text = format!("{HEAD}{}", row("9", "CANCELLED by 0", T2, T2, ""));
-    let trace = read_trace(text.as_bytes(), "sacct.txt", Format::Sacct).unwrap();
+    let trace = read_trace(text.as_bytes(), "sacct.txt", Format::Sacct(Default::default())).unwrap();
     let job = &trace.workload.jobs()[0];
     assert_eq!(job.cancel.map(|c| c.0 - job.submit.0), Some(70_000));
     assert_eq!(job.tasks[0].gpus, 2, "GPUs from ReqTRES when nothing was allocated");
@@ -53,7 +53,7 @@ fn unfinished_and_cpu_only_rows_are_named_not_dropped() {
     let cpu = row("3", "COMPLETED", T1, T2, "cpu=1,node=1").replace("gres/gpu=2,", "");
     let text =
         format!("{HEAD}{}{}{cpu}", row("1", "COMPLETED", T1, T2, ALLOC), row("2", "RUNNING", T1, "Unknown", ALLOC));
-    let trace = read_trace(text.as_bytes(), "sacct.txt", Format::Sacct).unwrap();
+    let trace = read_trace(text.as_bytes(), "sacct.txt", Format::Sacct(Default::default())).unwrap();
     assert_eq!(trace.workload.len(), 1);
     let skipped: Vec<&String> = trace.notes.iter().filter(|n| n.starts_with("skipped")).collect();
     assert_eq!(
@@ -99,12 +99,12 @@ fn malformed_rows_are_errors_naming_file_line_and_field() {
     );
     assert_eq!(
         e(format!("{HEAD}1|gpu\n")),
-        "sacct.txt:2: expected 14 `|`-separated fields as in the header, got 2 (was it written with sacct --parsable2?)"
+        "sacct.txt:2: expected 14 `|`-separated fields as in the header, got 2 (was it written with --parsable2?)"
     );
     assert!(e("JobID|Start|End|State\n".to_owned()).starts_with("sacct.txt:1: the header has no field `Submit`"));
     // validate reports every bad row, not only the first.
     let two = format!("{HEAD}{}{}", row("1", "DONE", T1, T2, ALLOC), row("2", "COMPLETED", "x", T2, ALLOC));
-    assert_eq!(validate_workload(two.as_bytes(), "sacct.txt", Format::Sacct).len(), 2);
+    assert_eq!(validate_workload(two.as_bytes(), "sacct.txt", Format::Sacct(Default::default())).len(), 2);
 }
 
 #[test]

@@ -41,13 +41,14 @@ fn builtin_dump_job_details() {
     let import = import("builtin");
     let job = |name: &str| import.workload.jobs().iter().find(|j| j.name == name).unwrap_or_else(|| panic!("{name}"));
     let at = |t: &str| parse_datetime_ms(&t.replacen('T', " ", 1)).unwrap();
-    // Job 64: NODE_FAIL on n2 (submitted 20:22:19), requeued, eligible again at 20:25:11,
-    // ran 20:25:12-20:25:21 on n1.
+    // Job 64: NODE_FAIL on n2 (submitted and eligible 20:22:19), requeued, eligible again at
+    // 20:25:11, ran 20:25:12-20:25:21 on n1. Replayed from its first eligibility (the node
+    // failure is replayed, not the requeue's hold), with the last attempt's work.
     let requeued = job("64");
     assert_eq!(requeued.submit.0, at("2026-12-01T20:22:19"));
     let task = &requeued.tasks[0];
     assert_eq!((task.work.0, task.exit_code), (9_000, 0));
-    assert_eq!(task.window.not_before.map(|t| t.0), Some(at("2026-12-01T20:25:11")));
+    assert_eq!(task.window.not_before, None);
     // The timeout job: `-t 1` (the estimate), killed by Slurm's periodic time-limit check 62 s
     // after its start (20:23:58-20:25:00), exits non-zero.
     let timeout = &job("102").tasks[0];
@@ -69,7 +70,7 @@ fn backfill_dump_has_the_het_job_as_one_job() {
 
 #[test]
 fn load_gives_the_notes_for_stderr() {
-    let trace = load(&data("builtin", "sacct.txt"), Format::Sacct).unwrap();
+    let trace = load(&data("builtin", "sacct.txt"), Format::Sacct(Default::default())).unwrap();
     assert_eq!(trace.notes[0], "folded 292 step rows (batch, extern, srun steps) into their jobs");
     assert!(trace.notes.contains(&"27 jobs cancelled before starting: kept, cancelled at the End time".to_owned()));
 }
@@ -83,4 +84,50 @@ fn scontrol_nodes_become_pools_and_partitions_queues() {
     let queues: Vec<(&str, Vec<String>)> = import.queues.iter().map(|q| (q.name.as_str(), q.pools.clone())).collect();
     assert_eq!(queues, [("debug", vec!["v100-8".to_owned()]), ("main", vec![])]);
     assert_eq!((import.report.machines, import.report.cluster_gpus), (4, 32));
+}
+
+/// A queue as (name, pools, max_gpus, max_running_jobs).
+type QueueCaps<'a> = (&'a str, Vec<String>, Option<u32>, Option<u32>);
+
+fn queue_caps(import: &traces::ClusterImport) -> Vec<QueueCaps<'_>> {
+    import.queues.iter().map(|q| (q.name.as_str(), q.pools.clone(), q.max_gpus, q.max_running_jobs)).collect()
+}
+
+#[test]
+fn slurm_conf_gives_the_cluster_scontrol_gives() {
+    // builtin/slurm.conf: NodeName=n1..n4 one per line, `PartitionName=main Nodes=n[1-4]
+    // Default=YES`, `PartitionName=debug Nodes=n[3-4]`.
+    let conf = load_inventory(&data("builtin", "slurm.conf"), InventoryFormat::Slurm).unwrap();
+    let nodes = load_inventory(&data("builtin", "nodes.txt"), InventoryFormat::Slurm).unwrap();
+    assert_eq!(conf.spec, nodes.spec);
+    assert_eq!(conf.node_names, ["n1", "n2", "n3", "n4"]);
+    assert_eq!(conf.node_names, nodes.node_names);
+    // The default partition first (scontrol's node lines do not say which is the default).
+    let v100 = vec!["v100-8".to_owned()];
+    assert_eq!(queue_caps(&conf), [("main", vec![], None, None), ("debug", v100.clone(), None, None)]);
+    assert_eq!(queue_caps(&nodes), [("debug", v100, None, None), ("main", vec![], None, None)]);
+}
+
+#[test]
+fn the_partition_qos_caps_its_queue() {
+    // config/: Slurm started by `SLURM_DUMP_JOBS=0 scripts/slurm-dump.sh`, with partition
+    // debug's QOS debug8 (GrpTRES=gres/gpu=8, GrpJobs=4); qos.txt has `normal` (no limits) too.
+    let qos_text = std::fs::read_to_string(data("config", "qos.txt")).unwrap();
+    let qos = traces::inventory::read_sacctmgr_qos(&qos_text, "qos.txt").unwrap();
+    let names: Vec<(&str, Option<u32>, Option<u32>)> =
+        qos.iter().map(|q| (q.name.as_str(), q.max_gpus, q.max_running_jobs)).collect();
+    assert_eq!(names, [("normal", None, None), ("debug8", Some(8), Some(4))]);
+    let expected = [("main", vec![], None, None), ("debug", vec!["v100-8".to_owned()], Some(8), Some(4))];
+    let conf =
+        traces::inventory::load_slurm_cluster(&data("config", "slurm.conf"), &data("config", "qos.txt")).unwrap();
+    assert_eq!(queue_caps(&conf), expected);
+    // scontrol's nodes then partitions, in one file, say the same.
+    let both = [data("config", "nodes.txt"), data("config", "partitions.txt")]
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .concat();
+    let scontrol = traces::inventory::read_slurm_cluster(both.as_bytes(), "cluster.txt", Some(&qos)).unwrap();
+    assert_eq!(queue_caps(&scontrol), expected);
+    assert!(
+        scontrol.report.notes.contains(&"partition debug takes QOS debug8's limits: 8 GPUs, 4 running jobs".to_owned())
+    );
 }

@@ -11,16 +11,21 @@
 //! many) are counted in the [`ImportReport`], which also names the CPU and memory columns that
 //! the cluster model does not have.
 
+mod hostlist;
 mod openb;
 mod pai;
 mod philly;
 mod slurm;
+mod slurm_partitions;
+mod slurm_qos;
 mod spot;
 
+pub use hostlist::expand_hostlist;
 pub use openb::read_openb_nodes;
 pub use pai::read_pai_machines;
 pub use philly::read_philly_machines;
-pub use slurm::read_slurm_nodes;
+pub use slurm::{load_slurm_cluster, read_slurm_cluster, read_slurm_nodes};
+pub use slurm_qos::{QosLimits, read_sacctmgr_qos};
 pub use spot::read_spot_nodes;
 
 use crate::cluster_spec::MAX_CLUSTER_GPUS;
@@ -48,7 +53,8 @@ pub enum InventoryFormat {
     /// Microsoft Philly `cluster_machine_list` (`machineId, number of GPUs, single GPU mem`).
     Philly,
     /// Slurm's `scontrol show nodes --oneliner` (one `NodeName=... Gres=gpu:TYPE:N ...
-    /// Partitions=...` line per node); partitions become queues.
+    /// Partitions=...` line per node, partition lines may follow) or a slurm.conf;
+    /// partitions become queues.
     Slurm,
 }
 
@@ -111,6 +117,9 @@ pub struct ClusterImport {
     /// Queues the inventory defines (Slurm partitions, with the pools of their nodes); empty
     /// for inventories without any.
     pub queues: Vec<sim::QueueSpec>,
+    /// The nodes' names by node id (pools in order, each pool's nodes in file order), for
+    /// inventories whose other files name nodes (Slurm: sacct's `NodeList`); empty otherwise.
+    pub node_names: Vec<String>,
 }
 
 /// Machines of one GPU model in an inventory (all of them, skipped ones included).
@@ -395,7 +404,7 @@ impl Tally {
             not_modelled,
             notes: Vec::new(),
         };
-        Ok(ClusterImport { spec, report, queues: Vec::new() })
+        Ok(ClusterImport { spec, report, queues: Vec::new(), node_names: Vec::new() })
     }
 }
 

@@ -1,28 +1,39 @@
-//! Slurm's node list: `scontrol show nodes --oneliner`, one line per node of `Key=Value`
-//! pairs separated by spaces (a value such as `OS=Linux 6.1 #1 SMP` goes on until the next
-//! `Key=`). The fields read are `NodeName`, `Gres` (`gpu:TYPE:N`, `gpu:N`, `(null)`; a
-//! socket suffix such as `(S:0-1)` is dropped) and `Partitions`. A node without a GPU type is
-//! of type `GPU`, as in the `--cluster` shorthand; a node with GPUs of two types cannot be one
-//! schedlab node and is an error naming the line.
+//! Slurm's nodes and partitions, from either of the two places a site has them:
 //!
-//! Each partition becomes a queue whose pools are those of its nodes (no pool list when it
-//! spans every pool). A pool is a set of identical nodes, so a partition holding only some of a
-//! pool's nodes is widened to the whole pool, and a note says so.
+//! - `scontrol show nodes --oneliner`: one line per node of `Key=Value` pairs separated by
+//!   spaces (a value such as `OS=Linux 6.1 #1 SMP` goes on until the next `Key=`); lines of
+//!   `scontrol show partitions --oneliner` may follow in the same file (`cat nodes.txt
+//!   partitions.txt`), for the partitions' QOS;
+//! - a **slurm.conf**: its `NodeName=` lines (a host list such as `n[1-4,7]` names several
+//!   nodes; `NodeName=DEFAULT` gives the `Gres` of the lines after it that give none) and
+//!   `PartitionName=` lines (`Nodes=`, a host list or `ALL`; `QOS=`; `Default=YES`). Comment
+//!   lines (`#` first) and every other setting are skipped; keys are matched in any case, as
+//!   Slurm does. A trailing `# comment` on a node line is not stripped (scontrol's values
+//!   contain `#`), so keep comments on lines of their own.
+//!
+//! Of a node, `NodeName` and `Gres` are read (`gpu:TYPE:N`, `gpu:N`, `(null)`; a socket
+//! suffix such as `(S:0-1)` is dropped), and scontrol's `Partitions`. A node without a GPU type
+//! is of type `GPU`, as in the `--cluster` shorthand; a node with GPUs of two types cannot be
+//! one schedlab node and is an error naming the line. Partitions become queues
+//! ([`super::slurm_partitions`]).
 
-use super::{ClusterImport, InventoryFormat, Machine, Tally, not_modelled_line};
+use super::slurm_partitions::{Partition, SlurmNode, apply_qos, from_node_lines, partition, partition_queues};
+use super::{
+    ClusterImport, InventoryFormat, Machine, QosLimits, Tally, expand_hostlist, not_modelled_line, read_sacctmgr_qos,
+};
 use crate::error::{TraceError, first_error};
-use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
+use std::path::Path;
 
 /// The fields a node line is checked for, as error column indexes.
 const FIELDS: [&str; 3] = ["NodeName", "Gres", "Partitions"];
 const NAME: usize = 0;
 const GRES: usize = 1;
 
-/// The `Key=Value` pairs of one node line, in order.
+/// The `Key=Value` pairs of one line, in order.
 fn pairs(line: &str) -> Vec<(&str, String)> {
     let mut pairs: Vec<(&str, String)> = Vec::new();
-    for token in line.split(' ').filter(|t| !t.is_empty()) {
+    for token in line.split_whitespace() {
         match (token.split_once('='), pairs.last_mut()) {
             (Some((key, value)), _)
                 if !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
@@ -65,89 +76,135 @@ fn gres_gpus(gres: &str) -> Result<(Option<&str>, u32), &'static str> {
     Ok(found.unwrap_or((None, 0)))
 }
 
-/// Reads `scontrol show nodes --oneliner` output; `file` names it in errors.
-pub fn read_slurm_nodes<R: Read>(mut source: R, file: &str) -> Result<ClusterImport, TraceError> {
+/// Reads `scontrol show nodes --oneliner` output or a slurm.conf (see the module's doc);
+/// `file` names it in errors.
+pub fn read_slurm_nodes<R: Read>(source: R, file: &str) -> Result<ClusterImport, TraceError> {
+    read_slurm_cluster(source, file, None)
+}
+
+/// [`read_slurm_nodes`], with each partition's QOS limits (`sacctmgr show qos --parsable2`,
+/// [`super::read_sacctmgr_qos`]) as its queue's caps.
+pub fn read_slurm_cluster<R: Read>(
+    mut source: R,
+    file: &str,
+    qos: Option<&[QosLimits]>,
+) -> Result<ClusterImport, TraceError> {
     let mut text = String::new();
     source.read_to_string(&mut text).map_err(|e| TraceError::io(file, e.to_string()))?;
     first_error(file, |sink| {
-        let mut tally = Tally::new(InventoryFormat::Slurm);
-        // Node -> (pool name, partitions), for the queues.
-        let mut nodes: Vec<(String, Option<String>, Vec<String>)> = Vec::new();
-        for (index, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let line_no = index as u64 + 1;
-            let fields = pairs(line);
-            let get = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| v.trim());
-            let error = |column: usize, expected: String, found: &str| {
-                TraceError::field(file, line_no, FIELDS[column], expected, found)
-            };
-            let Some(name) = get("NodeName") else {
-                sink.push(error(NAME, "a line of `scontrol show nodes --oneliner` (NodeName=...)".into(), line));
-                continue;
-            };
-            let gres = get("Gres").unwrap_or("(null)");
-            let (kind, gpus) = match gres_gpus(gres) {
-                Ok(found) => found,
-                Err(expected) => {
-                    sink.push(error(GRES, expected.to_owned(), gres));
-                    continue;
-                }
-            };
-            let model = if gpus == 0 { "" } else { kind.unwrap_or("GPU") };
-            let machine = Machine { name, name_col: NAME, gpus, model, model_col: GRES };
-            if let Err(e) = tally.add_at(line_no, machine, "", error) {
-                sink.push(e);
+        let mut read = Lines {
+            tally: Tally::new(InventoryFormat::Slurm),
+            nodes: Vec::new(),
+            partitions: Vec::new(),
+            default_gres: None,
+        };
+        for (index, line) in text.lines().enumerate() {
+            let trimmed = line.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
             }
-            let partitions = get("Partitions").unwrap_or("").split(',').filter(|p| !p.is_empty()).map(str::to_owned);
-            let pool = (gpus > 0).then(|| format!("{model}-{gpus}"));
-            nodes.push((name.to_owned(), pool, partitions.collect()));
+            if let Err(e) = read.line(index as u64 + 1, line, file) {
+                sink.push(e);
+                if sink.is_full() {
+                    return None;
+                }
+            }
         }
         if !sink.is_empty() {
             return None;
         }
+        if read.nodes.is_empty() {
+            sink.push(TraceError::file(
+                file,
+                "no NodeName= lines: expected `scontrol show nodes --oneliner` output or a slurm.conf",
+            ));
+            return None;
+        }
         let not_modelled = not_modelled_line(&["CPUTot", "RealMemory", "State"]);
-        let mut import = sink.ok(tally.finish(file, not_modelled))?;
-        partition_queues(&mut import, &nodes);
+        let mut import = sink.ok(read.tally.finish(file, not_modelled))?;
+        let partitions = if read.partitions.is_empty() { from_node_lines(&read.nodes) } else { read.partitions };
+        sink.ok(partition_queues(&mut import, &read.nodes, &partitions, file))?;
+        if let Some(qos) = qos {
+            apply_qos(&mut import, &partitions, qos);
+        }
+        import.node_names = names_by_id(&import.spec, &read.nodes);
         Some(import)
     })
 }
 
-/// Each partition as a queue over the pools of its nodes, with a note where a partition holds
-/// part of a pool.
-fn partition_queues(import: &mut ClusterImport, nodes: &[(String, Option<String>, Vec<String>)]) {
-    let mut members: BTreeMap<&str, BTreeMap<&str, u32>> = BTreeMap::new();
-    for (_, pool, partitions) in nodes {
-        for partition in partitions {
-            let pools = members.entry(partition).or_default();
-            if let Some(pool) = pool {
-                *pools.entry(pool).or_default() += 1;
+/// [`read_slurm_cluster`] on files: the node list or slurm.conf at `path`, with the partition
+/// QOS limits of `sacctmgr show qos --parsable2` output at `qos`.
+pub fn load_slurm_cluster(path: &Path, qos: &Path) -> Result<ClusterImport, TraceError> {
+    let qos_name = qos.display().to_string();
+    let text = std::fs::read_to_string(qos).map_err(|e| TraceError::io(&qos_name, e.to_string()))?;
+    let limits = read_sacctmgr_qos(&text, &qos_name)?;
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| TraceError::io(&name, e.to_string()))?;
+    read_slurm_cluster(std::io::BufReader::new(file), &name, Some(&limits))
+}
+
+/// What the lines read so far hold.
+struct Lines {
+    tally: Tally,
+    nodes: Vec<SlurmNode>,
+    partitions: Vec<Partition>,
+    /// `NodeName=DEFAULT`'s `Gres`, for the slurm.conf node lines after it that give none.
+    default_gres: Option<String>,
+}
+
+impl Lines {
+    /// One non-blank, non-comment line: a node or partition, or another slurm.conf setting.
+    fn line(&mut self, line_no: u64, line: &str, file: &str) -> Result<(), TraceError> {
+        let fields = pairs(line);
+        let get = |key: &str| fields.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.trim());
+        let error = |column: usize, expected: String, found: &str| {
+            TraceError::field(file, line_no, FIELDS[column], expected, found)
+        };
+        let Some((first, value)) = fields.first() else { return Ok(()) };
+        if first.eq_ignore_ascii_case("PartitionName") {
+            if !value.eq_ignore_ascii_case("DEFAULT") {
+                self.partitions.push(partition(line_no, value.trim(), get, file)?);
             }
+            return Ok(());
         }
+        if first.is_empty() {
+            return Err(error(NAME, LINE_SHAPE.to_owned(), line));
+        }
+        if !first.eq_ignore_ascii_case("NodeName") {
+            return Ok(()); // another slurm.conf setting (ClusterName=, SchedulerType=, ...)
+        }
+        let gres = get("Gres").map(str::to_owned);
+        if value.trim().eq_ignore_ascii_case("DEFAULT") {
+            self.default_gres = gres;
+            return Ok(());
+        }
+        let gres = gres.or_else(|| self.default_gres.clone()).unwrap_or_else(|| "(null)".to_owned());
+        let (kind, gpus) = gres_gpus(&gres).map_err(|expected| error(GRES, expected.to_owned(), &gres))?;
+        let names = expand_hostlist(value.trim())
+            .map_err(|why| error(NAME, format!("a node name or host list such as n[1-4,7] ({why})"), value))?;
+        let model = if gpus == 0 { "" } else { kind.unwrap_or("GPU") };
+        let partitions: Vec<String> =
+            get("Partitions").unwrap_or("").split(',').filter(|p| !p.is_empty()).map(str::to_owned).collect();
+        for name in names {
+            let machine = Machine { name: &name, name_col: NAME, gpus, model, model_col: GRES };
+            self.tally.add_at(line_no, machine, "", error)?;
+            let pool = (gpus > 0).then(|| format!("{model}-{gpus}"));
+            self.nodes.push(SlurmNode { name, pool, partitions: partitions.clone() });
+        }
+        Ok(())
     }
-    let all: BTreeSet<&str> = import.spec.pools.iter().map(|p| p.name.as_str()).collect();
-    for (partition, pools) in members {
-        if pools.is_empty() {
-            import.report.notes.push(format!("partition {partition} has no GPU nodes: no queue"));
-            continue;
-        }
-        let mut queue = sim::QueueSpec::new(partition);
-        for (&pool, &count) in &pools {
-            let size = import.spec.pools.iter().find(|p| p.name == pool).map_or(0, |p| p.nodes);
-            if count < size {
-                import.report.notes.push(format!(
-                    "partition {partition} has {count} of the {size} nodes of pool {pool}: its queue may use the whole pool"
-                ));
-            }
-        }
-        if pools.keys().copied().collect::<BTreeSet<&str>>() != all {
-            queue.pools = pools.keys().map(|p| (*p).to_owned()).collect();
-        }
-        import.queues.push(queue);
-    }
-    import
-        .report
-        .notes
-        .push("node states (DRAIN, DOWN) are not carried: every node is up; partitions became queues".to_owned());
+}
+
+const LINE_SHAPE: &str =
+    "a `Key=Value` line: NodeName=... or PartitionName=... (scontrol show nodes/partitions --oneliner, or slurm.conf)";
+
+/// The node names in node id order: pool by pool as the cluster orders them, each pool's
+/// nodes in file order (how `sim::Cluster` numbers them).
+fn names_by_id(spec: &sim::ClusterSpec, nodes: &[SlurmNode]) -> Vec<String> {
+    spec.pools
+        .iter()
+        .flat_map(|p| nodes.iter().filter(move |n| n.pool.as_deref() == Some(p.name.as_str())).map(|n| n.name.clone()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -179,6 +236,7 @@ mod tests {
         let import = read_slurm_nodes(text.as_bytes(), "nodes.txt").unwrap();
         let pools: Vec<(&str, u32)> = import.spec.pools.iter().map(|p| (p.name.as_str(), p.nodes)).collect();
         assert_eq!(pools, [("GPU-4", 1), ("a100-8", 2)]);
+        assert_eq!(import.node_names, ["c", "a", "b"]);
         let queues: Vec<(&str, Vec<String>)> =
             import.queues.iter().map(|q| (q.name.as_str(), q.pools.clone())).collect();
         assert_eq!(queues, [("big", vec!["a100-8".to_owned()]), ("main", vec![])]);
@@ -193,6 +251,67 @@ mod tests {
         let e = read_slurm_nodes("NodeName=a Gres=gpu:a100:4,gpu:v100:4\n".as_bytes(), "n.txt").unwrap_err();
         assert!(e.to_string().starts_with("n.txt:1: field `Gres`: expected GPUs written"), "{e}");
         let e = read_slurm_nodes("PartitionName=x\n".as_bytes(), "n.txt").unwrap_err();
-        assert!(e.to_string().starts_with("n.txt:1: field `NodeName`"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "n.txt: no NodeName= lines: expected `scontrol show nodes --oneliner` output or a slurm.conf"
+        );
+        let e = read_slurm_nodes("JobID|Start\n".as_bytes(), "n.txt").unwrap_err();
+        assert!(e.to_string().starts_with("n.txt:1: field `NodeName`: expected a `Key=Value` line"), "{e}");
+    }
+
+    #[test]
+    fn slurm_conf_node_ranges_defaults_and_partitions() {
+        let conf = "# a comment\nClusterName=c\nnodename=DEFAULT Gres=gpu:a100:8 CPUs=64\n\
+                    NodeName=n[1-4,7] State=UNKNOWN\nNodeName=v[01-02] Gres=gpu:v100:4\nNodeName=login\tGres=(null)\n\
+                    PartitionName=DEFAULT MaxTime=60\nPartitionName=small Nodes=v[01-02]\n\
+                    PartitionName=all Nodes=ALL Default=YES QOS=cap\nPartitionName=part Nodes=n[1-2]\n";
+        let import = read_slurm_nodes(conf.as_bytes(), "slurm.conf").unwrap();
+        let pools: Vec<(&str, u32)> = import.spec.pools.iter().map(|p| (p.name.as_str(), p.nodes)).collect();
+        assert_eq!(pools, [("a100-8", 5), ("v100-4", 2)]);
+        assert_eq!(import.node_names, ["n1", "n2", "n3", "n4", "n7", "v01", "v02"]);
+        assert_eq!(import.report.no_gpu.machines, 1);
+        // The default partition first, then by name; `all` spans every pool (no list).
+        let queues: Vec<(&str, Vec<String>)> =
+            import.queues.iter().map(|q| (q.name.as_str(), q.pools.clone())).collect();
+        assert_eq!(
+            queues,
+            [("all", vec![]), ("part", vec!["a100-8".to_owned()]), ("small", vec!["v100-4".to_owned()])]
+        );
+        let e = |t: &str| read_slurm_nodes(t.as_bytes(), "slurm.conf").unwrap_err().to_string();
+        assert_eq!(
+            e("NodeName=n1 Gres=gpu:2\nPartitionName=p Nodes=n[1-2]\n"),
+            "slurm.conf:2: field `Nodes`: expected nodes of the file's NodeName lines, got \"n2\""
+        );
+        assert!(
+            e("NodeName=n[1-x] Gres=gpu:2\n")
+                .starts_with("slurm.conf:1: field `NodeName`: expected a node name or host list")
+        );
+        assert!(e("NodeName=n[1-2] Gres=gpu:2\nNodeName=n2 Gres=gpu:2\n").contains("line 1 has it"));
+    }
+
+    #[test]
+    fn a_partition_qos_caps_its_queue() {
+        let conf = "NodeName=n[1-4] Gres=gpu:8\nPartitionName=main Nodes=ALL Default=YES\n\
+                    PartitionName=debug Nodes=n[3-4] QOS=debug8\nPartitionName=gone Nodes=n1 QOS=missing\n";
+        let qos = [
+            QosLimits { name: "debug8".into(), max_gpus: Some(8), max_running_jobs: Some(4) },
+            QosLimits { name: "big".into(), max_gpus: Some(16), max_running_jobs: None },
+        ];
+        let import = read_slurm_cluster(conf.as_bytes(), "slurm.conf", Some(&qos)).unwrap();
+        let caps: Vec<(&str, Option<u32>, Option<u32>)> =
+            import.queues.iter().map(|q| (q.name.as_str(), q.max_gpus, q.max_running_jobs)).collect();
+        assert_eq!(caps, [("main", None, None), ("debug", Some(8), Some(4)), ("gone", None, None)]);
+        let notes = &import.report.notes;
+        let tail: Vec<&str> = notes[notes.len() - 3..].iter().map(String::as_str).collect();
+        assert_eq!(
+            tail,
+            [
+                "partition debug takes QOS debug8's limits: 8 GPUs, 4 running jobs",
+                "partition gone names QOS missing, which the QOS list does not have: no cap",
+                "QOS big limits the jobs that ask for it, across partitions: not modelled (queues are partitions)",
+            ]
+        );
+        let nodes_only = read_slurm_cluster("NodeName=n1 Gres=gpu:8 Partitions=p\n".as_bytes(), "n.txt", Some(&qos));
+        assert!(nodes_only.unwrap().report.notes.iter().any(|n| n.starts_with("no PartitionName lines")));
     }
 }

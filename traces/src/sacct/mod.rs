@@ -10,7 +10,12 @@
 //!   with one task per component.
 //! - **Attempts**: with `--duplicates`, a requeued job has one row per attempt (earlier ones
 //!   `REQUEUED`, `NODE_FAIL` or `PREEMPTED`). The job is submitted at its first attempt's
-//!   `Submit` and replayed as its last attempt; the earlier ones are counted in the notes.
+//!   `Submit`, eligible at its first `Eligible`, and replayed as its last attempt's work; the
+//!   earlier ones are counted in the notes. A `NODE_FAIL` attempt is a fault, and the replay
+//!   gets it as a node failure ([`node_fail`]: `trace import --failures-out`), which fails
+//!   whatever job the replay put on that node. `PREEMPTED` and `REQUEUED` are Slurm's (or an
+//!   operator's) decisions, not faults: the replay's policy makes its own, so the job waits
+//!   for no requeue.
 //! - **Times** are Slurm's local time (`SLURM_TIME_FORMAT=standard`: `YYYY-MM-DDTHH:MM:SS`),
 //!   taken as a naive clock exactly as written, like Philly's: only differences matter to a
 //!   replay, so no time zone is assumed (a dump across a daylight-saving change should be
@@ -32,7 +37,9 @@
 //!   1 is a single-node task, more is a gang over nodes. `Partition` is the queue; `Priority`
 //!   (unsigned 32-bit) becomes the job's priority shifted down by 2^31, which keeps its order. `Account`, `QOS`, `User` are not modelled (named in the notes).
 
-mod table;
+mod clock;
+mod node_fail;
+pub(crate) mod table;
 
 use crate::error::{Sink, TraceError, first_error};
 use crate::itp::finish;
@@ -41,6 +48,9 @@ use sim::{JobSpec, SimDuration, SimTime, TaskSpec, Window, Workload};
 use std::collections::BTreeMap;
 use std::io::Read;
 use table::{Row, Table, tres_count, tres_gpu_type};
+
+pub use clock::{Instant, SacctClock};
+pub use node_fail::{NodeFailure, failure_events, load_failure_events};
 
 /// The fields read, in this order, and whether every dump must have them.
 const FIELDS: &[(&str, bool)] = &[
@@ -95,10 +105,16 @@ pub struct SacctReport {
     pub failed: BTreeMap<String, u64>,
     /// Jobs whose start window is their `Eligible` time (dependency, `--begin`).
     pub eligible_later: u64,
+    /// Times in the hour a change back from summer time repeats, read as its first pass
+    /// (with `tz=` a time zone name; see [`SacctClock`]).
+    pub ambiguous_times: u64,
     /// Rows that could not be used: (line, reason).
     pub skipped: Vec<(u64, String)>,
     /// Fields present that schedlab does not model.
     pub not_modelled: Vec<&'static str>,
+    /// The node failures that `NODE_FAIL` attempts record, by time then node (see
+    /// [`node_fail`]); [`failure_events`] numbers them on a cluster.
+    pub node_failures: Vec<NodeFailure>,
 }
 
 impl SacctReport {
@@ -115,6 +131,9 @@ impl SacctReport {
                 "requeued jobs replayed as their last attempt, submitted at the first; earlier attempts: {}",
                 by.join(", ")
             ));
+        }
+        if !self.node_failures.is_empty() {
+            notes.push(node_fail::note(&self.node_failures));
         }
         if self.cancelled_before_start > 0 {
             notes.push(format!(
@@ -138,6 +157,12 @@ impl SacctReport {
                 jobs(self.eligible_later)
             ));
         }
+        if self.ambiguous_times > 0 {
+            notes.push(format!(
+                "{} times fell in the hour repeated by a change back from summer time: read as its first pass",
+                grouped(self.ambiguous_times)
+            ));
+        }
         for (line, reason) in &self.skipped {
             notes.push(format!("skipped line {line}: {reason}"));
         }
@@ -148,9 +173,14 @@ impl SacctReport {
     }
 }
 
-/// Reads a sacct dump; `file` names it in errors.
+/// Reads a sacct dump with its times as written (naive); `file` names it in errors.
 pub fn read_sacct(source: impl Read, file: &str) -> Result<SacctImport, TraceError> {
-    first_error(file, |sink| read_sacct_into(source, file, sink))
+    read_sacct_on(source, file, SacctClock::Naive)
+}
+
+/// [`read_sacct`] with the times on `clock` (`--format sacct[tz=...]`).
+pub fn read_sacct_on(source: impl Read, file: &str, clock: SacctClock) -> Result<SacctImport, TraceError> {
+    first_error(file, |sink| read_sacct_into(source, file, clock, sink))
 }
 
 /// The columns of [`FIELDS`] in the file at hand.
@@ -164,6 +194,8 @@ impl Cols {
 
 /// One job row (an attempt of a job or of a het component), parsed.
 struct Attempt {
+    /// The row's line, for notes.
+    line: u64,
     /// `JobID` without a het suffix: the job's name.
     name: String,
     component: u32,
@@ -179,9 +211,16 @@ struct Attempt {
     nodes: u64,
     partition: String,
     priority: i32,
+    /// `NodeList` expanded; empty when it held no node (or the field is absent).
+    hosts: Vec<String>,
 }
 
-pub(crate) fn read_sacct_into(mut source: impl Read, file: &str, sink: &mut Sink) -> Option<SacctImport> {
+pub(crate) fn read_sacct_into(
+    mut source: impl Read,
+    file: &str,
+    clock: SacctClock,
+    sink: &mut Sink,
+) -> Option<SacctImport> {
     let mut text = String::new();
     sink.ok(source.read_to_string(&mut text).map_err(|e| TraceError::io(file, e.to_string())))?;
     let table = match Table::split(&text, file) {
@@ -191,7 +230,7 @@ pub(crate) fn read_sacct_into(mut source: impl Read, file: &str, sink: &mut Sink
             return None;
         }
     };
-    let cols = Cols(sink.ok(table.columns(file, FIELDS))?);
+    let cols = Cols(sink.ok(table.columns(file, FIELDS, "sacct --format"))?);
     let mut report = SacctReport { rows: table.rows.len() as u64, ..SacctReport::default() };
     report.not_modelled = FIELDS[NOT_MODELLED_FROM..]
         .iter()
@@ -204,7 +243,7 @@ pub(crate) fn read_sacct_into(mut source: impl Read, file: &str, sink: &mut Sink
     let mut order: Vec<(String, u32)> = Vec::new();
     for (line, fields) in &table.rows {
         let row = Row { file, line: *line, header: &table.header, fields };
-        match read_row(&row, &cols, &mut report) {
+        match read_row(&row, &cols, clock, &mut report) {
             Ok(Some(attempt)) => {
                 let key = (attempt.name.clone(), attempt.component);
                 let attempts = jobs.entry(key.clone()).or_default();
@@ -222,6 +261,7 @@ pub(crate) fn read_sacct_into(mut source: impl Read, file: &str, sink: &mut Sink
             }
         }
     }
+    report.node_failures = node_fail::node_failures(jobs.values().flatten());
     let specs = assemble(&order, jobs, &mut report);
     let workload = finish(specs, file, sink)?;
     Some(SacctImport { workload, report })
@@ -229,7 +269,12 @@ pub(crate) fn read_sacct_into(mut source: impl Read, file: &str, sink: &mut Sink
 
 /// A job row as an [`Attempt`]; `None` for a step (counted) or a row that cannot be replayed
 /// (named in the report).
-fn read_row(row: &Row<'_, '_>, cols: &Cols, report: &mut SacctReport) -> Result<Option<Attempt>, TraceError> {
+fn read_row(
+    row: &Row<'_, '_>,
+    cols: &Cols,
+    clock: SacctClock,
+    report: &mut SacctReport,
+) -> Result<Option<Attempt>, TraceError> {
     let id_col = cols.at("JobID");
     let id = row.get(id_col);
     if id.is_empty() {
@@ -261,7 +306,19 @@ fn read_row(row: &Row<'_, '_>, cols: &Cols, report: &mut SacctReport) -> Result<
     let alloc_col = cols.at("AllocTRES");
     let never_held =
         (alloc_col.is_some() && row.get(alloc_col).is_empty()) || row.get(cols.at("NodeList")) == "None assigned";
-    let start = if never_held { None } else { row.time(cols.at("Start"))? };
+    let ambiguous = std::cell::Cell::new(0);
+    let time = |name: &str| -> Result<Option<u64>, TraceError> {
+        let column = cols.at(name);
+        let Some(naive) = row.time(column)? else { return Ok(None) };
+        match clock.to_utc(naive).map_err(|why| row.error(column, format!("a time on the clock tz={clock} ({why})")))? {
+            Instant::Exact(utc) => Ok(Some(utc)),
+            Instant::Ambiguous(utc) => {
+                ambiguous.set(ambiguous.get() + 1);
+                Ok(Some(utc))
+            }
+        }
+    };
+    let start = if never_held { None } else { time("Start")? };
     let tres_col = if start.is_some() && alloc_col.is_some() { alloc_col } else { cols.at("ReqTRES") };
     let tres = row.get(tres_col);
     let gpus = tres_count(tres, "gres/gpu").unwrap_or(0);
@@ -270,16 +327,18 @@ fn read_row(row: &Row<'_, '_>, cols: &Cols, report: &mut SacctReport) -> Result<
         return Ok(None);
     }
     let submit_col = cols.at("Submit");
-    let submit = row.time(submit_col)?.ok_or_else(|| row.error(submit_col, "the time the job was submitted"))?;
+    let submit = time("Submit")?.ok_or_else(|| row.error(submit_col, "the time the job was submitted"))?;
     let priority_col = cols.at("Priority");
     let priority = row.number(priority_col)?.unwrap_or(0);
-    Ok(Some(Attempt {
+    let hosts = if never_held { Vec::new() } else { row.hosts(cols.at("NodeList"))? };
+    let attempt = Attempt {
+        line: row.line,
         name: name.to_owned(),
         component,
         submit,
-        eligible: row.time(cols.at("Eligible"))?,
+        eligible: time("Eligible")?,
         start,
-        end: row.time(cols.at("End"))?,
+        end: time("End")?,
         exit_code: exit_code(row, cols.at("ExitCode"))?,
         state,
         limit: row.duration(cols.at("Timelimit"))?,
@@ -288,7 +347,10 @@ fn read_row(row: &Row<'_, '_>, cols: &Cols, report: &mut SacctReport) -> Result<
         nodes: row.number(cols.at("NNodes"))?.unwrap_or(1),
         partition: row.get(cols.at("Partition")).to_owned(),
         priority: slurm_priority(priority).ok_or_else(|| row.error(priority_col, "a priority up to 4294967295"))?,
-    }))
+        hosts,
+    };
+    report.ambiguous_times += ambiguous.get();
+    Ok(Some(attempt))
 }
 
 /// Slurm's unsigned 32-bit priority shifted down by 2^31 into schedlab's signed one: the
@@ -345,8 +407,9 @@ fn assemble(
         for earlier in &tries {
             *report.earlier_attempts.entry(earlier.state.clone()).or_default() += 1;
         }
-        let first_submit = tries.first().map_or(last.submit, |a| a.submit);
-        let (task, cancel) = task_of(&last, first_submit, report);
+        let (first_submit, first_eligible) =
+            tries.first().map_or((last.submit, last.eligible), |a| (a.submit, a.eligible));
+        let (task, cancel) = task_of(&last, first_submit, first_eligible, report);
         if let Some(&index) = by_name.get(&last.name) {
             let job = &mut specs[index];
             job.tasks.push(task);
@@ -369,8 +432,15 @@ fn assemble(
     specs
 }
 
-/// The task an attempt replays as, and the job's cancel time if it was cancelled.
-fn task_of(last: &Attempt, submit: u64, report: &mut SacctReport) -> (TaskSpec, Option<SimTime>) {
+/// The task an attempt replays as, and the job's cancel time if it was cancelled. `submit`
+/// and `eligible` are the first attempt's: a requeue is replayed by its cause (a node failure
+/// event) or left to the replay's policy (a preemption, a requeue), never as a later start.
+fn task_of(
+    last: &Attempt,
+    submit: u64,
+    eligible: Option<u64>,
+    report: &mut SacctReport,
+) -> (TaskSpec, Option<SimTime>) {
     let gpus = u32::try_from(last.gpus).unwrap_or(u32::MAX);
     let ran = match (last.start, last.end) {
         (Some(start), Some(end)) => Some(end.saturating_sub(start).max(1)),
@@ -398,7 +468,7 @@ fn task_of(last: &Attempt, submit: u64, report: &mut SacctReport) -> (TaskSpec, 
         *report.failed.entry(last.state.clone()).or_default() += 1;
         task.exit_code = if last.exit_code == 0 { 1 } else { last.exit_code };
     }
-    if let Some(eligible) = last.eligible.filter(|&e| e > submit) {
+    if let Some(eligible) = eligible.filter(|&e| e > submit) {
         report.eligible_later += 1;
         task.window = Window { not_before: Some(SimTime(eligible)), not_after: None };
     }

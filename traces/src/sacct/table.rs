@@ -1,12 +1,13 @@
-//! `sacct --parsable2` text as rows: a `|`-separated header of field names, then one row per
-//! line, no quoting (Slurm writes none), and the field parsers the importer needs, each error
-//! naming file, line and field.
+//! `--parsable2` text (sacct, sacctmgr) as rows: a `|`-separated header of field names, then
+//! one row per line, no quoting (Slurm writes none), and the field parsers the importers need,
+//! each error naming file, line and field.
 
 use crate::error::TraceError;
+use crate::inventory::expand_hostlist;
 use crate::timeparse::parse_datetime_ms;
 
 /// The sacct table: the header's names and the data lines, each with its 1-based line number.
-pub(super) struct Table<'a> {
+pub(crate) struct Table<'a> {
     pub header: Vec<&'a str>,
     pub rows: Vec<(u64, Vec<&'a str>)>,
 }
@@ -32,7 +33,7 @@ impl<'a> Table<'a> {
                     line,
                     format!(
                         "expected {} `|`-separated fields as in the header, got {} (was it written with \
-                         sacct --parsable2?)",
+                         --parsable2?)",
                         header.len(),
                         fields.len()
                     ),
@@ -42,8 +43,9 @@ impl<'a> Table<'a> {
         if errors.is_empty() { Ok(Table { header, rows }) } else { Err(errors) }
     }
 
-    /// The index of each name in the header; a missing required one is an error.
-    pub fn columns(&self, file: &str, names: &[(&str, bool)]) -> Result<Vec<Option<usize>>, TraceError> {
+    /// The index of each name in the header; a missing required one is an error, which says
+    /// that `command` (such as `sacct --format`) must include it.
+    pub fn columns(&self, file: &str, names: &[(&str, bool)], command: &str) -> Result<Vec<Option<usize>>, TraceError> {
         names
             .iter()
             .map(|&(name, required)| {
@@ -54,7 +56,7 @@ impl<'a> Table<'a> {
                         file,
                         1,
                         format!(
-                            "the header has no field `{name}`; sacct --format must include {} (see traces/FORMAT.md)",
+                            "the header has no field `{name}`; {command} must include {} (see traces/FORMAT.md)",
                             needed.join(",")
                         ),
                     ));
@@ -66,7 +68,7 @@ impl<'a> Table<'a> {
 }
 
 /// One data row, for field errors.
-pub(super) struct Row<'t, 'a> {
+pub(crate) struct Row<'t, 'a> {
     pub file: &'t str,
     pub line: u64,
     pub header: &'t [&'a str],
@@ -104,6 +106,15 @@ impl<'a> Row<'_, 'a> {
         parse_slurm_duration_ms(text)
             .map(Some)
             .ok_or_else(|| self.error(column, "a duration written [D-]HH:MM:SS, MM:SS, UNLIMITED or Partition_Limit"))
+    }
+
+    /// A host list (`NodeList`: `n[1-4,7]`) expanded; empty for empty and `None assigned`.
+    pub fn hosts(&self, column: Option<usize>) -> Result<Vec<String>, TraceError> {
+        let text = self.get(column);
+        if matches!(text, "" | "None assigned") {
+            return Ok(Vec::new());
+        }
+        expand_hostlist(text).map_err(|why| self.error(column, format!("a Slurm host list such as n[1-4,7] ({why})")))
     }
 
     /// A whole number (Priority, NNodes); empty is `None`.
@@ -157,7 +168,7 @@ fn whole(text: &str) -> Option<u64> {
 }
 
 /// The count of `key` in a TRES list such as `billing=2,cpu=2,gres/gpu:a100=2,gres/gpu=2,node=1`.
-pub(super) fn tres_count(tres: &str, key: &str) -> Option<u64> {
+pub(crate) fn tres_count(tres: &str, key: &str) -> Option<u64> {
     tres.split(',').find_map(|item| item.split_once('=').filter(|(k, _)| *k == key).and_then(|(_, v)| whole(v)))
 }
 

@@ -1,0 +1,87 @@
+//! Slurm's QOS limits: `sacctmgr show qos --parsable2`, a `|`-separated header then one QOS per
+//! line. Columns read, by name: `Name`, `GrpTRES` (the limits on everything the QOS's jobs run
+//! at once: its `gres/gpu=N` is a GPU cap) and `GrpJobs` (jobs running at once). Every other
+//! column (`Priority`, `Preempt`, `MaxTRESPU`, `MaxWall`, ...) is not modelled.
+//!
+//! A **partition QOS** (slurm.conf's `PartitionName=... QOS=NAME`) limits the partition's jobs
+//! all together, which is what a schedlab queue's `max_gpus` and `max_running_jobs` are;
+//! [`super::slurm`] applies it to the partition's queue. A QOS that jobs ask for (`--qos`)
+//! limits jobs across partitions, which no queue is: it is named, not modelled.
+
+use crate::error::TraceError;
+use crate::sacct::table::{Row, Table, tres_count};
+
+/// One QOS's limits that a queue can take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QosLimits {
+    pub name: String,
+    /// `gres/gpu` of `GrpTRES`; `None`: no GPU limit.
+    pub max_gpus: Option<u32>,
+    /// `GrpJobs`; `None`: no limit.
+    pub max_running_jobs: Option<u32>,
+}
+
+const FIELDS: &[(&str, bool)] = &[("Name", true), ("GrpTRES", true), ("GrpJobs", false)];
+
+/// Reads `sacctmgr show qos --parsable2` output; `file` names it in errors.
+pub fn read_sacctmgr_qos(text: &str, file: &str) -> Result<Vec<QosLimits>, TraceError> {
+    let table = Table::split(text, file).map_err(|mut errors| errors.remove(0))?;
+    let cols = table.columns(file, FIELDS, "sacctmgr show qos format=")?;
+    let mut limits = Vec::new();
+    for (line, fields) in &table.rows {
+        let row = Row { file, line: *line, header: &table.header, fields };
+        let name = row.get(cols[0]);
+        if name.is_empty() {
+            return Err(row.error(cols[0], "a QOS name"));
+        }
+        let tres = row.get(cols[1]);
+        let shaped =
+            tres.is_empty() || tres.split(',').all(|item| item.split_once('=').is_some_and(|(k, _)| !k.is_empty()));
+        let has_gpus = tres.split(',').any(|item| item.starts_with("gres/gpu="));
+        let max_gpus = tres_count(tres, "gres/gpu").and_then(|n| u32::try_from(n).ok());
+        if !shaped || (has_gpus && max_gpus.is_none()) {
+            return Err(row.error(cols[1], "TRES limits written TYPE=COUNT,..., such as cpu=64,gres/gpu=16"));
+        }
+        let max_running_jobs = row
+            .number(cols[2])?
+            .map(|n| u32::try_from(n).map_err(|_| row.error(cols[2], "a job count up to 4294967295")))
+            .transpose()?;
+        limits.push(QosLimits { name: name.to_owned(), max_gpus, max_running_jobs });
+    }
+    Ok(limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grp_tres_gpus_and_grp_jobs_are_read() {
+        let text = "Name|Priority|GrpTRES|GrpJobs|MaxTRESPU\nnormal|0|||\n\
+                    debug8|10|cpu=64,gres/gpu=8|4|gres/gpu=2\n";
+        let limits = read_sacctmgr_qos(text, "qos.txt").unwrap();
+        assert_eq!(
+            limits,
+            [
+                QosLimits { name: "normal".into(), max_gpus: None, max_running_jobs: None },
+                QosLimits { name: "debug8".into(), max_gpus: Some(8), max_running_jobs: Some(4) },
+            ]
+        );
+        let e = |t: &str| read_sacctmgr_qos(t, "qos.txt").unwrap_err().to_string();
+        assert_eq!(
+            e("Name|GrpTRES\nx|gpus\n"),
+            "qos.txt:2: field `GrpTRES`: expected TRES limits written TYPE=COUNT,..., such as cpu=64,gres/gpu=16, got \
+             \"gpus\""
+        );
+        assert!(e("Name|GrpTRES\nx|gres/gpu=x\n").starts_with("qos.txt:2: field `GrpTRES`"));
+        assert_eq!(
+            e("Name|GrpTRES|GrpJobs\nx||many\n"),
+            "qos.txt:2: field `GrpJobs`: expected a whole number, got \"many\""
+        );
+        assert!(
+            e("Name|Priority\nx|1\n").starts_with("qos.txt:1: the header has no field `GrpTRES`"),
+            "{}",
+            e("Name\nx\n")
+        );
+    }
+}
