@@ -335,6 +335,7 @@ fn config_of(case: &Case) -> ControllerConfig {
         checkpoint_cost: SimDuration::ZERO,
         retire: None,
         spare_nodes: 0,
+        pass_interval: SimDuration::ZERO,
     }
 }
 

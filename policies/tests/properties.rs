@@ -472,12 +472,13 @@ impl<'m> Replay<'m> {
 // The properties
 // ---------------------------------------------------------------------------------------------
 
-fn run_case(spec: &str, overhead_ms: u64, case: &Case) -> (RunResult, Workload) {
+fn run_case(spec: &str, overhead_ms: u64, pass_ms: u64, case: &Case) -> (RunResult, Workload) {
     let workload = Workload::new(case.jobs.clone()).expect("valid random workload");
     let mut policy = policies::build(spec).expect("valid policy spec");
     let config = ControllerConfig {
         seed: case.seed,
         restart_overhead: SimDuration(overhead_ms),
+        pass_interval: SimDuration(pass_ms),
         check_invariants: true,
         record_decisions: true,
         ..ControllerConfig::default()
@@ -490,17 +491,36 @@ fn run_case(spec: &str, overhead_ms: u64, case: &Case) -> (RunResult, Workload) 
 
 /// Every property of one run of `spec` on `case`.
 fn check(spec: &str, overhead_ms: u64, case: &Case) -> Result<(), TestCaseError> {
-    let (r, workload) = run_case(spec, overhead_ms, case);
-    let ctx = format!("spec {spec} (run as {}), restart overhead {overhead_ms} ms, seed {}", r.policy, case.seed);
+    check_in_passes(spec, overhead_ms, 0, case)
+}
+
+/// Every property of one run of `spec` on `case` deciding in passes `pass_ms` apart (0: at
+/// every event): the discipline holds at every pass, where the policy decides.
+fn check_in_passes(spec: &str, overhead_ms: u64, pass_ms: u64, case: &Case) -> Result<(), TestCaseError> {
+    let (r, workload) = run_case(spec, overhead_ms, pass_ms, case);
+    let ctx = format!(
+        "spec {spec} (run as {}), restart overhead {overhead_ms} ms, passes every {pass_ms} ms, seed {}",
+        r.policy, case.seed
+    );
     let m = Model::new(&case.pools, &workload);
-    let discipline = discipline(&r.policy);
+    let discipline = match discipline(&r.policy) {
+        // EASY's promise is against the shadow time, not the pass after it.
+        Discipline::HeadBlocks { in_order, .. } if pass_ms > 0 => {
+            Discipline::HeadBlocks { in_order, shadow_check: false }
+        }
+        other => other,
+    };
     let preemptive = ["srtf[", "tiresias[", "themis[", "priority["].iter().any(|p| r.policy.starts_with(p));
 
     // Replay the log at every event time (each one is a decision point: arrivals and
-    // completions both call the policy), checking the discipline after each.
+    // completions both call the policy), checking the discipline after each; in passes, the
+    // pass after each event time is the decision point.
     let mut replay = Replay::new(&m, overhead_ms);
     let mut times: Vec<u64> =
         m.jobs.iter().map(|j| j.submit_ms).chain(r.decisions.iter().map(|d| d.time.as_ms())).collect();
+    if pass_ms > 0 {
+        times.extend(times.clone().iter().map(|t| t.div_ceil(pass_ms) * pass_ms));
+    }
     times.sort_unstable();
     times.dedup();
     let mut next = 0;
@@ -509,9 +529,17 @@ fn check(spec: &str, overhead_ms: u64, case: &Case) -> Result<(), TestCaseError>
             replay.apply(d).map_err(|e| TestCaseError::fail(format!("{ctx}: {e}")))?;
             next += 1;
         }
-        replay.check_decision_point(now, discipline).map_err(|e| TestCaseError::fail(format!("{ctx}: {e}")))?;
+        if pass_ms == 0 || now.is_multiple_of(pass_ms) {
+            replay.check_decision_point(now, discipline).map_err(|e| TestCaseError::fail(format!("{ctx}: {e}")))?;
+        }
     }
     prop_assert_eq!(next, r.decisions.len(), "{}: decision log is not in time order", ctx);
+    // A policy's own decisions fall on passes; ends and failures come when they happen.
+    let decided = |d: &&sim::DecisionRecord| matches!(d.kind, DecisionKind::Start | DecisionKind::Preempt);
+    if let Some(d) = r.decisions.iter().filter(decided).find(|d| pass_ms > 0 && !d.time.as_ms().is_multiple_of(pass_ms))
+    {
+        prop_assert!(false, "{}: {:?} between passes", ctx, d);
+    }
     for (t, shadow) in replay.shadow_ms.iter().enumerate() {
         if let Some(shadow) = *shadow {
             let start = replay.tasks[t].first_start_ms;
@@ -742,6 +770,13 @@ proptest! {
     #[test]
     fn priority_properties(case in arb_case()) {
         check("priority", 0, &case)?;
+    }
+
+    #[test]
+    fn policies_in_passes_properties(case in arb_case(), pass_ms in prop_oneof![Just(1_000u64), 1u64..=120_000]) {
+        for spec in ["fifo", "sjf", "srtf", "easy-backfill", "tiresias[thresholds=60;600]", "themis[lease_s=300]"] {
+            check_in_passes(spec, 0, pass_ms, &case)?;
+        }
     }
 
     #[test]

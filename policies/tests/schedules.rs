@@ -291,3 +291,17 @@ fn a_gang_whose_gpus_per_node_no_node_has_is_unschedulable_with_a_reason() {
         why("big")
     );
 }
+
+#[test]
+fn passes_every_5_s_hold_every_start_to_the_next_pass() {
+    // 1 node x 2 GPUs, passes at 0, 5, 10, 15 s. a (2 GPUs, 12 s) at 0 starts in the pass at 0.
+    // b (1 GPU, 3 s) at 1 waits for a's GPUs; a ends at 12, between passes: b starts at 15.
+    // c (1 GPU, 2 s) at 13 also waits for the pass at 15. Deciding at every event instead, b
+    // starts when a ends (12) and c when it arrives (13).
+    let jobs = || vec![job("a", 0, 2, 12), job("b", 1, 1, 3), job("c", 13, 1, 2)];
+    let passes = ControllerConfig { pass_interval: SimDuration(5_000), ..ControllerConfig::default() };
+    let r = run_with("fifo", cluster(&[(1, 2, "A")]), jobs(), passes);
+    assert_eq!(schedule(&r), sched(&[("a", 0, 12), ("b", 15, 18), ("c", 15, 17)]));
+    let r = run("fifo", cluster(&[(1, 2, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 12), ("b", 12, 15), ("c", 13, 15)]));
+}

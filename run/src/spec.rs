@@ -102,6 +102,11 @@ pub struct RunSpec {
     /// restarts, for tasks that set none.
     #[arg(long, default_value_t = Seconds::default())]
     pub restart_overhead_s: Seconds,
+    /// Seconds between scheduling passes: the policy decides only at whole multiples of this
+    /// in trace time, and what happens between two passes waits for the next, as in Slurm's
+    /// main loop or a Kubernetes scheduling cycle. 0: at every event (an instant scheduler).
+    #[arg(long, default_value_t = Seconds::default())]
+    pub pass_interval_s: Seconds,
     /// Per-queue default checkpoint interval, QUEUE=SECONDS (repeatable); between a task's own
     /// value and --checkpoint-s.
     #[arg(long, value_name = "QUEUE=SECONDS")]
@@ -208,6 +213,7 @@ impl RunSpec {
             check_invariants: self.check_invariants,
             series_bucket: self.series_bucket_s.map(SimDuration::from_secs),
             horizon: SimDuration::from_secs(self.horizon_days * 86_400),
+            pass_interval: self.pass_interval_s.0,
             ..ControllerConfig::default()
         })
     }

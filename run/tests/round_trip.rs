@@ -33,6 +33,7 @@ fn every_field() -> RunSpec {
         checkpoint_s: Seconds::secs(1800),
         checkpoint_cost_s: Seconds(SimDuration(30_250)),
         restart_overhead_s: Seconds::secs(120),
+        pass_interval_s: Seconds::secs(3),
         queue_checkpoint_s: pairs(&[("a", 600_000), ("b", 1_500)]),
         queue_restart_overhead_s: pairs(&[("prod", 60_000)]),
         queue_checkpoint_cost_s: pairs(&[("prod", 5_000)]),

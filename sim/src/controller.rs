@@ -59,6 +59,9 @@ pub struct ControllerConfig {
     /// The simulation stops this long after the last submission, reporting what has not ended
     /// as unfinished with the reason (see [`DEFAULT_HORIZON`]). Live mode has no horizon.
     pub horizon: SimDuration,
+    /// Decide only in passes this far apart, from the first submission (a scheduler's
+    /// periodic pass, see `passes.rs`); zero (the default): at every event.
+    pub pass_interval: SimDuration,
 }
 
 /// A node whose failures (of the node or of any of its GPUs) reach `failures` within a
@@ -96,6 +99,7 @@ impl Default for ControllerConfig {
             horizon: DEFAULT_HORIZON,
             retire: None,
             spare_nodes: 0,
+            pass_interval: SimDuration::ZERO,
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::event::{Event, EventKey, EventQueue, PHASE_ARRIVAL, PHASE_HARDWARE};
 use crate::hardware::Hardware;
 use crate::ids::JobId;
 use crate::observe::Observer;
+use crate::passes::{PassDue, Passes};
 use crate::policy::Policy;
 use crate::record::RunResult;
 use crate::scenario::{Scenario, SimError};
@@ -54,6 +55,8 @@ pub struct Engine {
     purged_until: Option<SimTime>,
     /// Wall clock: where reported completions go in the order, and what runs.
     pub(crate) reported: Reported,
+    /// Periodic scheduling passes, when the run has them.
+    passes: Option<Passes>,
 }
 
 /// Stale completions are purged once there are this many, and they are half the queue.
@@ -88,6 +91,7 @@ impl Engine {
 
     /// An engine around `controller` with nothing scheduled.
     pub(crate) fn around(controller: Controller, observer: Observer, clock: Clock) -> Engine {
+        let passes = Passes::new(controller.config.pass_interval);
         Engine {
             controller,
             observer,
@@ -100,6 +104,7 @@ impl Engine {
             stale: 0,
             purged_until: None,
             reported: Reported::default(),
+            passes,
         }
     }
 
@@ -174,7 +179,11 @@ impl Engine {
             changed |= self.apply(event, &mut woken);
         }
         if changed || woken {
-            self.decide(policy, changed);
+            match self.passes.as_mut().map_or(PassDue::Now { changed }, |p| p.due(now, changed)) {
+                PassDue::Now { changed } => self.decide(policy, changed),
+                PassDue::Later(Some(at)) => self.queue.push(at, Event::Pass),
+                PassDue::Later(None) => {}
+            }
         }
         for (at, timer) in self.controller.take_timers() {
             self.queue.push(at, Event::Timer(timer));
@@ -206,6 +215,11 @@ impl Engine {
             Event::Cancel(job) => self.controller.cancel_job(job, crate::workload::CANCELLED_BY_THE_USER),
             Event::Wake => {
                 self.controller.wake();
+                *woken = true;
+                false
+            }
+            Event::Pass => {
+                self.controller.stats.events += 1;
                 *woken = true;
                 false
             }

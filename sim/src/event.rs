@@ -57,6 +57,8 @@ pub enum Event {
     /// A timer the Controller asked for (start windows, progress points of DAG dependencies).
     Timer(Timer),
     Wake,
+    /// A scheduling pass falls due (`ControllerConfig::pass_interval`).
+    Pass,
 }
 
 /// A piece of hardware that fails and is repaired.
@@ -77,7 +79,7 @@ impl Event {
             Event::TaskFinished { .. } | Event::TaskExited { .. } | Event::Timer(_) => PHASE_COMPLETION,
             Event::JobArrival(_) => PHASE_ARRIVAL,
             Event::Cancel(_) => PHASE_CANCEL,
-            Event::Wake => PHASE_WAKE,
+            Event::Wake | Event::Pass => PHASE_WAKE,
         }
     }
 }

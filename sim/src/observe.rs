@@ -191,7 +191,8 @@ impl Observer {
             | Event::JobArrival(_)
             | Event::Cancel(_)
             | Event::Timer(_)
-            | Event::Wake => {
+            | Event::Wake
+            | Event::Pass => {
                 unreachable!("not a hardware event: {event:?}")
             }
         }

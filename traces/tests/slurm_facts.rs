@@ -53,9 +53,12 @@ fn builtin_dump_job_details() {
     // after its start (20:23:58-20:25:00), exits non-zero.
     let timeout = &job("102").tasks[0];
     assert_eq!((timeout.work.0, timeout.estimate.map(|e| e.0), timeout.exit_code), (62_000, Some(60_000), 1));
-    // A 16-GPU job over 2 nodes is one gang, not single-node.
+    // A 16-GPU job over 2 nodes is one gang, not single-node, with 8 GPUs on each node as Slurm
+    // gave them (job 7: 12 over 2 nodes, 6 each).
     let gang = &job("2").tasks[0];
-    assert_eq!((gang.gpus, gang.single_node), (16, false));
+    assert_eq!((gang.gpus, gang.single_node, gang.fixed_gpus_per_node()), (16, false, Some(8)));
+    assert_eq!(job("7").tasks[0].fixed_gpus_per_node(), Some(6));
+    assert_eq!(job("1").tasks[0].fixed_gpus_per_node(), Some(1));
     assert_eq!(job("2").queue.as_deref(), Some("main"));
 }
 

@@ -34,7 +34,8 @@
 //!   notes, as are rows without GPUs.
 //! - **GPUs** are `gres/gpu` of `AllocTRES` (of `ReqTRES` for a job that never started); a
 //!   `gres/gpu:TYPE` in `ReqTRES` (the user asked for a type) is the task's GPU type. `NNodes`
-//!   1 is a single-node task, more is a gang over nodes. `Partition` is the queue; `Priority`
+//!   1 is a single-node task, more is a gang over nodes with an even share on each node
+//!   (`gpus_per_node`, as Slurm gives each node the same `--gres`) when the total divides evenly. `Partition` is the queue; `Priority`
 //!   (unsigned 32-bit) becomes the job's priority shifted down by 2^31, which keeps its order. `Account`, `QOS`, `User` are not modelled (named in the notes).
 
 mod clock;
@@ -432,6 +433,14 @@ fn assemble(
     specs
 }
 
+/// GPUs on each node of a gang over `nodes` nodes: Slurm gives each node the same `--gres`
+/// (`--gpus-per-node`), so an even split is what it ran; an uneven total (`--gpus` spread as
+/// Slurm chose) is left to placement.
+fn gpus_on_each_node(gpus: u64, nodes: u64) -> Option<std::num::NonZeroU32> {
+    let even = nodes > 1 && gpus.is_multiple_of(nodes);
+    even.then(|| u32::try_from(gpus / nodes).ok().and_then(std::num::NonZeroU32::new)).flatten()
+}
+
 /// The task an attempt replays as, and the job's cancel time if it was cancelled. `submit`
 /// and `eligible` are the first attempt's: a requeue is replayed by its cause (a node failure
 /// event) or left to the replay's policy (a preemption, a requeue), never as a later start.
@@ -463,6 +472,7 @@ fn task_of(
     let mut task = TaskSpec::new(last.component.to_string(), gpus, SimDuration(work));
     task.estimate = last.limit.filter(|&l| l > 0).map(SimDuration);
     task.single_node = last.nodes <= 1;
+    task.gpus_per_node = gpus_on_each_node(u64::from(gpus), last.nodes);
     task.gpu_type = last.gpu_type.clone();
     if !matches!(&*last.state, "COMPLETED" | "CANCELLED") {
         *report.failed.entry(last.state.clone()).or_default() += 1;
