@@ -305,3 +305,18 @@ fn passes_every_5_s_hold_every_start_to_the_next_pass() {
     let r = run("fifo", cluster(&[(1, 2, "A")]), jobs());
     assert_eq!(schedule(&r), sched(&[("a", 0, 12), ("b", 12, 15), ("c", 13, 15)]));
 }
+
+#[test]
+fn pack_puts_a_gang_with_gpus_per_node_in_the_pool_where_it_fits_tightest() {
+    // Pools A (nodes 0-1, g0-g7) and V (nodes 2-3, g8-g15), 4 GPUs a node. x (6 V GPUs, 3 a
+    // node) leaves g11 and g15 free. c (2 GPUs, 1 a node, any type) needs two nodes in either
+    // pool: in V they are those two leftovers, in A it would break two empty nodes.
+    let mut x = job("x", 0, 6, 10);
+    x.tasks[0].gpus_per_node = NonZeroU32::new(3);
+    x.tasks[0].gpu_type = Some("V".into());
+    let mut c = job("c", 0, 2, 10);
+    c.tasks[0].gpus_per_node = NonZeroU32::new(1);
+    let r = run("fifo", cluster(&[(2, 4, "A"), (2, 4, "V")]), vec![x, c]);
+    assert_eq!(first_gpus(&r, "x"), vec![8, 9, 10, 12, 13, 14]);
+    assert_eq!(first_gpus(&r, "c"), vec![11, 15]);
+}

@@ -106,8 +106,8 @@ def simulate(
 ) -> Run:
     """Runs one simulation. `policy` is a spec string, or a Python policy (an object with
     `decide(self, view, plan)`, or its class, which is instantiated). Every other keyword is a
-    RunSpec field. With `out=`, a folder holding files no run writes is refused, and so is a
-    time series of more than 100,000 buckets, unless `force=True` (as `simulate --force`).
+    RunSpec field. A time series of more than 100,000 buckets is refused, and so is an `out=`
+    folder holding files no run writes, unless `force=True` (as `simulate --force`).
     Raises RunError for bad settings, a bad trace, or an exception in a Python policy's
     `decide` (with its traceback)."""
     spec = dict(trace=trace, format=format, cluster=cluster, failures=failures, seed=seed, **settings)
@@ -135,6 +135,7 @@ def sweep(
     policies: Iterable[str] | None = None,
     seeds: Iterable[int] | None = None,
     threads: int | None = None,
+    force: bool = False,
     **settings: Any,
 ) -> pl.DataFrame:
     """Runs many simulations in parallel in Rust (the GIL released) and returns one row per run
@@ -144,7 +145,7 @@ def sweep(
     leaves out), or the grid of the `traces` x `policies` x `seeds` given, with `settings` for
     everything else (runs in that order: the last axis varies fastest). Policies are spec strings: a Python policy cannot run in parallel threads (the GIL
     would serialize it and one object would be shared by every run), so run those with
-    `simulate`."""
+    `simulate`. `force` lifts the limits `simulate`'s does, for every run."""
     if runs is None:
         given = (("trace", traces), ("policy", policies), ("seed", seeds))
         axes = {key: list(values) for key, values in given if values is not None}
@@ -158,7 +159,7 @@ def sweep(
                 "one run at a time"
             )
         specs.append(_spec(run))
-    return _frame(_native.sweep(specs, threads))
+    return _frame(_native.sweep(specs, threads, force=force))
 
 
 def read_trace(path: str | os.PathLike, format: str = "canonical") -> Trace:

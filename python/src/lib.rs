@@ -78,12 +78,17 @@ fn decide_raised(py: Python<'_>, policy: &str, error: PyErr) -> PyErr {
 }
 
 /// Runs every RunSpec of `specs_json` in parallel (the GIL released), on `threads` threads or
-/// rayon's default. Returns sweep.csv as bytes.
+/// rayon's default. Returns sweep.csv as bytes. `force` as for `simulate`.
 #[pyfunction]
-#[pyo3(signature = (specs_json, threads = None))]
-fn sweep<'py>(py: Python<'py>, specs_json: Vec<String>, threads: Option<usize>) -> PyResult<Bound<'py, PyBytes>> {
+#[pyo3(signature = (specs_json, threads = None, force = false))]
+fn sweep<'py>(
+    py: Python<'py>,
+    specs_json: Vec<String>,
+    threads: Option<usize>,
+    force: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
     let specs = specs_json.iter().map(|json| runs::parse_spec(json)).collect::<PyResult<Vec<_>>>()?;
-    let csv = py.detach(|| runs::sweep(&specs, threads)).map_err(RunError::new_err)?;
+    let csv = py.detach(|| runs::sweep(&specs, threads, force)).map_err(RunError::new_err)?;
     Ok(PyBytes::new(py, &csv))
 }
 

@@ -24,7 +24,7 @@ fn keep(spec: &RunSpec) -> Keep {
 /// Runs `spec` under `policy` (the one the spec names without), writes its files into the
 /// spec's `out` folder when it has one, and returns the outcome with the trace's notes. As
 /// `simulate --out`, a folder holding files no run writes is refused before the run, and so
-/// is a time series past the bucket limit, unless `force`.
+/// is a time series past the bucket limit (Python always keeps the series), unless `force`.
 pub fn simulate(
     spec: &RunSpec,
     policy: Option<&mut dyn Policy>,
@@ -84,9 +84,14 @@ pub fn tables(outcome: &RunOutcome, decisions: bool) -> Result<Tables, String> {
 
 /// Runs every spec, on `threads` threads (rayon's default without), each trace read once, and
 /// writes sweep.csv (the columns of `schedlab sweep`'s) into memory. A run with `out` writes
-/// its files there. The first run to fail fails the sweep, named by its index.
-pub fn sweep(specs: &[RunSpec], threads: Option<usize>) -> Result<Vec<u8>, String> {
-    let runner = Runner::default().keeping_traces();
+/// its files there (its folder checked first, as `simulate` checks it). The first run to fail
+/// fails the sweep, named by its index.
+pub fn sweep(specs: &[RunSpec], threads: Option<usize>, force: bool) -> Result<Vec<u8>, String> {
+    for (index, dir) in specs.iter().enumerate().filter_map(|(i, s)| Some((i, s.out.as_ref()?))) {
+        run::check_run_folder(dir, Spelling::Python, force).map_err(|e| format!("run {index}: {e}"))?;
+    }
+    let runner = Runner::default().keeping_traces().spelling(Spelling::Python);
+    let runner = if force { runner.without_series_limit() } else { runner };
     let run_all = || {
         specs
             .par_iter()

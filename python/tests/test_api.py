@@ -135,3 +135,13 @@ def test_a_time_series_past_the_bucket_limit_is_refused_unless_forced(tmp_path):
         schedlab.simulate(trace=path, cluster=SMALL_CLUSTER, series_bucket_s=1)
     run = schedlab.simulate(trace=path, cluster=SMALL_CLUSTER, series_bucket_s=1, force=True)
     assert run.timeseries.height > 100_000
+
+
+def test_sweep_checks_each_runs_out_folder(small_trace, tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "mine.txt").write_text("mine")
+    with pytest.raises(schedlab.RunError, match=r"run 0: out=.* holds mine.txt, which no run writes"):
+        schedlab.sweep([dict(trace=small_trace, cluster=SMALL_CLUSTER, out=folder)])
+    schedlab.sweep([dict(trace=small_trace, cluster=SMALL_CLUSTER, out=folder)], force=True)
+    assert (folder / "summary.json").exists()

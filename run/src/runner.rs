@@ -127,7 +127,7 @@ impl Runner {
     fn scenario(&self, spec: &RunSpec) -> Result<Scenario, RunError> {
         let trace = spec.trace.as_deref().map(|path| self.load_trace(path, spec.format)).transpose()?;
         let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
-        let cluster = Cluster::new(&choose_cluster(spec, trace_cluster)?)?;
+        let cluster = Cluster::new(&choose_cluster(spec, trace_cluster, self.spelling)?)?;
         let (workload, mut events, trace_queues, trace_datasets) = match trace {
             Some(trace) => (trace.workload, trace.events, trace.queues, trace.datasets),
             None => (builtin::workload(cluster.gpu_count(), spec)?, Vec::new(), Vec::new(), Vec::new()),
@@ -186,7 +186,13 @@ impl Runner {
 
 /// The cluster of `spec`: its --cluster (a file or a shorthand), else the trace's, else the
 /// built-in one (only without a trace: a trace that does not describe its cluster needs one).
-fn choose_cluster(spec: &RunSpec, from_trace: Option<ClusterSpec>) -> Result<ClusterSpec, RunError> {
+/// Errors spell the setting as `spelling` does.
+fn choose_cluster(
+    spec: &RunSpec,
+    from_trace: Option<ClusterSpec>,
+    spelling: crate::Spelling,
+) -> Result<ClusterSpec, RunError> {
+    let cluster = |text: &str| spelling.setting("cluster", text);
     if let Some(text) = &spec.cluster {
         let path = Path::new(text);
         if path.is_file() {
@@ -194,7 +200,8 @@ fn choose_cluster(spec: &RunSpec, from_trace: Option<ClusterSpec>) -> Result<Clu
         }
         if path.is_dir() {
             return Err(RunError::new(format!(
-                "--cluster {text}: a folder; expected a cluster.csv file or a shorthand such as 40x8:V100"
+                "{}: a folder; expected a cluster.csv file or a shorthand such as 40x8:V100",
+                cluster(text)
             )));
         }
         // A shorthand has neither a path separator nor a file extension: a text with one was
@@ -202,7 +209,7 @@ fn choose_cluster(spec: &RunSpec, from_trace: Option<ClusterSpec>) -> Result<Clu
         let meant_as_file = text.contains(['/', '\\']) || text.to_ascii_lowercase().ends_with(".csv");
         return match traces::parse_cluster_shorthand(text) {
             Err(_) if meant_as_file => {
-                Err(RunError::new(format!("--cluster {text}: no such file (nor a shorthand such as 40x8:V100)")))
+                Err(RunError::new(format!("{}: no such file (nor a shorthand such as 40x8:V100)", cluster(text))))
             }
             parsed => Ok(parsed?),
         };
@@ -211,9 +218,10 @@ fn choose_cluster(spec: &RunSpec, from_trace: Option<ClusterSpec>) -> Result<Clu
         return Ok(cluster);
     }
     if spec.trace.is_some() {
-        return Err(RunError::new(
-            "this trace does not describe its cluster: give --cluster, e.g. --cluster 40x8:V100",
-        ));
+        return Err(RunError::new(format!(
+            "this trace does not describe its cluster: give one, e.g. {}",
+            cluster("40x8:V100")
+        )));
     }
     Ok(traces::parse_cluster_shorthand(crate::BUILTIN_CLUSTER)?)
 }

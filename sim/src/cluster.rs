@@ -211,7 +211,7 @@ impl Cluster {
             ));
         }
         let per_node = task.gpus_per_node.map(std::num::NonZeroU32::get).filter(|_| !task.single_node);
-        let (limit, limit_pool) = pools
+        let (limit, limit_pool, node_gpus) = pools
             .iter()
             .map(|p| {
                 let pool = self.pool(p);
@@ -223,20 +223,28 @@ impl Cluster {
                     Some(n) => in_service / pool.gpus_per_node * n,
                     None => in_service,
                 };
-                (cap, pool.name.as_str())
+                (cap, pool.name.as_str(), pool.gpus_per_node)
             })
-            .max_by_key(|&(cap, _)| cap)?;
+            .max_by_key(|&(cap, _, _)| cap)?;
         if task.gpus <= limit {
             return None;
         }
         let scope = match (task.single_node, per_node, spare_nodes) {
             (true, _, _) => " on one node; the largest node of".to_owned(),
-            (false, Some(n), _) => format!(", {n} on each node it uses; taken so, the most"),
+            (false, Some(n), 0) => format!(", {n} on each node it uses; taken so, the most"),
+            (false, Some(n), _) => {
+                format!(", {n} on each node it uses; taken so, with its spare nodes aside, the most")
+            }
             (false, None, 0) => "; the largest".to_owned(),
             (false, None, _) => "; with its spare nodes aside, the largest".to_owned(),
         };
+        // A split no node can hold says how large the nodes are.
+        let nodes = match per_node {
+            Some(n) if n > node_gpus => format!(" (its nodes have {node_gpus} GPUs)"),
+            _ => String::new(),
+        };
         Some(format!(
-            "task `{}` asks for {} GPUs{scope} an eligible pool (`{limit_pool}`) has {limit}",
+            "task `{}` asks for {} GPUs{scope} an eligible pool (`{limit_pool}`) has {limit}{nodes}",
             task.name, task.gpus
         ))
     }

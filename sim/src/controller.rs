@@ -59,8 +59,8 @@ pub struct ControllerConfig {
     /// The simulation stops this long after the last submission, reporting what has not ended
     /// as unfinished with the reason (see [`DEFAULT_HORIZON`]). Live mode has no horizon.
     pub horizon: SimDuration,
-    /// Decide only in passes this far apart, from the first submission (a scheduler's
-    /// periodic pass, see `passes.rs`); zero (the default): at every event.
+    /// Decide only in passes this far apart, at whole multiples of it in trace time (a
+    /// scheduler's periodic pass, see `passes.rs`); zero (the default): at every event.
     pub pass_interval: SimDuration,
 }
 

@@ -4,10 +4,12 @@
 //! next pass, so jobs start later than an instant scheduler would start them: with passes every
 //! 3 s, schedlab's fifo matches Slurm's sched/builtin far more closely (docs/slurm.md).
 //!
-//! Passes fall at whole multiples of the interval in trace time (or the wall clock's time):
-//! anchored to nothing a run learns as it goes, so a live coordinator restarted from its
-//! journal keeps the same passes. Off (the default, interval zero), the engine decides at
-//! every timestamp where something changed, as before.
+//! Passes fall at whole multiples of the interval in trace time: anchored to the trace's
+//! clock, not to its first job, so that cutting a trace or adding a job before it moves no
+//! pass. The phase matters when comparing with a real scheduler, whose passes are anchored
+//! to nothing a trace records (docs/slurm.md measures the spread). Off (the default,
+//! interval zero), the engine decides at every timestamp where something changed, as
+//! before. Live mode decides at every event.
 
 use crate::time::{SimDuration, SimTime};
 
