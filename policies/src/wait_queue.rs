@@ -135,6 +135,12 @@ impl WaitQueue {
         self.all.iter().copied()
     }
 
+    /// Tasks in key order, from the head, with their shape index (`shape`): what a policy
+    /// that tests many tasks against the free GPUs reads so as to test each shape once.
+    pub fn iter_shaped(&self) -> impl Iterator<Item = (TaskId, usize)> + '_ {
+        self.all.iter().map(|&(_, task)| (task, self.entry[task.index()].expect("a queued task has an entry").1))
+    }
+
     /// The first task of each shape in key order (shapes in their own order), with its shape:
     /// what a policy that scores shapes differently at each decision (data locality) compares.
     pub fn shape_heads(&self) -> impl Iterator<Item = (Shape, Key, TaskId)> + '_ {
