@@ -39,13 +39,17 @@
 //! last round's rho order, then tasks that arrived since, in arrival order; victims wait
 //! ranked after the round's order.
 //!
-//! Decision cost: a round is O((waiting + running) log(waiting + running)) plus a walk over
-//! the smaller-rho running tasks of a pool for each task that preempts (one victim list per
-//! pool, consumed from its front), once per lease; between rounds O((starts + 1) x shapes x
-//! log n) and O(changes x log n). Every waiting task's rho changes at every round (it grows
-//! with the wait), so a round cannot touch fewer; it reads each one's rho from what was noted
-//! when it began to wait, skips running tasks still in their lease on what was noted at their
-//! start, and re-keys the queue in bulk (O(waiting) once sorted), allocating nothing.
+//! Decision cost: a round is O(waiting + running) plus O(log n) for each task it reads in
+//! order (the ones it starts and the one it stops at) and each victim a preemption walks,
+//! once per lease; between rounds O((starts + 1) x shapes x log n) and O(changes x log n).
+//! Every waiting task's rho changes at every round (it grows with the wait), so a round cannot
+//! touch fewer; it reads each one's rho from what was noted when it began to wait, skips
+//! running tasks still in their lease on what was noted at their start, and computes the
+//! victims' rhos only once a task does not fit. The order is not sorted in full: each shape's
+//! tasks are heapified and sorted as far as read (`RankedQueue`), and so are each pool's
+//! victims (`LazySorted`), allocating nothing in steady state. With queues, a round sorts
+//! in full and re-keys the wait queue with integer ranks (O((waiting + running) log n)): a
+//! task its quota parks keeps its rank as its key, compared with later rounds' ranks.
 
 use crate::lazy_sorted::LazySorted;
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
