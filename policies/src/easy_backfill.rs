@@ -23,7 +23,7 @@ use crate::placement::{Placer, Shape};
 use crate::running::RunningIndex;
 use crate::tracking::{Placed, place_and_start, sync_waiting};
 use crate::wait_queue::WaitQueue;
-use sim::{ClusterView, DurationSource, Plan, Policy, PoolId, SimTime, TaskId};
+use sim::{ClusterView, DurationSource, Plan, Policy, PoolId, SimDuration, SimTime, TaskId};
 
 pub const PARAMS: &[ParamInfo] = &[
     DURATION,
@@ -44,8 +44,14 @@ pub struct EasyBackfill {
     placer: Placer,
     waiting: WaitQueue,
     running: RunningIndex,
-    /// A decision's backfill candidates (kept: no allocation per decision).
-    candidates: Vec<TaskId>,
+    /// A decision's backfill candidates with their shape indices in `waiting` (kept: no
+    /// allocation per decision).
+    candidates: Vec<(TaskId, usize)>,
+    /// By shape index: whether the shape was found not to fit in this decision's backfill.
+    no_room: Vec<bool>,
+    /// By task, set as it begins to wait: its restart overhead and expected remaining work,
+    /// which do not change while it waits (its expected end if started is now plus these).
+    work_if_started: Vec<SimDuration>,
 }
 
 /// Where and when the blocked head will start.
@@ -72,6 +78,8 @@ impl EasyBackfill {
             waiting: WaitQueue::default(),
             running: RunningIndex::default(),
             candidates: Vec::new(),
+            no_room: Vec::new(),
+            work_if_started: Vec::new(),
         })
     }
 
@@ -91,21 +99,16 @@ impl EasyBackfill {
             .iter()
             .filter_map(|pool| {
                 let mut free = plan.free().in_pool(pool);
-                for (end, task) in self.running.in_pool(pool) {
-                    if free >= need {
-                        break;
-                    }
+                let mut running = self.running.in_pool(pool);
+                while free < need {
+                    let (end, task) = running.next()?;
                     free += view.task(task).gpus;
                     if free >= need {
                         let shadow = end.max(view.now());
-                        // Tasks ending at the same instant also return their GPUs then.
-                        let same_time: u32 = self
-                            .running
-                            .in_pool(pool)
-                            .skip_while(|&(e, t)| (e, t) <= (end, task))
-                            .take_while(|&(e, _)| e == end)
-                            .map(|(_, t)| view.task(t).gpus)
-                            .sum();
+                        // Tasks ending at the same instant (the next ones in the index) also
+                        // return their GPUs then.
+                        let same_time: u32 =
+                            running.take_while(|&(e, _)| e == end).map(|(_, t)| view.task(t).gpus).sum();
                         return Some(Reservation { pool, shadow, extra: free + same_time - need });
                     }
                 }
@@ -126,7 +129,14 @@ impl Policy for EasyBackfill {
 
     fn decide(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
         let source = self.source;
-        sync_waiting(view, &mut self.waiting, |_| 0);
+        let work_if_started = &mut self.work_if_started;
+        sync_waiting(view, &mut self.waiting, |task| {
+            if work_if_started.len() <= task.index() {
+                work_if_started.resize(task.index() + 1, SimDuration::ZERO);
+            }
+            work_if_started[task.index()] = view.start_overhead(task) + view.expected_remaining(task, source);
+            0
+        });
         self.running.sync(view, source);
         let head = loop {
             let Some((_, head)) = self.waiting.head() else { return };
@@ -136,26 +146,50 @@ impl Policy for EasyBackfill {
                 Placed::NoRoom => break head,
             }
         };
+        if plan.free().total() == 0 {
+            return; // no room for any backfill
+        }
         let Some(mut reservation) = self.reserve(view, plan, head) else { return };
         // The candidates as they stand now (starts below take them off the queue), in a list
         // kept between decisions.
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.clear();
-        candidates.extend(self.waiting.iter().skip(1).take(self.depth).map(|(_, t)| t));
-        for &task in &candidates {
+        candidates.extend(self.waiting.iter_shaped().skip(1).take(self.depth));
+        // Backfilling only takes GPUs, so a shape that does not fit stays so for the rest of
+        // the decision: each shape is tested for room at most once.
+        self.no_room.clear();
+        for &(task, shape_index) in &candidates {
             if plan.free().total() == 0 {
                 break;
+            }
+            if self.no_room.len() <= shape_index {
+                self.no_room.resize(shape_index + 1, false);
+            }
+            let shape = self.waiting.shape(shape_index);
+            // Cheap checks before placement, the cheapest first: most candidates fail them
+            // under load (a candidate that would delay the head and may only run in the
+            // head's pool, or whose shape has no room).
+            let ends_in_time = view.now() + self.work_if_started[task.index()] <= reservation.shadow;
+            debug_assert_eq!(
+                view.now() + self.work_if_started[task.index()],
+                view.expected_end_if_started(task, source),
+                "{task}'s restart overhead and remaining work changed while it waited"
+            );
+            let within_extra = shape.gpus <= reservation.extra;
+            let harmless_anywhere = ends_in_time || within_extra;
+            let head_pool_only = shape.pools.iter().all(|p| p == reservation.pool);
+            if !harmless_anywhere && head_pool_only || self.no_room[shape_index] {
+                continue;
+            }
+            if !shape.fits(plan.free()) {
+                self.no_room[shape_index] = true;
+                continue;
             }
             if !plan.quota_allows(task) {
                 continue;
             }
-            let shape = Shape::of(view.task(task));
-            let ends_in_time = view.expected_end_if_started(task, source) <= reservation.shadow;
-            let within_extra = shape.gpus <= reservation.extra;
-            let harmless_anywhere = ends_in_time || within_extra;
-            // Cheap checks before placement: most candidates fail them under load.
             let elsewhere = shape.pools.iter().any(|p| p != reservation.pool && shape.fits_in(p, plan.free()));
-            if !(elsewhere || harmless_anywhere && shape.fits(plan.free())) {
+            if !(elsewhere || harmless_anywhere) {
                 continue;
             }
             let Some(gpus) = self.placer.place(shape, view, plan.free()) else {

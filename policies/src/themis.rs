@@ -39,20 +39,29 @@
 //! last round's rho order, then tasks that arrived since, in arrival order; victims wait
 //! ranked after the round's order.
 //!
-//! Decision cost: a round is O((waiting + running) log(waiting + running)) plus a walk over
-//! the smaller-rho running tasks of a pool for each task that preempts (one victim list per
-//! pool, consumed from its front), once per lease; between rounds O((starts + 1) x shapes x
-//! log n) and O(changes x log n). Every waiting task's rho changes at every round (it grows
-//! with the wait), so a round cannot touch fewer; it reads each one's rho from what was noted
-//! when it began to wait, skips running tasks still in their lease on what was noted at their
-//! start, and re-keys the queue in bulk (O(waiting) once sorted), allocating nothing.
+//! Decision cost: a round is O(waiting + running) plus O(log n) for each task it reads in
+//! order (the ones it starts and the one it stops at) and each victim a preemption walks,
+//! once per lease; between rounds O((starts + 1) x shapes x log n) and O(changes x log n).
+//! Every waiting task's rho changes at every round (it grows with the wait), so a round cannot
+//! touch fewer; it reads each one's rho from what was noted when it began to wait, skips
+//! running tasks still in their lease on what was noted at their start, and computes the
+//! victims' rhos only once a task does not fit. The order is not sorted in full: each shape's
+//! tasks are heapified and sorted as far as read (`RankedQueue`), and so are each pool's
+//! victims (`LazySorted`), allocating nothing in steady state. With queues, a round sorts
+//! in full and re-keys the wait queue with integer ranks (O((waiting + running) log n)): a
+//! task its quota parks keeps its rank as its key, compared with later rounds' ranks.
 
+use crate::lazy_sorted::LazySorted;
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};
+use crate::ranked_queue::RankedQueue;
 use crate::tracking::{Placed, place_and_start, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
-use sim::{Change, ClusterView, DurationSource, JobId, Plan, Policy, PoolId, SimDuration, SimTime, TaskId, TaskStatus};
-use std::cmp::Ordering;
+use sim::{
+    Change, ClusterView, DurationSource, FreeGpus, JobId, Plan, Policy, PoolId, SimDuration, SimTime, TaskId,
+    TaskStatus,
+};
+use std::cmp::{Ordering, Reverse};
 use std::collections::BTreeMap;
 
 pub const PARAMS: &[ParamInfo] = &[
@@ -84,18 +93,35 @@ enum TId {
     Share,
 }
 
-/// rho = num / den, exact.
+/// rho = num / den, exact (ordered by value: 1/2 equals 2/4).
 #[derive(Debug, Clone, Copy)]
 struct Rho {
     num: u128,
     den: u128,
 }
 
-impl Rho {
-    fn cmp(self, other: Rho) -> Ordering {
+impl Ord for Rho {
+    fn cmp(&self, other: &Rho) -> Ordering {
         (self.num * other.den).cmp(&(other.num * self.den))
     }
 }
+
+impl PartialOrd for Rho {
+    fn partial_cmp(&self, other: &Rho) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Rho {
+    fn eq(&self, other: &Rho) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Rho {}
+
+/// A victim's place in its pool's list: smallest rho first (ties: the latest task first).
+type VictimKey = (Rho, Reverse<TaskId>);
 
 pub struct Themis {
     name: String,
@@ -103,7 +129,14 @@ pub struct Themis {
     t_id: TId,
     source: DurationSource,
     placer: Placer,
+    /// Waiting tasks. Without queues, only those that waited at no round yet (`FRESH`) and
+    /// this round's victims (`VICTIM`): the ranked ones are in `ranked`. With queues, all
+    /// of them, the ranked ones keyed by their rank (a task its quota parks keeps its rank
+    /// as its key, and an integer rank compares with the next round's ranks).
     waiting: WaitQueue,
+    /// Without queues: the last round's waiting tasks in its rho order, sorted only as far as
+    /// read (all of them come before `waiting`'s, as their ranks would).
+    ranked: RankedQueue<Reverse<Rho>>,
     /// Tasks running in committed state (started by an earlier decision), with when their
     /// lease expires and their pool, noted at the start: a round skips the tasks still in
     /// their lease without reading their state.
@@ -149,10 +182,19 @@ impl Waiting {
 
 #[derive(Default)]
 struct Scratch {
-    ranked: Vec<(Rho, TaskId)>,
+    /// Every waiting task at the round, with its shape index (without queues).
+    tasks: Vec<(TaskId, usize)>,
+    /// Their rhos, in the order of `tasks`; with queues, then sorted (rho desc, task).
+    ranked: Vec<(Rho, TaskId, usize)>,
     order: Vec<TaskId>,
     jobs: Vec<JobId>,
-    victims: Vec<Vec<(Rho, TaskId)>>,
+    /// Per pool, its victims (filled at the round's first task that does not fit).
+    victims: Vec<LazySorted<VictimKey>>,
+    victims_ready: bool,
+    /// Per pool, the victims being collected (kept to allocate nothing in steady state).
+    victim_items: Vec<Vec<VictimKey>>,
+    /// N and C of `t_id=share` at this round ((1, 1) for `alone`).
+    rho_inputs: (u128, u128),
     used: Vec<usize>,
 }
 
@@ -177,6 +219,7 @@ impl Themis {
             source,
             placer,
             waiting: WaitQueue::default(),
+            ranked: RankedQueue::default(),
             running: BTreeMap::new(),
             next_round: SimTime(0),
             scratch: Scratch::default(),
@@ -228,43 +271,91 @@ impl Themis {
         self.waits[task.index()] = Some(Waiting::of(view, task, self.source));
     }
 
+    /// A lease round: every waiting task ranked by its rho now; in that order each starts,
+    /// or preempts, until the first that can do neither.
     fn round(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
         let mut scratch = std::mem::take(&mut self.scratch);
+        // Without queues nothing is ever parked, and ranks need not be integers: the order
+        // is kept lazily sorted (`RankedQueue`) instead of sorted and re-keyed in full.
+        let lazy = view.queues().is_empty();
+        scratch.tasks.clear();
+        if lazy {
+            self.ranked.drain_into(&mut scratch.tasks);
+            self.waiting.drain_queued(&mut scratch.tasks);
+        } else {
+            scratch.tasks.extend(self.waiting.iter().map(|(_, t)| (t, 0)));
+        }
+        self.rank(view, &mut scratch);
+        if lazy {
+            self.ranked.rebuild(scratch.ranked.iter().map(|&(rho, task, shape)| (shape, Reverse(rho), task)));
+        } else {
+            // Ties break by task id: a total order, so an unstable sort gives the one answer.
+            scratch.ranked.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            scratch.order.clear();
+            scratch.order.extend(scratch.ranked.iter().map(|&(_, t, _)| t));
+            self.waiting.rekey_in_order(&scratch.order);
+        }
+        scratch.victims_ready = false;
+        let mut next = 0;
+        loop {
+            let first = if lazy {
+                self.ranked.first().map(|(Reverse(rho), task)| (rho, task))
+            } else {
+                scratch.ranked.get(next).map(|&(rho, task, _)| (rho, task))
+            };
+            let Some((rho, task)) = first else { break };
+            next += 1;
+            if place_and_start(view, plan, self.placer, &mut self.waiting, task) != Placed::NoRoom {
+                self.ranked.remove(task);
+                continue; // started, or parked by its queue's quota
+            }
+            if !scratch.victims_ready {
+                self.collect_victims(view, &mut scratch);
+            }
+            if !self.preempt_for(view, plan, task, rho, &mut scratch.victims, &mut scratch.used) {
+                break;
+            }
+            self.ranked.remove(task);
+        }
+        self.scratch = scratch;
+    }
+
+    /// Fills `scratch.ranked` with the rho now of each task of `scratch.tasks`.
+    fn rank(&self, view: &ClusterView<'_>, scratch: &mut Scratch) {
         let (jobs, gpus) = match self.t_id {
             TId::Alone => (1, 1),
             TId::Share => {
                 let jobs = &mut scratch.jobs;
                 jobs.clear();
-                jobs.extend(self.waiting.iter().map(|(_, t)| view.task(t).job));
+                jobs.extend(scratch.tasks.iter().map(|&(t, _)| view.task(t).job));
                 jobs.extend(self.running.keys().map(|&t| view.task(t).job));
                 jobs.sort_unstable();
                 jobs.dedup();
                 (jobs.len() as u128, u128::from(view.cluster().gpu_count()))
             }
         };
-        let ranked = &mut scratch.ranked;
-        ranked.clear();
+        scratch.rho_inputs = (jobs, gpus);
         let now = view.now();
-        ranked.extend(self.waiting.iter().map(|(_, t)| {
+        scratch.ranked.clear();
+        scratch.ranked.extend(scratch.tasks.iter().map(|&(t, shape)| {
             let rho = match self.waits.get(t.index()).copied().flatten() {
                 Some(w) => self.waiting_rho(now, &w, jobs, gpus),
                 None => self.rho(view, t, jobs, gpus),
             };
-            debug_assert!(
-                rho.cmp(self.rho(view, t, jobs, gpus)) == Ordering::Equal,
-                "rho of {t} read when it began to wait"
-            );
-            (rho, t)
+            debug_assert!(rho == self.rho(view, t, jobs, gpus), "rho of {t} read when it began to wait");
+            (rho, t, shape)
         }));
-        // Ties break by task id: a total order, so an unstable sort gives the one answer.
-        ranked.sort_unstable_by(|a, b| b.0.cmp(a.0).then(a.1.cmp(&b.1)));
-        scratch.order.clear();
-        scratch.order.extend(ranked.iter().map(|&(_, t)| t));
-        self.waiting.rekey_in_order(&scratch.order);
-        // Victims per pool, smallest rho first (ties: the latest task first).
-        let victims = &mut scratch.victims;
-        victims.resize_with(view.cluster().pools().len(), Vec::new);
-        victims.iter_mut().for_each(Vec::clear);
+    }
+
+    /// Victims per pool, smallest rho first (ties: the latest task first), as of the round's
+    /// start (nothing this round did before its first preemption changes them).
+    fn collect_victims(&self, view: &ClusterView<'_>, scratch: &mut Scratch) {
+        let (jobs, gpus) = scratch.rho_inputs;
+        let now = view.now();
+        let pools = view.cluster().pools().len();
+        let per_pool = &mut scratch.victim_items;
+        per_pool.resize_with(pools, Vec::new);
+        per_pool.iter_mut().for_each(Vec::clear);
         // A task's lease runs from the end of its restart overhead: until it expires the task
         // is no victim, so every start makes at least one lease of progress; and it must have
         // saved some of it (a checkpoint in this attempt), or the attempt would be lost whole.
@@ -273,23 +364,24 @@ impl Themis {
                 continue;
             }
             if let Some(pool) = lease.pool {
-                victims[pool.index()].push((self.rho(view, t, jobs, gpus), t));
+                per_pool[pool.index()].push((self.rho(view, t, jobs, gpus), Reverse(t)));
             }
         }
-        for list in victims.iter_mut() {
-            list.sort_unstable_by(|a, b| a.0.cmp(b.0).then(b.1.cmp(&a.1)));
+        scratch.victims.resize_with(pools, LazySorted::default);
+        for (list, items) in scratch.victims.iter_mut().zip(per_pool) {
+            list.refill(items.drain(..));
         }
         scratch.used.clear();
-        scratch.used.resize(victims.len(), 0);
-        for &(rho, task) in &scratch.ranked {
-            if place_and_start(view, plan, self.placer, &mut self.waiting, task) != Placed::NoRoom {
-                continue; // started, or parked by its queue's quota
-            }
-            if !self.preempt_for(view, plan, task, rho, &scratch.victims, &mut scratch.used) {
-                break;
-            }
-        }
-        self.scratch = scratch;
+        scratch.used.resize(pools, 0);
+        scratch.victims_ready = true;
+    }
+
+    /// The first waiting task whose shape fits `free`: the ranked ones first (their ranks
+    /// come before the keys of `waiting`'s victims and fresh tasks).
+    fn first_fitting(&mut self, free: &FreeGpus) -> Option<TaskId> {
+        let waiting = &self.waiting;
+        let ranked = self.ranked.first_fitting(|shape| waiting.shape(shape).fits(free)).map(|(_, task)| task);
+        ranked.or_else(|| waiting.first_fitting(free).map(|(_, task)| task))
     }
 
     /// Preempts running tasks of smaller rho than `rho` in one of `task`'s pools until it
@@ -300,27 +392,22 @@ impl Themis {
         plan: &mut Plan<'_>,
         task: TaskId,
         rho: Rho,
-        victims: &[Vec<(Rho, TaskId)>],
+        victims: &mut [LazySorted<VictimKey>],
         used: &mut [usize],
     ) -> bool {
         let shape = Shape::of(view.task(task));
         for pool in shape.pools.iter() {
-            let list = &victims[pool.index()];
+            let list = &mut victims[pool.index()];
             let waiting_rho = rho;
             let savepoint = plan.savepoint();
             let mut preempted = Vec::new();
             let mut next = used[pool.index()];
-            while let Some(&(victim_rho, victim)) = list.get(next).filter(|(r, _)| r.cmp(rho) == Ordering::Less) {
+            while let Some((victim_rho, Reverse(victim))) = list.get(next).filter(|&(r, _)| r < rho) {
                 next += 1;
                 if plan.is_decided(victim) {
                     continue;
                 }
-                let reason = format!(
-                    "themis: finish-time fairness rho {} below {} of {task}; loses {:.3} s of work since its last checkpoint",
-                    rho_str(victim_rho),
-                    rho_str(waiting_rho),
-                    view.work_at_risk(victim).as_secs_f64()
-                );
+                let reason = preemption_reason(victim_rho, waiting_rho, task, view.work_at_risk(victim));
                 if plan.preempt_for(victim, reason).is_err() {
                     continue;
                 }
@@ -342,10 +429,50 @@ impl Themis {
     }
 }
 
-/// rho to three decimals, for the decision log (exact integer division; never used to decide).
-fn rho_str(rho: Rho) -> String {
-    let milli = rho.num * 1000 / rho.den.max(1);
-    format!("{}.{:03}", milli / 1000, milli % 1000)
+/// The decision log's reason for preempting a task of rho `victim` for `task` of rho
+/// `waiting`, the victim losing `loses`: "themis: finish-time fairness rho 1.250 below 3.000
+/// of t7; loses 12.500 s of work since its last checkpoint". Written by hand: at a million
+/// jobs it runs millions of times, and `format!` (a u128 and a float) was a tenth of the
+/// policy's time. rho is cut (not rounded) to three decimals; never used to decide.
+fn preemption_reason(victim: Rho, waiting: Rho, task: TaskId, loses: SimDuration) -> String {
+    let mut text = String::with_capacity(112);
+    text.push_str("themis: finish-time fairness rho ");
+    push_thousandths(&mut text, victim.num * 1000 / victim.den.max(1));
+    text.push_str(" below ");
+    push_thousandths(&mut text, waiting.num * 1000 / waiting.den.max(1));
+    text.push_str(" of t");
+    push_decimal(&mut text, u128::from(task.0));
+    text.push_str("; loses ");
+    push_thousandths(&mut text, u128::from(loses.as_ms()));
+    text.push_str(" s of work since its last checkpoint");
+    text
+}
+
+/// Appends `milli / 1000` with three decimals.
+fn push_thousandths(text: &mut String, milli: u128) {
+    push_decimal(text, milli / 1000);
+    let frac = (milli % 1000) as u32;
+    text.push('.');
+    text.extend([frac / 100, frac / 10 % 10, frac % 10].map(|d| char::from(b'0' + d as u8)));
+}
+
+/// Appends `n` in decimal.
+fn push_decimal(text: &mut String, n: u128) {
+    let Ok(mut n) = u64::try_from(n) else {
+        text.push_str(&n.to_string()); // beyond any time in ms: not worth a fast path
+        return;
+    };
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    text.extend(digits[start..].iter().map(|&d| char::from(d)));
 }
 
 impl Policy for Themis {
@@ -360,6 +487,15 @@ impl Policy for Themis {
     fn decide(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
         sync_waiting(view, &mut self.waiting, |_| FRESH);
         for change in view.changes() {
+            // What leaves `waiting` leaves the ranked order too (a task that starts, ends, or
+            // whose job ends; the others were running, so are in neither).
+            match *change {
+                Change::TaskReady(_) => {}
+                Change::JobEnded(job) => view.job(job).tasks().for_each(|t| self.ranked.remove(t)),
+                Change::TaskStarted(t) | Change::TaskPreempted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => {
+                    self.ranked.remove(t)
+                }
+            }
             match *change {
                 Change::TaskStarted(t) if view.task(t).status == TaskStatus::Running => {
                     let task = view.task(t);
@@ -387,13 +523,61 @@ impl Policy for Themis {
             self.round(view, plan);
             self.next_round = SimTime((now.as_ms() / self.lease.as_ms() + 1) * self.lease.as_ms());
         }
-        while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
+        while let Some(task) = self.first_fitting(plan.free()) {
             if place_and_start(view, plan, self.placer, &mut self.waiting, task) == Placed::NoRoom {
                 break; // unreachable: a shape that fits has a placement
             }
+            self.ranked.remove(task);
         }
-        if self.waiting.head().is_some() {
+        if !self.ranked.is_empty() || self.waiting.head().is_some() {
             plan.wake_at(self.next_round).expect("the next round is in the future");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preemption_reason_gives_rhos_and_lost_work_to_three_decimals() {
+        let reason = preemption_reason(Rho { num: 5, den: 4 }, Rho { num: 6, den: 2 }, TaskId(7), SimDuration(12_500));
+        assert_eq!(
+            reason,
+            "themis: finish-time fairness rho 1.250 below 3.000 of t7; loses 12.500 s of work since its last checkpoint"
+        );
+        // Cut, not rounded: 2/3 is 0.666; a zero loss and zero den read as zeros.
+        let reason = preemption_reason(Rho { num: 2, den: 3 }, Rho { num: 0, den: 0 }, TaskId(0), SimDuration(7));
+        assert_eq!(
+            reason,
+            "themis: finish-time fairness rho 0.666 below 0.000 of t0; loses 0.007 s of work since its last checkpoint"
+        );
+    }
+
+    #[test]
+    fn preemption_reason_reads_as_format_did() {
+        // The text `format!` gave before (a float for the loss): the digests hash it.
+        let cases = [
+            (1_234_567_891u128, 1_000u128, 99_999u128, 7u128, 0u32, 0u64),
+            (u128::from(u64::MAX) * 3, 2, 1, 1, u32::MAX, 999),
+            (86_400_000 * 365, 1, 3_600_000, 3_599_999, 123_456, 31_536_000_000),
+            (1, 1_000_000, 5, 5, 42, 1_001),
+        ];
+        for (vn, vd, wn, wd, task, ms) in cases {
+            let rho_str = |num: u128, den: u128| {
+                let milli = num * 1000 / den.max(1);
+                format!("{}.{:03}", milli / 1000, milli % 1000)
+            };
+            let before = format!(
+                "themis: finish-time fairness rho {} below {} of {}; loses {:.3} s of work since its last checkpoint",
+                rho_str(vn, vd),
+                rho_str(wn, wd),
+                TaskId(task),
+                SimDuration(ms).as_secs_f64()
+            );
+            let now =
+                preemption_reason(Rho { num: vn, den: vd }, Rho { num: wn, den: wd }, TaskId(task), SimDuration(ms));
+            assert_eq!(now, before);
         }
     }
 }

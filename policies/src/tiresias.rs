@@ -98,7 +98,7 @@ enum Mode {
     Gittins,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 struct JobInfo {
     level: usize,
     /// Attained service at the last promotion (milli-GPU-ms), subtracted from what it holds.
@@ -228,6 +228,8 @@ pub struct Tiresias {
     /// Jobs that succeeded, per level of their total attained service: (count, sum mgpu-ms).
     finished: Vec<(u64, u128)>,
     touched: Vec<JobId>,
+    /// `refresh`'s list of when each task of a job adds to its rate (kept: no allocation).
+    growth: Vec<(SimTime, u64)>,
 }
 
 impl Tiresias {
@@ -279,6 +281,7 @@ impl Tiresias {
             rank: (0..levels).collect(),
             finished: vec![(0, 0); levels],
             touched: Vec::new(),
+            growth: Vec::new(),
         })
     }
 
@@ -355,22 +358,19 @@ impl Tiresias {
         }
         // Each task holding GPUs adds its milli-GPUs to the rate once its restart overhead is
         // paid (now + overhead for a task this plan starts).
-        let mut growth: Vec<(SimTime, u64)> = view
-            .job(job)
-            .tasks()
-            .filter(|&t| self.holds(t))
-            .map(|t| {
-                let task = view.task(t);
-                let from = if task.status == TaskStatus::Running {
-                    task.run_start + task.overhead
-                } else {
-                    now + view.start_overhead(t)
-                };
-                (from.max(now), task.mgpus())
-            })
-            .collect();
+        let mut growth = std::mem::take(&mut self.growth);
+        growth.clear();
+        growth.extend(view.job(job).tasks().filter(|&t| self.holds(t)).map(|t| {
+            let task = view.task(t);
+            let from = if task.status == TaskStatus::Running {
+                task.run_start + task.overhead
+            } else {
+                now + view.start_overhead(t)
+            };
+            (from.max(now), task.mgpus())
+        }));
         let rate: u64 = growth.iter().map(|&(_, r)| r).sum();
-        let info = self.job(job).clone();
+        let info = *self.job(job);
         if let Some(at) = info.crossing {
             self.crossings.remove(&(at, job));
         }
@@ -378,6 +378,7 @@ impl Tiresias {
             growth.sort_unstable();
             crossing_time(now, self.thresholds[level] - attained, &growth)
         });
+        self.growth = growth;
         if let Some(at) = crossing {
             self.crossings.insert((at, job));
         }

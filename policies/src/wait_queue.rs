@@ -108,6 +108,23 @@ impl WaitQueue {
         self.by_shape = per_shape.into_iter().map(BTreeSet::from_iter).collect();
     }
 
+    /// Takes every queued task out (parked ones stay), appending (task, shape index) to `out`
+    /// in key order: for a policy that keeps its ranked tasks elsewhere between rankings
+    /// (themis' `RankedQueue`), O(n).
+    pub fn drain_queued(&mut self, out: &mut Vec<(TaskId, usize)>) {
+        for &(_, task) in &self.all {
+            let (_, index) = self.entry[task.index()].take().expect("a queued task has an entry");
+            out.push((task, index));
+        }
+        self.all.clear();
+        self.by_shape.iter_mut().for_each(BTreeSet::clear);
+    }
+
+    /// The shape of index `index` (as `drain_queued` gives them).
+    pub fn shape(&self, index: usize) -> Shape {
+        self.shapes[index]
+    }
+
     /// The first task in key order.
     pub fn head(&self) -> Option<(Key, TaskId)> {
         self.all.first().copied()
@@ -116,6 +133,12 @@ impl WaitQueue {
     /// Tasks in key order, from the head.
     pub fn iter(&self) -> impl Iterator<Item = (Key, TaskId)> + '_ {
         self.all.iter().copied()
+    }
+
+    /// Tasks in key order, from the head, with their shape index (`shape`): what a policy
+    /// that tests many tasks against the free GPUs reads so as to test each shape once.
+    pub fn iter_shaped(&self) -> impl Iterator<Item = (TaskId, usize)> + '_ {
+        self.all.iter().map(|&(_, task)| (task, self.entry[task.index()].expect("a queued task has an entry").1))
     }
 
     /// The first task of each shape in key order (shapes in their own order), with its shape:

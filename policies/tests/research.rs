@@ -219,6 +219,37 @@ fn themis_t_id_on_a_fair_share_favours_small_jobs() {
     assert_eq!(schedule(&r), sched(&[("z", 0, 10), ("x", 20, 30), ("y", 10, 20)]));
 }
 
+/// Without queues a round keeps its order lazily sorted (`RankedQueue`); with queues it sorts
+/// in full and re-keys the wait queue with integer ranks. Under one queue that caps nothing
+/// no task is ever parked, so the two ways must make every decision alike, in order, with
+/// preemptions among them, in both `t_id` modes.
+#[test]
+fn themis_decides_alike_with_one_uncapped_queue_and_without_queues() {
+    let mut seed: u64 = 0x5eed_7e15;
+    let mut next = move |modulo: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % modulo
+    };
+    let jobs: Vec<sim::JobSpec> = (0..300)
+        .map(|i| job(&format!("j{i}"), next(20_000), [1, 1, 2, 4, 8][next(5) as usize], 30 + next(3_000)))
+        .collect();
+    for spec in ["themis[lease_s=60]", "themis[lease_s=60,t_id=share]"] {
+        let plain = run(spec, cluster(&[(4, 8, "A")]), jobs.clone());
+        let scenario = sim::Scenario::new(cluster(&[(4, 8, "A")]), sim::Workload::new(jobs.clone()).unwrap())
+            .with_queues(&[sim::QueueSpec::new("all")])
+            .unwrap();
+        let mut policy = policies::build(spec).unwrap();
+        let config = sim::ControllerConfig { check_invariants: true, record_decisions: true, ..Default::default() };
+        let queued = sim::simulate(scenario, policy.as_mut(), config).unwrap();
+        let preempts = plain.decisions.iter().filter(|d| d.kind == sim::DecisionKind::Preempt).count();
+        assert!(preempts > 10, "{spec}: {preempts} preemptions, the test needs some");
+        assert_eq!(plain.decisions.len(), queued.decisions.len(), "{spec}");
+        for (a, b) in plain.decisions.iter().zip(&queued.decisions) {
+            assert_eq!(a, b, "{spec}");
+        }
+    }
+}
+
 #[test]
 fn themis_spec_is_strict() {
     let err = |spec: &str| policies::build(spec).err().expect("spec is invalid").to_string();

@@ -1,0 +1,203 @@
+//! Waiting tasks in the order of one ranking (a key each, given at one instant), per shape,
+//! sorted only as far as they are read.
+//!
+//! themis ranks every waiting task at each lease round, and every rank changes from one round
+//! to the next (a waiting task's rho grows with its wait, each at its own rate). A round then
+//! reads its order only until its first task that neither fits nor can preempt, and between
+//! rounds the free GPUs go to the first tasks in that order whose shape fits. Sorting the
+//! whole queue and rebuilding its ordered trees at every round cost O(n log n); here each
+//! shape's tasks are heapified, O(n) in all, and sorted lazily ([`LazySorted`]) as the round
+//! and the fills read them. A task that leaves (started, ended) is dropped when it reaches
+//! the front of its shape's order.
+//!
+//! The order read is exactly that of sorting every task by `(key, task)`: the first task
+//! overall is the smallest of the shapes' first tasks, as in `WaitQueue::first_fitting`.
+//! Shapes are `WaitQueue`'s indices (`WaitQueue::shape`), so the two agree on what fits.
+
+use crate::lazy_sorted::LazySorted;
+use sim::TaskId;
+
+/// Waiting tasks ordered by `(K, TaskId)`, smallest first, per shape index.
+#[derive(Debug)]
+pub struct RankedQueue<K: Ord + Copy> {
+    by_shape: Vec<LazySorted<(K, TaskId)>>,
+    /// Per shape: how many of its first tasks are known to have left.
+    gone: Vec<usize>,
+    /// By task: its shape index while it is queued here.
+    shape_of: Vec<Option<usize>>,
+    len: usize,
+    /// Per shape, the entries of a `rebuild` (kept to allocate nothing in steady state).
+    buckets: Vec<Vec<(K, TaskId)>>,
+}
+
+impl<K: Ord + Copy> Default for RankedQueue<K> {
+    fn default() -> Self {
+        RankedQueue { by_shape: Vec::new(), gone: Vec::new(), shape_of: Vec::new(), len: 0, buckets: Vec::new() }
+    }
+}
+
+impl<K: Ord + Copy> RankedQueue<K> {
+    /// Replaces the contents by `entries` (shape index, key, task), O(n).
+    pub fn rebuild(&mut self, entries: impl IntoIterator<Item = (usize, K, TaskId)>) {
+        for bucket in &mut self.buckets {
+            bucket.clear();
+        }
+        self.len = 0;
+        for (shape, key, task) in entries {
+            if self.buckets.len() <= shape {
+                self.buckets.resize_with(shape + 1, Vec::new);
+            }
+            if self.shape_of.len() <= task.index() {
+                self.shape_of.resize(task.index() + 1, None);
+            }
+            debug_assert!(self.shape_of[task.index()].is_none(), "{task} is queued once");
+            self.buckets[shape].push((key, task));
+            self.shape_of[task.index()] = Some(shape);
+            self.len += 1;
+        }
+        self.by_shape.resize_with(self.buckets.len(), LazySorted::default);
+        self.gone.clear();
+        self.gone.resize(self.buckets.len(), 0);
+        for (list, bucket) in self.by_shape.iter_mut().zip(&mut self.buckets) {
+            list.refill(bucket.drain(..));
+        }
+    }
+
+    /// Takes every task out, appending (task, shape index) to `out` in no particular order.
+    pub fn drain_into(&mut self, out: &mut Vec<(TaskId, usize)>) {
+        for (shape, list) in self.by_shape.iter().enumerate() {
+            for (_, task) in list.iter_unordered() {
+                if self.shape_of[task.index()] == Some(shape) {
+                    self.shape_of[task.index()] = None;
+                    out.push((task, shape));
+                }
+            }
+        }
+        self.len = 0;
+        self.rebuild(std::iter::empty());
+    }
+
+    /// Takes `task` out if it is here.
+    pub fn remove(&mut self, task: TaskId) {
+        if let Some(slot) = self.shape_of.get_mut(task.index())
+            && slot.take().is_some()
+        {
+            self.len -= 1;
+        }
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The first task in order.
+    pub fn first(&mut self) -> Option<(K, TaskId)> {
+        self.first_fitting(|_| true)
+    }
+
+    /// The first task in order among the shapes `fits` accepts.
+    pub fn first_fitting(&mut self, fits: impl Fn(usize) -> bool) -> Option<(K, TaskId)> {
+        let mut best = None;
+        for shape in 0..self.by_shape.len() {
+            if let Some(head) = self.head(shape)
+                && best.is_none_or(|b| head < b)
+                && fits(shape)
+            {
+                best = Some(head);
+            }
+        }
+        best
+    }
+
+    /// The first task of `shape` still here.
+    fn head(&mut self, shape: usize) -> Option<(K, TaskId)> {
+        loop {
+            let (key, task) = self.by_shape[shape].get(self.gone[shape])?;
+            if self.shape_of[task.index()] == Some(shape) {
+                return Some((key, task));
+            }
+            self.gone[shape] += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(id: u32) -> TaskId {
+        TaskId(id)
+    }
+
+    #[test]
+    fn first_is_the_smallest_key_then_task_over_all_shapes() {
+        let mut queue = RankedQueue::default();
+        queue.rebuild([(0, 5u64, t(1)), (1, 3, t(7)), (0, 3, t(9)), (2, 8, t(2))]);
+        assert_eq!(queue.len, 4);
+        assert_eq!(queue.first(), Some((3, t(7))));
+        assert_eq!(queue.first_fitting(|shape| shape != 1), Some((3, t(9))));
+        assert_eq!(queue.first_fitting(|shape| shape == 2), Some((8, t(2))));
+        assert_eq!(queue.first_fitting(|_| false), None);
+        queue.remove(t(7));
+        queue.remove(t(7));
+        assert_eq!(queue.len, 3);
+        assert_eq!(queue.shape_of[7], None);
+        assert_eq!(queue.first(), Some((3, t(9))));
+        queue.remove(t(9));
+        assert_eq!(queue.first(), Some((5, t(1))));
+    }
+
+    #[test]
+    fn drain_gives_the_tasks_still_here_with_their_shapes() {
+        let mut queue = RankedQueue::default();
+        queue.rebuild([(0, 1u64, t(4)), (1, 2, t(5)), (1, 0, t(6))]);
+        assert_eq!(queue.first(), Some((0, t(6))));
+        queue.remove(t(6));
+        let mut out = Vec::new();
+        queue.drain_into(&mut out);
+        out.sort();
+        assert_eq!(out, [(t(4), 0), (t(5), 1)]);
+        assert!(queue.is_empty());
+        assert_eq!(queue.first(), None);
+        // A drained task can come back in the next ranking.
+        queue.rebuild([(1, 9u64, t(4))]);
+        assert_eq!(queue.first(), Some((9, t(4))));
+    }
+
+    #[test]
+    fn matches_the_naive_order_on_random_input() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            seed >> 33
+        };
+        let mut queue = RankedQueue::default();
+        for round in 0..40 {
+            let n = (next() % 200) as u32;
+            let entries: Vec<(usize, u64, TaskId)> =
+                (0..n).map(|i| ((next() % 5) as usize, next() % 30, t(i))).collect();
+            queue.rebuild(entries.iter().copied());
+            // The naive queue: every entry, sorted by (key, task), fitting shapes filtered.
+            let mut naive: Vec<(u64, TaskId, usize)> = entries.iter().map(|&(s, k, task)| (k, task, s)).collect();
+            naive.sort();
+            let fits_mask = next() % 32;
+            let fits = |shape: usize| fits_mask & (1 << shape) != 0;
+            while !naive.is_empty() {
+                // Remove a random task now and then, as a start elsewhere would.
+                if next() % 4 == 0 {
+                    let (_, task, _) = naive.remove((next() as usize) % naive.len());
+                    queue.remove(task);
+                    continue;
+                }
+                let expected = naive.iter().find(|e| fits(e.2)).map(|&(k, task, _)| (k, task));
+                assert_eq!(queue.first_fitting(fits), expected, "round {round}");
+                assert_eq!(queue.first(), naive.first().map(|&(k, task, _)| (k, task)), "round {round}");
+                let (_, task, _) = naive.remove(0);
+                queue.remove(task);
+                assert_eq!(queue.len, naive.len());
+            }
+            assert_eq!(queue.first(), None);
+        }
+    }
+}
