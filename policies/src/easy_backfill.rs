@@ -91,9 +91,13 @@ impl EasyBackfill {
         self.running.insert_started(view, task, gpus, self.source);
     }
 
-    /// The soonest reservation for `head` over its eligible pools, by GPU count.
+    /// The soonest reservation for `head` over its eligible pools, by GPU count. A head whose
+    /// shape fixes its GPUs per node (single-node, whole nodes) gets no extra GPUs to lend:
+    /// counts per pool do not say which nodes it will need, and a backfill on the "extra"
+    /// GPUs could take the very node it waits for.
     fn reserve(&self, view: &ClusterView<'_>, plan: &Plan<'_>, head: TaskId) -> Option<Reservation> {
         let need = view.task(head).gpus;
+        let node_shaped = view.task(head).gpus_per_node.is_some();
         Shape::of(view.task(head))
             .pools
             .iter()
@@ -109,7 +113,8 @@ impl EasyBackfill {
                         // return their GPUs then.
                         let same_time: u32 =
                             running.take_while(|&(e, _)| e == end).map(|(_, t)| view.task(t).gpus).sum();
-                        return Some(Reservation { pool, shadow, extra: free + same_time - need });
+                        let extra = if node_shaped { 0 } else { free + same_time - need };
+                        return Some(Reservation { pool, shadow, extra });
                     }
                 }
                 None

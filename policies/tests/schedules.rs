@@ -320,3 +320,19 @@ fn pack_puts_a_gang_with_gpus_per_node_in_the_pool_where_it_fits_tightest() {
     assert_eq!(first_gpus(&r, "x"), vec![8, 9, 10, 12, 13, 14]);
     assert_eq!(first_gpus(&r, "c"), vec![11, 15]);
 }
+
+#[test]
+fn easy_backfill_lends_no_extra_gpus_ahead_of_a_head_that_needs_whole_nodes() {
+    // 3 nodes x 4 GPUs. 0: a (2 GPUs, 100 s) and e (1, 1000 s) on node 0, b (2, 100 s) on node
+    // 1. 1: h (8 GPUs, 4 a node) needs two free nodes: only node 2 is; the pool counts 7 free,
+    // 9 + 2 at 100 s (a and b end), so 3 "extra". d (3 GPUs, 500 s) would take node 2 on them
+    // and hold h until 501; lent nothing, d waits, and h starts at 100 on nodes 1 and 2, d
+    // beside e on node 0.
+    let mut h = job("h", 1, 8, 10);
+    h.tasks[0].gpus_per_node = NonZeroU32::new(4);
+    let jobs = vec![job("a", 0, 2, 100), job("e", 0, 1, 1000), job("b", 0, 2, 100), h, job("d", 1, 3, 500)];
+    let r = run("easy-backfill", cluster(&[(3, 4, "A")]), jobs);
+    assert_eq!(schedule_of(&r, "h"), (100, 110));
+    assert_eq!(first_gpus(&r, "h"), vec![4, 5, 6, 7, 8, 9, 10, 11]);
+    assert_eq!(schedule_of(&r, "d"), (100, 600));
+}
