@@ -833,6 +833,25 @@ fn malformed_values_get_the_users_terms_not_rusts() {
     }
 }
 
+/// The first start of `job` when `trace` runs on `cluster` with `extra` flags (its output in a
+/// folder of `dir` of its own): decisions.csv's time and GPU indexes.
+fn first_start(
+    dir: &std::path::Path,
+    trace: &std::path::Path,
+    cluster: &str,
+    extra: &[&str],
+    job: &str,
+) -> (String, String) {
+    let out_dir = dir.join(format!("out{}", extra.len()));
+    let args = ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", cluster, "--decisions", "--out"];
+    let out = schedlab(&[&args[..], &[out_dir.to_str().unwrap()], extra].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = std::fs::read_to_string(out_dir.join("decisions.csv")).unwrap();
+    let line = log.lines().find(|l| l.contains(&format!(",start,{job},"))).unwrap_or_else(|| panic!("{log}"));
+    let fields: Vec<&str> = line.split(',').collect();
+    (fields[0].to_string(), fields[6].to_string())
+}
+
 /// Strict consolidation as a run option: with `--single-node-up-to 4`, a task of at most 4
 /// GPUs runs within one node. On 2 nodes of 4 GPUs, a (3 GPUs, 100 s) and b (3 GPUs, 200 s)
 /// leave one GPU free on each node; c (2 GPUs, submitted at 1 s) spans the two nodes at once
@@ -843,16 +862,9 @@ fn single_node_up_to_keeps_a_small_task_on_one_node() {
     let trace = dir.join("jobs.csv");
     std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,100,3\nb,0,200,3\nc,1,10,2\n").unwrap();
     let c_start = |extra: &[&str]| {
-        let out_dir = dir.join(format!("out{}", extra.len()));
-        let args = ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "2x4:A", "--decisions", "--out"];
-        let out = schedlab(&[&args[..], &[out_dir.to_str().unwrap()], extra].concat());
-        assert!(out.status.success(), "{}", stderr(&out));
-        let log = std::fs::read_to_string(out_dir.join("decisions.csv")).unwrap();
-        let start = log.lines().find(|l| l.contains(",start,c,")).unwrap_or_else(|| panic!("{log}")).to_string();
-        let fields: Vec<&str> = start.split(',').collect();
-        let nodes: std::collections::BTreeSet<u32> =
-            fields[6].split(' ').map(|g| g.parse::<u32>().unwrap() / 4).collect();
-        (fields[0].to_string(), nodes.len())
+        let (time, gpus) = first_start(&dir, &trace, "2x4:A", extra, "c");
+        let nodes: std::collections::BTreeSet<u32> = gpus.split(' ').map(|g| g.parse::<u32>().unwrap() / 4).collect();
+        (time, nodes.len())
     };
     assert_eq!(c_start(&[]), ("1.000".to_string(), 2));
     assert_eq!(c_start(&["--single-node-up-to", "4"]), ("100.000".to_string(), 1));
@@ -868,16 +880,7 @@ fn whole_nodes_puts_a_multiple_of_a_node_on_whole_nodes() {
     let dir = scratch("cli", "whole-nodes");
     let trace = dir.join("jobs.csv");
     std::fs::write(&trace, "job_id,submit_s,duration_s,gpus\na,0,100,2\nx,0,100,3\ny,0,100,3\nb,1,10,8\n").unwrap();
-    let b_start = |extra: &[&str]| {
-        let out_dir = dir.join(format!("out{}", extra.len()));
-        let args = ["simulate", "--trace", trace.to_str().unwrap(), "--cluster", "4x4:A", "--decisions", "--out"];
-        let out = schedlab(&[&args[..], &[out_dir.to_str().unwrap()], extra].concat());
-        assert!(out.status.success(), "{}", stderr(&out));
-        let log = std::fs::read_to_string(out_dir.join("decisions.csv")).unwrap();
-        let line = log.lines().find(|l| l.contains(",start,b,")).unwrap_or_else(|| panic!("{log}"));
-        let fields: Vec<&str> = line.split(',').collect();
-        (fields[0].to_string(), fields[6].to_string())
-    };
+    let b_start = |extra: &[&str]| first_start(&dir, &trace, "4x4:A", extra, "b");
     assert_eq!(b_start(&[]), ("1.000".to_string(), "12 13 14 15 2 3 7 11".to_string()));
     assert_eq!(b_start(&["--whole-nodes", "4"]), ("100.000".to_string(), "0 1 2 3 4 5 6 7".to_string()));
 }

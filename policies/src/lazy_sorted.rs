@@ -85,12 +85,7 @@ mod tests {
 
     #[test]
     fn matches_a_full_sort_on_random_input() {
-        // A small linear congruential generator: the test needs no crate and stays the same.
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move || {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            seed >> 33
-        };
+        let mut next = crate::test_numbers(0x2545_f491_4f6c_dd1d);
         let mut list = LazySorted::default();
         for round in 0..50 {
             let n = (next() % 300) as usize;

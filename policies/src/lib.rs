@@ -38,6 +38,17 @@ pub mod tracking;
 pub mod wait_queue;
 mod weighted_score;
 
+/// Numbers for the unit tests that check a structure against the naive order on random input:
+/// a small linear congruential generator from `seed`, so the tests need no crate and draw the
+/// same numbers on every machine.
+#[cfg(test)]
+pub(crate) fn test_numbers(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        seed >> 33
+    }
+}
+
 pub use params::{ParamInfo, Params, SpecError};
 pub use placement::{Placement, Placer, Shape};
 pub use registry::{Constructor, POLICIES, PolicyInfo, Registry, build};

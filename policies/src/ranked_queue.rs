@@ -167,11 +167,7 @@ mod tests {
 
     #[test]
     fn matches_the_naive_order_on_random_input() {
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            seed >> 33
-        };
+        let mut next = crate::test_numbers(0x9e37_79b9_7f4a_7c15);
         let mut queue = RankedQueue::default();
         for round in 0..40 {
             let n = (next() % 200) as u32;
@@ -185,7 +181,7 @@ mod tests {
             let fits = |shape: usize| fits_mask & (1 << shape) != 0;
             while !naive.is_empty() {
                 // Remove a random task now and then, as a start elsewhere would.
-                if next() % 4 == 0 {
+                if next().is_multiple_of(4) {
                     let (_, task, _) = naive.remove((next() as usize) % naive.len());
                     queue.remove(task);
                     continue;

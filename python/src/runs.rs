@@ -35,10 +35,9 @@ pub fn simulate(
     }
     let notes = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&notes);
-    let runner = Runner::default().spelling(Spelling::Python).with_notes(move |path, note| {
+    let runner = Runner::default().spelling(Spelling::Python).forced(force).with_notes(move |path, note| {
         sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(format!("{}: {note}", path.display()))
     });
-    let runner = if force { runner.without_series_limit() } else { runner };
     let outcome = match policy {
         Some(policy) => runner.run_with_policy(spec, policy, keep(spec)),
         None => runner.run(spec, keep(spec)),
@@ -90,8 +89,7 @@ pub fn sweep(specs: &[RunSpec], threads: Option<usize>, force: bool) -> Result<V
     for (index, dir) in specs.iter().enumerate().filter_map(|(i, s)| Some((i, s.out.as_ref()?))) {
         run::check_run_folder(dir, Spelling::Python, force).map_err(|e| format!("run {index}: {e}"))?;
     }
-    let runner = Runner::default().keeping_traces().spelling(Spelling::Python);
-    let runner = if force { runner.without_series_limit() } else { runner };
+    let runner = Runner::default().keeping_traces().spelling(Spelling::Python).forced(force);
     let run_all = || {
         specs
             .par_iter()

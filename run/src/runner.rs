@@ -81,10 +81,13 @@ impl Runner {
         self
     }
 
-    /// Lets runs write time series of any number of buckets (`simulate --force`); by default a
-    /// run that would write more than [`crate::MAX_SERIES_BUCKETS`] is refused before it starts.
-    pub fn without_series_limit(mut self) -> Runner {
-        self.series_limit = None;
+    /// Lets runs write time series of any number of buckets when `forced` (`simulate --force`,
+    /// Python's `force=True`); by default a run that would write more than
+    /// [`crate::MAX_SERIES_BUCKETS`] is refused before it starts.
+    pub fn forced(mut self, forced: bool) -> Runner {
+        if forced {
+            self.series_limit = None;
+        }
         self
     }
 

@@ -43,7 +43,7 @@ pub fn run(args: SimulateArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
     }
     // The time series is integrated only when it will be written.
     let keep = Keep { decisions: spec.decisions, series: spec.out.is_some() };
-    let runner = if args.force { super::runner().without_series_limit() } else { super::runner() };
+    let runner = super::runner().forced(args.force);
     let outcome = runner.run(&spec, keep)?;
     emit(reports::summary_table(&outcome.summary))?;
     if let Some(dir) = &spec.out {

@@ -133,7 +133,7 @@ pub fn run(args: SweepArgs) -> CliResult {
     if args.seed_given {
         return Err("a sweep takes --seeds (a range such as 0..5, or a list such as 1,4,9), not --seed".into());
     }
-    let runner = if args.own.force { super::runner().without_series_limit() } else { super::runner() };
+    let runner = super::runner().forced(args.own.force);
     let runner = runner.keeping_traces();
     let traces = args
         .traces
