@@ -144,9 +144,9 @@ fn fifo_in_passes_every_3_s_matches_sched_builtin() {
     for pass in ["1", "2", "4"] {
         assert!(table[&("builtin-fast", pass)].within_5s < three.within_5s * 2 / 3, "{pass}: {table:?}");
     }
-    // Slurm's defaults (batch_sched_delay 3 s) add about a second of release latency per start,
-    // which schedlab does not model: 4 s passes stand in for both best (p50 8 s against 42 s),
-    // but only a third of the jobs start within 5 s.
+    // Slurm's defaults (batch_sched_delay 3 s) add more than the beat per start: passes alone
+    // fit best at 4 s (p50 8 s against 42 s), but only a third of the jobs start within 5 s
+    // (a release latency does better: the next test).
     let (instant, four) = (&table[&("builtin", "0")], &table[&("builtin", "4")]);
     assert!(four.p50 <= 10 && four.within_5s >= 80 && instant.p50 >= 40, "{table:?}");
 }
@@ -327,4 +327,30 @@ fn slurm_cadence_and_release_latency_explain_the_gap() {
     let default = at("builtin", 3, 1);
     assert!(default.p50 <= 5 && default.p99 <= 11 && default.within_5s >= 170, "{default:?}");
     assert!(at("builtin", 1, 0).p50 >= 40, "{:?}", at("builtin", 1, 0));
+}
+
+#[test]
+fn fifo_with_a_release_latency_matches_sched_builtin() {
+    println!("| Slurm run vs fifo | --release-latency-s | jobs | exact | within 5 s | p50 | p99 | max | latest |");
+    let mut table = BTreeMap::new();
+    for run in ["builtin-fast", "builtin"] {
+        for release in ["0", "0.5", "1", "1.5", "1.75", "2"] {
+            let e = errors(&without_arrays(deviations_with(run, "fifo", &["--release-latency-s", release])));
+            row(&format!("{run} | {release}"), &e);
+            table.insert((run, release), e);
+        }
+    }
+    // batch_sched_delay=0: Slurm decides as a job ends, but its GPUs are back about a second
+    // later (COMPLETING, then the next pass): with that second, 96 % of the starts fall within
+    // 5 s of Slurm's (p50 2 s), against 13 % without it.
+    let fast = &table[&("builtin-fast", "1")];
+    assert!(fast.within_5s >= 255 && fast.p50 <= 2 && fast.p99 <= 8, "{fast:?}");
+    assert!(table[&("builtin-fast", "0")].within_5s <= 40, "{table:?}");
+    // Slurm's defaults add the wait for the next batch pass (3 s apart) to every start: 1.75 s
+    // a start on average fits best (p50 2 s; the max is job 64, held after its node failure).
+    let default = &table[&("builtin", "1.75")];
+    assert!(default.within_5s >= 245 && default.p50 <= 2 && default.p99 <= 8, "{default:?}");
+    // The cost adds up along a FIFO queue of a hundred jobs, so half a second off is far off:
+    // the latency is a property of the cluster, to measure (docs/slurm.md), not a knob to guess.
+    assert!(table[&("builtin-fast", "1.5")].within_5s < 100 && table[&("builtin", "1")].within_5s < 100, "{table:?}");
 }

@@ -53,6 +53,8 @@ struct Case {
     /// The run's default checkpoint interval and restart overhead (tasks may set their own).
     checkpoint_ms: u64,
     overhead_ms: u64,
+    /// How long the GPUs of an ended attempt stay unusable (the release latency).
+    release_ms: u64,
     seed: u64,
 }
 
@@ -297,22 +299,32 @@ fn arb_case_with(events: bool) -> impl Strategy<Value = Case> {
                 arb_failure_config(),
                 (defaults.clone(), prop_oneof![3 => Just(0u64), 1 => 1u64..=60_000]),
                 prop::bool::weighted(0.25),
-                any::<u64>(),
+                (prop_oneof![3 => Just(0u64), 1 => 1u64..=30_000], any::<u64>()),
             )
         })
-        .prop_map(|(pools, mut jobs, (failure_events, beats), failures, (checkpoint_ms, overhead_ms), clean, seed)| {
-            for (i, j) in jobs.iter_mut().enumerate() {
-                j.name = format!("j{i}").into();
-                if clean {
-                    for t in &mut j.tasks {
-                        t.checkpoint = t.checkpoint.map(|_| SimDuration::ZERO);
-                        t.restart_overhead = None;
+        .prop_map(
+            |(
+                pools,
+                mut jobs,
+                (failure_events, beats),
+                failures,
+                (checkpoint_ms, overhead_ms),
+                clean,
+                (release_ms, seed),
+            )| {
+                for (i, j) in jobs.iter_mut().enumerate() {
+                    j.name = format!("j{i}").into();
+                    if clean {
+                        for t in &mut j.tasks {
+                            t.checkpoint = t.checkpoint.map(|_| SimDuration::ZERO);
+                            t.restart_overhead = None;
+                        }
                     }
                 }
-            }
-            let (checkpoint_ms, overhead_ms) = if clean { (0, 0) } else { (checkpoint_ms, overhead_ms) };
-            Case { pools, jobs, failure_events, beats, failures, checkpoint_ms, overhead_ms, seed }
-        })
+                let (checkpoint_ms, overhead_ms) = if clean { (0, 0) } else { (checkpoint_ms, overhead_ms) };
+                Case { pools, jobs, failure_events, beats, failures, checkpoint_ms, overhead_ms, release_ms, seed }
+            },
+        )
 }
 
 /// Cases of every kind.
@@ -336,6 +348,7 @@ fn config_of(case: &Case) -> ControllerConfig {
         retire: None,
         spare_nodes: 0,
         pass_interval: SimDuration::ZERO,
+        release_latency: SimDuration(case.release_ms),
     }
 }
 
@@ -655,6 +668,10 @@ struct Replay<'h> {
     hw: &'h Hw,
     max_retries: u32,
     owner: Vec<Option<usize>>,
+    /// When each GPU an ended attempt let go of is usable again (the release latency; a
+    /// preemption's victim's GPUs at once).
+    released_at: Vec<u64>,
+    release_ms: u64,
     tasks: Vec<TaskR>,
     jobs: Vec<JobR>,
     starts: u64,
@@ -714,7 +731,16 @@ impl<'h> Replay<'h> {
                 end: End::Open,
             });
         }
-        Replay { hw, max_retries: case.failures.max_retries, owner: vec![None; hw.gpu_count()], tasks, jobs, starts: 0 }
+        Replay {
+            hw,
+            max_retries: case.failures.max_retries,
+            owner: vec![None; hw.gpu_count()],
+            released_at: vec![0; hw.gpu_count()],
+            release_ms: case.release_ms,
+            tasks,
+            jobs,
+            starts: 0,
+        }
     }
 
     /// Ends task `t`'s running attempt at `now`: frees its GPUs and splits the GPU-time it held
@@ -725,6 +751,7 @@ impl<'h> Replay<'h> {
         };
         for &g in &gpus {
             self.owner[g as usize] = None;
+            self.released_at[g as usize] = now + self.release_ms;
         }
         let stall = self.hw.stalled_since(&gpus, since, now);
         let r = &mut self.tasks[t];
@@ -828,7 +855,9 @@ impl<'h> Replay<'h> {
                 }
             }
             DecisionKind::Preempt => {
-                self.end_attempt(t, now)?;
+                for g in self.end_attempt(t, now)? {
+                    self.released_at[g as usize] = now;
+                }
                 self.tasks[t].preemptions += 1;
             }
             DecisionKind::Fail => self.fail(d, t, &gpus)?,
@@ -862,6 +891,9 @@ impl<'h> Replay<'h> {
             let node = *self.hw.gpu_node.get(g as usize).ok_or(format!("{d:?}: unknown GPU g{g}"))?;
             if let Some(other) = self.owner[g as usize] {
                 return Err(format!("{d:?}: g{g} already held by t{other}"));
+            }
+            if now < self.released_at[g as usize] {
+                return Err(format!("{d:?}: g{g} is used before its release at {} ms", self.released_at[g as usize]));
             }
             if self.hw.node_pool[node] != pool || (r.single_node && node != first_node) {
                 return Err(format!("{d:?}: gang split across pools or nodes"));

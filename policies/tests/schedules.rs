@@ -306,6 +306,52 @@ fn passes_every_5_s_hold_every_start_to_the_next_pass() {
     assert_eq!(schedule(&r), sched(&[("a", 0, 12), ("b", 12, 15), ("c", 13, 15)]));
 }
 
+/// The run settings with GPUs returning `seconds` after the task that held them lets go.
+fn release_after(seconds: u64) -> ControllerConfig {
+    ControllerConfig { release_latency: SimDuration::from_secs(seconds), ..ControllerConfig::default() }
+}
+
+#[test]
+fn a_release_latency_holds_the_gpus_a_task_let_go_of() {
+    // 1 node x 2 GPUs, GPUs back 2 s after a task ends. a (2 GPUs, 10 s) at 0 runs 0..10; its
+    // GPUs return at 12, so b (1 GPU, 5 s, waiting since 0) runs 12..17, and c (1 GPU, 3 s),
+    // arriving at 12 as they return, 12..15 beside it. d (2 GPUs, 1 s) at 13 needs both: c's
+    // is back at 17, b's at 19: d runs 19..20. Without the latency: b 10..15, c 12..15, d 15..16.
+    let jobs = || vec![job("a", 0, 2, 10), job("b", 0, 1, 5), job("c", 12, 1, 3), job("d", 13, 2, 1)];
+    let r = run_with("fifo", cluster(&[(1, 2, "A")]), jobs(), release_after(2));
+    assert_eq!(schedule(&r), sched(&[("a", 0, 10), ("b", 12, 17), ("c", 12, 15), ("d", 19, 20)]));
+    let r = run("fifo", cluster(&[(1, 2, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("a", 0, 10), ("b", 10, 15), ("c", 12, 15), ("d", 15, 16)]));
+}
+
+#[test]
+fn a_preemption_hands_its_gpus_over_at_once_and_an_end_after_the_latency() {
+    // 1 node x 2 GPUs, GPUs back 2 s after a task ends; srtf, progress never lost. a (2 GPUs,
+    // 100 s) at 0. b (2 GPUs, 10 s) at 5 has less left (10 < 95): a is preempted and b starts
+    // on its GPUs at once, 5..15. b's GPUs return at 17, when a restarts with its 95 s: 17..112.
+    let jobs = vec![job("a", 0, 2, 100), job("b", 5, 2, 10)];
+    let r = run_with("srtf", cluster(&[(1, 2, "A")]), jobs, release_after(2));
+    assert_eq!(schedule(&r), sched(&[("a", 0, 112), ("b", 5, 15)]));
+}
+
+#[test]
+fn released_shares_of_a_gpu_come_back_after_the_latency() {
+    // 1 GPU, shares back 2 s after a task ends. p (half a GPU, 10 s) and q (half, 4 s) share it
+    // from 0. q ends at 4, its half back at 6: s (half, 1 s, at 5) runs 6..7, its half back at
+    // 9. r (the whole GPU, 1 s, at 5) waits for p's half too (p ends at 10, back at 12): 12..13.
+    // Without the latency: s 5..6, r 10..11.
+    let half = |name: &str, submit: u64, work: u64| {
+        let mut j = job(name, submit, 1, work);
+        j.tasks[0].gpu_milli = Some(500);
+        j
+    };
+    let jobs = || vec![half("p", 0, 10), half("q", 0, 4), half("s", 5, 1), job("r", 5, 1, 1)];
+    let r = run_with("fifo", cluster(&[(1, 1, "A")]), jobs(), release_after(2));
+    assert_eq!(schedule(&r), sched(&[("p", 0, 10), ("q", 0, 4), ("s", 6, 7), ("r", 12, 13)]));
+    let r = run("fifo", cluster(&[(1, 1, "A")]), jobs());
+    assert_eq!(schedule(&r), sched(&[("p", 0, 10), ("q", 0, 4), ("s", 5, 6), ("r", 10, 11)]));
+}
+
 #[test]
 fn pack_puts_a_gang_with_gpus_per_node_in_the_pool_where_it_fits_tightest() {
     // Pools A (nodes 0-1, g0-g7) and V (nodes 2-3, g8-g15), 4 GPUs a node. x (6 V GPUs, 3 a

@@ -107,6 +107,11 @@ pub struct RunSpec {
     /// main loop or a Kubernetes scheduling cycle. 0: at every event (an instant scheduler).
     #[arg(long, default_value_t = Seconds::default())]
     pub pass_interval_s: Seconds,
+    /// Seconds a task's GPUs stay unusable after it ends (succeeds, fails, is cancelled, or its
+    /// hardware fails) before they return to the free pool, as Slurm's `COMPLETING` or a pod's
+    /// termination; a preemption's GPUs go to the preempting task at once. 0: at once.
+    #[arg(long, default_value_t = Seconds::default())]
+    pub release_latency_s: Seconds,
     /// Per-queue default checkpoint interval, QUEUE=SECONDS (repeatable); between a task's own
     /// value and --checkpoint-s.
     #[arg(long, value_name = "QUEUE=SECONDS")]
@@ -214,6 +219,7 @@ impl RunSpec {
             series_bucket: self.series_bucket_s.map(SimDuration::from_secs),
             horizon: SimDuration::from_secs(self.horizon_days * 86_400),
             pass_interval: self.pass_interval_s.0,
+            release_latency: self.release_latency_s.0,
             ..ControllerConfig::default()
         })
     }

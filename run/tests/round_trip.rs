@@ -34,6 +34,7 @@ fn every_field() -> RunSpec {
         checkpoint_cost_s: Seconds(SimDuration(30_250)),
         restart_overhead_s: Seconds::secs(120),
         pass_interval_s: Seconds::secs(3),
+        release_latency_s: Seconds(SimDuration(1_500)),
         queue_checkpoint_s: pairs(&[("a", 600_000), ("b", 1_500)]),
         queue_restart_overhead_s: pairs(&[("prod", 60_000)]),
         queue_checkpoint_cost_s: pairs(&[("prod", 5_000)]),

@@ -62,6 +62,9 @@ pub struct ControllerConfig {
     /// Decide only in passes this far apart, at whole multiples of it in trace time (a
     /// scheduler's periodic pass, see `passes.rs`); zero (the default): at every event.
     pub pass_interval: SimDuration,
+    /// GPUs a task lets go of return to the free pool only this long after (Slurm's
+    /// `COMPLETING`, a pod's termination; see `release.rs`); zero (the default): at once.
+    pub release_latency: SimDuration,
 }
 
 /// A node whose failures (of the node or of any of its GPUs) reach `failures` within a
@@ -100,6 +103,7 @@ impl Default for ControllerConfig {
             retire: None,
             spare_nodes: 0,
             pass_interval: SimDuration::ZERO,
+            release_latency: SimDuration::ZERO,
         }
     }
 }
@@ -166,6 +170,8 @@ pub struct Controller {
     /// GPUs on retired nodes (out of service for good).
     pub(crate) retired_gpus: u32,
     pub(crate) spares: crate::spares::Spares,
+    /// GPUs let go of and not yet back in the free pool (the release latency).
+    pub(crate) releases: crate::release::Releases,
 }
 
 impl Controller {
@@ -226,6 +232,7 @@ impl Controller {
             failures_seen: BTreeSet::new(),
             retired_gpus: 0,
             spares: Default::default(),
+            releases: crate::release::Releases::new(config.release_latency, cluster.gpu_count()),
             config,
             cluster,
             workload,
@@ -502,11 +509,15 @@ impl Controller {
 
     /// Returns `task`'s `gpus` (or its share of them) to the free index, GPUs the scheduler
     /// may no longer use (on a node known dead, known failed) excepted, and its GPUs to its
-    /// queue's quota.
+    /// queue's quota. With a release latency the GPUs come back later (`release.rs`); the
+    /// quota, at once: the task no longer runs.
     pub(crate) fn release_to_free(&mut self, task: TaskId, gpus: &[GpuId]) {
         let t = &self.tasks[task.index()];
         self.quota.stop(self.job_queue[t.job.index()], t);
         let milli = self.tasks[task.index()].milli;
+        if self.hold_back(gpus, milli) {
+            return; // they return later, when usable then (see `release.rs`)
+        }
         if milli < WHOLE_GPU_MILLI {
             for &gpu in gpus {
                 self.free.release_share(gpu, milli, self.health.usable(gpu));
@@ -546,9 +557,9 @@ impl Controller {
         self.owner[gpu.index()].into_iter().chain(self.sharers.get(&gpu).into_iter().flatten().copied())
     }
 
-    /// Nobody holds `gpu`, whole or shared.
+    /// Nobody holds `gpu`, whole or shared, and nothing of it waits to be released.
     pub(crate) fn idle(&self, gpu: GpuId) -> bool {
-        self.owner[gpu.index()].is_none() && !self.sharers.contains_key(&gpu)
+        self.owner[gpu.index()].is_none() && !self.sharers.contains_key(&gpu) && self.releases.pending(gpu) == 0
     }
 
     /// Whether any job has arrived and not ended.

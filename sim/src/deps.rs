@@ -31,6 +31,8 @@ pub enum Timer {
     Closes(TaskId),
     /// The task's attempt `attempt` reaches the next progress point a dependent waits for.
     Progress { task: TaskId, attempt: u32 },
+    /// GPUs let go of fall due to return to the free pool (the release latency).
+    Release,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,6 +156,7 @@ impl Controller {
             Timer::Opens(task) => self.try_ready(task),
             Timer::Closes(task) => self.close_window(task),
             Timer::Progress { task, attempt } => self.progress_point(task, attempt),
+            Timer::Release => self.release_due(),
         }
     }
 

@@ -49,9 +49,13 @@ impl Controller {
             let free = self.free.is_free(self.cluster.node_of(gpu), gpu);
             let usable = self.health.usable(gpu);
             let sharers = self.sharers.get(&gpu);
+            // Milli-GPUs let go of and not yet returned (release latency): neither free nor held.
+            let releasing = self.releases.pending(gpu);
             match (self.owner[index], sharers) {
-                (None, None) if free != usable => {
-                    return Err(format!("{gpu} is held by no task, usable {usable}, but free {free}"));
+                (None, None) if free != (usable && releasing == 0) => {
+                    return Err(format!(
+                        "{gpu} is held by no task, usable {usable}, {releasing} milli-GPUs releasing, but free {free}"
+                    ));
                 }
                 (None, None) => {}
                 (Some(_), Some(_)) => return Err(format!("{gpu} has an owner and sharers")),
@@ -65,7 +69,7 @@ impl Controller {
                     }
                 }
                 (None, Some(sharing)) => {
-                    let used: u32 = sharing.iter().map(|t| self.tasks[t.index()].milli).sum();
+                    let used: u32 = sharing.iter().map(|t| self.tasks[t.index()].milli).sum::<u32>() + releasing;
                     if free
                         || self.free.shared_room(gpu) != Some(WHOLE_GPU_MILLI.saturating_sub(used))
                         || used > WHOLE_GPU_MILLI
@@ -79,8 +83,11 @@ impl Controller {
                     }
                 }
             }
-            if sharers.is_none() && self.free.is_shared(gpu) {
-                return Err(format!("{gpu} is shared in the free index but by no task"));
+            // Shares let go of stay used in the free index until they return.
+            let releasing_shares_agree =
+                releasing > 0 && self.free.shared_room(gpu) == Some(WHOLE_GPU_MILLI.saturating_sub(releasing));
+            if sharers.is_none() && self.free.is_shared(gpu) && !releasing_shares_agree {
+                return Err(format!("{gpu} is shared in the free index but by no task nor releasing share"));
             }
         }
         // With `check_running_tasks` (each GPU a task holds names it), equal counts mean each

@@ -26,6 +26,7 @@ mod plan;
 pub mod policy;
 pub mod quota;
 pub mod record;
+mod release;
 pub mod rng;
 mod scenario;
 pub mod series;

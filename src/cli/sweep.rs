@@ -44,8 +44,9 @@ struct SweepOwnArgs {
     seeds: String,
     /// Parameter grid KEY=V1|V2|... (repeatable): every policy that takes KEY runs once per
     /// value (several keys multiply). KEY may also be a run setting: checkpoint_s,
-    /// checkpoint_cost_s, restart_overhead_s, pass_interval_s, spare_nodes or max_retries (every run, once per
-    /// value, in place of the flag's). A key that neither names is an error.
+    /// checkpoint_cost_s, restart_overhead_s, pass_interval_s, release_latency_s, spare_nodes
+    /// or max_retries (every run, once per value, in place of the flag's). A key that neither
+    /// names is an error.
     #[arg(long, value_name = "KEY=V1|V2|...")]
     grid: Vec<String>,
     /// Output folder (new or empty): runs/<run>-<trace>-<policy>-s<seed>/ per run (what
