@@ -884,3 +884,25 @@ fn whole_nodes_puts_a_multiple_of_a_node_on_whole_nodes() {
     assert_eq!(b_start(&[]), ("1.000".to_string(), "12 13 14 15 2 3 7 11".to_string()));
     assert_eq!(b_start(&["--whole-nodes", "4"]), ("100.000".to_string(), "0 1 2 3 4 5 6 7".to_string()));
 }
+
+#[test]
+fn a_sacct_replay_says_how_far_its_starts_are_from_slurms() {
+    // The committed dump of a real Slurm (sched/builtin, batch_sched_delay=0): 291 jobs held
+    // GPUs. A second per release brings the starts close to Slurm's; a canonical trace records
+    // no starts and prints no such line.
+    let sacct = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/tests/data/slurm/builtin-fast/sacct.txt");
+    let line = |latency: &str| {
+        let args =
+            ["simulate", "--trace", sacct, "--format", "sacct", "--cluster", "4x8", "--release-latency-s", latency];
+        let out = schedlab(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        text.lines().find(|l| l.starts_with("starts vs the trace's recorded starts")).map(str::to_owned)
+    };
+    let instant = line("0").expect("a sacct replay compares its starts");
+    assert!(instant.contains("291 jobs: 10 in the same second, 37 within 5 s; |deviation| p50 24 s"), "{instant}");
+    let released = line("1").expect("a sacct replay compares its starts");
+    assert!(released.contains("291 jobs: 18 in the same second, 268 within 5 s; |deviation| p50 2 s"), "{released}");
+    let out = schedlab(&["simulate", "--jobs", "20"]);
+    assert!(!stdout(&out).contains("recorded starts"), "{}", stdout(&out));
+}

@@ -755,6 +755,7 @@ impl Driver {
             queues: self.queue_specs.clone(),
             datasets: self.dataset_specs.clone(),
             notes: Vec::new(),
+            recorded_starts: Default::default(),
         }
     }
 }

@@ -5,6 +5,7 @@ pub mod fairness;
 mod job_tally;
 #[cfg(feature = "polars")]
 pub mod parquet;
+pub mod recorded;
 pub mod regress;
 pub mod report;
 mod series_tables;

@@ -33,9 +33,13 @@ pub struct RunOutcome {
     pub result: sim::RunResult,
     /// The metrics of summary.json.
     pub summary: reports::Summary,
+    /// The run's starts against those its trace recorded (a sacct dump); `None` when the
+    /// trace records none.
+    pub vs_recorded: Option<reports::recorded::StartDeviations>,
 }
 
 type NoteSink = Box<dyn Fn(&Path, &str) + Send + Sync>;
+type RecordedStarts = BTreeMap<String, sim::SimTime>;
 
 /// Runs RunSpecs. Hands the notes of each trace it reads (what its importer skipped or does
 /// not model) to a sink, and may keep the traces it read for later runs (a sweep reads each
@@ -115,7 +119,7 @@ impl Runner {
         let mut config = spec.controller_config()?;
         config.record_decisions = keep.decisions;
         config.record_series = keep.series;
-        let scenario = self.scenario(spec)?;
+        let (scenario, recorded_starts) = self.scenario(spec)?;
         if let (true, Some(limit)) = (keep.series, self.series_limit) {
             crate::series_limit::check(spec, scenario.workload.jobs(), limit, self.spelling)?;
         }
@@ -123,12 +127,16 @@ impl Runner {
         let result = sim::simulate(scenario, policy, config)?;
         let mut summary = reports::Summary::of(&result);
         summary.wall_s = Some(started.elapsed().as_secs_f64());
-        Ok(RunOutcome { result, summary })
+        let deviations = reports::recorded::start_deviations(&result, &recorded_starts);
+        let vs_recorded = reports::recorded::StartDeviations::of(deviations.values());
+        Ok(RunOutcome { result, summary, vs_recorded })
     }
 
-    /// The cluster, workload, events, queues, datasets and failure feed of `spec`.
-    fn scenario(&self, spec: &RunSpec) -> Result<Scenario, RunError> {
-        let trace = spec.trace.as_deref().map(|path| self.load_trace(path, spec.format)).transpose()?;
+    /// The cluster, workload, events, queues, datasets and failure feed of `spec`, and the
+    /// starts its trace recorded.
+    fn scenario(&self, spec: &RunSpec) -> Result<(Scenario, RecordedStarts), RunError> {
+        let mut trace = spec.trace.as_deref().map(|path| self.load_trace(path, spec.format)).transpose()?;
+        let recorded_starts = trace.as_mut().map(|t| std::mem::take(&mut t.recorded_starts)).unwrap_or_default();
         let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
         let cluster = Cluster::new(&choose_cluster(spec, trace_cluster, self.spelling)?)?;
         let (workload, mut events, trace_queues, trace_datasets) = match trace {
@@ -156,10 +164,11 @@ impl Runner {
         let workload = crate::consolidation::apply(spec, workload)?;
         let scenario =
             Scenario::new(cluster, workload).with_events(events)?.with_queues(&queues)?.with_datasets(&datasets)?;
-        Ok(match feed {
+        let scenario = match feed {
             Some(feed) => scenario.with_feed(feed),
             None => scenario,
-        })
+        };
+        Ok((scenario, recorded_starts))
     }
 
     /// Reads the trace at `path` (or takes the copy kept from an earlier run).

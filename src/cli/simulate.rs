@@ -46,6 +46,9 @@ pub fn run(args: SimulateArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
     let runner = super::runner().forced(args.force);
     let outcome = runner.run(&spec, keep)?;
     emit(reports::summary_table(&outcome.summary))?;
+    if let Some(vs) = &outcome.vs_recorded {
+        emit(format_args!("{:<42} {}\n", "starts vs the trace's recorded starts", vs.line()))?;
+    }
     if let Some(dir) = &spec.out {
         outcome.write(dir, spec.decisions)?;
         emit(format_args!("wrote {}\n", dir.display()))?;

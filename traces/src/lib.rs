@@ -128,6 +128,9 @@ pub struct Trace {
     /// print on stderr when it loads the trace (such as `skipped 1,088 pods CPU-only ...` for
     /// openb). Empty when the trace was taken as written (canonical, ITP, Philly).
     pub notes: Vec<String>,
+    /// When the real scheduler started each job, by job name, where the trace records it
+    /// (sacct); empty otherwise. See `reports::recorded`.
+    pub recorded_starts: std::collections::BTreeMap<String, sim::SimTime>,
 }
 
 /// Reads the trace at `path`; the first problem found is the error.
@@ -213,20 +216,22 @@ fn load_into(path: &Path, format: Format, sink: &mut Sink) -> Option<Trace> {
 
 /// The one reading path of every single-file format, for `load`, `validate` and the readers.
 fn read_file_into<R: Read>(source: R, file: &str, format: Format, sink: &mut Sink) -> Option<Trace> {
-    let (workload, notes) = match format {
-        Format::Canonical => (canonical::read_jobs_into(source, file, sink)?, Vec::new()),
-        Format::Itp => (itp::read_itp_into(source, file, sink)?, Vec::new()),
-        Format::Philly => (philly::read_philly_into(source, file, sink)?, Vec::new()),
+    let none = std::collections::BTreeMap::new;
+    let (workload, notes, recorded_starts) = match format {
+        Format::Canonical => (canonical::read_jobs_into(source, file, sink)?, Vec::new(), none()),
+        Format::Itp => (itp::read_itp_into(source, file, sink)?, Vec::new(), none()),
+        Format::Philly => (philly::read_philly_into(source, file, sink)?, Vec::new(), none()),
         Format::Openb => {
             let import = openb::read_openb_into(source, file, sink)?;
-            (import.workload, import.report.notes())
+            (import.workload, import.report.notes(), none())
         }
         Format::Sacct(clock) => {
             let import = sacct::read_sacct_into(source, file, clock, sink)?;
-            (import.workload, import.report.notes())
+            (import.workload, import.report.notes(), import.recorded_starts)
         }
     };
-    Some(Trace { workload, cluster: None, events: Vec::new(), queues: Vec::new(), datasets: Vec::new(), notes })
+    let (cluster, events, queues, datasets) = (None, Vec::new(), Vec::new(), Vec::new());
+    Some(Trace { workload, cluster, events, queues, datasets, notes, recorded_starts })
 }
 
 /// A canonical trace directory: `jobs.csv` required, `cluster.csv`, `events.csv`,
@@ -274,6 +279,7 @@ fn load_directory(dir: &Path, sink: &mut Sink) -> Option<Trace> {
         queues: queues?,
         datasets: datasets?,
         notes: Vec::new(),
+        recorded_starts: Default::default(),
     })
 }
 

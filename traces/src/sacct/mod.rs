@@ -81,6 +81,9 @@ const NOT_MODELLED_FROM: usize = 14;
 pub struct SacctImport {
     pub workload: Workload,
     pub report: SacctReport,
+    /// When Slurm started each job that held GPUs (its last attempt; a het job's first
+    /// component), by job name, on the import's clock: what a replay's starts compare with.
+    pub recorded_starts: BTreeMap<String, SimTime>,
 }
 
 /// What a sacct import read, folded, kept specially or skipped.
@@ -263,9 +266,18 @@ pub(crate) fn read_sacct_into(
         }
     }
     report.node_failures = node_fail::node_failures(jobs.values().flatten());
+    let recorded_starts = recorded_starts(&jobs);
     let specs = assemble(&order, jobs, &mut report);
     let workload = finish(specs, file, sink)?;
-    Some(SacctImport { workload, report })
+    Some(SacctImport { workload, report, recorded_starts })
+}
+
+/// The start of each job's last attempt of its first component, by job name.
+fn recorded_starts(jobs: &BTreeMap<(String, u32), Vec<Attempt>>) -> BTreeMap<String, SimTime> {
+    jobs.iter()
+        .filter(|((_, component), _)| *component == 0)
+        .filter_map(|((name, _), attempts)| Some((name.clone(), SimTime(attempts.last()?.start?))))
+        .collect()
 }
 
 /// A job row as an [`Attempt`]; `None` for a step (counted) or a row that cannot be replayed
