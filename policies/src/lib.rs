@@ -27,6 +27,7 @@ mod priority;
 pub mod queue_share;
 pub mod quota;
 mod ranked_queue;
+mod reason;
 mod registry;
 pub mod running;
 mod sjf;

@@ -55,6 +55,7 @@ use crate::lazy_sorted::LazySorted;
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};
 use crate::ranked_queue::RankedQueue;
+use crate::reason::{push_decimal, push_thousandths};
 use crate::tracking::{Placed, place_and_start, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{
@@ -98,6 +99,18 @@ enum TId {
 struct Rho {
     num: u128,
     den: u128,
+}
+
+impl Rho {
+    /// rho x 1000, cut: what the decision log prints. In u64 where it fits (a u128 division
+    /// is a call, and this runs once per preemption).
+    fn thousandths(self) -> u128 {
+        let den = self.den.max(1);
+        match (u64::try_from(self.num * 1000), u64::try_from(den)) {
+            (Ok(num), Ok(den)) => u128::from(num / den),
+            _ => self.num * 1000 / den,
+        }
+    }
 }
 
 impl Ord for Rho {
@@ -437,42 +450,15 @@ impl Themis {
 fn preemption_reason(victim: Rho, waiting: Rho, task: TaskId, loses: SimDuration) -> String {
     let mut text = String::with_capacity(112);
     text.push_str("themis: finish-time fairness rho ");
-    push_thousandths(&mut text, victim.num * 1000 / victim.den.max(1));
+    push_thousandths(&mut text, victim.thousandths());
     text.push_str(" below ");
-    push_thousandths(&mut text, waiting.num * 1000 / waiting.den.max(1));
+    push_thousandths(&mut text, waiting.thousandths());
     text.push_str(" of t");
     push_decimal(&mut text, u128::from(task.0));
     text.push_str("; loses ");
     push_thousandths(&mut text, u128::from(loses.as_ms()));
     text.push_str(" s of work since its last checkpoint");
     text
-}
-
-/// Appends `milli / 1000` with three decimals.
-fn push_thousandths(text: &mut String, milli: u128) {
-    push_decimal(text, milli / 1000);
-    let frac = (milli % 1000) as u32;
-    text.push('.');
-    text.extend([frac / 100, frac / 10 % 10, frac % 10].map(|d| char::from(b'0' + d as u8)));
-}
-
-/// Appends `n` in decimal.
-fn push_decimal(text: &mut String, n: u128) {
-    let Ok(mut n) = u64::try_from(n) else {
-        text.push_str(&n.to_string()); // beyond any time in ms: not worth a fast path
-        return;
-    };
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    text.extend(digits[start..].iter().map(|&d| char::from(d)));
 }
 
 impl Policy for Themis {

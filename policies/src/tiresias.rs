@@ -61,6 +61,7 @@
 
 use crate::params::{AVOID_FAILED, List, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{Placer, Shape};
+use crate::reason::{push_decimal, push_thousandths};
 use crate::tracking::{Placed, place_and_start};
 use crate::wait_queue::WaitQueue;
 use sim::{Change, ClusterView, JobId, JobOutcome, Plan, Policy, PoolId, SimDuration, SimTime, TaskId, TaskStatus};
@@ -601,12 +602,8 @@ impl Tiresias {
                 if plan.is_decided(victim) || view.work_saved_this_attempt(victim) == SimDuration::ZERO {
                     continue;
                 }
-                let reason = format!(
-                    "tiresias: level {victim_level} (attained service {} GPU-s) ranks below level {level} of {task}; \
-                     loses {:.3} s of work since its last checkpoint, the least in its level",
-                    self.attained(view, view.task(victim).job) / MGPU_MS_PER_GPU_S,
-                    at_risk.as_secs_f64()
-                );
+                let attained_s = self.attained(view, view.task(victim).job) / MGPU_MS_PER_GPU_S;
+                let reason = preemption_reason(victim_level, attained_s, level, task, at_risk);
                 if plan.preempt_for(victim, reason).is_err() {
                     continue;
                 }
@@ -619,6 +616,26 @@ impl Tiresias {
         }
         None
     }
+}
+
+/// The decision log's reason for preempting a task of `victim_level`, its job having attained
+/// `attained_s` GPU-s, for `task` of `level`, the victim losing `loses`: "tiresias: level 2
+/// (attained service 3600 GPU-s) ranks below level 0 of t7; loses 12.500 s of work since its
+/// last checkpoint, the least in its level". Written by hand (`reason.rs`).
+fn preemption_reason(victim_level: usize, attained_s: u64, level: usize, task: TaskId, loses: SimDuration) -> String {
+    let mut text = String::with_capacity(160);
+    text.push_str("tiresias: level ");
+    push_decimal(&mut text, victim_level as u128);
+    text.push_str(" (attained service ");
+    push_decimal(&mut text, u128::from(attained_s));
+    text.push_str(" GPU-s) ranks below level ");
+    push_decimal(&mut text, level as u128);
+    text.push_str(" of t");
+    push_decimal(&mut text, u128::from(task.0));
+    text.push_str("; loses ");
+    push_thousandths(&mut text, u128::from(loses.as_ms()));
+    text.push_str(" s of work since its last checkpoint, the least in its level");
+    text
 }
 
 /// Service a job has executed, in milli-GPU-ms: the GPU-time its tasks held over all attempts
