@@ -53,11 +53,15 @@ impl Srtf {
         let shape = Shape::of(view.task(task));
         let deadline = view.now() + SimDuration(remaining);
         for pool in shape.pools.iter() {
-            let savepoint = plan.savepoint();
-            let mut preempted = Vec::new();
             // Longest remaining first, only while the victim has more left than `task`: one
             // walk down the pool's index (it changes only once the task has started).
-            let longer = self.running.in_pool(pool).rev().take_while(|&(end, _)| end > deadline);
+            let longer = || self.running.in_pool(pool).rev().take_while(|&(end, _)| end > deadline);
+            if !self.could_free_enough(view, plan, shape, pool, longer()) {
+                continue;
+            }
+            let savepoint = plan.savepoint();
+            let mut preempted = Vec::new();
+            let longer = longer();
             let mut started = false;
             for (_, victim) in longer {
                 // A victim already reclaimed by its queue's quota in this plan is not one again.
@@ -84,6 +88,31 @@ impl Srtf {
             plan.rollback(savepoint);
         }
         false
+    }
+}
+
+impl Srtf {
+    /// Whether preempting `victims` could free as many whole GPUs in `pool` as `shape` needs
+    /// (a share, or a gang that counts fit but not the nodes, is left to the walk). Read
+    /// until enough, so it costs what the walk would when the walk succeeds, and spares a
+    /// pool that cannot work its preemptions and their rollback.
+    fn could_free_enough(
+        &self,
+        view: &ClusterView<'_>,
+        plan: &Plan<'_>,
+        shape: Shape,
+        pool: sim::PoolId,
+        victims: impl Iterator<Item = (sim::SimTime, TaskId)>,
+    ) -> bool {
+        let needed = shape.gpus.saturating_sub(plan.free().in_pool(pool));
+        if shape.is_share() || needed == 0 {
+            return true;
+        }
+        let mut freed = 0u32;
+        victims.filter(|&(_, v)| !plan.is_decided(v)).any(|(_, v)| {
+            freed = freed.saturating_add(view.task(v).gpus);
+            freed >= needed
+        })
     }
 }
 
