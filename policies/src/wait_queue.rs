@@ -36,6 +36,14 @@ pub struct WaitQueue {
 impl WaitQueue {
     /// Queues `task`; a task already queued is re-keyed.
     pub fn insert(&mut self, task: TaskId, key: Key, shape: Shape) {
+        // Already queued so (a policy queues its victims at once, and the next decision's
+        // changes name them again): nothing to move in either tree.
+        if let Some((queued_key, index)) = self.entry.get(task.index()).copied().flatten()
+            && queued_key == key
+            && self.shapes[index] == shape
+        {
+            return;
+        }
         self.remove(task);
         if self.entry.len() <= task.index() {
             self.entry.resize(task.index() + 1, None);
