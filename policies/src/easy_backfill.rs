@@ -103,16 +103,15 @@ impl EasyBackfill {
             .iter()
             .filter_map(|pool| {
                 let mut free = plan.free().in_pool(pool);
-                let mut running = self.running.in_pool(pool);
+                let mut returns = self.returns(view, pool);
                 while free < need {
-                    let (end, task) = running.next()?;
-                    free += view.task(task).gpus;
+                    let (back, gpus) = returns.next()?;
+                    free += gpus;
                     if free >= need {
-                        let shadow = end.max(view.now());
-                        // Tasks ending at the same instant (the next ones in the index) also
-                        // return their GPUs then.
+                        let shadow = back.max(view.now());
+                        // GPUs back at the same instant (the next ones) count then too.
                         let same_time: u32 =
-                            running.take_while(|&(e, _)| e == end).map(|(_, t)| view.task(t).gpus).sum();
+                            std::iter::from_fn(|| returns.next_if(|&(b, _)| b == back)).map(|(_, gpus)| gpus).sum();
                         let extra = if node_shaped { 0 } else { free + same_time - need };
                         return Some(Reservation { pool, shadow, extra });
                     }
@@ -120,6 +119,33 @@ impl EasyBackfill {
                 None
             })
             .min_by_key(|r| (r.shadow, r.pool))
+    }
+}
+
+impl EasyBackfill {
+    /// When GPUs come back in `pool`, soonest first, as (when, GPUs): each running task's at
+    /// its expected end plus the release latency, merged with those being released now (a
+    /// share counted as its GPU, as running shares are).
+    fn returns<'s>(
+        &'s self,
+        view: &'s ClusterView<'_>,
+        pool: PoolId,
+    ) -> std::iter::Peekable<impl Iterator<Item = (SimTime, u32)> + 's> {
+        let latency = view.release_latency();
+        let mut ends = self.running.in_pool(pool).map(move |(end, t)| (end + latency, view.task(t).gpus)).peekable();
+        let cluster = view.cluster();
+        let mut releasing = view
+            .releasing()
+            .filter(move |&(_, gpu, _)| cluster.pool_of(gpu) == pool)
+            .map(|(at, _, _)| (at, 1))
+            .peekable();
+        // Ties: running tasks first; both count at the same instant, so the order is moot.
+        std::iter::from_fn(move || match (ends.peek(), releasing.peek()) {
+            (Some(&(end, _)), Some(&(at, _))) if at < end => releasing.next(),
+            (Some(_), _) => ends.next(),
+            (None, _) => releasing.next(),
+        })
+        .peekable()
     }
 }
 
@@ -174,7 +200,9 @@ impl Policy for EasyBackfill {
             // Cheap checks before placement, the cheapest first: most candidates fail them
             // under load (a candidate that would delay the head and may only run in the
             // head's pool, or whose shape has no room).
-            let ends_in_time = view.now() + self.work_if_started[task.index()] <= reservation.shadow;
+            // Its GPUs must be back (after the release latency) by the shadow time.
+            let ends_in_time =
+                view.now() + self.work_if_started[task.index()] + view.release_latency() <= reservation.shadow;
             debug_assert_eq!(
                 view.now() + self.work_if_started[task.index()],
                 view.expected_end_if_started(task, source),

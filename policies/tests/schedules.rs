@@ -353,6 +353,19 @@ fn released_shares_of_a_gpu_come_back_after_the_latency() {
 }
 
 #[test]
+fn easy_backfill_counts_gpus_being_released_in_the_head_reservation() {
+    // 1 node x 6 GPUs, GPUs back 2 s after a task ends. b (3 GPUs, 100 s) and a (2, 10 s) at
+    // 0; h (3, 20 s) at 1 is the blocked head (1 free), c (1, 50 s) behind it. a ends at 10
+    // and its 2 GPUs are back at 12: h's shadow time is 12, with no extra GPU, so c may not
+    // take the free one (it would hold h until 61). h runs 12..32, its GPUs back at 34: c
+    // runs 34..84. A reservation blind to GPUs being released took b's end (100) for the
+    // shadow at 10, let c take the free GPU (10..60), and h waited for it: 62..82.
+    let jobs = vec![job("b", 0, 3, 100), job("a", 0, 2, 10), job("h", 1, 3, 20), job("c", 1, 1, 50)];
+    let r = run_with("easy-backfill", cluster(&[(1, 6, "A")]), jobs, release_after(2));
+    assert_eq!(schedule(&r), sched(&[("b", 0, 100), ("a", 0, 10), ("h", 12, 32), ("c", 34, 84)]));
+}
+
+#[test]
 fn pack_puts_a_gang_with_gpus_per_node_in_the_pool_where_it_fits_tightest() {
     // Pools A (nodes 0-1, g0-g7) and V (nodes 2-3, g8-g15), 4 GPUs a node. x (6 V GPUs, 3 a
     // node) leaves g11 and g15 free. c (2 GPUs, 1 a node, any type) needs two nodes in either

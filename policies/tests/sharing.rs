@@ -147,3 +147,17 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn a_failed_shared_gpu_takes_no_new_share_while_its_shares_are_released() {
+    // 1 x 1 GPU, a (half of it, 100 s) alone on it; the GPU fails at 10 (seen at once) and is
+    // back at 50. a's half is being released 10..12 while the GPU is out: its retry may not
+    // take the room that half leaves, and waits for the repair. 0..10 kept (continuous
+    // checkpoints), 90 s left from 50: it ends at 140, as with no latency.
+    let jobs = || vec![share("a", 0, 500, 100)];
+    let latency = ControllerConfig { release_latency: sim::SimDuration::from_secs(2), ..ControllerConfig::default() };
+    for config in [latency, ControllerConfig::default()] {
+        let r = run_with_events("fifo", cluster(&[(1, 1, "A")]), jobs(), vec![gpu_fail(0, 0, 10, 40)], config);
+        assert_eq!(schedule(&r), sched(&[("a", 0, 140)]));
+    }
+}

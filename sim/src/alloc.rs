@@ -29,8 +29,12 @@ pub struct FreeGpus {
     gpu_node: Vec<NodeId>,
     /// Milli-GPUs used on each GPU held by fractional tasks (and only those).
     shared_used: BTreeMap<GpuId, u32>,
-    /// Per pool: `(room left, GPU)` for every shared GPU.
+    /// Per pool: `(room left, GPU)` for every shared GPU the scheduler may use.
     by_room: Vec<BTreeSet<(u32, GpuId)>>,
+    /// Shared GPUs the scheduler may not use (failed, on a dead or reserved node): their
+    /// room is offered to no new share. Shares stay on a GPU that goes out of service while
+    /// their tasks are stopped, or while they are being released (`release.rs`).
+    shared_out: BTreeSet<GpuId>,
 }
 
 /// One pool's nodes with free GPUs: `levels[f]` holds the nodes with exactly `f` free, by their
@@ -105,6 +109,7 @@ impl FreeGpus {
             gpu_node: (0..cluster.gpu_count()).map(|g| cluster.node_of(GpuId(g))).collect(),
             shared_used: BTreeMap::new(),
             by_room: vec![BTreeSet::new(); cluster.pools().len()],
+            shared_out: BTreeSet::new(),
         }
     }
 
@@ -115,7 +120,7 @@ impl FreeGpus {
     /// Whether a share of `milli` fits on `gpu` now: it is free, or shared with that much room.
     pub fn can_share(&self, gpu: GpuId, milli: u32) -> bool {
         match self.shared_room(gpu) {
-            Some(room) => room >= milli,
+            Some(room) => room >= milli && !self.shared_out.contains(&gpu),
             None => self.is_free(self.gpu_node[gpu.index()], gpu),
         }
     }
@@ -153,9 +158,28 @@ impl FreeGpus {
         let left = used - milli;
         if left > 0 {
             self.shared_used.insert(gpu, left);
-            self.by_room[pool].insert((WHOLE_GPU_MILLI - left, gpu));
-        } else if usable {
+            if !self.shared_out.contains(&gpu) {
+                self.by_room[pool].insert((WHOLE_GPU_MILLI - left, gpu));
+            }
+            return;
+        }
+        self.shared_out.remove(&gpu);
+        if usable {
             self.release(self.gpu_node[gpu.index()], gpu);
+        }
+    }
+    /// A shared `gpu` goes out of service (`usable` false: its room is offered to no new
+    /// share) or back into it. Nothing for a GPU nobody shares.
+    pub(crate) fn set_shared_usable(&mut self, gpu: GpuId, usable: bool) {
+        let Some(&used) = self.shared_used.get(&gpu) else { return };
+        let pool = self.node_pool[self.gpu_node[gpu.index()].index()].index();
+        let entry = (WHOLE_GPU_MILLI - used, gpu);
+        if usable {
+            self.shared_out.remove(&gpu);
+            self.by_room[pool].insert(entry);
+        } else {
+            self.shared_out.insert(gpu);
+            self.by_room[pool].remove(&entry);
         }
     }
     /// Whether any fractional task holds a share of `gpu`.
@@ -328,15 +352,21 @@ impl FreeGpus {
         for (&gpu, &used) in &self.shared_used {
             let node = self.gpu_node[gpu.index()];
             let pool = self.node_pool[node.index()].index();
-            if used == 0 || used > WHOLE_GPU_MILLI || !self.by_room[pool].contains(&(WHOLE_GPU_MILLI - used, gpu)) {
-                return Err(format!("shared {gpu} uses {used} milli-GPUs, or is missing from the room index"));
+            let offered = self.by_room[pool].contains(&(WHOLE_GPU_MILLI - used, gpu));
+            if used == 0 || used > WHOLE_GPU_MILLI || offered == self.shared_out.contains(&gpu) {
+                return Err(format!(
+                    "shared {gpu} uses {used} milli-GPUs, or the room index disagrees with its being out of service"
+                ));
             }
             if self.is_free(node, gpu) {
                 return Err(format!("shared {gpu} is also free"));
             }
         }
-        if self.by_room.iter().map(BTreeSet::len).sum::<usize>() != self.shared_used.len() {
-            return Err("the room index lists GPUs nobody shares".into());
+        let offered = self.shared_used.len() - self.shared_out.len();
+        if self.by_room.iter().map(BTreeSet::len).sum::<usize>() != offered
+            || self.shared_out.iter().any(|g| !self.shared_used.contains_key(g))
+        {
+            return Err("the room index lists GPUs nobody shares, or a GPU out of service is not shared".into());
         }
         Ok(())
     }

@@ -585,6 +585,7 @@ impl Controller {
             owner: &self.owner,
             datasets: &self.datasets,
             speed_profiles: &self.speed_profiles,
+            releases: &self.releases,
         };
         let mut plan = Plan {
             now: self.now,

@@ -131,11 +131,14 @@ impl Controller {
     }
 
     /// GPUs that just became unusable leave the free index (those held by a task leave it
-    /// when the task lets go: see `release_to_free`).
+    /// when the task lets go: see `release_to_free`; a shared one's room is offered to no
+    /// new share meanwhile).
     pub(crate) fn take_out_of_service(&mut self, gpus: &[GpuId]) {
         for &gpu in gpus {
             if self.idle(gpu) {
                 self.free.take(self.cluster.node_of(gpu), gpu);
+            } else {
+                self.free.set_shared_usable(gpu, false);
             }
         }
     }
@@ -144,6 +147,8 @@ impl Controller {
         for &gpu in gpus {
             if self.idle(gpu) {
                 self.free.release(self.cluster.node_of(gpu), gpu);
+            } else {
+                self.free.set_shared_usable(gpu, true);
             }
         }
     }

@@ -37,6 +37,15 @@ impl Releases {
     pub(crate) fn pending(&self, gpu: GpuId) -> u32 {
         self.pending.get(gpu.index()).copied().unwrap_or(0)
     }
+
+    pub(crate) fn latency(&self) -> SimDuration {
+        self.latency
+    }
+
+    /// What returns when: (when, GPU, milli-GPUs), soonest first.
+    pub(crate) fn due(&self) -> impl Iterator<Item = (SimTime, GpuId, u32)> + '_ {
+        self.due.iter().copied()
+    }
 }
 
 impl Controller {
@@ -48,11 +57,13 @@ impl Controller {
             return false;
         }
         let at = self.now + releases.latency;
+        // Releases fall due in order: one timer serves all that fall due at `at`.
+        let timer_set = releases.due.back().is_some_and(|&(due, ..)| due == at);
         for &gpu in gpus {
             releases.pending[gpu.index()] += milli;
             releases.due.push_back((at, gpu, milli));
         }
-        if !gpus.is_empty() {
+        if !gpus.is_empty() && !timer_set {
             self.timers.push((at, Timer::Release));
         }
         true

@@ -68,12 +68,24 @@ pub struct ClusterView<'a> {
     pub(crate) owner: &'a [Option<TaskId>],
     pub(crate) datasets: &'a crate::data::Datasets,
     pub(crate) speed_profiles: &'a crate::speeds::SpeedProfiles,
+    pub(crate) releases: &'a crate::release::Releases,
 }
 
 impl<'a> ClusterView<'a> {
     /// The time of this decision point.
     pub fn now(&self) -> SimTime {
         self.now
+    }
+    /// How long after a task ends its GPUs return to the free pool (the run's release
+    /// latency, `--release-latency-s`; zero: at once). A policy that plans when GPUs come
+    /// back adds it to every running task's end.
+    pub fn release_latency(&self) -> SimDuration {
+        self.releases.latency()
+    }
+    /// GPUs let go of and not yet back, as (when, GPU, milli-GPUs) in the order they return:
+    /// neither free nor held meanwhile.
+    pub fn releasing(&self) -> impl Iterator<Item = (SimTime, crate::ids::GpuId, u32)> + 'a {
+        self.releases.due()
     }
     /// What happened since the policy's previous call, in the order it happened: what a
     /// policy's incremental indexes follow.
