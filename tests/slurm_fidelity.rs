@@ -14,23 +14,24 @@ fn dump(run: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/tests/data/slurm").join(run)
 }
 
-/// Each job's start as Slurm recorded it (its last attempt; a het job's first component), in
-/// whole seconds of the dump's naive clock; jobs that never held resources are left out.
+/// Each job's first start as Slurm recorded it (the earliest `Start` over its attempts and
+/// het components), of the dump's naive clock; jobs that never held resources are left out.
+/// A parse of its own, to check the importer's `recorded_starts` against.
 fn slurm_starts(sacct: &Path) -> BTreeMap<String, SimTime> {
     let text = std::fs::read_to_string(sacct).expect("the committed sacct dump");
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().expect("a header").split('|').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
     let (id, start, alloc) = (col("JobID"), col("Start"), col("AllocTRES"));
-    let mut starts = BTreeMap::new();
+    let mut starts: BTreeMap<String, SimTime> = BTreeMap::new();
     for line in lines {
         let f: Vec<&str> = line.split('|').collect();
-        let first_component = !f[id].contains('+') || f[id].ends_with("+0");
-        if f[id].contains('.') || f[alloc].is_empty() || !first_component {
+        if f[id].contains('.') || f[alloc].is_empty() {
             continue;
         }
-        let ms = traces::parse_datetime_ms(&f[start].replacen('T', " ", 1)).expect("a sacct time");
-        starts.insert(f[id].split('+').next().unwrap_or_default().to_owned(), SimTime(ms));
+        let at = SimTime(traces::parse_datetime_ms(&f[start].replacen('T', " ", 1)).expect("a sacct time"));
+        let job = f[id].split('+').next().unwrap_or_default().to_owned();
+        starts.entry(job).and_modify(|s| *s = (*s).min(at)).or_insert(at);
     }
     starts
 }
@@ -299,8 +300,7 @@ fn slurm_cadence_and_release_latency_explain_the_gap() {
     assert!(fast.within_5s >= 270 && fast.p50_s <= 1 && fast.max_s <= 6, "{fast:?}");
     assert!(at("builtin-fast", 1, 0).p50_s >= 20, "{:?}", at("builtin-fast", 1, 0));
     // Slurm's defaults: the same beat plus a second before the GPUs are back fits best (p50
-    // 5 s, p99 11 s); the max (124 s) is job 64, which Slurm held 2 minutes after its node
-    // failure before running it again.
+    // 5 s, p99 11 s).
     let default = at("builtin", 3, 1);
     assert!(default.p50_s <= 5 && default.p99_s <= 11 && default.within_5s >= 170, "{default:?}");
     assert!(at("builtin", 1, 0).p50_s >= 40, "{:?}", at("builtin", 1, 0));
@@ -321,12 +321,12 @@ fn fifo_with_a_release_latency_matches_sched_builtin() {
     // later (COMPLETING, then the next pass): with that second, 96 % of the starts fall within
     // 5 s of Slurm's (p50 2 s), against 13 % without it.
     let fast = &table[&("builtin-fast", "1")];
-    assert!(fast.within_5s >= 255 && fast.p50_s <= 2 && fast.p99_s <= 8, "{fast:?}");
+    assert!(fast.within_5s >= 255 && fast.p50_s <= 2 && fast.p99_s <= 8 && fast.max_s <= 10, "{fast:?}");
     assert!(table[&("builtin-fast", "0")].within_5s <= 40, "{table:?}");
     // Slurm's defaults add the wait for the next batch pass (3 s apart) to every start: 1.75 s
-    // a start on average fits best (p50 2 s; the max is job 64, held after its node failure).
+    // a start on average fits best (p50 2 s, worst 8 s).
     let default = &table[&("builtin", "1.75")];
-    assert!(default.within_5s >= 245 && default.p50_s <= 2 && default.p99_s <= 8, "{default:?}");
+    assert!(default.within_5s >= 245 && default.p50_s <= 2 && default.max_s <= 10, "{default:?}");
     // The cost adds up along a FIFO queue of a hundred jobs, so half a second off is far off:
     // the latency is a property of the cluster, to measure (docs/slurm.md), not a knob to guess.
     assert!(table[&("builtin-fast", "1.5")].within_5s < 100 && table[&("builtin", "1")].within_5s < 100, "{table:?}");

@@ -81,8 +81,9 @@ const NOT_MODELLED_FROM: usize = 14;
 pub struct SacctImport {
     pub workload: Workload,
     pub report: SacctReport,
-    /// When Slurm started each job that held GPUs (its last attempt; a het job's first
-    /// component), by job name, on the import's clock: what a replay's starts compare with.
+    /// When Slurm first started each job that held GPUs (the earliest `Start` of any of its
+    /// attempts and components), by job name, on the import's clock: what a replay's first
+    /// starts compare with (a requeued job replays from its first attempt).
     pub recorded_starts: BTreeMap<String, SimTime>,
 }
 
@@ -272,12 +273,15 @@ pub(crate) fn read_sacct_into(
     Some(SacctImport { workload, report, recorded_starts })
 }
 
-/// The start of each job's last attempt of its first component, by job name.
+/// The earliest start of each job over its attempts and components, by job name.
 fn recorded_starts(jobs: &BTreeMap<(String, u32), Vec<Attempt>>) -> BTreeMap<String, SimTime> {
-    jobs.iter()
-        .filter(|((_, component), _)| *component == 0)
-        .filter_map(|((name, _), attempts)| Some((name.clone(), SimTime(attempts.last()?.start?))))
-        .collect()
+    let mut starts: BTreeMap<String, SimTime> = BTreeMap::new();
+    for ((name, _), attempts) in jobs {
+        for start in attempts.iter().filter_map(|a| a.start).map(SimTime) {
+            starts.entry(name.clone()).and_modify(|s| *s = (*s).min(start)).or_insert(start);
+        }
+    }
+    starts
 }
 
 /// A job row as an [`Attempt`]; `None` for a step (counted) or a row that cannot be replayed
