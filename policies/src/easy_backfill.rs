@@ -102,24 +102,38 @@ impl EasyBackfill {
             .pools
             .iter()
             .filter_map(|pool| {
-                let mut free = plan.free().in_pool(pool);
-                let mut returns = self.returns(view, pool);
-                while free < need {
-                    let (back, gpus) = returns.next()?;
-                    free += gpus;
-                    if free >= need {
-                        let shadow = back.max(view.now());
-                        // GPUs back at the same instant (the next ones) count then too.
-                        let same_time: u32 =
-                            std::iter::from_fn(|| returns.next_if(|&(b, _)| b == back)).map(|(_, gpus)| gpus).sum();
-                        let extra = if node_shaped { 0 } else { free + same_time - need };
-                        return Some(Reservation { pool, shadow, extra });
-                    }
-                }
-                None
+                let free = plan.free().in_pool(pool);
+                let (shadow, extra) = if view.release_latency() == SimDuration::ZERO {
+                    // GPUs return at the tasks' ends: the index alone, without the merge.
+                    let ends = self.running.in_pool(pool).map(|(end, t)| (end, view.task(t).gpus));
+                    first_room(free, need, ends.peekable())?
+                } else {
+                    first_room(free, need, self.returns(view, pool))?
+                };
+                let extra = if node_shaped { 0 } else { extra };
+                Some(Reservation { pool, shadow: shadow.max(view.now()), extra })
             })
             .min_by_key(|r| (r.shadow, r.pool))
     }
+}
+
+/// When `need` GPUs are first free, starting from `free` and adding what `returns` gives
+/// back (soonest first), and how many more than `need` are free then (GPUs back at that same
+/// instant included); `None` if never.
+fn first_room(
+    mut free: u32,
+    need: u32,
+    mut returns: std::iter::Peekable<impl Iterator<Item = (SimTime, u32)>>,
+) -> Option<(SimTime, u32)> {
+    while free < need {
+        let (back, gpus) = returns.next()?;
+        free += gpus;
+        if free >= need {
+            let same_time: u32 = std::iter::from_fn(|| returns.next_if(|&(b, _)| b == back)).map(|(_, g)| g).sum();
+            return Some((back, free + same_time - need));
+        }
+    }
+    None
 }
 
 impl EasyBackfill {
