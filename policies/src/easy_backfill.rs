@@ -147,10 +147,11 @@ impl EasyBackfill {
     ) -> std::iter::Peekable<impl Iterator<Item = (SimTime, u32)> + 's> {
         let latency = view.release_latency();
         let mut ends = self.running.in_pool(pool).map(move |(end, t)| (end + latency, view.task(t).gpus)).peekable();
-        let cluster = view.cluster();
+        let (cluster, health) = (view.cluster(), view.health());
+        // Only GPUs the scheduler may use: one let go of on a dead node does not come back.
         let mut releasing = view
             .releasing()
-            .filter(move |&(_, gpu, _)| cluster.pool_of(gpu) == pool)
+            .filter(move |&(_, gpu, _)| cluster.pool_of(gpu) == pool && health.usable(gpu))
             .map(|(at, _, _)| (at, 1))
             .peekable();
         // Ties: running tasks first; both count at the same instant, so the order is moot.

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{cluster, first_gpus, job, job_est, run, run_with, sched, schedule};
+use common::{cluster, first_gpus, job, job_est, node_fail, run, run_with, run_with_events, sched, schedule};
 use sim::{ControllerConfig, JobOutcome, SimDuration};
 use std::num::NonZeroU32;
 
@@ -363,6 +363,27 @@ fn easy_backfill_counts_gpus_being_released_in_the_head_reservation() {
     let jobs = vec![job("b", 0, 3, 100), job("a", 0, 2, 10), job("h", 1, 3, 20), job("c", 1, 1, 50)];
     let r = run_with("easy-backfill", cluster(&[(1, 6, "A")]), jobs, release_after(2));
     assert_eq!(schedule(&r), sched(&[("b", 0, 100), ("a", 0, 10), ("h", 12, 32), ("c", 34, 84)]));
+}
+
+#[test]
+fn easy_backfill_does_not_count_gpus_released_on_a_dead_node() {
+    // 2 nodes x 2 GPUs, GPUs back 30 s after a task ends. b (1 GPU, 100 s) on g0, d (2 GPUs,
+    // 10,000 s) on node 1, which fails at 5 and is declared dead at 30: d fails and is the
+    // blocked head (g1 free). d's GPUs are being released until 60, but on a dead node: they
+    // never come back. d's shadow is b's end plus the latency (130) with no extra GPU, so c
+    // (1 GPU, 1000 s, at 31) may not take g1, and d restarts at 130 on node 0. Counting the
+    // dead node's GPUs back at 60, c took g1 at 31 and d waited until 1,061.
+    let jobs = vec![job("b", 0, 1, 100), job("d", 0, 2, 10_000), job("c", 31, 1, 1000)];
+    let events = vec![node_fail(1, 5, 20_000)];
+    let r = run_with_events("easy-backfill", cluster(&[(2, 2, "A")]), jobs, events, release_after(30));
+    let d_starts: Vec<u64> = r
+        .decisions
+        .iter()
+        .filter(|d| d.kind == sim::DecisionKind::Start && d.job == sim::JobId(1))
+        .map(|d| d.time.as_ms() / 1000)
+        .collect();
+    assert_eq!(d_starts, vec![0, 130]);
+    assert!(schedule(&r)[2].1 > 130, "c may not delay the head: {:?}", schedule(&r));
 }
 
 #[test]
