@@ -127,8 +127,10 @@ impl Runner {
         let result = sim::simulate(scenario, policy, config)?;
         let mut summary = reports::Summary::of(&result);
         summary.wall_s = Some(started.elapsed().as_secs_f64());
-        let deviations = reports::recorded::start_deviations(&result, &recorded_starts);
-        let vs_recorded = reports::recorded::StartDeviations::of(deviations.values());
+        // Only a trace that records starts (sacct) pays for the comparison.
+        let vs_recorded = (!recorded_starts.is_empty())
+            .then(|| reports::recorded::start_deviations(&result, &recorded_starts))
+            .and_then(|deviations| reports::recorded::StartDeviations::of(deviations.values()));
         Ok(RunOutcome { result, summary, vs_recorded })
     }
 
