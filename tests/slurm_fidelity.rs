@@ -188,7 +188,7 @@ mod model {
             .iter()
             .map(|j| {
                 let t = &j.tasks[0];
-                let eligible = t.window.not_before.unwrap_or(j.submit).0.max(j.submit.0) / 1000;
+                let eligible = t.options().window.not_before.unwrap_or(j.submit).0.max(j.submit.0) / 1000;
                 let nodes = if t.single_node { 1 } else { 2 };
                 let job = Job {
                     name: j.name.to_string(),

@@ -355,7 +355,7 @@ impl Driver {
         if let Some((t, dataset)) = spec
             .tasks
             .iter()
-            .filter_map(|t| Some((t, t.dataset.as_deref()?)))
+            .filter_map(|t| Some((t, t.options().dataset.as_deref()?)))
             .find(|(_, d)| !self.datasets.is_empty() && self.datasets.find(d).is_none())
         {
             let names: Vec<&str> = self.dataset_specs.iter().map(|d| d.name.as_str()).collect();
@@ -912,8 +912,8 @@ mod tests {
         let trace = d.trace();
         let jobs = trace.workload.jobs();
         assert_eq!(jobs[0].deadline, Some(SimDuration(60_000)));
-        assert_eq!(jobs[0].tasks[1].speeds.get("SIM"), Some(&2000));
-        assert_eq!(jobs[2].tasks[0].window.not_before, Some(SimTime(1010)));
+        assert_eq!(jobs[0].tasks[1].options().speeds.get("SIM"), Some(&2000));
+        assert_eq!(jobs[2].tasks[0].options().window.not_before, Some(SimTime(1010)));
         assert_eq!(trace.datasets.len(), 1);
         assert_eq!(live(&d), simulated(&d));
     }

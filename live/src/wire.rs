@@ -294,13 +294,15 @@ impl TaskRequest {
             }
             other => other.and_then(std::num::NonZeroU32::new),
         };
-        spec.checkpoint = seconds("checkpoint_s", &self.checkpoint_s, 0)?.map(sim::SimDuration);
-        spec.restart_overhead = seconds("restart_overhead_s", &self.restart_overhead_s, 0)?.map(sim::SimDuration);
         spec.deps = deps;
-        spec.window = window;
-        spec.dataset = self.dataset.clone();
-        spec.speeds = speeds;
-        Ok(spec)
+        Ok(spec.with_options(sim::TaskOptions {
+            checkpoint: seconds("checkpoint_s", &self.checkpoint_s, 0)?.map(sim::SimDuration),
+            restart_overhead: seconds("restart_overhead_s", &self.restart_overhead_s, 0)?.map(sim::SimDuration),
+            checkpoint_cost: None,
+            window,
+            dataset: self.dataset.clone(),
+            speeds,
+        }))
     }
 }
 
@@ -548,19 +550,25 @@ mod tests {
         assert_eq!((spec.submit, spec.deadline), (sim::SimTime(5_000), Some(sim::SimDuration(7_200_000))));
         let a = &spec.tasks[0];
         assert_eq!((a.gpus, a.gpu_milli), (1, Some(250)));
-        assert_eq!((a.checkpoint, a.restart_overhead), (Some(sim::SimDuration(0)), Some(sim::SimDuration(1_500))));
         assert_eq!(
-            a.window,
+            (a.options().checkpoint, a.options().restart_overhead),
+            (Some(sim::SimDuration(0)), Some(sim::SimDuration(1_500)))
+        );
+        assert_eq!(
+            a.options().window,
             sim::Window { not_before: Some(sim::SimTime(15_000)), not_after: Some(sim::SimTime(65_250)) }
         );
-        assert_eq!(a.dataset.as_deref(), Some("imagenet"));
+        assert_eq!(a.options().dataset.as_deref(), Some("imagenet"));
         assert_eq!(
-            a.speeds.iter().map(|(t, &m)| (t.as_str(), m)).collect::<Vec<_>>(),
+            a.options().speeds.iter().map(|(t, &m)| (t.as_str(), m)).collect::<Vec<_>>(),
             [("A100", 2500), ("V100", 1000)]
         );
         // Without an estimate, the assumed work; unset options stay the run's defaults.
         let b = &spec.tasks[1];
-        assert_eq!((b.work, b.estimate, b.checkpoint, b.gpu_milli), (sim::SimDuration(3_600_000), None, None, None));
+        assert_eq!(
+            (b.work, b.estimate, b.options().checkpoint, b.gpu_milli),
+            (sim::SimDuration(3_600_000), None, None, None)
+        );
         assert_eq!(b.deps, [sim::Dependency { upstream: 0, kind: sim::DepKind::Success }]);
         let kinds: Vec<(usize, sim::DepKind)> = spec.tasks[2].deps.iter().map(|d| (d.upstream, d.kind)).collect();
         use sim::DepKind::*;

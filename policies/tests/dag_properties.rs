@@ -41,7 +41,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
                     t.estimate = Some(SimDuration(work_ms));
                     let not_before = not_before_s.map(|s| SimTime(submit_ms + s * 1000));
                     let not_after = window_s.map(|s| SimTime(submit_ms + s * 1000).max(not_before.unwrap_or_default()));
-                    t.window = Window { not_before, not_after };
+                    t.options_mut().window = Window { not_before, not_after };
                     t
                 })
                 .collect();
@@ -146,12 +146,12 @@ fn check(spec: &str, case: &Case) -> Result<(), TestCaseError> {
             let finish = rec.finish.expect("a final task has an end");
             if let Some(start) = rec.first_start {
                 prop_assert!(
-                    t_spec.window.not_before.is_none_or(|nb| nb <= start),
+                    t_spec.options().window.not_before.is_none_or(|nb| nb <= start),
                     "{}: started before its window",
                     tctx
                 );
                 prop_assert!(
-                    t_spec.window.not_after.is_none_or(|na| start <= na),
+                    t_spec.options().window.not_after.is_none_or(|na| start <= na),
                     "{}: started after its window",
                     tctx
                 );

@@ -162,7 +162,7 @@ fn progress_dependencies_are_met_at_their_point_and_stay_met() {
             ("eval", 1, 1, &[(0, DepKind::Success)]),
         ],
     );
-    job.tasks[0].checkpoint = Some(SimDuration::from_secs(30));
+    job.tasks[0].options_mut().checkpoint = Some(SimDuration::from_secs(30));
     let r = run_with_events(
         "fifo",
         cluster(&[(1, 4, "A")]),
@@ -189,10 +189,10 @@ fn progress_dependencies_are_met_at_their_point_and_stay_met() {
 #[test]
 fn start_windows_delay_and_expire_tasks() {
     let mut late = JobSpec::single("late", SimTime::ZERO, 1, SimDuration::from_secs(10));
-    late.tasks[0].window.not_before = Some(SimTime::from_secs(30));
+    late.tasks[0].options_mut().window.not_before = Some(SimTime::from_secs(30));
     let hog = JobSpec::single("hog", SimTime::ZERO, 2, SimDuration::from_secs(50));
     let mut tight = JobSpec::single("tight", SimTime::from_secs(1), 1, SimDuration::from_secs(10));
-    tight.tasks[0].window.not_after = Some(SimTime::from_secs(20));
+    tight.tasks[0].options_mut().window.not_after = Some(SimTime::from_secs(20));
     let r = run("fifo", cluster(&[(1, 2, "A")]), vec![hog, late, tight]);
     let end = |name: &str| {
         let j = r.jobs.iter().find(|j| j.name == name).expect("job");
@@ -211,7 +211,7 @@ fn start_windows_delay_and_expire_tasks() {
 
     // On an idle cluster `late` starts exactly when its window opens.
     let mut late = JobSpec::single("late", SimTime::ZERO, 1, SimDuration::from_secs(10));
-    late.tasks[0].window.not_before = Some(SimTime::from_secs(30));
+    late.tasks[0].options_mut().window.not_before = Some(SimTime::from_secs(30));
     let r = run("sjf", cluster(&[(1, 2, "A")]), vec![late]);
     assert_eq!(common::schedule(&r), common::sched(&[("late", 30, 40)]));
 }

@@ -94,24 +94,11 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                     }
                     let estimate_ms = work_ms * rng.range(1, 16) / 4;
                     let probe = j == PROBE_JOB;
-                    TaskSpec {
-                        name: t.to_string().into(),
-                        gpus: if probe { 1 } else { gpus },
-                        gpu_milli: None,
-                        gpu_type: if probe { None } else { gpu_type.map(str::to_string) },
-                        single_node: !probe && rng.percent(20),
-                        gpus_per_node: None,
-                        work: SimDuration(work_ms),
-                        estimate: Some(SimDuration(estimate_ms)),
-                        checkpoint: None,
-                        restart_overhead: None,
-                        checkpoint_cost: None,
-                        deps: Vec::new(),
-                        window: sim::Window::default(),
-                        dataset: None,
-                        speeds: Default::default(),
-                        exit_code: 0,
-                    }
+                    let mut task = TaskSpec::new(t.to_string(), if probe { 1 } else { gpus }, SimDuration(work_ms));
+                    task.gpu_type = if probe { None } else { gpu_type.map(str::to_string) };
+                    task.single_node = !probe && rng.percent(20);
+                    task.estimate = Some(SimDuration(estimate_ms));
+                    task
                 })
                 .collect();
             JobSpec {

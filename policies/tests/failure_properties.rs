@@ -27,7 +27,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use sim::{
     ClusterEvent, ControllerConfig, DecisionKind, DecisionRecord, FailureConfig, JobOutcome, JobSpec, NodeId,
-    RunResult, Scenario, SimDuration, SimTime, TaskSpec, Workload,
+    RunResult, Scenario, SimDuration, SimTime, TaskOptions, TaskSpec, Workload,
 };
 use std::ops::Range;
 
@@ -86,23 +86,16 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
         arb_checkpoint(),
         arb_overhead(),
     )
-        .prop_map(|(gpus, gpu_type, single_node, work_ms, quarters, checkpoint, restart_overhead)| TaskSpec {
-            name: String::new().into(),
-            gpus,
-            gpu_milli: None,
-            gpu_type,
-            single_node,
-            gpus_per_node: None,
-            work: SimDuration(work_ms),
-            estimate: Some(SimDuration(work_ms * quarters / 4)),
-            checkpoint,
-            restart_overhead,
-            checkpoint_cost: None,
-            deps: Vec::new(),
-            window: sim::Window::default(),
-            dataset: None,
-            speeds: Default::default(),
-            exit_code: 0,
+        .prop_map(|(gpus, gpu_type, single_node, work_ms, quarters, checkpoint, restart_overhead)| {
+            let mut task = TaskSpec::new("", gpus, SimDuration(work_ms)).with_options(TaskOptions {
+                checkpoint,
+                restart_overhead,
+                ..TaskOptions::default()
+            });
+            task.gpu_type = gpu_type;
+            task.single_node = single_node;
+            task.estimate = Some(SimDuration(work_ms * quarters / 4));
+            task
         })
 }
 
@@ -316,8 +309,8 @@ fn arb_case_with(events: bool) -> impl Strategy<Value = Case> {
                     j.name = format!("j{i}").into();
                     if clean {
                         for t in &mut j.tasks {
-                            t.checkpoint = t.checkpoint.map(|_| SimDuration::ZERO);
-                            t.restart_overhead = None;
+                            t.options_mut().checkpoint = t.options().checkpoint.map(|_| SimDuration::ZERO);
+                            t.options_mut().restart_overhead = None;
                         }
                     }
                 }
@@ -705,8 +698,8 @@ impl<'h> Replay<'h> {
                     single_node: t.single_node,
                     eligible,
                     work: t.work.as_ms(),
-                    checkpoint: t.checkpoint.map_or(case.checkpoint_ms, SimDuration::as_ms),
-                    overhead: t.restart_overhead.map_or(case.overhead_ms, SimDuration::as_ms),
+                    checkpoint: t.options().checkpoint.map_or(case.checkpoint_ms, SimDuration::as_ms),
+                    overhead: t.options().restart_overhead.map_or(case.overhead_ms, SimDuration::as_ms),
                     phase: Phase::Waiting,
                     remaining: t.work.as_ms(),
                     started: 0,
@@ -1424,7 +1417,7 @@ fn implicit_heartbeats_cost_the_same_on_any_number_of_idle_nodes() {
         .map(|i| {
             let mut j = common::job(&format!("j{i}"), i * 600, 1 + (i as u32 % 4), 3_600 * (1 + i % 5));
             j.tasks[0].gpu_type = Some("A".to_string());
-            j.tasks[0].checkpoint = Some(SimDuration::from_secs(300));
+            j.tasks[0].options_mut().checkpoint = Some(SimDuration::from_secs(300));
             j
         })
         .collect();

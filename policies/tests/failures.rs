@@ -10,8 +10,8 @@ use sim::{ClusterEvent, ControllerConfig, FailureConfig, JobOutcome, NodeId, Sim
 /// One 4-GPU task of 1000 s that checkpoints every 100 s and pays 30 s to restart.
 fn checkpointed_job() -> sim::JobSpec {
     let mut a = job("a", 0, 4, 1000);
-    a.tasks[0].checkpoint = Some(SimDuration::from_secs(100));
-    a.tasks[0].restart_overhead = Some(SimDuration::from_secs(30));
+    a.tasks[0].options_mut().checkpoint = Some(SimDuration::from_secs(100));
+    a.tasks[0].options_mut().restart_overhead = Some(SimDuration::from_secs(30));
     a
 }
 

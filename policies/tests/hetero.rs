@@ -37,7 +37,7 @@ fn fastest_prefers_the_fastest_pool_that_fits() {
 }
 
 fn with_speeds(mut j: JobSpec, speeds: &[(&str, u32)]) -> JobSpec {
-    j.tasks[0].speeds = speeds.iter().map(|&(ty, milli)| (ty.to_string(), milli)).collect();
+    j.tasks[0].options_mut().speeds = speeds.iter().map(|&(ty, milli)| (ty.to_string(), milli)).collect();
     j
 }
 
@@ -81,7 +81,7 @@ fn wall_time_rounds_up_to_the_millisecond() {
 #[test]
 fn lost_work_is_counted_in_work_and_its_gpu_time_in_wall_time() {
     let mut j: JobSpec = job("j", 0, 1, 600);
-    j.tasks[0].checkpoint = Some(SimDuration::from_secs(100));
+    j.tasks[0].options_mut().checkpoint = Some(SimDuration::from_secs(100));
     let r = run_with_events(
         "fifo[placement=fastest]",
         two_speeds(2000),

@@ -8,7 +8,7 @@ use common::{cluster, job, sched, schedule};
 use sim::{ControllerConfig, DatasetSpec, JobSpec, NodeId, RunResult, Scenario, SimDuration, Workload};
 
 fn reads(mut j: JobSpec, dataset: &str) -> JobSpec {
-    j.tasks[0].dataset = Some(dataset.to_string());
+    j.tasks[0].options_mut().dataset = Some(dataset.to_string());
     j
 }
 
@@ -173,7 +173,7 @@ mod waiting_for_locality {
             prop_assert!(r.jobs.iter().all(|j| j.outcome.is_some()), "a job did not end");
             for d in r.decisions.iter().filter(|d| d.kind == sim::DecisionKind::Start) {
                 let spec = &workload.jobs()[d.job.index()];
-                let Some(name) = spec.tasks[0].dataset.as_deref() else { continue };
+                let Some(name) = spec.tasks[0].options().dataset.as_deref() else { continue };
                 let holder = datasets.iter().find(|x| x.name == name).unwrap().nodes[0];
                 // 2 GPUs per node: GPUs 2n and 2n + 1 are node n's.
                 let local = d.gpus.iter().all(|g| g.0 / 2 == holder.0);

@@ -38,28 +38,18 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
     // Node shape: 0 any split, 1 single-node, 2 a divisor of its GPUs on each node it uses.
     let node_shape = prop_oneof![7 => Just(0u8), 2 => Just(1u8), 1 => Just(2u8)];
     (arb_gpus(), arb_gpu_type(), node_shape, any::<u8>(), arb_work_ms(7200), estimate_quarters).prop_map(
-        |(gpus, gpu_type, node_shape, pick, work_ms, quarters)| TaskSpec {
-            name: String::new().into(),
-            gpus,
-            gpu_milli: None,
-            gpu_type,
-            single_node: node_shape == 1,
-            gpus_per_node: (node_shape == 2)
+        |(gpus, gpu_type, node_shape, pick, work_ms, quarters)| {
+            let mut task = TaskSpec::new("", gpus, SimDuration(work_ms));
+            task.gpu_type = gpu_type;
+            task.single_node = node_shape == 1;
+            task.gpus_per_node = (node_shape == 2)
                 .then(|| {
                     let divisors: Vec<u32> = (1..=gpus).filter(|d| gpus.is_multiple_of(*d)).collect();
                     divisors[usize::from(pick) % divisors.len()]
                 })
-                .and_then(std::num::NonZeroU32::new),
-            work: SimDuration(work_ms),
-            estimate: Some(SimDuration(work_ms * quarters / 4)),
-            checkpoint: None,
-            restart_overhead: None,
-            checkpoint_cost: None,
-            deps: Vec::new(),
-            window: sim::Window::default(),
-            dataset: None,
-            speeds: Default::default(),
-            exit_code: 0,
+                .and_then(std::num::NonZeroU32::new);
+            task.estimate = Some(SimDuration(work_ms * quarters / 4));
+            task
         },
     )
 }
@@ -878,23 +868,12 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
         PoolDesc { nodes: 2, gpus_per_node: 4, gpu_type: "A" },
         PoolDesc { nodes: 3, gpus_per_node: 2, gpu_type: "B" },
     ];
-    let task = |gpus: u32, ty: Option<&str>, single_node: bool| TaskSpec {
-        name: "0".into(),
-        gpus,
-        gpu_milli: None,
-        gpu_type: ty.map(str::to_string),
-        single_node,
-        gpus_per_node: None,
-        work: SimDuration(1000),
-        estimate: Some(SimDuration(1000)),
-        checkpoint: None,
-        restart_overhead: None,
-        checkpoint_cost: None,
-        deps: Vec::new(),
-        window: sim::Window::default(),
-        dataset: None,
-        speeds: Default::default(),
-        exit_code: 0,
+    let task = |gpus: u32, ty: Option<&str>, single_node: bool| {
+        let mut task = TaskSpec::new("0", gpus, SimDuration(1000));
+        task.gpu_type = ty.map(str::to_string);
+        task.single_node = single_node;
+        task.estimate = Some(SimDuration(1000));
+        task
     };
     let cases = [
         (task(8, None, false), true),

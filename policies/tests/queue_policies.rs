@@ -351,9 +351,9 @@ fn borrowed_gpus_are_reclaimed_for_the_neediest_queue() {
         QueueSpec { max_gpus: Some(2), ..queue("b", 1, 0) },
     ];
     let mut a1 = in_queue(job("a1", 0, 2, 100), "a");
-    a1.tasks[0].checkpoint = Some(SimDuration::from_secs(60));
+    a1.tasks[0].options_mut().checkpoint = Some(SimDuration::from_secs(60));
     let mut a2 = in_queue(job("a2", 0, 2, 100), "a");
-    a2.tasks[0].checkpoint = Some(SimDuration::from_secs(1));
+    a2.tasks[0].options_mut().checkpoint = Some(SimDuration::from_secs(1));
     let b1 = in_queue(job("b1", 5, 2, 10), "b");
     for spec in ["fair-share", "drf", "critical-path"] {
         let r = run_queues(spec, cluster(&[(1, 4, "A")]), &queues, vec![a1.clone(), a2.clone(), b1.clone()]);

@@ -59,9 +59,9 @@ fn a_running_jobs_cap_and_the_default_queue() {
 fn borrowed_gpus_are_reclaimed_from_the_task_that_loses_least() {
     let queues = [queue("a", Some(2), None, true), queue("b", Some(2), None, false)];
     let mut a1 = in_queue(job("a1", 0, 2, 100), "a");
-    a1.tasks[0].checkpoint = Some(SimDuration::from_secs(60));
+    a1.tasks[0].options_mut().checkpoint = Some(SimDuration::from_secs(60));
     let mut a2 = in_queue(job("a2", 0, 2, 100), "a");
-    a2.tasks[0].checkpoint = Some(SimDuration::from_secs(1));
+    a2.tasks[0].options_mut().checkpoint = Some(SimDuration::from_secs(1));
     let b1 = in_queue(job("b1", 5, 2, 10), "b");
     for spec in ["fifo", "sjf", "easy-backfill"] {
         let r = run_queues(spec, 4, &queues, vec![a1.clone(), a2.clone(), b1.clone()]);
@@ -134,7 +134,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
                         SimDuration(work_ms),
                     );
                     j.tasks[0].estimate = Some(SimDuration(work_ms));
-                    j.tasks[0].checkpoint = Some(SimDuration::from_secs(checkpoint_s));
+                    j.tasks[0].options_mut().checkpoint = Some(SimDuration::from_secs(checkpoint_s));
                     j.queue = (q < queues.len()).then(|| queues[q].name.as_str().into());
                     j
                 })

@@ -112,7 +112,7 @@ fn tiresias_orders_continuous_and_interval_victims_by_work_at_risk_then_latest()
     // are at level 1 by 10. c (2 GPUs, 10 s, level 0) needs one of them.
     let jobs = |c_at: u64| {
         let mut a = job("a", 0, 2, 100);
-        a.tasks[0].checkpoint = Some(sim::SimDuration::ZERO);
+        a.tasks[0].options_mut().checkpoint = Some(sim::SimDuration::ZERO);
         vec![a, job("b", 5, 2, 100), job("c", c_at, 2, 10)]
     };
     let spec = "tiresias[thresholds=10]";

@@ -31,9 +31,10 @@ pub fn apply(spec: &RunSpec, workload: Workload) -> Result<Workload, String> {
         let overhead = overheads.get(queue).map(|s| s.duration());
         let cost = costs.get(queue).map(|s| s.duration());
         for task in &mut job.tasks {
-            task.checkpoint = task.checkpoint.or(checkpoint);
-            task.restart_overhead = task.restart_overhead.or(overhead);
-            task.checkpoint_cost = task.checkpoint_cost.or(cost);
+            let options = task.options_mut();
+            options.checkpoint = options.checkpoint.or(checkpoint);
+            options.restart_overhead = options.restart_overhead.or(overhead);
+            options.checkpoint_cost = options.checkpoint_cost.or(cost);
         }
     }
     Workload::new(jobs).map_err(|e| e.to_string())

@@ -38,7 +38,7 @@ pub fn check_job(job: &JobSpec) -> Result<(), WorkloadError> {
                 _ => {}
             }
         }
-        if let (Some(from), Some(to)) = (task.window.not_before, task.window.not_after)
+        if let (Some(from), Some(to)) = (task.options().window.not_before, task.options().window.not_after)
             && from > to
         {
             return err(format!("task `{name}`: its window closes ({to}) before it opens ({from})"));

@@ -75,7 +75,7 @@ impl Datasets {
         let mut out = Vec::with_capacity(workload.task_count());
         for job in workload.jobs() {
             for task in &job.tasks {
-                let index = match (&task.dataset, self.is_empty()) {
+                let index = match (&task.options().dataset, self.is_empty()) {
                     (Some(name), false) => Some(self.find(name).ok_or_else(|| {
                         let names: Vec<&str> = self.datasets.iter().map(|d| d.name.as_str()).collect();
                         format!(

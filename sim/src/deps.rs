@@ -138,7 +138,7 @@ impl Controller {
     /// (pending) for their dependencies and window, whose timers are set here.
     pub(crate) fn arrive_tasks(&mut self, job: JobId) {
         for t in self.jobs[job.index()].tasks() {
-            let window = self.spec_of(t).window;
+            let window = self.spec_of(t).options().window;
             if let Some(at) = window.not_before.filter(|&at| at > self.now) {
                 self.timers.push((at, Timer::Opens(t)));
             }
@@ -174,7 +174,7 @@ impl Controller {
 
     /// Makes `task` ready if it is pending, met every dependency and its window is open.
     fn try_ready(&mut self, task: TaskId) -> bool {
-        let open = self.spec_of(task).window.not_before.is_none_or(|at| at <= self.now);
+        let open = self.spec_of(task).options().window.not_before.is_none_or(|at| at <= self.now);
         if self.tasks[task.index()].status != TaskStatus::Pending || !open || self.dag.blocked(task) {
             return false;
         }

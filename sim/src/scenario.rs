@@ -148,7 +148,7 @@ fn check_checkpoint_dependencies(workload: &Workload, default: crate::time::SimD
             for dep in &task.deps {
                 let upstream = &job.tasks[dep.upstream];
                 if let crate::workload::DepKind::Checkpoint(n) = dep.kind
-                    && upstream.checkpoint.unwrap_or(default) == crate::time::SimDuration::ZERO
+                    && upstream.options().checkpoint.unwrap_or(default) == crate::time::SimDuration::ZERO
                 {
                     return Err(SimError::BadDependency {
                         job: job.name.to_string(),

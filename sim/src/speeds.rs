@@ -19,11 +19,14 @@ impl SpeedProfiles {
     /// that differs from its pool's (it then runs at the pools' speeds, as every task does by
     /// default). GPU types the cluster does not have are not used, as a `gpu_type` would be.
     pub fn profile_of(&mut self, task: &TaskSpec, cluster: &Cluster) -> Option<u32> {
-        if task.speeds.is_empty() {
+        if task.options().speeds.is_empty() {
             return None;
         }
-        let speeds: Vec<u32> =
-            cluster.pools().iter().map(|p| task.speeds.get(&p.gpu_type).copied().unwrap_or(p.speed_milli)).collect();
+        let speeds: Vec<u32> = cluster
+            .pools()
+            .iter()
+            .map(|p| task.options().speeds.get(&p.gpu_type).copied().unwrap_or(p.speed_milli))
+            .collect();
         if speeds.iter().zip(cluster.pools()).all(|(&s, p)| s == p.speed_milli) {
             return None;
         }

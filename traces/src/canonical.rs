@@ -8,7 +8,7 @@ use crate::itp::finish;
 use crate::names::NameIndex;
 use crate::rows::{Column, Row, Rows, Unknown, parse_u32};
 use crate::timeparse::MAX_SECONDS;
-use sim::{DepKind, Dependency, JobSpec, SimDuration, SimTime, TaskSpec, Window, Workload};
+use sim::{DepKind, Dependency, JobSpec, SimDuration, SimTime, TaskOptions, TaskSpec, Window, Workload};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
@@ -217,24 +217,21 @@ impl Builder {
         let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
         let task_name = if task_id.is_empty() { position_name(position) } else { task_id.into() };
-        let task = TaskSpec {
-            name: task_name,
-            gpus,
-            gpu_milli,
-            gpu_type: (!gpu_type.is_empty()).then(|| gpu_type.to_owned()),
-            single_node,
-            gpus_per_node: gpus_per_node.and_then(std::num::NonZeroU32::new),
-            work: SimDuration(work_ms),
-            estimate: estimate_ms.map(SimDuration),
+        let options = TaskOptions {
             checkpoint: checkpoint_ms.map(SimDuration),
             restart_overhead: restart_overhead_ms.map(SimDuration),
             checkpoint_cost: checkpoint_cost_ms.map(SimDuration),
-            deps: Vec::new(),
             window,
             dataset: row.opt_text(cols.dataset).map(|d| (!d.is_empty()).then(|| d.to_owned()))?,
             speeds: parse_speeds_column(row, cols.speeds)?,
-            exit_code,
         };
+        let mut task = TaskSpec::new(task_name, gpus, SimDuration(work_ms)).with_options(options);
+        task.gpu_milli = gpu_milli;
+        task.gpu_type = (!gpu_type.is_empty()).then(|| gpu_type.to_owned());
+        task.single_node = single_node;
+        task.gpus_per_node = gpus_per_node.and_then(std::num::NonZeroU32::new);
+        task.estimate = estimate_ms.map(SimDuration);
+        task.exit_code = exit_code;
         if !continues {
             self.close_job(row.file())?;
         }
@@ -478,18 +475,18 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                     &task.gpus_per_node.map(|n| n.to_string()).unwrap_or_default(),
                     &estimate,
                     job.queue.as_deref().unwrap_or(""),
-                    &seconds(task.checkpoint),
-                    &seconds(task.restart_overhead),
+                    &seconds(task.options().checkpoint),
+                    &seconds(task.options().restart_overhead),
                     &seconds(job.deadline),
                     &job.priority.to_string(),
                     &depends_on_text(job, task),
-                    &task.window.not_before.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
-                    &task.window.not_after.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
-                    task.dataset.as_deref().unwrap_or(""),
-                    &speeds_text(&task.speeds),
+                    &task.options().window.not_before.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
+                    &task.options().window.not_after.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
+                    task.options().dataset.as_deref().unwrap_or(""),
+                    &speeds_text(&task.options().speeds),
                     &job.cancel.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
                     &task.exit_code.to_string(),
-                    &seconds(task.checkpoint_cost),
+                    &seconds(task.options().checkpoint_cost),
                 ])
                 .map_err(io_error)?;
         }
@@ -598,23 +595,23 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
                 ));
             }
             let at_most_max = |d: Option<SimDuration>| d.is_none_or(|d| d.as_ms() <= max_ms);
-            if !at_most_max(task.checkpoint)
-                || !at_most_max(task.restart_overhead)
-                || !at_most_max(task.checkpoint_cost)
+            if !at_most_max(task.options().checkpoint)
+                || !at_most_max(task.options().restart_overhead)
+                || !at_most_max(task.options().checkpoint_cost)
             {
                 return refuse(format!(
                     "job `{name}` task `{tname}`: checkpoint interval, checkpoint cost and restart overhead must be \
                      0..={MAX_SECONDS} s"
                 ));
             }
-            if task.dataset.as_deref() == Some("") {
+            if task.options().dataset.as_deref() == Some("") {
                 return refuse(format!("job `{name}` task `{tname}` has an empty dataset name (use none instead)"));
             }
-            let window = [task.window.not_before, task.window.not_after];
+            let window = [task.options().window.not_before, task.options().window.not_after];
             if window.iter().flatten().any(|t| t.as_ms() > max_ms) {
                 return refuse(format!("job `{name}` task `{tname}`: its window must lie within {MAX_SECONDS} s"));
             }
-            if task.window.not_after.is_some_and(|t| t < job.submit) {
+            if task.options().window.not_after.is_some_and(|t| t < job.submit) {
                 return refuse(format!(
                     "job `{name}` task `{tname}`: its start window closes before the job's submission"
                 ));
@@ -808,15 +805,18 @@ mod tests {
              submit_s (10), got \"9.5\""
         );
         let w = read(&format!("{head}j,a,10,5,1,,10\n")).unwrap();
-        assert_eq!(w.jobs()[0].tasks[0].window.not_after, Some(SimTime(10_000)));
+        assert_eq!(w.jobs()[0].tasks[0].options().window.not_after, Some(SimTime(10_000)));
     }
 
     #[test]
     fn speeds_are_types_with_exact_decimals() {
         let head = "job_id,submit_s,duration_s,gpus,speeds\n";
         let w = read(&format!("{head}j,0,10,1,A100=2.5; V100 = 1.25\nk,0,10,1,\n")).unwrap();
-        let speeds: Vec<Vec<(String, u32)>> =
-            w.jobs().iter().map(|j| j.tasks[0].speeds.iter().map(|(t, &s)| (t.clone(), s)).collect()).collect();
+        let speeds: Vec<Vec<(String, u32)>> = w
+            .jobs()
+            .iter()
+            .map(|j| j.tasks[0].options().speeds.iter().map(|(t, &s)| (t.clone(), s)).collect())
+            .collect();
         assert_eq!(speeds, [vec![("A100".into(), 2500), ("V100".into(), 1250)], vec![]]);
         for bad in ["A100", "A100=0", "A100=fast", "=2", "A100=2;A100=3"] {
             assert_eq!(
@@ -874,13 +874,19 @@ mod tests {
         let j = &w.jobs()[0];
         assert_eq!(j.deadline, Some(SimDuration(7_200_000)));
         assert_eq!(
-            (j.tasks[0].checkpoint, j.tasks[0].restart_overhead),
+            (j.tasks[0].options().checkpoint, j.tasks[0].options().restart_overhead),
             (Some(SimDuration(600_000)), Some(SimDuration(30_500)))
         );
         // Zero is a value: checkpoint at every instant, no restart overhead; not the run default.
-        assert_eq!((j.tasks[1].checkpoint, j.tasks[1].restart_overhead), (Some(SimDuration(0)), Some(SimDuration(0))));
+        assert_eq!(
+            (j.tasks[1].options().checkpoint, j.tasks[1].options().restart_overhead),
+            (Some(SimDuration(0)), Some(SimDuration(0)))
+        );
         let k = &w.jobs()[1];
-        assert_eq!((k.deadline, k.tasks[0].checkpoint, k.tasks[0].restart_overhead), (None, None, None));
+        assert_eq!(
+            (k.deadline, k.tasks[0].options().checkpoint, k.tasks[0].options().restart_overhead),
+            (None, None, None)
+        );
 
         let e = err(&format!("{head}j,a,5,100,1,,,7200\nj,b,5,100,1,,,3600\n"));
         assert!(e.starts_with("jobs.csv:3: job `j`: `deadline_s` differs from the job's first row (line 2)"), "{e}");
@@ -913,7 +919,7 @@ mod tests {
         let w = Workload::new(vec![j]).unwrap();
         assert!(write_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("deadline"));
         let mut j = job("a");
-        j.tasks[0].checkpoint = Some(SimDuration(u64::MAX));
+        j.tasks[0].options_mut().checkpoint = Some(SimDuration(u64::MAX));
         let w = Workload::new(vec![j]).unwrap();
         assert!(write_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("checkpoint"));
     }

@@ -241,12 +241,7 @@ mod tests {
     #[test]
     fn stats_count_jobs_tasks_and_gpu_hours() {
         let mut multi = JobSpec::single("m", SimTime(5_000), 2, SimDuration(3_600_000));
-        multi.tasks.push(TaskSpec {
-            name: "1".into(),
-            gpus: 6,
-            work: SimDuration(1_800_000),
-            ..multi.tasks[0].clone()
-        });
+        multi.tasks.push(TaskSpec::new("1", 6, SimDuration(1_800_000)));
         multi.queue = Some("q".into());
         let single = JobSpec::single("s", SimTime(1_000), 1, SimDuration(7_200_000));
         let w = Workload::new(vec![multi, single]).unwrap();

@@ -5,7 +5,7 @@
 mod common;
 
 use proptest::prelude::*;
-use sim::{DepKind, Dependency, JobSpec, SimDuration, SimTime, TaskSpec, Window, Workload};
+use sim::{DepKind, Dependency, JobSpec, SimDuration, SimTime, TaskOptions, TaskSpec, Window, Workload};
 use traces::timeparse::MAX_SECONDS;
 use traces::{Format, SynthConfig, load, read_jobs_csv, write_jobs_csv};
 
@@ -87,25 +87,22 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
                     (Some(a), Some(b)) => (Some(a.min(b)), Some(a.max(b))),
                     other => other,
                 };
-                TaskSpec {
-                    // Unique within the job: a suffix nobody else has.
-                    name: format!("{n}#{index}").into(),
-                    gpus,
-                    gpu_milli,
-                    gpu_type,
-                    single_node,
-                    gpus_per_node: None,
-                    work: SimDuration(work),
-                    estimate: estimate.map(SimDuration),
-                    checkpoint: checkpoint.map(SimDuration),
-                    restart_overhead: restart.map(SimDuration),
-                    checkpoint_cost: None,
-                    deps: Vec::new(),
-                    window: Window { not_before: not_before.map(SimTime), not_after: not_after.map(SimTime) },
-                    dataset: n.contains('a').then(|| format!("data {n}")),
-                    speeds,
-                    exit_code,
-                }
+                // Unique within the job: a suffix nobody else has.
+                let mut task =
+                    TaskSpec::new(format!("{n}#{index}"), gpus, SimDuration(work)).with_options(TaskOptions {
+                        checkpoint: checkpoint.map(SimDuration),
+                        restart_overhead: restart.map(SimDuration),
+                        checkpoint_cost: None,
+                        window: Window { not_before: not_before.map(SimTime), not_after: not_after.map(SimTime) },
+                        dataset: n.contains('a').then(|| format!("data {n}")),
+                        speeds,
+                    });
+                task.gpu_milli = gpu_milli;
+                task.gpu_type = gpu_type;
+                task.single_node = single_node;
+                task.estimate = estimate.map(SimDuration);
+                task.exit_code = exit_code;
+                task
             },
         )
 }
@@ -148,7 +145,8 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
                 add_deps(&mut tasks, &choices);
                 // A window that closes before the job's submission is refused too.
                 for task in &mut tasks {
-                    task.window.not_after = task.window.not_after.map(|t| t.max(SimTime(submit)));
+                    task.options_mut().window.not_after =
+                        task.options().window.not_after.map(|t| t.max(SimTime(submit)));
                 }
                 JobSpec {
                     name: format!("{n}#{index}").into(),

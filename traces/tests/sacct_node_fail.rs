@@ -63,7 +63,7 @@ fn a_requeued_job_is_replayed_from_its_first_eligibility() {
     // Submitted at its first Submit, eligible then (the requeue's 00:02:50 is not a window:
     // the node failure is replayed instead), with the last attempt's work (60 s).
     assert_eq!(job.submit.0, at("00:00:00"));
-    assert_eq!((job.tasks[0].window.not_before, job.tasks[0].work.0), (None, 60_000));
+    assert_eq!((job.tasks[0].options().window.not_before, job.tasks[0].work.0), (None, 60_000));
     assert_eq!(import.report.earlier_attempts.get("NODE_FAIL"), Some(&3));
 }
 

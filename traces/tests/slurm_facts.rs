@@ -48,7 +48,7 @@ fn builtin_dump_job_details() {
     assert_eq!(requeued.submit.0, at("2026-12-01T20:22:19"));
     let task = &requeued.tasks[0];
     assert_eq!((task.work.0, task.exit_code), (9_000, 0));
-    assert_eq!(task.window.not_before, None);
+    assert_eq!(task.options().window.not_before, None);
     // The timeout job: `-t 1` (the estimate), killed by Slurm's periodic time-limit check 62 s
     // after its start (20:23:58-20:25:00), exits non-zero.
     let timeout = &job("102").tasks[0];

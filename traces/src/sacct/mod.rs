@@ -496,7 +496,7 @@ fn task_of(
     }
     if let Some(eligible) = eligible.filter(|&e| e > submit) {
         report.eligible_later += 1;
-        task.window = Window { not_before: Some(SimTime(eligible)), not_after: None };
+        task.options_mut().window = Window { not_before: Some(SimTime(eligible)), not_after: None };
     }
     (task, cancel)
 }
