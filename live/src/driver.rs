@@ -736,7 +736,7 @@ impl Driver {
                             t.work = state.work.max(SimDuration(1));
                             t.exit_code = exit_code.unwrap_or(0);
                         } else if spec.cancel.is_some() {
-                            let ran = SimDuration(state.attempts_ms * fastest / 1000 + 1);
+                            let ran = SimDuration(state.attempts_ms() * fastest / 1000 + 1);
                             t.work = t.work.max(ran);
                         } else if state.work > t.work {
                             // It ran past its assumed work and has not ended: it does more

@@ -27,7 +27,7 @@ pub struct WaitQueue {
     /// Queued tasks by shape index (a shape with none left keeps its empty set).
     by_shape: Vec<BTreeSet<(Key, TaskId)>>,
     /// Each queued task's key and shape index, by dense task id.
-    entry: Vec<Option<(Key, usize)>>,
+    entry: Entries,
     /// Parked tasks by queue, and each parked task's queue.
     parked: BTreeMap<QueueId, BTreeMap<TaskId, (Key, Shape)>>,
     parked_in: BTreeMap<TaskId, QueueId>,
@@ -38,18 +38,15 @@ impl WaitQueue {
     pub fn insert(&mut self, task: TaskId, key: Key, shape: Shape) {
         // Already queued so (a policy queues its victims at once, and the next decision's
         // changes name them again): nothing to move in either tree.
-        if let Some((queued_key, index)) = self.entry.get(task.index()).copied().flatten()
+        if let Some((queued_key, index)) = self.entry.get(task)
             && queued_key == key
             && self.shapes[index] == shape
         {
             return;
         }
         self.remove(task);
-        if self.entry.len() <= task.index() {
-            self.entry.resize(task.index() + 1, None);
-        }
         let index = self.intern(shape);
-        self.entry[task.index()] = Some((key, index));
+        self.entry.set(task, key, index);
         self.all.insert((key, task));
         self.by_shape[index].insert((key, task));
     }
@@ -67,7 +64,7 @@ impl WaitQueue {
 
     /// Sets `task` aside until its queue `queue` has room again (`unpark`).
     pub fn park(&mut self, task: TaskId, queue: QueueId) {
-        let Some((key, index)) = self.entry.get(task.index()).copied().flatten() else { return };
+        let Some((key, index)) = self.entry.get(task) else { return };
         let shape = self.shapes[index];
         self.remove(task);
         self.parked.entry(queue).or_default().insert(task, (key, shape));
@@ -93,7 +90,7 @@ impl WaitQueue {
         {
             set.remove(&task);
         }
-        let Some((key, index)) = self.entry.get_mut(task.index()).and_then(Option::take) else {
+        let Some((key, index)) = self.entry.take(task) else {
             return;
         };
         self.all.remove(&(key, task));
@@ -108,9 +105,9 @@ impl WaitQueue {
         debug_assert!(order.len() == self.all.len(), "rekey_in_order takes every queued task");
         let mut per_shape: Vec<Vec<(Key, TaskId)>> = vec![Vec::new(); self.shapes.len()];
         for (rank, &task) in order.iter().enumerate() {
-            let (key, index) = self.entry[task.index()].as_mut().expect("only queued tasks are re-keyed");
-            *key = rank as Key;
-            per_shape[*index].push((rank as Key, task));
+            let (_, index) = self.entry.get(task).expect("only queued tasks are re-keyed");
+            self.entry.set(task, rank as Key, index);
+            per_shape[index].push((rank as Key, task));
         }
         self.all = order.iter().enumerate().map(|(rank, &task)| (rank as Key, task)).collect();
         self.by_shape = per_shape.into_iter().map(BTreeSet::from_iter).collect();
@@ -121,7 +118,7 @@ impl WaitQueue {
     /// (themis' `RankedQueue`), O(n).
     pub fn drain_queued(&mut self, out: &mut Vec<(TaskId, usize)>) {
         for &(_, task) in &self.all {
-            let (_, index) = self.entry[task.index()].take().expect("a queued task has an entry");
+            let (_, index) = self.entry.take(task).expect("a queued task has an entry");
             out.push((task, index));
         }
         self.all.clear();
@@ -146,7 +143,7 @@ impl WaitQueue {
     /// Tasks in key order, from the head, with their shape index (`shape`): what a policy
     /// that tests many tasks against the free GPUs reads so as to test each shape once.
     pub fn iter_shaped(&self) -> impl Iterator<Item = (TaskId, usize)> + '_ {
-        self.all.iter().map(|&(_, task)| (task, self.entry[task.index()].expect("a queued task has an entry").1))
+        self.all.iter().map(|&(_, task)| (task, self.entry.get(task).expect("a queued task has an entry").1))
     }
 
     /// The first task of each shape in key order (shapes in their own order), with its shape:
@@ -164,5 +161,39 @@ impl WaitQueue {
             .zip(&self.shapes)
             .filter_map(|(set, &shape)| set.first().filter(|_| shape.fits(free)).copied())
             .min()
+    }
+}
+
+/// Each queued task's key and shape index, by dense task id, in two columns: 12 bytes a task
+/// of the run (a policy with several queues, as tiresias' levels, has one each), where
+/// `Option<(Key, usize)>` took 24.
+#[derive(Debug, Default)]
+struct Entries {
+    keys: Vec<Key>,
+    /// The shape index; [`Entries::NONE`] for a task not queued.
+    shapes: Vec<u32>,
+}
+
+impl Entries {
+    const NONE: u32 = u32::MAX;
+
+    fn get(&self, task: TaskId) -> Option<(Key, usize)> {
+        let index = *self.shapes.get(task.index())?;
+        (index != Self::NONE).then(|| (self.keys[task.index()], index as usize))
+    }
+
+    fn set(&mut self, task: TaskId, key: Key, index: usize) {
+        if self.shapes.len() <= task.index() {
+            self.shapes.resize(task.index() + 1, Self::NONE);
+            self.keys.resize(task.index() + 1, 0);
+        }
+        self.shapes[task.index()] = u32::try_from(index).expect("fewer than 2^32 - 1 shapes");
+        self.keys[task.index()] = key;
+    }
+
+    fn take(&mut self, task: TaskId) -> Option<(Key, usize)> {
+        let entry = self.get(task)?;
+        self.shapes[task.index()] = Self::NONE;
+        Some(entry)
     }
 }

@@ -69,7 +69,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
                 deadline: None,
                 cancel: None,
                 priority: 0,
-                tasks: specs,
+                tasks: specs.into(),
             }
         })
 }

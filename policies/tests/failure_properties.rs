@@ -116,7 +116,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
             deadline,
             priority: 0,
             cancel: None,
-            tasks,
+            tasks: tasks.into(),
         }
     })
 }

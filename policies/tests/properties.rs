@@ -70,7 +70,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
             deadline: None,
             priority: 0,
             cancel: None,
-            tasks,
+            tasks: tasks.into(),
         }
     })
 }
@@ -896,7 +896,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
             deadline: None,
             cancel: None,
             priority: 0,
-            tasks: vec![t.clone()],
+            tasks: [t.clone()].into(),
         })
         .collect();
     let m = Model::new(&pools, &Workload::new(jobs.clone()).unwrap());

@@ -103,7 +103,7 @@ mod properties {
                         deadline: None,
                         cancel: None,
                         priority: 0,
-                        tasks: vec![t],
+                        tasks: [t].into(),
                     }
                 })
                 .collect()

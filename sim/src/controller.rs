@@ -483,7 +483,6 @@ impl Controller {
         let gpus = t.mgpus();
         t.remaining = t.work - saved;
         t.closed_mgpu_ms += held.as_ms() * gpus;
-        t.attempts_ms += held.as_ms();
         t.productive_mgpu_ms += kept.as_ms() * gpus;
         t.lost_redo_mgpu_ms += lost.as_ms() * gpus;
         t.lost_lag_mgpu_ms += stalled.as_ms() * gpus;
@@ -504,7 +503,7 @@ impl Controller {
             self.unhold(gpu, task);
         }
         self.running_tasks -= 1;
-        placed
+        placed.into_vec()
     }
 
     /// Returns `task`'s `gpus` (or its share of them) to the free index, GPUs the scheduler
@@ -660,7 +659,7 @@ impl Controller {
         self.running_tasks += 1;
         self.stats.starts += 1;
         self.log(DecisionKind::Start, job, Some(task), &gpus, "");
-        self.tasks[task.index()].placed = gpus;
+        self.tasks[task.index()].placed = gpus.into_boxed_slice();
         self.changes.push(Change::TaskStarted(task));
         self.watch_progress(task);
         effects.push(Effect::Started { task, attempt, finish_at });
@@ -1017,14 +1016,13 @@ pub(crate) fn new_task_state(
         failures: 0,
         retries: 0,
         stalled_since: None,
-        attempts_ms: 0,
         closed_mgpu_ms: 0,
         productive_mgpu_ms: 0,
         lost_redo_mgpu_ms: 0,
         lost_lag_mgpu_ms: 0,
         lost_overhead_mgpu_ms: 0,
         lost_checkpoint_mgpu_ms: 0,
-        placed: Vec::new(),
+        placed: Box::default(),
         speed_milli: 1000,
         dataset: None,
         speed_profile: speed_profiles.profile_of(t, cluster),

@@ -225,7 +225,7 @@ impl Controller {
             if let Some(reason) = failure
                 && !self.dag.handles_failure(t)
             {
-                self.jobs[job.index()].failure.get_or_insert(reason);
+                self.jobs[job.index()].failure.get_or_insert(reason.into_boxed_str());
             }
             let status = self.tasks[t.index()].status;
             let Some(dependents) = self.dag.dependents.get(&t).cloned() else { continue };
@@ -250,7 +250,8 @@ impl Controller {
         }
         let j = &self.jobs[job.index()];
         if j.open_tasks == 0 && j.outcome.is_none() {
-            let outcome = j.failure.clone().map_or(JobOutcome::Succeeded, JobOutcome::Failed);
+            let outcome =
+                j.failure.as_deref().map_or(JobOutcome::Succeeded, |reason| JobOutcome::Failed(reason.to_string()));
             self.in_system -= 1;
             self.end_job(job, outcome);
         }

@@ -92,8 +92,6 @@ pub struct TaskState {
     pub retries: u32,
     /// Set while the hardware under a running task is broken: no progress since then.
     pub stalled_since: Option<SimTime>,
-    /// Milliseconds held over ended attempts (for the mean attempt time of the retry budget).
-    pub attempts_ms: u64,
     /// GPU-time held in attempts that have ended, in milli-GPU-milliseconds (so a task holding
     /// 0.25 GPU is counted exactly), and how it splits:
     /// `closed = productive + redone + detection lag + restart overhead + checkpoint writing`.
@@ -109,7 +107,7 @@ pub struct TaskState {
     /// Time spent writing checkpoints (progress paused).
     pub lost_checkpoint_mgpu_ms: u64,
     /// GPUs held now; empty unless running.
-    pub placed: Vec<GpuId>,
+    pub placed: Box<[GpuId]>,
     /// Speed of the pool the current (or last) attempt runs in, in thousandths of the
     /// reference type's: work `w` takes `wall_for(w)` there.
     pub speed_milli: u32,
@@ -173,6 +171,11 @@ impl TaskState {
     pub fn mgpus(&self) -> u64 {
         u64::from(self.gpus) * u64::from(self.milli)
     }
+    /// Milliseconds held over ended attempts (for the mean attempt time of the retry budget):
+    /// what they held over its milli-GPUs, exactly, as those never change.
+    pub fn attempts_ms(&self) -> u64 {
+        self.closed_mgpu_ms / self.mgpus()
+    }
     /// The work kept of `done` (its last checkpoint): all of it with continuous checkpoints or
     /// once the task is complete, never less than what the attempt started from.
     pub fn saved(&self, done: SimDuration) -> SimDuration {
@@ -232,7 +235,7 @@ pub struct JobState {
     pub open_tasks: u32,
     /// The first task failure no task of the job handles (with an `on failure` dependency):
     /// the job fails with it when its last task ends.
-    pub failure: Option<String>,
+    pub failure: Option<Box<str>>,
     pub outcome: Option<JobOutcome>,
     pub end: Option<SimTime>,
 }
@@ -245,5 +248,20 @@ impl JobState {
     /// Arrived and not ended: counted in the jobs-in-system integral (Little's law).
     pub fn in_system(&self) -> bool {
         self.arrived && self.outcome.is_none()
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// A million-job run holds one of each per task and job for its whole length: growing
+    /// either is paid a million times over (docs/performance.md, "Memory").
+    #[test]
+    fn run_time_state_stays_compact() {
+        // 264 and 96 bytes before the held GPUs became a boxed slice, the mean attempt a
+        // quotient and a job's failure reason a boxed str.
+        assert!(std::mem::size_of::<TaskState>() <= 248, "{}", std::mem::size_of::<TaskState>());
+        assert!(std::mem::size_of::<JobState>() <= 88, "{}", std::mem::size_of::<JobState>());
     }
 }

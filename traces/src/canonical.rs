@@ -259,7 +259,7 @@ impl Builder {
                     deadline: deadline_ms.map(SimDuration),
                     priority,
                     cancel: cancel_ms.map(SimTime),
-                    tasks: vec![task],
+                    tasks: [task].into(),
                 });
             }
         }

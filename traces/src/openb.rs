@@ -151,6 +151,10 @@ struct Cols {
 }
 
 /// One row as the importer sees it: a job, or a CPU-only pod to count.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per row, moved at once into the workload; a box would cost a job an allocation"
+)]
 enum Pod {
     Job { job: JobSpec, fractional: bool, never_scheduled: bool, zero: bool, failed: bool },
     CpuOnly,

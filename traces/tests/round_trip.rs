@@ -155,7 +155,7 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
                     deadline: deadline.map(SimDuration),
                     cancel: cancel_after.map(|after| SimTime(submit.saturating_add(after).min(MAX_MS))),
                     priority,
-                    tasks,
+                    tasks: tasks.into(),
                 }
             })
         })

@@ -437,7 +437,7 @@ fn assemble(
             continue;
         }
         let mut job = JobSpec::single(last.name.clone(), SimTime(first_submit), 1, SimDuration(1));
-        job.tasks = vec![task];
+        job.tasks = [task].into();
         job.cancel = cancel;
         job.queue = (!last.partition.is_empty()).then(|| last.partition.as_str().into());
         job.priority = last.priority;
