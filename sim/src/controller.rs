@@ -149,8 +149,8 @@ pub struct Controller {
     pub(crate) waiting_tasks: u64,
     /// Each job's queue, as an index into the series' queue names.
     series_queue: Vec<u32>,
-    /// Each job's queue with quotas (`None` for all when the cluster defines no queues).
-    pub(crate) job_queue: Vec<Option<crate::quota::QueueId>>,
+    /// Each job's queue with quotas (none held when the cluster defines no queues).
+    pub(crate) job_queue: crate::quota::JobQueues,
     pub(crate) series: Series,
     pub(crate) dag: Dag,
     pub(crate) queues: Queues,
@@ -209,7 +209,7 @@ impl Controller {
             speed_profiles,
             timers: Vec::new(),
             series_queue,
-            job_queue: vec![None; workload.len()],
+            job_queue: Default::default(),
             stalled_mgpus: 0,
             waiting_tasks: 0,
             rng: stream(config.seed, &format!("policy:{policy_name}")),
@@ -248,11 +248,11 @@ impl Controller {
         assert!(self.stats.first_submit.is_none(), "queues are set before the run starts");
         let job_queue = queues.assign(&self.workload)?;
         for t in &mut self.tasks {
-            if let Some(q) = job_queue[t.job.index()] {
+            if let Some(q) = job_queue.of(t.job) {
                 t.pools = t.pools.and(queues.get(q).pools);
             }
         }
-        self.quota = QuotaUsage::new(&queues, job_queue.len());
+        self.quota = QuotaUsage::new(&queues, self.workload.len());
         self.job_queue = job_queue;
         self.queues = queues;
         Ok(self)
@@ -270,7 +270,7 @@ impl Controller {
         }
         // The same checks as for a whole workload, on this one job.
         let alone = Workload::new(vec![spec.clone()]).map_err(|e| e.to_string())?;
-        let queue = self.queues.assign(&alone)?[0];
+        let queue = self.queues.assign(&alone)?.of(JobId::from_index(0));
         let datasets = self.datasets.assign(&alone)?;
         self.workload.push(spec).map_err(|e| e.to_string())?;
         let job = JobId::from_index(self.jobs.len());
@@ -387,7 +387,7 @@ impl Controller {
         let spec = &self.workload.jobs()[job.index()];
         for (t, task_spec) in self.jobs[job.index()].tasks().zip(&spec.tasks) {
             let task = &self.tasks[t.index()];
-            if let Some(q) = self.job_queue[job.index()] {
+            if let Some(q) = self.job_queue.of(job) {
                 let queue = self.queues.get(q);
                 let over_cap = queue.max_mgpus.is_some_and(|max| task.mgpus() > max) && !queue.borrow;
                 if over_cap || queue.max_running_jobs == Some(0) {
@@ -512,7 +512,7 @@ impl Controller {
     /// quota, at once: the task no longer runs.
     pub(crate) fn release_to_free(&mut self, task: TaskId, gpus: &[GpuId]) {
         let t = &self.tasks[task.index()];
-        self.quota.stop(self.job_queue[t.job.index()], t);
+        self.quota.stop(self.job_queue.of(t.job), t);
         let milli = self.tasks[task.index()].milli;
         if self.hold_back(gpus, milli) {
             return; // they return later, when usable then (see `release.rs`)

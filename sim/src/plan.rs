@@ -203,7 +203,7 @@ pub struct Plan<'a> {
     pub(crate) marks: &'a mut [Mark],
     pub(crate) queues: &'a Queues,
     /// Each job's queue (`None` without queues).
-    pub(crate) job_queue: &'a [Option<QueueId>],
+    pub(crate) job_queue: &'a crate::quota::JobQueues,
     pub(crate) quota: &'a mut QuotaUsage,
     pub(crate) rng: &'a mut StreamRng,
     pub(crate) decisions: Vec<Decision>,
@@ -237,13 +237,13 @@ impl<'a> Plan<'a> {
             return true; // no queues, no quotas: and the task's state stays unread
         }
         let t = &self.tasks[task.index()];
-        self.quota.check(self.queues, self.job_queue[t.job.index()], t).is_ok()
+        self.quota.check(self.queues, self.job_queue.of(t.job), t).is_ok()
     }
     /// Whether `task` fits its queue's GPU cap without borrowing: what entitles it to reclaim
     /// GPUs other queues borrowed.
     pub fn within_cap(&self, task: TaskId) -> bool {
         let t = &self.tasks[task.index()];
-        self.quota.within_cap(self.queues, self.job_queue[t.job.index()], t)
+        self.quota.within_cap(self.queues, self.job_queue.of(t.job), t)
     }
     /// Whether `queue` holds more GPUs than its cap now (it is borrowing).
     pub fn borrowing(&self, queue: QueueId) -> bool {
@@ -251,12 +251,12 @@ impl<'a> Plan<'a> {
     }
     /// The queue of `task`'s job, if the cluster has queues.
     pub fn queue_of_task(&self, task: TaskId) -> Option<QueueId> {
-        self.job_queue[self.tasks[task.index()].job.index()]
+        self.job_queue.of(self.tasks[task.index()].job)
     }
     /// Tells the quota that `task` starts (`+`) or stops (`-`), tentatively.
     fn count(&mut self, task: TaskId, starts: bool) {
         let t = &self.tasks[task.index()];
-        let queue = self.job_queue[t.job.index()];
+        let queue = self.job_queue.of(t.job);
         if starts { self.quota.start(queue, t) } else { self.quota.stop(queue, t) }
     }
     /// Whether this plan already started, preempted or rejected `task`.
@@ -301,7 +301,7 @@ impl<'a> Plan<'a> {
             return Err(PlanError::NotStartable { task, status: t.status });
         }
         // A task this plan preempted no longer counts against its queue (`preempt` said so).
-        let queue = self.job_queue[t.job.index()];
+        let queue = self.job_queue.of(t.job);
         self.quota.check(self.queues, queue, t).map_err(|breach| PlanError::Quota { task, breach })?;
         if gpus.len() != t.gpus as usize {
             return Err(PlanError::GangSize { task, asked: t.gpus, given: gpus.len() });

@@ -8,7 +8,7 @@
 //! quota on every start, tentatively, like free GPUs.
 
 use crate::cluster::{Cluster, ClusterError, PoolMask};
-use crate::ids::TaskId;
+use crate::ids::{JobId, TaskId};
 use crate::state::TaskState;
 use crate::workload::Workload;
 use std::fmt;
@@ -132,16 +132,16 @@ impl Queues {
     /// Each job's queue: the one it names; a job that names none goes to the first queue (the
     /// default, as Slurm's default partition). `None` for every job when there are no queues.
     /// A job naming a queue that does not exist is an error.
-    pub fn assign(&self, workload: &Workload) -> Result<Vec<Option<QueueId>>, String> {
+    pub(crate) fn assign(&self, workload: &Workload) -> Result<JobQueues, String> {
         if self.is_empty() {
-            return Ok(vec![None; workload.len()]);
+            return Ok(JobQueues::default());
         }
         workload
             .jobs()
             .iter()
             .map(|job| match job.queue.as_deref() {
-                None => Ok(Some(QueueId(0))),
-                Some(name) => self.find(name).map(Some).ok_or_else(|| {
+                None => Ok(QueueId(0)),
+                Some(name) => self.find(name).ok_or_else(|| {
                     let names: Vec<&str> = self.queues.iter().map(|q| q.name.as_str()).collect();
                     format!(
                         "job `{}` is in queue `{name}`, which the cluster does not define (it has {})",
@@ -150,7 +150,23 @@ impl Queues {
                     )
                 }),
             })
-            .collect()
+            .collect::<Result<_, _>>()
+            .map(JobQueues)
+    }
+}
+
+/// Each job's queue, as [`Queues::assign`] gives them: nothing held when there are no queues
+/// (every job's is then `None`), and every job's otherwise.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct JobQueues(Vec<QueueId>);
+
+impl JobQueues {
+    pub(crate) fn of(&self, job: JobId) -> Option<QueueId> {
+        self.0.get(job.index()).copied()
+    }
+    /// The next job's (live mode: a job joins the run).
+    pub(crate) fn push(&mut self, queue: Option<QueueId>) {
+        self.0.extend(queue);
     }
 }
 
@@ -185,6 +201,7 @@ impl fmt::Display for QuotaBreach {
 /// Each job's queue is fixed at the start (`Queues::assign`) and passed in as `queue`.
 #[derive(Debug, Clone, Default)]
 pub struct QuotaUsage {
+    /// Each job's running tasks; empty when there are no queues (nothing reads it then).
     job_running_tasks: Vec<u32>,
     used_mgpus: Vec<u64>,
     running_jobs: Vec<u32>,
@@ -193,12 +210,14 @@ pub struct QuotaUsage {
 impl QuotaUsage {
     /// Room for one more job's count (live mode: a job joins the run).
     pub(crate) fn add_job(&mut self) {
-        self.job_running_tasks.push(0);
+        if !self.used_mgpus.is_empty() {
+            self.job_running_tasks.push(0);
+        }
     }
 
     pub(crate) fn new(queues: &Queues, jobs: usize) -> QuotaUsage {
         QuotaUsage {
-            job_running_tasks: vec![0; jobs],
+            job_running_tasks: if queues.is_empty() { Vec::new() } else { vec![0; jobs] },
             used_mgpus: vec![0; queues.len()],
             running_jobs: vec![0; queues.len()],
         }
@@ -247,9 +266,9 @@ impl QuotaUsage {
     }
 
     pub(crate) fn start(&mut self, queue: Option<QueueId>, task: &TaskState) {
+        let Some(q) = queue else { return };
         let job = task.job.index();
         self.job_running_tasks[job] += 1;
-        let Some(q) = queue else { return };
         self.used_mgpus[q.index()] += task.mgpus();
         if self.job_running_tasks[job] == 1 {
             self.running_jobs[q.index()] += 1;
@@ -257,9 +276,9 @@ impl QuotaUsage {
     }
 
     pub(crate) fn stop(&mut self, queue: Option<QueueId>, task: &TaskState) {
+        let Some(q) = queue else { return };
         let job = task.job.index();
         self.job_running_tasks[job] -= 1;
-        let Some(q) = queue else { return };
         self.used_mgpus[q.index()] -= task.mgpus();
         if self.job_running_tasks[job] == 0 {
             self.running_jobs[q.index()] -= 1;
@@ -270,7 +289,7 @@ impl QuotaUsage {
     pub(crate) fn recount_differs(
         &self,
         tasks: &[TaskState],
-        job_queue: &[Option<QueueId>],
+        job_queue: &JobQueues,
         running: impl Fn(TaskId) -> bool,
     ) -> Option<String> {
         let mut again = QuotaUsage {
@@ -280,7 +299,7 @@ impl QuotaUsage {
         };
         for (i, t) in tasks.iter().enumerate() {
             if running(TaskId(i as u32)) {
-                again.start(job_queue[t.job.index()], t);
+                again.start(job_queue.of(t.job), t);
             }
         }
         let same = again.job_running_tasks == self.job_running_tasks

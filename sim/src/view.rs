@@ -64,7 +64,7 @@ pub struct ClusterView<'a> {
     pub(crate) health: &'a Health,
     pub(crate) failures_seen: &'a BTreeSet<(SimTime, NodeId)>,
     pub(crate) queues: &'a Queues,
-    pub(crate) job_queue: &'a [Option<QueueId>],
+    pub(crate) job_queue: &'a crate::quota::JobQueues,
     pub(crate) owner: &'a [Option<TaskId>],
     pub(crate) datasets: &'a crate::data::Datasets,
     pub(crate) speed_profiles: &'a crate::speeds::SpeedProfiles,
@@ -128,7 +128,7 @@ impl<'a> ClusterView<'a> {
     }
     /// The queue `job` runs in, when the cluster has queues.
     pub fn queue_of(&self, job: JobId) -> Option<QueueId> {
-        self.job_queue[job.index()]
+        self.job_queue.of(job)
     }
     /// The work a running task would lose if it were preempted now: what it did since its
     /// last checkpoint (nothing with continuous checkpoints, or while stalled it has none).
