@@ -23,8 +23,9 @@ pub struct RankedQueue<K: Ord + Copy> {
     by_shape: Vec<LazySorted<(K, TaskId)>>,
     /// Per shape: how many of its first tasks are known to have left.
     gone: Vec<usize>,
-    /// By task: its shape index while it is queued here.
-    shape_of: Vec<Option<usize>>,
+    /// By task: its shape index while it is queued here (as a u32: 8 bytes a task of the
+    /// run, not 16).
+    shape_of: Vec<Option<u32>>,
     len: usize,
     /// Per shape, the entries of a `rebuild` (kept to allocate nothing in steady state).
     buckets: Vec<Vec<(K, TaskId)>>,
@@ -52,7 +53,7 @@ impl<K: Ord + Copy> RankedQueue<K> {
             }
             debug_assert!(self.shape_of[task.index()].is_none(), "{task} is queued once");
             self.buckets[shape].push((key, task));
-            self.shape_of[task.index()] = Some(shape);
+            self.shape_of[task.index()] = Some(u32::try_from(shape).expect("fewer than 2^32 shapes"));
             self.len += 1;
         }
         self.by_shape.resize_with(self.buckets.len(), LazySorted::default);
@@ -67,7 +68,7 @@ impl<K: Ord + Copy> RankedQueue<K> {
     pub fn drain_into(&mut self, out: &mut Vec<(TaskId, usize)>) {
         for (shape, list) in self.by_shape.iter().enumerate() {
             for (_, task) in list.iter_unordered() {
-                if self.shape_of[task.index()] == Some(shape) {
+                if self.shape_of[task.index()] == Some(shape as u32) {
                     self.shape_of[task.index()] = None;
                     out.push((task, shape));
                 }
@@ -114,7 +115,7 @@ impl<K: Ord + Copy> RankedQueue<K> {
     fn head(&mut self, shape: usize) -> Option<(K, TaskId)> {
         loop {
             let (key, task) = self.by_shape[shape].get(self.gone[shape])?;
-            if self.shape_of[task.index()] == Some(shape) {
+            if self.shape_of[task.index()] == Some(shape as u32) {
                 return Some((key, task));
             }
             self.gone[shape] += 1;

@@ -128,7 +128,8 @@ struct RunningLevels {
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     pool: PoolId,
-    level: usize,
+    /// As a u32: an entry is 16 bytes, not 24, for every task the run starts.
+    level: u32,
     gpus: u32,
     continuous: bool,
 }
@@ -146,7 +147,7 @@ impl RunningLevels {
         }
         self.set_of(pool, level, continuous).insert(task);
         self.gpus[pool.index()][level] += u64::from(gpus);
-        self.at[task.index()] = Some(Entry { pool, level, gpus, continuous });
+        self.at[task.index()] = Some(Entry { pool, level: narrow(level), gpus, continuous });
     }
 
     fn set_of(&mut self, pool: PoolId, level: usize, continuous: bool) -> &mut BTreeSet<TaskId> {
@@ -156,8 +157,8 @@ impl RunningLevels {
 
     fn remove(&mut self, task: TaskId) {
         if let Some(e) = self.at.get_mut(task.index()).and_then(Option::take) {
-            self.set_of(e.pool, e.level, e.continuous).remove(&task);
-            self.gpus[e.pool.index()][e.level] -= u64::from(e.gpus);
+            self.set_of(e.pool, e.level as usize, e.continuous).remove(&task);
+            self.gpus[e.pool.index()][e.level as usize] -= u64::from(e.gpus);
         }
     }
 
@@ -207,6 +208,11 @@ impl Iterator for Victims<'_> {
     }
 }
 
+/// A level as stored per task: levels are one per threshold, never near 2^32.
+fn narrow(level: usize) -> u32 {
+    u32::try_from(level).expect("fewer than 2^32 levels")
+}
+
 pub struct Tiresias {
     name: String,
     mode: Mode,
@@ -216,7 +222,8 @@ pub struct Tiresias {
     placer: Placer,
     /// Waiting tasks, one FIFO queue per level.
     queues: Vec<WaitQueue>,
-    queued_at: Vec<Option<usize>>,
+    /// Each queued task's level (8 bytes a task of the run, not 16).
+    queued_at: Vec<Option<u32>>,
     running: RunningLevels,
     /// Tasks holding GPUs, as this policy knows it (its own starts and preemptions included).
     holds: Vec<bool>,
@@ -320,12 +327,12 @@ impl Tiresias {
             self.queued_at.resize(task.index() + 1, None);
         }
         self.queues[level].insert(task, 0, Shape::of(view.task(task)));
-        self.queued_at[task.index()] = Some(level);
+        self.queued_at[task.index()] = Some(narrow(level));
     }
 
     fn dequeue(&mut self, task: TaskId) {
         if let Some(level) = self.queued_at.get_mut(task.index()).and_then(Option::take) {
-            self.queues[level].remove(task);
+            self.queues[level as usize].remove(task);
         }
     }
 
@@ -533,7 +540,7 @@ impl Tiresias {
     /// Starts the queued `task` where its placement puts it, within its queue's quota (a
     /// task the quota holds back is parked in its level until its queue has room again).
     fn try_start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId) -> Placed {
-        let level = self.queued_at[task.index()].expect("only queued tasks are started");
+        let level = self.queued_at[task.index()].expect("only queued tasks are started") as usize;
         let placed = place_and_start(view, plan, self.placer, &mut self.queues[level], task);
         if placed.started().is_some() {
             self.queued_at[task.index()] = None;
