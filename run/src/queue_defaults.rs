@@ -31,6 +31,13 @@ pub fn apply(spec: &RunSpec, workload: Workload) -> Result<Workload, String> {
         let overhead = overheads.get(queue).map(|s| s.duration());
         let cost = costs.get(queue).map(|s| s.duration());
         for task in &mut job.tasks {
+            let set = task.options();
+            let fills = (set.checkpoint.is_none() && checkpoint.is_some())
+                || (set.restart_overhead.is_none() && overhead.is_some())
+                || (set.checkpoint_cost.is_none() && cost.is_some());
+            if !fills {
+                continue; // nothing to fill, so nothing to allocate
+            }
             let options = task.options_mut();
             options.checkpoint = options.checkpoint.or(checkpoint);
             options.restart_overhead = options.restart_overhead.or(overhead);

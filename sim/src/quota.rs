@@ -162,6 +162,7 @@ pub(crate) struct JobQueues(Vec<QueueId>);
 
 impl JobQueues {
     pub(crate) fn of(&self, job: JobId) -> Option<QueueId> {
+        debug_assert!(self.0.is_empty() || job.index() < self.0.len(), "{job} has no queue entry");
         self.0.get(job.index()).copied()
     }
     /// The next job's (live mode: a job joins the run).
