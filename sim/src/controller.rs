@@ -288,7 +288,7 @@ impl Controller {
         }
         self.series_queue.push(spec.queue.as_deref().map_or(0, |q| self.series.queue_index(q)));
         self.job_queue.push(queue);
-        self.quota.add_job();
+        self.quota.add_job(queue);
         let tasks = &self.tasks;
         self.dag.add_job(spec, first, |t| tasks[t.index()].checkpoint);
         Ok(job)

@@ -209,9 +209,10 @@ pub struct QuotaUsage {
 }
 
 impl QuotaUsage {
-    /// Room for one more job's count (live mode: a job joins the run).
-    pub(crate) fn add_job(&mut self) {
-        if !self.used_mgpus.is_empty() {
+    /// Room for one more job's count (live mode: a job joins the run), as for every job when
+    /// it has a queue: the same condition as `JobQueues::push`.
+    pub(crate) fn add_job(&mut self, queue: Option<QueueId>) {
+        if queue.is_some() {
             self.job_running_tasks.push(0);
         }
     }
