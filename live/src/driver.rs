@@ -493,7 +493,7 @@ impl Driver {
         for s in touched {
             self.tally.settle(s, self.job_state(s));
             let job = self.controller().job(JobId::from_index(s));
-            if let (Some(JobOutcome::Succeeded), Some(end)) = (&job.outcome, job.end) {
+            if let (Some(JobOutcome::Succeeded), Some(end)) = (&job.outcome, job.end.get()) {
                 self.tally.succeeded(s, end.since(job.submit).as_ms());
             }
         }

@@ -19,7 +19,7 @@ use crate::rng::{StreamRng, stream};
 use crate::series::{Levels, QueueDelta, Series};
 use crate::speeds::SpeedProfiles;
 use crate::state::{JobOutcome, JobState, TaskState, TaskStatus};
-use crate::time::{SimDuration, SimTime};
+use crate::time::{OptTime, SimDuration, SimTime};
 use crate::view::{Change, ClusterView};
 use crate::workload::Workload;
 use std::collections::{BTreeMap, BTreeSet};
@@ -452,7 +452,7 @@ impl Controller {
     pub(crate) fn end_job(&mut self, job: JobId, outcome: JobOutcome) {
         let j = &mut self.jobs[job.index()];
         j.outcome = Some(outcome);
-        j.end = Some(self.now);
+        j.end = self.now.into();
         self.stats.last_end = Some(self.now);
         self.series.count(self.now, |b| b.completions += 1);
         self.changes.push(Change::JobEnded(job));
@@ -469,7 +469,7 @@ impl Controller {
         // Wall time (what GPU-time is counted in) splits into overhead, progress and stall;
         // work (what checkpoints and `remaining` count) is progress at the pool's speed.
         let held = now.since(t.run_start);
-        let active = t.stalled_since.map_or(now, |s| s.min(now)).since(t.run_start);
+        let active = t.stalled_since.get().map_or(now, |s| s.min(now)).since(t.run_start);
         let overhead_paid = t.overhead.min(active);
         let progress = t.progress_wall_at(now);
         let stalled = held - overhead_paid - progress;
@@ -645,7 +645,7 @@ impl Controller {
         }
         // Started on hardware that is broken but not yet known to be: no progress from the start.
         if gpus.iter().any(|&g| self.health.broken(g)) {
-            t.stalled_since = Some(self.now);
+            t.stalled_since = self.now.into();
             let mgpus = t.mgpus();
             self.stalled_mgpus += mgpus;
         }
@@ -683,7 +683,7 @@ impl Controller {
             self.marks[t.index()] = Mark::None;
             if !self.tasks[t.index()].status.is_final() {
                 self.set_status(t, TaskStatus::Failed);
-                self.tasks[t.index()].finish = Some(self.now);
+                self.tasks[t.index()].finish = self.now.into();
             }
         }
         self.jobs[job.index()].open_tasks = 0;
@@ -732,7 +732,7 @@ impl Controller {
         if t.status != TaskStatus::Running {
             return;
         }
-        let until = t.stalled_since.map_or(now, |s| s.min(now));
+        let until = t.stalled_since.get().map_or(now, |s| s.min(now));
         let wall = until.since(t.run_start).saturating_sub(t.overhead);
         let overrun = wall.saturating_sub(t.wall_to(t.work));
         let extra = SimDuration((u128::from(overrun.as_ms()) * u128::from(t.speed_milli) / 1000) as u64);
@@ -869,8 +869,8 @@ impl Controller {
             name: Default::default(),
             queue: None,
             submit: state.submit,
-            first_start: tasks.clone().filter_map(|t| t.first_start).min(),
-            end: state.end,
+            first_start: tasks.clone().filter_map(|t| t.first_start.get()).min(),
+            end: state.end.get(),
             tasks: state.task_count,
             gpus: spec.gpus(),
             mgpus: tasks.clone().map(|t| t.mgpus()).sum(),
@@ -924,8 +924,8 @@ impl Controller {
                     name: t_spec.name.clone(),
                     status: t.status,
                     gpus: t.gpus,
-                    first_start: t.first_start,
-                    finish: t.finish,
+                    first_start: t.first_start.get(),
+                    finish: t.finish.get(),
                     preemptions: t.preemptions,
                     failures: t.failures,
                     deps: t_spec.deps.clone(),
@@ -982,7 +982,7 @@ fn new_job_state(spec: &crate::workload::JobSpec, first_task: TaskId) -> JobStat
         open_tasks: spec.tasks.len() as u32,
         failure: None,
         outcome: None,
-        end: None,
+        end: OptTime::NONE,
     }
 }
 
@@ -1001,7 +1001,7 @@ pub(crate) fn new_task_state(
         gpus_per_node: t.fixed_gpus_per_node().and_then(|n| std::num::NonZeroU8::new(n.min(255) as u8)),
         pools: cluster.eligible_pools(t.gpu_type.as_deref()),
         work: t.work,
-        estimate: t.estimate,
+        estimate: t.estimate.into(),
         checkpoint: t.options().checkpoint.unwrap_or(config.checkpoint),
         checkpoint_cost: t.options().checkpoint_cost.unwrap_or(config.checkpoint_cost),
         restart_overhead: t.options().restart_overhead.unwrap_or(config.restart_overhead),
@@ -1010,12 +1010,12 @@ pub(crate) fn new_task_state(
         attempt: 0,
         run_start: SimTime::ZERO,
         overhead: SimDuration::ZERO,
-        first_start: None,
-        finish: None,
+        first_start: OptTime::NONE,
+        finish: OptTime::NONE,
         preemptions: 0,
         failures: 0,
         retries: 0,
-        stalled_since: None,
+        stalled_since: OptTime::NONE,
         closed_mgpu_ms: 0,
         productive_mgpu_ms: 0,
         lost_redo_mgpu_ms: 0,

@@ -219,7 +219,7 @@ impl Controller {
         let mut ended = Vec::new();
         let mut next = Some((task, failure));
         while let Some((t, failure)) = next.take().or_else(|| ended.pop()) {
-            self.tasks[t.index()].finish = Some(self.now);
+            self.tasks[t.index()].finish = self.now.into();
             let j = &mut self.jobs[job.index()];
             j.open_tasks -= 1;
             if let Some(reason) = failure

@@ -122,7 +122,7 @@ impl Controller {
             for task in holders {
                 let t = &mut self.tasks[task.index()];
                 if t.stalled_since.is_none() {
-                    t.stalled_since = Some(self.now);
+                    t.stalled_since = self.now.into();
                     let mgpus = t.mgpus();
                     self.stalled_mgpus += mgpus;
                 }

@@ -56,7 +56,7 @@ pub use scenario::{Scenario, SimError};
 pub use series::{Bucket, QueueBucket, Series};
 pub use speeds::SpeedProfiles;
 pub use state::{JobOutcome, JobState, TaskState, TaskStatus};
-pub use time::{SimDuration, SimTime};
+pub use time::{OptDuration, OptMs, OptTime, SimDuration, SimTime};
 pub use view::{Change, ClusterView, DurationSource};
 pub use workload::{
     CANCELLED_BY_THE_USER, DepKind, Dependency, JobSpec, Name, TaskOptions, TaskSpec, Tasks, Window, Workload,

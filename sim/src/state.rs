@@ -13,7 +13,7 @@
 
 use crate::cluster::PoolMask;
 use crate::ids::{GpuId, JobId, TaskId};
-use crate::time::{SimDuration, SimTime};
+use crate::time::{OptDuration, OptTime, SimDuration, SimTime};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TaskStatus {
@@ -68,7 +68,7 @@ pub struct TaskState {
     /// Pools of the task's GPU type (all pools when it names none).
     pub pools: PoolMask,
     pub work: SimDuration,
-    pub estimate: Option<SimDuration>,
+    pub estimate: OptDuration,
     /// Work between checkpoints; zero means progress is never lost (checkpoint at every instant).
     pub checkpoint: SimDuration,
     /// Wall time each checkpoint takes to write, progress paused (`checkpoints.rs`).
@@ -83,15 +83,15 @@ pub struct TaskState {
     pub run_start: SimTime,
     /// Restart overhead paid at the start of the current attempt (no progress meanwhile).
     pub overhead: SimDuration,
-    pub first_start: Option<SimTime>,
+    pub first_start: OptTime,
     /// When the task reached its final state (succeeded, failed or skipped).
-    pub finish: Option<SimTime>,
+    pub finish: OptTime,
     pub preemptions: u32,
     /// Attempts ended by a hardware failure, and of those the ones retried.
     pub failures: u32,
     pub retries: u32,
     /// Set while the hardware under a running task is broken: no progress since then.
-    pub stalled_since: Option<SimTime>,
+    pub stalled_since: OptTime,
     /// GPU-time held in attempts that have ended, in milli-GPU-milliseconds (so a task holding
     /// 0.25 GPU is counted exactly), and how it splits:
     /// `closed = productive + redone + detection lag + restart overhead + checkpoint writing`.
@@ -145,7 +145,7 @@ impl TaskState {
     /// Wall time the current attempt has spent making progress by `now` (after its restart
     /// overhead, before its hardware broke, at most what its remaining work takes).
     pub fn progress_wall_at(&self, now: SimTime) -> SimDuration {
-        let until = self.stalled_since.map_or(now, |s| s.min(now));
+        let until = self.stalled_since.get().map_or(now, |s| s.min(now));
         until.since(self.run_start).saturating_sub(self.overhead).min(self.wall_to(self.work))
     }
     /// Wall time `work` takes at this task's speed (rounded up to whole ms: never early).
@@ -237,7 +237,7 @@ pub struct JobState {
     /// the job fails with it when its last task ends.
     pub failure: Option<Box<str>>,
     pub outcome: Option<JobOutcome>,
-    pub end: Option<SimTime>,
+    pub end: OptTime,
 }
 
 impl JobState {
@@ -260,8 +260,9 @@ mod size_tests {
     #[test]
     fn run_time_state_stays_compact() {
         // 264 and 96 bytes before the held GPUs became a boxed slice, the mean attempt a
-        // quotient and a job's failure reason a boxed str.
-        assert!(std::mem::size_of::<TaskState>() <= 248, "{}", std::mem::size_of::<TaskState>());
-        assert!(std::mem::size_of::<JobState>() <= 88, "{}", std::mem::size_of::<JobState>());
+        // quotient and a job's failure reason a boxed str; 248 and 88 before their optional
+        // times became `OptTime`s.
+        assert!(std::mem::size_of::<TaskState>() <= 216, "{}", std::mem::size_of::<TaskState>());
+        assert!(std::mem::size_of::<JobState>() <= 80, "{}", std::mem::size_of::<JobState>());
     }
 }

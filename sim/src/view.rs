@@ -175,7 +175,7 @@ impl<'a> ClusterView<'a> {
         let t = self.task(task);
         match source {
             DurationSource::Oracle => t.work,
-            DurationSource::Estimate => t.estimate.unwrap_or(t.work),
+            DurationSource::Estimate => t.estimate.get().unwrap_or(t.work),
         }
     }
 
