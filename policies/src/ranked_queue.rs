@@ -64,13 +64,14 @@ impl<K: Ord + Copy> RankedQueue<K> {
         }
     }
 
-    /// Takes every task out, appending (task, shape index) to `out` in no particular order.
-    pub fn drain_into(&mut self, out: &mut Vec<(TaskId, usize)>) {
+    /// Takes every task out, giving each (task, shape index, key) to `each` in no particular
+    /// order.
+    pub fn drain(&mut self, mut each: impl FnMut(TaskId, usize, K)) {
         for (shape, list) in self.by_shape.iter().enumerate() {
-            for (_, task) in list.iter_unordered() {
+            for (key, task) in list.iter_unordered() {
                 if self.shape_of[task.index()] == Some(shape as u32) {
                     self.shape_of[task.index()] = None;
-                    out.push((task, shape));
+                    each(task, shape, key);
                 }
             }
         }
@@ -150,15 +151,15 @@ mod tests {
     }
 
     #[test]
-    fn drain_gives_the_tasks_still_here_with_their_shapes() {
+    fn drain_gives_the_tasks_still_here_with_their_shapes_and_keys() {
         let mut queue = RankedQueue::default();
         queue.rebuild([(0, 1u64, t(4)), (1, 2, t(5)), (1, 0, t(6))]);
         assert_eq!(queue.first(), Some((0, t(6))));
         queue.remove(t(6));
         let mut out = Vec::new();
-        queue.drain_into(&mut out);
+        queue.drain(|task, shape, key| out.push((task, shape, key)));
         out.sort();
-        assert_eq!(out, [(t(4), 0), (t(5), 1)]);
+        assert_eq!(out, [(t(4), 0, 1), (t(5), 1, 2)]);
         assert!(queue.is_empty());
         assert_eq!(queue.first(), None);
         // A drained task can come back in the next ranking.

@@ -43,9 +43,9 @@
 //! order (the ones it starts and the one it stops at) and each victim a preemption walks,
 //! once per lease; between rounds O((starts + 1) x shapes x log n) and O(changes x log n).
 //! Every waiting task's rho changes at every round (it grows with the wait), so a round cannot
-//! touch fewer; it reads each one's rho from what was noted when it began to wait, skips
-//! running tasks still in their lease on what was noted at their start, and computes the
-//! victims' rhos only once a task does not fit. The order is not sorted in full: each shape's
+//! touch fewer; it reads each one's rho from what was noted at its first round (kept with its
+//! rank, so that only waiting tasks hold it), skips running tasks still in their lease on what
+//! was noted at their start, and computes the victims' rhos only once a task does not fit. The order is not sorted in full: each shape's
 //! tasks are heapified and sorted as far as read (`RankedQueue`), and so are each pool's
 //! victims (`LazySorted`), allocating nothing in steady state. With queues, a round sorts
 //! in full and re-keys the wait queue with integer ranks (O((waiting + running) log n)): a
@@ -149,7 +149,7 @@ pub struct Themis {
     waiting: WaitQueue,
     /// Without queues: the last round's waiting tasks in its rho order, sorted only as far as
     /// read (all of them come before `waiting`'s, as their ranks would).
-    ranked: RankedQueue<Reverse<Rho>>,
+    ranked: RankedQueue<Ranked>,
     /// Tasks running in committed state (started by an earlier decision), with when their
     /// lease expires and their pool, noted at the start: a round skips the tasks still in
     /// their lease without reading their state.
@@ -157,8 +157,6 @@ pub struct Themis {
     next_round: SimTime,
     /// A round's working lists, kept between rounds so that a round allocates nothing.
     scratch: Scratch,
-    /// By task: what its rho needs while it waits (set as it begins to wait).
-    waits: Vec<Option<Waiting>>,
 }
 
 /// A running task's lease: it is no victim before `until`.
@@ -169,12 +167,12 @@ struct Lease {
 }
 
 /// The parts of a waiting task's rho that do not change while it waits (its remaining work
-/// and restart overhead change only while it holds GPUs): a round reads these 40 bytes
-/// instead of the task's and its job's state.
+/// and restart overhead change only while it holds GPUs): a round reads these 32 bytes, kept
+/// with the task's rank, instead of the task's and its job's state.
 #[derive(Debug, Clone, Copy)]
 struct Waiting {
-    overhead: SimDuration,
-    remaining: SimDuration,
+    /// Restart overhead and expected remaining work: T_sh is `now + work - submit`.
+    work: SimDuration,
     submit: SimTime,
     duration: u64,
     gpus: u32,
@@ -184,8 +182,7 @@ impl Waiting {
     fn of(view: &ClusterView<'_>, task: TaskId, source: DurationSource) -> Waiting {
         let t = view.task(task);
         Waiting {
-            overhead: view.start_overhead(task),
-            remaining: view.expected_remaining(task, source),
+            work: view.start_overhead(task) + view.expected_remaining(task, source),
             submit: view.job(t.job).submit,
             duration: view.expected_duration(task, source).as_ms(),
             gpus: t.gpus,
@@ -193,10 +190,42 @@ impl Waiting {
     }
 }
 
+/// A ranked task's key: its rho at the last round, largest first, and what its rho at the
+/// next round needs (only waiting tasks hold one: no table over every task of the run).
+/// Ordered by rho alone; the queue breaks ties by task id.
+#[derive(Debug, Clone, Copy)]
+struct Ranked {
+    rho: Reverse<Rho>,
+    waiting: Waiting,
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Ranked) -> Ordering {
+        self.rho.cmp(&other.rho)
+    }
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Ranked) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Ranked) -> bool {
+        self.rho == other.rho
+    }
+}
+
+impl Eq for Ranked {}
+
 #[derive(Default)]
 struct Scratch {
-    /// Every waiting task at the round, with its shape index (without queues).
-    tasks: Vec<(TaskId, usize)>,
+    /// Every waiting task at the round, with its shape index (without queues) and what its
+    /// rho needs.
+    tasks: Vec<(TaskId, usize, Waiting)>,
+    /// Tasks that waited at no round yet, and victims, with their shape indexes.
+    fresh: Vec<(TaskId, usize)>,
     /// Their rhos, in the order of `tasks`; with queues, then sorted (rho desc, task).
     ranked: Vec<(Rho, TaskId, usize)>,
     order: Vec<TaskId>,
@@ -236,7 +265,6 @@ impl Themis {
             running: BTreeMap::new(),
             next_round: SimTime(0),
             scratch: Scratch::default(),
-            waits: Vec::new(),
         })
     }
 
@@ -256,10 +284,11 @@ impl Themis {
         self.rho_from(end.since(submit), duration, t.gpus, jobs, gpus)
     }
 
-    /// A waiting task's rho now from what `Waiting::of` read when it began to wait: the same
-    /// arithmetic as `rho` (now + overhead + remaining, less submit).
+    /// A waiting task's rho now from what `Waiting::of` read (at its first round): the same
+    /// arithmetic as `rho` (now + overhead + remaining, less submit; the additions saturate,
+    /// so adding overhead and remaining first gives the same sum).
     fn waiting_rho(&self, now: SimTime, w: &Waiting, jobs: u128, gpus: u128) -> Rho {
-        let end = now + w.overhead + w.remaining;
+        let end = now + w.work;
         self.rho_from(end.since(w.submit), w.duration, w.gpus, jobs, gpus)
     }
 
@@ -276,14 +305,6 @@ impl Themis {
         }
     }
 
-    /// Notes what a task that begins to wait (new, preempted, retrying) will need for its rho.
-    fn began_waiting(&mut self, view: &ClusterView<'_>, task: TaskId) {
-        if self.waits.len() <= task.index() {
-            self.waits.resize(task.index() + 1, None);
-        }
-        self.waits[task.index()] = Some(Waiting::of(view, task, self.source));
-    }
-
     /// A lease round: every waiting task ranked by its rho now; in that order each starts,
     /// or preempts, until the first that can do neither.
     fn round(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
@@ -291,16 +312,24 @@ impl Themis {
         // Without queues nothing is ever parked, and ranks need not be integers: the order
         // is kept lazily sorted (`RankedQueue`) instead of sorted and re-keyed in full.
         let lazy = view.queues().is_empty();
-        scratch.tasks.clear();
+        let source = self.source;
+        let tasks = &mut scratch.tasks;
+        tasks.clear();
         if lazy {
-            self.ranked.drain_into(&mut scratch.tasks);
-            self.waiting.drain_queued(&mut scratch.tasks);
+            self.ranked.drain(|task, shape, key| tasks.push((task, shape, key.waiting)));
+            scratch.fresh.clear();
+            self.waiting.drain_queued(&mut scratch.fresh);
+            tasks.extend(scratch.fresh.iter().map(|&(t, shape)| (t, shape, Waiting::of(view, t, source))));
         } else {
-            scratch.tasks.extend(self.waiting.iter().map(|(_, t)| (t, 0)));
+            tasks.extend(self.waiting.iter().map(|(_, t)| (t, 0, Waiting::of(view, t, source))));
         }
         self.rank(view, &mut scratch);
         if lazy {
-            self.ranked.rebuild(scratch.ranked.iter().map(|&(rho, task, shape)| (shape, Reverse(rho), task)));
+            // `ranked` is in the order of `tasks` here (sorted only with queues).
+            let keys = scratch.ranked.iter().zip(&scratch.tasks);
+            self.ranked.rebuild(
+                keys.map(|(&(rho, task, shape), &(_, _, waiting))| (shape, Ranked { rho: Reverse(rho), waiting }, task)),
+            );
         } else {
             // Ties break by task id: a total order, so an unstable sort gives the one answer.
             scratch.ranked.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -312,7 +341,7 @@ impl Themis {
         let mut next = 0;
         loop {
             let first = if lazy {
-                self.ranked.first().map(|(Reverse(rho), task)| (rho, task))
+                self.ranked.first().map(|(key, task)| (key.rho.0, task))
             } else {
                 scratch.ranked.get(next).map(|&(rho, task, _)| (rho, task))
             };
@@ -340,7 +369,7 @@ impl Themis {
             TId::Share => {
                 let jobs = &mut scratch.jobs;
                 jobs.clear();
-                jobs.extend(scratch.tasks.iter().map(|&(t, _)| view.task(t).job));
+                jobs.extend(scratch.tasks.iter().map(|&(t, _, _)| view.task(t).job));
                 jobs.extend(self.running.keys().map(|&t| view.task(t).job));
                 jobs.sort_unstable();
                 jobs.dedup();
@@ -350,12 +379,9 @@ impl Themis {
         scratch.rho_inputs = (jobs, gpus);
         let now = view.now();
         scratch.ranked.clear();
-        scratch.ranked.extend(scratch.tasks.iter().map(|&(t, shape)| {
-            let rho = match self.waits.get(t.index()).copied().flatten() {
-                Some(w) => self.waiting_rho(now, &w, jobs, gpus),
-                None => self.rho(view, t, jobs, gpus),
-            };
-            debug_assert!(rho == self.rho(view, t, jobs, gpus), "rho of {t} read when it began to wait");
+        scratch.ranked.extend(scratch.tasks.iter().map(|&(t, shape, w)| {
+            let rho = self.waiting_rho(now, &w, jobs, gpus);
+            debug_assert!(rho == self.rho(view, t, jobs, gpus), "rho of {t} from what it needs at its first round");
             (rho, t, shape)
         }));
     }
@@ -497,11 +523,6 @@ impl Policy for Themis {
                 Change::JobEnded(job) => view.job(job).tasks().for_each(|t| {
                     self.running.remove(&t);
                 }),
-            }
-            match *change {
-                Change::TaskReady(t) | Change::TaskPreempted(t) => self.began_waiting(view, t),
-                Change::TaskFailed(t) if view.task(t).status.is_startable() => self.began_waiting(view, t),
-                _ => {}
             }
         }
         let now = view.now();

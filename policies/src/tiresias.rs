@@ -64,7 +64,7 @@ use crate::placement::{Placer, Shape};
 use crate::reason::{push_decimal, push_thousandths};
 use crate::tracking::{Placed, place_and_start};
 use crate::wait_queue::WaitQueue;
-use sim::{Change, ClusterView, JobId, JobOutcome, Plan, Policy, PoolId, SimDuration, SimTime, TaskId, TaskStatus};
+use sim::{Change, ClusterView, JobId, JobOutcome, OptTime, Plan, Policy, PoolId, SimDuration, SimTime, TaskId, TaskStatus};
 use std::collections::BTreeSet;
 
 pub const PARAMS: &[ParamInfo] = &[
@@ -101,13 +101,14 @@ enum Mode {
 
 #[derive(Debug, Clone, Copy, Default)]
 struct JobInfo {
-    level: usize,
+    /// As a u32, and the times below as `OptTime`s: 32 bytes a job of the run, not 48.
+    level: u32,
     /// Attained service at the last promotion (milli-GPU-ms), subtracted from what it holds.
     base: u64,
     /// When the job, running at its current rate, reaches the next threshold.
-    crossing: Option<SimTime>,
+    crossing: OptTime,
     /// When the job, waiting with nothing running, is promoted.
-    promote_at: Option<SimTime>,
+    promote_at: OptTime,
 }
 
 /// Running tasks (committed ones: started in an earlier decision) per pool and level.
@@ -321,7 +322,7 @@ impl Tiresias {
     }
 
     fn enqueue(&mut self, view: &ClusterView<'_>, task: TaskId) {
-        let level = self.job(view.task(task).job).level;
+        let level = self.job(view.task(task).job).level as usize;
         self.dequeue(task);
         if self.queued_at.len() <= task.index() {
             self.queued_at.resize(task.index() + 1, None);
@@ -355,8 +356,8 @@ impl Tiresias {
         let attained = self.attained(view, job);
         let level = self.level_of(attained);
         let levels = self.levels();
-        if level != self.job(job).level {
-            self.job(job).level = level;
+        if level != self.job(job).level as usize {
+            self.job(job).level = narrow(level);
             for t in view.job(job).tasks() {
                 if self.is_queued(t) {
                     self.enqueue(view, t);
@@ -379,33 +380,35 @@ impl Tiresias {
         }));
         let rate: u64 = growth.iter().map(|&(_, r)| r).sum();
         let info = *self.job(job);
-        if let Some(at) = info.crossing {
+        if let Some(at) = info.crossing.get() {
             self.crossings.remove(&(at, job));
         }
-        let crossing = (rate > 0 && level < self.thresholds.len()).then(|| {
+        // The ordered sets hold the times as stored (an `OptTime` keeps a saturated one a
+        // millisecond short), so that what is inserted is what is later removed.
+        let crossing = OptTime::from((rate > 0 && level < self.thresholds.len()).then(|| {
             growth.sort_unstable();
             crossing_time(now, self.thresholds[level] - attained, &growth)
-        });
+        }));
         self.growth = growth;
-        if let Some(at) = crossing {
+        if let Some(at) = crossing.get() {
             self.crossings.insert((at, job));
         }
         self.job(job).crossing = crossing;
         let waiting = rate == 0 && view.job(job).tasks().any(|t| self.is_queued(t));
-        let promote_at = if self.promote_after > 0 && level > 0 && waiting {
-            info.promote_at.or_else(|| {
+        let promote_at = OptTime::from(if self.promote_after > 0 && level > 0 && waiting {
+            info.promote_at.get().or_else(|| {
                 let gang: u64 = view.job(job).tasks().map(|t| view.task(t).mgpus()).sum();
                 let executed_ms = attained / gang.max(1);
                 Some(now + SimDuration(executed_ms.saturating_mul(self.promote_after)))
             })
         } else {
             None
-        };
+        });
         if info.promote_at != promote_at {
-            if let Some(at) = info.promote_at {
+            if let Some(at) = info.promote_at.get() {
                 self.promotions.remove(&(at, job));
             }
-            if let Some(at) = promote_at {
+            if let Some(at) = promote_at.get() {
                 self.promotions.insert((at, job));
             }
             self.job(job).promote_at = promote_at;
@@ -419,10 +422,10 @@ impl Tiresias {
             self.set_holds(t, false);
         }
         let info = std::mem::take(self.job(job));
-        if let Some(at) = info.crossing {
+        if let Some(at) = info.crossing.get() {
             self.crossings.remove(&(at, job));
         }
-        if let Some(at) = info.promote_at {
+        if let Some(at) = info.promote_at.get() {
             self.promotions.remove(&(at, job));
         }
         if self.mode == Mode::Gittins && view.job(job).outcome == Some(JobOutcome::Succeeded) {
@@ -504,7 +507,7 @@ impl Tiresias {
                         && let Some(&gpu) = task.placed.first()
                     {
                         self.set_holds(t, true);
-                        let level = self.job(task.job).level;
+                        let level = self.job(task.job).level as usize;
                         let continuous = task.checkpoint == SimDuration::ZERO;
                         self.running.insert(t, view.cluster().pool_of(gpu), level, task.gpus, continuous, levels);
                     }
@@ -696,14 +699,14 @@ impl Policy for Tiresias {
         self.refresh_touched(view);
         while let Some(&(at, job)) = self.crossings.first().filter(|&&(at, _)| at <= now) {
             self.crossings.remove(&(at, job));
-            self.job(job).crossing = None;
+            self.job(job).crossing = OptTime::NONE;
             self.refresh(view, job);
         }
         while let Some(&(at, job)) = self.promotions.first().filter(|&&(at, _)| at <= now) {
             self.promotions.remove(&(at, job));
             let held = executed(view, job);
             let info = self.job(job);
-            info.promote_at = None;
+            info.promote_at = OptTime::NONE;
             info.base = held;
             self.refresh(view, job);
         }
