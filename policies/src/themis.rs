@@ -328,7 +328,9 @@ impl Themis {
             // `ranked` is in the order of `tasks` here (sorted only with queues).
             let keys = scratch.ranked.iter().zip(&scratch.tasks);
             self.ranked.rebuild(
-                keys.map(|(&(rho, task, shape), &(_, _, waiting))| (shape, Ranked { rho: Reverse(rho), waiting }, task)),
+                keys.map(|(&(rho, task, shape), &(_, _, waiting))| {
+                    (shape, Ranked { rho: Reverse(rho), waiting }, task)
+                }),
             );
         } else {
             // Ties break by task id: a total order, so an unstable sort gives the one answer.

@@ -64,7 +64,9 @@ use crate::placement::{Placer, Shape};
 use crate::reason::{push_decimal, push_thousandths};
 use crate::tracking::{Placed, place_and_start};
 use crate::wait_queue::WaitQueue;
-use sim::{Change, ClusterView, JobId, JobOutcome, OptTime, Plan, Policy, PoolId, SimDuration, SimTime, TaskId, TaskStatus};
+use sim::{
+    Change, ClusterView, JobId, JobOutcome, OptTime, Plan, Policy, PoolId, SimDuration, SimTime, TaskId, TaskStatus,
+};
 use std::collections::BTreeSet;
 
 pub const PARAMS: &[ParamInfo] = &[

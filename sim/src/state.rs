@@ -150,13 +150,11 @@ impl TaskState {
     }
     /// Wall time `work` takes at this task's speed (rounded up to whole ms: never early).
     pub fn wall_for(&self, work: SimDuration) -> SimDuration {
-        let speed = u64::from(self.speed_milli);
-        SimDuration((u128::from(work.as_ms()) * 1000).div_ceil(u128::from(speed)) as u64)
+        SimDuration(mul_div(work.as_ms(), 1000, u64::from(self.speed_milli), Round::Up))
     }
     /// Work done in `wall` time at this task's speed (rounded down), at most what is left.
     pub fn work_in(&self, wall: SimDuration) -> SimDuration {
-        let work = u128::from(wall.as_ms()) * u128::from(self.speed_milli) / 1000;
-        SimDuration(work as u64).min(self.remaining)
+        SimDuration(mul_div(wall.as_ms(), u64::from(self.speed_milli), 1000, Round::Down)).min(self.remaining)
     }
     /// True work left at `now`.
     pub fn remaining_at(&self, now: SimTime) -> SimDuration {
@@ -190,6 +188,25 @@ impl TaskState {
         let open =
             if self.status == TaskStatus::Running { now.since(self.run_start).as_ms() * self.mgpus() } else { 0 };
         self.closed_mgpu_ms + open
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Round {
+    Down,
+    Up,
+}
+
+/// `a x b / c`, exact, rounded as asked, cut to 64 bits. In u64 where the product fits (any
+/// time short of 584,000 years): a u128 division is a library call, and this is on the hot
+/// path of every completion and every policy's remaining-time estimate.
+#[inline]
+fn mul_div(a: u64, b: u64, c: u64, round: Round) -> u64 {
+    match (a.checked_mul(b), round) {
+        (Some(product), Round::Down) => product / c,
+        (Some(product), Round::Up) => product.div_ceil(c),
+        (None, Round::Down) => (u128::from(a) * u128::from(b) / u128::from(c)) as u64,
+        (None, Round::Up) => (u128::from(a) * u128::from(b)).div_ceil(u128::from(c)) as u64,
     }
 }
 
@@ -248,6 +265,33 @@ impl JobState {
     /// Arrived and not ended: counted in the jobs-in-system integral (Little's law).
     pub fn in_system(&self) -> bool {
         self.arrived && self.outcome.is_none()
+    }
+}
+
+#[cfg(test)]
+mod mul_div_tests {
+    use super::*;
+
+    #[test]
+    fn matches_the_wide_arithmetic_on_both_sides_of_the_u64_product() {
+        let wide = |a: u64, b: u64, c: u64, up: bool| {
+            let p = u128::from(a) * u128::from(b);
+            (if up { p.div_ceil(u128::from(c)) } else { p / u128::from(c) }) as u64
+        };
+        let cases = [
+            (0, 1000, 333),
+            (1, 1000, 333),
+            (86_400_000, 1000, 1_500),
+            (86_400_000, 777, 1000),
+            (u64::MAX / 1000, 1000, 999),
+            (u64::MAX / 1000 + 1, 1000, 999),
+            (u64::MAX, 1000, 1000),
+            (u64::MAX, 999, 1000),
+        ];
+        for (a, b, c) in cases {
+            assert_eq!(mul_div(a, b, c, Round::Down), wide(a, b, c, false), "{a} x {b} / {c}");
+            assert_eq!(mul_div(a, b, c, Round::Up), wide(a, b, c, true), "{a} x {b} / {c} up");
+        }
     }
 }
 
