@@ -20,6 +20,7 @@ mod drf;
 mod easy_backfill;
 mod fair_share;
 mod fifo;
+mod id_table;
 mod lazy_sorted;
 pub mod params;
 pub mod placement;

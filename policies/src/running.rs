@@ -3,6 +3,7 @@
 //! Expected ends are fixed at start time: tasks all progress at the same rate, so the order by
 //! end time is the order by remaining work and needs no updating as time passes.
 
+use crate::id_table::IdTable;
 use sim::{Change, ClusterView, DurationSource, PoolId, SimTime, TaskId};
 use std::collections::BTreeSet;
 
@@ -11,7 +12,8 @@ use std::collections::BTreeSet;
 #[derive(Debug, Default)]
 pub struct RunningIndex {
     by_pool: Vec<BTreeSet<(SimTime, TaskId)>>,
-    entry: Vec<Option<(SimTime, PoolId)>>,
+    /// Each indexed task's key, for the tasks running (not a slot for every task of the run).
+    entry: IdTable<(SimTime, PoolId)>,
 }
 
 impl RunningIndex {
@@ -52,16 +54,13 @@ impl RunningIndex {
         if self.by_pool.len() <= pool.index() {
             self.by_pool.resize_with(pool.index() + 1, BTreeSet::new);
         }
-        if self.entry.len() <= task.index() {
-            self.entry.resize(task.index() + 1, None);
-        }
         self.by_pool[pool.index()].insert((end, task));
-        self.entry[task.index()] = Some((end, pool));
+        self.entry.insert(task.index(), (end, pool));
     }
 
     /// Forgets `task` if indexed.
     pub fn remove(&mut self, task: TaskId) {
-        if let Some((end, pool)) = self.entry.get_mut(task.index()).and_then(Option::take) {
+        if let Some((end, pool)) = self.entry.remove(task.index()) {
             self.by_pool[pool.index()].remove(&(end, task));
         }
     }

@@ -59,6 +59,7 @@
 //! reaches are scored (`work_at_risk` changes with time) and sorted. O(levels log levels)
 //! per job success in gittins mode. Multi-task jobs add O(tasks of the job) per change of that job.
 
+use crate::id_table::IdTable;
 use crate::params::{AVOID_FAILED, List, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{Placer, Shape};
 use crate::reason::{push_decimal, push_thousandths};
@@ -103,7 +104,7 @@ enum Mode {
 
 #[derive(Debug, Clone, Copy, Default)]
 struct JobInfo {
-    /// As a u32, and the times below as `OptTime`s: 32 bytes a job of the run, not 48.
+    /// As a u32, and the times below as `OptTime`s: 32 bytes a job, not 48.
     level: u32,
     /// Attained service at the last promotion (milli-GPU-ms), subtracted from what it holds.
     base: u64,
@@ -125,13 +126,13 @@ struct RunningLevels {
     interval: Vec<Vec<BTreeSet<TaskId>>>,
     /// GPUs held per pool and level: a quick bound on what preempting a level frees.
     gpus: Vec<Vec<u64>>,
-    at: Vec<Option<Entry>>,
+    /// Each indexed task's place, for the tasks running.
+    at: IdTable<Entry>,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     pool: PoolId,
-    /// As a u32: an entry is 16 bytes, not 24, for every task the run starts.
     level: u32,
     gpus: u32,
     continuous: bool,
@@ -145,12 +146,9 @@ impl RunningLevels {
             self.interval.resize_with(pool.index() + 1, || vec![BTreeSet::new(); levels]);
             self.gpus.resize_with(pool.index() + 1, || vec![0; levels]);
         }
-        if self.at.len() <= task.index() {
-            self.at.resize(task.index() + 1, None);
-        }
         self.set_of(pool, level, continuous).insert(task);
         self.gpus[pool.index()][level] += u64::from(gpus);
-        self.at[task.index()] = Some(Entry { pool, level: narrow(level), gpus, continuous });
+        self.at.insert(task.index(), Entry { pool, level: narrow(level), gpus, continuous });
     }
 
     fn set_of(&mut self, pool: PoolId, level: usize, continuous: bool) -> &mut BTreeSet<TaskId> {
@@ -159,14 +157,14 @@ impl RunningLevels {
     }
 
     fn remove(&mut self, task: TaskId) {
-        if let Some(e) = self.at.get_mut(task.index()).and_then(Option::take) {
+        if let Some(e) = self.at.remove(task.index()) {
             self.set_of(e.pool, e.level as usize, e.continuous).remove(&task);
             self.gpus[e.pool.index()][e.level as usize] -= u64::from(e.gpus);
         }
     }
 
     fn entry(&self, task: TaskId) -> Option<Entry> {
-        self.at.get(task.index()).copied().flatten()
+        self.at.get(task.index())
     }
 
     /// Moves a running task to `level` (nothing if it is not running).
@@ -225,11 +223,12 @@ pub struct Tiresias {
     placer: Placer,
     /// Waiting tasks, one FIFO queue per level.
     queues: Vec<WaitQueue>,
-    /// Each queued task's level (8 bytes a task of the run, not 16).
-    queued_at: Vec<Option<u32>>,
+    /// Each queued task's level.
+    queued_at: IdTable<u32>,
     running: RunningLevels,
     /// Tasks holding GPUs, as this policy knows it (its own starts and preemptions included).
     holds: Vec<bool>,
+    /// By job (a dense table: read on every refresh, the hottest path of the policy).
     jobs: Vec<JobInfo>,
     crossings: BTreeSet<(SimTime, JobId)>,
     promotions: BTreeSet<(SimTime, JobId)>,
@@ -282,7 +281,7 @@ impl Tiresias {
             promote_after,
             placer,
             queues: (0..levels).map(|_| WaitQueue::default()).collect(),
-            queued_at: Vec::new(),
+            queued_at: IdTable::default(),
             running: RunningLevels::default(),
             holds: Vec::new(),
             jobs: Vec::new(),
@@ -326,21 +325,18 @@ impl Tiresias {
     fn enqueue(&mut self, view: &ClusterView<'_>, task: TaskId) {
         let level = self.job(view.task(task).job).level as usize;
         self.dequeue(task);
-        if self.queued_at.len() <= task.index() {
-            self.queued_at.resize(task.index() + 1, None);
-        }
         self.queues[level].insert(task, 0, Shape::of(view.task(task)));
-        self.queued_at[task.index()] = Some(narrow(level));
+        self.queued_at.insert(task.index(), narrow(level));
     }
 
     fn dequeue(&mut self, task: TaskId) {
-        if let Some(level) = self.queued_at.get_mut(task.index()).and_then(Option::take) {
+        if let Some(level) = self.queued_at.remove(task.index()) {
             self.queues[level as usize].remove(task);
         }
     }
 
     fn is_queued(&self, task: TaskId) -> bool {
-        self.queued_at.get(task.index()).is_some_and(Option::is_some)
+        self.queued_at.contains(task.index())
     }
 
     /// Service the job has attained since its last promotion, in milli-GPU-ms.
@@ -545,10 +541,10 @@ impl Tiresias {
     /// Starts the queued `task` where its placement puts it, within its queue's quota (a
     /// task the quota holds back is parked in its level until its queue has room again).
     fn try_start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId) -> Placed {
-        let level = self.queued_at[task.index()].expect("only queued tasks are started") as usize;
+        let level = self.queued_at.get(task.index()).expect("only queued tasks are started") as usize;
         let placed = place_and_start(view, plan, self.placer, &mut self.queues[level], task);
         if placed.started().is_some() {
-            self.queued_at[task.index()] = None;
+            self.queued_at.remove(task.index());
             self.set_holds(task, true);
             self.touched.push(view.task(task).job);
         }

@@ -9,6 +9,7 @@
 //! queue stops (see `tracking::sync_waiting`): it is not waiting for GPUs, so it neither
 //! blocks the tasks behind it nor costs a query anything.
 
+use crate::id_table::IdTable;
 use crate::placement::Shape;
 use sim::{FreeGpus, QueueId, TaskId};
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,7 +27,7 @@ pub struct WaitQueue {
     shapes: Vec<Shape>,
     /// Queued tasks by shape index (a shape with none left keeps its empty set).
     by_shape: Vec<BTreeSet<(Key, TaskId)>>,
-    /// Each queued task's key and shape index, by dense task id.
+    /// Each queued task's key and shape index, by task id.
     entry: Entries,
     /// Parked tasks by queue, and each parked task's queue.
     parked: BTreeMap<QueueId, BTreeMap<TaskId, (Key, Shape)>>,
@@ -164,36 +165,22 @@ impl WaitQueue {
     }
 }
 
-/// Each queued task's key and shape index, by dense task id, in two columns: 12 bytes a task
-/// of the run (a policy with several queues, as tiresias' levels, has one each), where
-/// `Option<(Key, usize)>` took 24.
+/// Each queued task's key and shape index (a u32), by task id: held only for the pages of
+/// ids with a task queued ([`IdTable`]), so a queue costs the tasks it holds, not every task of
+/// the run (a policy with several queues, as tiresias' levels, has one each).
 #[derive(Debug, Default)]
-struct Entries {
-    keys: Vec<Key>,
-    /// The shape index; [`Entries::NONE`] for a task not queued.
-    shapes: Vec<u32>,
-}
+struct Entries(IdTable<(Key, u32)>);
 
 impl Entries {
-    const NONE: u32 = u32::MAX;
-
     fn get(&self, task: TaskId) -> Option<(Key, usize)> {
-        let index = *self.shapes.get(task.index())?;
-        (index != Self::NONE).then(|| (self.keys[task.index()], index as usize))
+        self.0.get(task.index()).map(|(key, index)| (key, index as usize))
     }
 
     fn set(&mut self, task: TaskId, key: Key, index: usize) {
-        if self.shapes.len() <= task.index() {
-            self.shapes.resize(task.index() + 1, Self::NONE);
-            self.keys.resize(task.index() + 1, 0);
-        }
-        self.shapes[task.index()] = u32::try_from(index).expect("fewer than 2^32 - 1 shapes");
-        self.keys[task.index()] = key;
+        self.0.insert(task.index(), (key, u32::try_from(index).expect("fewer than 2^32 shapes")));
     }
 
     fn take(&mut self, task: TaskId) -> Option<(Key, usize)> {
-        let entry = self.get(task)?;
-        self.shapes[task.index()] = Self::NONE;
-        Some(entry)
+        self.0.remove(task.index()).map(|(key, index)| (key, index as usize))
     }
 }

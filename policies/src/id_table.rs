@@ -1,0 +1,117 @@
+//! Values by dense id (a task's or a job's index) for the few ids that have one at a time.
+//!
+//! A policy notes something for each task while it waits or runs, and a task does so only
+//! between its arrival and its end: at any instant a window of the ids. A `Vec` indexed by id
+//! grows to every task of the run (16 bytes a task of a million-job run is 16 MB per table,
+//! and tiresias kept six). Here ids are grouped in pages of [`PAGE`], and a page is held only
+//! while one of its ids has a value, so a table costs about the tasks in the system. A page
+//! that empties is kept as the one spare, so a task that comes and goes alone on its page
+//! (a long job preempted again and again) does not allocate each time.
+
+/// Ids per page.
+pub const PAGE: usize = 256;
+
+#[derive(Debug)]
+pub struct IdTable<T> {
+    pages: Vec<Option<Page<T>>>,
+    spare: Option<Box<[Option<T>]>>,
+}
+
+#[derive(Debug)]
+struct Page<T> {
+    slots: Box<[Option<T>]>,
+    /// Slots holding a value: the page is let go at zero.
+    live: usize,
+}
+
+impl<T> Default for IdTable<T> {
+    fn default() -> Self {
+        IdTable { pages: Vec::new(), spare: None }
+    }
+}
+
+impl<T: Copy> IdTable<T> {
+    pub fn get(&self, id: usize) -> Option<T> {
+        self.pages.get(id / PAGE)?.as_ref()?.slots[id % PAGE]
+    }
+
+    pub fn contains(&self, id: usize) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// Sets `id`'s value, returning the one it replaces.
+    pub fn insert(&mut self, id: usize, value: T) -> Option<T> {
+        let page = self.page(id / PAGE);
+        let old = page.slots[id % PAGE].replace(value);
+        if old.is_none() {
+            page.live += 1;
+        }
+        old
+    }
+
+    /// Takes `id`'s value out.
+    pub fn remove(&mut self, id: usize) -> Option<T> {
+        let entry = self.pages.get_mut(id / PAGE)?;
+        let page = entry.as_mut()?;
+        let old = page.slots[id % PAGE].take()?;
+        page.live -= 1;
+        if page.live == 0 {
+            self.spare = entry.take().map(|page| page.slots);
+        }
+        Some(old)
+    }
+
+    /// Page `index`, made (or the spare reused) when none of its ids has a value.
+    fn page(&mut self, index: usize) -> &mut Page<T> {
+        if self.pages.len() <= index {
+            self.pages.resize_with(index + 1, || None);
+        }
+        let spare = &mut self.spare;
+        self.pages[index].get_or_insert_with(|| Page {
+            slots: spare.take().unwrap_or_else(|| (0..PAGE).map(|_| None).collect()),
+            live: 0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_pages_only_while_an_id_on_them_has_a_value() {
+        let mut table = IdTable::default();
+        assert_eq!(table.insert(3, 'a'), None);
+        assert_eq!(table.insert(PAGE * 5 + 1, 'b'), None);
+        assert_eq!(table.insert(3, 'c'), Some('a'));
+        assert_eq!((table.get(3), table.get(4), table.get(PAGE * 5 + 1)), (Some('c'), None, Some('b')));
+        assert_eq!(table.get(PAGE * 99), None);
+        assert_eq!(table.pages.iter().filter(|p| p.is_some()).count(), 2);
+        assert_eq!(table.remove(3), Some('c'));
+        assert_eq!(table.remove(3), None);
+        assert_eq!(table.pages.iter().filter(|p| p.is_some()).count(), 1, "an empty page is let go");
+        assert!(table.spare.is_some());
+        // The spare comes back clean for the next page.
+        assert_eq!(table.insert(PAGE * 7, 'e'), None);
+        assert!(table.spare.is_none());
+        assert_eq!((table.get(PAGE * 7), table.get(PAGE * 7 + 3)), (Some('e'), None));
+        assert!(table.contains(PAGE * 5 + 1) && !table.contains(PAGE * 5));
+    }
+
+    #[test]
+    fn matches_a_plain_vector_on_random_operations() {
+        let mut next = crate::test_numbers(0x2545_f491_4f6c_dd1d);
+        let mut table = IdTable::default();
+        let mut plain: Vec<Option<u64>> = vec![None; PAGE * 8];
+        for step in 0..20_000u64 {
+            let id = (next() % (PAGE as u64 * 8)) as usize;
+            match next() % 3 {
+                0 => assert_eq!(table.insert(id, step), plain[id].replace(step)),
+                1 => assert_eq!(table.remove(id), plain[id].take()),
+                _ => assert_eq!(table.get(id), plain[id]),
+            }
+            let live = table.pages.iter().flatten().map(|p| p.live).sum::<usize>();
+            assert_eq!(live, plain.iter().flatten().count());
+        }
+    }
+}
