@@ -23,6 +23,7 @@
 //! rank the queues, then O(P + Q + shapes x log n) per start and per queue found with nothing
 //! that fits.
 
+use crate::id_table::IdTable;
 use crate::params::{AVOID_FAILED, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::Placer;
 use crate::queue_share::{ORDER, Order, PerQueue, SJF_DURATION, Share, Shares};
@@ -57,8 +58,8 @@ impl Drf {
 struct PoolUsage {
     /// `[queue][pool]`.
     mgpus: Vec<Vec<u64>>,
-    /// What each counted task adds, by dense task id.
-    counted: Vec<Option<(QueueId, PoolId, u64)>>,
+    /// What each counted task adds, by task id (the tasks counted now).
+    counted: IdTable<(QueueId, PoolId, u64)>,
 }
 
 impl PoolUsage {
@@ -69,15 +70,12 @@ impl PoolUsage {
         if self.mgpus.len() < view.queues().len() {
             self.mgpus.resize(view.queues().len(), vec![0; view.cluster().pools().len()]);
         }
-        if self.counted.len() <= task.index() {
-            self.counted.resize(task.index() + 1, None);
-        }
         self.mgpus[queue.index()][pool.index()] += t.mgpus();
-        self.counted[task.index()] = Some((queue, pool, t.mgpus()));
+        self.counted.insert(task.index(), (queue, pool, t.mgpus()));
     }
 
     fn remove(&mut self, task: TaskId) {
-        if let Some((queue, pool, mgpus)) = self.counted.get_mut(task.index()).and_then(Option::take) {
+        if let Some((queue, pool, mgpus)) = self.counted.remove(task.index()) {
             self.mgpus[queue.index()][pool.index()] -= mgpus;
         }
     }

@@ -17,6 +17,7 @@
 //! Decision cost: O((starts + 1) x shapes x log n) plus, for the one task per decision that
 //! triggers preemption, O(r log r) over the r lower-priority running tasks of its pools.
 
+use crate::id_table::IdTable;
 use crate::params::{AVOID_FAILED, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{Placer, Shape};
 use crate::tracking::{Placed, place_and_start, sync_waiting};
@@ -37,7 +38,8 @@ pub struct Priority {
     waiting: WaitQueue,
     /// Running tasks (committed) per pool by (priority, task).
     running: Vec<BTreeSet<(i32, TaskId)>>,
-    running_at: Vec<Option<(PoolId, i32)>>,
+    /// Each running task's pool and priority.
+    running_at: IdTable<(PoolId, i32)>,
 }
 
 impl Priority {
@@ -48,7 +50,7 @@ impl Priority {
             placer,
             waiting: WaitQueue::default(),
             running: Vec::new(),
-            running_at: Vec::new(),
+            running_at: IdTable::default(),
         })
     }
 
@@ -61,15 +63,12 @@ impl Priority {
         if self.running.len() <= pool.index() {
             self.running.resize_with(pool.index() + 1, BTreeSet::new);
         }
-        if self.running_at.len() <= task.index() {
-            self.running_at.resize(task.index() + 1, None);
-        }
         self.running[pool.index()].insert((priority, task));
-        self.running_at[task.index()] = Some((pool, priority));
+        self.running_at.insert(task.index(), (pool, priority));
     }
 
     fn remove_running(&mut self, task: TaskId) {
-        if let Some((pool, priority)) = self.running_at.get_mut(task.index()).and_then(Option::take) {
+        if let Some((pool, priority)) = self.running_at.remove(task.index()) {
             self.running[pool.index()].remove(&(priority, task));
         }
     }
