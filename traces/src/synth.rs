@@ -142,7 +142,7 @@ impl SynthConfig {
             }
             let work_ms = to_ms(duration_s.min(self.duration_cap_s)).max(1_000);
             let gpus = choose(&self.gpu_mix, pick);
-            let mut job = JobSpec::single(format!("synth-{index}"), SimTime(submit_ms), gpus, SimDuration(work_ms));
+            let mut job = JobSpec::single(synth_name(index), SimTime(submit_ms), gpus, SimDuration(work_ms));
             if self.estimate_sigma.is_some() {
                 let estimate_ms = to_ms(work_ms as f64 / 1000.0 * factor).clamp(1_000, max_ms);
                 job.tasks[0].estimate = Some(SimDuration(estimate_ms));
@@ -198,10 +198,26 @@ pub(crate) fn normal_cdf(x: f64) -> f64 {
     if x >= 0.0 { 1.0 - erfc / 2.0 } else { erfc / 2.0 }
 }
 
+/// `synth-{index}`, inline and without the formatting machinery (a million-job run names a
+/// million jobs: `format!` was 4 % of a 100k-job fifo run).
+fn synth_name(index: usize) -> sim::Name {
+    use compact_str::ToCompactString;
+    let mut name = sim::Name::const_new("synth-");
+    name.push_str(&index.to_compact_string());
+    name
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::stats::TraceStats;
+
+    #[test]
+    fn job_names_read_as_format_gave_them() {
+        for index in [0, 7, 10, 999_999, 123_456_789, usize::MAX] {
+            assert_eq!(synth_name(index), format!("synth-{index}"));
+        }
+    }
 
     fn small(seed: u64) -> SynthConfig {
         SynthConfig { jobs: 500, seed, ..SynthConfig::default() }
