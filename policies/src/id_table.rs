@@ -5,8 +5,10 @@
 //! grows to every task of the run (16 bytes a task of a million-job run is 16 MB per table,
 //! and tiresias kept six). Here ids are grouped in pages of [`PAGE`], and a page is held only
 //! while one of its ids has a value, so a table costs about the tasks in the system. A page
-//! that empties is kept as the one spare, so a task that comes and goes alone on its page
-//! (a long job preempted again and again) does not allocate each time.
+//! that empties is kept as a spare (they are clean: every slot is empty), so a task that comes
+//! and goes alone on its page (a long job preempted again and again, a preemptive policy's
+//! victims) neither allocates nor clears a page each time; the spares never outnumber the
+//! most pages held at once.
 
 /// Ids per page.
 pub const PAGE: usize = 256;
@@ -14,7 +16,7 @@ pub const PAGE: usize = 256;
 #[derive(Debug)]
 pub struct IdTable<T> {
     pages: Vec<Option<Page<T>>>,
-    spare: Option<Box<[Option<T>]>>,
+    spares: Vec<Box<[Option<T>]>>,
 }
 
 #[derive(Debug)]
@@ -26,11 +28,12 @@ struct Page<T> {
 
 impl<T> Default for IdTable<T> {
     fn default() -> Self {
-        IdTable { pages: Vec::new(), spare: None }
+        IdTable { pages: Vec::new(), spares: Vec::new() }
     }
 }
 
 impl<T: Copy> IdTable<T> {
+    #[inline]
     pub fn get(&self, id: usize) -> Option<T> {
         self.pages.get(id / PAGE)?.as_ref()?.slots[id % PAGE]
     }
@@ -56,19 +59,19 @@ impl<T: Copy> IdTable<T> {
         let old = page.slots[id % PAGE].take()?;
         page.live -= 1;
         if page.live == 0 {
-            self.spare = entry.take().map(|page| page.slots);
+            self.spares.extend(entry.take().map(|page| page.slots));
         }
         Some(old)
     }
 
-    /// Page `index`, made (or the spare reused) when none of its ids has a value.
+    /// Page `index`, made (or a spare reused) when none of its ids has a value.
     fn page(&mut self, index: usize) -> &mut Page<T> {
         if self.pages.len() <= index {
             self.pages.resize_with(index + 1, || None);
         }
-        let spare = &mut self.spare;
+        let spares = &mut self.spares;
         self.pages[index].get_or_insert_with(|| Page {
-            slots: spare.take().unwrap_or_else(|| (0..PAGE).map(|_| None).collect()),
+            slots: spares.pop().unwrap_or_else(|| (0..PAGE).map(|_| None).collect()),
             live: 0,
         })
     }
@@ -90,10 +93,10 @@ mod tests {
         assert_eq!(table.remove(3), Some('c'));
         assert_eq!(table.remove(3), None);
         assert_eq!(table.pages.iter().filter(|p| p.is_some()).count(), 1, "an empty page is let go");
-        assert!(table.spare.is_some());
+        assert_eq!(table.spares.len(), 1);
         // The spare comes back clean for the next page.
         assert_eq!(table.insert(PAGE * 7, 'e'), None);
-        assert!(table.spare.is_none());
+        assert!(table.spares.is_empty());
         assert_eq!((table.get(PAGE * 7), table.get(PAGE * 7 + 3)), (Some('e'), None));
         assert!(table.contains(PAGE * 5 + 1) && !table.contains(PAGE * 5));
     }
