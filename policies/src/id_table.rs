@@ -53,15 +53,25 @@ impl<T: Copy> IdTable<T> {
     }
 
     /// Takes `id`'s value out.
+    #[inline]
     pub fn remove(&mut self, id: usize) -> Option<T> {
-        let entry = self.pages.get_mut(id / PAGE)?;
-        let page = entry.as_mut()?;
+        let page = self.pages.get_mut(id / PAGE)?.as_mut()?;
         let old = page.slots[id % PAGE].take()?;
         page.live -= 1;
         if page.live == 0 {
-            self.spares.extend(entry.take().map(|page| page.slots));
+            self.release(id / PAGE);
         }
         Some(old)
+    }
+
+    /// Lets go of empty page `index`, keeping it as a spare (out of line: rare, and keeping
+    /// it out of `remove` lets that inline).
+    #[cold]
+    #[inline(never)]
+    fn release(&mut self, index: usize) {
+        if let Some(page) = self.pages[index].take() {
+            self.spares.push(page.slots);
+        }
     }
 
     /// Page `index`, made (or a spare reused) when none of its ids has a value.
