@@ -16,12 +16,13 @@ pub const PAGE: usize = 256;
 #[derive(Debug)]
 pub struct IdTable<T> {
     pages: Vec<Option<Page<T>>>,
-    spares: Vec<Box<[Option<T>]>>,
+    spares: Vec<Box<[Option<T>; PAGE]>>,
 }
 
 #[derive(Debug)]
 struct Page<T> {
-    slots: Box<[Option<T>]>,
+    /// A fixed length, so that an index `id % PAGE` needs no bounds check.
+    slots: Box<[Option<T>; PAGE]>,
     /// Slots holding a value: the page is let go at zero.
     live: usize,
 }
@@ -80,10 +81,8 @@ impl<T: Copy> IdTable<T> {
             self.pages.resize_with(index + 1, || None);
         }
         let spares = &mut self.spares;
-        self.pages[index].get_or_insert_with(|| Page {
-            slots: spares.pop().unwrap_or_else(|| (0..PAGE).map(|_| None).collect()),
-            live: 0,
-        })
+        self.pages[index]
+            .get_or_insert_with(|| Page { slots: spares.pop().unwrap_or_else(|| Box::new([None; PAGE])), live: 0 })
     }
 }
 
