@@ -45,11 +45,12 @@
 //! Every waiting task's rho changes at every round (it grows with the wait), so a round cannot
 //! touch fewer; it reads each one's rho from what was noted at its first round (kept with its
 //! rank, so that only waiting tasks hold it), skips running tasks still in their lease on what
-//! was noted at their start, and computes the victims' rhos only once a task does not fit. The order is not sorted in full: each shape's
-//! tasks are heapified and sorted as far as read (`RankedQueue`), and so are each pool's
-//! victims (`LazySorted`), allocating nothing in steady state. With queues, a round sorts
-//! in full and re-keys the wait queue with integer ranks (O((waiting + running) log n)): a
-//! task its quota parks keeps its rank as its key, compared with later rounds' ranks.
+//! was noted at their start, and computes the victims' rhos only once a task does not fit. The
+//! order is not sorted in full: each shape's tasks are heapified and sorted as far as read
+//! (`RankedQueue`), and so are each pool's victims (`LazySorted`), allocating nothing in
+//! steady state. With queues, a round sorts in full and re-keys the wait queue with integer
+//! ranks (O((waiting + running) log n)), reading what each waiting task's rho needs from its
+//! state: a task its quota parks keeps its rank as its key, compared with later rounds' ranks.
 
 use crate::lazy_sorted::LazySorted;
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};

@@ -469,7 +469,7 @@ impl Controller {
         // Wall time (what GPU-time is counted in) splits into overhead, progress and stall;
         // work (what checkpoints and `remaining` count) is progress at the pool's speed.
         let held = now.since(t.run_start);
-        let active = t.stalled_since.get().map_or(now, |s| s.min(now)).since(t.run_start);
+        let active = t.progress_until(now).since(t.run_start);
         let overhead_paid = t.overhead.min(active);
         let progress = t.progress_wall_at(now);
         let stalled = held - overhead_paid - progress;
@@ -732,10 +732,9 @@ impl Controller {
         if t.status != TaskStatus::Running {
             return;
         }
-        let until = t.stalled_since.get().map_or(now, |s| s.min(now));
-        let wall = until.since(t.run_start).saturating_sub(t.overhead);
+        let wall = t.progress_until(now).since(t.run_start).saturating_sub(t.overhead);
         let overrun = wall.saturating_sub(t.wall_to(t.work));
-        let extra = SimDuration((u128::from(overrun.as_ms()) * u128::from(t.speed_milli) / 1000) as u64);
+        let extra = t.work_at_speed(overrun);
         t.work += extra;
         t.remaining += extra;
     }
@@ -754,7 +753,7 @@ impl Controller {
         let done_before = t.work - t.remaining;
         // The work its wall time did at its pool's speed (not capped: it ran as long as it ran).
         let wall = now.since(t.run_start).saturating_sub(t.overhead);
-        let progress = SimDuration((u128::from(wall.as_ms()) * u128::from(t.speed_milli) / 1000) as u64);
+        let progress = t.work_at_speed(wall);
         t.work = done_before + progress;
         t.remaining = progress;
         let Some(why) = failure else { return self.task_finished(task, attempt) };

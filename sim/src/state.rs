@@ -145,8 +145,12 @@ impl TaskState {
     /// Wall time the current attempt has spent making progress by `now` (after its restart
     /// overhead, before its hardware broke, at most what its remaining work takes).
     pub fn progress_wall_at(&self, now: SimTime) -> SimDuration {
-        let until = self.stalled_since.get().map_or(now, |s| s.min(now));
-        until.since(self.run_start).saturating_sub(self.overhead).min(self.wall_to(self.work))
+        self.progress_until(now).since(self.run_start).saturating_sub(self.overhead).min(self.wall_to(self.work))
+    }
+    /// Until when the current attempt could progress by `now`: `now`, or when its hardware
+    /// broke if that was earlier.
+    pub fn progress_until(&self, now: SimTime) -> SimTime {
+        self.stalled_since.get().map_or(now, |s| s.min(now))
     }
     /// Wall time `work` takes at this task's speed (rounded up to whole ms: never early).
     pub fn wall_for(&self, work: SimDuration) -> SimDuration {
@@ -154,7 +158,11 @@ impl TaskState {
     }
     /// Work done in `wall` time at this task's speed (rounded down), at most what is left.
     pub fn work_in(&self, wall: SimDuration) -> SimDuration {
-        SimDuration(mul_div(wall.as_ms(), u64::from(self.speed_milli), 1000, Round::Down)).min(self.remaining)
+        self.work_at_speed(wall).min(self.remaining)
+    }
+    /// Work `wall` time does at this task's speed (rounded down), however much is left.
+    pub fn work_at_speed(&self, wall: SimDuration) -> SimDuration {
+        SimDuration(mul_div(wall.as_ms(), u64::from(self.speed_milli), 1000, Round::Down))
     }
     /// True work left at `now`.
     pub fn remaining_at(&self, now: SimTime) -> SimDuration {
