@@ -10,7 +10,7 @@
 //! same code, so a live session and the simulation of its export make the same decisions.
 
 use crate::controller::{Controller, ControllerConfig, Effect};
-use crate::event::{Event, EventKey, EventQueue, PHASE_ARRIVAL, PHASE_HARDWARE};
+use crate::event::{Event, EventKey, EventQueue, PHASE_ARRIVAL, PHASE_COMPLETION};
 use crate::hardware::Hardware;
 use crate::ids::JobId;
 use crate::observe::Observer;
@@ -159,7 +159,7 @@ impl Engine {
             self.controller.stats.events += 1;
             changed = true;
         }
-        let after_hardware = EventKey { time: now, phase: PHASE_HARDWARE + 1, seq: 0 };
+        let after_hardware = EventKey { time: now, phase: PHASE_COMPLETION, seq: 0 };
         while let Some((_, event)) = self.queue.pop_before(after_hardware) {
             self.observer.apply(event, &mut self.controller, &mut self.queue);
             self.controller.stats.events += 1;

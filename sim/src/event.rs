@@ -8,9 +8,10 @@ use crate::time::SimTime;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// What can happen. Phases, in the order they apply at one timestamp: hardware (failures,
-/// repairs, heartbeats and what the scheduler learns from them) first, so a failure at `t`
-/// happens before a completion or a placement at `t`; then completions free their GPUs; then
+/// What can happen. Phases, in the order they apply at one timestamp: hardware first (failures,
+/// then repairs, then what the scheduler learns: heartbeats, detections), so a failure at `t`
+/// happens before a completion or a placement at `t`, and a part repaired at `t` is up for what
+/// is observed at `t` whichever was scheduled first; then completions free their GPUs; then
 /// arrivals are queued; then users' cancels; then wake-ups the policy asked for. The policy
 /// decides once after all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,11 +72,11 @@ pub enum Part {
 impl Event {
     pub fn phase(self) -> u8 {
         match self {
-            Event::Repair(_)
-            | Event::GpuSeen { .. }
+            Event::Repair(_) => PHASE_REPAIR,
+            Event::GpuSeen { .. }
             | Event::NodeMissedBeats { .. }
             | Event::NodeBeatsAgain { .. }
-            | Event::BeatDeadline { .. } => PHASE_HARDWARE,
+            | Event::BeatDeadline { .. } => PHASE_OBSERVE,
             Event::TaskFinished { .. } | Event::TaskExited { .. } | Event::Timer(_) => PHASE_COMPLETION,
             Event::JobArrival(_) => PHASE_ARRIVAL,
             Event::Cancel(_) => PHASE_CANCEL,
@@ -84,11 +85,14 @@ impl Event {
     }
 }
 
-pub const PHASE_HARDWARE: u8 = 0;
-pub const PHASE_COMPLETION: u8 = 1;
-pub const PHASE_ARRIVAL: u8 = 2;
-pub const PHASE_CANCEL: u8 = 3;
-pub const PHASE_WAKE: u8 = 4;
+/// Repairs (ground truth the heap holds; failures come from the trace before any phase).
+pub const PHASE_REPAIR: u8 = 0;
+/// What the scheduler learns of the hardware: heartbeats, their deadlines, detections.
+pub const PHASE_OBSERVE: u8 = 1;
+pub const PHASE_COMPLETION: u8 = 2;
+pub const PHASE_ARRIVAL: u8 = 3;
+pub const PHASE_CANCEL: u8 = 4;
+pub const PHASE_WAKE: u8 = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct EventKey {
