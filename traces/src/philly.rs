@@ -10,7 +10,7 @@
 
 use crate::error::{Sink, TraceError, first_error};
 use crate::itp::finish;
-use crate::names::NameIndex;
+use crate::names::{NameIndex, numbered};
 use crate::rows::{Column, Rows, Unknown};
 use crate::timeparse::parse_datetime_ms;
 use sim::{JobSpec, SimDuration, SimTime, Workload};
@@ -66,7 +66,8 @@ pub(crate) fn read_philly_into<R: Read>(source: R, file: &str, sink: &mut Sink) 
         .iter()
         .filter_map(|&key| parsed.get(key as u64 as usize))
         .map(|p| {
-            let mut job = JobSpec::single(job_name(p.line), SimTime(p.submit_ms), p.gpus, SimDuration(p.work_ms));
+            let mut job =
+                JobSpec::single(numbered("philly-", p.line), SimTime(p.submit_ms), p.gpus, SimDuration(p.work_ms));
             job.queue = Some(queues.name(p.queue).into());
             job
         })
@@ -82,26 +83,6 @@ struct Parsed {
     /// The virtual cluster's id in the reader's [`NameIndex`].
     queue: usize,
     line: u64,
-}
-
-/// `philly-<line>`, written digit by digit: `format!` costs more than the rest of the name.
-fn job_name(line: u64) -> String {
-    let mut name = *b"philly-00000000000000000000";
-    let mut start = name.len();
-    let mut n = line;
-    loop {
-        start -= 1;
-        name[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let digits = std::str::from_utf8(&name[start..]).unwrap_or_default();
-    let mut text = String::with_capacity(7 + digits.len());
-    text.push_str("philly-");
-    text.push_str(digits);
-    text
 }
 
 #[cfg(test)]
@@ -123,13 +104,6 @@ mod tests {
         assert_eq!(first.tasks[0].work, SimDuration(2_951_000));
         assert_eq!(first.gpus(), 2);
         assert_eq!(w.jobs()[1].name, "philly-2");
-    }
-
-    #[test]
-    fn job_names_are_the_line_in_decimal() {
-        for line in [0, 1, 9, 10, 82_249, u64::MAX] {
-            assert_eq!(job_name(line), format!("philly-{line}"));
-        }
     }
 
     #[test]

@@ -105,19 +105,25 @@ impl<R: Read> QuoteFree<R> {
         // From the record's start, which a refill moves to the front of the buffer.
         let mut offset = 0;
         loop {
-            while let Some(&b) = self.buf.get(self.at + offset) {
+            let unread = self.buf.get(self.at + offset..).unwrap_or_default();
+            let mut stop = None;
+            for (i, &b) in unread.iter().enumerate() {
                 // Most bytes are ordinary: one table look-up passes them.
                 if !SPECIAL[usize::from(b)] {
-                    offset += 1;
                     continue;
                 }
                 match b {
-                    b',' => self.ends.push(offset),
-                    b'\r' | b'\n' => return self.found(self.at + offset),
-                    b'"' => return Step::Quote(start_line),
-                    _ => {}
+                    b',' => self.ends.push(offset + i),
+                    _ => {
+                        stop = Some((b, offset + i));
+                        break;
+                    }
                 }
-                offset += 1;
+            }
+            match stop {
+                Some((b'"', _)) => return Step::Quote(start_line),
+                Some((_, end)) => return self.found(self.at + end),
+                None => offset += unread.len(),
             }
             // The record runs on past what is read: read more.
             match self.refill() {

@@ -8,6 +8,7 @@
 //! may differ between libms; rounding to the millisecond hides that in all but freak cases.)
 
 use crate::error::TraceError;
+use crate::names::numbered;
 use crate::timeparse::MAX_SECONDS;
 use rand::RngExt;
 use rand_distr::{Distribution, Exp, LogNormal};
@@ -142,7 +143,8 @@ impl SynthConfig {
             }
             let work_ms = to_ms(duration_s.min(self.duration_cap_s)).max(1_000);
             let gpus = choose(&self.gpu_mix, pick);
-            let mut job = JobSpec::single(synth_name(index), SimTime(submit_ms), gpus, SimDuration(work_ms));
+            let mut job =
+                JobSpec::single(numbered("synth-", index as u64), SimTime(submit_ms), gpus, SimDuration(work_ms));
             if self.estimate_sigma.is_some() {
                 let estimate_ms = to_ms(work_ms as f64 / 1000.0 * factor).clamp(1_000, max_ms);
                 job.tasks[0].estimate = Some(SimDuration(estimate_ms));
@@ -200,24 +202,10 @@ pub(crate) fn normal_cdf(x: f64) -> f64 {
 
 /// `synth-{index}`, inline and without the formatting machinery (a million-job run names a
 /// million jobs: `format!` was 4 % of a 100k-job fifo run).
-fn synth_name(index: usize) -> sim::Name {
-    use compact_str::ToCompactString;
-    let mut name = sim::Name::const_new("synth-");
-    name.push_str(&index.to_compact_string());
-    name
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::stats::TraceStats;
-
-    #[test]
-    fn job_names_read_as_format_gave_them() {
-        for index in [0, 7, 10, 999_999, 123_456_789, usize::MAX] {
-            assert_eq!(synth_name(index), format!("synth-{index}"));
-        }
-    }
 
     fn small(seed: u64) -> SynthConfig {
         SynthConfig { jobs: 500, seed, ..SynthConfig::default() }

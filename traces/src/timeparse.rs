@@ -40,6 +40,9 @@ impl SecondsError {
 /// (`0.0015` -> 2 ms, `0.00149999` -> 1 ms). Signs, exponents, spaces, `inf` and `nan` are errors.
 pub fn parse_seconds_ms(text: &str) -> Result<u64, SecondsError> {
     let bytes = text.as_bytes();
+    if let Some(ms) = plain_seconds_ms(bytes) {
+        return Ok(ms);
+    }
     match bytes.first() {
         None => return Err(SecondsError::Empty),
         Some(b'-') => return Err(SecondsError::Negative),
@@ -99,6 +102,33 @@ pub fn parse_seconds_ms(text: &str) -> Result<u64, SecondsError> {
         return Err(SecondsError::TooLarge);
     }
     Ok(total)
+}
+
+/// The spelling of nearly every field (`66`, `2951.0`, `0.25`, `.5`): digits, at most 12 of
+/// them before an optional point (so the value is never too large), and digits after it.
+/// `None` for anything else, which [`parse_seconds_ms`]'s full pass then judges; the tests
+/// hold the two to one answer.
+fn plain_seconds_ms(bytes: &[u8]) -> Option<u64> {
+    let (mut whole, mut seconds) = (0, 0u64);
+    while let Some(&b) = bytes.get(whole).filter(|b| b.is_ascii_digit()) {
+        if whole == 12 {
+            return None;
+        }
+        seconds = seconds * 10 + u64::from(b - b'0');
+        whole += 1;
+    }
+    let fraction = match bytes.get(whole) {
+        None => &[][..],
+        Some(b'.') => &bytes[whole + 1..],
+        Some(_) => return None,
+    };
+    if !fraction.iter().all(u8::is_ascii_digit) || whole + fraction.len() == 0 {
+        return None;
+    }
+    // The first three decimals are whole milliseconds; the fourth alone decides rounding.
+    let digit = |i: usize| fraction.get(i).map_or(0, |&b| u64::from(b - b'0'));
+    let ms = digit(0) * 100 + digit(1) * 10 + digit(2);
+    Some(seconds * 1000 + ms + u64::from(digit(3) >= 5))
 }
 
 /// Why a calendar date-time was refused; the text is phrased to follow "expected".
