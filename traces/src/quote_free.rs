@@ -65,6 +65,7 @@ impl<'a> Fields<'a> {
         self.ends.len()
     }
 
+    #[inline]
     fn range(&self, i: usize) -> Option<std::ops::Range<usize>> {
         let end = *self.ends.get(i)?;
         let start = i.checked_sub(1).and_then(|p| self.ends.get(p)).map_or(0, |&e| e + 1);
@@ -76,6 +77,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Field `i` as text, when the record is valid UTF-8 (else see [`Fields::get`]).
+    #[inline]
     pub(crate) fn text(&self, i: usize) -> Option<&'a str> {
         self.text?.get(self.range(i)?)
     }

@@ -147,6 +147,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Field `i` as text, when it is known to be valid UTF-8 without checking it alone.
+    #[inline]
     fn known_text(&self, i: usize) -> Option<&'a str> {
         match self {
             Fields::QuoteFree(fields) => fields.text(i),
@@ -443,11 +444,19 @@ impl<'a> Row<'a> {
         TraceError::field(self.file, self.line, self.name(column), expected, found)
     }
 
-    /// The field as text (all our formats are UTF-8).
+    /// The field as text (all our formats are UTF-8). Inlined: every field of every row
+    /// comes through here, and a call cost more than the look-up.
+    #[inline]
     pub(crate) fn text(&self, column: usize) -> Result<&'a str, TraceError> {
-        if let Some(text) = self.fields.known_text(column) {
-            return Ok(text);
+        match self.fields.known_text(column) {
+            Some(text) => Ok(text),
+            None => self.checked_text(column),
         }
+    }
+
+    /// The field as text, checked alone (a record with a bad byte, or one the csv reader read).
+    #[inline(never)]
+    fn checked_text(&self, column: usize) -> Result<&'a str, TraceError> {
         let raw = self.fields.get(column).unwrap_or_default();
         std::str::from_utf8(raw).map_err(|_| self.error(column, "UTF-8 text", &String::from_utf8_lossy(raw)))
     }
