@@ -93,6 +93,13 @@ fn excerpt(s: &str) -> String {
     }
 }
 
+/// A field helper's boxed error (`rows::FieldResult`), back as the error itself.
+impl From<Box<TraceError>> for TraceError {
+    fn from(e: Box<TraceError>) -> TraceError {
+        *e
+    }
+}
+
 impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -149,11 +156,11 @@ impl Sink {
     }
 
     /// The value of `result`, or `None` with its error reported here.
-    pub(crate) fn ok<T>(&mut self, result: Result<T, TraceError>) -> Option<T> {
+    pub(crate) fn ok<T, E: Into<TraceError>>(&mut self, result: Result<T, E>) -> Option<T> {
         match result {
             Ok(value) => Some(value),
             Err(error) => {
-                self.push(error);
+                self.push(error.into());
                 None
             }
         }

@@ -422,6 +422,11 @@ fn csv_error(file: &str, error: &csv::Error) -> TraceError {
     }
 }
 
+/// What a field helper of [`Row`] returns: its error boxed, so that the `Ok` path moves a few
+/// bytes rather than a 104-byte [`TraceError`] (every field of every row is read through one).
+/// `?` turns it into a `TraceError` where a reader's own functions return one.
+pub(crate) type FieldResult<T> = Result<T, Box<TraceError>>;
+
 /// One data row; fields are borrowed from the reader's reused buffer.
 pub(crate) struct Row<'a> {
     pub line: u64,
@@ -444,10 +449,16 @@ impl<'a> Row<'a> {
         TraceError::field(self.file, self.line, self.name(column), expected, found)
     }
 
+    /// The same, boxed for a [`FieldResult`].
+    #[cold]
+    fn field_error(&self, column: usize, expected: impl Into<String>, found: &str) -> Box<TraceError> {
+        Box::new(self.error(column, expected, found))
+    }
+
     /// The field as text (all our formats are UTF-8). Inlined: every field of every row
     /// comes through here, and a call cost more than the look-up.
     #[inline]
-    pub(crate) fn text(&self, column: usize) -> Result<&'a str, TraceError> {
+    pub(crate) fn text(&self, column: usize) -> FieldResult<&'a str> {
         match self.fields.known_text(column) {
             Some(text) => Ok(text),
             None => self.checked_text(column),
@@ -456,50 +467,50 @@ impl<'a> Row<'a> {
 
     /// The field as text, checked alone (a record with a bad byte, or one the csv reader read).
     #[inline(never)]
-    fn checked_text(&self, column: usize) -> Result<&'a str, TraceError> {
+    fn checked_text(&self, column: usize) -> FieldResult<&'a str> {
         let raw = self.fields.get(column).unwrap_or_default();
-        std::str::from_utf8(raw).map_err(|_| self.error(column, "UTF-8 text", &String::from_utf8_lossy(raw)))
+        std::str::from_utf8(raw).map_err(|_| self.field_error(column, "UTF-8 text", &String::from_utf8_lossy(raw)))
     }
 
     /// The field as text; an absent column reads as an empty field.
-    pub(crate) fn opt_text(&self, column: Option<usize>) -> Result<&'a str, TraceError> {
+    pub(crate) fn opt_text(&self, column: Option<usize>) -> FieldResult<&'a str> {
         column.map_or(Ok(""), |c| self.text(c))
     }
 
     /// A required non-empty name (job id, queue, ...).
-    pub(crate) fn name_field(&self, column: usize, what: &str) -> Result<&'a str, TraceError> {
+    pub(crate) fn name_field(&self, column: usize, what: &str) -> FieldResult<&'a str> {
         let text = self.text(column)?;
         if text.is_empty() {
-            return Err(self.error(column, format!("{what} (the field must not be empty)"), text));
+            return Err(self.field_error(column, format!("{what} (the field must not be empty)"), text));
         }
         Ok(text)
     }
 
     /// Decimal seconds as milliseconds, see [`parse_seconds_ms`].
-    pub(crate) fn seconds_ms(&self, column: usize) -> Result<u64, TraceError> {
+    pub(crate) fn seconds_ms(&self, column: usize) -> FieldResult<u64> {
         let text = self.text(column)?;
-        parse_seconds_ms(text).map_err(|e| self.error(column, e.expected(), text))
+        parse_seconds_ms(text).map_err(|e| self.field_error(column, e.expected(), text))
     }
 
     /// Decimal seconds that must be at least 1 ms after rounding: durations, repair times.
-    pub(crate) fn positive_seconds_ms(&self, column: usize) -> Result<u64, TraceError> {
+    pub(crate) fn positive_seconds_ms(&self, column: usize) -> FieldResult<u64> {
         let text = self.text(column)?;
         match parse_seconds_ms(text) {
-            Ok(0) => Err(self.error(
+            Ok(0) => Err(self.field_error(
                 column,
                 "a positive number of seconds (at least 0.001 after rounding to the millisecond)",
                 text,
             )),
             Ok(ms) => Ok(ms),
             Err(SecondsError::NotDecimal | SecondsError::Negative) => {
-                Err(self.error(column, "a positive number of seconds (decimal digits, like 66 or 0.25)", text))
+                Err(self.field_error(column, "a positive number of seconds (decimal digits, like 66 or 0.25)", text))
             }
-            Err(e) => Err(self.error(column, e.expected(), text)),
+            Err(e) => Err(self.field_error(column, e.expected(), text)),
         }
     }
 
     /// Optional positive seconds: an empty field or an absent column is `None`.
-    pub(crate) fn opt_positive_seconds_ms(&self, column: Option<usize>) -> Result<Option<u64>, TraceError> {
+    pub(crate) fn opt_positive_seconds_ms(&self, column: Option<usize>) -> FieldResult<Option<u64>> {
         match column {
             Some(c) if !self.text(c)?.is_empty() => self.positive_seconds_ms(c).map(Some),
             _ => Ok(None),
@@ -508,7 +519,7 @@ impl<'a> Row<'a> {
 
     /// Optional non-negative seconds (zero allowed): an empty field or an absent column is
     /// `None`.
-    pub(crate) fn opt_seconds_ms(&self, column: Option<usize>) -> Result<Option<u64>, TraceError> {
+    pub(crate) fn opt_seconds_ms(&self, column: Option<usize>) -> FieldResult<Option<u64>> {
         match column {
             Some(c) if !self.text(c)?.is_empty() => self.seconds_ms(c).map(Some),
             _ => Ok(None),
@@ -516,18 +527,18 @@ impl<'a> Row<'a> {
     }
 
     /// A whole number of GPUs, 1 to u32::MAX.
-    pub(crate) fn gpus(&self, column: usize) -> Result<u32, TraceError> {
+    pub(crate) fn gpus(&self, column: usize) -> FieldResult<u32> {
         let text = self.text(column)?;
         match parse_u32(text) {
             Some(n) if n >= 1 => Ok(n),
-            _ => Err(self.error(column, format!("a whole number of GPUs from 1 to {}", u32::MAX), text)),
+            _ => Err(self.field_error(column, format!("a whole number of GPUs from 1 to {}", u32::MAX), text)),
         }
     }
 
     /// A whole number in `0..limit`, for indexes (nodes, GPU slots).
-    pub(crate) fn index(&self, column: usize, what: &str) -> Result<u32, TraceError> {
+    pub(crate) fn index(&self, column: usize, what: &str) -> FieldResult<u32> {
         let text = self.text(column)?;
-        parse_u32(text).ok_or_else(|| self.error(column, format!("{what} (a whole number, 0 or more)"), text))
+        parse_u32(text).ok_or_else(|| self.field_error(column, format!("{what} (a whole number, 0 or more)"), text))
     }
 }
 
