@@ -1577,59 +1577,6 @@ fn missed_beats_count_across_a_repair_with_no_beat_in_between() {
     assert_eq!(schedule(&r), sched(&[("x", 0, 1025)]));
 }
 
-/// 2 nodes x 1 GPU, heartbeats every 10 s, dead at 3 missed. Node 0 is down 5..30 s, either
-/// from one failure or from two that overlap (5..25 and 15..30). It misses the beats at 10 and
-/// 20; repaired at 30, it sends the beat at 30, its third, so it is never declared dead: it
-/// reports at 30 that it restarted, and x (1 GPU, 1000 s, running on it from 0) fails then
-/// either way.
-///
-/// Bug (found by `srtf_with_failures`): with the two failures, the k-th missed beat, scheduled
-/// at the first failure, came before the repair scheduled at the second, which was later in the
-/// heap's order at that instant; the node was declared dead at 30. A repair now applies before
-/// every observation of its instant, whichever was scheduled first.
-#[test]
-fn a_repair_at_the_kth_missed_beat_saves_the_node_however_its_failures_overlapped() {
-    use common::{cluster, job, node_fail, run_with_events};
-    let run = |events| {
-        run_with_events(
-            "fifo",
-            cluster(&[(2, 1, "A")]),
-            vec![job("x", 0, 1, 1000)],
-            events,
-            ControllerConfig::default(),
-        )
-    };
-    let one = run(vec![node_fail(0, 5, 25)]);
-    let two = run(vec![node_fail(0, 5, 20), node_fail(0, 15, 15)]);
-    for r in [&one, &two] {
-        let fail = r.decisions.iter().find(|d| d.kind == DecisionKind::Fail).expect("x fails");
-        assert_eq!((fail.time, fail.detail.as_str()), (SimTime::from_secs(30), "its node restarted; retry 1 of 3"));
-    }
-    assert_eq!(one.decisions, two.decisions);
-}
-
-/// 1 node x 1 GPU, GPU failures seen 20 s after they happen. The GPU is down 0..20 s, from one
-/// failure or from two that overlap (0..10 and 5..20). The first failure is seen at 20, when
-/// the GPU is repaired: y (1 GPU, 100 s, running from 0) fails then, and the GPU is never taken
-/// out (before the fix, the second failure's repair applied after the observation, which took
-/// the GPU out for that instant).
-#[test]
-fn a_gpu_failure_seen_at_the_instant_of_its_repair_never_takes_the_gpu_out() {
-    use common::{cluster, gpu_fail, job, run_with_events};
-    let config = ControllerConfig {
-        failures: FailureConfig { gpu_detect_delay: SimDuration::from_secs(20), ..FailureConfig::default() },
-        ..ControllerConfig::default()
-    };
-    let run =
-        |events| run_with_events("fifo", cluster(&[(1, 1, "A")]), vec![job("y", 0, 1, 100)], events, config.clone());
-    let one = run(vec![gpu_fail(0, 0, 0, 20)]);
-    let two = run(vec![gpu_fail(0, 0, 0, 10), gpu_fail(0, 0, 5, 15)]);
-    for r in [&one, &two] {
-        assert!(r.health_series.iter().all(|h| h.unusable_gpus == 0), "{:?}", r.health_series);
-    }
-    assert_eq!(one.decisions, two.decisions);
-}
-
 /// 2 nodes x 1 GPU; node 0 has explicit heartbeats, the first recorded at 50 s. It fails at 10
 /// for good, so none is ever delivered. x (1 GPU, 100 s) runs on it from 0.
 ///

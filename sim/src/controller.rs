@@ -69,6 +69,7 @@ pub struct ControllerConfig {
 
 /// A node whose failures (of the node or of any of its GPUs) reach `failures` within a
 /// `window` is retired when the last of them is repaired: it never returns to service.
+/// Failures that overlap on one part are one failure (one down period), as everywhere else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetireRule {
     pub failures: u32,

@@ -8,12 +8,15 @@ use crate::time::SimTime;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// What can happen. Phases, in the order they apply at one timestamp: hardware first (failures,
-/// then repairs, then what the scheduler learns: heartbeats, detections), so a failure at `t`
-/// happens before a completion or a placement at `t`, and a part repaired at `t` is up for what
-/// is observed at `t` whichever was scheduled first; then completions free their GPUs; then
-/// arrivals are queued; then users' cancels; then wake-ups the policy asked for. The policy
-/// decides once after all.
+/// What can happen. Phases, in the order they apply at one timestamp: hardware first (the
+/// trace's failures and recorded beats, then repairs, then what the scheduler learns: beats
+/// that reach it, deadlines, GPU failures seen), so a failure at `t` happens before a
+/// completion or a placement at `t`, and what happens at `t` never depends on which event was
+/// scheduled first (a part repaired at `t` is up for what is observed at `t`; a node rejoining
+/// at `t` is a spare for one declared dead at `t`; a node declared dead at `t` under a task
+/// draws a spare before a GPU failure seen at `t` fails the task); then completions free their
+/// GPUs; then arrivals are queued; then users' cancels; then wake-ups the policy asked for.
+/// The policy decides once after all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     /// Ground truth: a GPU or node is repaired.
@@ -73,10 +76,9 @@ impl Event {
     pub fn phase(self) -> u8 {
         match self {
             Event::Repair(_) => PHASE_REPAIR,
-            Event::GpuSeen { .. }
-            | Event::NodeMissedBeats { .. }
-            | Event::NodeBeatsAgain { .. }
-            | Event::BeatDeadline { .. } => PHASE_OBSERVE,
+            Event::NodeBeatsAgain { .. } => PHASE_BEAT,
+            Event::NodeMissedBeats { .. } | Event::BeatDeadline { .. } => PHASE_OBSERVE,
+            Event::GpuSeen { .. } => PHASE_GPU_SEEN,
             Event::TaskFinished { .. } | Event::TaskExited { .. } | Event::Timer(_) => PHASE_COMPLETION,
             Event::JobArrival(_) => PHASE_ARRIVAL,
             Event::Cancel(_) => PHASE_CANCEL,
@@ -87,12 +89,17 @@ impl Event {
 
 /// Repairs (ground truth the heap holds; failures come from the trace before any phase).
 pub const PHASE_REPAIR: u8 = 0;
-/// What the scheduler learns of the hardware: heartbeats, their deadlines, detections.
-pub const PHASE_OBSERVE: u8 = 1;
-pub const PHASE_COMPLETION: u8 = 2;
-pub const PHASE_ARRIVAL: u8 = 3;
-pub const PHASE_CANCEL: u8 = 4;
-pub const PHASE_WAKE: u8 = 5;
+/// What the scheduler learns of the hardware, in a fixed order whatever was scheduled first:
+/// beats that reach it (a node rejoins, or reports its lost tasks; a recorded beat, from the
+/// trace, applies earlier still), then deadlines (a node declared dead, a spare swapped in),
+/// then GPU failures seen.
+pub const PHASE_BEAT: u8 = 1;
+pub const PHASE_OBSERVE: u8 = 2;
+pub const PHASE_GPU_SEEN: u8 = 3;
+pub const PHASE_COMPLETION: u8 = 4;
+pub const PHASE_ARRIVAL: u8 = 5;
+pub const PHASE_CANCEL: u8 = 6;
+pub const PHASE_WAKE: u8 = 7;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct EventKey {

@@ -120,9 +120,6 @@ impl Observer {
         if self.retire.retired[event.node().index()] {
             return; // out of the fleet: what its hardware does no longer matters
         }
-        if !matches!(event, ClusterEvent::Heartbeat { .. }) {
-            self.retire.failed(event.node(), c.now());
-        }
         match *event {
             ClusterEvent::GpuFail { node, gpu, repair, .. } => {
                 let gpu = c.cluster().node(node).gpu_at(gpu);
@@ -142,9 +139,7 @@ impl Observer {
                 if self.gpu_faults[gpu.index()] == 0 {
                     c.gpu_repaired(gpu);
                     let node = c.cluster().node_of(gpu);
-                    if self.node_faults[node.index()] == 0 {
-                        self.retire_if_due(node, c);
-                    }
+                    self.retire_if_due(node, c);
                 }
             }
             Event::Repair(Part::Node(node)) => {
@@ -152,7 +147,6 @@ impl Observer {
                 if self.node_faults[node.index()] == 0 {
                     c.node_repaired(node);
                     if self.retire_if_due(node, c) {
-                        self.node_epoch[node.index()] += 1; // its pending observations are void
                         return;
                     }
                     // Pending detections of this down period are retired; beats resume.
@@ -182,7 +176,9 @@ impl Observer {
             }
             Event::BeatDeadline { node, beat } => {
                 if self.last_beat[node.index()] == Some(beat) && !c.health.node_dead(node) {
-                    let failed_at = c.health.node_down(node).then(|| self.node_failed_at[node.index()]);
+                    // Down since its last delivered beat (repaired at this very instant, or in a
+                    // gap of the records): that failure is what the deadline detects.
+                    let failed_at = self.down_since_beat[node.index()].then(|| self.node_failed_at[node.index()]);
                     c.node_declared_dead(node, failed_at);
                 }
             }
@@ -209,6 +205,7 @@ impl Observer {
         if self.gpu_faults[gpu.index()] > 1 {
             return; // already broken: nothing new happens, nothing new is seen
         }
+        self.retire.failed(c.cluster().node_of(gpu), now);
         self.gpu_failed_at[gpu.index()] = now;
         c.gpu_broke(gpu);
         queue.push(now + self.config.gpu_detect_delay, Event::GpuSeen { gpu, failed_at: now });
@@ -221,8 +218,9 @@ impl Observer {
             queue.push(now + repair, Event::Repair(Part::Node(node)));
         }
         if self.node_faults[node.index()] > 1 {
-            return;
+            return; // one down period, one failure (for the retirement rule too)
         }
+        self.retire.failed(node, now);
         // Missed beats run on from the earlier failure when no beat got out since its repair
         // (a beat at the very instant of a failure is not sent).
         let beat_since_repair = self.node_repaired_at[node.index()].is_none_or(|r| self.config.next_beat_at(r) < now);
@@ -251,7 +249,14 @@ impl Observer {
         if !self.retire.due[node.index()] || self.retire.retired[node.index()] {
             return false;
         }
+        let first = c.cluster().node(node).first_gpu.index();
+        let gpus = c.cluster().node(node).gpu_count as usize;
+        if self.node_faults[node.index()] > 0 || self.gpu_faults[first..first + gpus].iter().any(|&f| f > 0) {
+            return false; // retired at the repair of the last of its failures
+        }
         self.retire.retired[node.index()] = true;
+        // Its pending observations (a first beat after a repair) are void: it never rejoins.
+        self.node_epoch[node.index()] += 1;
         c.retire_node(node);
         true
     }
