@@ -27,7 +27,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use sim::{
     ClusterEvent, ControllerConfig, DecisionKind, DecisionRecord, FailureConfig, JobOutcome, JobSpec, NodeId,
-    RunResult, Scenario, SimDuration, SimTime, TaskOptions, TaskSpec, Workload,
+    RetireRule, RunResult, Scenario, SimDuration, SimTime, TaskOptions, TaskSpec, Workload,
 };
 use std::ops::Range;
 
@@ -1370,6 +1370,33 @@ proptest! {
         prop_assert_eq!(&a.health_series, &b.health_series);
     }
 
+    /// Splitting one failure into two records that overlap (or touch) and cover the same time
+    /// changes nothing the scheduler sees, with hot spares and lemon-node retirement on: the
+    /// same decisions, records and failure counters. (Only the count of events applied, and so
+    /// of decision points, may grow.)
+    #[test]
+    fn a_failure_split_into_overlapping_records_changes_nothing(
+        case in arb_case(),
+        spec in prop::sample::select(SPECS),
+        (pick, cut, start) in (any::<usize>(), 1u64..=1000, 0u64..=1000),
+        (spares, retire_after) in (0u32..=1, prop::option::of(1u32..=3)),
+    ) {
+        let events = sorted_events(&case);
+        let splittable: Vec<usize> = (0..events.len()).filter(|&i| split(&events[i], 1, 0).is_some()).collect();
+        prop_assume!(!splittable.is_empty());
+        let at = splittable[pick % splittable.len()];
+        let Some((first, second)) = split(&events[at], cut, start) else { unreachable!("splittable") };
+        let mut split_events = events.clone();
+        split_events[at] = first;
+        split_events.insert(at + 1, second);
+        let config = with_spares_and_retirement(&case, spares, retire_after);
+        let whole = run_events(spec, &case, events, config.clone());
+        let parts = run_events(spec, &case, split_events, config);
+        prop_assert!(parts.decisions == whole.decisions, "{}", first_difference(&whole.decisions, &parts.decisions));
+        prop_assert_eq!(&parts.jobs, &whole.jobs);
+        prop_assert_eq!(failure_counters(&parts), failure_counters(&whole));
+    }
+
     /// What the scheduler knows over time (the unusable-GPU count of the health series) is what
     /// the rules of `sim::failure` give from the events.
     #[test]
@@ -1394,6 +1421,72 @@ proptest! {
             );
         }
     }
+}
+
+/// A failure with a repair of at least 2 ms as two records covering the same time: the first
+/// lasts `cut` thousandths of it (at least 1 ms), the second starts `start` thousandths into
+/// the first (at most at its repair, which a failure at the same instant continues) and ends
+/// where the original did.
+fn split(event: &ClusterEvent, cut: u64, start: u64) -> Option<(ClusterEvent, ClusterEvent)> {
+    let (time, repair) = match *event {
+        ClusterEvent::NodeFail { time, repair: Some(r), .. } | ClusterEvent::GpuFail { time, repair: Some(r), .. } => {
+            (time, r.as_ms())
+        }
+        _ => return None,
+    };
+    if repair < 2 {
+        return None;
+    }
+    let first = (repair * cut / 1000).clamp(1, repair - 1);
+    let offset = (first * start / 1000).min(first);
+    let (a, b) = (SimDuration(first), SimDuration(repair - offset));
+    let at = SimTime(time.as_ms() + offset);
+    Some(match *event {
+        ClusterEvent::NodeFail { node, .. } => (
+            ClusterEvent::NodeFail { time, node, repair: Some(a) },
+            ClusterEvent::NodeFail { time: at, node, repair: Some(b) },
+        ),
+        ClusterEvent::GpuFail { node, gpu, .. } => (
+            ClusterEvent::GpuFail { time, node, gpu, repair: Some(a) },
+            ClusterEvent::GpuFail { time: at, node, gpu, repair: Some(b) },
+        ),
+        ClusterEvent::Heartbeat { .. } => return None,
+    })
+}
+
+/// The case's config with `spares` hot spares per pool (where every pool keeps a node in
+/// service) and nodes retired after `retire_after` failures within an hour.
+fn with_spares_and_retirement(case: &Case, spares: u32, retire_after: Option<u32>) -> ControllerConfig {
+    let spares = if case.pools.iter().all(|p| p.nodes > spares) { spares } else { 0 };
+    ControllerConfig {
+        spare_nodes: spares,
+        retire: retire_after.map(|failures| RetireRule { failures, window: SimDuration::from_secs(3_600) }),
+        ..config_of(case)
+    }
+}
+
+/// Where two decision logs part: the first decision that differs, with its neighbours.
+fn first_difference(a: &[DecisionRecord], b: &[DecisionRecord]) -> String {
+    let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+    let around = |log: &[DecisionRecord]| format!("{:#?}", &log[at.saturating_sub(2)..(at + 2).min(log.len())]);
+    format!("decision logs part at {at} of {} / {}:\n{}\nagainst\n{}", a.len(), b.len(), around(a), around(b))
+}
+
+/// What a run counted of failures, detections, spares and retirements. (Not the retired
+/// GPU-time: it runs to the run's last event, which a record on a retired node moves when a
+/// job never ends.)
+fn failure_counters(r: &RunResult) -> [u64; 8] {
+    let s = &r.stats;
+    [
+        s.failures,
+        s.detections,
+        s.detection_lag_ms,
+        s.task_failures,
+        s.retries,
+        s.spare_swaps,
+        s.restarts_without_spare,
+        u64::from(s.retired_nodes),
+    ]
 }
 
 /// The case's events in the order the scenario applies them.

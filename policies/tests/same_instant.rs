@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{cluster, gpu_fail, job, node_fail, run_with_events};
+use common::{cluster, gpu_fail, job, node_fail, run_with_events, sched, schedule};
 use sim::{
     ClusterEvent, ControllerConfig, DecisionKind, FailureConfig, JobOutcome, NodeId, RetireRule, RunResult,
     SimDuration, SimTime,
@@ -234,4 +234,37 @@ fn a_gpu_failure_seen_at_the_instant_of_its_repair_never_takes_the_gpu_out() {
         assert!(r.health_series.iter().all(|h| h.unusable_gpus == 0), "{:?}", r.health_series);
     }
     assert_eq!(one.decisions, two.decisions);
+}
+
+/// 1 node x 1 GPU, GPU failures seen 5 s after they happen. x (1 GPU, 100 s, progress kept)
+/// runs from 0; its GPU is down 10..60 s, from one failure or from three records that overlap
+/// and touch (10..30, 20..45, 45..60). It fails when the failure is seen at 15 and restarts
+/// at the repair at 60 (90 s left: ends 150). A failure of a part already down and the repair
+/// of one of overlapping failures change nothing, so they are no decision points: the runs
+/// decide at the same instants. Nor is a heartbeat recorded from a node that is up (a third
+/// run adds one every 10 s).
+///
+/// Before: every hardware event was a decision point, and a time-dependent policy (srtf, a
+/// preemption) acted at the extra ones (found by `a_failure_split_into_overlapping_records_
+/// changes_nothing`).
+#[test]
+fn hardware_events_that_change_nothing_are_no_decision_points() {
+    let config = ControllerConfig {
+        failures: FailureConfig { gpu_detect_delay: SimDuration::from_secs(5), ..FailureConfig::default() },
+        ..ControllerConfig::default()
+    };
+    let run =
+        |events| run_with_events("fifo", cluster(&[(1, 1, "A")]), vec![job("x", 0, 1, 100)], events, config.clone());
+    let one = run(vec![gpu_fail(0, 0, 10, 50)]);
+    let three = run(vec![gpu_fail(0, 0, 10, 20), gpu_fail(0, 0, 20, 25), gpu_fail(0, 0, 45, 15)]);
+    let mut with_beats = vec![gpu_fail(0, 0, 10, 50)];
+    with_beats.extend((0..=20).map(|s| ClusterEvent::Heartbeat { time: SimTime::from_secs(s * 10), node: NodeId(0) }));
+    let beats = run(with_beats);
+    for r in [&one, &three, &beats] {
+        assert_eq!(schedule(r), sched(&[("x", 0, 150)]));
+        // Arrival, failure, its detection, the repair, the finish.
+        assert_eq!(r.stats.decision_points, 5, "{:?}", r.decisions);
+    }
+    assert_eq!(one.decisions, three.decisions);
+    assert_eq!(one.decisions, beats.decisions);
 }

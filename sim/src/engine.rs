@@ -154,16 +154,16 @@ impl Engine {
         }
         let mut changed = false;
         let mut woken = false;
+        // A hardware event that changes nothing (a failure of a part already down, the repair
+        // of one of overlapping failures, a beat from a healthy node) is no decision point.
         while let Some(event) = self.hardware.pop_at(now) {
-            self.observer.apply_truth(&event, &mut self.controller, &mut self.queue);
+            changed |= self.observer.apply_truth(&event, &mut self.controller, &mut self.queue);
             self.controller.stats.events += 1;
-            changed = true;
         }
         let after_hardware = EventKey { time: now, phase: PHASE_COMPLETION, seq: 0 };
         while let Some((_, event)) = self.queue.pop_before(after_hardware) {
-            self.observer.apply(event, &mut self.controller, &mut self.queue);
+            changed |= self.observer.apply(event, &mut self.controller, &mut self.queue);
             self.controller.stats.events += 1;
-            changed = true;
         }
         let arrivals = EventKey { time: now, phase: PHASE_ARRIVAL, seq: 0 };
         while let Some((_, event)) = self.queue.pop_before(arrivals) {

@@ -115,72 +115,82 @@ impl Observer {
         self.last_beat.get(node.index()).copied().flatten()
     }
 
-    /// Applies one ground-truth cluster event at the controller's current time.
-    pub(crate) fn apply_truth(&mut self, event: &ClusterEvent, c: &mut Controller, queue: &mut EventQueue) {
+    /// Applies one ground-truth cluster event at the controller's current time; whether it
+    /// changed anything (a failure of a part already down, a record about a retired node or a
+    /// beat from a node the scheduler already counts up changes nothing, and is no reason to
+    /// decide: the same history in other records must give the same schedule).
+    pub(crate) fn apply_truth(&mut self, event: &ClusterEvent, c: &mut Controller, queue: &mut EventQueue) -> bool {
         if self.retire.retired[event.node().index()] {
-            return; // out of the fleet: what its hardware does no longer matters
+            return false; // out of the fleet: what its hardware does no longer matters
         }
         match *event {
             ClusterEvent::GpuFail { node, gpu, repair, .. } => {
                 let gpu = c.cluster().node(node).gpu_at(gpu);
-                self.gpu_failed(gpu, repair, c, queue);
+                self.gpu_failed(gpu, repair, c, queue)
             }
             ClusterEvent::NodeFail { node, repair, .. } => self.node_failed(node, repair, c, queue),
             ClusterEvent::Heartbeat { node, .. } => self.beat(node, c, queue),
         }
     }
 
-    /// Applies one hardware-phase event of the heap at the controller's current time.
-    pub(crate) fn apply(&mut self, event: Event, c: &mut Controller, queue: &mut EventQueue) {
+    /// Applies one hardware-phase event of the heap at the controller's current time; whether
+    /// it changed anything (a repair of one of overlapping failures, or an observation its
+    /// part outlived, does not).
+    pub(crate) fn apply(&mut self, event: Event, c: &mut Controller, queue: &mut EventQueue) -> bool {
         let now = c.now();
         match event {
             Event::Repair(Part::Gpu(gpu)) => {
                 self.gpu_faults[gpu.index()] -= 1;
-                if self.gpu_faults[gpu.index()] == 0 {
-                    c.gpu_repaired(gpu);
-                    let node = c.cluster().node_of(gpu);
-                    self.retire_if_due(node, c);
+                if self.gpu_faults[gpu.index()] > 0 {
+                    return false;
                 }
+                c.gpu_repaired(gpu);
+                let node = c.cluster().node_of(gpu);
+                self.retire_if_due(node, c);
+                true
             }
             Event::Repair(Part::Node(node)) => {
                 self.node_faults[node.index()] -= 1;
-                if self.node_faults[node.index()] == 0 {
-                    c.node_repaired(node);
-                    if self.retire_if_due(node, c) {
-                        return;
-                    }
-                    // Pending detections of this down period are retired; beats resume.
-                    self.node_epoch[node.index()] += 1;
-                    self.node_repaired_at[node.index()] = Some(now);
-                    if !self.explicit_at(node, now) {
-                        let epoch = self.node_epoch[node.index()];
-                        queue.push(self.config.next_beat_at(now), Event::NodeBeatsAgain { node, epoch });
-                    }
+                if self.node_faults[node.index()] > 0 {
+                    return false;
                 }
+                c.node_repaired(node);
+                if self.retire_if_due(node, c) {
+                    return true;
+                }
+                // Pending detections of this down period are retired; beats resume.
+                self.node_epoch[node.index()] += 1;
+                self.node_repaired_at[node.index()] = Some(now);
+                if !self.explicit_at(node, now) {
+                    let epoch = self.node_epoch[node.index()];
+                    queue.push(self.config.next_beat_at(now), Event::NodeBeatsAgain { node, epoch });
+                }
+                true
             }
             Event::GpuSeen { gpu, failed_at } => {
                 // Only the failure that began at `failed_at`, if it is still going on, takes the
                 // GPU out: not a later one (seen in its own time), not the node being down.
                 let still_down = self.gpu_faults[gpu.index()] > 0 && self.gpu_failed_at[gpu.index()] == failed_at;
                 c.gpu_failure_seen(gpu, failed_at, still_down);
+                true
             }
             Event::NodeMissedBeats { node, epoch } => {
-                if self.node_epoch[node.index()] == epoch && !c.health.node_dead(node) {
+                let dies = self.node_epoch[node.index()] == epoch && !c.health.node_dead(node);
+                if dies {
                     c.node_declared_dead(node, Some(self.node_failed_at[node.index()]));
                 }
+                dies
             }
-            Event::NodeBeatsAgain { node, epoch } => {
-                if self.node_epoch[node.index()] == epoch {
-                    self.back(node, c);
-                }
-            }
+            Event::NodeBeatsAgain { node, epoch } => self.node_epoch[node.index()] == epoch && self.back(node, c),
             Event::BeatDeadline { node, beat } => {
-                if self.last_beat[node.index()] == Some(beat) && !c.health.node_dead(node) {
+                let dies = self.last_beat[node.index()] == Some(beat) && !c.health.node_dead(node);
+                if dies {
                     // Down since its last delivered beat (repaired at this very instant, or in a
                     // gap of the records): that failure is what the deadline detects.
                     let failed_at = self.down_since_beat[node.index()].then(|| self.node_failed_at[node.index()]);
                     c.node_declared_dead(node, failed_at);
                 }
+                dies
             }
             Event::TaskFinished { .. }
             | Event::TaskExited { .. }
@@ -194,7 +204,14 @@ impl Observer {
         }
     }
 
-    fn gpu_failed(&mut self, gpu: GpuId, repair: Option<SimDuration>, c: &mut Controller, queue: &mut EventQueue) {
+    /// Whether the GPU broke now (it was not already down).
+    fn gpu_failed(
+        &mut self,
+        gpu: GpuId,
+        repair: Option<SimDuration>,
+        c: &mut Controller,
+        queue: &mut EventQueue,
+    ) -> bool {
         let now = c.now();
         self.gpu_faults[gpu.index()] += 1;
         if let Some(repair) = repair {
@@ -203,22 +220,30 @@ impl Observer {
             reported[gpu.index()].push(queue.reserve_seq());
         }
         if self.gpu_faults[gpu.index()] > 1 {
-            return; // already broken: nothing new happens, nothing new is seen
+            return false; // already broken: nothing new happens, nothing new is seen
         }
         self.retire.failed(c.cluster().node_of(gpu), now);
         self.gpu_failed_at[gpu.index()] = now;
         c.gpu_broke(gpu);
         queue.push(now + self.config.gpu_detect_delay, Event::GpuSeen { gpu, failed_at: now });
+        true
     }
 
-    fn node_failed(&mut self, node: NodeId, repair: Option<SimDuration>, c: &mut Controller, queue: &mut EventQueue) {
+    /// Whether the node went down now (it was not already down).
+    fn node_failed(
+        &mut self,
+        node: NodeId,
+        repair: Option<SimDuration>,
+        c: &mut Controller,
+        queue: &mut EventQueue,
+    ) -> bool {
         let now = c.now();
         self.node_faults[node.index()] += 1;
         if let Some(repair) = repair {
             queue.push(now + repair, Event::Repair(Part::Node(node)));
         }
         if self.node_faults[node.index()] > 1 {
-            return; // one down period, one failure (for the retirement rule too)
+            return false; // one down period, one failure (for the retirement rule too)
         }
         self.retire.failed(node, now);
         // Missed beats run on from the earlier failure when no beat got out since its repair
@@ -235,6 +260,7 @@ impl Observer {
             let dead_at = self.config.declared_dead_at(self.node_failed_at[node.index()]).max(now);
             queue.push(dead_at, Event::NodeMissedBeats { node, epoch });
         }
+        true
     }
 
     /// Whether only recorded beats count for `node` at `at` (it has records, the first of them
@@ -261,27 +287,33 @@ impl Observer {
         true
     }
 
-    /// An explicit heartbeat record: delivered unless the node is down.
-    fn beat(&mut self, node: NodeId, c: &mut Controller, queue: &mut EventQueue) {
+    /// An explicit heartbeat record: delivered unless the node is down. Whether the scheduler
+    /// learnt anything from it (see [`Observer::back`]).
+    fn beat(&mut self, node: NodeId, c: &mut Controller, queue: &mut EventQueue) -> bool {
         if c.health.node_down(node) {
-            return;
+            return false;
         }
         let now = c.now();
-        self.back(node, c);
+        let news = self.back(node, c);
         self.last_beat[node.index()] = Some(now);
         let k = u64::from(self.config.missed_beats.max(1));
         let deadline = now + SimDuration(self.config.heartbeat_interval.as_ms() * k);
         queue.push(deadline, Event::BeatDeadline { node, beat: now });
+        news
     }
 
     /// The node's beats reach the scheduler again: it rejoins if it was declared dead, and
-    /// otherwise reports the tasks it lost while it was down.
-    fn back(&mut self, node: NodeId, c: &mut Controller) {
+    /// otherwise reports the tasks it lost while it was down. Whether it did either.
+    fn back(&mut self, node: NodeId, c: &mut Controller) -> bool {
         if c.health.node_dead(node) {
             c.node_rejoined(node);
-        } else if std::mem::take(&mut self.down_since_beat[node.index()]) {
+            self.down_since_beat[node.index()] = false;
+            return true;
+        }
+        let lost = std::mem::take(&mut self.down_since_beat[node.index()]);
+        if lost {
             c.node_lost_tasks(node, self.node_failed_at[node.index()]);
         }
-        self.down_since_beat[node.index()] = false;
+        lost
     }
 }

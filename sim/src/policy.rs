@@ -12,7 +12,10 @@ use crate::view::ClusterView;
 /// # What `decide` sees
 /// The Controller calls [`Policy::decide`] once per decision point: after every event with
 /// the same timestamp was applied (arrivals, completions, failures, repairs), when something
-/// changed or a wake-up it asked for ([`Plan::wake_at`]) came. A policy that only asks to be
+/// changed or a wake-up it asked for ([`Plan::wake_at`]) came. A hardware event that changes
+/// nothing (a failure of a part already down, the repair of one of overlapping failures, a
+/// heartbeat from a node known up) is no decision point: one history written in other records
+/// gives one schedule. A policy that only asks to be
 /// woken, with nothing running, arriving or changed, has its wake-ups dropped (it would spin
 /// forever) and its waiting jobs end the run unfinished. The [`ClusterView`] is
 /// read-only and shows the state as of the start of the call: the cluster, every job and task
