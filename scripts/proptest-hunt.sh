@@ -13,24 +13,36 @@ cd "$(dirname "$0")/.."
 unset PROPTEST_RNG_SEED
 export SCHEDLAB_PROPTEST_CASES="${SCHEDLAB_PROPTEST_CASES:-400}"
 rounds="${1:-4}"
+if ! [[ $rounds =~ ^[1-9][0-9]*$ ]]; then
+    echo "usage: $0 [ROUNDS] (a whole number of rounds, 1 or more)" >&2
+    exit 2
+fi
 log_dir=$(mktemp -d)
 failed=0
-# Every test target with a proptest! block: a test file, or its crate's unit tests.
-targets=$(grep -rl 'proptest!' --include='*.rs' sim policies traces tests live reports run src 2>/dev/null | sort)
-for round in $(seq 1 "$rounds"); do
-    for file in $targets; do
+# Every test target with a proptest! block, once: a test file, or its crate's unit tests.
+targets=$(grep -rl 'proptest!' --include='*.rs' sim policies traces tests live reports run src 2>/dev/null |
+    while read -r file; do
         case "$file" in
-            tests/*) manifest=Cargo.toml; args=(--test "$(basename "$file" .rs)") ;;
-            */tests/*) manifest=${file%%/tests/*}/Cargo.toml; args=(--test "$(basename "$file" .rs)") ;;
-            *) manifest=${file%%/src/*}/Cargo.toml; args=(--lib) ;;
+            tests/*) echo "Cargo.toml --test $(basename "$file" .rs)" ;;
+            */tests/*) echo "${file%%/tests/*}/Cargo.toml --test $(basename "$file" .rs)" ;;
+            src/*) echo "Cargo.toml --lib" ;;
+            *) echo "${file%%/src/*}/Cargo.toml --lib" ;;
         esac
-        log="$log_dir/$(echo "$file" | tr / _).$round.log"
-        if ! cargo test -q --manifest-path "$manifest" "${args[@]}" >"$log" 2>&1; then
-            echo "FAILED: $file (round $round): $log"
+    done | sort -u)
+if [ -z "$targets" ]; then
+    echo "no proptest targets found" >&2
+    exit 2
+fi
+for round in $(seq 1 "$rounds"); do
+    while read -r manifest args; do
+        log="$log_dir/$(echo "$manifest $args" | tr '/ ' '__').$round.log"
+        # shellcheck disable=SC2086 # args is `--test NAME` or `--lib`, split on purpose
+        if ! cargo test -q --manifest-path "$manifest" $args >"$log" 2>&1; then
+            echo "FAILED: $manifest $args (round $round): $log"
             grep -E 'minimal failing input|Test failed' "$log" | head -3
             failed=1
         fi
-    done
+    done <<<"$targets"
     echo "round $round of $rounds done"
 done
 exit $failed

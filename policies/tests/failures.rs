@@ -214,3 +214,57 @@ fn avoid_failed_h_steers_new_work_away_from_a_node_that_just_failed() {
     // restarts at once on node 1 (node 0 now avoided). v at 20 gets node 0 anyway.
     assert_eq!(common::first_gpus(&r, "v"), vec![0]);
 }
+
+/// 2 nodes x 1 GPU, nodes retired after 2 failures within 30 days. Node 0's GPU fails at 0 for
+/// good (no repair time); node 0 itself is down 10..20 s. Its second failure is repaired at
+/// 20 s, the last of its failures that will ever be: it is retired then, rather than waiting
+/// for a repair that never comes (and rejoining meanwhile). y runs on node 1 from 0 to 200, so
+/// the retired GPU-time is 200 - 20 = 180 s.
+#[test]
+fn a_node_with_a_gpu_broken_for_good_is_retired_at_its_last_repair() {
+    let config = ControllerConfig {
+        retire: Some(sim::RetireRule { failures: 2, window: SimDuration::from_secs(720 * 3600) }),
+        ..ControllerConfig::default()
+    };
+    let gpu_for_good = ClusterEvent::GpuFail { time: SimTime::ZERO, node: NodeId(0), gpu: 0, repair: None };
+    let r = run_with_events(
+        "fifo",
+        cluster(&[(2, 1, "A")]),
+        vec![job("y", 0, 1, 200)],
+        vec![gpu_for_good, node_fail(0, 10, 10)],
+        config,
+    );
+    assert_eq!(schedule(&r), sched(&[("y", 0, 200)]));
+    assert_eq!((r.stats.retired_nodes, gpu_s(r.stats.retired_gpu_ms)), (1, 180));
+}
+
+/// 2 nodes x 1 GPU, heartbeats every 10 s, dead at 3 missed; node 0's beats are recorded at 0
+/// and then every 10 s from 15 on. Node 0 is down 11..12 s and 17..20 s. Its beat at 15 gets
+/// out: it reports then the task it lost at 11 (4 s of lag). The beat at 25 reports the loss
+/// at 17 (8 s): the second failure starts a new run of missed beats, since a beat was
+/// delivered after the first. (Before, the implicit beat grid judged that no beat got out
+/// since the repair at 12, and counted 14 s from 11.)
+#[test]
+fn an_explicit_beat_between_two_failures_starts_a_new_run_of_missed_beats() {
+    let mut events: Vec<ClusterEvent> = [0u64]
+        .into_iter()
+        .chain((0..20).map(|i| 15 + 10 * i))
+        .map(|s| ClusterEvent::Heartbeat { time: SimTime::from_secs(s), node: NodeId(0) })
+        .collect();
+    events.extend([node_fail(0, 11, 1), node_fail(0, 17, 3)]);
+    let r = run_with_events(
+        "fifo",
+        cluster(&[(2, 1, "A")]),
+        vec![job("x", 0, 1, 100)],
+        events,
+        ControllerConfig::default(),
+    );
+    let fails: Vec<(u64, &str)> = r
+        .decisions
+        .iter()
+        .filter(|d| d.kind == sim::DecisionKind::Fail)
+        .map(|d| (d.time.as_ms() / 1000, d.detail.as_str()))
+        .collect();
+    assert_eq!(fails, [(15, "its node restarted; retry 1 of 3"), (25, "its node restarted; retry 2 of 3")]);
+    assert_eq!((r.stats.detections, r.stats.detection_lag_ms), (2, 12_000));
+}

@@ -14,6 +14,9 @@ pub(crate) struct Observer {
     /// Overlapping failures of one part count up: it is repaired when the count returns to 0.
     node_faults: Vec<u32>,
     gpu_faults: Vec<u32>,
+    /// GPUs with a failure no repair will ever end (virtual clock, no repair time): their
+    /// node is retired without waiting for them.
+    gpu_broken_for_good: Vec<bool>,
     /// When the node's current run of missed heartbeats began (its failure, or an earlier one
     /// if no beat got out in between), and a counter that retires the pending observations of
     /// a down period once it ends.
@@ -76,6 +79,7 @@ impl Observer {
             config,
             node_faults: vec![0; nodes],
             gpu_faults: vec![0; gpus],
+            gpu_broken_for_good: vec![false; gpus],
             node_failed_at: vec![SimTime::ZERO; nodes],
             node_epoch: vec![0; nodes],
             node_repaired_at: vec![None; nodes],
@@ -218,6 +222,8 @@ impl Observer {
             queue.push(now + repair, Event::Repair(Part::Gpu(gpu)));
         } else if let Some(reported) = &mut self.reported_repairs {
             reported[gpu.index()].push(queue.reserve_seq());
+        } else {
+            self.gpu_broken_for_good[gpu.index()] = true;
         }
         if self.gpu_faults[gpu.index()] > 1 {
             return false; // already broken: nothing new happens, nothing new is seen
@@ -247,8 +253,13 @@ impl Observer {
         }
         self.retire.failed(node, now);
         // Missed beats run on from the earlier failure when no beat got out since its repair
-        // (a beat at the very instant of a failure is not sent).
-        let beat_since_repair = self.node_repaired_at[node.index()].is_none_or(|r| self.config.next_beat_at(r) < now);
+        // (a beat at the very instant of a failure is not sent; a node with recorded beats
+        // sent one if one was delivered since it went down).
+        let beat_since_repair = if self.explicit_at(node, now) {
+            !self.down_since_beat[node.index()]
+        } else {
+            self.node_repaired_at[node.index()].is_none_or(|r| self.config.next_beat_at(r) < now)
+        };
         if beat_since_repair {
             self.node_failed_at[node.index()] = now;
         }
@@ -276,9 +287,10 @@ impl Observer {
             return false;
         }
         let first = c.cluster().node(node).first_gpu.index();
-        let gpus = c.cluster().node(node).gpu_count as usize;
-        if self.node_faults[node.index()] > 0 || self.gpu_faults[first..first + gpus].iter().any(|&f| f > 0) {
-            return false; // retired at the repair of the last of its failures
+        let gpus = first..first + c.cluster().node(node).gpu_count as usize;
+        let repair_due = |g: usize| self.gpu_faults[g] > 0 && !self.gpu_broken_for_good[g];
+        if self.node_faults[node.index()] > 0 || gpus.into_iter().any(repair_due) {
+            return false; // retired at the repair of the last of its failures (that has one)
         }
         self.retire.retired[node.index()] = true;
         // Its pending observations (a first beat after a repair) are void: it never rejoins.

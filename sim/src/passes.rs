@@ -9,7 +9,7 @@
 //! pass. The phase matters when comparing with a real scheduler, whose passes are anchored
 //! to nothing a trace records (docs/slurm.md measures the spread). Off (the default,
 //! interval zero), the engine decides at every timestamp where something changed, as
-//! before. Live mode decides at every event.
+//! before. Live mode has no passes: it decides at every timestamp where something changed.
 
 use crate::time::{SimDuration, SimTime};
 

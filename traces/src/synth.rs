@@ -200,8 +200,6 @@ pub(crate) fn normal_cdf(x: f64) -> f64 {
     if x >= 0.0 { 1.0 - erfc / 2.0 } else { erfc / 2.0 }
 }
 
-/// `synth-{index}`, inline and without the formatting machinery (a million-job run names a
-/// million jobs: `format!` was 4 % of a 100k-job fifo run).
 #[cfg(test)]
 mod tests {
     use super::*;
