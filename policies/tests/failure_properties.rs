@@ -1679,9 +1679,8 @@ fn missed_beats_count_across_a_repair_with_no_beat_in_between() {
 #[test]
 
 fn an_explicit_heartbeat_node_down_before_its_first_beat_is_declared_dead() {
-    use common::{cluster, job, run_with_events};
-    let mut events: Vec<ClusterEvent> =
-        (5..=20).map(|s| ClusterEvent::Heartbeat { time: SimTime::from_secs(s * 10), node: NodeId(0) }).collect();
+    use common::{cluster, heartbeats, job, run_with_events};
+    let mut events = heartbeats(0, (5..=20).map(|s| s * 10));
     events.push(ClusterEvent::NodeFail { time: SimTime::from_secs(10), node: NodeId(0), repair: None });
     let r = run_with_events(
         "fifo",

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{cluster, gpu_fail, job, node_fail, run_with_events, sched, schedule};
+use common::{cluster, gpu_fail, heartbeats, job, node_fail, run_with_events, sched, schedule};
 use sim::{ClusterEvent, ControllerConfig, FailureConfig, JobOutcome, NodeId, SimDuration, SimTime};
 
 /// One 4-GPU task of 1000 s that checkpoints every 100 s and pays 30 s to restart.
@@ -155,11 +155,7 @@ fn explicit_heartbeats_are_honoured_gaps_included() {
     // failure). After the beat at 20 nothing comes for 3 x 10 s: the node is declared dead at
     // 50 and w (1 GPU, 100 s, from 0, continuous checkpoints) fails there, losing nothing but
     // its GPU; the beat at 60 brings the node back and w restarts: 60 + 50 = 110.
-    let mut events: Vec<ClusterEvent> = [0u64, 10, 20]
-        .iter()
-        .chain(&[60, 70, 80, 90, 100, 110, 120])
-        .map(|&s| ClusterEvent::Heartbeat { time: SimTime::from_secs(s), node: NodeId(0) })
-        .collect();
+    let mut events = heartbeats(0, [0, 10, 20, 60, 70, 80, 90, 100, 110, 120]);
     events.reverse(); // any order: the scenario sorts them
     let r = run_with_events(
         "fifo",
@@ -246,11 +242,7 @@ fn a_node_with_a_gpu_broken_for_good_is_retired_at_its_last_repair() {
 /// since the repair at 12, and counted 14 s from 11.)
 #[test]
 fn an_explicit_beat_between_two_failures_starts_a_new_run_of_missed_beats() {
-    let mut events: Vec<ClusterEvent> = [0u64]
-        .into_iter()
-        .chain((0..20).map(|i| 15 + 10 * i))
-        .map(|s| ClusterEvent::Heartbeat { time: SimTime::from_secs(s), node: NodeId(0) })
-        .collect();
+    let mut events = heartbeats(0, std::iter::once(0).chain((0..20).map(|i| 15 + 10 * i)));
     events.extend([node_fail(0, 11, 1), node_fail(0, 17, 3)]);
     let r = run_with_events(
         "fifo",

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{cluster, gpu_fail, job, node_fail, run_with_events, sched, schedule};
+use common::{cluster, gpu_fail, heartbeats, job, node_fail, run_with_events, sched, schedule};
 use sim::{
     ClusterEvent, ControllerConfig, DecisionKind, FailureConfig, JobOutcome, NodeId, RetireRule, RunResult,
     SimDuration, SimTime,
@@ -86,11 +86,7 @@ fn overlapping_failures_count_once_towards_retirement() {
 #[test]
 fn an_explicit_deadline_detects_the_failure_since_the_last_beat_however_it_was_repaired() {
     let run = |repair_ms: u64| {
-        let mut events: Vec<ClusterEvent> = [0, 10]
-            .into_iter()
-            .chain((4..=20).map(|s| s * 10))
-            .map(|s| ClusterEvent::Heartbeat { time: SimTime::from_secs(s), node: NodeId(0) })
-            .collect();
+        let mut events = heartbeats(0, [0, 10].into_iter().chain((4..=20).map(|s| s * 10)));
         events.push(ClusterEvent::NodeFail {
             time: SimTime::from_secs(5),
             node: NodeId(0),
@@ -258,7 +254,7 @@ fn hardware_events_that_change_nothing_are_no_decision_points() {
     let one = run(vec![gpu_fail(0, 0, 10, 50)]);
     let three = run(vec![gpu_fail(0, 0, 10, 20), gpu_fail(0, 0, 20, 25), gpu_fail(0, 0, 45, 15)]);
     let mut with_beats = vec![gpu_fail(0, 0, 10, 50)];
-    with_beats.extend((0..=20).map(|s| ClusterEvent::Heartbeat { time: SimTime::from_secs(s * 10), node: NodeId(0) }));
+    with_beats.extend(heartbeats(0, (0..=20).map(|s| s * 10)));
     let beats = run(with_beats);
     for r in [&one, &three, &beats] {
         assert_eq!(schedule(r), sched(&[("x", 0, 150)]));

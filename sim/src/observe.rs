@@ -317,15 +317,14 @@ impl Observer {
     /// The node's beats reach the scheduler again: it rejoins if it was declared dead, and
     /// otherwise reports the tasks it lost while it was down. Whether it did either.
     fn back(&mut self, node: NodeId, c: &mut Controller) -> bool {
+        let was_down = std::mem::take(&mut self.down_since_beat[node.index()]);
         if c.health.node_dead(node) {
             c.node_rejoined(node);
-            self.down_since_beat[node.index()] = false;
             return true;
         }
-        let lost = std::mem::take(&mut self.down_since_beat[node.index()]);
-        if lost {
+        if was_down {
             c.node_lost_tasks(node, self.node_failed_at[node.index()]);
         }
-        lost
+        was_down
     }
 }

@@ -173,6 +173,13 @@ pub fn gpu_fail(node: u32, slot: u32, at_s: u64, repair_s: u64) -> sim::ClusterE
     }
 }
 
+/// Heartbeat records of `node` at each of `secs` seconds.
+pub fn heartbeats(node: u32, secs: impl IntoIterator<Item = u64>) -> Vec<sim::ClusterEvent> {
+    secs.into_iter()
+        .map(|s| sim::ClusterEvent::Heartbeat { time: SimTime::from_secs(s), node: sim::NodeId(node) })
+        .collect()
+}
+
 /// The time series conserves what the run's counters integrate: its buckets sum to the run's
 /// allocated GPU-time, the queues' buckets sum to the cluster's, every arrival and job end is
 /// counted once, and lost GPU-time adds up to the jobs'.
