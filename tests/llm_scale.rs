@@ -349,7 +349,7 @@ fn gangs_that_only_fit_with_the_spares_are_unschedulable() {
     let mut policy = policies::build("fifo").expect("fifo");
     let result = sim::simulate(scenario, policy.as_mut(), config).expect("runs");
     let reason = |i: usize| match &result.jobs[i].outcome {
-        Some(sim::JobOutcome::Unschedulable(why)) => why.clone(),
+        Some(sim::JobOutcome::Unschedulable(why)) => why.to_string(),
         other => panic!("job {i}: {other:?}"),
     };
     assert_eq!(

@@ -494,7 +494,8 @@ impl Driver {
             self.tally.settle(s, self.job_state(s));
             let job = self.controller().job(JobId::from_index(s));
             if let (Some(JobOutcome::Succeeded), Some(end)) = (&job.outcome, job.end.get()) {
-                self.tally.succeeded(s, end.since(job.submit).as_ms());
+                let submit = self.controller().workload().jobs()[s].submit;
+                self.tally.succeeded(s, end.since(submit).as_ms());
             }
         }
         if cfg!(debug_assertions) {
@@ -954,7 +955,7 @@ mod tests {
         d.apply(batch(400, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
         d.apply(batch(900, vec![Input::Exit { task: 0, attempt: 2, code: 0 }])).unwrap();
         let first = d.controller().task(TaskId(0));
-        assert_eq!((first.lost_redo_mgpu_ms, first.lost_overhead_mgpu_ms), (50_000, 50_000));
+        assert_eq!((first.losses().redo_mgpu_ms, first.losses().overhead_mgpu_ms), (50_000, 50_000));
         let replay = d.controller_config();
         assert_eq!((replay.checkpoint, replay.restart_overhead), (SimDuration(100), SimDuration(50)));
         assert_eq!(live(&d), simulated(&d));

@@ -184,7 +184,7 @@ impl Waiting {
         let t = view.task(task);
         Waiting {
             work: view.start_overhead(task) + view.expected_remaining(task, source),
-            submit: view.job(t.job).submit,
+            submit: view.job_spec(t.job).submit,
             duration: view.expected_duration(task, source).as_ms(),
             gpus: t.gpus,
         }
@@ -272,7 +272,7 @@ impl Themis {
     /// The task's rho now; `jobs` (N) and `gpus` (C) for `t_id=share`.
     fn rho(&self, view: &ClusterView<'_>, task: TaskId, jobs: u128, gpus: u128) -> Rho {
         let t = view.task(task);
-        let submit = view.job(t.job).submit;
+        let submit = view.job_spec(t.job).submit;
         let end = if t.status == TaskStatus::Running {
             // As a victim: its end if preempted now and restarted at once, so the work it
             // would lose since its last checkpoint and the restart it would pay count against

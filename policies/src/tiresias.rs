@@ -660,7 +660,7 @@ fn executed(view: &ClusterView<'_>, job: JobId) -> u64 {
             } else {
                 0
             };
-            task.mgpu_ms_at(now) - task.lost_overhead_mgpu_ms - open_overhead
+            task.mgpu_ms_at(now) - task.losses().overhead_mgpu_ms - open_overhead
         })
         .sum()
 }

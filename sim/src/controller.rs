@@ -18,11 +18,12 @@ use crate::record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunRe
 use crate::rng::{StreamRng, stream};
 use crate::series::{Levels, QueueDelta, Series};
 use crate::speeds::SpeedProfiles;
-use crate::state::{JobOutcome, JobState, TaskState, TaskStatus};
+use crate::state::{JobOutcome, JobState, Losses, OptIndex, TaskState, TaskStatus};
 use crate::time::{OptTime, SimDuration, SimTime};
 use crate::view::{Change, ClusterView};
 use crate::workload::Workload;
 use std::collections::{BTreeMap, BTreeSet};
+use thin_vec::ThinVec;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerConfig {
@@ -283,7 +284,7 @@ impl Controller {
             if let Some(q) = queue {
                 state.pools = state.pools.and(self.queues.get(q).pools);
             }
-            state.dataset = dataset;
+            state.dataset = dataset.into();
             self.tasks.push(state);
             self.marks.push(Mark::None);
         }
@@ -300,7 +301,7 @@ impl Controller {
     pub fn with_datasets(mut self, datasets: crate::data::Datasets) -> Result<Controller, String> {
         assert!(self.stats.first_submit.is_none(), "datasets are set before the run starts");
         for (t, dataset) in self.tasks.iter_mut().zip(datasets.assign(&self.workload)?) {
-            t.dataset = dataset;
+            t.dataset = dataset.into();
         }
         self.datasets = datasets;
         Ok(self)
@@ -376,7 +377,7 @@ impl Controller {
             let j = &mut self.jobs[job.index()];
             j.open_tasks = 0;
             self.log(DecisionKind::Unschedulable, job, None, &[], &reason);
-            self.end_job(job, JobOutcome::Unschedulable(reason));
+            self.end_job(job, JobOutcome::Unschedulable(reason.into()));
             return;
         }
         self.in_system += 1;
@@ -464,7 +465,7 @@ impl Controller {
     /// GPU-time it held into productive work, redone work, detection lag and restart overhead.
     /// The free index is the caller's: a completion or failure frees usable GPUs with
     /// [`Controller::release_to_free`]; a preemption's plan already freed them.
-    pub(crate) fn end_attempt(&mut self, task: TaskId) -> Vec<GpuId> {
+    pub(crate) fn end_attempt(&mut self, task: TaskId) -> ThinVec<GpuId> {
         let now = self.now;
         let t = &mut self.tasks[task.index()];
         // Wall time (what GPU-time is counted in) splits into overhead, progress and stall;
@@ -483,12 +484,17 @@ impl Controller {
         let lost = progress - checkpointing - kept;
         let gpus = t.mgpus();
         t.remaining = t.work - saved;
-        t.closed_mgpu_ms += held.as_ms() * gpus;
-        t.productive_mgpu_ms += kept.as_ms() * gpus;
-        t.lost_redo_mgpu_ms += lost.as_ms() * gpus;
-        t.lost_lag_mgpu_ms += stalled.as_ms() * gpus;
-        t.lost_overhead_mgpu_ms += overhead_paid.as_ms() * gpus;
-        t.lost_checkpoint_mgpu_ms += checkpointing.as_ms() * gpus;
+        // `held` is exactly `kept + lost + stalled + overhead_paid + checkpointing`: what the
+        // task held over its ended attempts is the sum of the two counts.
+        t.close_attempt(
+            kept.as_ms() * gpus,
+            Losses {
+                redo_mgpu_ms: lost.as_ms() * gpus,
+                lag_mgpu_ms: stalled.as_ms() * gpus,
+                overhead_mgpu_ms: overhead_paid.as_ms() * gpus,
+                checkpoint_mgpu_ms: checkpointing.as_ms() * gpus,
+            },
+        );
         self.reached(task, done_now);
         let t = &mut self.tasks[task.index()];
         let was_stalled = t.stalled_since.take().is_some();
@@ -504,7 +510,7 @@ impl Controller {
             self.unhold(gpu, task);
         }
         self.running_tasks -= 1;
-        placed.into_vec()
+        placed
     }
 
     /// Returns `task`'s `gpus` (or its share of them) to the free index, GPUs the scheduler
@@ -625,7 +631,7 @@ impl Controller {
         committed
     }
 
-    fn commit_start(&mut self, task: TaskId, gpus: Vec<GpuId>, effects: &mut Vec<Effect>) {
+    fn commit_start(&mut self, task: TaskId, gpus: ThinVec<GpuId>, effects: &mut Vec<Effect>) {
         self.marks[task.index()] = Mark::None;
         self.set_status(task, TaskStatus::Running);
         self.running_changed(task, 1);
@@ -633,9 +639,10 @@ impl Controller {
         let restart = t.attempt > 0;
         t.attempt += 1;
         t.run_start = self.now;
-        t.speed_milli = self.speed_profiles.speed(t.speed_profile, self.cluster.pool(self.cluster.pool_of(gpus[0])));
+        t.speed_milli =
+            self.speed_profiles.speed(t.speed_profile.get(), self.cluster.pool(self.cluster.pool_of(gpus[0])));
         t.overhead = if restart { t.restart_overhead } else { SimDuration::ZERO };
-        if let Some(d) = t.dataset {
+        if let Some(d) = t.dataset.get() {
             let dataset = self.datasets.get(d);
             if gpus.iter().all(|&g| dataset.nodes.contains(&self.cluster.node_of(g))) {
                 self.stats.local_starts += 1;
@@ -660,7 +667,7 @@ impl Controller {
         self.running_tasks += 1;
         self.stats.starts += 1;
         self.log(DecisionKind::Start, job, Some(task), &gpus, "");
-        self.tasks[task.index()].placed = gpus.into_boxed_slice();
+        self.tasks[task.index()].placed = gpus;
         self.changes.push(Change::TaskStarted(task));
         self.watch_progress(task);
         effects.push(Effect::Started { task, attempt, finish_at });
@@ -691,7 +698,7 @@ impl Controller {
         self.in_system -= 1;
         self.stats.rejects += 1;
         self.log(DecisionKind::Reject, job, None, &[], &reason);
-        self.end_job(job, JobOutcome::Rejected(reason));
+        self.end_job(job, JobOutcome::Rejected(reason.into()));
     }
 
     pub(crate) fn log(&mut self, kind: DecisionKind, job: JobId, task: Option<TaskId>, gpus: &[GpuId], detail: &str) {
@@ -789,7 +796,7 @@ impl Controller {
         self.stop_job(job);
         self.stats.rejects += 1;
         self.log(DecisionKind::Reject, job, None, &[], reason);
-        self.end_job(job, JobOutcome::Rejected(reason.to_string()));
+        self.end_job(job, JobOutcome::Rejected(reason.into()));
         true
     }
 
@@ -868,7 +875,7 @@ impl Controller {
             job: JobId::from_index(index),
             name: Default::default(),
             queue: None,
-            submit: state.submit,
+            submit: spec.submit,
             first_start: tasks.clone().filter_map(|t| t.first_start.get()).min(),
             end: state.end.get(),
             tasks: state.task_count,
@@ -879,10 +886,10 @@ impl Controller {
             failures: tasks.clone().map(|t| t.failures).sum(),
             retries: tasks.clone().map(|t| t.retries).sum(),
             mgpu_ms: tasks.clone().map(|t| t.mgpu_ms_at(self.now)).sum(),
-            lost_redo_mgpu_ms: tasks.clone().map(|t| t.lost_redo_mgpu_ms).sum(),
-            lost_lag_mgpu_ms: tasks.clone().map(|t| t.lost_lag_mgpu_ms).sum(),
-            lost_overhead_mgpu_ms: tasks.clone().map(|t| t.lost_overhead_mgpu_ms).sum(),
-            lost_checkpoint_mgpu_ms: tasks.map(|t| t.lost_checkpoint_mgpu_ms).sum(),
+            lost_redo_mgpu_ms: tasks.clone().map(|t| t.losses().redo_mgpu_ms).sum(),
+            lost_lag_mgpu_ms: tasks.clone().map(|t| t.losses().lag_mgpu_ms).sum(),
+            lost_overhead_mgpu_ms: tasks.clone().map(|t| t.losses().overhead_mgpu_ms).sum(),
+            lost_checkpoint_mgpu_ms: tasks.map(|t| t.losses().checkpoint_mgpu_ms).sum(),
             outcome: state.outcome.clone(),
             unfinished_reason: self.unfinished_reason(state, spec),
             critical_path_ms,
@@ -977,7 +984,6 @@ fn new_job_state(spec: &crate::workload::JobSpec, first_task: TaskId) -> JobStat
     JobState {
         first_task,
         task_count: spec.tasks.len() as u32,
-        submit: spec.submit,
         arrived: false,
         open_tasks: spec.tasks.len() as u32,
         failure: None,
@@ -1016,16 +1022,12 @@ pub(crate) fn new_task_state(
         failures: 0,
         retries: 0,
         stalled_since: OptTime::NONE,
-        closed_mgpu_ms: 0,
         productive_mgpu_ms: 0,
-        lost_redo_mgpu_ms: 0,
-        lost_lag_mgpu_ms: 0,
-        lost_overhead_mgpu_ms: 0,
-        lost_checkpoint_mgpu_ms: 0,
-        placed: Box::default(),
+        losses: None,
+        placed: ThinVec::new(),
         speed_milli: 1000,
-        dataset: None,
-        speed_profile: speed_profiles.profile_of(t, cluster),
+        dataset: OptIndex::NONE,
+        speed_profile: speed_profiles.profile_of(t, cluster).into(),
         exit_code: t.exit_code,
     }
 }

@@ -251,7 +251,7 @@ impl Controller {
         let j = &self.jobs[job.index()];
         if j.open_tasks == 0 && j.outcome.is_none() {
             let outcome =
-                j.failure.as_deref().map_or(JobOutcome::Succeeded, |reason| JobOutcome::Failed(reason.to_string()));
+                j.failure.as_deref().map_or(JobOutcome::Succeeded, |reason| JobOutcome::Failed(reason.into()));
             self.in_system -= 1;
             self.end_job(job, outcome);
         }

@@ -199,13 +199,13 @@ impl Controller {
     fn retry_budget(&self, task: TaskId) -> u32 {
         let max = self.config.failures.max_retries;
         let t = &self.tasks[task.index()];
-        let job = &self.jobs[t.job.index()];
-        let Some(deadline) = self.workload.jobs()[t.job.index()].deadline else { return max };
+        let spec = &self.workload.jobs()[t.job.index()];
+        let Some(deadline) = spec.deadline else { return max };
         let mean_attempt_ms = t.attempts_ms() / u64::from(t.attempt.max(1));
         if mean_attempt_ms == 0 {
             return max;
         }
-        let left = deadline.saturating_sub(self.now.since(job.submit)).as_ms();
+        let left = deadline.saturating_sub(self.now.since(spec.submit)).as_ms();
         let fits = u32::try_from(left / mean_attempt_ms).unwrap_or(u32::MAX);
         max.min(fits.max(1))
     }
@@ -213,7 +213,7 @@ impl Controller {
     /// Ends `job` as failed: its running tasks stop, its waiting tasks will never run.
     pub(crate) fn fail_job(&mut self, job: JobId, reason: String) {
         self.stop_job(job);
-        self.end_job(job, JobOutcome::Failed(reason));
+        self.end_job(job, JobOutcome::Failed(reason.into()));
     }
 
     /// Stops every task of `job` that has not ended (running ones lose their GPUs) and takes

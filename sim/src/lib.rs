@@ -55,7 +55,7 @@ pub use record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResul
 pub use scenario::{Scenario, SimError};
 pub use series::{Bucket, QueueBucket, Series};
 pub use speeds::SpeedProfiles;
-pub use state::{JobOutcome, JobState, TaskState, TaskStatus};
+pub use state::{JobOutcome, JobState, Losses, OptIndex, TaskState, TaskStatus};
 pub use time::{OptDuration, OptMs, OptTime, SimDuration, SimTime};
 pub use view::{Change, ClusterView, DurationSource};
 pub use workload::{

@@ -156,8 +156,9 @@ pub enum Decision {
     Start {
         /// The task.
         task: TaskId,
-        /// Its GPUs, as many as its gang (one for a share of a GPU).
-        gpus: Vec<GpuId>,
+        /// Its GPUs, as many as its gang (one for a share of a GPU): a thin vector, as the
+        /// task keeps it while it runs (`TaskState::placed`).
+        gpus: thin_vec::ThinVec<GpuId>,
     },
     /// Preempt a running task; it waits to restart from its progress.
     Preempt {
@@ -285,7 +286,7 @@ impl<'a> Plan<'a> {
         }
         self.count(task, true);
         self.marks[task.index()] = Mark::Started;
-        self.decisions.push(Decision::Start { task, gpus: gpus.to_vec() });
+        self.decisions.push(Decision::Start { task, gpus: gpus.into() });
         Ok(())
     }
 

@@ -92,30 +92,23 @@ pub struct TaskState {
     pub retries: u32,
     /// Set while the hardware under a running task is broken: no progress since then.
     pub stalled_since: OptTime,
-    /// GPU-time held in attempts that have ended, in milli-GPU-milliseconds (so a task holding
-    /// 0.25 GPU is counted exactly), and how it splits:
-    /// `closed = productive + redone + detection lag + restart overhead + checkpoint writing`.
-    pub closed_mgpu_ms: u64,
-    /// Work kept (not lost to a failure or preemption), x the task's milli-GPUs.
+    /// Work kept (not lost to a failure or preemption) over ended attempts, in
+    /// milli-GPU-milliseconds (so a task holding 0.25 GPU is counted exactly).
     pub productive_mgpu_ms: u64,
-    /// Work done and then lost (since the last checkpoint): it must be redone.
-    pub lost_redo_mgpu_ms: u64,
-    /// Time held on broken hardware before the failure was detected.
-    pub lost_lag_mgpu_ms: u64,
-    /// Restart overhead paid.
-    pub lost_overhead_mgpu_ms: u64,
-    /// Time spent writing checkpoints (progress paused).
-    pub lost_checkpoint_mgpu_ms: u64,
-    /// GPUs held now; empty unless running.
-    pub placed: Box<[GpuId]>,
+    /// What ended attempts held and lost, out of line: most tasks lose nothing, and four
+    /// counters inline cost a million-job run 32 MB. `None` until something is lost.
+    pub(crate) losses: Option<Box<Losses>>,
+    /// GPUs held now; empty unless running. A thin vector (8 bytes, not a boxed slice's 16):
+    /// it is allocated only while the task runs.
+    pub placed: thin_vec::ThinVec<GpuId>,
     /// Speed of the pool the current (or last) attempt runs in, in thousandths of the
     /// reference type's: work `w` takes `wall_for(w)` there.
     pub speed_milli: u32,
     /// Index of the dataset it reads, when the cluster defines datasets.
-    pub dataset: Option<u32>,
+    pub dataset: OptIndex,
     /// Its own speeds per pool (`TaskSpec::speeds` resolved, an index into
-    /// `ClusterView::speed_profile`); `None`: it runs at each pool's speed.
-    pub speed_profile: Option<u32>,
+    /// `ClusterView::speed_profile`); none: it runs at each pool's speed.
+    pub speed_profile: OptIndex,
     /// `TaskSpec::exit_code`, kept here so that a completion reads only the task's state (the
     /// hot path of every run; the spec lives elsewhere in memory).
     pub exit_code: i32,
@@ -180,7 +173,23 @@ impl TaskState {
     /// Milliseconds held over ended attempts (for the mean attempt time of the retry budget):
     /// what they held over its milli-GPUs, exactly, as those never change.
     pub fn attempts_ms(&self) -> u64 {
-        self.closed_mgpu_ms / self.mgpus()
+        self.closed_mgpu_ms() / self.mgpus()
+    }
+    /// GPU-time held in attempts that have ended, in milli-GPU-milliseconds: what was kept
+    /// and what was lost, as an attempt's held time splits exactly into the two.
+    pub fn closed_mgpu_ms(&self) -> u64 {
+        self.productive_mgpu_ms + self.losses().total()
+    }
+    /// What its ended attempts lost (all zero unless something was).
+    pub fn losses(&self) -> &Losses {
+        self.losses.as_deref().unwrap_or(&NO_LOSSES)
+    }
+    /// Counts an ended attempt's GPU-time: `kept` productive, the rest lost as `lost` splits it.
+    pub(crate) fn close_attempt(&mut self, kept_mgpu_ms: u64, lost: Losses) {
+        self.productive_mgpu_ms += kept_mgpu_ms;
+        if lost != NO_LOSSES {
+            self.losses.get_or_insert_default().add(lost);
+        }
     }
     /// The work kept of `done` (its last checkpoint): all of it with continuous checkpoints or
     /// once the task is complete, never less than what the attempt started from.
@@ -195,7 +204,57 @@ impl TaskState {
     pub fn mgpu_ms_at(&self, now: SimTime) -> u64 {
         let open =
             if self.status == TaskStatus::Running { now.since(self.run_start).as_ms() * self.mgpus() } else { 0 };
-        self.closed_mgpu_ms + open
+        self.closed_mgpu_ms() + open
+    }
+}
+
+/// GPU-time an ended attempt held without keeping its work, in milli-GPU-milliseconds:
+/// `held = productive + redo + lag + overhead + checkpoint`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Losses {
+    /// Work done and then lost (since the last checkpoint): it must be redone.
+    pub redo_mgpu_ms: u64,
+    /// Time held on broken hardware before the failure was detected.
+    pub lag_mgpu_ms: u64,
+    /// Restart overhead paid.
+    pub overhead_mgpu_ms: u64,
+    /// Time spent writing checkpoints (progress paused).
+    pub checkpoint_mgpu_ms: u64,
+}
+
+static NO_LOSSES: Losses = Losses { redo_mgpu_ms: 0, lag_mgpu_ms: 0, overhead_mgpu_ms: 0, checkpoint_mgpu_ms: 0 };
+
+impl Losses {
+    pub fn total(&self) -> u64 {
+        self.redo_mgpu_ms + self.lag_mgpu_ms + self.overhead_mgpu_ms + self.checkpoint_mgpu_ms
+    }
+    fn add(&mut self, other: Losses) {
+        self.redo_mgpu_ms += other.redo_mgpu_ms;
+        self.lag_mgpu_ms += other.lag_mgpu_ms;
+        self.overhead_mgpu_ms += other.overhead_mgpu_ms;
+        self.checkpoint_mgpu_ms += other.checkpoint_mgpu_ms;
+    }
+}
+
+/// An optional index in 4 bytes (`u32::MAX` meaning none), where `Option<u32>` takes 8: a
+/// task's dataset and speed profile, on every task of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OptIndex(u32);
+
+impl OptIndex {
+    pub const NONE: OptIndex = OptIndex(u32::MAX);
+    pub fn get(self) -> Option<u32> {
+        (self != OptIndex::NONE).then_some(self.0)
+    }
+}
+
+impl From<Option<u32>> for OptIndex {
+    /// Panics on `Some(u32::MAX)`, an index no table of datasets or speed profiles reaches.
+    fn from(index: Option<u32>) -> OptIndex {
+        index.map_or(OptIndex::NONE, |i| {
+            assert!(i != u32::MAX, "an index of 4 billion does not fit an OptIndex");
+            OptIndex(i)
+        })
     }
 }
 
@@ -223,14 +282,14 @@ fn mul_div(a: u64, b: u64, c: u64, round: Round) -> u64 {
 pub enum JobOutcome {
     Succeeded,
     /// It can never fit the cluster; the reason names the task and the limit.
-    Unschedulable(String),
+    Unschedulable(Box<str>),
     /// The policy refused it (the reason is the policy's), or the user cancelled it (the
     /// reason is `workload::CANCELLED_BY_THE_USER`).
-    Rejected(String),
+    Rejected(Box<str>),
     /// A task failed for good (hardware failures past its retry budget, its start window
     /// closed, or a non-zero exit code) and, in a DAG job, no `failure` dependent handled it;
     /// the reason names the task.
-    Failed(String),
+    Failed(Box<str>),
 }
 
 impl JobOutcome {
@@ -254,7 +313,6 @@ impl JobOutcome {
 pub struct JobState {
     pub first_task: TaskId,
     pub task_count: u32,
-    pub submit: SimTime,
     pub arrived: bool,
     /// Tasks not yet in a final state.
     pub open_tasks: u32,
@@ -307,14 +365,46 @@ mod mul_div_tests {
 mod size_tests {
     use super::*;
 
+    #[test]
+    fn an_opt_index_keeps_none_and_every_index_below_the_sentinel() {
+        for index in [None, Some(0), Some(7), Some(u32::MAX - 1)] {
+            assert_eq!(OptIndex::from(index).get(), index);
+        }
+    }
+
+    #[test]
+    fn losses_are_allocated_only_when_something_is_lost() {
+        let pool = crate::PoolSpec {
+            name: "A".into(),
+            gpu_type: "A".into(),
+            nodes: 1,
+            gpus_per_node: 8,
+            nodes_per_rack: 0,
+            speed_milli: 1000,
+        };
+        let cluster = crate::Cluster::new(&crate::ClusterSpec { pools: vec![pool] }).expect("valid");
+        let spec = crate::TaskSpec::new("0", 2, SimDuration(1000));
+        let config = crate::ControllerConfig::default();
+        let mut t = crate::controller::new_task_state(&spec, JobId(0), &cluster, &config, &mut Default::default());
+        t.close_attempt(5_000, Losses::default());
+        assert!(t.losses.is_none());
+        let lost = Losses { redo_mgpu_ms: 1, lag_mgpu_ms: 2, overhead_mgpu_ms: 3, checkpoint_mgpu_ms: 4 };
+        t.close_attempt(1_000, lost);
+        t.close_attempt(0, lost);
+        assert_eq!((t.productive_mgpu_ms, t.losses().total(), t.closed_mgpu_ms()), (6_000, 20, 6_020));
+    }
+
     /// A million-job run holds one of each per task and job for its whole length: growing
     /// either is paid a million times over (docs/performance.md, "Memory").
     #[test]
     fn run_time_state_stays_compact() {
         // 264 and 96 bytes before the held GPUs became a boxed slice, the mean attempt a
         // quotient and a job's failure reason a boxed str; 248 and 88 before their optional
-        // times became `OptTime`s.
-        assert!(std::mem::size_of::<TaskState>() <= 216, "{}", std::mem::size_of::<TaskState>());
-        assert!(std::mem::size_of::<JobState>() <= 80, "{}", std::mem::size_of::<JobState>());
+        // times became `OptTime`s; 216 before a task's losses went out of line, its closed
+        // GPU-time became a sum, its held GPUs a thin vector and its indexes `OptIndex`es.
+        assert!(std::mem::size_of::<TaskState>() <= 168, "{}", std::mem::size_of::<TaskState>());
+        // JobState: 80 before its outcome's reason became a boxed str and its submit time was
+        // read from its spec.
+        assert!(std::mem::size_of::<JobState>() <= 64, "{}", std::mem::size_of::<JobState>());
     }
 }

@@ -44,8 +44,8 @@ impl Shape {
             pools: task.pools,
             gpus_per_node: task.per_node(),
             milli: task.milli,
-            dataset: task.dataset,
-            speeds: task.speed_profile,
+            dataset: task.dataset.get(),
+            speeds: task.speed_profile.get(),
         }
     }
 
