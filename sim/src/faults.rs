@@ -200,7 +200,7 @@ impl Controller {
         let max = self.config.failures.max_retries;
         let t = &self.tasks[task.index()];
         let job = &self.jobs[t.job.index()];
-        let Some(deadline) = self.workload.jobs()[t.job.index()].deadline else { return max };
+        let Some(deadline) = self.workload.jobs()[t.job.index()].deadline.get() else { return max };
         let mean_attempt_ms = t.attempts_ms() / u64::from(t.attempt.max(1));
         if mean_attempt_ms == 0 {
             return max;
