@@ -196,7 +196,7 @@ mod model {
                     gpus: t.gpus / nodes as u32,
                     nodes,
                     run: t.work.0.div_ceil(1000),
-                    cancel: j.cancel.map(|c| c.0 / 1000),
+                    cancel: j.cancel.get().map(|c| c.0 / 1000),
                     debug: j.queue.as_deref() == Some("debug"),
                 };
                 (j.priority, j.submit.0, job)

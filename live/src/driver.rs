@@ -725,7 +725,7 @@ impl Driver {
             .enumerate()
             .map(|(u, unit)| {
                 let mut spec = unit.spec.clone();
-                spec.cancel = self.submissions[unit.submission].cancelled_at;
+                spec.cancel = self.submissions[unit.submission].cancelled_at.into();
                 if u < self.controller().workload().len() {
                     let first = self.controller().job(JobId::from_index(u)).first_task;
                     for (k, t) in spec.tasks.iter_mut().enumerate() {
@@ -912,7 +912,7 @@ mod tests {
         // The trace says all of it, and the simulator makes the same decisions from it.
         let trace = d.trace();
         let jobs = trace.workload.jobs();
-        assert_eq!(jobs[0].deadline, Some(SimDuration(60_000)));
+        assert_eq!(jobs[0].deadline.get(), Some(SimDuration(60_000)));
         assert_eq!(jobs[0].tasks[1].options().speeds.get("SIM"), Some(&2000));
         assert_eq!(jobs[2].tasks[0].options().window.not_before, Some(SimTime(1010)));
         assert_eq!(trace.datasets.len(), 1);
@@ -1136,7 +1136,8 @@ mod tests {
         // The trace says when each was cancelled; a ran 20 ms of its assumed hour, so its
         // duration stays the hour, and the replay cancels it at 30 as live mode did.
         let trace = d.trace();
-        let cancels: Vec<Option<u64>> = trace.workload.jobs().iter().map(|j| j.cancel.map(SimTime::as_ms)).collect();
+        let cancels: Vec<Option<u64>> =
+            trace.workload.jobs().iter().map(|j| j.cancel.get().map(SimTime::as_ms)).collect();
         assert_eq!(cancels, [Some(30), None, Some(40)]);
         let decisions = live(&d);
         assert!(decisions.iter().any(|x| x == &(30, "reject", 0, None, vec![])), "{decisions:?}");

@@ -218,8 +218,8 @@ impl JobRequest {
             name: self.name.as_str().into(),
             submit,
             queue: self.queue.as_deref().map(Into::into),
-            deadline: deadline.map(sim::SimDuration),
-            cancel: None,
+            deadline: deadline.map(sim::SimDuration).into(),
+            cancel: sim::OptTime::NONE,
             priority: self.priority,
             tasks,
         };
@@ -270,7 +270,7 @@ impl TaskRequest {
                 Refusal::bad(format!("task `{name}`: speeds `{text}`: expected {}", traces::SPEEDS_EXPECTED))
             })?,
         };
-        let mut deps = Vec::new();
+        let mut deps = sim::Deps::new();
         for d in &self.depends_on {
             // As a trace's `depends_on` spells each item: `task[:kind]` (task names have no `:`).
             let (upstream, kind) = match d.split_once(':') {
@@ -284,9 +284,19 @@ impl TaskRequest {
             deps.push(sim::Dependency { upstream, kind });
         }
         let mut spec = sim::TaskSpec::new(name, self.gpus, estimate.unwrap_or(default_work.max(sim::SimDuration(1))));
-        spec.estimate = estimate;
-        spec.gpu_milli = self.gpu_milli;
-        spec.gpu_type = self.gpu_type.clone();
+        spec.estimate = estimate.into();
+        spec.gpu_milli = match self.gpu_milli {
+            // A share is 1..=999 milli-GPUs: any other value (0, or more than the task's two
+            // bytes hold) is refused here, in the words of the simulator's check of a job.
+            Some(milli) => Some(sim::gpu_share(milli).ok_or_else(|| {
+                Refusal::bad(format!(
+                    "task `{name}`: a GPU share must be 1..=999 milli-GPUs of exactly 1 GPU (got {milli}); a whole GPU \
+                     is no share"
+                ))
+            })?),
+            None => None,
+        };
+        spec.gpu_type = self.gpu_type.as_deref().map(Into::into);
         spec.single_node = self.single_node;
         spec.gpus_per_node = match self.gpus_per_node {
             Some(0) => {
@@ -526,7 +536,7 @@ mod tests {
         let mut t = task("a", &[]);
         t.estimate_s = Some(serde_json::Number::from_f64(0.25).unwrap());
         let spec = job(vec![t]).to_spec(sim::SimTime::ZERO, sim::SimDuration(9)).unwrap();
-        assert_eq!(spec.tasks[0].estimate, Some(sim::SimDuration(250)));
+        assert_eq!(spec.tasks[0].estimate.get(), Some(sim::SimDuration(250)));
         let bad = JobRequest::new("a/b", vec![task("a", &[])]);
         assert_eq!(bad.to_spec(sim::SimTime::ZERO, HOUR).unwrap_err().status, 400);
     }
@@ -547,9 +557,9 @@ mod tests {
         )
         .unwrap();
         let spec = job.to_spec(sim::SimTime(5_000), HOUR).unwrap();
-        assert_eq!((spec.submit, spec.deadline), (sim::SimTime(5_000), Some(sim::SimDuration(7_200_000))));
+        assert_eq!((spec.submit, spec.deadline.get()), (sim::SimTime(5_000), Some(sim::SimDuration(7_200_000))));
         let a = &spec.tasks[0];
-        assert_eq!((a.gpus, a.gpu_milli), (1, Some(250)));
+        assert_eq!((a.gpus, a.gpu_milli.map(|m| m.get())), (1, Some(250)));
         assert_eq!(
             (a.options().checkpoint, a.options().restart_overhead),
             (Some(sim::SimDuration(0)), Some(sim::SimDuration(1_500)))
@@ -566,10 +576,10 @@ mod tests {
         // Without an estimate, the assumed work; unset options stay the run's defaults.
         let b = &spec.tasks[1];
         assert_eq!(
-            (b.work, b.estimate, b.options().checkpoint, b.gpu_milli),
+            (b.work, b.estimate.get(), b.options().checkpoint, b.gpu_milli),
             (sim::SimDuration(3_600_000), None, None, None)
         );
-        assert_eq!(b.deps, [sim::Dependency { upstream: 0, kind: sim::DepKind::Success }]);
+        assert_eq!(b.deps[..], [sim::Dependency { upstream: 0, kind: sim::DepKind::Success }]);
         let kinds: Vec<(usize, sim::DepKind)> = spec.tasks[2].deps.iter().map(|d| (d.upstream, d.kind)).collect();
         use sim::DepKind::*;
         assert_eq!(kinds, [(0, Any), (1, Failure), (0, Data(sim::SimDuration(30_000))), (1, Checkpoint(2))]);
@@ -583,6 +593,10 @@ mod tests {
         assert!(refused(TaskRequest { gpu_milli: Some(500), gpus: 2, ..base() }).contains("a GPU share must be"));
         assert!(refused(TaskRequest { gpu_milli: Some(1000), ..base() }).contains("a GPU share must be"));
         assert!(refused(TaskRequest { gpu_milli: Some(0), ..base() }).contains("a GPU share must be"));
+        // Past what a task holds (two bytes): refused, never truncated to a share that fits.
+        for milli in [65_535, 65_536, 66_036] {
+            assert!(refused(TaskRequest { gpu_milli: Some(milli), ..base() }).contains("a GPU share must be"));
+        }
         assert!(refused(TaskRequest { gpus_per_node: Some(0), gpus: 2, ..base() }).contains("gpus_per_node 0"));
         assert!(refused(TaskRequest { gpus_per_node: Some(3), gpus: 4, ..base() }).contains("must divide its 4 GPUs"));
         assert_eq!(

@@ -9,7 +9,7 @@ use common::{cluster, job, run, run_with};
 use sim::{ControllerConfig, JobOutcome, JobSpec, SimTime};
 
 fn cancelled_at(mut j: JobSpec, s: u64) -> JobSpec {
-    j.cancel = Some(SimTime(s * 1000));
+    j.cancel = SimTime(s * 1000).into();
     j
 }
 

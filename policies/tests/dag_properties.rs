@@ -38,7 +38,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
                 .enumerate()
                 .map(|(i, &(gpus, work_ms, not_before_s, window_s))| {
                     let mut t = TaskSpec::new(i.to_string(), gpus, SimDuration(work_ms));
-                    t.estimate = Some(SimDuration(work_ms));
+                    t.estimate = SimDuration(work_ms).into();
                     let not_before = not_before_s.map(|s| SimTime(submit_ms + s * 1000));
                     let not_after = window_s.map(|s| SimTime(submit_ms + s * 1000).max(not_before.unwrap_or_default()));
                     t.options_mut().window = Window { not_before, not_after };
@@ -66,8 +66,8 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
                 name: String::new().into(),
                 submit: SimTime(submit_ms),
                 queue: None,
-                deadline: None,
-                cancel: None,
+                deadline: sim::OptDuration::NONE,
+                cancel: sim::OptTime::NONE,
                 priority: 0,
                 tasks: specs.into(),
             }

@@ -95,9 +95,9 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                     let estimate_ms = work_ms * rng.range(1, 16) / 4;
                     let probe = j == PROBE_JOB;
                     let mut task = TaskSpec::new(t.to_string(), if probe { 1 } else { gpus }, SimDuration(work_ms));
-                    task.gpu_type = if probe { None } else { gpu_type.map(str::to_string) };
+                    task.gpu_type = if probe { None } else { gpu_type.map(Into::into) };
                     task.single_node = !probe && rng.percent(20);
-                    task.estimate = Some(SimDuration(estimate_ms));
+                    task.estimate = SimDuration(estimate_ms).into();
                     task
                 })
                 .collect();
@@ -105,8 +105,8 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                 name: format!("job{j}").into(),
                 submit: SimTime(submit_ms),
                 queue: None,
-                deadline: None,
-                cancel: None,
+                deadline: sim::OptDuration::NONE,
+                cancel: sim::OptTime::NONE,
                 priority: 0,
                 tasks,
             }

@@ -92,9 +92,9 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
                 restart_overhead,
                 ..TaskOptions::default()
             });
-            task.gpu_type = gpu_type;
+            task.gpu_type = gpu_type.map(Into::into);
             task.single_node = single_node;
-            task.estimate = Some(SimDuration(work_ms * quarters / 4));
+            task.estimate = SimDuration(work_ms * quarters / 4).into();
             task
         })
 }
@@ -113,9 +113,9 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
             name: String::new().into(),
             submit: SimTime(submit_ms),
             queue: None,
-            deadline,
+            deadline: deadline.into(),
             priority: 0,
-            cancel: None,
+            cancel: sim::OptTime::NONE,
             tasks: tasks.into(),
         }
     })
@@ -718,7 +718,7 @@ impl<'h> Replay<'h> {
             }
             jobs.push(JobR {
                 submit: spec.submit.as_ms(),
-                deadline: spec.deadline.map(SimDuration::as_ms),
+                deadline: spec.deadline.get().map(SimDuration::as_ms),
                 tasks: first..tasks.len(),
                 schedulable,
                 end: End::Open,
@@ -1509,13 +1509,13 @@ fn implicit_heartbeats_cost_the_same_on_any_number_of_idle_nodes() {
     let mut jobs: Vec<JobSpec> = (0..12)
         .map(|i| {
             let mut j = common::job(&format!("j{i}"), i * 600, 1 + (i as u32 % 4), 3_600 * (1 + i % 5));
-            j.tasks[0].gpu_type = Some("A".to_string());
+            j.tasks[0].gpu_type = Some("A".into());
             j.tasks[0].options_mut().checkpoint = Some(SimDuration::from_secs(300));
             j
         })
         .collect();
     let mut long = common::job("long", 0, 2, 100_000);
-    long.tasks[0].gpu_type = Some("A".to_string());
+    long.tasks[0].gpu_type = Some("A".into());
     jobs.push(long);
     let events = vec![
         common::node_fail(0, 1_000, 50),

@@ -103,7 +103,7 @@ fn a_deadline_shrinks_the_retry_budget_to_what_fits() {
     // so c retries on g1 from 60. g1 fails at 100: mean attempt (60 + 40) / 2 = 50 s, 30 s
     // left: budget max(1, 0) = 1, and this is the second failure: c fails at 100.
     let mut c = job("c", 0, 1, 100);
-    c.deadline = Some(SimDuration::from_secs(130));
+    c.deadline = SimDuration::from_secs(130).into();
     let events = vec![gpu_fail(0, 0, 60, 1000), gpu_fail(0, 1, 100, 1000)];
     let r = run_with_events("fifo", cluster(&[(1, 2, "A")]), vec![c], events, ControllerConfig::default());
     assert!(

@@ -111,7 +111,7 @@ proptest! {
             .enumerate()
             .map(|(i, &(submit_s, gpus, work_ms))| {
                 let mut j = JobSpec::single(format!("j{i}"), SimTime::from_secs(submit_s), gpus, SimDuration(work_ms));
-                j.tasks[0].estimate = Some(SimDuration(work_ms));
+                j.tasks[0].estimate = SimDuration(work_ms).into();
                 j
             })
             .collect();

@@ -40,7 +40,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
     (arb_gpus(), arb_gpu_type(), node_shape, any::<u8>(), arb_work_ms(7200), estimate_quarters).prop_map(
         |(gpus, gpu_type, node_shape, pick, work_ms, quarters)| {
             let mut task = TaskSpec::new("", gpus, SimDuration(work_ms));
-            task.gpu_type = gpu_type;
+            task.gpu_type = gpu_type.map(Into::into);
             task.single_node = node_shape == 1;
             task.gpus_per_node = (node_shape == 2)
                 .then(|| {
@@ -48,7 +48,7 @@ fn arb_task() -> impl Strategy<Value = TaskSpec> {
                     divisors[usize::from(pick) % divisors.len()]
                 })
                 .and_then(std::num::NonZeroU32::new);
-            task.estimate = Some(SimDuration(work_ms * quarters / 4));
+            task.estimate = SimDuration(work_ms * quarters / 4).into();
             task
         },
     )
@@ -67,9 +67,9 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
             name: String::new().into(),
             submit: SimTime(submit_ms),
             queue: None,
-            deadline: None,
+            deadline: sim::OptDuration::NONE,
             priority: 0,
-            cancel: None,
+            cancel: sim::OptTime::NONE,
             tasks: tasks.into(),
         }
     })
@@ -870,9 +870,9 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
     ];
     let task = |gpus: u32, ty: Option<&str>, single_node: bool| {
         let mut task = TaskSpec::new("0", gpus, SimDuration(1000));
-        task.gpu_type = ty.map(str::to_string);
+        task.gpu_type = ty.map(Into::into);
         task.single_node = single_node;
-        task.estimate = Some(SimDuration(1000));
+        task.estimate = SimDuration(1000).into();
         task
     };
     let cases = [
@@ -893,8 +893,8 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
             name: format!("j{i}").into(),
             submit: SimTime(0),
             queue: None,
-            deadline: None,
-            cancel: None,
+            deadline: sim::OptDuration::NONE,
+            cancel: sim::OptTime::NONE,
             priority: 0,
             tasks: [t.clone()].into(),
         })

@@ -22,7 +22,7 @@ fn in_queue(mut j: JobSpec, queue: &str) -> JobSpec {
 }
 
 fn of_type(mut j: JobSpec, gpu_type: &str) -> JobSpec {
-    j.tasks[0].gpu_type = Some(gpu_type.to_string());
+    j.tasks[0].gpu_type = Some(gpu_type.into());
     j
 }
 
@@ -239,7 +239,7 @@ fn critical_path_runs_the_critical_task_first() {
     ] {
         let mut jobs = jobs();
         for t in jobs.iter_mut().flat_map(|j| j.tasks.iter_mut()) {
-            t.estimate = Some(t.work);
+            t.estimate = t.work.into();
         }
         let r = run(spec, cluster(&[(1, 2, "A")]), jobs);
         assert_eq!(schedule(&r), sched(&[("e", 0, 30), ("d", 0, d_end)]), "{spec}");
@@ -256,11 +256,11 @@ fn critical_path_runs_the_critical_task_first() {
 fn critical_path_with_estimates_ranks_by_what_it_is_told() {
     let mut d = dag("d", 0, &[("d0", 1, 30, &[]), ("d1", 1, 10, &[]), ("d2", 1, 60, &[(1, DepKind::Success)])]);
     for t in &mut d.tasks {
-        t.estimate = Some(t.work);
+        t.estimate = t.work.into();
     }
-    d.tasks[2].estimate = Some(SimDuration::from_secs(1));
+    d.tasks[2].estimate = SimDuration::from_secs(1).into();
     let mut e = job("e", 0, 1, 30);
-    e.tasks[0].estimate = Some(SimDuration::from_secs(30));
+    e.tasks[0].estimate = SimDuration::from_secs(30).into();
     let r = run("critical-path[duration=estimate]", cluster(&[(1, 2, "A")]), vec![e, d]);
     assert_eq!(task_times(&r), sched(&[("d0", 0, 30), ("d1", 30, 40), ("d2", 40, 100)]));
 }
@@ -373,9 +373,9 @@ fn arb_jobs() -> impl Strategy<Value = Vec<JobSpec>> {
             .enumerate()
             .map(|(i, (submit_ms, gpus, gpu_type, single_node, work_ms))| {
                 let mut j = JobSpec::single(format!("j{i}"), SimTime(submit_ms), gpus, SimDuration(work_ms));
-                j.tasks[0].gpu_type = gpu_type;
+                j.tasks[0].gpu_type = gpu_type.map(Into::into);
                 j.tasks[0].single_node = single_node && gpus <= 2;
-                j.tasks[0].estimate = Some(SimDuration(work_ms / 2 + 1));
+                j.tasks[0].estimate = SimDuration(work_ms / 2 + 1).into();
                 j
             })
             .collect()

@@ -133,7 +133,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
                         gpus.min(largest),
                         SimDuration(work_ms),
                     );
-                    j.tasks[0].estimate = Some(SimDuration(work_ms));
+                    j.tasks[0].estimate = SimDuration(work_ms).into();
                     j.tasks[0].options_mut().checkpoint = Some(SimDuration::from_secs(checkpoint_s));
                     j.queue = (q < queues.len()).then(|| queues[q].name.as_str().into());
                     j

@@ -342,7 +342,7 @@ fn released_shares_of_a_gpu_come_back_after_the_latency() {
     // Without the latency: s 5..6, r 10..11.
     let half = |name: &str, submit: u64, work: u64| {
         let mut j = job(name, submit, 1, work);
-        j.tasks[0].gpu_milli = Some(500);
+        j.tasks[0].gpu_milli = std::num::NonZeroU16::new(500);
         j
     };
     let jobs = || vec![half("p", 0, 10), half("q", 0, 4), half("s", 5, 1), job("r", 5, 1, 1)];

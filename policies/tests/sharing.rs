@@ -9,7 +9,7 @@ use sim::{ControllerConfig, JobSpec};
 /// A single-task job holding `milli` thousandths of one GPU for `work_s` seconds.
 fn share(name: &str, submit_s: u64, milli: u32, work_s: u64) -> JobSpec {
     let mut j = job(name, submit_s, 1, work_s);
-    j.tasks[0].gpu_milli = Some(milli);
+    j.tasks[0].gpu_milli = Some(sim::gpu_share(milli).expect("a share of 1..=999 milli-GPUs"));
     j
 }
 
@@ -68,9 +68,14 @@ fn a_failed_shared_gpu_fails_every_share_on_it() {
 
 #[test]
 fn a_share_of_a_whole_gpu_or_of_several_gpus_is_refused() {
-    for (gpus, milli) in [(1, 0), (1, 1000), (2, 500)] {
+    // A share of 0 cannot be held (`gpu_milli` is non-zero): importers refuse it, and any other
+    // value that is not a share, through `sim::gpu_share`.
+    for milli in [0, 1000, 65_536] {
+        assert_eq!(sim::gpu_share(milli), None);
+    }
+    for (gpus, milli) in [(1, 1000), (1, u16::MAX), (2, 500)] {
         let mut j = job("x", 0, gpus, 10);
-        j.tasks[0].gpu_milli = Some(milli);
+        j.tasks[0].gpu_milli = std::num::NonZeroU16::new(milli);
         let err = sim::Workload::new(vec![j]).unwrap_err().to_string();
         assert!(err.contains("1..=999 milli-GPUs of exactly 1 GPU"), "{err}");
     }
@@ -86,7 +91,7 @@ mod properties {
     /// 1..=30 jobs mixing shares (100..=900 milli) and whole-GPU gangs of 1, 2 or 4.
     fn jobs() -> impl Strategy<Value = Vec<JobSpec>> {
         let task = (
-            prop_oneof![2 => (1u32..=9).prop_map(|m| (1, Some(m * 100))), 1 => prop_oneof![Just(1u32), Just(2), Just(4)].prop_map(|g| (g, None))],
+            prop_oneof![2 => (1u16..=9).prop_map(|m| (1, std::num::NonZeroU16::new(m * 100))), 1 => prop_oneof![Just(1u32), Just(2), Just(4)].prop_map(|g| (g, None))],
             1u64..=600_000,
         );
         prop::collection::vec((0u64..=300_000, task), 1..=30).prop_map(|rows| {
@@ -95,13 +100,13 @@ mod properties {
                 .map(|(i, (submit, ((gpus, milli), work)))| {
                     let mut t = TaskSpec::new("0", gpus, SimDuration(work));
                     t.gpu_milli = milli;
-                    t.estimate = Some(SimDuration(work));
+                    t.estimate = SimDuration(work).into();
                     JobSpec {
                         name: format!("j{i}").into(),
                         submit: SimTime(submit),
                         queue: None,
-                        deadline: None,
-                        cancel: None,
+                        deadline: sim::OptDuration::NONE,
+                        cancel: sim::OptTime::NONE,
                         priority: 0,
                         tasks: [t].into(),
                     }
@@ -138,7 +143,7 @@ mod properties {
             for (record, spec_job) in r.jobs.iter().zip(&{ let mut j = jobs.clone(); j.sort_by_key(|j| j.submit); j }) {
                 prop_assert_eq!(&record.outcome, &Some(JobOutcome::Succeeded), "{} {:?}", spec, record);
                 let t = &spec_job.tasks[0];
-                let mgpus = u64::from(t.gpus) * u64::from(t.gpu_milli.unwrap_or(1000));
+                let mgpus = u64::from(t.gpus) * t.gpu_milli.map_or(1000, |m| u64::from(m.get()));
                 let lost = record.lost_redo_mgpu_ms + record.lost_lag_mgpu_ms + record.lost_overhead_mgpu_ms;
                 prop_assert_eq!(record.mgpu_ms, t.work.as_ms() * mgpus + lost, "{} {:?}", spec, record);
                 total += u128::from(record.mgpu_ms);

@@ -935,7 +935,7 @@ impl Controller {
                     finish: t.finish.get(),
                     preemptions: t.preemptions,
                     failures: t.failures,
-                    deps: t_spec.deps.clone(),
+                    deps: t_spec.deps.to_vec(),
                 });
             }
         }
@@ -1003,11 +1003,11 @@ pub(crate) fn new_task_state(
     TaskState {
         job,
         gpus: t.gpus,
-        milli: t.gpu_milli.unwrap_or(WHOLE_GPU_MILLI),
+        milli: t.gpu_milli.map_or(WHOLE_GPU_MILLI, |m| u32::from(m.get())),
         gpus_per_node: t.fixed_gpus_per_node().and_then(|n| std::num::NonZeroU8::new(n.min(255) as u8)),
         pools: cluster.eligible_pools(t.gpu_type.as_deref()),
         work: t.work,
-        estimate: t.estimate.into(),
+        estimate: t.estimate,
         checkpoint: t.options().checkpoint.unwrap_or(config.checkpoint),
         checkpoint_cost: t.options().checkpoint_cost.unwrap_or(config.checkpoint_cost),
         restart_overhead: t.options().restart_overhead.unwrap_or(config.restart_overhead),

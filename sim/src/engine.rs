@@ -76,7 +76,7 @@ impl Engine {
             .map_err(SimError::BadQueue)?;
         let mut queue = EventQueue::default();
         for (index, job) in controller.workload().jobs().iter().enumerate() {
-            if let Some(at) = job.cancel {
+            if let Some(at) = job.cancel.get() {
                 queue.push(at, Event::Cancel(JobId::from_index(index)));
             }
         }

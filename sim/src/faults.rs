@@ -200,7 +200,7 @@ impl Controller {
         let max = self.config.failures.max_retries;
         let t = &self.tasks[task.index()];
         let spec = &self.workload.jobs()[t.job.index()];
-        let Some(deadline) = spec.deadline else { return max };
+        let Some(deadline) = spec.deadline.get() else { return max };
         let mean_attempt_ms = t.attempts_ms() / u64::from(t.attempt.max(1));
         if mean_attempt_ms == 0 {
             return max;

@@ -2,10 +2,10 @@
 //! all be granted at once, inside one pool (one GPU type), on one node when `single_node`, and
 //! `gpus_per_node` on each of its nodes when that is set.
 
-use crate::time::{SimDuration, SimTime};
+use crate::time::{OptDuration, OptTime, SimDuration, SimTime};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
 
 /// A name from a trace (a job's, a task's, a queue's): kept inline, without an allocation of
 /// its own, up to 24 bytes, which most are ("0", "job-123456", a Philly VC id). At a million
@@ -18,6 +18,11 @@ pub type Name = compact_str::CompactString;
 /// read as a slice.
 pub type Tasks = smallvec::SmallVec<[TaskSpec; 1]>;
 
+/// A task's dependencies: 8 bytes in its [`TaskSpec`] (a `Vec` takes 24), and no allocation
+/// when empty, as most tasks of every public trace have none. Built with `collect()`, `push`,
+/// or `.into()` from a `Vec`; read as a slice.
+pub type Deps = thin_vec::ThinVec<Dependency>;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskSpec {
     /// The task's name within its job (`0` for single-task jobs).
@@ -25,9 +30,11 @@ pub struct TaskSpec {
     pub gpus: u32,
     /// A share of one GPU, in milli-GPUs (1..=999), for a task that shares its GPU with other
     /// fractional tasks (as Alibaba's GPU-sharing pods do); `gpus` is then 1. `None`: whole GPUs.
-    pub gpu_milli: Option<u32>,
-    /// Run only on this GPU type; `None` accepts any pool.
-    pub gpu_type: Option<String>,
+    /// (Two bytes: a share is below 1000.)
+    pub gpu_milli: Option<NonZeroU16>,
+    /// Run only on this GPU type; `None` accepts any pool. (A `Box<str>`: 16 bytes, not a
+    /// `String`'s 24.)
+    pub gpu_type: Option<Box<str>>,
     /// All GPUs on one node (otherwise the gang may span nodes of one pool).
     pub single_node: bool,
     /// Exactly this many of its GPUs on each node it uses, so `gpus / gpus_per_node` nodes
@@ -38,9 +45,9 @@ pub struct TaskSpec {
     /// True work: how long the task runs on the reference GPU type, without interruption.
     pub work: SimDuration,
     /// What the user (or an estimator) said it would take; what non-oracle policies see.
-    pub estimate: Option<SimDuration>,
+    pub estimate: OptDuration,
     /// What the task waits for inside its job (a DAG; empty: nothing, it is ready on arrival).
-    pub deps: Vec<Dependency>,
+    pub deps: Deps,
     /// How the task's program exits when its work is done: 0 succeeds; any other code fails
     /// the task for good (a program's own failure is not retried, as in live mode), and its
     /// job with it.
@@ -173,8 +180,8 @@ impl TaskSpec {
             single_node: false,
             gpus_per_node: None,
             work,
-            estimate: None,
-            deps: Vec::new(),
+            estimate: OptDuration::NONE,
+            deps: Deps::new(),
             exit_code: 0,
             options: OutOfLine::default(),
         }
@@ -202,13 +209,13 @@ pub struct JobSpec {
     /// The queue (virtual cluster, team) the job was submitted to, if the trace says.
     pub queue: Option<Name>,
     /// Time after submit by which the job should end; it shrinks the retry budget.
-    pub deadline: Option<SimDuration>,
+    pub deadline: OptDuration,
     /// Higher is more urgent; 0 unless the trace says. Priority policies read it; others
     /// ignore it.
     pub priority: i32,
     /// When the user cancels the job (at or after `submit`): whatever of it has not ended
     /// then stops, and it ends rejected with [`CANCELLED_BY_THE_USER`].
-    pub cancel: Option<SimTime>,
+    pub cancel: OptTime,
     pub tasks: Tasks,
 }
 
@@ -222,8 +229,8 @@ impl JobSpec {
             name: name.into(),
             submit,
             queue: None,
-            deadline: None,
-            cancel: None,
+            deadline: OptDuration::NONE,
+            cancel: OptTime::NONE,
             priority: 0,
             tasks: [TaskSpec::new("0", gpus, work)].into(),
         }
@@ -295,6 +302,12 @@ impl Workload {
     }
 }
 
+/// `milli` milli-GPUs as [`TaskSpec::gpu_milli`] holds a share of one GPU: `None` unless it is
+/// one (1..=999), so that an importer refuses any other value rather than truncating it.
+pub fn gpu_share(milli: u32) -> Option<NonZeroU16> {
+    u16::try_from(milli).ok().filter(|&m| m < 1000).and_then(NonZeroU16::new)
+}
+
 /// Whether `gpus_per_node` is set and cannot describe the task: not a divisor of its GPUs,
 /// on a share of one GPU, or other than all of them on a single-node task.
 fn bad_per_node(t: &TaskSpec) -> bool {
@@ -315,7 +328,7 @@ fn check_job(job: &JobSpec) -> Result<(), WorkloadError> {
             job.name, t.name
         )));
     }
-    let bad_share = |t: &&TaskSpec| t.gpu_milli.is_some_and(|m| m == 0 || m >= 1000 || t.gpus != 1);
+    let bad_share = |t: &&TaskSpec| t.gpu_milli.is_some_and(|m| m.get() >= 1000 || t.gpus != 1);
     if let Some(t) = job.tasks.iter().find(bad_share) {
         return Err(WorkloadError(format!(
             "job `{}` task `{}`: a GPU share must be 1..=999 milli-GPUs of exactly 1 GPU \
@@ -333,7 +346,7 @@ fn check_job(job: &JobSpec) -> Result<(), WorkloadError> {
             if t.single_node { " and equal them, as it is single-node" } else { "" }
         )));
     }
-    if let Some(cancel) = job.cancel.filter(|&c| c < job.submit) {
+    if let Some(cancel) = job.cancel.get().filter(|&c| c < job.submit) {
         return Err(WorkloadError(format!(
             "job `{}` is cancelled at {cancel}, before it is submitted at {}",
             job.name, job.submit
@@ -349,8 +362,12 @@ mod tests {
 
     #[test]
     fn a_task_spec_keeps_its_rare_fields_out_of_line() {
-        // 248 bytes with them inline: at a million jobs, 120 MB more.
-        assert!(std::mem::size_of::<TaskSpec>() <= 128, "{}", std::mem::size_of::<TaskSpec>());
+        // 248 bytes with them inline: at a million jobs, 120 MB more. 128 with them out of line
+        // while its estimate was an `Option` (16 bytes), its share a `u32`, its GPU type a
+        // `String` and its dependencies a `Vec`.
+        assert!(std::mem::size_of::<TaskSpec>() <= 88, "{}", std::mem::size_of::<TaskSpec>());
+        assert_eq!(std::mem::size_of::<Deps>(), 8);
+        assert_eq!(std::mem::size_of::<Option<Box<str>>>(), 16);
         let plain = TaskSpec::new("0", 1, SimDuration(1000));
         assert!(plain.clone().with_options(TaskOptions::default()).options.0.is_none());
         let checkpointed =
@@ -361,8 +378,9 @@ mod tests {
 
     #[test]
     fn a_job_of_one_task_holds_it_inline() {
-        // 120 bytes and a 144-byte allocation for its task before.
-        assert!(std::mem::size_of::<JobSpec>() <= 232, "{}", std::mem::size_of::<JobSpec>());
+        // 120 bytes and a 144-byte allocation for its task before; then 232 bytes while its
+        // deadline and cancel were `Option`s (16 bytes each) and its task 128 bytes.
+        assert!(std::mem::size_of::<JobSpec>() <= 176, "{}", std::mem::size_of::<JobSpec>());
         let mut job = JobSpec::single("j", SimTime(0), 1, SimDuration(1000));
         assert!(!job.tasks.spilled());
         job.tasks.push(TaskSpec::new("1", 2, SimDuration(1000)));

@@ -8,9 +8,10 @@ use crate::itp::finish;
 use crate::names::NameIndex;
 use crate::rows::{Column, Row, Rows, Unknown, parse_u32};
 use crate::timeparse::MAX_SECONDS;
-use sim::{DepKind, Dependency, JobSpec, SimDuration, SimTime, TaskOptions, TaskSpec, Window, Workload};
+use sim::{DepKind, Dependency, Deps, JobSpec, SimDuration, SimTime, TaskOptions, TaskSpec, Window, Workload};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use std::num::NonZeroU16;
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
 pub const JOB_COLUMNS: [&str; 23] = [
@@ -204,13 +205,13 @@ impl Builder {
             if job.queue.as_deref().unwrap_or("") != queue {
                 return Err(conflict(row, job_id, "queue", first));
             }
-            if job.deadline.map(SimDuration::as_ms) != deadline_ms {
+            if job.deadline.get().map(SimDuration::as_ms) != deadline_ms {
                 return Err(conflict(row, job_id, "deadline_s", first));
             }
             if job.priority != priority {
                 return Err(conflict(row, job_id, "priority", first));
             }
-            if job.cancel.map(SimTime::as_ms) != cancel_ms {
+            if job.cancel.get().map(SimTime::as_ms) != cancel_ms {
                 return Err(conflict(row, job_id, "cancel_s", first));
             }
         }
@@ -227,10 +228,10 @@ impl Builder {
         };
         let mut task = TaskSpec::new(task_name, gpus, SimDuration(work_ms)).with_options(options);
         task.gpu_milli = gpu_milli;
-        task.gpu_type = (!gpu_type.is_empty()).then(|| gpu_type.to_owned());
+        task.gpu_type = (!gpu_type.is_empty()).then(|| gpu_type.into());
         task.single_node = single_node;
         task.gpus_per_node = gpus_per_node.and_then(std::num::NonZeroU32::new);
-        task.estimate = estimate_ms.map(SimDuration);
+        task.estimate = estimate_ms.map(SimDuration).into();
         task.exit_code = exit_code;
         if !continues {
             self.close_job(row.file())?;
@@ -256,9 +257,9 @@ impl Builder {
                     name: job_id.into(),
                     submit: SimTime(submit_ms),
                     queue: (!queue.is_empty()).then(|| queue.into()),
-                    deadline: deadline_ms.map(SimDuration),
+                    deadline: deadline_ms.map(SimDuration).into(),
                     priority,
-                    cancel: cancel_ms.map(SimTime),
+                    cancel: cancel_ms.map(SimTime).into(),
                     tasks: [task].into(),
                 });
             }
@@ -289,8 +290,8 @@ impl Builder {
 
 /// `name[:kind];...` with kind `success` (the default), `any`, `failure`, `data=SECONDS` or
 /// `checkpoint=N`. Errors are (what was expected, what was found).
-fn parse_depends_on(text: &str, tasks: &[TaskSpec]) -> Result<Vec<Dependency>, (String, String)> {
-    let mut deps = Vec::new();
+fn parse_depends_on(text: &str, tasks: &[TaskSpec]) -> Result<Deps, (String, String)> {
+    let mut deps = Deps::new();
     for item in text.split(';') {
         let (name, kind) = match item.rsplit_once(':') {
             Some((name, kind)) => (name, parse_dep_kind(kind).map_err(|e| (e, item.to_owned()))?),
@@ -370,7 +371,7 @@ fn parse_integer(row: &Row<'_>, column: Option<usize>, expected: &str) -> Result
 /// A share of one GPU in milli-GPUs, `1..=999`, on a row with `gpus` = 1; empty or absent:
 /// whole GPUs (`None`). `1000` is refused rather than read as a whole GPU, so that one task has
 /// one spelling and the writer's output is the only way to write it.
-fn parse_gpu_milli(row: &Row<'_>, column: Option<usize>, gpus: u32) -> Result<Option<u32>, TraceError> {
+fn parse_gpu_milli(row: &Row<'_>, column: Option<usize>, gpus: u32) -> Result<Option<NonZeroU16>, TraceError> {
     let Some(column) = column else {
         return Ok(None);
     };
@@ -384,8 +385,7 @@ fn parse_gpu_milli(row: &Row<'_>, column: Option<usize>, gpus: u32) -> Result<Op
             "a share of one GPU in milli-GPUs, 1 to 999; 1000 is a whole GPU: leave the field empty for whole GPUs",
             text,
         )),
-        Some(milli @ 1..=999) if gpus == 1 => Ok(Some(milli)),
-        Some(1..=999) => Err(row.error(
+        Some(1..=999) if gpus != 1 => Err(row.error(
             column,
             format!(
                 "an empty field for a task of {gpus} GPUs: a GPU share is a share of exactly one GPU \
@@ -393,11 +393,13 @@ fn parse_gpu_milli(row: &Row<'_>, column: Option<usize>, gpus: u32) -> Result<Op
             ),
             text,
         )),
-        _ => Err(row.error(
-            column,
-            "a share of one GPU in milli-GPUs, a whole number from 1 to 999 (empty: whole GPUs)",
-            text,
-        )),
+        milli => milli.and_then(sim::gpu_share).map(Some).ok_or_else(|| {
+            row.error(
+                column,
+                "a share of one GPU in milli-GPUs, a whole number from 1 to 999 (empty: whole GPUs)",
+                text,
+            )
+        }),
     }
 }
 
@@ -461,7 +463,7 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
             let gpus = task.gpus.to_string();
             let gpu_milli = task.gpu_milli.map(|m| m.to_string()).unwrap_or_default();
             let seconds = |d: Option<SimDuration>| d.map(|d| format_seconds(d.as_ms())).unwrap_or_default();
-            let estimate = seconds(task.estimate);
+            let estimate = seconds(task.estimate.get());
             writer
                 .write_record([
                     job.name.as_str(),
@@ -477,14 +479,14 @@ pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), Trace
                     job.queue.as_deref().unwrap_or(""),
                     &seconds(task.options().checkpoint),
                     &seconds(task.options().restart_overhead),
-                    &seconds(job.deadline),
+                    &seconds(job.deadline.get()),
                     &job.priority.to_string(),
                     &depends_on_text(job, task),
                     &task.options().window.not_before.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
                     &task.options().window.not_after.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
                     task.options().dataset.as_deref().unwrap_or(""),
                     &speeds_text(&task.options().speeds),
-                    &job.cancel.map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
+                    &job.cancel.get().map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
                     &task.exit_code.to_string(),
                     &seconds(task.options().checkpoint_cost),
                 ])
@@ -564,7 +566,7 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
         if job.submit.as_ms() > max_ms {
             return refuse(format!("job `{name}` is submitted after {MAX_SECONDS} s"));
         }
-        if !job.deadline.is_none_or(|d| (1..=max_ms).contains(&d.as_ms())) {
+        if !job.deadline.get().is_none_or(|d| (1..=max_ms).contains(&d.as_ms())) {
             return refuse(format!("job `{name}`: the deadline must be 0.001..={MAX_SECONDS} s after submission"));
         }
         if job.queue.as_deref() == Some("") {
@@ -579,7 +581,7 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
                 return refuse(format!("job `{name}` has two tasks named `{tname}`"));
             }
             // Workload::new refuses these; checked again so the file can never hold one.
-            if task.gpu_milli.is_some_and(|m| !(1..=999).contains(&m) || task.gpus != 1) {
+            if task.gpu_milli.is_some_and(|m| !(1..=999).contains(&m.get()) || task.gpus != 1) {
                 return refuse(format!("job `{name}` task `{tname}`: a GPU share must be 1..=999 milli-GPUs of 1 GPU"));
             }
             if task.gpus_per_node.is_some_and(|n| !task.gpus.is_multiple_of(n.get()) || task.gpu_milli.is_some()) {
@@ -589,7 +591,7 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
                 return refuse(format!("job `{name}` task `{tname}` has an empty GPU type (use none instead)"));
             }
             let in_range = |d: SimDuration| (1..=max_ms).contains(&d.as_ms());
-            if !in_range(task.work) || !task.estimate.is_none_or(in_range) {
+            if !in_range(task.work) || !task.estimate.get().is_none_or(in_range) {
                 return refuse(format!(
                     "job `{name}` task `{tname}`: duration and estimate must be 0.001..={MAX_SECONDS} s"
                 ));
@@ -651,7 +653,7 @@ mod tests {
         assert_eq!(b.tasks[0].work, SimDuration(60_500));
         assert_eq!(b.tasks[0].gpus, 2);
         assert_eq!(b.queue, None);
-        assert_eq!(b.tasks[0].estimate, None);
+        assert_eq!(b.tasks[0].estimate.get(), None);
         assert!(!b.tasks[0].single_node);
     }
 
@@ -669,7 +671,7 @@ mod tests {
         assert_eq!(j.queue.as_deref(), Some("q"));
         assert!(j.tasks[0].single_node);
         assert_eq!(j.tasks[1].gpu_type.as_deref(), Some("V100"));
-        assert_eq!(j.tasks[1].estimate, Some(SimDuration(120_000)));
+        assert_eq!(j.tasks[1].estimate.get(), Some(SimDuration(120_000)));
         assert_eq!(w.task_count(), 3);
     }
 
@@ -779,7 +781,7 @@ mod tests {
     fn cancels_are_job_times_and_exit_codes_task_integers() {
         let head = "job_id,task_id,submit_s,duration_s,gpus,cancel_s,exit_code\n";
         let w = read(&format!("{head}j,a,10,5,1,12.5,\nj,b,10,5,1,12.5,1\nk,,10,5,1,,\n")).unwrap();
-        let cancels: Vec<Option<u64>> = w.jobs().iter().map(|j| j.cancel.map(SimTime::as_ms)).collect();
+        let cancels: Vec<Option<u64>> = w.jobs().iter().map(|j| j.cancel.get().map(SimTime::as_ms)).collect();
         assert_eq!(cancels, [Some(12_500), None]);
         let codes: Vec<i32> = w.jobs().iter().flat_map(|j| j.tasks.iter().map(|t| t.exit_code)).collect();
         assert_eq!(codes, [0, 1, 0]);
@@ -845,7 +847,8 @@ mod tests {
     fn gpu_shares_are_one_gpu_and_999_milli_at_most() {
         let head = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli\n";
         let w = read(&format!("{head}j,a,0,10,1,500\nj,b,0,10,4,\nk,,1,10,1,1\nl,,2,10,1,999\n")).unwrap();
-        let milli: Vec<Option<u32>> = w.jobs().iter().flat_map(|j| j.tasks.iter().map(|t| t.gpu_milli)).collect();
+        let milli: Vec<Option<u16>> =
+            w.jobs().iter().flat_map(|j| j.tasks.iter().map(|t| t.gpu_milli.map(NonZeroU16::get))).collect();
         assert_eq!(milli, [Some(500), None, Some(1), Some(999)]);
         // Without the column every task takes whole GPUs.
         let w = read("job_id,submit_s,duration_s,gpus\na,0,1,1\n").unwrap();
@@ -861,7 +864,8 @@ mod tests {
             "jobs.csv:3: field `gpu_milli`: expected an empty field for a task of 2 GPUs: a GPU share is a share of \
              exactly one GPU (`gpus` = 1); multi-GPU tasks take whole GPUs, got \"500\""
         );
-        for bad in ["0", "1001", "-5", "0.5", " 5", "x"] {
+        // Past what a task holds (two bytes) too: refused, never truncated.
+        for bad in ["0", "1001", "65535", "65536", "66036", "4294967296", "-5", "0.5", " 5", "x"] {
             let e = err(&format!("{head}j,a,0,10,1,{bad}\n"));
             assert!(e.starts_with("jobs.csv:2: field `gpu_milli`: expected a share of one GPU"), "{bad}: {e}");
         }
@@ -872,7 +876,7 @@ mod tests {
         let head = "job_id,task_id,submit_s,duration_s,gpus,checkpoint_s,restart_overhead_s,deadline_s\n";
         let w = read(&format!("{head}j,a,5,100,1,600,30.5,7200\nj,b,5,100,1,0,0,7200\nk,,6,1,1,,,\n")).unwrap();
         let j = &w.jobs()[0];
-        assert_eq!(j.deadline, Some(SimDuration(7_200_000)));
+        assert_eq!(j.deadline.get(), Some(SimDuration(7_200_000)));
         assert_eq!(
             (j.tasks[0].options().checkpoint, j.tasks[0].options().restart_overhead),
             (Some(SimDuration(600_000)), Some(SimDuration(30_500)))
@@ -884,7 +888,7 @@ mod tests {
         );
         let k = &w.jobs()[1];
         assert_eq!(
-            (k.deadline, k.tasks[0].options().checkpoint, k.tasks[0].options().restart_overhead),
+            (k.deadline.get(), k.tasks[0].options().checkpoint, k.tasks[0].options().restart_overhead),
             (None, None, None)
         );
 
@@ -915,7 +919,7 @@ mod tests {
         let w = Workload::new(vec![j]).unwrap();
         assert!(write_jobs_csv(&w, Vec::new()).is_err());
         let mut j = job("a");
-        j.deadline = Some(SimDuration(0));
+        j.deadline = SimDuration(0).into();
         let w = Workload::new(vec![j]).unwrap();
         assert!(write_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("deadline"));
         let mut j = job("a");

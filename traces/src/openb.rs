@@ -151,10 +151,6 @@ struct Cols {
 }
 
 /// One row as the importer sees it: a job, or a CPU-only pod to count.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "one per row, moved at once into the workload; a box would cost a job an allocation"
-)]
 enum Pod {
     Job { job: JobSpec, fractional: bool, never_scheduled: bool, zero: bool, failed: bool },
     CpuOnly,
@@ -238,14 +234,9 @@ fn read_pod(row: &Row<'_>, cols: &Cols, name: &str) -> Result<Pod, TraceError> {
     }
     let gpu_milli = match (gpus, milli) {
         (_, WHOLE_GPU_MILLI) => None,
-        (1, 1..WHOLE_GPU_MILLI) => Some(milli),
-        (1, _) => {
-            return Err(row.error(
-                cols.milli,
-                "1 to 1000 milli-GPUs for a pod with 1 GPU (0 is for CPU-only pods)",
-                milli_text,
-            ));
-        }
+        (1, _) => Some(sim::gpu_share(milli).ok_or_else(|| {
+            row.error(cols.milli, "1 to 1000 milli-GPUs for a pod with 1 GPU (0 is for CPU-only pods)", milli_text)
+        })?),
         (_, _) => {
             return Err(row.error(
                 cols.milli,
@@ -299,7 +290,7 @@ fn read_pod(row: &Row<'_>, cols: &Cols, name: &str) -> Result<Pod, TraceError> {
 }
 
 /// `gpu_spec`: empty is any type; one type is the task's type; several (`A|B`) are refused.
-fn gpu_type(row: &Row<'_>, column: usize) -> Result<Option<String>, TraceError> {
+fn gpu_type(row: &Row<'_>, column: usize) -> Result<Option<Box<str>>, TraceError> {
     let text = row.text(column)?;
     if text.is_empty() {
         return Ok(None);
@@ -316,7 +307,7 @@ fn gpu_type(row: &Row<'_>, column: usize) -> Result<Option<String>, TraceError> 
     if !is_type(text) {
         return Err(row.error(column, "a GPU type (letters, digits, `-`, `_` or `.`) or an empty field", text));
     }
-    Ok(Some(text.to_owned()))
+    Ok(Some(text.into()))
 }
 
 #[cfg(test)]
@@ -357,7 +348,7 @@ mod tests {
         );
         let p1 = &w.jobs()[1].tasks[0];
         // Occupancy: deletion - scheduled.
-        assert_eq!((p1.work, p1.gpu_milli), (SimDuration(93_000), Some(460)));
+        assert_eq!((p1.work, p1.gpu_milli.map(|m| m.get())), (SimDuration(93_000), Some(460)));
         let p2 = &w.jobs()[2];
         assert_eq!(
             (p2.gpus(), p2.tasks[0].work, p2.tasks[0].gpu_type.as_deref()),
@@ -391,7 +382,7 @@ mod tests {
         let text = "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\na,1,500,LS,0,10,0\n";
         let import = read_openb_pods(text.as_bytes(), "p.csv").unwrap();
         assert_eq!(import.report.notes(), Vec::<String>::new());
-        assert_eq!(import.workload.jobs()[0].tasks[0].gpu_milli, Some(500));
+        assert_eq!(import.workload.jobs()[0].tasks[0].gpu_milli.map(|m| m.get()), Some(500));
     }
 
     #[test]

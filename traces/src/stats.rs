@@ -62,7 +62,7 @@ impl TraceStats {
                 let milli = match task.gpu_milli {
                     Some(share) => {
                         fractional_tasks += 1;
-                        u128::from(share)
+                        u128::from(share.get())
                     }
                     None => u128::from(task.gpus) * 1000,
                 };
@@ -265,9 +265,9 @@ mod tests {
     #[test]
     fn gpu_shares_count_as_their_share() {
         let mut shared = JobSpec::single("s", SimTime(0), 1, SimDuration(3_600_000));
-        shared.tasks[0].gpu_milli = Some(250);
+        shared.tasks[0].gpu_milli = std::num::NonZeroU16::new(250);
         let mut tiny = JobSpec::single("t", SimTime(0), 1, SimDuration(1));
-        tiny.tasks[0].gpu_milli = Some(1);
+        tiny.tasks[0].gpu_milli = std::num::NonZeroU16::new(1);
         let whole = JobSpec::single("w", SimTime(0), 2, SimDuration(1_800_000));
         let s = TraceStats::of(&Workload::new(vec![shared, tiny, whole]).unwrap());
         assert_eq!(s.fractional_tasks, 2);

@@ -147,7 +147,7 @@ impl SynthConfig {
                 JobSpec::single(numbered("synth-", index as u64), SimTime(submit_ms), gpus, SimDuration(work_ms));
             if self.estimate_sigma.is_some() {
                 let estimate_ms = to_ms(work_ms as f64 / 1000.0 * factor).clamp(1_000, max_ms);
-                job.tasks[0].estimate = Some(SimDuration(estimate_ms));
+                job.tasks[0].estimate = SimDuration(estimate_ms).into();
             }
             jobs.push(job);
         }
@@ -228,7 +228,7 @@ mod tests {
             let task = &job.tasks[0];
             assert!((1_000..=86_400_000).contains(&task.work.as_ms()), "{job:?}");
             assert!(allowed.contains(&task.gpus));
-            assert!(task.estimate.is_some_and(|e| e.as_ms() >= 1_000));
+            assert!(task.estimate.get().is_some_and(|e| e.as_ms() >= 1_000));
         }
         let stats = TraceStats::of(&w);
         let ones = stats.gpus_per_job[&1] as f64 / 5_000.0;
@@ -243,7 +243,7 @@ mod tests {
         let without = SynthConfig { estimate_sigma: None, ..small(3) }.generate().unwrap();
         for (a, b) in with.jobs().iter().zip(without.jobs()) {
             assert_eq!((a.submit, a.tasks[0].work, a.tasks[0].gpus), (b.submit, b.tasks[0].work, b.tasks[0].gpus));
-            assert_eq!(b.tasks[0].estimate, None);
+            assert_eq!(b.tasks[0].estimate.get(), None);
         }
     }
 
@@ -253,7 +253,7 @@ mod tests {
         let mut log_ratios: Vec<f64> = w
             .jobs()
             .iter()
-            .map(|j| (j.tasks[0].estimate.unwrap().as_ms() as f64 / j.tasks[0].work.as_ms() as f64).ln())
+            .map(|j| (j.tasks[0].estimate.get().unwrap().as_ms() as f64 / j.tasks[0].work.as_ms() as f64).ln())
             .collect();
         log_ratios.sort_by(f64::total_cmp);
         let median = log_ratios[log_ratios.len() / 2];

@@ -87,7 +87,7 @@ fn canonical_seed() -> String {
     // Every third single-GPU task shares its GPU, so damage reaches `gpu_milli` too.
     let jobs = workload.jobs().iter().cloned().enumerate().map(|(i, mut job)| {
         for task in job.tasks.iter_mut().filter(|t| t.gpus == 1 && i % 3 == 0) {
-            task.gpu_milli = Some(1 + (i as u32 * 37) % 999);
+            task.gpu_milli = sim::gpu_share(1 + (i as u32 * 37) % 999);
         }
         job
     });

@@ -115,7 +115,7 @@ fn scheduled_pods_give_source_md_gpu_hours() {
     for job in workload.jobs().iter().filter(|j| !never_scheduled.contains(j.name.as_str())) {
         let task = &job.tasks[0];
         let work = u128::from(task.work.as_ms());
-        shares_mgpu_ms += work * u128::from(task.gpu_milli.unwrap_or(1000 * task.gpus));
+        shares_mgpu_ms += work * task.gpu_milli.map_or(1000 * u128::from(task.gpus), |m| u128::from(m.get()));
         whole_mgpu_ms += work * u128::from(task.gpus) * 1000;
     }
     assert_close(shares_mgpu_ms as f64 / 3.6e9, 51_470.674, "fractional GPU-hours, scheduled pods");
@@ -136,10 +136,13 @@ fn openb_rows_are_mapped_as_documented() {
     assert_eq!((t.work.as_ms(), t.gpu_type.as_deref(), t.single_node), (12_537_496_000, None, true));
     // `openb-pod-0001,6000,12288,1,460,,LS,Running,427061,12902960,427061`: a share.
     let t = &job("openb-pod-0001").tasks[0];
-    assert_eq!((t.gpu_milli, t.work.as_ms()), (Some(460), (12_902_960 - 427_061) * 1000));
+    assert_eq!((t.gpu_milli.map(|m| m.get()), t.work.as_ms()), (Some(460), (12_902_960 - 427_061) * 1000));
     // The one zero occupancy: 1 ms, kept.
     let p = job("openb-pod-7285");
-    assert_eq!((p.submit.as_ms(), p.tasks[0].work.as_ms(), p.tasks[0].gpu_milli), (12_774_042_000, 1, Some(230)));
+    assert_eq!(
+        (p.submit.as_ms(), p.tasks[0].work.as_ms(), p.tasks[0].gpu_milli.map(|m| m.get())),
+        (12_774_042_000, 1, Some(230))
+    );
     // CPU-only pods are not jobs.
     assert!(workload.jobs().iter().all(|j| j.gpus() >= 1));
     assert!(workload.jobs().windows(2).all(|w| w[0].submit <= w[1].submit));

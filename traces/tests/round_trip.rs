@@ -6,6 +6,7 @@ mod common;
 
 use proptest::prelude::*;
 use sim::{DepKind, Dependency, JobSpec, SimDuration, SimTime, TaskOptions, TaskSpec, Window, Workload};
+use std::num::NonZeroU16;
 use traces::timeparse::MAX_SECONDS;
 use traces::{Format, SynthConfig, load, read_jobs_csv, write_jobs_csv};
 
@@ -44,10 +45,10 @@ fn name() -> impl Strategy<Value = String> {
 }
 
 /// Whole GPUs (any count), or a share of one GPU: shares exist only with `gpus` = 1.
-fn gpus_and_share() -> impl Strategy<Value = (u32, Option<u32>)> {
+fn gpus_and_share() -> impl Strategy<Value = (u32, Option<NonZeroU16>)> {
     prop_oneof![
         (prop_oneof![1u32..=8, 1u32..=u32::MAX]).prop_map(|gpus| (gpus, None)),
-        prop_oneof![Just(1u32), Just(999), 1u32..=999].prop_map(|milli| (1, Some(milli))),
+        prop_oneof![Just(1u16), Just(999), 1u16..=999].prop_map(|milli| (1, NonZeroU16::new(milli))),
     ]
 }
 
@@ -98,9 +99,9 @@ fn task(index: usize) -> impl Strategy<Value = TaskSpec> {
                         speeds,
                     });
                 task.gpu_milli = gpu_milli;
-                task.gpu_type = gpu_type;
+                task.gpu_type = gpu_type.map(Into::into);
                 task.single_node = single_node;
-                task.estimate = estimate.map(SimDuration);
+                task.estimate = estimate.map(SimDuration).into();
                 task.exit_code = exit_code;
                 task
             },
@@ -152,8 +153,8 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
                     name: format!("{n}#{index}").into(),
                     submit: SimTime(submit),
                     queue: queue.clone().map(Into::into),
-                    deadline: deadline.map(SimDuration),
-                    cancel: cancel_after.map(|after| SimTime(submit.saturating_add(after).min(MAX_MS))),
+                    deadline: deadline.map(SimDuration).into(),
+                    cancel: cancel_after.map(|after| SimTime(submit.saturating_add(after).min(MAX_MS))).into(),
                     priority,
                     tasks: tasks.into(),
                 }

@@ -30,7 +30,7 @@ fn a_job_its_steps_and_its_attempts_are_one_job() {
     let jobs = import.workload.jobs();
     assert_eq!(jobs.len(), 1);
     let task = &jobs[0].tasks[0];
-    assert_eq!((task.gpus, task.work.0, task.estimate.map(|e| e.0)), (2, 60_000, Some(300_000)));
+    assert_eq!((task.gpus, task.work.0, task.estimate.get().map(|e| e.0)), (2, 60_000, Some(300_000)));
     assert_eq!(jobs[0].queue.as_deref(), Some("gpu"));
     assert_eq!(jobs[0].priority, 4_294_901_759i64.wrapping_sub(1 << 31) as i32);
     assert_eq!(import.report.steps, 2);
@@ -43,7 +43,7 @@ fn cancelled_before_start_is_kept_and_counted() {
     let text = format!("{HEAD}{}", row("9", "CANCELLED by 0", T2, T2, ""));
     let trace = read_trace(text.as_bytes(), "sacct.txt", Format::Sacct(Default::default())).unwrap();
     let job = &trace.workload.jobs()[0];
-    assert_eq!(job.cancel.map(|c| c.0 - job.submit.0), Some(70_000));
+    assert_eq!(job.cancel.get().map(|c| c.0 - job.submit.0), Some(70_000));
     assert_eq!(job.tasks[0].gpus, 2, "GPUs from ReqTRES when nothing was allocated");
     assert!(trace.notes.iter().any(|n| n == "1 job cancelled before starting: kept, cancelled at the End time"));
 }

@@ -52,7 +52,7 @@ fn builtin_dump_job_details() {
     // The timeout job: `-t 1` (the estimate), killed by Slurm's periodic time-limit check 62 s
     // after its start (20:23:58-20:25:00), exits non-zero.
     let timeout = &job("102").tasks[0];
-    assert_eq!((timeout.work.0, timeout.estimate.map(|e| e.0), timeout.exit_code), (62_000, Some(60_000), 1));
+    assert_eq!((timeout.work.0, timeout.estimate.get().map(|e| e.0), timeout.exit_code), (62_000, Some(60_000), 1));
     // A 16-GPU job over 2 nodes is one gang, not single-node, with 8 GPUs on each node as Slurm
     // gave them (job 7: 12 over 2 nodes, 6 each).
     let gang = &job("2").tasks[0];

@@ -33,7 +33,7 @@ pub fn job(name: &str, submit_s: u64, gpus: u32, work_s: u64) -> JobSpec {
 /// The same with a duration estimate (s).
 pub fn job_est(name: &str, submit_s: u64, gpus: u32, work_s: u64, estimate_s: u64) -> JobSpec {
     let mut j = job(name, submit_s, gpus, work_s);
-    j.tasks[0].estimate = Some(SimDuration::from_secs(estimate_s));
+    j.tasks[0].estimate = SimDuration::from_secs(estimate_s).into();
     j
 }
 

@@ -212,7 +212,7 @@ struct Attempt {
     exit_code: i32,
     limit: Option<u64>,
     gpus: u64,
-    gpu_type: Option<String>,
+    gpu_type: Option<Box<str>>,
     nodes: u64,
     partition: String,
     priority: i32,
@@ -360,7 +360,7 @@ fn read_row(
         state,
         limit: row.duration(cols.at("Timelimit"))?,
         gpus,
-        gpu_type: tres_gpu_type(row.get(cols.at("ReqTRES"))).map(str::to_owned),
+        gpu_type: tres_gpu_type(row.get(cols.at("ReqTRES"))).map(Into::into),
         nodes: row.number(cols.at("NNodes"))?.unwrap_or(1),
         partition: row.get(cols.at("Partition")).to_owned(),
         priority: slurm_priority(priority).ok_or_else(|| row.error(priority_col, "a priority up to 4294967295"))?,
@@ -430,7 +430,8 @@ fn assemble(
         if let Some(&index) = by_name.get(&last.name) {
             let job = &mut specs[index];
             job.tasks.push(task);
-            job.cancel = job.cancel.max(cancel);
+            // The later cancel of the job's components (none before any).
+            job.cancel = job.cancel.get().max(cancel).into();
             if job.tasks.len() == 2 {
                 report.het_jobs += 1;
             }
@@ -438,7 +439,7 @@ fn assemble(
         }
         let mut job = JobSpec::single(last.name.clone(), SimTime(first_submit), 1, SimDuration(1));
         job.tasks = [task].into();
-        job.cancel = cancel;
+        job.cancel = cancel.into();
         job.queue = (!last.partition.is_empty()).then(|| last.partition.as_str().into());
         job.priority = last.priority;
         report.jobs += 1;
@@ -486,7 +487,7 @@ fn task_of(
         (_, ran) => ran.unwrap_or(1),
     };
     let mut task = TaskSpec::new(last.component.to_string(), gpus, SimDuration(work));
-    task.estimate = last.limit.filter(|&l| l > 0).map(SimDuration);
+    task.estimate = last.limit.filter(|&l| l > 0).map(SimDuration).into();
     task.single_node = last.nodes <= 1;
     task.gpus_per_node = gpus_on_each_node(u64::from(gpus), last.nodes);
     task.gpu_type = last.gpu_type.clone();
