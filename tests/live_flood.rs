@@ -31,7 +31,8 @@ fn legitimate(addr: &str, token: &str) -> Duration {
     started.elapsed()
 }
 
-/// The slowest of `n` legitimate requests but the 1 % slowest (p99), in turn.
+/// The slowest of `n` legitimate requests but the 1 % slowest (p99, nearest rank: the 99th of
+/// 100), in turn.
 fn p99(addr: &str, token: &str, n: usize) -> Duration {
     let mut times: Vec<Duration> = (0..n)
         .map(|_| {
@@ -41,7 +42,9 @@ fn p99(addr: &str, token: &str, n: usize) -> Duration {
         })
         .collect();
     times.sort_unstable();
-    times[n * 99 / 100]
+    // Not `times[n * 99 / 100]`: for 100 requests that is the slowest, so one scheduling
+    // hiccup of a loaded CI machine failed the test (1.022 s once).
+    times[(n * 99).div_ceil(100) - 1]
 }
 
 /// `count` connections that each send one byte of a request head a second (a new
@@ -79,7 +82,10 @@ fn idle_and_slow_connections_without_the_token_deny_no_one_service() {
     let token = s.token();
     let agent = s.agent("n0", 1);
     s.wait_agents(1);
-    let bound = Duration::from_secs(1);
+    // What this guards against is a front that runs out of threads: every new client then
+    // got `503` (`legitimate` panics) or waited 30 s. Two seconds leaves room for a shared
+    // 2-core machine under a 600-connection flood; a healthy front answers in milliseconds.
+    let bound = Duration::from_secs(2);
 
     // 600 idle connections, more than the 512 the front once gave a thread each.
     let idle: Vec<TcpStream> = (0..600).map(|_| TcpStream::connect(&s.addr).unwrap()).collect();
