@@ -90,12 +90,12 @@ impl TaskState {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ids::JobId;
 
     /// 10,000 s of work at speed 1, checkpoints every 1,000 s costing 60 s, from `done_s`.
-    fn task(done_s: u64) -> TaskState {
+    pub(crate) fn task(done_s: u64) -> TaskState {
         let cluster = crate::Cluster::new(&crate::ClusterSpec {
             pools: vec![crate::PoolSpec {
                 name: "A".into(),

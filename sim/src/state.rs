@@ -374,18 +374,8 @@ mod size_tests {
 
     #[test]
     fn losses_are_allocated_only_when_something_is_lost() {
-        let pool = crate::PoolSpec {
-            name: "A".into(),
-            gpu_type: "A".into(),
-            nodes: 1,
-            gpus_per_node: 8,
-            nodes_per_rack: 0,
-            speed_milli: 1000,
-        };
-        let cluster = crate::Cluster::new(&crate::ClusterSpec { pools: vec![pool] }).expect("valid");
-        let spec = crate::TaskSpec::new("0", 2, SimDuration(1000));
-        let config = crate::ControllerConfig::default();
-        let mut t = crate::controller::new_task_state(&spec, JobId(0), &cluster, &config, &mut Default::default());
+        // Any task will do: the checkpoint tests' 8-GPU task.
+        let mut t = crate::checkpoints::tests::task(0);
         t.close_attempt(5_000, Losses::default());
         assert!(t.losses.is_none());
         let lost = Losses { redo_mgpu_ms: 1, lag_mgpu_ms: 2, overhead_mgpu_ms: 3, checkpoint_mgpu_ms: 4 };
