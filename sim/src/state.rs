@@ -237,8 +237,10 @@ impl Losses {
 }
 
 /// An optional index in 4 bytes (`u32::MAX` meaning none), where `Option<u32>` takes 8: a
-/// task's dataset and speed profile, on every task of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// task's dataset and speed profile, on every task of a run. No ordering, as `OptMs` has
+/// none: a derived one would put none after every index, where `Option` puts it first;
+/// compare `get()`s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OptIndex(u32);
 
 impl OptIndex {
