@@ -5,8 +5,8 @@
 
 use crate::error::{Sink, TraceError, first_error};
 use crate::itp::finish;
-use crate::names::NameIndex;
-use crate::rows::{Column, Row, Rows, Unknown, parse_u32};
+use crate::names::{NameIndex, same_text};
+use crate::rows::{Column, FieldResult, Row, Rows, Unknown, parse_u32};
 use crate::timeparse::MAX_SECONDS;
 use sim::{DepKind, Dependency, Deps, JobSpec, SimDuration, SimTime, TaskOptions, TaskSpec, Window, Workload};
 use std::collections::BTreeMap;
@@ -186,8 +186,12 @@ impl Builder {
             return Err(row.error(column, expected, row.text(column)?));
         }
 
-        let continues = self.jobs.last().is_some_and(|j| j.name == job_id);
-        if !continues && let Some(first_line) = self.seen.get(job_id) {
+        let continues = self.jobs.last().is_some_and(|j| same_text(&j.name, job_id));
+        // Hashed once, for the look-up here and the insertion of a new job below.
+        let hash = (!continues).then(|| self.seen.hash(job_id));
+        if let Some(hash) = hash
+            && let Some(first_line) = self.seen.get_hashed(hash, job_id)
+        {
             return Err(TraceError::row(
                 row.file(),
                 row.line,
@@ -218,15 +222,27 @@ impl Builder {
         let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
         let task_name = if task_id.is_empty() { position_name(position) } else { task_id.into() };
-        let options = TaskOptions {
-            checkpoint: checkpoint_ms.map(SimDuration),
-            restart_overhead: restart_overhead_ms.map(SimDuration),
-            checkpoint_cost: checkpoint_cost_ms.map(SimDuration),
-            window,
-            dataset: row.opt_text(cols.dataset).map(|d| (!d.is_empty()).then(|| d.to_owned()))?,
-            speeds: parse_speeds_column(row, cols.speeds)?,
-        };
-        let mut task = TaskSpec::new(task_name, gpus, SimDuration(work_ms)).with_options(options);
+        let dataset = row.opt_text(cols.dataset)?;
+        let speeds = parse_speeds_column(row, cols.speeds)?;
+        let mut task = TaskSpec::new(task_name, gpus, SimDuration(work_ms));
+        // Most tasks set no option: the options are built (and found to be none) only for a
+        // task that sets one.
+        let any_option = checkpoint_ms.is_some()
+            || restart_overhead_ms.is_some()
+            || checkpoint_cost_ms.is_some()
+            || window != Window::default()
+            || !dataset.is_empty()
+            || !speeds.is_empty();
+        if any_option {
+            task = task.with_options(TaskOptions {
+                checkpoint: checkpoint_ms.map(SimDuration),
+                restart_overhead: restart_overhead_ms.map(SimDuration),
+                checkpoint_cost: checkpoint_cost_ms.map(SimDuration),
+                window,
+                dataset: (!dataset.is_empty()).then(|| dataset.to_owned()),
+                speeds,
+            });
+        }
         task.gpu_milli = gpu_milli;
         task.gpu_type = (!gpu_type.is_empty()).then(|| gpu_type.into());
         task.single_node = single_node;
@@ -251,7 +267,10 @@ impl Builder {
                 job.tasks.push(task);
             }
             _ => {
-                self.seen.insert(job_id, row.line);
+                match hash {
+                    Some(hash) => self.seen.insert_new(hash, job_id, row.line),
+                    None => self.seen.insert(job_id, row.line),
+                }
                 self.first_line.push(row.line);
                 self.jobs.push(JobSpec {
                     name: job_id.into(),
@@ -334,6 +353,9 @@ pub fn parse_dep_kind(kind: &str) -> Result<DepKind, String> {
 
 /// A task's position as its name: `0` for most tasks, so without the formatting machinery.
 fn position_name(position: usize) -> sim::Name {
+    if position == 0 {
+        return sim::Name::const_new("0");
+    }
     compact_str::format_compact!("{position}")
 }
 
@@ -349,29 +371,31 @@ fn conflict(row: &Row<'_>, job_id: &str, field: &str, first_line: u64) -> TraceE
 }
 
 /// A job's priority: an integer (negative allowed), higher more urgent; empty or absent: 0.
-fn parse_priority(row: &Row<'_>, column: Option<usize>) -> Result<i32, TraceError> {
+fn parse_priority(row: &Row<'_>, column: Option<usize>) -> FieldResult<i32> {
     parse_integer(row, column, "an integer priority (higher runs first), e.g. 0, 10 or -5")
 }
 
 /// The exit code the task's program ends with: empty or absent, 0 (success).
-fn parse_exit_code(row: &Row<'_>, column: Option<usize>) -> Result<i32, TraceError> {
+fn parse_exit_code(row: &Row<'_>, column: Option<usize>) -> FieldResult<i32> {
     parse_integer(row, column, "an integer exit code (0: success), e.g. 0, 1 or 137")
 }
 
 /// An optional integer column: empty or absent, 0.
-fn parse_integer(row: &Row<'_>, column: Option<usize>, expected: &str) -> Result<i32, TraceError> {
+fn parse_integer(row: &Row<'_>, column: Option<usize>, expected: &str) -> FieldResult<i32> {
     let Some(column) = column else { return Ok(0) };
     let text = row.text(column)?;
-    if text.is_empty() {
-        return Ok(0);
+    match text.as_bytes() {
+        [] => Ok(0),
+        // One digit (`0` nearly always) is what `parse` would make of it.
+        &[digit @ b'0'..=b'9'] => Ok(i32::from(digit - b'0')),
+        _ => text.parse().map_err(|_| row.field_error(column, expected, text)),
     }
-    text.parse().map_err(|_| row.error(column, expected, text))
 }
 
 /// A share of one GPU in milli-GPUs, `1..=999`, on a row with `gpus` = 1; empty or absent:
 /// whole GPUs (`None`). `1000` is refused rather than read as a whole GPU, so that one task has
 /// one spelling and the writer's output is the only way to write it.
-fn parse_gpu_milli(row: &Row<'_>, column: Option<usize>, gpus: u32) -> Result<Option<NonZeroU16>, TraceError> {
+fn parse_gpu_milli(row: &Row<'_>, column: Option<usize>, gpus: u32) -> FieldResult<Option<NonZeroU16>> {
     let Some(column) = column else {
         return Ok(None);
     };
@@ -380,12 +404,12 @@ fn parse_gpu_milli(row: &Row<'_>, column: Option<usize>, gpus: u32) -> Result<Op
         return Ok(None);
     }
     match parse_u32(text) {
-        Some(1000) => Err(row.error(
+        Some(1000) => Err(row.field_error(
             column,
             "a share of one GPU in milli-GPUs, 1 to 999; 1000 is a whole GPU: leave the field empty for whole GPUs",
             text,
         )),
-        Some(1..=999) if gpus != 1 => Err(row.error(
+        Some(1..=999) if gpus != 1 => Err(row.field_error(
             column,
             format!(
                 "an empty field for a task of {gpus} GPUs: a GPU share is a share of exactly one GPU \
@@ -394,7 +418,7 @@ fn parse_gpu_milli(row: &Row<'_>, column: Option<usize>, gpus: u32) -> Result<Op
             text,
         )),
         milli => milli.and_then(sim::gpu_share).map(Some).ok_or_else(|| {
-            row.error(
+            row.field_error(
                 column,
                 "a share of one GPU in milli-GPUs, a whole number from 1 to 999 (empty: whole GPUs)",
                 text,
@@ -411,7 +435,7 @@ fn parse_gpus_per_node(
     gpus: u32,
     share: bool,
     single_node: bool,
-) -> Result<Option<u32>, TraceError> {
+) -> FieldResult<Option<u32>> {
     let Some(column) = column else { return Ok(None) };
     let text = row.text(column)?;
     if text.is_empty() {
@@ -423,11 +447,11 @@ fn parse_gpus_per_node(
         Some(n) if n > 0 && gpus.is_multiple_of(n) => return Ok(Some(n)),
         _ => format!("a whole number that divides the task's {gpus} GPUs (empty: any split over nodes)"),
     };
-    Err(row.error(column, expected, text))
+    Err(row.field_error(column, expected, text))
 }
 
 /// `true`/`false` (any case), `1`/`0`, or empty (false).
-fn parse_single_node(row: &Row<'_>, column: Option<usize>) -> Result<bool, TraceError> {
+fn parse_single_node(row: &Row<'_>, column: Option<usize>) -> FieldResult<bool> {
     let Some(column) = column else {
         return Ok(false);
     };
@@ -437,7 +461,7 @@ fn parse_single_node(row: &Row<'_>, column: Option<usize>) -> Result<bool, Trace
     } else if text == "1" || text.eq_ignore_ascii_case("true") {
         Ok(true)
     } else {
-        Err(row.error(column, "true, false, 1, 0 or an empty field", text))
+        Err(row.field_error(column, "true, false, 1, 0 or an empty field", text))
     }
 }
 
@@ -516,9 +540,12 @@ pub fn parse_speeds(text: &str) -> Option<BTreeMap<String, u32>> {
 }
 
 /// The `speeds` column.
-fn parse_speeds_column(row: &Row<'_>, column: Option<usize>) -> Result<BTreeMap<String, u32>, TraceError> {
+fn parse_speeds_column(row: &Row<'_>, column: Option<usize>) -> FieldResult<BTreeMap<String, u32>> {
     let text = row.opt_text(column)?;
-    parse_speeds(text).ok_or_else(|| row.error(column.unwrap_or(0), SPEEDS_EXPECTED, text))
+    if text.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    parse_speeds(text).ok_or_else(|| row.field_error(column.unwrap_or(0), SPEEDS_EXPECTED, text))
 }
 
 /// `speeds` as the column spells it, types in order, speeds in shortest exact decimals.

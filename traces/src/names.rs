@@ -14,11 +14,14 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// `prefix` then `n` in decimal (`philly-42`, `synth-7`), built in place: `format!` costs more
 /// than the rest of a job, and a name this short is kept inline (no allocation).
 pub(crate) fn numbered(prefix: &'static str, n: u64) -> sim::Name {
-    use compact_str::ToCompactString;
     let mut name = sim::Name::const_new(prefix);
-    name.push_str(&n.to_compact_string());
+    name.push_str(itoa::Buffer::new().format(n));
     name
 }
+
+/// A name's hash in a [`NameIndex`] (from [`NameIndex::hash`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Hashed(u64);
 
 /// Names and their values; see the module comment. Each distinct name also has an id (0, 1,
 /// ... in insertion order) for readers that intern repeated names, such as queues.
@@ -32,6 +35,12 @@ pub(crate) struct NameIndex {
     /// never, but a file could be crafted to cause one, and the answer must still be right).
     collided: BTreeMap<String, usize>,
     hash: fn(&str) -> u64,
+    /// The ids of short names interned lately, by [`packed`] name: a direct-mapped cache
+    /// (each name has one slot, which a later name may take over) in front of the hash, for
+    /// readers that intern a few short names once per row (Philly's virtual clusters). Empty
+    /// until [`NameIndex::intern`] first finds a short name; a slot holds (packed name, id + 1),
+    /// 0 when empty.
+    recent: Vec<(u64, usize)>,
 }
 
 impl Default for NameIndex {
@@ -52,12 +61,36 @@ impl NameIndex {
             arena: String::new(),
             collided: BTreeMap::new(),
             hash,
+            recent: Vec::new(),
         }
     }
 
     /// The value stored for `name`, if it was inserted.
     pub(crate) fn get(&self, name: &str) -> Option<u64> {
-        self.find((self.hash)(name), name).map(|id| self.entries[id].1)
+        self.get_hashed(self.hash(name), name)
+    }
+
+    /// `name`'s hash, for [`NameIndex::get_hashed`] and [`NameIndex::insert_new`]: a reader
+    /// that looks a name up and then inserts it hashes it once.
+    pub(crate) fn hash(&self, name: &str) -> Hashed {
+        Hashed((self.hash)(name))
+    }
+
+    /// [`NameIndex::get`] with the hash of `name` from [`NameIndex::hash`].
+    pub(crate) fn get_hashed(&self, hash: Hashed, name: &str) -> Option<u64> {
+        self.find(hash.0, name).map(|id| self.entries[id].1)
+    }
+
+    /// Stores `value` for `name`, which [`NameIndex::get_hashed`] just did not find (with the
+    /// same `hash`).
+    pub(crate) fn insert_new(&mut self, hash: Hashed, name: &str, value: u64) {
+        let id = self.add(hash.0, name);
+        self.entries[id].1 = value;
+    }
+
+    /// How many distinct names there are (ids are `0..len`).
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
     }
 
     /// Stores `value` for `name`, replacing any value it had.
@@ -68,10 +101,36 @@ impl NameIndex {
 
     /// The id of `name`, added (with value 0) if it is new.
     pub(crate) fn intern(&mut self, name: &str) -> usize {
+        const SLOTS: usize = 256;
+        let Some(packed) = packed(name) else { return self.intern_hashed(name) };
+        let slot = (packed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize;
+        if let Some(&(known, id_plus_one)) = self.recent.get(slot)
+            && known == packed
+            && id_plus_one != 0
+        {
+            return id_plus_one - 1;
+        }
+        let id = self.intern_hashed(name);
+        if self.recent.is_empty() {
+            self.recent.resize(SLOTS, (0, 0));
+        }
+        if let Some(cached) = self.recent.get_mut(slot) {
+            *cached = (packed, id + 1);
+        }
+        id
+    }
+
+    /// [`NameIndex::intern`] through the hash map.
+    fn intern_hashed(&mut self, name: &str) -> usize {
         let hash = (self.hash)(name);
         if let Some(id) = self.find(hash, name) {
             return id;
         }
+        self.add(hash, name)
+    }
+
+    /// Adds `name`, which is not here, with value 0; its id.
+    fn add(&mut self, hash: u64, name: &str) -> usize {
         let id = self.entries.len();
         self.arena.push_str(name);
         self.entries.push((self.arena.len(), 0));
@@ -95,10 +154,51 @@ impl NameIndex {
 
     fn find(&self, hash: u64, name: &str) -> Option<usize> {
         match self.slots.get(&hash) {
-            Some(&id) if self.name(id) == name => Some(id),
+            Some(&id) if same_text(self.name(id), name) => Some(id),
             Some(_) => self.collided.get(name).copied(),
             None => None,
         }
+    }
+}
+
+/// A name of at most 7 bytes as one word, exactly: its bytes from the lowest, its length in
+/// the highest byte (so that two names have the same word only if they are the same name).
+/// `None` for longer names.
+fn packed(name: &str) -> Option<u64> {
+    let bytes = name.as_bytes();
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(bytes.get(at..at + 4).and_then(|w| w.try_into().ok()).unwrap_or_default()))
+    };
+    let byte = |at: usize| u64::from(bytes.get(at).copied().unwrap_or_default());
+    // Overlapping reads put the same byte in the same place, so or-ing them is exact.
+    let word = match bytes.len() {
+        0 => 0,
+        len @ 1..=3 => byte(0) | byte(len / 2) << (8 * (len / 2)) | byte(len - 1) << (8 * (len - 1)),
+        len @ 4..=7 => half(0) | half(len - 4) << (8 * (len - 4)),
+        _ => return None,
+    };
+    Some(word | (bytes.len() as u64) << 56)
+}
+
+/// `a == b`, for the short names of traces (queues, job ids) without a call to `memcmp`,
+/// which costs more than the comparison: up to 16 bytes as two overlapping words.
+#[inline]
+pub(crate) fn same_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let word = |bytes: &[u8], at: usize| {
+        u64::from_le_bytes(bytes.get(at..at + 8).and_then(|w| w.try_into().ok()).unwrap_or_default())
+    };
+    let half = |bytes: &[u8], at: usize| {
+        u32::from_le_bytes(bytes.get(at..at + 4).and_then(|w| w.try_into().ok()).unwrap_or_default())
+    };
+    match a.len() {
+        len @ 8..=16 => word(a, 0) == word(b, 0) && word(a, len - 8) == word(b, len - 8),
+        len @ 4..=7 => half(a, 0) == half(b, 0) && half(a, len - 4) == half(b, len - 4),
+        0..=3 => a.iter().zip(b).all(|(x, y)| x == y),
+        _ => a == b,
     }
 }
 
@@ -115,10 +215,21 @@ fn hash_name(name: &str) -> u64 {
     for word in &mut words {
         h = mix(h, word.try_into().unwrap_or_default());
     }
-    if !words.remainder().is_empty() {
-        let mut last = [0u8; 8];
-        last[..words.remainder().len()].copy_from_slice(words.remainder());
-        h = mix(h, last);
+    let tail = words.remainder();
+    if !tail.is_empty() {
+        // The tail's bytes as one word without copying them one by one: its last 8 bytes
+        // (overlapping the words before) when the name has 8, else two overlapping 4-byte or
+        // three single-byte reads. The length, mixed in first, keeps names apart.
+        let word = match (bytes.len(), tail.len()) {
+            (len, _) if len >= 8 => bytes[len - 8..].try_into().unwrap_or_default(),
+            (_, n) if n >= 4 => {
+                let low: [u8; 4] = tail[..4].try_into().unwrap_or_default();
+                let high: [u8; 4] = tail[n - 4..].try_into().unwrap_or_default();
+                (u64::from(u32::from_le_bytes(low)) | u64::from(u32::from_le_bytes(high)) << 32).to_le_bytes()
+            }
+            (_, n) => (u64::from(tail[0]) | u64::from(tail[n / 2]) << 8 | u64::from(tail[n - 1]) << 16).to_le_bytes(),
+        };
+        h = mix(h, word);
     }
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -157,6 +268,53 @@ mod tests {
         for n in [0, 7, 10, 82_249, 999_999, 123_456_789, u64::MAX] {
             assert_eq!(numbered("philly-", n), format!("philly-{n}"));
             assert_eq!(numbered("synth-", n), format!("synth-{n}"));
+        }
+    }
+
+    #[test]
+    fn short_names_pack_exactly() {
+        let names =
+            ["", "a", "b", "ab", "ba", "abc", "acb", "abcd", "abdc", "6214e9", "6214e8", "abcdefg", "\0", "\0\0"];
+        for a in names {
+            let word = packed(a).unwrap();
+            assert_eq!(word >> 56, a.len() as u64);
+            let bytes: Vec<u8> = word.to_le_bytes()[..a.len()].to_vec();
+            assert_eq!(bytes, a.as_bytes());
+            for b in names {
+                assert_eq!(packed(b) == Some(word), a == b, "{a:?} {b:?}");
+            }
+        }
+        assert_eq!(packed("abcdefgh"), None);
+    }
+
+    #[test]
+    fn interning_many_short_names_gives_each_one_id() {
+        // More short names than cache slots (and some long ones), interned over and over in
+        // changing orders: each keeps the id it got first, in order of first appearance.
+        let mut index = NameIndex::new();
+        let names: Vec<String> =
+            (0..700).map(|i| if i % 10 == 0 { format!("long-name-{i}") } else { format!("v{i}") }).collect();
+        let mut ids = vec![usize::MAX; names.len()];
+        for (k, i) in (0..names.len()).map(|k| (k, k * 37 % names.len())) {
+            ids[i] = index.intern(&names[i]);
+            assert_eq!(ids[i], k);
+        }
+        for step in [1, 3, 11, 37] {
+            for i in (0..names.len()).map(|k| k * step % names.len()) {
+                assert_eq!(index.intern(&names[i]), ids[i], "{}", names[i]);
+                assert_eq!(index.name(ids[i]), names[i]);
+            }
+        }
+    }
+
+    #[test]
+    fn same_text_is_equality() {
+        let names = ["", "a", "b", "ab", "abc", "abd", "abcd", "abce", "6214e9", "6214e8", "philly-1", "philly-2"];
+        let long = ["philly-123456789", "philly-123456780", "0123456789abcdefg", "0123456789abcdefh"];
+        for a in names.iter().chain(&long) {
+            for b in names.iter().chain(&long) {
+                assert_eq!(same_text(a, b), a == b, "{a:?} {b:?}");
+            }
         }
     }
 

@@ -9,7 +9,7 @@
 //! 1970-01-01 00:00:00 of that local clock, not UTC.
 
 use crate::error::{Sink, TraceError, first_error};
-use crate::itp::finish;
+use crate::itp::{finish, stable_order};
 use crate::names::{NameIndex, numbered};
 use crate::rows::{Column, Rows, Unknown};
 use crate::timeparse::parse_datetime_ms;
@@ -58,20 +58,16 @@ pub(crate) fn read_philly_into<R: Read>(source: R, file: &str, sink: &mut Sink) 
     })?;
     // Rows are not in time order. Sorting these small records first and making the jobs in
     // submit order lays the jobs' memory out in the order everything after reads it.
-    // Sorted as 16-byte keys (submit time, then position: the stable order).
-    let mut order: Vec<u128> =
-        parsed.iter().enumerate().map(|(i, p)| u128::from(p.submit_ms) << 64 | i as u128).collect();
-    order.sort_unstable();
-    let jobs = order
-        .iter()
-        .filter_map(|&key| parsed.get(key as u64 as usize))
-        .map(|p| {
-            let mut job =
-                JobSpec::single(numbered("philly-", p.line), SimTime(p.submit_ms), p.gpus, SimDuration(p.work_ms));
-            job.queue = Some(queues.name(p.queue).into());
-            job
-        })
-        .collect();
+    let order = stable_order(parsed.iter().map(|p| p.submit_ms));
+    // Each queue's name made once: a job's is a copy (inline for a VC hash).
+    let queue_names: Vec<sim::Name> = (0..queues.len()).map(|id| queues.name(id).into()).collect();
+    let mut jobs = Vec::with_capacity(order.len());
+    for p in order.iter().filter_map(|&i| parsed.get(i)) {
+        let mut job =
+            JobSpec::single(numbered("philly-", p.line), SimTime(p.submit_ms), p.gpus, SimDuration(p.work_ms));
+        job.queue = queue_names.get(p.queue).cloned();
+        jobs.push(job);
+    }
     finish(jobs, rows.file(), sink)
 }
 

@@ -23,6 +23,67 @@ const SPECIAL: [bool; 256] = {
     special
 };
 
+/// Scans `unread` (which starts `offset` bytes into the current record) for the end of the
+/// record, pushing the end of each field on the way (`,` at `offset + i`): the line end or
+/// quote found, with its offset in the record, or `None` if `unread` holds neither.
+///
+/// Eight bytes at a time: every special byte is below `-` (0x2D), so one subtraction flags
+/// each byte of a word that may be one (the flags can also fall on a `-` right after a flagged
+/// byte, through the borrow: each flagged byte is looked at, so a false one costs a look), and
+/// the ordinary bytes between (most of them) cost nothing each. The tail of `unread` shorter
+/// than a word goes byte by byte.
+#[inline]
+fn scan(unread: &[u8], offset: usize, ends: &mut Vec<usize>) -> Option<(u8, usize)> {
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    const BELOW: u64 = u64::from_le_bytes([b'-'; 8]);
+    const COMMAS: u64 = u64::from_le_bytes([b','; 8]);
+    const LOW7: u64 = u64::from_le_bytes([0x7F; 8]);
+    let mut words = unread.chunks_exact(8);
+    let mut at = offset;
+    for word in &mut words {
+        let v = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        let mut flags = v.wrapping_sub(BELOW) & !v & HIGH;
+        if flags == 0 {
+            at += 8;
+            continue;
+        }
+        // The commas exactly (a byte of `v ^ COMMAS` is zero: adding 0x7F to its low seven
+        // bits sets no high bit, and it has none): when they are all the flags, each is a
+        // field's end, without looking at its byte.
+        let x = v ^ COMMAS;
+        let mut commas = !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7);
+        if flags & !commas == 0 {
+            while commas != 0 {
+                ends.push(at + (commas.trailing_zeros() / 8) as usize);
+                commas &= commas - 1;
+            }
+            at += 8;
+            continue;
+        }
+        while flags != 0 {
+            let i = (flags.trailing_zeros() / 8) as usize;
+            flags &= flags - 1;
+            match word.get(i).copied().unwrap_or_default() {
+                b',' => ends.push(at + i),
+                b @ (b'\r' | b'\n' | b'"') => return Some((b, at + i)),
+                _ => {}
+            }
+        }
+        at += 8;
+    }
+    for (i, &b) in words.remainder().iter().enumerate() {
+        // Most bytes are ordinary: one table look-up passes them.
+        if !SPECIAL[usize::from(b)] {
+            continue;
+        }
+        match b {
+            b',' => ends.push(at + i),
+            _ => return Some((b, at + i)),
+        }
+    }
+    None
+}
+
 /// What [`QuoteFree::next_record`] found.
 pub(crate) enum Step {
     /// A record starting on this line; its fields are [`QuoteFree::fields`].
@@ -38,8 +99,11 @@ pub(crate) enum Step {
 
 pub(crate) struct QuoteFree<R> {
     source: R,
-    /// Unconsumed input from `at` on (the current record is `at - record_len..at`).
-    buf: Vec<u8>,
+    /// Unconsumed input from `at` to `filled` (the current record is `at - record_len..at`).
+    /// Bytes past `filled` are room for the next read, zeroed once when the buffer grew rather
+    /// than on every read.
+    buf: Buffer,
+    filled: usize,
     at: usize,
     eof: bool,
     /// The line of the byte at `at`.
@@ -49,6 +113,30 @@ pub(crate) struct QuoteFree<R> {
     /// The current record: its length and the end of each field, from the record's start.
     record_len: usize,
     ends: Vec<usize>,
+}
+
+/// The read buffer: text when all of it is UTF-8 (checked once a read, so that a record is
+/// not checked alone; a buffer that is not, as one that ends inside a character, has each
+/// record checked alone), else bytes.
+enum Buffer {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl Buffer {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Buffer::Text(text) => text.as_bytes(),
+            Buffer::Bytes(bytes) => bytes,
+        }
+    }
+
+    fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Buffer::Text(text) => text.into_bytes(),
+            Buffer::Bytes(bytes) => bytes,
+        }
+    }
 }
 
 /// One record's fields, borrowed from the reader.
@@ -79,7 +167,12 @@ impl<'a> Fields<'a> {
     /// Field `i` as text, when the record is valid UTF-8 (else see [`Fields::get`]).
     #[inline]
     pub(crate) fn text(&self, i: usize) -> Option<&'a str> {
-        self.text?.get(self.range(i)?)
+        let range = self.range(i)?;
+        // Most fields of a wide file are empty: text whatever the record's bytes.
+        if range.is_empty() {
+            return Some("");
+        }
+        self.text?.get(range)
     }
 }
 
@@ -87,7 +180,8 @@ impl<R: Read> QuoteFree<R> {
     pub(crate) fn new(source: R) -> QuoteFree<R> {
         QuoteFree {
             source,
-            buf: Vec::new(),
+            buf: Buffer::Bytes(Vec::new()),
+            filled: 0,
             at: 0,
             eof: false,
             line: 1,
@@ -107,21 +201,8 @@ impl<R: Read> QuoteFree<R> {
         // From the record's start, which a refill moves to the front of the buffer.
         let mut offset = 0;
         loop {
-            let unread = self.buf.get(self.at + offset..).unwrap_or_default();
-            let mut stop = None;
-            for (i, &b) in unread.iter().enumerate() {
-                // Most bytes are ordinary: one table look-up passes them.
-                if !SPECIAL[usize::from(b)] {
-                    continue;
-                }
-                match b {
-                    b',' => self.ends.push(offset + i),
-                    _ => {
-                        stop = Some((b, offset + i));
-                        break;
-                    }
-                }
-            }
+            let unread = self.buf.bytes().get(self.at + offset..self.filled).unwrap_or_default();
+            let stop = scan(unread, offset, &mut self.ends);
             match stop {
                 Some((b'"', _)) => return Step::Quote(start_line),
                 Some((_, end)) => return self.found(self.at + end),
@@ -141,14 +222,22 @@ impl<R: Read> QuoteFree<R> {
     /// a bad byte has its fields checked one by one when read, so the error names the field.
     pub(crate) fn fields(&self) -> Fields<'_> {
         let start = self.at.saturating_sub(self.record_len);
-        let bytes = self.buf.get(start..self.at).unwrap_or_default();
-        Fields { bytes, text: std::str::from_utf8(bytes).ok(), ends: &self.ends }
+        let bytes = self.buf.bytes().get(start..self.at).unwrap_or_default();
+        let text = match &self.buf {
+            // Text as a whole: the record is text exactly when it starts and ends on a
+            // character's boundary (it starts after a line end, so it ends on one unless a
+            // character runs on past it: then its bytes alone are not UTF-8 either).
+            Buffer::Text(text) => text.get(start..self.at),
+            Buffer::Bytes(_) => std::str::from_utf8(bytes).ok(),
+        };
+        Fields { bytes, text, ends: &self.ends }
     }
 
     /// After [`Step::Quote`]: the input from that record on (what is buffered, then the rest
     /// of the source).
     pub(crate) fn into_rest(self) -> std::io::Chain<std::io::Cursor<Vec<u8>>, R> {
-        let mut buf = self.buf;
+        let mut buf = self.buf.into_bytes();
+        buf.truncate(self.filled);
         buf.drain(..self.at.min(buf.len()));
         std::io::Cursor::new(buf).chain(self.source)
     }
@@ -156,7 +245,7 @@ impl<R: Read> QuoteFree<R> {
     /// Skips line ends (and so blank lines), counting lines; `Err` at the end of the input.
     fn skip_line_ends(&mut self) -> Result<(), Step> {
         loop {
-            while let Some(&b) = self.buf.get(self.at) {
+            while let Some(&b) = self.buf.bytes().get(self.at).filter(|_| self.at < self.filled) {
                 match b {
                     b'\r' => {
                         self.line += 1;
@@ -196,12 +285,21 @@ impl<R: Read> QuoteFree<R> {
         if self.eof {
             return Ok(false);
         }
-        self.buf.drain(..self.at);
+        let mut buf = std::mem::replace(&mut self.buf, Buffer::Bytes(Vec::new())).into_bytes();
+        buf.copy_within(self.at..self.filled, 0);
+        self.filled -= self.at;
         self.at = 0;
-        let len = self.buf.len();
-        self.buf.resize(len + CHUNK, 0);
-        let read = self.source.read(&mut self.buf[len..]);
-        self.buf.truncate(len + *read.as_ref().unwrap_or(&0));
+        let len = self.filled;
+        if buf.len() < len + CHUNK {
+            buf.resize(len + CHUNK, 0);
+        }
+        let read = self.source.read(&mut buf[len..len + CHUNK]);
+        self.filled = len + (*read.as_ref().unwrap_or(&0)).min(CHUNK);
+        // One check of the whole buffer, rather than one per record.
+        self.buf = match String::from_utf8(buf) {
+            Ok(text) => Buffer::Text(text),
+            Err(e) => Buffer::Bytes(e.into_bytes()),
+        };
         match read {
             Ok(0) => {
                 self.eof = true;

@@ -109,18 +109,29 @@ pub fn parse_seconds_ms(text: &str) -> Result<u64, SecondsError> {
 /// `None` for anything else, which [`parse_seconds_ms`]'s full pass then judges; the tests
 /// hold the two to one answer.
 fn plain_seconds_ms(bytes: &[u8]) -> Option<u64> {
-    let (mut whole, mut seconds) = (0, 0u64);
-    while let Some(&b) = bytes.get(whole).filter(|b| b.is_ascii_digit()) {
-        if whole == 12 {
+    let (mut seconds, mut rest) = (0u64, bytes);
+    // Eight leading digits at once (times since the epoch have ten).
+    if let Some((&chunk, after)) = bytes.split_first_chunk::<8>()
+        && let Some(n) = eight_digits(chunk)
+    {
+        (seconds, rest) = (n, after);
+    }
+    while let [b, after @ ..] = rest {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        if bytes.len() - rest.len() == 12 {
             return None;
         }
-        seconds = seconds * 10 + u64::from(b - b'0');
-        whole += 1;
+        seconds = seconds * 10 + u64::from(digit);
+        rest = after;
     }
-    let fraction = match bytes.get(whole) {
-        None => &[][..],
-        Some(b'.') => &bytes[whole + 1..],
-        Some(_) => return None,
+    let whole = bytes.len() - rest.len();
+    let fraction = match rest {
+        [] => &[][..],
+        [b'.', fraction @ ..] => fraction,
+        _ => return None,
     };
     if !fraction.iter().all(u8::is_ascii_digit) || whole + fraction.len() == 0 {
         return None;
@@ -129,6 +140,26 @@ fn plain_seconds_ms(bytes: &[u8]) -> Option<u64> {
     let digit = |i: usize| fraction.get(i).map_or(0, |&b| u64::from(b - b'0'));
     let ms = digit(0) * 100 + digit(1) * 10 + digit(2);
     Some(seconds * 1000 + ms + u64::from(digit(3) >= 5))
+}
+
+/// Eight ASCII digits as their number, or `None` if a byte is not a digit: a word's worth at
+/// once (the checks and the multiplications of simdjson's `parse_eight_digits_unrolled`).
+fn eight_digits(chunk: [u8; 8]) -> Option<u64> {
+    const HIGH_NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    let v = u64::from_le_bytes(chunk);
+    // Each byte is 0x30..=0x39: its high nibble is 3, and adding 6 leaves it 3 (no carry
+    // reaches a byte above before a byte below has failed).
+    let digits = (v & HIGH_NIBBLES) | ((v.wrapping_add(0x0606_0606_0606_0606) & HIGH_NIBBLES) >> 4);
+    if digits != 0x3333_3333_3333_3333 {
+        return None;
+    }
+    // Bytes to digit values, then pairs, fours and the eight (the first byte is the most
+    // significant digit).
+    let v = v - 0x3030_3030_3030_3030;
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let low = (v & 0x0000_00FF_0000_00FF).wrapping_mul(100 + (1_000_000 << 32));
+    let high = ((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32));
+    Some(low.wrapping_add(high) >> 32)
 }
 
 /// Why a calendar date-time was refused; the text is phrased to follow "expected".
@@ -143,21 +174,26 @@ pub struct DateTimeError(pub &'static str);
 /// years before 1970 (negative times) are refused.
 pub fn parse_datetime_ms(text: &str) -> Result<u64, DateTimeError> {
     const SHAPE: &str = "a date-time written YYYY-MM-DD HH:MM:SS";
-    let b = text.as_bytes();
-    if b.len() != 19 || b[4] != b'-' || b[7] != b'-' || b[10] != b' ' || b[13] != b':' || b[16] != b':' {
+    let Ok(b) = <&[u8; 19]>::try_from(text.as_bytes()) else { return Err(DateTimeError(SHAPE)) };
+    if b[4] != b'-' || b[7] != b'-' || b[10] != b' ' || b[13] != b':' || b[16] != b':' {
         return Err(DateTimeError(SHAPE));
     }
-    let number = |range: std::ops::Range<usize>| -> Result<u64, DateTimeError> {
-        b[range].iter().try_fold(0u64, |n, &c| {
-            if c.is_ascii_digit() { Ok(n * 10 + u64::from(c - b'0')) } else { Err(DateTimeError(SHAPE)) }
-        })
+    // The digits eight at a time, with the separators read as zeros: `YYYY0MM0` and
+    // `DD0HH0MM`, then `SS` (any byte not a digit is the one shape error).
+    let mut digits = *b;
+    for i in [4, 7, 10, 13, 16] {
+        digits[i] = b'0';
+    }
+    let (Some(date), Some(clock), true) = (
+        eight_digits([digits[0], digits[1], digits[2], digits[3], digits[4], digits[5], digits[6], digits[7]]),
+        eight_digits([digits[8], digits[9], digits[10], digits[11], digits[12], digits[13], digits[14], digits[15]]),
+        b[17].is_ascii_digit() && b[18].is_ascii_digit(),
+    ) else {
+        return Err(DateTimeError(SHAPE));
     };
-    let year = number(0..4)?;
-    let month = number(5..7)?;
-    let day = number(8..10)?;
-    let hour = number(11..13)?;
-    let minute = number(14..16)?;
-    let second = number(17..19)?;
+    let (year, month, day) = (date / 10_000, date / 10 % 100, clock / 1_000_000);
+    let (hour, minute) = (clock / 1000 % 100, clock % 100);
+    let second = u64::from(b[17] - b'0') * 10 + u64::from(b[18] - b'0');
     if year < 1970 {
         return Err(DateTimeError("a date-time in 1970 or later (times before the epoch cannot be represented)"));
     }
@@ -314,6 +350,35 @@ mod tests {
 
     /// The two-pass parser this module had before its one-pass rewrite, kept as the reference
     /// the rewrite must agree with on every input.
+    /// [`parse_datetime_ms`] as first written: each field's digits one by one.
+    fn reference_datetime_ms(text: &str) -> Result<u64, DateTimeError> {
+        const SHAPE: &str = "a date-time written YYYY-MM-DD HH:MM:SS";
+        let b = text.as_bytes();
+        if b.len() != 19 || b[4] != b'-' || b[7] != b'-' || b[10] != b' ' || b[13] != b':' || b[16] != b':' {
+            return Err(DateTimeError(SHAPE));
+        }
+        let number = |range: std::ops::Range<usize>| -> Result<u64, DateTimeError> {
+            b[range].iter().try_fold(0u64, |n, &c| {
+                if c.is_ascii_digit() { Ok(n * 10 + u64::from(c - b'0')) } else { Err(DateTimeError(SHAPE)) }
+            })
+        };
+        let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+        let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+        if year < 1970 {
+            return Err(DateTimeError("a date-time in 1970 or later (times before the epoch cannot be represented)"));
+        }
+        if !(1..=12).contains(&month) {
+            return Err(DateTimeError("a date-time YYYY-MM-DD HH:MM:SS with a month 01-12"));
+        }
+        if day < 1 || day > days_in_month(year, month) {
+            return Err(DateTimeError("a date-time YYYY-MM-DD HH:MM:SS with a day that exists in its month"));
+        }
+        if hour > 23 || minute > 59 || second > 59 {
+            return Err(DateTimeError("a date-time YYYY-MM-DD HH:MM:SS with hour 00-23, minute and second 00-59"));
+        }
+        Ok(((days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000)
+    }
+
     fn reference_seconds_ms(text: &str) -> Result<u64, SecondsError> {
         let bytes = text.as_bytes();
         if bytes.is_empty() {
@@ -409,6 +474,25 @@ mod tests {
         fn one_pass_seconds_agree_on_numbers(whole in "[0-9]{0,22}", fraction in proptest::option::of("[0-9]{0,8}")) {
             let text = match fraction { Some(f) => format!("{whole}.{f}"), None => whole };
             prop_assert_eq!(parse_seconds_ms(&text), reference_seconds_ms(&text), "{}", text);
+        }
+
+        #[test]
+        fn eight_digits_at_once_are_eight_one_by_one(
+            chunk in proptest::array::uniform8(prop_oneof![6 => b'0'..=b'9', 1 => any::<u8>()]),
+        ) {
+            let expected = chunk.iter().try_fold(0u64, |n, &b| b.is_ascii_digit().then(|| n * 10 + u64::from(b - b'0')));
+            prop_assert_eq!(eight_digits(chunk), expected, "{:?}", chunk);
+        }
+
+        #[test]
+        fn datetimes_read_as_field_by_field(
+            text in prop_oneof![
+                "[12][0-9]{3}-[01][0-9]-[0-3][0-9] [0-2][0-9]:[0-6][0-9]:[0-6][0-9]",
+                "[0-9 :x-]{19}",
+                "[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9/:]{2}",
+            ],
+        ) {
+            prop_assert_eq!(parse_datetime_ms(&text), reference_datetime_ms(&text), "{}", text);
         }
 
         #[test]
