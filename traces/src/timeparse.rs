@@ -194,6 +194,13 @@ pub fn parse_datetime_ms(text: &str) -> Result<u64, DateTimeError> {
     let (year, month, day) = (date / 10_000, date / 10 % 100, clock / 1_000_000);
     let (hour, minute) = (clock / 1000 % 100, clock % 100);
     let second = u64::from(b[17] - b'0') * 10 + u64::from(b[18] - b'0');
+    civil_ms(year, month, day, (hour, minute, second))
+}
+
+/// Milliseconds since the epoch of a date and a time of day read from their digits, each
+/// field checked against its range.
+fn civil_ms(year: u64, month: u64, day: u64, clock: (u64, u64, u64)) -> Result<u64, DateTimeError> {
+    let (hour, minute, second) = clock;
     if year < 1970 {
         return Err(DateTimeError("a date-time in 1970 or later (times before the epoch cannot be represented)"));
     }
@@ -364,19 +371,9 @@ mod tests {
         };
         let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
         let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
-        if year < 1970 {
-            return Err(DateTimeError("a date-time in 1970 or later (times before the epoch cannot be represented)"));
-        }
-        if !(1..=12).contains(&month) {
-            return Err(DateTimeError("a date-time YYYY-MM-DD HH:MM:SS with a month 01-12"));
-        }
-        if day < 1 || day > days_in_month(year, month) {
-            return Err(DateTimeError("a date-time YYYY-MM-DD HH:MM:SS with a day that exists in its month"));
-        }
-        if hour > 23 || minute > 59 || second > 59 {
-            return Err(DateTimeError("a date-time YYYY-MM-DD HH:MM:SS with hour 00-23, minute and second 00-59"));
-        }
-        Ok(((days_from_civil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000)
+        // The ranges are checked as the parser checks them: what this holds the parser to is
+        // reading the digits.
+        civil_ms(year, month, day, (hour, minute, second))
     }
 
     fn reference_seconds_ms(text: &str) -> Result<u64, SecondsError> {
