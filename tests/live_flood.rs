@@ -9,8 +9,9 @@
 mod common;
 
 use common::live::{Session, wait_for};
+use socket2::{Domain, Socket, Type};
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -47,13 +48,30 @@ fn p99(addr: &str, token: &str, n: usize) -> Duration {
     times[(n * 99).div_ceil(100) - 1]
 }
 
-/// `count` connections that each send one byte of a request head a second (a new
-/// connection in place of one the coordinator closed), until `stop`.
+/// Where the slowloris connects from: another address than the legitimate clients'
+/// (127.0.0.1), as an attacker's is. A client that shares the attacker's address shares its
+/// 64 places among the connections waiting for their head, by design: there the flood's
+/// reconnections (600 in a burst each second) closed a legitimate connection whose request
+/// had not arrived yet when it was taken, and the client read nothing (a01c684's CI, once).
+const ATTACKER: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
+
+/// A connection to `addr` from [`ATTACKER`] (every 127.x address is the loopback's on Linux).
+fn connect_from_attacker(addr: &str) -> Option<TcpStream> {
+    let to: SocketAddr = addr.parse().ok()?;
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
+    socket.bind(&SocketAddr::from((ATTACKER, 0)).into()).ok()?;
+    socket.connect(&to.into()).ok()?;
+    Some(socket.into())
+}
+
+/// `count` connections from [`ATTACKER`] that each send one byte of a request head a second
+/// (a new connection in place of one the coordinator closed), until `stop`.
 fn slowloris(addr: String, count: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
     std::thread::spawn(move || {
         let head = b"GET /v1/cluster HTTP/1.1\r\nHost: x\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n";
-        let open = || TcpStream::connect(&addr).ok().map(|s| (s, 0usize));
+        let open = || connect_from_attacker(&addr).map(|s| (s, 0usize));
         let mut conns: Vec<Option<(TcpStream, usize)>> = (0..count).map(|_| open()).collect();
+        assert!(conns.iter().any(Option::is_some), "the slowloris could not connect from {ATTACKER}");
         let mut reopened = 0u64;
         while !stop.load(Ordering::SeqCst) {
             for c in &mut conns {
