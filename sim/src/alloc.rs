@@ -43,6 +43,9 @@ pub struct FreeGpus {
 struct FreeLevels {
     first_node: u32,
     levels: Vec<NodeBits>,
+    /// Bit `f` set = `levels[f]` is not empty (a node holds at most 64 GPUs: 65 levels), so
+    /// that best fit and the most free on one node are a bit scan, not a look at every level.
+    occupied: u128,
 }
 
 impl FreeLevels {
@@ -55,10 +58,15 @@ impl FreeLevels {
     fn insert(&mut self, free: u32, node: NodeId) {
         let at = self.position(node);
         self.levels[free as usize].insert(at);
+        self.occupied |= 1 << free;
     }
     fn remove(&mut self, free: u32, node: NodeId) {
         let at = self.position(node);
-        self.levels[free as usize].remove(at);
+        let level = &mut self.levels[free as usize];
+        level.remove(at);
+        if level.is_empty() {
+            self.occupied &= !(1 << free);
+        }
     }
     fn contains(&self, free: u32, node: NodeId) -> bool {
         self.levels.get(free as usize).is_some_and(|l| l.contains(self.position(node)))
@@ -66,18 +74,77 @@ impl FreeLevels {
     fn len(&self) -> usize {
         self.levels.iter().map(|l| l.len() as usize).sum()
     }
+    /// What `occupied` should be, from the levels themselves.
+    fn occupied_levels(&self) -> u128 {
+        self.levels.iter().enumerate().filter(|(_, l)| !l.is_empty()).fold(0, |bits, (f, _)| bits | 1 << f)
+    }
+    /// The node with the fewest free GPUs but at least `at_least` (one, if zero), lowest
+    /// position on ties: the first member of the first non-empty level from `at_least` up.
+    fn fullest_with(&self, at_least: u32) -> Option<NodeId> {
+        let from = at_least.max(1);
+        let above = self.occupied.checked_shr(from).filter(|&bits| bits != 0)?;
+        let level = from + above.trailing_zeros();
+        self.levels[level as usize].next_from(0).map(|at| self.node(at))
+    }
     /// The most free GPUs on one node (0: none free).
     fn max(&self) -> u32 {
-        (1..self.levels.len()).rev().find(|&f| !self.levels[f].is_empty()).unwrap_or(0) as u32
+        let with_free = self.occupied & !1;
+        if with_free == 0 { 0 } else { 127 - with_free.leading_zeros() }
     }
     /// Nodes keyed `(free, node)` from `from` (inclusive) to `to` (exclusive), in key order.
-    fn range(&self, from: (u32, NodeId), to: (u32, NodeId)) -> impl Iterator<Item = (NodeId, u32)> + '_ {
+    fn range(&self, from: (u32, NodeId), to: (u32, NodeId)) -> Walk<'_> {
         let top = (self.levels.len() as u32).saturating_sub(1);
-        (from.0.max(1)..=to.0.min(top)).flat_map(move |free| {
-            let start = if free == from.0 { from.1.0.saturating_sub(self.first_node) as usize } else { 0 };
-            let end = if free == to.0 { to.1.0.saturating_sub(self.first_node) as usize } else { usize::MAX };
-            self.levels[free as usize].range(start, end).map(move |at| (self.node(at), free))
-        })
+        let (level, last) = (from.0.max(1), to.0.min(top));
+        let at = if level == from.0 { self.position_at_or_after(from.1) } else { 0 };
+        let last_end = if last == to.0 { self.position_at_or_after(to.1) } else { usize::MAX };
+        Walk { set: self, level, at, last, last_end, descending: false }
+    }
+    /// Nodes with free GPUs, the most free first, ties by node id.
+    fn emptiest_first(&self) -> Walk<'_> {
+        Walk { set: self, level: self.max(), at: 0, last: 1, last_end: usize::MAX, descending: true }
+    }
+    /// The position of `node`, or 0 for a node before the pool's.
+    fn position_at_or_after(&self, node: NodeId) -> usize {
+        node.0.saturating_sub(self.first_node) as usize
+    }
+}
+
+/// A walk over one pool's nodes by (free GPUs, node): its levels in turn, up or down, each
+/// level's nodes by id. A hand-written iterator, not a `flat_map` of each level's range:
+/// placement walks these at every start, and the nested closures cost several times this.
+struct Walk<'a> {
+    set: &'a FreeLevels,
+    /// The level being read and the next position to read in it.
+    level: u32,
+    at: usize,
+    /// The last level read (inclusive), and the position where it stops (exclusive).
+    last: u32,
+    last_end: usize,
+    descending: bool,
+}
+
+impl Iterator for Walk<'_> {
+    type Item = (NodeId, u32);
+
+    fn next(&mut self) -> Option<(NodeId, u32)> {
+        loop {
+            let past_last = if self.descending { self.level < self.last } else { self.level > self.last };
+            if past_last {
+                return None;
+            }
+            let end = if self.level == self.last { self.last_end } else { usize::MAX };
+            let level = &self.set.levels[self.level as usize];
+            if let Some(at) = level.next_from(self.at).filter(|&at| at < end) {
+                self.at = at + 1;
+                return Some((self.set.node(at), self.level));
+            }
+            self.at = 0;
+            if self.descending {
+                self.level = self.level.checked_sub(1)?;
+            } else {
+                self.level += 1;
+            }
+        }
     }
 }
 
@@ -91,7 +158,7 @@ impl FreeGpus {
             .map(|p| {
                 let first_node = p.first_node.0;
                 let levels = (0..=p.gpus_per_node).map(|_| NodeBits::new(p.node_count as usize)).collect();
-                FreeLevels { first_node, levels }
+                FreeLevels { first_node, levels, occupied: 0 }
             })
             .collect();
         let mut pool_free = vec![0; cluster.pools().len()];
@@ -209,12 +276,13 @@ impl FreeGpus {
     }
     /// Nodes of `pool` with at least one free GPU, emptiest first (most free), ties by node id.
     pub fn nodes_emptiest_first(&self, pool: PoolId) -> impl Iterator<Item = (NodeId, u32)> + '_ {
-        let set = &self.by_free[pool.index()];
-        (1..=set.max()).rev().flat_map(move |free| set.range((free, NodeId(0)), (free + 1, NodeId(0))))
+        self.by_free[pool.index()].emptiest_first()
     }
     /// The fullest node of `pool` that still has `at_least` free GPUs (best fit), lowest id on ties.
     pub fn best_fit(&self, pool: PoolId, at_least: u32) -> Option<NodeId> {
-        self.nodes_with_at_least(pool, at_least).next().map(|(n, _)| n)
+        // Not `nodes_with_at_least(..).next()`: that walk's iterator chain cost ten times this
+        // lookup, and placement asks it at every start.
+        self.by_free[pool.index()].fullest_with(at_least)
     }
     /// Nodes of `pool` with at least `at_least` free GPUs, fullest first, ties by node id.
     pub fn nodes_with_at_least(&self, pool: PoolId, at_least: u32) -> impl Iterator<Item = (NodeId, u32)> + '_ {
@@ -349,6 +417,9 @@ impl FreeGpus {
         if pool_free.iter().sum::<u32>() != self.total_free {
             return Err("total free count disagrees with the node masks".into());
         }
+        if self.by_free.iter().any(|set| set.occupied != set.occupied_levels()) {
+            return Err("the free index's non-empty levels disagree with its levels".into());
+        }
         for (&gpu, &used) in &self.shared_used {
             let node = self.gpu_node[gpu.index()];
             let pool = self.node_pool[node.index()].index();
@@ -374,4 +445,69 @@ impl FreeGpus {
 
 fn full_mask(gpus: u32) -> u64 {
     if gpus >= 64 { u64::MAX } else { (1u64 << gpus) - 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ClusterSpec, PoolSpec};
+    use rand::RngExt;
+
+    fn pool(name: &str, nodes: u32, gpus_per_node: u32) -> PoolSpec {
+        let (name, gpu_type) = (name.into(), name.into());
+        PoolSpec { name, gpu_type, nodes, gpus_per_node, nodes_per_rack: 0, speed_milli: 1000 }
+    }
+
+    /// Every node of `pool` with free GPUs keyed (free, node), from each node's own count.
+    fn model(free: &FreeGpus, cluster: &Cluster, pool: PoolId) -> Vec<(u32, NodeId)> {
+        let mut keys: Vec<(u32, NodeId)> = cluster.pool(pool).nodes().map(|n| (free.on_node(n), n)).collect();
+        keys.retain(|&(count, _)| count > 0);
+        keys.sort();
+        keys
+    }
+
+    /// The walks (`nodes_with_at_least`, `nodes_emptiest_first`, `nodes_in`) give the nodes
+    /// in the order of their (free, node) keys, and `best_fit` and `emptiest` (direct lookups)
+    /// name the first node of those walks, through random takes and releases on pools of
+    /// several sizes (one past 64 nodes: two words of bits).
+    #[test]
+    fn lookups_and_walks_agree_with_the_nodes_own_counts() {
+        let spec = ClusterSpec { pools: vec![pool("A", 3, 8), pool("B", 130, 4), pool("C", 1, 1)] };
+        let cluster = Cluster::new(&spec).expect("valid");
+        let mut free = FreeGpus::all_free(&cluster);
+        let mut taken = vec![false; cluster.gpu_count() as usize];
+        let mut rng = crate::rng::stream(11, "alloc-best-fit");
+        for _ in 0..5_000 {
+            let gpu = GpuId(rng.random_range(0..cluster.gpu_count()));
+            let node = cluster.node_of(gpu);
+            let was_taken = taken[gpu.index()];
+            taken[gpu.index()] = !was_taken;
+            if was_taken {
+                free.release(node, gpu);
+            } else {
+                free.take(node, gpu);
+            }
+            free.check_consistent().expect("the indexes agree with the masks");
+            for p in cluster.pools() {
+                for at_least in 0..=9 {
+                    let walked = free.nodes_with_at_least(p.id, at_least.max(1)).next().map(|(n, _)| n);
+                    assert_eq!(free.best_fit(p.id, at_least), walked, "pool {}, at least {at_least}", p.name);
+                }
+                assert_eq!(free.emptiest(p.id), free.nodes_emptiest_first(p.id).next().map(|(n, _)| n));
+                let keys = model(&free, &cluster, p.id);
+                let walked: Vec<(u32, NodeId)> = free.nodes_with_at_least(p.id, 1).map(|(n, c)| (c, n)).collect();
+                assert_eq!(walked, keys);
+                let mut emptiest_first = keys.clone();
+                emptiest_first.sort_by_key(|&(count, node)| (std::cmp::Reverse(count), node));
+                let walked: Vec<(u32, NodeId)> = free.nodes_emptiest_first(p.id).map(|(n, c)| (c, n)).collect();
+                assert_eq!(walked, emptiest_first);
+                let Some((&from, &to)) = keys.get(keys.len() / 3).zip(keys.get(keys.len() * 2 / 3)) else {
+                    continue; // no node of the pool has a free GPU
+                };
+                let within: Vec<(u32, NodeId)> = keys.iter().copied().filter(|&k| k >= from && k < to).collect();
+                let walked: Vec<(u32, NodeId)> = free.nodes_in(p.id, from..to).map(|(n, c)| (c, n)).collect();
+                assert_eq!(walked, within, "pool {}, {from:?}..{to:?}", p.name);
+            }
+        }
+    }
 }

@@ -44,15 +44,25 @@ impl Candidates<'_> {
     pub(crate) fn nodes_emptiest_first(&self, pool: PoolId) -> impl Iterator<Item = (NodeId, u32)> + '_ {
         self.free.nodes_emptiest_first(pool).filter(|&(n, _)| self.allowed(n))
     }
-    /// The fullest node that still has `at_least` free GPUs (best fit).
+    /// The fullest node that still has `at_least` free GPUs (best fit). Nothing avoided (the
+    /// common case): the free set's direct lookup, not a walk.
     pub(crate) fn best_fit(&self, pool: PoolId, at_least: u32) -> Option<NodeId> {
+        if self.avoid.is_empty() {
+            return self.free.best_fit(pool, at_least);
+        }
         self.nodes_with_at_least(pool, at_least).next().map(|(n, _)| n)
     }
     /// The node with the most free GPUs (worst fit).
     pub(crate) fn emptiest(&self, pool: PoolId) -> Option<NodeId> {
+        if self.avoid.is_empty() {
+            return self.free.emptiest(pool);
+        }
         self.nodes_emptiest_first(pool).next().map(|(n, _)| n)
     }
     pub(crate) fn max_on_one_node(&self, pool: PoolId) -> u32 {
+        if self.avoid.is_empty() {
+            return self.free.max_on_one_node(pool);
+        }
         self.nodes_emptiest_first(pool).next().map_or(0, |(_, free)| free)
     }
     /// Shared GPUs of `pool` with at least `milli` room, least room first, ties by GPU id.

@@ -279,14 +279,22 @@ impl Fit {
     }
 }
 
-/// Takes `gpus` GPUs from `pool`: one node when one node can hold them (chosen by `fit`), else
-/// the emptiest nodes first with the last piece on the fullest node that holds it; a gang
-/// that fixes its GPUs per node takes them from the nodes `fit` picks. `None` when the pool
-/// cannot host the shape now.
-fn take_from_pool(shape: Shape, pool: PoolId, free: &Candidates<'_>, fit: Fit) -> Option<Vec<GpuId>> {
-    if !fits_in(shape, pool, free) {
-        return None;
+/// The pool of least `key` among `pools` (the ones that can host a gang), computing keys only
+/// when there is a choice: a cluster has a pool per GPU type, so most gangs have one pool.
+fn least_by_key<K: Ord>(mut pools: impl Iterator<Item = PoolId>, key: impl Fn(PoolId) -> K) -> Option<PoolId> {
+    let first = pools.next()?;
+    match pools.next() {
+        None => Some(first),
+        Some(second) => [first, second].into_iter().chain(pools).min_by_key(|&p| key(p)),
     }
+}
+
+/// Takes `gpus` GPUs from `pool`, which can host the shape now (`fits_in`): one node when one
+/// node can hold them (chosen by `fit`), else the emptiest nodes first with the last piece on
+/// the fullest node that holds it; a gang that fixes its GPUs per node takes them from the
+/// nodes `fit` picks. `None` only if a node runs out under the walk (it cannot, given the fit).
+fn take_from_pool(shape: Shape, pool: PoolId, free: &Candidates<'_>, fit: Fit) -> Option<Vec<GpuId>> {
+    debug_assert!(fits_in(shape, pool, free), "the caller chose a pool that hosts the shape");
     let mut gpus = Vec::with_capacity(shape.gpus as usize);
     if let Some((per_node, nodes)) = shape.split_over_nodes() {
         for node in fit.nodes_with(pool, per_node, nodes, free) {
