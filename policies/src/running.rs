@@ -50,6 +50,11 @@ impl RunningIndex {
 
     /// Indexes `task` in `pool`, expected to end at `end` (a task already indexed moves).
     pub fn insert_at(&mut self, task: TaskId, pool: PoolId, end: SimTime) {
+        // Indexed so already: easy-backfill indexes its starts at once, and the next decision's
+        // changes name them again.
+        if self.entry.get(task.index()) == Some((end, pool)) {
+            return;
+        }
         self.remove(task);
         if self.by_pool.len() <= pool.index() {
             self.by_pool.resize_with(pool.index() + 1, BTreeSet::new);
@@ -68,5 +73,33 @@ impl RunningIndex {
     /// Running tasks of `pool`, soonest expected end first.
     pub fn in_pool(&self, pool: PoolId) -> impl DoubleEndedIterator<Item = (SimTime, TaskId)> + '_ {
         self.by_pool.get(pool.index()).into_iter().flat_map(|set| set.iter().copied())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tasks(index: &RunningIndex, pool: u32) -> Vec<(SimTime, TaskId)> {
+        index.in_pool(PoolId(pool)).collect()
+    }
+
+    #[test]
+    fn a_task_indexed_again_is_listed_once_at_its_latest_end() {
+        let mut index = RunningIndex::default();
+        index.insert_at(TaskId(3), PoolId(0), SimTime(50));
+        index.insert_at(TaskId(1), PoolId(0), SimTime(70));
+        // Again with the same key (a start indexed at once, then named by the changes): once.
+        index.insert_at(TaskId(3), PoolId(0), SimTime(50));
+        assert_eq!(tasks(&index, 0), [(SimTime(50), TaskId(3)), (SimTime(70), TaskId(1))]);
+        // A new expected end, then a new pool: it moves.
+        index.insert_at(TaskId(3), PoolId(0), SimTime(90));
+        assert_eq!(tasks(&index, 0), [(SimTime(70), TaskId(1)), (SimTime(90), TaskId(3))]);
+        index.insert_at(TaskId(3), PoolId(1), SimTime(90));
+        assert_eq!(tasks(&index, 0), [(SimTime(70), TaskId(1))]);
+        assert_eq!(tasks(&index, 1), [(SimTime(90), TaskId(3))]);
+        index.remove(TaskId(3));
+        index.remove(TaskId(3));
+        assert_eq!(tasks(&index, 1), []);
     }
 }
