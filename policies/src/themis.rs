@@ -285,6 +285,16 @@ impl Themis {
         self.rho_from(end.since(submit), duration, t.gpus, jobs, gpus)
     }
 
+    /// A running task's rho as a victim (see `rho`) from where its work stands now (`at`,
+    /// `ClusterView::progress_now`): its work done and at risk read once, not three times.
+    fn victim_rho(&self, view: &ClusterView<'_>, task: TaskId, at: sim::Progress, jobs: u128, gpus: u128) -> Rho {
+        let t = view.task(task);
+        let expected = view.expected_duration(task, self.source);
+        let end = view.now() + t.restart_overhead + (expected - at.done) + (at.done - at.saved);
+        let duration = expected.as_ms();
+        self.rho_from(end.since(view.job_spec(t.job).submit), duration, t.gpus, jobs, gpus)
+    }
+
     /// A waiting task's rho now from what `Waiting::of` read (at its first round): the same
     /// arithmetic as `rho` (now + overhead + remaining, less submit; the additions saturate,
     /// so adding overhead and remaining first gives the same sum).
@@ -402,12 +412,15 @@ impl Themis {
         // is no victim, so every start makes at least one lease of progress; and it must have
         // saved some of it (a checkpoint in this attempt), or the attempt would be lost whole.
         for (&t, lease) in &self.running {
-            if lease.until > now || view.work_saved_this_attempt(t) == SimDuration::ZERO {
-                continue;
+            let Some(pool) = lease.pool.filter(|_| lease.until <= now) else { continue };
+            let Some(at) = view.progress_now(t) else { continue };
+            let task = view.task(t);
+            if at.saved - (task.work - task.remaining) == SimDuration::ZERO {
+                continue; // nothing checkpointed in this attempt (`work_saved_this_attempt`)
             }
-            if let Some(pool) = lease.pool {
-                per_pool[pool.index()].push((self.rho(view, t, jobs, gpus), Reverse(t)));
-            }
+            let rho = self.victim_rho(view, t, at, jobs, gpus);
+            debug_assert!(rho == self.rho(view, t, jobs, gpus), "rho of victim {t} from its progress now");
+            per_pool[pool.index()].push((rho, Reverse(t)));
         }
         scratch.victims.resize_with(pools, LazySorted::default);
         for (list, items) in scratch.victims.iter_mut().zip(per_pool) {

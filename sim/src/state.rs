@@ -131,10 +131,6 @@ impl TaskState {
         }
         self.progress_after(wall).done - (self.work - self.remaining)
     }
-    /// Work of a running task checkpointed by `now` (all attempts).
-    pub fn saved_at(&self, now: SimTime) -> SimDuration {
-        self.progress_after(self.progress_wall_at(now)).saved
-    }
     /// Wall time the current attempt has spent making progress by `now` (after its restart
     /// overhead, before its hardware broke, at most what its remaining work takes).
     pub fn progress_wall_at(&self, now: SimTime) -> SimDuration {

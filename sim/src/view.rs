@@ -130,15 +130,18 @@ impl<'a> ClusterView<'a> {
     pub fn queue_of(&self, job: JobId) -> Option<QueueId> {
         self.job_queue.of(job)
     }
+    /// Where a running task's work stands now, done and checkpointed (all attempts); `None`
+    /// for a task not running. One read of its progress for what a preemptive policy weighs
+    /// about each victim: [`Self::work_at_risk`] and [`Self::work_saved_this_attempt`] are
+    /// parts of it, and its work done is what [`Self::expected_remaining`] subtracts.
+    pub fn progress_now(&self, task: TaskId) -> Option<crate::Progress> {
+        let t = &self.tasks[task.index()];
+        (t.status == TaskStatus::Running).then(|| t.progress_after(t.progress_wall_at(self.now)))
+    }
     /// The work a running task would lose if it were preempted now: what it did since its
     /// last checkpoint (nothing with continuous checkpoints, or while stalled it has none).
     pub fn work_at_risk(&self, task: TaskId) -> SimDuration {
-        let t = &self.tasks[task.index()];
-        if t.status != TaskStatus::Running {
-            return SimDuration::ZERO;
-        }
-        let at = t.progress_after(t.progress_wall_at(self.now));
-        at.done - at.saved
+        self.progress_now(task).map_or(SimDuration::ZERO, |at| at.done - at.saved)
     }
     /// The work a running task has checkpointed during its current attempt: what preempting it
     /// now would keep of the attempt. Zero while it pays its restart overhead and until its
@@ -147,11 +150,7 @@ impl<'a> ClusterView<'a> {
     /// ends has moved its task forward for good.
     pub fn work_saved_this_attempt(&self, task: TaskId) -> SimDuration {
         let t = &self.tasks[task.index()];
-        if t.status != TaskStatus::Running {
-            return SimDuration::ZERO;
-        }
-        let start = t.work - t.remaining;
-        t.saved_at(self.now) - start
+        self.progress_now(task).map_or(SimDuration::ZERO, |at| at.saved - (t.work - t.remaining))
     }
     /// What the scheduler knows of the hardware (nodes declared dead, GPUs taken out). The
     /// ground truth in it is for reports; a policy that reads `broken` is cheating.
