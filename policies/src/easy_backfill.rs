@@ -75,7 +75,7 @@ impl EasyBackfill {
             source,
             depth,
             placer,
-            waiting: WaitQueue::default(),
+            waiting: WaitQueue::keeping_order(),
             running: RunningIndex::default(),
             candidates: Vec::new(),
             no_room: Vec::new(),

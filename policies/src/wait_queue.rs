@@ -9,14 +9,14 @@
 //! sjf and srtf incremental.
 //!
 //! A tree of all tasks in key order doubles the cost of every insertion and removal (a second
-//! descent in a tree of the whole queue), so it is kept only for a policy that reads a prefix
-//! of the order at each decision (`iter_shaped`: easy-backfill's candidates), from its first
-//! read on: merging the shapes' trees at each read cost easy-backfill about 40 instructions a
-//! candidate more than walking one tree (2.93 G instructions against 2.56 G at 100k jobs),
-//! more than the tree's upkeep. `iter` and `drain_queued` merge: themis reads the whole order
-//! once a round and then re-keys every task, which would rebuild the tree (keeping it there
-//! measured 0.2 G instructions more at 100k jobs). The heads change only when a shape's first
-//! task does.
+//! descent in a tree of the whole queue), so it is kept only by a queue made with
+//! [`WaitQueue::keeping_order`], for a policy that reads a prefix of the order at each
+//! decision (easy-backfill's candidates, `iter_shaped`): merging the shapes' trees at each
+//! read cost easy-backfill about 40 instructions a candidate more than walking one tree (2.93 G
+//! instructions against 2.56 G at 100k jobs), more than the tree's upkeep. Other queues merge
+//! when read in order (`iter`, `iter_shaped`, `drain_queued`): themis reads the whole order
+//! once a round and then re-keys every task, which would rebuild the tree. The heads change
+//! only when a shape's first task does.
 //!
 //! A task its queue's quota holds back is *parked*, out of the order, until a task of that
 //! queue stops (see `tracking::sync_waiting`): it is not waiting for GPUs, so it neither
@@ -30,6 +30,13 @@ use std::collections::{BTreeMap, BTreeSet, btree_set};
 /// Smaller keys go first; ties break by task id (arrival order).
 pub type Key = u64;
 
+/// A shape's index among those a queue has seen, as its entries hold it.
+type ShapeIndex = u32;
+
+fn narrow(index: usize) -> ShapeIndex {
+    ShapeIndex::try_from(index).expect("fewer than 2^32 shapes")
+}
+
 /// A policy's waiting tasks: in key order, by shape, and parked by queue.
 #[derive(Debug, Default)]
 pub struct WaitQueue {
@@ -41,9 +48,8 @@ pub struct WaitQueue {
     by_shape: Vec<BTreeSet<(Key, TaskId)>>,
     /// The first task of each shape that has one, with the shape's index, in key order.
     heads: Heads,
-    /// Every queued task in key order, kept (`keeps_order`) once a policy has read the order
-    /// with `iter_shaped`.
-    in_order: BTreeSet<(Key, TaskId)>,
+    /// Every queued task in key order, kept only by a queue made with `keeping_order`.
+    in_order: BTreeSet<(Key, TaskId, ShapeIndex)>,
     keeps_order: bool,
     /// Each queued task's key and shape index, by task id.
     entry: Entries,
@@ -53,6 +59,12 @@ pub struct WaitQueue {
 }
 
 impl WaitQueue {
+    /// An empty queue that also keeps every task in key order, for a policy that reads a
+    /// prefix of the order at each decision (`iter_shaped`): easy-backfill.
+    pub fn keeping_order() -> WaitQueue {
+        WaitQueue { keeps_order: true, ..WaitQueue::default() }
+    }
+
     /// Queues `task`; a task already queued is re-keyed.
     pub fn insert(&mut self, task: TaskId, key: Key, shape: Shape) {
         // Already queued so (a policy queues its victims at once, and the next decision's
@@ -73,7 +85,7 @@ impl WaitQueue {
             self.heads.replace(index, old_first, Some((key, task)));
         }
         if self.keeps_order {
-            self.in_order.insert((key, task));
+            self.in_order.insert((key, task, narrow(index)));
         }
     }
 
@@ -128,7 +140,7 @@ impl WaitQueue {
             tasks.remove(&(key, task));
         }
         if self.keeps_order {
-            self.in_order.remove(&(key, task));
+            self.in_order.remove(&(key, task, narrow(index)));
         }
     }
 
@@ -139,19 +151,21 @@ impl WaitQueue {
     pub fn rekey_in_order(&mut self, order: &[TaskId]) {
         debug_assert!(order.len() == self.len(), "rekey_in_order takes every queued task");
         let mut per_shape: Vec<Vec<(Key, TaskId)>> = vec![Vec::new(); self.shapes.len()];
+        let mut in_order = Vec::new();
         for (rank, &task) in order.iter().enumerate() {
             let (_, index) = self.entry.get(task).expect("only queued tasks are re-keyed");
             self.entry.set(task, rank as Key, index);
             per_shape[index].push((rank as Key, task));
+            if self.keeps_order {
+                in_order.push((rank as Key, task, narrow(index)));
+            }
         }
         self.heads.clear();
         for (index, tasks) in per_shape.iter().enumerate() {
             self.heads.replace(index, None, tasks.first().copied());
         }
         self.by_shape = per_shape.into_iter().map(BTreeSet::from_iter).collect();
-        if self.keeps_order {
-            self.in_order = order.iter().enumerate().map(|(rank, &task)| (rank as Key, task)).collect();
-        }
+        self.in_order = BTreeSet::from_iter(in_order);
     }
 
     /// Takes every queued task out (parked ones stay), appending (task, shape index) to `out`
@@ -159,7 +173,7 @@ impl WaitQueue {
     /// (themis' `RankedQueue`), O(n log shapes).
     pub fn drain_queued(&mut self, out: &mut Vec<(TaskId, usize)>) {
         let drained = out.len();
-        out.extend(self.iter_shaped());
+        out.extend(self.merged().map(|(_, task, index)| (task, index)));
         for &(task, _) in &out[drained..] {
             self.entry.take(task).expect("a queued task has an entry");
         }
@@ -185,20 +199,10 @@ impl WaitQueue {
     }
 
     /// Tasks in key order, from the head, with their shape index (`shape`): what a policy
-    /// that tests many tasks against the free GPUs reads so as to test each shape once, at
-    /// each decision (easy-backfill), so the queue keeps the whole order from then on.
-    pub fn iter_shaped(&mut self) -> impl Iterator<Item = (TaskId, usize)> + '_ {
-        self.keep_order();
-        let entry = &self.entry;
-        self.in_order.iter().map(|&(_, task)| (task, entry.get(task).expect("a queued task has an entry").1))
-    }
-
-    /// Keeps every queued task in key order from now on.
-    fn keep_order(&mut self) {
-        if !self.keeps_order {
-            self.in_order = self.merged().map(|(key, task, _)| (key, task)).collect();
-            self.keeps_order = true;
-        }
+    /// that tests many tasks against the free GPUs reads so as to test each shape once. A
+    /// queue made with `keeping_order` walks its tree of the whole order; another merges.
+    pub fn iter_shaped(&self) -> InOrder<'_> {
+        if self.keeps_order { InOrder(Walk::Kept(self.in_order.iter())) } else { InOrder(Walk::Merged(self.merged())) }
     }
 
     /// The first task of each shape in key order (shapes in their own order), with its shape:
@@ -299,6 +303,28 @@ fn settle(sorted: &mut [(Key, TaskId, usize)], mut at: usize) {
     }
 }
 
+/// The queued tasks in key order with their shape indexes (`WaitQueue::iter_shaped`): the
+/// tree of the whole order a queue `keeping_order` has, or the shapes' trees merged. An enum,
+/// not a chain of two optional iterators: easy-backfill reads a hundred tasks a decision
+/// through it, and the chain's adapters cost it a sixth more instructions in all.
+pub struct InOrder<'a>(Walk<'a>);
+
+enum Walk<'a> {
+    Kept(btree_set::Iter<'a, (Key, TaskId, ShapeIndex)>),
+    Merged(Merged<'a>),
+}
+
+impl Iterator for InOrder<'_> {
+    type Item = (TaskId, usize);
+
+    fn next(&mut self) -> Option<(TaskId, usize)> {
+        match &mut self.0 {
+            Walk::Kept(tasks) => tasks.next().map(|&(_, task, index)| (task, index as usize)),
+            Walk::Merged(merged) => merged.next().map(|(_, task, index)| (task, index)),
+        }
+    }
+}
+
 /// A k-way merge of the shapes' trees: each unfinished shape's next task, sorted, and where
 /// each shape's tree stands. After the first shape yields its task, its next one moves to its
 /// place in the sorted list, which is often where it is: one shape (one GPU) holds most tasks,
@@ -335,7 +361,7 @@ impl Iterator for Merged<'_> {
 /// ids with a task queued ([`IdTable`]), so a queue costs the tasks it holds, not every task of
 /// the run (a policy with several queues, as tiresias' levels, has one each).
 #[derive(Debug, Default)]
-struct Entries(IdTable<(Key, u32)>);
+struct Entries(IdTable<(Key, ShapeIndex)>);
 
 impl Entries {
     fn get(&self, task: TaskId) -> Option<(Key, usize)> {
@@ -343,7 +369,7 @@ impl Entries {
     }
 
     fn set(&mut self, task: TaskId, key: Key, index: usize) {
-        self.0.insert(task.index(), (key, u32::try_from(index).expect("fewer than 2^32 shapes")));
+        self.0.insert(task.index(), (key, narrow(index)));
     }
 
     fn take(&mut self, task: TaskId) -> Option<(Key, usize)> {
@@ -408,7 +434,7 @@ mod tests {
             seed: u64,
         },
         Drain,
-        /// Reads the whole order as easy-backfill does (the queue keeps it from then on).
+        /// Reads the whole order, as themis (`iter`) and easy-backfill (`iter_shaped`) do.
         Read,
     }
 
@@ -479,13 +505,14 @@ mod tests {
         }
     }
 
-    /// What every read but `iter_shaped` (which keeps the order, `Op::Read`) gives.
+    /// What every read but `iter` and `iter_shaped` (`Op::Read`) gives.
     fn check(queue: &WaitQueue, model: &Model, free: &FreeGpus) -> Result<(), TestCaseError> {
         let expected = model.order();
         let merged: Vec<_> = queue.merged().map(|(key, task, index)| (key, task, queue.shape(index))).collect();
         prop_assert_eq!(&merged, &expected);
         if queue.keeps_order {
-            prop_assert_eq!(&queue.in_order, &model.queued);
+            let kept: BTreeSet<(Key, TaskId)> = queue.in_order.iter().map(|&(key, task, _)| (key, task)).collect();
+            prop_assert_eq!(&kept, &model.queued);
         }
         prop_assert_eq!(queue.head(), model.queued.first().copied());
         let fitting = expected.iter().find(|(_, _, shape)| shape.fits(free)).map(|&(key, task, _)| (key, task));
@@ -502,11 +529,12 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::with_cases(256) })]
 
-        /// Whatever the operations, the queue reads as the plain model does.
+        /// Whatever the operations, the queue (keeping the whole order or not) reads as the
+        /// plain model does.
         #[test]
-        fn agrees_with_an_ordered_set(ops in prop::collection::vec(op(), 1..80)) {
+        fn agrees_with_an_ordered_set(ops in prop::collection::vec(op(), 1..80), keeping in any::<bool>()) {
             let free = free_gpus();
-            let mut queue = WaitQueue::default();
+            let mut queue = if keeping { WaitQueue::keeping_order() } else { WaitQueue::default() };
             let mut model = Model::default();
             for op in ops {
                 match op {
