@@ -378,9 +378,6 @@ impl Tiresias {
         }));
         let rate: u64 = growth.iter().map(|&(_, r)| r).sum();
         let info = *self.job(job);
-        if let Some(at) = info.crossing.get() {
-            self.crossings.remove(&(at, job));
-        }
         // The ordered sets hold the times as stored (an `OptTime` keeps a saturated one a
         // millisecond short), so that what is inserted is what is later removed.
         let crossing = OptTime::from((rate > 0 && level < self.thresholds.len()).then(|| {
@@ -388,10 +385,17 @@ impl Tiresias {
             crossing_time(now, self.thresholds[level] - attained, &growth)
         }));
         self.growth = growth;
-        if let Some(at) = crossing.get() {
-            self.crossings.insert((at, job));
+        // Most refreshes find the crossing where it was (a job touched by a decision whose
+        // rate did not change): the set is left alone then.
+        if crossing != info.crossing {
+            if let Some(at) = info.crossing.get() {
+                self.crossings.remove(&(at, job));
+            }
+            if let Some(at) = crossing.get() {
+                self.crossings.insert((at, job));
+            }
+            self.job(job).crossing = crossing;
         }
-        self.job(job).crossing = crossing;
         let waiting = rate == 0 && view.job(job).tasks().any(|t| self.is_queued(t));
         let promote_at = OptTime::from(if self.promote_after > 0 && level > 0 && waiting {
             info.promote_at.get().or_else(|| {
