@@ -414,9 +414,8 @@ impl Themis {
         for (&t, lease) in &self.running {
             let Some(pool) = lease.pool.filter(|_| lease.until <= now) else { continue };
             let Some(at) = view.progress_now(t) else { continue };
-            let task = view.task(t);
-            if at.saved - (task.work - task.remaining) == SimDuration::ZERO {
-                continue; // nothing checkpointed in this attempt (`work_saved_this_attempt`)
+            if view.task(t).saved_this_attempt(at) == SimDuration::ZERO {
+                continue; // nothing checkpointed in this attempt
             }
             let rho = self.victim_rho(view, t, at, jobs, gpus);
             debug_assert!(rho == self.rho(view, t, jobs, gpus), "rho of victim {t} from its progress now");

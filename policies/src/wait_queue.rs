@@ -385,15 +385,8 @@ mod tests {
 
     /// Pool 0: 2 nodes of 4 GPUs; pool 1: 1 node of 8. All free, a shape fits by its size.
     fn free_gpus() -> FreeGpus {
-        let pool = |name: &str, nodes, gpus_per_node| PoolSpec {
-            name: name.to_string(),
-            gpu_type: name.to_string(),
-            nodes,
-            gpus_per_node,
-            nodes_per_rack: 0,
-            speed_milli: 1000,
-        };
-        let cluster = Cluster::new(&ClusterSpec { pools: vec![pool("A", 2, 4), pool("B", 1, 8)] }).unwrap();
+        let pools = vec![PoolSpec::of_type("A", 2, 4), PoolSpec::of_type("B", 1, 8)];
+        let cluster = Cluster::new(&ClusterSpec { pools }).unwrap();
         FreeGpus::all_free(&cluster)
     }
 

@@ -280,8 +280,8 @@ impl FreeGpus {
     }
     /// The fullest node of `pool` that still has `at_least` free GPUs (best fit), lowest id on ties.
     pub fn best_fit(&self, pool: PoolId, at_least: u32) -> Option<NodeId> {
-        // Not `nodes_with_at_least(..).next()`: that walk's iterator chain cost ten times this
-        // lookup, and placement asks it at every start.
+        // Not `nodes_with_at_least(..).next()`: a walk looks at every level from `at_least`
+        // up, this reads the mask of non-empty ones; placement asks at every start.
         self.by_free[pool.index()].fullest_with(at_least)
     }
     /// Nodes of `pool` with at least `at_least` free GPUs, fullest first, ties by node id.
@@ -453,11 +453,6 @@ mod tests {
     use crate::{ClusterSpec, PoolSpec};
     use rand::RngExt;
 
-    fn pool(name: &str, nodes: u32, gpus_per_node: u32) -> PoolSpec {
-        let (name, gpu_type) = (name.into(), name.into());
-        PoolSpec { name, gpu_type, nodes, gpus_per_node, nodes_per_rack: 0, speed_milli: 1000 }
-    }
-
     /// Every node of `pool` with free GPUs keyed (free, node), from each node's own count.
     fn model(free: &FreeGpus, cluster: &Cluster, pool: PoolId) -> Vec<(u32, NodeId)> {
         let mut keys: Vec<(u32, NodeId)> = cluster.pool(pool).nodes().map(|n| (free.on_node(n), n)).collect();
@@ -472,7 +467,9 @@ mod tests {
     /// several sizes (one past 64 nodes: two words of bits).
     #[test]
     fn lookups_and_walks_agree_with_the_nodes_own_counts() {
-        let spec = ClusterSpec { pools: vec![pool("A", 3, 8), pool("B", 130, 4), pool("C", 1, 1)] };
+        let spec = ClusterSpec {
+            pools: vec![PoolSpec::of_type("A", 3, 8), PoolSpec::of_type("B", 130, 4), PoolSpec::of_type("C", 1, 1)],
+        };
         let cluster = Cluster::new(&spec).expect("valid");
         let mut free = FreeGpus::all_free(&cluster);
         let mut taken = vec![false; cluster.gpu_count() as usize];

@@ -30,6 +30,12 @@ impl TaskState {
         self.work - self.remaining
     }
 
+    /// Of the work checkpointed at `at` (this task's progress now), what the current attempt
+    /// saved: what preempting it would keep of the attempt.
+    pub fn saved_this_attempt(&self, at: Progress) -> SimDuration {
+        at.saved - self.attempt_start()
+    }
+
     /// The current attempt's checkpoints before work point `x` (work since the task began,
     /// exclusive): interval multiples after where the attempt started, the task's end excepted.
     pub fn checkpoints_before(&self, x: SimDuration) -> u64 {

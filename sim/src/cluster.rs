@@ -26,6 +26,15 @@ pub struct PoolSpec {
     pub speed_milli: u32,
 }
 
+impl PoolSpec {
+    /// `nodes` nodes of `gpus_per_node` GPUs of type `gpu_type`, the pool named after it, one
+    /// rack, at the reference speed: what the shorthand `NxG:TYPE` describes.
+    pub fn of_type(gpu_type: &str, nodes: u32, gpus_per_node: u32) -> PoolSpec {
+        let (name, gpu_type) = (gpu_type.to_owned(), gpu_type.to_owned());
+        PoolSpec { name, gpu_type, nodes, gpus_per_node, nodes_per_rack: 0, speed_milli: 1000 }
+    }
+}
+
 /// A whole cluster as the user describes it: pools in a stated order (the order fixes node ids).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ClusterSpec {

@@ -150,7 +150,7 @@ impl<'a> ClusterView<'a> {
     /// ends has moved its task forward for good.
     pub fn work_saved_this_attempt(&self, task: TaskId) -> SimDuration {
         let t = &self.tasks[task.index()];
-        self.progress_now(task).map_or(SimDuration::ZERO, |at| at.saved - (t.work - t.remaining))
+        self.progress_now(task).map_or(SimDuration::ZERO, |at| t.saved_this_attempt(at))
     }
     /// What the scheduler knows of the hardware (nodes declared dead, GPUs taken out). The
     /// ground truth in it is for reports; a policy that reads `broken` is cheating.

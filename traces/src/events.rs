@@ -174,15 +174,7 @@ mod tests {
     use sim::PoolSpec;
 
     fn cluster() -> ClusterSpec {
-        let pool = |name: &str, nodes, gpus_per_node| PoolSpec {
-            name: name.into(),
-            gpu_type: name.into(),
-            nodes,
-            gpus_per_node,
-            nodes_per_rack: 0,
-            speed_milli: 1000,
-        };
-        ClusterSpec { pools: vec![pool("A100", 2, 8), pool("K80", 3, 2)] }
+        ClusterSpec { pools: vec![PoolSpec::of_type("A100", 2, 8), PoolSpec::of_type("K80", 3, 2)] }
     }
 
     fn read(text: &str) -> Result<Vec<EventRecord>, TraceError> {
