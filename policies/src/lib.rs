@@ -20,6 +20,8 @@ mod drf;
 mod easy_backfill;
 mod fair_share;
 mod fifo;
+mod heads;
+mod id_list;
 mod id_table;
 mod lazy_sorted;
 pub mod params;

@@ -11,9 +11,12 @@
 //! the front of its shape's order.
 //!
 //! The order read is exactly that of sorting every task by `(key, task)`: the first task
-//! overall is the smallest of the shapes' first tasks, as in `WaitQueue::first_fitting`.
-//! Shapes are `WaitQueue`'s indices (`WaitQueue::shape`), so the two agree on what fits.
+//! overall is the smallest of the shapes' first tasks, kept in order ([`Heads`]) as in
+//! `WaitQueue`, so that the first task whose shape fits (read at every decision between rounds)
+//! is a walk of those. Shapes are `WaitQueue`'s indices (`WaitQueue::shape`), so the two agree
+//! on what fits.
 
+use crate::heads::Heads;
 use crate::lazy_sorted::LazySorted;
 use sim::TaskId;
 
@@ -27,13 +30,23 @@ pub struct RankedQueue<K: Ord + Copy> {
     /// run, not 16).
     shape_of: Vec<Option<u32>>,
     len: usize,
+    /// Each shape's first task still here (the one at `gone`), in order: a task that leaves
+    /// as its shape's first is replaced at once, so these are always tasks still here.
+    heads: Heads<K>,
     /// Per shape, the entries of a `rebuild` (kept to allocate nothing in steady state).
     buckets: Vec<Vec<(K, TaskId)>>,
 }
 
 impl<K: Ord + Copy> Default for RankedQueue<K> {
     fn default() -> Self {
-        RankedQueue { by_shape: Vec::new(), gone: Vec::new(), shape_of: Vec::new(), len: 0, buckets: Vec::new() }
+        RankedQueue {
+            by_shape: Vec::new(),
+            gone: Vec::new(),
+            shape_of: Vec::new(),
+            len: 0,
+            heads: Heads::default(),
+            buckets: Vec::new(),
+        }
     }
 }
 
@@ -62,6 +75,11 @@ impl<K: Ord + Copy> RankedQueue<K> {
         for (list, bucket) in self.by_shape.iter_mut().zip(&mut self.buckets) {
             list.refill(bucket.drain(..));
         }
+        self.heads.clear();
+        for shape in 0..self.by_shape.len() {
+            let first = self.by_shape[shape].get(0);
+            self.heads.replace(shape, None, first);
+        }
     }
 
     /// Takes every task out, giving each (task, shape index, key) to `each` in no particular
@@ -79,12 +97,17 @@ impl<K: Ord + Copy> RankedQueue<K> {
         self.rebuild(std::iter::empty());
     }
 
-    /// Takes `task` out if it is here.
+    /// Takes `task` out if it is here (a task of its shape's list further on is dropped when
+    /// it comes to the front).
     pub fn remove(&mut self, task: TaskId) {
-        if let Some(slot) = self.shape_of.get_mut(task.index())
-            && slot.take().is_some()
+        let Some(shape) = self.shape_of.get_mut(task.index()).and_then(Option::take) else { return };
+        self.len -= 1;
+        let shape = shape as usize;
+        if let Some((key, first)) = self.by_shape[shape].get(self.gone[shape])
+            && first == task
         {
-            self.len -= 1;
+            let next = self.head(shape);
+            self.heads.replace(shape, Some((key, task)), next);
         }
     }
 
@@ -94,25 +117,17 @@ impl<K: Ord + Copy> RankedQueue<K> {
     }
 
     /// The first task in order.
-    pub fn first(&mut self) -> Option<(K, TaskId)> {
-        self.first_fitting(|_| true)
+    pub fn first(&self) -> Option<(K, TaskId)> {
+        self.heads.first()
     }
 
-    /// The first task in order among the shapes `fits` accepts.
-    pub fn first_fitting(&mut self, fits: impl Fn(usize) -> bool) -> Option<(K, TaskId)> {
-        let mut best = None;
-        for shape in 0..self.by_shape.len() {
-            if let Some(head) = self.head(shape)
-                && best.is_none_or(|b| head < b)
-                && fits(shape)
-            {
-                best = Some(head);
-            }
-        }
-        best
+    /// The first task in order among the shapes `fits` accepts: shapes are tested in the
+    /// order of their first tasks, up to the first that fits.
+    pub fn first_fitting(&self, fits: impl Fn(usize) -> bool) -> Option<(K, TaskId)> {
+        self.heads.iter().find(|&(_, _, shape)| fits(shape)).map(|(key, task, _)| (key, task))
     }
 
-    /// The first task of `shape` still here.
+    /// The first task of `shape` still here, passing over those that left.
     fn head(&mut self, shape: usize) -> Option<(K, TaskId)> {
         loop {
             let (key, task) = self.by_shape[shape].get(self.gone[shape])?;

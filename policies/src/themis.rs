@@ -52,6 +52,7 @@
 //! ranks (O((waiting + running) log n)), reading what each waiting task's rho needs from its
 //! state: a task its quota parks keeps its rank as its key, compared with later rounds' ranks.
 
+use crate::id_list::IdList;
 use crate::lazy_sorted::LazySorted;
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};
@@ -64,7 +65,6 @@ use sim::{
     TaskStatus,
 };
 use std::cmp::{Ordering, Reverse};
-use std::collections::BTreeMap;
 
 pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
@@ -153,8 +153,9 @@ pub struct Themis {
     ranked: RankedQueue<Ranked>,
     /// Tasks running in committed state (started by an earlier decision), with when their
     /// lease expires and their pool, noted at the start: a round skips the tasks still in
-    /// their lease without reading their state.
-    running: BTreeMap<TaskId, Lease>,
+    /// their lease without reading their state. In no order: a round heaps its victims by
+    /// (rho, task), a key no two share, and `t_id=share` sorts the jobs it counts.
+    running: IdList<Lease>,
     next_round: SimTime,
     /// A round's working lists, kept between rounds so that a round allocates nothing.
     scratch: Scratch,
@@ -263,7 +264,7 @@ impl Themis {
             placer,
             waiting: WaitQueue::default(),
             ranked: RankedQueue::default(),
-            running: BTreeMap::new(),
+            running: IdList::default(),
             next_round: SimTime(0),
             scratch: Scratch::default(),
         })
@@ -383,7 +384,7 @@ impl Themis {
                 let jobs = &mut scratch.jobs;
                 jobs.clear();
                 jobs.extend(scratch.tasks.iter().map(|&(t, _, _)| view.task(t).job));
-                jobs.extend(self.running.keys().map(|&t| view.task(t).job));
+                jobs.extend(self.running.iter().map(|(t, _)| view.task(t).job));
                 jobs.sort_unstable();
                 jobs.dedup();
                 (jobs.len() as u128, u128::from(view.cluster().gpu_count()))
@@ -411,7 +412,7 @@ impl Themis {
         // A task's lease runs from the end of its restart overhead: until it expires the task
         // is no victim, so every start makes at least one lease of progress; and it must have
         // saved some of it (a checkpoint in this attempt), or the attempt would be lost whole.
-        for (&t, lease) in &self.running {
+        for (t, lease) in self.running.iter() {
             let Some(pool) = lease.pool.filter(|_| lease.until <= now) else { continue };
             let Some(at) = view.progress_now(t) else { continue };
             if view.task(t).saved_this_attempt(at) == SimDuration::ZERO {
@@ -471,7 +472,7 @@ impl Themis {
                 {
                     used[pool.index()] = next;
                     for v in preempted {
-                        self.running.remove(&v);
+                        self.running.remove(v);
                         self.waiting.insert(v, VICTIM, Shape::of(view.task(v)));
                     }
                     return true;
@@ -532,11 +533,11 @@ impl Policy for Themis {
                     self.running.insert(t, Lease { until, pool });
                 }
                 Change::TaskStarted(t) | Change::TaskPreempted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => {
-                    self.running.remove(&t);
+                    self.running.remove(t);
                 }
                 Change::TaskReady(_) => {}
                 Change::JobEnded(job) => view.job(job).tasks().for_each(|t| {
-                    self.running.remove(&t);
+                    self.running.remove(t);
                 }),
             }
         }

@@ -22,6 +22,7 @@
 //! queue stops (see `tracking::sync_waiting`): it is not waiting for GPUs, so it neither
 //! blocks the tasks behind it nor costs a query anything.
 
+use crate::heads::{Heads, settle};
 use crate::id_table::IdTable;
 use crate::placement::Shape;
 use sim::{FreeGpus, QueueId, TaskId};
@@ -47,7 +48,7 @@ pub struct WaitQueue {
     /// Queued tasks by shape index (a shape with none left keeps its empty set).
     by_shape: Vec<BTreeSet<(Key, TaskId)>>,
     /// The first task of each shape that has one, with the shape's index, in key order.
-    heads: Heads,
+    heads: Heads<Key>,
     /// Every queued task in key order, kept only by a queue made with `keeping_order`.
     in_order: BTreeSet<(Key, TaskId, ShapeIndex)>,
     keeps_order: bool,
@@ -236,70 +237,6 @@ impl WaitQueue {
             shapes.push((index, rest));
         }
         Merged { next, shapes }
-    }
-}
-
-/// The shapes' first tasks (key, task, shape index) in key order, in a sorted `Vec`: there are
-/// only tens of shapes, and a shape's first task changes on most insertions and removals of a
-/// preemptive policy (srtf: nearly all), so this upkeep must be cheap. A `BTreeSet` here cost
-/// a removal and an insertion with node upkeep each time (srtf at 100k jobs: 3.02 G
-/// instructions against 2.96 G); here the new first task takes the old one's slot and moves to
-/// its place by swaps, a shape's first task moving past few others.
-#[derive(Debug, Default)]
-struct Heads(Vec<(Key, TaskId, usize)>);
-
-impl Heads {
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    fn first(&self) -> Option<(Key, TaskId)> {
-        self.0.first().map(|&(key, task, _)| (key, task))
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (Key, TaskId, usize)> + '_ {
-        self.0.iter().copied()
-    }
-
-    /// Shape `index`'s first task is now `new` instead of `old` (`None`: no task).
-    fn replace(&mut self, index: usize, old: Option<(Key, TaskId)>, new: Option<(Key, TaskId)>) {
-        match (old, new) {
-            (None, None) => {}
-            (None, Some((key, task))) => {
-                let (Ok(at) | Err(at)) = self.0.binary_search(&(key, task, index));
-                self.0.insert(at, (key, task, index));
-            }
-            (Some((key, task)), None) => {
-                let at = self.position((key, task, index));
-                self.0.remove(at);
-            }
-            (Some((key, task)), Some(new)) => {
-                let at = self.position((key, task, index));
-                self.0[at] = (new.0, new.1, index);
-                settle(&mut self.0, at);
-            }
-        }
-    }
-
-    fn position(&self, head: (Key, TaskId, usize)) -> usize {
-        self.0.binary_search(&head).expect("a shape's old first task is among the heads")
-    }
-
-    fn clear(&mut self) {
-        self.0.clear();
-    }
-}
-
-/// Moves the entry at `at` of `sorted`, the others being in order, to its place: by swaps, as
-/// it moves past few others (see `Heads` and `Merged`).
-fn settle(sorted: &mut [(Key, TaskId, usize)], mut at: usize) {
-    while at > 0 && sorted[at - 1] > sorted[at] {
-        sorted.swap(at - 1, at);
-        at -= 1;
-    }
-    while at + 1 < sorted.len() && sorted[at + 1] < sorted[at] {
-        sorted.swap(at, at + 1);
-        at += 1;
     }
 }
 
