@@ -36,8 +36,8 @@
 //! victim loses (already inside its rho: a victim that would lose more ranks higher).
 //! **Preemption happens in rounds only.** Between rounds
 //! (arrivals, completions), free GPUs are filled without preemption: waiting tasks in the
-//! last round's rho order, then tasks that arrived since, in arrival order; victims wait
-//! ranked after the round's order.
+//! last round's rho order, then tasks that arrived since and the round's victims, in arrival
+//! (task id) order.
 //!
 //! Decision cost: a round is O(waiting + running) plus O(log n) for each task it reads in
 //! order (the ones it starts and the one it stops at) and each victim a preemption walks,
@@ -84,10 +84,12 @@ pub const PARAMS: &[ParamInfo] = &[
     AVOID_FAILED,
 ];
 
-/// Keys of tasks that waited at no round yet: after every ranked task, in arrival order.
+/// Keys of tasks that waited at no round yet, and of a round's victims: after every ranked
+/// task, in arrival order. A victim is queued under it at once: while the round's decision
+/// lasts the only other tasks in `waiting` are ranked ones (the round took in every fresh
+/// task), so it then comes after those as a key of its own would, and the next decision's
+/// changes, which name it again, find it queued so already.
 const FRESH: Key = 1 << 62;
-/// Keys of this round's victims: after the ranked tasks, before the fresh ones.
-const VICTIM: Key = 1 << 61;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TId {
@@ -143,8 +145,8 @@ pub struct Themis {
     t_id: TId,
     source: DurationSource,
     placer: Placer,
-    /// Waiting tasks. Without queues, only those that waited at no round yet (`FRESH`) and
-    /// this round's victims (`VICTIM`): the ranked ones are in `ranked`. With queues, all
+    /// Waiting tasks. Without queues, only those that waited at no round yet and the last
+    /// round's victims (`FRESH`): the ranked ones are in `ranked`. With queues, all
     /// of them, the ranked ones keyed by their rank (a task its quota parks keeps its rank
     /// as its key, and an integer rank compares with the next round's ranks).
     waiting: WaitQueue,
@@ -473,7 +475,7 @@ impl Themis {
                     used[pool.index()] = next;
                     for v in preempted {
                         self.running.remove(v);
-                        self.waiting.insert(v, VICTIM, Shape::of(view.task(v)));
+                        self.waiting.insert(v, FRESH, Shape::of(view.task(v)));
                     }
                     return true;
                 }
