@@ -379,9 +379,10 @@ impl FreeGpus {
     /// past the end.
     fn run_at(&self, gpus: &[GpuId], at: usize) -> Option<Run> {
         let node = self.gpu_node[gpus.get(at)?.index()];
+        let first = self.node_first_gpu[node.index()].0;
         let mut run = Run { node, bits: 0, len: 0, repeats: false };
         for &g in gpus[at..].iter().take_while(|&&g| self.gpu_node[g.index()] == node) {
-            let bit = self.bit(node, g);
+            let bit = 1u64 << (g.0 - first);
             run.repeats |= run.bits & bit != 0;
             run.bits |= bit;
             run.len += 1;

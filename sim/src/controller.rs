@@ -867,9 +867,7 @@ impl Controller {
         let mut specs = std::mem::take(&mut self.workload).into_jobs();
         let mut records = Vec::with_capacity(specs.len());
         while let (Some(spec), Some(state)) = (specs.pop(), self.jobs.pop()) {
-            let mut record = self.job_record(specs.len(), &state, &spec);
-            (record.name, record.queue) = (spec.name, spec.queue);
-            records.push(record);
+            records.push(self.job_record(specs.len(), &state, spec));
             self.tasks.truncate(state.first_task.index());
             if specs.len().is_multiple_of(SHRINK_EVERY) {
                 specs.shrink_to_fit();
@@ -881,52 +879,57 @@ impl Controller {
         records
     }
 
-    /// The record of job `index` (its name and queue left empty: [`Self::job_records`] moves them).
-    fn job_record(&self, index: usize, state: &JobState, spec: &crate::workload::JobSpec) -> JobRecord {
-        let critical_path_ms = self.critical_path_ms(state, spec);
-        let mut record = JobRecord {
+    /// The record of job `index`, its name and queue moved from its spec. Built in one piece
+    /// from locals: a record filled in after it is built is copied whole more often.
+    fn job_record(&self, index: usize, state: &JobState, spec: crate::workload::JobSpec) -> JobRecord {
+        let sums = self.task_sums(state);
+        let critical_path_ms = self.critical_path_ms(state, &spec);
+        let unfinished_reason = self.unfinished_reason(state, &spec);
+        let alone_ms = critical_path_ms.unwrap_or_else(|| spec.tasks.iter().map(|t| t.work.as_ms()).max().unwrap_or(0));
+        JobRecord {
             job: JobId::from_index(index),
-            name: Default::default(),
-            queue: None,
             submit: spec.submit,
-            first_start: None,
+            first_start: sums.first_start,
             end: state.end.get(),
             tasks: state.task_count,
             gpus: spec.gpus(),
-            mgpus: 0,
-            productive_mgpu_ms: 0,
-            preemptions: 0,
-            failures: 0,
-            retries: 0,
-            mgpu_ms: 0,
-            lost_redo_mgpu_ms: 0,
-            lost_lag_mgpu_ms: 0,
-            lost_overhead_mgpu_ms: 0,
-            lost_checkpoint_mgpu_ms: 0,
+            mgpus: sums.mgpus,
+            productive_mgpu_ms: sums.productive_mgpu_ms,
+            preemptions: sums.preemptions,
+            failures: sums.failures,
+            retries: sums.retries,
+            mgpu_ms: sums.mgpu_ms,
+            lost_redo_mgpu_ms: sums.losses.redo_mgpu_ms,
+            lost_lag_mgpu_ms: sums.losses.lag_mgpu_ms,
+            lost_overhead_mgpu_ms: sums.losses.overhead_mgpu_ms,
+            lost_checkpoint_mgpu_ms: sums.losses.checkpoint_mgpu_ms,
             outcome: state.outcome.clone(),
-            unfinished_reason: self.unfinished_reason(state, spec),
+            unfinished_reason,
             critical_path_ms,
-            alone_ms: critical_path_ms.unwrap_or_else(|| spec.tasks.iter().map(|t| t.work.as_ms()).max().unwrap_or(0)),
-        };
-        // One pass over the job's tasks for every sum (a pass per sum read each task 13 times).
+            alone_ms,
+            name: spec.name,
+            queue: spec.queue,
+        }
+    }
+
+    /// What a job's record sums over its tasks, in one pass (a pass per sum read each task a
+    /// dozen times).
+    fn task_sums(&self, state: &JobState) -> TaskSums {
+        let mut sums = TaskSums::default();
         for t in state.tasks().map(|t| &self.tasks[t.index()]) {
-            record.first_start = match (record.first_start, t.first_start.get()) {
+            sums.first_start = match (sums.first_start, t.first_start.get()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            record.mgpus += t.mgpus();
-            record.productive_mgpu_ms += t.productive_mgpu_ms;
-            record.preemptions += t.preemptions;
-            record.failures += t.failures;
-            record.retries += t.retries;
-            record.mgpu_ms += t.mgpu_ms_at(self.now);
-            let losses = t.losses();
-            record.lost_redo_mgpu_ms += losses.redo_mgpu_ms;
-            record.lost_lag_mgpu_ms += losses.lag_mgpu_ms;
-            record.lost_overhead_mgpu_ms += losses.overhead_mgpu_ms;
-            record.lost_checkpoint_mgpu_ms += losses.checkpoint_mgpu_ms;
+            sums.mgpus += t.mgpus();
+            sums.productive_mgpu_ms += t.productive_mgpu_ms;
+            sums.preemptions += t.preemptions;
+            sums.failures += t.failures;
+            sums.retries += t.retries;
+            sums.mgpu_ms += t.mgpu_ms_at(self.now);
+            sums.losses.add(*t.losses());
         }
-        record
+        sums
     }
 
     /// The critical path of a DAG job over its tasks that were not skipped; `None` for a job
@@ -993,6 +996,19 @@ impl Controller {
         let mgpus = sign * i64::try_from(t.mgpus()).unwrap_or(i64::MAX);
         self.series.queue_change(queue, self.now, QueueDelta::Running { tasks: sign, mgpus });
     }
+}
+
+/// A job's sums over its tasks, for its record.
+#[derive(Default)]
+struct TaskSums {
+    first_start: Option<SimTime>,
+    mgpus: u64,
+    productive_mgpu_ms: u64,
+    preemptions: u32,
+    failures: u32,
+    retries: u32,
+    mgpu_ms: u64,
+    losses: Losses,
 }
 
 /// The workload's queue names ("-" first, for jobs without one, then sorted) and each job's

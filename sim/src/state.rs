@@ -224,7 +224,7 @@ impl Losses {
     pub fn total(&self) -> u64 {
         self.redo_mgpu_ms + self.lag_mgpu_ms + self.overhead_mgpu_ms + self.checkpoint_mgpu_ms
     }
-    fn add(&mut self, other: Losses) {
+    pub(crate) fn add(&mut self, other: Losses) {
         self.redo_mgpu_ms += other.redo_mgpu_ms;
         self.lag_mgpu_ms += other.lag_mgpu_ms;
         self.overhead_mgpu_ms += other.overhead_mgpu_ms;
