@@ -109,6 +109,16 @@ impl FreeLevels {
     }
 }
 
+/// A gang's consecutive GPUs on one node, as `take_gang` and `release_gang` apply them.
+struct Run {
+    node: NodeId,
+    /// The GPUs' bits in the node's mask, and how many GPUs (counting any listed twice).
+    bits: u64,
+    len: usize,
+    /// Whether a GPU is listed twice.
+    repeats: bool,
+}
+
 /// A walk over one pool's nodes by (free GPUs, node): its levels in turn, up or down, each
 /// level's nodes by id. A hand-written iterator, not a `flat_map` of each level's range:
 /// placement walks these at every start, and the nested closures cost several times this.
@@ -324,13 +334,13 @@ impl FreeGpus {
     pub(crate) fn take(&mut self, node: NodeId, gpu: GpuId) {
         let bit = self.bit(node, gpu);
         debug_assert!(self.node_mask[node.index()] & bit != 0, "{gpu} taken twice");
-        self.update(node, |mask| mask & !bit);
+        self.update(node, |mask| mask & !bit, -1);
     }
     /// Marks `gpu` (on `node`) free again.
     pub(crate) fn release(&mut self, node: NodeId, gpu: GpuId) {
         let bit = self.bit(node, gpu);
         debug_assert!(self.node_mask[node.index()] & bit == 0, "{gpu} released twice");
-        self.update(node, |mask| mask | bit);
+        self.update(node, |mask| mask | bit, 1);
     }
 
     /// Marks a gang's whole `gpus` taken, one index update per node (placements list a
@@ -338,17 +348,17 @@ impl FreeGpus {
     /// when `gpu` is not free (or is listed twice); nothing is taken then.
     pub(crate) fn take_gang(&mut self, gpus: &[GpuId]) -> Result<(), GpuId> {
         let mut at = 0;
-        while let Some((node, bits, len)) = self.run_at(gpus, at) {
-            let run = &gpus[at..at + len];
-            let duplicate = len != bits.count_ones() as usize;
-            if duplicate || self.node_mask[node.index()] & bits != bits {
+        while let Some(run) = self.run_at(gpus, at) {
+            let (node, bits, len) = (run.node, run.bits, run.len);
+            if run.repeats || self.node_mask[node.index()] & bits != bits {
                 let mask = self.node_mask[node.index()];
+                let run = &gpus[at..at + len];
                 let bad =
                     run.iter().enumerate().find(|&(i, &g)| mask & self.bit(node, g) == 0 || run[..i].contains(&g));
                 self.release_gang(&gpus[..at]);
                 return Err(bad.map_or(run[0], |(_, &g)| g));
             }
-            self.update(node, |mask| mask & !bits);
+            self.update(node, |mask| mask & !bits, -(len as i32));
             at += len;
         }
         Ok(())
@@ -357,35 +367,43 @@ impl FreeGpus {
     /// Marks whole `gpus` (taken, distinct) free again, one index update per node.
     pub(crate) fn release_gang(&mut self, gpus: &[GpuId]) {
         let mut at = 0;
-        while let Some((node, bits, len)) = self.run_at(gpus, at) {
-            debug_assert!(self.node_mask[node.index()] & bits == 0, "{node} released twice");
-            self.update(node, |mask| mask | bits);
-            at += len;
+        while let Some(run) = self.run_at(gpus, at) {
+            let (node, bits) = (run.node, run.bits);
+            debug_assert!(!run.repeats && self.node_mask[node.index()] & bits == 0, "{node} released twice");
+            self.update(node, |mask| mask | bits, run.len as i32);
+            at += run.len;
         }
     }
 
-    /// The run of `gpus` from `at` on one node: its node, its bits and its length (a node may
-    /// come back in a later run); `None` past the end.
-    fn run_at(&self, gpus: &[GpuId], at: usize) -> Option<(NodeId, u64, usize)> {
+    /// The run of `gpus` from `at` on one node (a node may come back in a later run); `None`
+    /// past the end.
+    fn run_at(&self, gpus: &[GpuId], at: usize) -> Option<Run> {
         let node = self.gpu_node[gpus.get(at)?.index()];
-        let mut bits = 0;
-        let mut len = 0;
+        let first = self.node_first_gpu[node.index()].0;
+        let mut run = Run { node, bits: 0, len: 0, repeats: false };
         for &g in gpus[at..].iter().take_while(|&&g| self.gpu_node[g.index()] == node) {
-            bits |= self.bit(node, g);
-            len += 1;
+            let bit = 1u64 << (g.0 - first);
+            run.repeats |= run.bits & bit != 0;
+            run.bits |= bit;
+            run.len += 1;
         }
-        Some((node, bits, len))
+        Some(run)
     }
 
     fn bit(&self, node: NodeId, gpu: GpuId) -> u64 {
         1u64 << (gpu.0 - self.node_first_gpu[node.index()].0)
     }
 
-    fn update(&mut self, node: NodeId, change: impl FnOnce(u64) -> u64) {
+    /// Applies `change` to `node`'s mask, which frees `freed` GPUs (taking them, if negative):
+    /// the caller knows how many, so that the new count is not counted again bit by bit (no
+    /// `popcnt` in the baseline x86-64 target: a count is a dozen instructions).
+    fn update(&mut self, node: NodeId, change: impl FnOnce(u64) -> u64, freed: i32) {
         let pool = self.node_pool[node.index()].index();
         let old = self.node_mask[node.index()];
         let new = change(old);
-        let (old_free, new_free) = (old.count_ones(), new.count_ones());
+        let old_free = old.count_ones();
+        let new_free = old_free.wrapping_add_signed(freed);
+        debug_assert_eq!(new_free, new.count_ones(), "{node}: the change does not free {freed} GPUs");
         if old_free > 0 {
             self.by_free[pool].remove(old_free, node);
         }

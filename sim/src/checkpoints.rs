@@ -49,6 +49,7 @@ impl TaskState {
 
     /// Progress wall time the current attempt takes to reach work point `x` (work since the
     /// task began), the checkpoints written on the way included.
+    #[inline]
     pub fn wall_to(&self, x: SimDuration) -> SimDuration {
         let work = x.saturating_sub(self.attempt_start());
         self.wall_for(work) + SimDuration(self.checkpoints_before(x) * self.checkpoint_cost.as_ms())

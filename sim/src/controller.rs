@@ -138,6 +138,8 @@ pub struct Controller {
     /// The plan's decision list, kept between decision points so that deciding allocates
     /// nothing in steady state.
     decision_buf: Vec<Decision>,
+    /// Empty GPU lists kept for the plan's starts (see [`Controller::recycle`]).
+    spare_lists: Vec<ThinVec<GpuId>>,
     rng: StreamRng,
     policy_name: String,
     pub(crate) changes: Vec<Change>,
@@ -222,6 +224,7 @@ impl Controller {
             sharers: BTreeMap::new(),
             marks: vec![Mark::None; tasks.len()],
             decision_buf: Vec::new(),
+            spare_lists: Vec::new(),
             changes: Vec::new(),
             now: SimTime::ZERO,
             allocated_mgpus: 0,
@@ -441,6 +444,7 @@ impl Controller {
         debug_assert_eq!(t.remaining, SimDuration::ZERO, "{task} completed with work left");
         let job = t.job;
         self.log(DecisionKind::Finish, job, Some(task), &gpus, "");
+        self.recycle(gpus);
         self.changes.push(Change::TaskFinished(task));
         self.task_ended(task, None);
         true
@@ -536,6 +540,14 @@ impl Controller {
         }
     }
 
+    /// Keeps the emptied GPU list of an ended attempt for a later start to fill: a start and a
+    /// completion per job would otherwise allocate and free one list each. The spares never
+    /// outnumber the tasks that ran at once.
+    fn recycle(&mut self, mut gpus: ThinVec<GpuId>) {
+        gpus.clear();
+        self.spare_lists.push(gpus);
+    }
+
     /// `task` now holds `gpu` (whole, or a share of it).
     fn hold(&mut self, gpu: GpuId, task: TaskId) {
         if self.tasks[task.index()].milli < WHOLE_GPU_MILLI {
@@ -605,6 +617,7 @@ impl Controller {
             quota: &mut self.quota,
             rng: &mut self.rng,
             decisions: std::mem::take(&mut self.decision_buf),
+            spare_lists: &mut self.spare_lists,
             refused: 0,
         };
         policy.decide(&view, &mut plan);
@@ -682,6 +695,7 @@ impl Controller {
         let job = t.job;
         self.stats.preemptions += 1;
         self.log(DecisionKind::Preempt, job, Some(task), &gpus, reason);
+        self.recycle(gpus);
         self.changes.push(Change::TaskPreempted(task));
         effects.push(Effect::Stopped { task });
     }
@@ -853,9 +867,7 @@ impl Controller {
         let mut specs = std::mem::take(&mut self.workload).into_jobs();
         let mut records = Vec::with_capacity(specs.len());
         while let (Some(spec), Some(state)) = (specs.pop(), self.jobs.pop()) {
-            let mut record = self.job_record(specs.len(), &state, &spec);
-            (record.name, record.queue) = (spec.name, spec.queue);
-            records.push(record);
+            records.push(self.job_record(specs.len(), &state, spec));
             self.tasks.truncate(state.first_task.index());
             if specs.len().is_multiple_of(SHRINK_EVERY) {
                 specs.shrink_to_fit();
@@ -867,34 +879,57 @@ impl Controller {
         records
     }
 
-    /// The record of job `index` (its name and queue left empty: [`Self::job_records`] moves them).
-    fn job_record(&self, index: usize, state: &JobState, spec: &crate::workload::JobSpec) -> JobRecord {
-        let tasks = state.tasks().map(|t| &self.tasks[t.index()]);
-        let critical_path_ms = self.critical_path_ms(state, spec);
+    /// The record of job `index`, its name and queue moved from its spec. Built in one piece
+    /// from locals: a record filled in after it is built is copied whole more often.
+    fn job_record(&self, index: usize, state: &JobState, spec: crate::workload::JobSpec) -> JobRecord {
+        let sums = self.task_sums(state);
+        let critical_path_ms = self.critical_path_ms(state, &spec);
+        let unfinished_reason = self.unfinished_reason(state, &spec);
+        let alone_ms = critical_path_ms.unwrap_or_else(|| spec.tasks.iter().map(|t| t.work.as_ms()).max().unwrap_or(0));
         JobRecord {
             job: JobId::from_index(index),
-            name: Default::default(),
-            queue: None,
             submit: spec.submit,
-            first_start: tasks.clone().filter_map(|t| t.first_start.get()).min(),
+            first_start: sums.first_start,
             end: state.end.get(),
             tasks: state.task_count,
             gpus: spec.gpus(),
-            mgpus: tasks.clone().map(|t| t.mgpus()).sum(),
-            productive_mgpu_ms: tasks.clone().map(|t| t.productive_mgpu_ms).sum(),
-            preemptions: tasks.clone().map(|t| t.preemptions).sum(),
-            failures: tasks.clone().map(|t| t.failures).sum(),
-            retries: tasks.clone().map(|t| t.retries).sum(),
-            mgpu_ms: tasks.clone().map(|t| t.mgpu_ms_at(self.now)).sum(),
-            lost_redo_mgpu_ms: tasks.clone().map(|t| t.losses().redo_mgpu_ms).sum(),
-            lost_lag_mgpu_ms: tasks.clone().map(|t| t.losses().lag_mgpu_ms).sum(),
-            lost_overhead_mgpu_ms: tasks.clone().map(|t| t.losses().overhead_mgpu_ms).sum(),
-            lost_checkpoint_mgpu_ms: tasks.map(|t| t.losses().checkpoint_mgpu_ms).sum(),
+            mgpus: sums.mgpus,
+            productive_mgpu_ms: sums.productive_mgpu_ms,
+            preemptions: sums.preemptions,
+            failures: sums.failures,
+            retries: sums.retries,
+            mgpu_ms: sums.mgpu_ms,
+            lost_redo_mgpu_ms: sums.losses.redo_mgpu_ms,
+            lost_lag_mgpu_ms: sums.losses.lag_mgpu_ms,
+            lost_overhead_mgpu_ms: sums.losses.overhead_mgpu_ms,
+            lost_checkpoint_mgpu_ms: sums.losses.checkpoint_mgpu_ms,
             outcome: state.outcome.clone(),
-            unfinished_reason: self.unfinished_reason(state, spec),
+            unfinished_reason,
             critical_path_ms,
-            alone_ms: critical_path_ms.unwrap_or_else(|| spec.tasks.iter().map(|t| t.work.as_ms()).max().unwrap_or(0)),
+            alone_ms,
+            name: spec.name,
+            queue: spec.queue,
         }
+    }
+
+    /// What a job's record sums over its tasks, in one pass (a pass per sum read each task a
+    /// dozen times).
+    fn task_sums(&self, state: &JobState) -> TaskSums {
+        let mut sums = TaskSums::default();
+        for t in state.tasks().map(|t| &self.tasks[t.index()]) {
+            sums.first_start = match (sums.first_start, t.first_start.get()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            sums.mgpus += t.mgpus();
+            sums.productive_mgpu_ms += t.productive_mgpu_ms;
+            sums.preemptions += t.preemptions;
+            sums.failures += t.failures;
+            sums.retries += t.retries;
+            sums.mgpu_ms += t.mgpu_ms_at(self.now);
+            sums.losses.add(*t.losses());
+        }
+        sums
     }
 
     /// The critical path of a DAG job over its tasks that were not skipped; `None` for a job
@@ -961,6 +996,19 @@ impl Controller {
         let mgpus = sign * i64::try_from(t.mgpus()).unwrap_or(i64::MAX);
         self.series.queue_change(queue, self.now, QueueDelta::Running { tasks: sign, mgpus });
     }
+}
+
+/// A job's sums over its tasks, for its record.
+#[derive(Default)]
+struct TaskSums {
+    first_start: Option<SimTime>,
+    mgpus: u64,
+    productive_mgpu_ms: u64,
+    preemptions: u32,
+    failures: u32,
+    retries: u32,
+    mgpu_ms: u64,
+    losses: Losses,
 }
 
 /// The workload's queue names ("-" first, for jobs without one, then sorted) and each job's

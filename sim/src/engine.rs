@@ -192,8 +192,8 @@ impl Engine {
 
     /// The earliest of the heap's next event, the next arrival and the next hardware event.
     pub(crate) fn next_time(&mut self) -> Option<SimTime> {
-        let times = [self.queue.peek_key().map(|k| k.time), self.next_arrival_time(), self.hardware.peek_time()];
-        times.into_iter().flatten().min()
+        let scheduled = self.queue.peek_key().map(|k| k.time);
+        earliest(earliest(scheduled, self.next_arrival_time()), self.hardware.peek_time())
     }
 
     fn apply(&mut self, event: Event, woken: &mut bool) -> bool {
@@ -285,5 +285,14 @@ impl Engine {
             Some(end) if last > end => self.controller.stop_at_horizon(end),
             _ => self.controller.advance_to(last),
         }
+    }
+}
+
+/// The earlier of two times, either of which may be missing: what `[a, b].into_iter().flatten()
+/// .min()` gives, without the iterator machinery, once per timestamp.
+fn earliest(a: Option<SimTime>, b: Option<SimTime>) -> Option<SimTime> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }

@@ -208,6 +208,9 @@ pub struct Plan<'a> {
     pub(crate) quota: &'a mut QuotaUsage,
     pub(crate) rng: &'a mut StreamRng,
     pub(crate) decisions: Vec<Decision>,
+    /// Emptied GPU lists of ended attempts (see `Controller::recycle`): a start fills one
+    /// instead of allocating, as most decision points start what just finished made room for.
+    pub(crate) spare_lists: &'a mut Vec<thin_vec::ThinVec<GpuId>>,
     pub(crate) refused: u64,
 }
 
@@ -286,7 +289,9 @@ impl<'a> Plan<'a> {
         }
         self.count(task, true);
         self.marks[task.index()] = Mark::Started;
-        self.decisions.push(Decision::Start { task, gpus: gpus.into() });
+        let mut list = self.spare_lists.pop().unwrap_or_default();
+        list.extend(gpus.iter().copied());
+        self.decisions.push(Decision::Start { task, gpus: list });
         Ok(())
     }
 

@@ -96,7 +96,9 @@ pub struct Series {
     /// `buckets.len() x queues.len()`, bucket-major.
     queue_buckets: Vec<QueueBucket>,
     /// Off: nothing is integrated or counted (a run whose time series nobody writes; see
-    /// `ControllerConfig::record_series`). Queue names are still kept.
+    /// `ControllerConfig::record_series`). Queue names are still kept. `advance`, `count` and
+    /// `queue_change` test it inline, so that a run with the series off pays a branch per
+    /// change (several per event), not a call.
     recording: bool,
 }
 
@@ -154,7 +156,14 @@ impl Series {
     }
 
     /// Integrates the cluster-wide `levels`, which held since the last call, up to `now`.
+    #[inline]
     pub(crate) fn advance(&mut self, levels: &Levels, now: SimTime) {
+        if self.recording {
+            self.integrate(levels, now);
+        }
+    }
+
+    fn integrate(&mut self, levels: &Levels, now: SimTime) {
         if self.origin.is_none() || now <= self.integrated_to {
             return;
         }
@@ -170,7 +179,11 @@ impl Series {
     }
 
     /// Counts something that happened at `now` in its bucket.
+    #[inline]
     pub(crate) fn count(&mut self, now: SimTime, add: impl FnOnce(&mut Bucket)) {
+        if !self.recording {
+            return;
+        }
         if let Some(index) = self.bucket_of(now) {
             self.ensure(index);
             add(&mut self.buckets[index]);
@@ -178,7 +191,14 @@ impl Series {
     }
 
     /// Changes one of `queue`'s levels at `now`, integrating the old levels first.
+    #[inline]
     pub(crate) fn queue_change(&mut self, queue: usize, now: SimTime, delta: QueueDelta) {
+        if self.recording {
+            self.change_queue(queue, now, delta);
+        }
+    }
+
+    fn change_queue(&mut self, queue: usize, now: SimTime, delta: QueueDelta) {
         self.flush_queue(queue, now);
         let level = &mut self.levels[queue];
         let apply = |value: &mut u64, by: i64| *value = value.checked_add_signed(by).expect("queue level below zero");

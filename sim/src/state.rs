@@ -114,13 +114,17 @@ pub struct TaskState {
     pub exit_code: i32,
 }
 
+// The small accessors and conversions below are `#[inline]`: policies (another crate) call
+// them for every candidate at every decision point, and without it each is a call.
 impl TaskState {
     /// GPUs on each node the gang uses when its shape fixes them, as a plain count.
+    #[inline]
     pub fn per_node(&self) -> Option<u32> {
         self.gpus_per_node.map(|n| u32::from(n.get()))
     }
     /// Work done in the current attempt by `now` (none while paying the restart overhead, none
     /// after its hardware broke).
+    #[inline]
     pub fn progress_at(&self, now: SimTime) -> SimDuration {
         if self.status != TaskStatus::Running {
             return SimDuration::ZERO;
@@ -133,27 +137,39 @@ impl TaskState {
     }
     /// Wall time the current attempt has spent making progress by `now` (after its restart
     /// overhead, before its hardware broke, at most what its remaining work takes).
+    #[inline]
     pub fn progress_wall_at(&self, now: SimTime) -> SimDuration {
         self.progress_until(now).since(self.run_start).saturating_sub(self.overhead).min(self.wall_to(self.work))
     }
     /// Until when the current attempt could progress by `now`: `now`, or when its hardware
     /// broke if that was earlier.
+    #[inline]
     pub fn progress_until(&self, now: SimTime) -> SimTime {
         self.stalled_since.get().map_or(now, |s| s.min(now))
     }
     /// Wall time `work` takes at this task's speed (rounded up to whole ms: never early).
+    #[inline]
     pub fn wall_for(&self, work: SimDuration) -> SimDuration {
+        if self.speed_milli == REFERENCE_SPEED_MILLI {
+            return work;
+        }
         SimDuration(mul_div(work.as_ms(), 1000, u64::from(self.speed_milli), Round::Up))
     }
     /// Work done in `wall` time at this task's speed (rounded down), at most what is left.
+    #[inline]
     pub fn work_in(&self, wall: SimDuration) -> SimDuration {
         self.work_at_speed(wall).min(self.remaining)
     }
     /// Work `wall` time does at this task's speed (rounded down), however much is left.
+    #[inline]
     pub fn work_at_speed(&self, wall: SimDuration) -> SimDuration {
+        if self.speed_milli == REFERENCE_SPEED_MILLI {
+            return wall;
+        }
         SimDuration(mul_div(wall.as_ms(), u64::from(self.speed_milli), 1000, Round::Down))
     }
     /// True work left at `now`.
+    #[inline]
     pub fn remaining_at(&self, now: SimTime) -> SimDuration {
         self.remaining - self.progress_at(now)
     }
@@ -163,6 +179,7 @@ impl TaskState {
     }
     /// What the task holds while running, in milli-GPUs: 1000 per whole GPU, or its share of
     /// one GPU.
+    #[inline]
     pub fn mgpus(&self) -> u64 {
         u64::from(self.gpus) * u64::from(self.milli)
     }
@@ -224,13 +241,18 @@ impl Losses {
     pub fn total(&self) -> u64 {
         self.redo_mgpu_ms + self.lag_mgpu_ms + self.overhead_mgpu_ms + self.checkpoint_mgpu_ms
     }
-    fn add(&mut self, other: Losses) {
+    pub(crate) fn add(&mut self, other: Losses) {
         self.redo_mgpu_ms += other.redo_mgpu_ms;
         self.lag_mgpu_ms += other.lag_mgpu_ms;
         self.overhead_mgpu_ms += other.overhead_mgpu_ms;
         self.checkpoint_mgpu_ms += other.checkpoint_mgpu_ms;
     }
 }
+
+/// The reference type's speed, in thousandths: the speed of every task on a cluster of one
+/// GPU type, at which work and wall time convert as they are (what `mul_div` would give,
+/// without its multiply and divide: the conversions are on every policy's hot path).
+const REFERENCE_SPEED_MILLI: u32 = 1000;
 
 /// An optional index in 4 bytes (`u32::MAX` meaning none), where `Option<u32>` takes 8: a
 /// task's dataset and speed profile, on every task of a run. No ordering, as `OptMs` has
