@@ -324,9 +324,14 @@ impl Tiresias {
 
     fn enqueue(&mut self, view: &ClusterView<'_>, task: TaskId) {
         let level = self.job(view.task(task).job).level as usize;
-        self.dequeue(task);
+        // A victim is queued at once, and the next decision's changes name it again at the
+        // same level: `WaitQueue::insert` then leaves it where it is (or puts it back in
+        // order if it was parked), with no removal and insertion.
+        if self.queued_at.get(task.index()) != Some(narrow(level)) {
+            self.dequeue(task);
+            self.queued_at.insert(task.index(), narrow(level));
+        }
         self.queues[level].insert(task, 0, Shape::of(view.task(task)));
-        self.queued_at.insert(task.index(), narrow(level));
     }
 
     fn dequeue(&mut self, task: TaskId) {
