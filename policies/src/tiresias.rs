@@ -553,23 +553,24 @@ impl Tiresias {
         let level = self.queued_at.get(task.index()).expect("only queued tasks are started") as usize;
         let placed = place_and_start(view, plan, self.placer, &mut self.queues[level], task);
         if placed.started().is_some() {
-            self.queued_at.remove(task.index());
-            self.set_holds(task, true);
-            self.touched.push(view.task(task).job);
+            self.note_started(view, task);
         }
         placed
+    }
+
+    /// Notes that the queued `task` started: no longer queued, holding GPUs, its job to refresh.
+    fn note_started(&mut self, view: &ClusterView<'_>, task: TaskId) {
+        self.queued_at.remove(task.index());
+        self.set_holds(task, true);
+        self.touched.push(view.task(task).job);
     }
 
     /// Preempts running tasks of lower-priority levels than `level`, lowest first, until
     /// `task` fits in one of its pools, and starts it there. Nothing changes if none works.
     fn preempt_for(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId, level: usize) -> bool {
         let shape = Shape::of(view.task(task));
-        // Taken out for the walk (restored below), so that victims are produced lazily while
-        // `try_start` changes the rest of the policy.
-        let running = std::mem::take(&mut self.running);
-        let started = self.preempt_in_pools(view, plan, task, level, shape, &running);
-        self.running = running;
-        let Some(preempted) = started else { return false };
+        let Some(preempted) = self.preempt_in_pools(view, plan, task, level, shape) else { return false };
+        self.note_started(view, task);
         for v in preempted {
             self.running.remove(v);
             self.set_holds(v, false);
@@ -588,8 +589,10 @@ impl Tiresias {
         task: TaskId,
         level: usize,
         shape: Shape,
-        running: &RunningLevels,
     ) -> Option<Vec<TaskId>> {
+        // Victims are produced lazily from the running index while `task` is tried in its
+        // queue: the two are fields borrowed apart, so the index is neither moved nor copied.
+        let running = &self.running;
         // The lower-priority levels, lowest first (a copy: at most 16 levels, no allocation).
         let mut lower_levels = [0usize; 16];
         let lower_count = self.order.len() - self.rank[level] - 1;
@@ -625,7 +628,11 @@ impl Tiresias {
                     continue;
                 }
                 preempted.push(victim);
-                if shape.fits_in(pool, plan.free()) && self.try_start(view, plan, task).started().is_some() {
+                // As `try_start` in `level`'s queue (where `first` found it); the caller notes
+                // the start.
+                if shape.fits_in(pool, plan.free())
+                    && place_and_start(view, plan, self.placer, &mut self.queues[level], task).started().is_some()
+                {
                     return Some(preempted);
                 }
             }
