@@ -139,8 +139,10 @@ struct Entry {
 }
 
 impl RunningLevels {
+    /// Indexes a task that is not (a started task; `relevel` moves one that is): no removal
+    /// to try first, on every start.
     fn insert(&mut self, task: TaskId, pool: PoolId, level: usize, gpus: u32, continuous: bool, levels: usize) {
-        self.remove(task);
+        debug_assert!(self.at.get(task.index()).is_none(), "t{} is indexed once", task.0);
         if self.gpus.len() <= pool.index() {
             self.continuous.resize_with(pool.index() + 1, || vec![BTreeSet::new(); levels]);
             self.interval.resize_with(pool.index() + 1, || vec![BTreeSet::new(); levels]);
@@ -156,20 +158,17 @@ impl RunningLevels {
         &mut sets[pool.index()][level]
     }
 
-    fn remove(&mut self, task: TaskId) {
-        if let Some(e) = self.at.remove(task.index()) {
-            self.set_of(e.pool, e.level as usize, e.continuous).remove(&task);
-            self.gpus[e.pool.index()][e.level as usize] -= u64::from(e.gpus);
-        }
-    }
-
-    fn entry(&self, task: TaskId) -> Option<Entry> {
-        self.at.get(task.index())
+    /// Takes `task` out of the index, if there, giving its place.
+    fn remove(&mut self, task: TaskId) -> Option<Entry> {
+        let e = self.at.remove(task.index())?;
+        self.set_of(e.pool, e.level as usize, e.continuous).remove(&task);
+        self.gpus[e.pool.index()][e.level as usize] -= u64::from(e.gpus);
+        Some(e)
     }
 
     /// Moves a running task to `level` (nothing if it is not running).
     fn relevel(&mut self, task: TaskId, level: usize, levels: usize) {
-        if let Some(e) = self.entry(task) {
+        if let Some(e) = self.remove(task) {
             self.insert(task, e.pool, level, e.gpus, e.continuous, levels);
         }
     }
