@@ -517,7 +517,14 @@ impl Tiresias {
                         let continuous = task.checkpoint == SimDuration::ZERO;
                         self.running.insert(t, view.cluster().pool_of(gpu), level, task.gpus, continuous, levels);
                     }
-                    self.touched.push(task.job);
+                    // The decision that started it refreshed its job, counting it from then plus
+                    // its restart overhead, as the start did unless a dataset transfer added to
+                    // the overhead: only then did the job's crossing move. (A threshold crossed
+                    // since is the crossings' to find, a stop since is a change of its own, and a
+                    // victim restarted in that decision is named by its preemption too.)
+                    if task.dataset.get().is_some() {
+                        self.touched.push(task.job);
+                    }
                 }
                 Change::TaskFinished(t) => {
                     self.set_holds(t, false);
