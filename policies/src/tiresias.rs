@@ -139,8 +139,10 @@ struct Entry {
 }
 
 impl RunningLevels {
+    /// Indexes a task that is not (a started task; `relevel` moves one that is): no removal
+    /// to try first, on every start.
     fn insert(&mut self, task: TaskId, pool: PoolId, level: usize, gpus: u32, continuous: bool, levels: usize) {
-        self.remove(task);
+        debug_assert!(self.at.get(task.index()).is_none(), "t{} is indexed once", task.0);
         if self.gpus.len() <= pool.index() {
             self.continuous.resize_with(pool.index() + 1, || vec![BTreeSet::new(); levels]);
             self.interval.resize_with(pool.index() + 1, || vec![BTreeSet::new(); levels]);
@@ -156,20 +158,17 @@ impl RunningLevels {
         &mut sets[pool.index()][level]
     }
 
-    fn remove(&mut self, task: TaskId) {
-        if let Some(e) = self.at.remove(task.index()) {
-            self.set_of(e.pool, e.level as usize, e.continuous).remove(&task);
-            self.gpus[e.pool.index()][e.level as usize] -= u64::from(e.gpus);
-        }
-    }
-
-    fn entry(&self, task: TaskId) -> Option<Entry> {
-        self.at.get(task.index())
+    /// Takes `task` out of the index, if there, giving its place.
+    fn remove(&mut self, task: TaskId) -> Option<Entry> {
+        let e = self.at.remove(task.index())?;
+        self.set_of(e.pool, e.level as usize, e.continuous).remove(&task);
+        self.gpus[e.pool.index()][e.level as usize] -= u64::from(e.gpus);
+        Some(e)
     }
 
     /// Moves a running task to `level` (nothing if it is not running).
     fn relevel(&mut self, task: TaskId, level: usize, levels: usize) {
-        if let Some(e) = self.entry(task) {
+        if let Some(e) = self.remove(task) {
             self.insert(task, e.pool, level, e.gpus, e.continuous, levels);
         }
     }
@@ -324,9 +323,14 @@ impl Tiresias {
 
     fn enqueue(&mut self, view: &ClusterView<'_>, task: TaskId) {
         let level = self.job(view.task(task).job).level as usize;
-        self.dequeue(task);
+        // A victim is queued at once, and the next decision's changes name it again at the
+        // same level: `WaitQueue::insert` then leaves it where it is (or puts it back in
+        // order if it was parked), with no removal and insertion.
+        if self.queued_at.get(task.index()) != Some(narrow(level)) {
+            self.dequeue(task);
+            self.queued_at.insert(task.index(), narrow(level));
+        }
         self.queues[level].insert(task, 0, Shape::of(view.task(task)));
-        self.queued_at.insert(task.index(), narrow(level));
     }
 
     fn dequeue(&mut self, task: TaskId) {
@@ -513,7 +517,14 @@ impl Tiresias {
                         let continuous = task.checkpoint == SimDuration::ZERO;
                         self.running.insert(t, view.cluster().pool_of(gpu), level, task.gpus, continuous, levels);
                     }
-                    self.touched.push(task.job);
+                    // The decision that started it refreshed its job, counting it from then plus
+                    // its restart overhead, as the start did unless a dataset transfer added to
+                    // the overhead: only then did the job's crossing move. (A threshold crossed
+                    // since is the crossings' to find, a stop since is a change of its own, and a
+                    // victim restarted in that decision is named by its preemption too.)
+                    if task.dataset.get().is_some() {
+                        self.touched.push(task.job);
+                    }
                 }
                 Change::TaskFinished(t) => {
                     self.set_holds(t, false);
@@ -548,23 +559,24 @@ impl Tiresias {
         let level = self.queued_at.get(task.index()).expect("only queued tasks are started") as usize;
         let placed = place_and_start(view, plan, self.placer, &mut self.queues[level], task);
         if placed.started().is_some() {
-            self.queued_at.remove(task.index());
-            self.set_holds(task, true);
-            self.touched.push(view.task(task).job);
+            self.note_started(view, task);
         }
         placed
+    }
+
+    /// Notes that the queued `task` started: no longer queued, holding GPUs, its job to refresh.
+    fn note_started(&mut self, view: &ClusterView<'_>, task: TaskId) {
+        self.queued_at.remove(task.index());
+        self.set_holds(task, true);
+        self.touched.push(view.task(task).job);
     }
 
     /// Preempts running tasks of lower-priority levels than `level`, lowest first, until
     /// `task` fits in one of its pools, and starts it there. Nothing changes if none works.
     fn preempt_for(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId, level: usize) -> bool {
         let shape = Shape::of(view.task(task));
-        // Taken out for the walk (restored below), so that victims are produced lazily while
-        // `try_start` changes the rest of the policy.
-        let running = std::mem::take(&mut self.running);
-        let started = self.preempt_in_pools(view, plan, task, level, shape, &running);
-        self.running = running;
-        let Some(preempted) = started else { return false };
+        let Some(preempted) = self.preempt_in_pools(view, plan, task, level, shape) else { return false };
+        self.note_started(view, task);
         for v in preempted {
             self.running.remove(v);
             self.set_holds(v, false);
@@ -583,8 +595,10 @@ impl Tiresias {
         task: TaskId,
         level: usize,
         shape: Shape,
-        running: &RunningLevels,
     ) -> Option<Vec<TaskId>> {
+        // Victims are produced lazily from the running index while `task` is tried in its
+        // queue: the two are fields borrowed apart, so the index is neither moved nor copied.
+        let running = &self.running;
         // The lower-priority levels, lowest first (a copy: at most 16 levels, no allocation).
         let mut lower_levels = [0usize; 16];
         let lower_count = self.order.len() - self.rank[level] - 1;
@@ -620,7 +634,11 @@ impl Tiresias {
                     continue;
                 }
                 preempted.push(victim);
-                if shape.fits_in(pool, plan.free()) && self.try_start(view, plan, task).started().is_some() {
+                // As `try_start` in `level`'s queue (where `first` found it); the caller notes
+                // the start.
+                if shape.fits_in(pool, plan.free())
+                    && place_and_start(view, plan, self.placer, &mut self.queues[level], task).started().is_some()
+                {
                     return Some(preempted);
                 }
             }
