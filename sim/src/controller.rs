@@ -19,7 +19,7 @@ use crate::rng::{StreamRng, stream};
 use crate::series::{Levels, QueueDelta, Series};
 use crate::speeds::SpeedProfiles;
 use crate::state::{JobOutcome, JobState, Losses, OptIndex, TaskState, TaskStatus};
-use crate::time::{OptTime, SimDuration, SimTime};
+use crate::time::{OptTime, SimDuration, SimTime, earliest};
 use crate::view::{Change, ClusterView};
 use crate::workload::Workload;
 use std::collections::{BTreeMap, BTreeSet};
@@ -917,10 +917,7 @@ impl Controller {
     fn task_sums(&self, state: &JobState) -> TaskSums {
         let mut sums = TaskSums::default();
         for t in state.tasks().map(|t| &self.tasks[t.index()]) {
-            sums.first_start = match (sums.first_start, t.first_start.get()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            sums.first_start = earliest(sums.first_start, t.first_start.get());
             sums.mgpus += t.mgpus();
             sums.productive_mgpu_ms += t.productive_mgpu_ms;
             sums.preemptions += t.preemptions;

@@ -18,7 +18,7 @@ use crate::passes::{PassDue, Passes};
 use crate::policy::Policy;
 use crate::record::RunResult;
 use crate::scenario::{Scenario, SimError};
-use crate::time::SimTime;
+use crate::time::{SimTime, earliest};
 use crate::wall::Reported;
 
 /// Which clock drives the engine.
@@ -285,14 +285,5 @@ impl Engine {
             Some(end) if last > end => self.controller.stop_at_horizon(end),
             _ => self.controller.advance_to(last),
         }
-    }
-}
-
-/// The earlier of two times, either of which may be missing: what `[a, b].into_iter().flatten()
-/// .min()` gives, without the iterator machinery, once per timestamp.
-fn earliest(a: Option<SimTime>, b: Option<SimTime>) -> Option<SimTime> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }

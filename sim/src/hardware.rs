@@ -8,7 +8,7 @@
 //! it goes on the engine's heap until it happens.
 
 use crate::failure::ClusterEvent;
-use crate::time::SimTime;
+use crate::time::{SimTime, earliest};
 use std::collections::VecDeque;
 
 /// Ground-truth hardware events produced as the run goes, in time order (ties in a fixed
@@ -61,10 +61,7 @@ impl Hardware {
     pub(crate) fn peek_time(&mut self) -> Option<SimTime> {
         let fixed = self.fixed.front().map(ClusterEvent::time);
         let fed = self.feed.as_mut().and_then(|f| f.peek_time());
-        match (fixed, fed) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(fixed, fed)
     }
 
     /// Takes the next event if it happens at `now`.

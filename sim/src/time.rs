@@ -98,6 +98,16 @@ impl fmt::Display for SimDuration {
     }
 }
 
+/// The earlier of two times, either of which may be missing (the next event of two sources,
+/// the first start of a job's tasks).
+#[inline]
+pub(crate) fn earliest(a: Option<SimTime>, b: Option<SimTime>) -> Option<SimTime> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// A [`SimTime`] or [`SimDuration`]: what [`OptMs`] keeps in one `u64`.
 pub trait Millis: Copy {
     fn from_ms(ms: u64) -> Self;
