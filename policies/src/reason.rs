@@ -6,31 +6,22 @@
 /// Appends `milli / 1000` with three decimals: `{:.3}` of `milli` thousandths.
 pub(crate) fn push_thousandths(text: &mut String, milli: u128) {
     let (whole, frac) = match u64::try_from(milli) {
-        Ok(m) => (u128::from(m / 1000), (m % 1000) as u32), // u64 division: no u128 call
-        Err(_) => (milli / 1000, (milli % 1000) as u32),
+        Ok(m) => (u128::from(m / 1000), (m % 1000) as u16), // u64 division: no u128 call
+        Err(_) => (milli / 1000, (milli % 1000) as u16),
     };
     push_decimal(text, whole);
     text.push('.');
-    text.extend([frac / 100, frac / 10 % 10, frac % 10].map(|d| char::from(b'0' + d as u8)));
+    // 1000 + frac is four digits, the last three frac's with its leading zeros.
+    text.push_str(&itoa::Buffer::new().format(1000 + frac)[1..]);
 }
 
-/// Appends `n` in decimal.
+/// Appends `n` in decimal (itoa: the digits two at a time, no char-by-char pushes).
 pub(crate) fn push_decimal(text: &mut String, n: u128) {
-    let Ok(mut n) = u64::try_from(n) else {
-        text.push_str(&n.to_string()); // beyond any time in ms: not worth a fast path
-        return;
-    };
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+    let mut digits = itoa::Buffer::new();
+    match u64::try_from(n) {
+        Ok(n) => text.push_str(digits.format(n)), // u64 digits: no u128 division
+        Err(_) => text.push_str(digits.format(n)),
     }
-    text.extend(digits[start..].iter().map(|&d| char::from(d)));
 }
 
 #[cfg(test)]

@@ -52,6 +52,8 @@
 //! ranks (O((waiting + running) log n)), reading what each waiting task's rho needs from its
 //! state: a task its quota parks keeps its rank as its key, compared with later rounds' ranks.
 
+mod rho;
+
 use crate::id_list::IdList;
 use crate::lazy_sorted::LazySorted;
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
@@ -60,6 +62,7 @@ use crate::ranked_queue::RankedQueue;
 use crate::reason::{push_decimal, push_thousandths};
 use crate::tracking::{Placed, place_and_start, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
+use rho::Rho;
 use sim::{
     Change, ClusterView, DurationSource, FreeGpus, JobId, Plan, Policy, PoolId, SimDuration, SimTime, TaskId,
     TaskStatus,
@@ -97,45 +100,6 @@ enum TId {
     Share,
 }
 
-/// rho = num / den, exact (ordered by value: 1/2 equals 2/4).
-#[derive(Debug, Clone, Copy)]
-struct Rho {
-    num: u128,
-    den: u128,
-}
-
-impl Rho {
-    /// rho x 1000, cut: what the decision log prints. In u64 where it fits (a u128 division
-    /// is a call, and this runs once per preemption).
-    fn thousandths(self) -> u128 {
-        let den = self.den.max(1);
-        match (u64::try_from(self.num * 1000), u64::try_from(den)) {
-            (Ok(num), Ok(den)) => u128::from(num / den),
-            _ => self.num * 1000 / den,
-        }
-    }
-}
-
-impl Ord for Rho {
-    fn cmp(&self, other: &Rho) -> Ordering {
-        (self.num * other.den).cmp(&(other.num * self.den))
-    }
-}
-
-impl PartialOrd for Rho {
-    fn partial_cmp(&self, other: &Rho) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Rho {
-    fn eq(&self, other: &Rho) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Rho {}
-
 /// A victim's place in its pool's list: smallest rho first (ties: the latest task first).
 type VictimKey = (Rho, Reverse<TaskId>);
 
@@ -153,6 +117,8 @@ pub struct Themis {
     /// Without queues: the last round's waiting tasks in its rho order, sorted only as far as
     /// read (all of them come before `waiting`'s, as their ranks would).
     ranked: RankedQueue<Ranked>,
+    /// What each ranked task's rho needs, at its key's `at`: rebuilt at each round.
+    ranked_waiting: Vec<Waiting>,
     /// Tasks running in committed state (started by an earlier decision), with when their
     /// lease expires and their pool, noted at the start: a round skips the tasks still in
     /// their lease without reading their state. In no order: a round heaps its victims by
@@ -163,11 +129,14 @@ pub struct Themis {
     scratch: Scratch,
 }
 
-/// A running task's lease: it is no victim before `until`.
+/// A running task's lease: it is no victim before `until`. With its job's submit time, which
+/// its rho as a victim needs at every round: read here, in the dense list a round walks, it
+/// costs no cache miss on the job's spec (a million-job run's specs far exceed the cache).
 #[derive(Debug, Clone, Copy)]
 struct Lease {
     until: SimTime,
     pool: Option<PoolId>,
+    submit: SimTime,
 }
 
 /// The parts of a waiting task's rho that do not change while it waits (its remaining work
@@ -194,13 +163,15 @@ impl Waiting {
     }
 }
 
-/// A ranked task's key: its rho at the last round, largest first, and what its rho at the
-/// next round needs (only waiting tasks hold one: no table over every task of the run).
-/// Ordered by rho alone; the queue breaks ties by task id.
+/// A ranked task's key: its rho at the last round, largest first, and where what its rho at
+/// the next round needs is kept (`Themis::ranked_waiting`; only waiting tasks hold one: no
+/// table over every task of the run). Ordered by rho alone; the queue breaks ties by task id.
+/// Small, as the queue's heaps move their entries at every step: the 32 bytes of `Waiting`
+/// inline made an entry 96 bytes, and the heaps' reads and moves a tenth of a million-job run.
 #[derive(Debug, Clone, Copy)]
 struct Ranked {
     rho: Reverse<Rho>,
-    waiting: Waiting,
+    at: u32,
 }
 
 impl Ord for Ranked {
@@ -266,6 +237,7 @@ impl Themis {
             placer,
             waiting: WaitQueue::default(),
             ranked: RankedQueue::default(),
+            ranked_waiting: Vec::new(),
             running: IdList::default(),
             next_round: SimTime(0),
             scratch: Scratch::default(),
@@ -289,13 +261,21 @@ impl Themis {
     }
 
     /// A running task's rho as a victim (see `rho`) from where its work stands now (`at`,
-    /// `ClusterView::progress_now`): its work done and at risk read once, not three times.
-    fn victim_rho(&self, view: &ClusterView<'_>, task: TaskId, at: sim::Progress, jobs: u128, gpus: u128) -> Rho {
+    /// `ClusterView::progress_now`) and its job's `submit`: its work done and at risk read
+    /// once, not three times.
+    fn victim_rho(
+        &self,
+        view: &ClusterView<'_>,
+        task: TaskId,
+        at: sim::Progress,
+        submit: SimTime,
+        rho_inputs: (u128, u128),
+    ) -> Rho {
         let t = view.task(task);
         let expected = view.expected_duration(task, self.source);
         let end = view.now() + t.restart_overhead + (expected - at.done) + (at.done - at.saved);
-        let duration = expected.as_ms();
-        self.rho_from(end.since(view.job_spec(t.job).submit), duration, t.gpus, jobs, gpus)
+        let (jobs, gpus) = rho_inputs;
+        self.rho_from(end.since(submit), expected.as_ms(), t.gpus, jobs, gpus)
     }
 
     /// A waiting task's rho now from what `Waiting::of` read (at its first round): the same
@@ -310,12 +290,42 @@ impl Themis {
         let shared = u128::from(shared.as_ms());
         let duration = u128::from(duration.max(1));
         match self.t_id {
-            TId::Alone => Rho { num: shared, den: duration },
+            TId::Alone => Rho::new(shared, duration),
             // T_id = duration x max(C, G x N) / C, so rho = T_sh x C / (duration x max(C, G x N)).
             TId::Share => {
                 let demand = u128::from(task_gpus) * jobs;
-                Rho { num: shared * gpus, den: duration * demand.max(gpus) }
+                Rho::new(shared * gpus, duration * demand.max(gpus))
             }
+        }
+    }
+
+    /// Keeps the ranked order, the running tasks' leases and the tasks' submit times in step
+    /// with one change. What leaves `waiting` leaves the ranked order too (a task that starts,
+    /// ends, or whose job ends; the others were running, so are in neither).
+    fn note(&mut self, view: &ClusterView<'_>, change: Change) {
+        match change {
+            Change::TaskReady(_) => {}
+            Change::TaskStarted(t) => {
+                self.ranked.remove(t);
+                let task = view.task(t);
+                if task.status != TaskStatus::Running {
+                    self.running.remove(t); // ended at the instant it started
+                    return;
+                }
+                // The lease runs from the end of the attempt's restart overhead.
+                let until = task.run_start + task.overhead + self.lease;
+                let pool = task.placed.first().map(|&gpu| view.cluster().pool_of(gpu));
+                let submit = view.job_spec(task.job).submit;
+                self.running.insert(t, Lease { until, pool, submit });
+            }
+            Change::TaskPreempted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => {
+                self.ranked.remove(t);
+                self.running.remove(t);
+            }
+            Change::JobEnded(job) => view.job(job).tasks().for_each(|t| {
+                self.ranked.remove(t);
+                self.running.remove(t);
+            }),
         }
     }
 
@@ -330,7 +340,8 @@ impl Themis {
         let tasks = &mut scratch.tasks;
         tasks.clear();
         if lazy {
-            self.ranked.drain(|task, shape, key| tasks.push((task, shape, key.waiting)));
+            let ranked_waiting = &self.ranked_waiting;
+            self.ranked.drain(|task, shape, key| tasks.push((task, shape, ranked_waiting[key.at as usize])));
             scratch.fresh.clear();
             self.waiting.drain_queued(&mut scratch.fresh);
             tasks.extend(scratch.fresh.iter().map(|&(t, shape)| (t, shape, Waiting::of(view, t, source))));
@@ -340,12 +351,12 @@ impl Themis {
         self.rank(view, &mut scratch);
         if lazy {
             // `ranked` is in the order of `tasks` here (sorted only with queues).
-            let keys = scratch.ranked.iter().zip(&scratch.tasks);
-            self.ranked.rebuild(
-                keys.map(|(&(rho, task, shape), &(_, _, waiting))| {
-                    (shape, Ranked { rho: Reverse(rho), waiting }, task)
-                }),
-            );
+            self.ranked_waiting.clear();
+            self.ranked_waiting.extend(scratch.tasks.iter().map(|&(_, _, waiting)| waiting));
+            self.ranked.rebuild(scratch.ranked.iter().enumerate().map(|(at, &(rho, task, shape))| {
+                let at = u32::try_from(at).expect("fewer than 2^32 waiting tasks");
+                (shape, Ranked { rho: Reverse(rho), at }, task)
+            }));
         } else {
             // Ties break by task id: a total order, so an unstable sort gives the one answer.
             scratch.ranked.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -420,7 +431,7 @@ impl Themis {
             if view.task(t).saved_this_attempt(at) == SimDuration::ZERO {
                 continue; // nothing checkpointed in this attempt
             }
-            let rho = self.victim_rho(view, t, at, jobs, gpus);
+            let rho = self.victim_rho(view, t, at, lease.submit, (jobs, gpus));
             debug_assert!(rho == self.rho(view, t, jobs, gpus), "rho of victim {t} from its progress now");
             per_pool[pool.index()].push((rho, Reverse(t)));
         }
@@ -516,32 +527,8 @@ impl Policy for Themis {
 
     fn decide(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
         sync_waiting(view, &mut self.waiting, |_| FRESH);
-        for change in view.changes() {
-            // What leaves `waiting` leaves the ranked order too (a task that starts, ends, or
-            // whose job ends; the others were running, so are in neither).
-            match *change {
-                Change::TaskReady(_) => {}
-                Change::JobEnded(job) => view.job(job).tasks().for_each(|t| self.ranked.remove(t)),
-                Change::TaskStarted(t) | Change::TaskPreempted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => {
-                    self.ranked.remove(t)
-                }
-            }
-            match *change {
-                Change::TaskStarted(t) if view.task(t).status == TaskStatus::Running => {
-                    let task = view.task(t);
-                    // The lease runs from the end of the attempt's restart overhead.
-                    let until = task.run_start + task.overhead + self.lease;
-                    let pool = task.placed.first().map(|&gpu| view.cluster().pool_of(gpu));
-                    self.running.insert(t, Lease { until, pool });
-                }
-                Change::TaskStarted(t) | Change::TaskPreempted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => {
-                    self.running.remove(t);
-                }
-                Change::TaskReady(_) => {}
-                Change::JobEnded(job) => view.job(job).tasks().for_each(|t| {
-                    self.running.remove(t);
-                }),
-            }
+        for &change in view.changes() {
+            self.note(view, change);
         }
         let now = view.now();
         if now >= self.next_round {
@@ -566,13 +553,13 @@ mod tests {
 
     #[test]
     fn preemption_reason_gives_rhos_and_lost_work_to_three_decimals() {
-        let reason = preemption_reason(Rho { num: 5, den: 4 }, Rho { num: 6, den: 2 }, TaskId(7), SimDuration(12_500));
+        let reason = preemption_reason(Rho::new(5, 4), Rho::new(6, 2), TaskId(7), SimDuration(12_500));
         assert_eq!(
             reason,
             "themis: finish-time fairness rho 1.250 below 3.000 of t7; loses 12.500 s of work since its last checkpoint"
         );
         // Cut, not rounded: 2/3 is 0.666; a zero loss and zero den read as zeros.
-        let reason = preemption_reason(Rho { num: 2, den: 3 }, Rho { num: 0, den: 0 }, TaskId(0), SimDuration(7));
+        let reason = preemption_reason(Rho::new(2, 3), Rho::new(0, 0), TaskId(0), SimDuration(7));
         assert_eq!(
             reason,
             "themis: finish-time fairness rho 0.666 below 0.000 of t0; loses 0.007 s of work since its last checkpoint"
@@ -600,8 +587,7 @@ mod tests {
                 TaskId(task),
                 SimDuration(ms).as_secs_f64()
             );
-            let now =
-                preemption_reason(Rho { num: vn, den: vd }, Rho { num: wn, den: wd }, TaskId(task), SimDuration(ms));
+            let now = preemption_reason(Rho::new(vn, vd), Rho::new(wn, wd), TaskId(task), SimDuration(ms));
             assert_eq!(now, before);
         }
     }
