@@ -232,7 +232,7 @@ impl Builder {
             || checkpoint_cost_ms.is_some()
             || window != Window::default()
             || !dataset.is_empty()
-            || !speeds.is_empty();
+            || speeds.is_some();
         if any_option {
             task = task.with_options(TaskOptions {
                 checkpoint: checkpoint_ms.map(SimDuration),
@@ -240,7 +240,7 @@ impl Builder {
                 checkpoint_cost: checkpoint_cost_ms.map(SimDuration),
                 window,
                 dataset: (!dataset.is_empty()).then(|| dataset.to_owned()),
-                speeds,
+                speeds: speeds.unwrap_or_default(),
             });
         }
         task.gpu_milli = gpu_milli;
@@ -290,7 +290,18 @@ impl Builder {
 impl Builder {
     /// Resolves the last job's `depends_on` names once all its rows are read, and refuses a
     /// dangling name (with its line) or a cycle (with its path and the job's first line).
+    /// Inlined for the common job, which names no dependency and has no window: nothing to do.
+    #[inline]
     fn close_job(&mut self, file: &str) -> Result<(), TraceError> {
+        if self.deps.is_empty() && !self.jobs.last().is_some_and(JobSpec::has_dependencies) {
+            return Ok(());
+        }
+        self.close_dag_job(file)
+    }
+
+    /// [`Builder::close_job`] of a job with dependencies or windows.
+    #[inline(never)]
+    fn close_dag_job(&mut self, file: &str) -> Result<(), TraceError> {
         let deps = std::mem::take(&mut self.deps);
         let (Some(job), Some(&first_line)) = (self.jobs.last_mut(), self.first_line.last()) else { return Ok(()) };
         for (task, line, _column, text) in deps {
@@ -380,23 +391,31 @@ fn parse_exit_code(row: &Row<'_>, column: Option<usize>) -> FieldResult<i32> {
     parse_integer(row, column, "an integer exit code (0: success), e.g. 0, 1 or 137")
 }
 
-/// An optional integer column: empty or absent, 0.
+/// An optional integer column: empty or absent, 0. Inlined for the common one digit; the
+/// rest is parsed out of line.
+#[inline]
 fn parse_integer(row: &Row<'_>, column: Option<usize>, expected: &str) -> FieldResult<i32> {
-    let Some(column) = column else { return Ok(0) };
+    let Some(column) = row.filled(column) else { return Ok(0) };
     let text = row.text(column)?;
     match text.as_bytes() {
         [] => Ok(0),
         // One digit (`0` nearly always) is what `parse` would make of it.
         &[digit @ b'0'..=b'9'] => Ok(i32::from(digit - b'0')),
-        _ => text.parse().map_err(|_| row.field_error(column, expected, text)),
+        _ => parse_integer_text(row, column, expected, text),
     }
+}
+
+/// [`parse_integer`] of text that is not one digit.
+#[inline(never)]
+fn parse_integer_text(row: &Row<'_>, column: usize, expected: &str, text: &str) -> FieldResult<i32> {
+    text.parse().map_err(|_| row.field_error(column, expected, text))
 }
 
 /// A share of one GPU in milli-GPUs, `1..=999`, on a row with `gpus` = 1; empty or absent:
 /// whole GPUs (`None`). `1000` is refused rather than read as a whole GPU, so that one task has
 /// one spelling and the writer's output is the only way to write it.
 fn parse_gpu_milli(row: &Row<'_>, column: Option<usize>, gpus: u32) -> FieldResult<Option<NonZeroU16>> {
-    let Some(column) = column else {
+    let Some(column) = row.filled(column) else {
         return Ok(None);
     };
     let text = row.text(column)?;
@@ -436,7 +455,7 @@ fn parse_gpus_per_node(
     share: bool,
     single_node: bool,
 ) -> FieldResult<Option<u32>> {
-    let Some(column) = column else { return Ok(None) };
+    let Some(column) = row.filled(column) else { return Ok(None) };
     let text = row.text(column)?;
     if text.is_empty() {
         return Ok(None);
@@ -539,13 +558,24 @@ pub fn parse_speeds(text: &str) -> Option<BTreeMap<String, u32>> {
     Some(speeds)
 }
 
-/// The `speeds` column.
-fn parse_speeds_column(row: &Row<'_>, column: Option<usize>) -> FieldResult<BTreeMap<String, u32>> {
+/// The `speeds` column; `None` when it names no speed (no map to build and drop for the many
+/// tasks without one).
+#[inline]
+fn parse_speeds_column(row: &Row<'_>, column: Option<usize>) -> FieldResult<Option<BTreeMap<String, u32>>> {
     let text = row.opt_text(column)?;
     if text.is_empty() {
-        return Ok(BTreeMap::new());
+        return Ok(None);
     }
-    parse_speeds(text).ok_or_else(|| row.field_error(column.unwrap_or(0), SPEEDS_EXPECTED, text))
+    parse_speeds_text(row, column, text)
+}
+
+/// [`parse_speeds_column`] of a non-empty field (`;` alone names no speed either).
+#[inline(never)]
+fn parse_speeds_text(row: &Row<'_>, column: Option<usize>, text: &str) -> FieldResult<Option<BTreeMap<String, u32>>> {
+    match parse_speeds(text) {
+        Some(speeds) => Ok((!speeds.is_empty()).then_some(speeds)),
+        None => Err(row.field_error(column.unwrap_or(0), SPEEDS_EXPECTED, text)),
+    }
 }
 
 /// `speeds` as the column spells it, types in order, speeds in shortest exact decimals.

@@ -146,6 +146,16 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// Whether field `i` is there and empty (empty is text, whichever reader read it).
+    #[inline]
+    fn is_empty(&self, i: usize) -> bool {
+        match self {
+            Fields::QuoteFree(fields) => fields.is_empty(i),
+            Fields::Csv(record) => record.get(i).is_some_and(<[u8]>::is_empty),
+            Fields::None => false,
+        }
+    }
+
     /// Field `i` as text, when it is known to be valid UTF-8 without checking it alone.
     #[inline]
     fn known_text(&self, i: usize) -> Option<&'a str> {
@@ -472,12 +482,33 @@ impl<'a> Row<'a> {
         std::str::from_utf8(raw).map_err(|_| self.field_error(column, "UTF-8 text", &String::from_utf8_lossy(raw)))
     }
 
+    /// Whether the field in `column` is empty: what most optional fields of a wide file are,
+    /// told without building their text (the text of an empty field is `""`).
+    #[inline]
+    pub(crate) fn is_empty(&self, column: usize) -> bool {
+        self.fields.is_empty(column)
+    }
+
+    /// `column` unless it is absent or its field is empty: the optional fields worth reading.
+    #[inline]
+    pub(crate) fn filled(&self, column: Option<usize>) -> Option<usize> {
+        match column {
+            Some(c) if !self.is_empty(c) => Some(c),
+            _ => None,
+        }
+    }
+
     /// The field as text; an absent column reads as an empty field.
+    #[inline]
     pub(crate) fn opt_text(&self, column: Option<usize>) -> FieldResult<&'a str> {
-        column.map_or(Ok(""), |c| self.text(c))
+        match self.filled(column) {
+            Some(c) => self.text(c),
+            None => Ok(""),
+        }
     }
 
     /// A required non-empty name (job id, queue, ...).
+    #[inline]
     pub(crate) fn name_field(&self, column: usize, what: &str) -> FieldResult<&'a str> {
         let text = self.text(column)?;
         if text.is_empty() {
@@ -486,60 +517,88 @@ impl<'a> Row<'a> {
         Ok(text)
     }
 
+    // The seconds helpers below are inlined, their errors built out of line: a wide file
+    // reads several times a row, most of them empty or in the common spelling, where a call
+    // and a `Result` returned through memory cost more than the parse.
+
     /// Decimal seconds as milliseconds, see [`parse_seconds_ms`].
+    #[inline]
     pub(crate) fn seconds_ms(&self, column: usize) -> FieldResult<u64> {
         let text = self.text(column)?;
-        parse_seconds_ms(text).map_err(|e| self.field_error(column, e.expected(), text))
+        parse_seconds_ms(text).map_err(|e| self.seconds_error(column, e, text))
     }
 
     /// Decimal seconds that must be at least 1 ms after rounding: durations, repair times.
+    #[inline]
     pub(crate) fn positive_seconds_ms(&self, column: usize) -> FieldResult<u64> {
         let text = self.text(column)?;
         self.positive_ms(column, text)
     }
 
     /// [`Row::positive_seconds_ms`] of `text`, the field in `column`.
+    #[inline]
     fn positive_ms(&self, column: usize, text: &str) -> FieldResult<u64> {
         match parse_seconds_ms(text) {
-            Ok(0) => Err(self.field_error(
-                column,
-                "a positive number of seconds (at least 0.001 after rounding to the millisecond)",
-                text,
-            )),
-            Ok(ms) => Ok(ms),
-            Err(SecondsError::NotDecimal | SecondsError::Negative) => {
-                Err(self.field_error(column, "a positive number of seconds (decimal digits, like 66 or 0.25)", text))
-            }
-            Err(e) => Err(self.field_error(column, e.expected(), text)),
+            Ok(ms) if ms > 0 => Ok(ms),
+            result => Err(self.positive_error(column, result.err(), text)),
         }
     }
 
+    /// Why `text` in `column` is not a positive number of seconds: `error`, or `None` when it
+    /// is zero after rounding.
+    #[cold]
+    #[inline(never)]
+    fn positive_error(&self, column: usize, error: Option<SecondsError>, text: &str) -> Box<TraceError> {
+        let expected = match error {
+            None => "a positive number of seconds (at least 0.001 after rounding to the millisecond)",
+            Some(SecondsError::NotDecimal | SecondsError::Negative) => {
+                "a positive number of seconds (decimal digits, like 66 or 0.25)"
+            }
+            Some(e) => e.expected(),
+        };
+        self.field_error(column, expected, text)
+    }
+
+    /// A field error for seconds that did not parse.
+    #[cold]
+    #[inline(never)]
+    fn seconds_error(&self, column: usize, error: SecondsError, text: &str) -> Box<TraceError> {
+        self.field_error(column, error.expected(), text)
+    }
+
     /// Optional positive seconds: an empty field or an absent column is `None`.
+    #[inline]
     pub(crate) fn opt_positive_seconds_ms(&self, column: Option<usize>) -> FieldResult<Option<u64>> {
-        let Some(column) = column else { return Ok(None) };
-        match self.text(column)? {
-            "" => Ok(None),
-            text => self.positive_ms(column, text).map(Some),
+        match self.filled(column) {
+            Some(c) => self.positive_seconds_ms(c).map(Some),
+            None => Ok(None),
         }
     }
 
     /// Optional non-negative seconds (zero allowed): an empty field or an absent column is
     /// `None`.
+    #[inline]
     pub(crate) fn opt_seconds_ms(&self, column: Option<usize>) -> FieldResult<Option<u64>> {
-        let Some(column) = column else { return Ok(None) };
-        match self.text(column)? {
-            "" => Ok(None),
-            text => parse_seconds_ms(text).map(Some).map_err(|e| self.field_error(column, e.expected(), text)),
+        match self.filled(column) {
+            Some(c) => self.seconds_ms(c).map(Some),
+            None => Ok(None),
         }
     }
 
     /// A whole number of GPUs, 1 to u32::MAX.
+    #[inline]
     pub(crate) fn gpus(&self, column: usize) -> FieldResult<u32> {
         let text = self.text(column)?;
         match parse_u32(text) {
             Some(n) if n >= 1 => Ok(n),
-            _ => Err(self.field_error(column, format!("a whole number of GPUs from 1 to {}", u32::MAX), text)),
+            _ => Err(self.gpus_error(column, text)),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn gpus_error(&self, column: usize, text: &str) -> Box<TraceError> {
+        self.field_error(column, format!("a whole number of GPUs from 1 to {}", u32::MAX), text)
     }
 
     /// A whole number in `0..limit`, for indexes (nodes, GPU slots).
@@ -550,10 +609,18 @@ impl<'a> Row<'a> {
 }
 
 /// Plain decimal digits into a `u32`: no sign, no spaces, no decimal point.
+/// Inlined for one digit (most GPU counts); longer text goes to [`parse_u32_digits`].
+#[inline]
 pub(crate) fn parse_u32(text: &str) -> Option<u32> {
     if let &[digit @ b'0'..=b'9'] = text.as_bytes() {
         return Some(u32::from(digit - b'0'));
     }
+    parse_u32_digits(text)
+}
+
+/// [`parse_u32`] of any text.
+#[inline(never)]
+fn parse_u32_digits(text: &str) -> Option<u32> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

@@ -38,11 +38,21 @@ impl SecondsError {
 ///
 /// Rounding: half away from zero at the millisecond, decided by the fourth decimal digit alone
 /// (`0.0015` -> 2 ms, `0.00149999` -> 1 ms). Signs, exponents, spaces, `inf` and `nan` are errors.
+///
+/// Inlined: most fields of every trace are read here, and the common spelling takes
+/// [`plain_seconds_ms`] without a call; the rest goes to the full pass.
+#[inline]
 pub fn parse_seconds_ms(text: &str) -> Result<u64, SecondsError> {
-    let bytes = text.as_bytes();
-    if let Some(ms) = plain_seconds_ms(bytes) {
-        return Ok(ms);
+    match plain_seconds_ms(text.as_bytes()) {
+        Some(ms) => Ok(ms),
+        None => full_seconds_ms(text),
     }
+}
+
+/// [`parse_seconds_ms`] for any text: the verdict on every spelling, valid or not.
+#[inline(never)]
+fn full_seconds_ms(text: &str) -> Result<u64, SecondsError> {
+    let bytes = text.as_bytes();
     match bytes.first() {
         None => return Err(SecondsError::Empty),
         Some(b'-') => return Err(SecondsError::Negative),
@@ -108,38 +118,117 @@ pub fn parse_seconds_ms(text: &str) -> Result<u64, SecondsError> {
 /// them before an optional point (so the value is never too large), and digits after it.
 /// `None` for anything else, which [`parse_seconds_ms`]'s full pass then judges; the tests
 /// hold the two to one answer.
+#[inline]
 fn plain_seconds_ms(bytes: &[u8]) -> Option<u64> {
-    let (mut seconds, mut rest) = (0u64, bytes);
-    // Eight leading digits at once (times since the epoch have ten).
-    if let Some((&chunk, after)) = bytes.split_first_chunk::<8>()
-        && let Some(n) = eight_digits(chunk)
-    {
-        (seconds, rest) = (n, after);
+    if let Some(ms) = three_decimals_ms(bytes) {
+        return Some(ms);
     }
-    while let [b, after @ ..] = rest {
+    let (seconds, whole) = leading_digits(bytes);
+    // More than 12 digits may be too large: the full pass decides (the wrapped value is
+    // thrown away).
+    if whole > 12 {
+        return None;
+    }
+    let ms = match bytes.get(whole..).unwrap_or_default() {
+        [] if whole > 0 => 0,
+        // Three decimals: how the canonical writer spells every time that is not whole.
+        &[b'.', a, b, c] => three_decimals(a, b, c)?,
+        [b'.', fraction @ ..] if whole + fraction.len() > 0 => any_decimals_ms(fraction)?,
+        _ => return None,
+    };
+    Some(seconds * 1000 + ms)
+}
+
+/// `W.FFF`, 1 to 12 whole digits and exactly three decimals (how the canonical writer spells
+/// every time that is not whole), as milliseconds without a loop per digit: the digits go
+/// through [`eight_digits`] right-aligned in one or two words, `0`s before them and the point
+/// read as a `0` (so the low word is `WWWW0FFF`: 10,000 times its whole part plus the
+/// milliseconds). `None` for anything else.
+#[inline]
+fn three_decimals_ms(bytes: &[u8]) -> Option<u64> {
+    const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
+    // The point's byte in a word holding the text's last eight bytes.
+    const POINT: u64 = 0xFF << 32;
+    let len = bytes.len();
+    if !(5..=16).contains(&len) || bytes.get(len - 4) != Some(&b'.') {
+        return None;
+    }
+    // The last eight bytes (of fewer, the text with `0`s before it) and what comes before.
+    let (last, lead) = match len {
+        5..=8 => (right_aligned(bytes), ZEROS),
+        _ => (word_at(bytes, len - 8), right_aligned(bytes.get(..len - 8).unwrap_or_default())),
+    };
+    let low = eight_digits(((last & !POINT) | (ZEROS & POINT)).to_le_bytes())?;
+    let high = eight_digits(lead.to_le_bytes())?;
+    Some((high * 10_000 + low / 10_000) * 1000 + low % 10_000)
+}
+
+/// The eight bytes of `bytes` from `at` as one little-endian word (0 past its end).
+#[inline]
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes.get(at..at + 8).and_then(|w| w.try_into().ok()).unwrap_or_default())
+}
+
+/// `bytes` (1 to 8 of them) as the last bytes of a word whose first bytes are `0`s, the
+/// word [`eight_digits`] reads as the number they spell; 0 (not digits) for other lengths.
+/// Short texts are read as two overlapping halves, which put the same byte in the same place.
+#[inline]
+fn right_aligned(bytes: &[u8]) -> u64 {
+    const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
+    let len = bytes.len();
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(bytes.get(at..at + 4).and_then(|w| w.try_into().ok()).unwrap_or_default()))
+    };
+    let byte = |at: usize| u64::from(bytes.get(at).copied().unwrap_or_default());
+    let text = match len {
+        8 => return word_at(bytes, 0),
+        4..=7 => half(0) | half(len - 4) << (8 * (len - 4)),
+        1..=3 => byte(0) | byte(len / 2) << (8 * (len / 2)) | byte(len - 1) << (8 * (len - 1)),
+        _ => return 0,
+    };
+    text << (8 * (8 - len)) | ZEROS >> (8 * len)
+}
+
+/// The number the leading ASCII digits of `bytes` spell (wrapped past `u64`: the caller
+/// refuses that many digits) and how many there are. Eight at a time first: times since the
+/// epoch have ten digits.
+#[inline]
+fn leading_digits(bytes: &[u8]) -> (u64, usize) {
+    let (mut n, mut count) = (0u64, 0);
+    if let Some((&chunk, _)) = bytes.split_first_chunk::<8>()
+        && let Some(eight) = eight_digits(chunk)
+    {
+        (n, count) = (eight, 8);
+    }
+    for &b in bytes.get(count..).unwrap_or_default() {
         let digit = b.wrapping_sub(b'0');
         if digit > 9 {
             break;
         }
-        if bytes.len() - rest.len() == 12 {
-            return None;
-        }
-        seconds = seconds * 10 + u64::from(digit);
-        rest = after;
+        n = n.wrapping_mul(10).wrapping_add(u64::from(digit));
+        count += 1;
     }
-    let whole = bytes.len() - rest.len();
-    let fraction = match rest {
-        [] => &[][..],
-        [b'.', fraction @ ..] => fraction,
-        _ => return None,
-    };
-    if !fraction.iter().all(u8::is_ascii_digit) || whole + fraction.len() == 0 {
+    (n, count)
+}
+
+/// Three decimal digits as milliseconds, or `None` if one is not a digit.
+#[inline]
+fn three_decimals(a: u8, b: u8, c: u8) -> Option<u64> {
+    let (a, b, c) = (a.wrapping_sub(b'0'), b.wrapping_sub(b'0'), c.wrapping_sub(b'0'));
+    if a > 9 || b > 9 || c > 9 {
         return None;
     }
-    // The first three decimals are whole milliseconds; the fourth alone decides rounding.
+    Some(u64::from(a) * 100 + u64::from(b) * 10 + u64::from(c))
+}
+
+/// Decimals after the point as milliseconds: the first three are whole milliseconds and the
+/// fourth alone decides rounding (half up). `None` if one is not a digit.
+fn any_decimals_ms(fraction: &[u8]) -> Option<u64> {
+    if !fraction.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
     let digit = |i: usize| fraction.get(i).map_or(0, |&b| u64::from(b - b'0'));
-    let ms = digit(0) * 100 + digit(1) * 10 + digit(2);
-    Some(seconds * 1000 + ms + u64::from(digit(3) >= 5))
+    Some(digit(0) * 100 + digit(1) * 10 + digit(2) + u64::from(digit(3) >= 5))
 }
 
 /// Eight ASCII digits as their number, or `None` if a byte is not a digit: a word's worth at
@@ -470,6 +559,37 @@ mod tests {
         #[test]
         fn one_pass_seconds_agree_on_numbers(whole in "[0-9]{0,22}", fraction in proptest::option::of("[0-9]{0,8}")) {
             let text = match fraction { Some(f) => format!("{whole}.{f}"), None => whole };
+            prop_assert_eq!(parse_seconds_ms(&text), reference_seconds_ms(&text), "{}", text);
+        }
+
+        /// The canonical writer's spelling takes the word-at-a-time path, with the answer of
+        /// the digit-by-digit reading; anything else near it is left to that reading.
+        #[test]
+        fn three_decimals_read_a_word_at_a_time(
+            text in prop_oneof!["[0-9]{1,13}[.][0-9]{3}", "[0-9x.]{0,13}[.][0-9x.]{3}", "[0-9.]{4,17}"],
+        ) {
+            let expected = reference_seconds_ms(&text).ok().filter(|_| {
+                let (whole, fraction) = text.split_once('.').unwrap_or((&text, "x"));
+                (1..=12).contains(&whole.len()) && fraction.len() == 3
+            });
+            prop_assert_eq!(three_decimals_ms(text.as_bytes()), expected, "{}", text);
+        }
+
+        #[test]
+        fn short_texts_right_align_as_digits(text in "[0-9]{1,8}") {
+            let expected = format!("{text:0>8}");
+            prop_assert_eq!(right_aligned(text.as_bytes()).to_le_bytes(), expected.as_bytes());
+        }
+
+        /// The fast path answers only what the full pass answers alike; the three-decimal
+        /// spelling of the canonical writer most of all.
+        #[test]
+        fn the_fast_path_agrees_with_the_full_pass(
+            text in prop_oneof!["[0-9]{0,15}[.][0-9x.]{3}", "[0-9]{0,15}[.]?[0-9]{0,5}", "[-+.eE0-9x ]{0,16}"],
+        ) {
+            if let Some(ms) = plain_seconds_ms(text.as_bytes()) {
+                prop_assert_eq!(full_seconds_ms(&text), Ok(ms), "{}", text);
+            }
             prop_assert_eq!(parse_seconds_ms(&text), reference_seconds_ms(&text), "{}", text);
         }
 
