@@ -14,7 +14,7 @@
 //! preemption, O(running tasks in its pools).
 
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
-use crate::placement::{Placer, Shape};
+use crate::placement::{Placer, Shape, nothing_fits};
 use crate::running::RunningIndex;
 use crate::tracking::{Placed, place_and_start, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
@@ -135,7 +135,9 @@ impl Policy for Srtf {
                 break;
             }
         }
-        while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
+        while !nothing_fits(view.cluster(), plan.free())
+            && let Some((_, task)) = self.waiting.first_fitting(plan.free())
+        {
             if self.try_start(view, plan, task) == Placed::NoRoom {
                 break; // unreachable: a shape that fits has a placement
             }

@@ -66,7 +66,11 @@ pub fn place_and_start(
 ) -> Placed {
     start_where(plan, waiting, task, |plan| {
         let shape = Shape::of(view.task(task));
-        placer.place(shape, view, plan.free()).or_else(|| crate::quota::reclaim(view, plan, placer, task))
+        // A placement exists exactly when the shape fits (`Placer::place`), and a gang that
+        // waits is tried often while nothing fits (a blocked head, every decision): the fit
+        // test is a few bit scans where a failing placement walks its algorithm.
+        let placed = if shape.fits(plan.free()) { placer.place(shape, view, plan.free()) } else { None };
+        placed.or_else(|| crate::quota::reclaim(view, plan, placer, task))
     })
 }
 

@@ -14,7 +14,9 @@ mod spread;
 
 use crate::params::{AVOID_FAILED, PLACEMENT, Params, SpecError};
 use candidates::Candidates;
-use sim::{ClusterView, FreeGpus, GpuId, NodeId, PoolId, PoolMask, SimDuration, SimTime, TaskState, WHOLE_GPU_MILLI};
+use sim::{
+    Cluster, ClusterView, FreeGpus, GpuId, NodeId, PoolId, PoolMask, SimDuration, SimTime, TaskState, WHOLE_GPU_MILLI,
+};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
@@ -82,6 +84,14 @@ impl Shape {
     pub fn fits(self, free: &FreeGpus) -> bool {
         self.pools.iter().any(|p| self.fits_in(p, free))
     }
+}
+
+/// Whether no task of any shape fits in `cluster` now: no whole GPU is free and no shared GPU
+/// has room. A policy's pass that looks for a waiting task that fits (`first_fitting`, which
+/// tests each shape's first task) can then be skipped: at high load the cluster is often
+/// full when a decision's preemptive pass ends.
+pub fn nothing_fits(cluster: &Cluster, free: &FreeGpus) -> bool {
+    free.total() == 0 && cluster.pools().iter().all(|p| free.shared_with_room(p.id, 1).next().is_none())
 }
 
 /// The placement algorithm: how a gang's GPUs are chosen among those free.
