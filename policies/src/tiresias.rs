@@ -62,6 +62,7 @@
 use crate::id_table::IdTable;
 use crate::params::{AVOID_FAILED, List, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{Placer, Shape, nothing_fits};
+use crate::reason::{push_decimal, push_thousandths};
 use crate::tracking::{Placed, place_and_start};
 use crate::wait_queue::WaitQueue;
 use sim::{
@@ -682,42 +683,23 @@ impl Tiresias {
 /// The decision log's reason for preempting a task of `victim_level`, its job having attained
 /// `attained_s` GPU-s, for `task` of `level`, the victim losing `loses`: "tiresias: level 2
 /// (attained service 3600 GPU-s) ranks below level 0 of t7; loses 12.500 s of work since its
-/// last checkpoint, the least in its level". Written as bytes and checked as UTF-8 once: one
-/// is written per preemption (145,000 at 100k jobs), and pushing its digits as chars
-/// (`reason.rs`) cost more than the check of the whole text. The same text as `format!`
-/// (a unit test holds them to each other).
+/// last checkpoint, the least in its level". Written by hand (`reason.rs`): one is written per
+/// preemption (145,000 at 100k jobs). The same text as `format!` (a unit test holds them to
+/// each other).
 fn preemption_reason(victim_level: usize, attained_s: u64, level: usize, task: TaskId, loses: SimDuration) -> String {
-    let mut text = Vec::with_capacity(160);
-    text.extend_from_slice(b"tiresias: level ");
-    push_digits(&mut text, victim_level as u64);
-    text.extend_from_slice(b" (attained service ");
-    push_digits(&mut text, attained_s);
-    text.extend_from_slice(b" GPU-s) ranks below level ");
-    push_digits(&mut text, level as u64);
-    text.extend_from_slice(b" of t");
-    push_digits(&mut text, u64::from(task.0));
-    text.extend_from_slice(b"; loses ");
-    let ms = loses.as_ms();
-    push_digits(&mut text, ms / 1000);
-    let frac = ms % 1000;
-    text.extend_from_slice(&[b'.', b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8]);
-    text.extend_from_slice(b" s of work since its last checkpoint, the least in its level");
-    String::from_utf8(text).expect("ASCII digits and text")
-}
-
-/// Appends `n` in decimal ASCII digits.
-fn push_digits(text: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    text.extend_from_slice(&digits[start..]);
+    let mut text = String::with_capacity(160);
+    text.push_str("tiresias: level ");
+    push_decimal(&mut text, victim_level as u128);
+    text.push_str(" (attained service ");
+    push_decimal(&mut text, u128::from(attained_s));
+    text.push_str(" GPU-s) ranks below level ");
+    push_decimal(&mut text, level as u128);
+    text.push_str(" of t");
+    push_decimal(&mut text, u128::from(task.0));
+    text.push_str("; loses ");
+    push_thousandths(&mut text, u128::from(loses.as_ms()));
+    text.push_str(" s of work since its last checkpoint, the least in its level");
+    text
 }
 
 /// Service a job has executed, in milli-GPU-ms: the GPU-time its tasks held over all attempts
