@@ -43,8 +43,8 @@
 //! order (the ones it starts and the one it stops at) and each victim a preemption walks,
 //! once per lease; between rounds O((starts + 1) x shapes x log n) and O(changes x log n).
 //! Every waiting task's rho changes at every round (it grows with the wait), so a round cannot
-//! touch fewer; it reads each one's rho from what was noted at its first round (kept with its
-//! rank, so that only waiting tasks hold it), skips running tasks still in their lease on what
+//! touch fewer; it reads each one's rho from what was noted at its first round (kept in a list
+//! its rank indexes, so that only waiting tasks hold it), skips running tasks still in their lease on what
 //! was noted at their start, and computes the victims' rhos only once a task does not fit. The
 //! order is not sorted in full: each shape's tasks are heapified and sorted as far as read
 //! (`RankedQueue`), and so are each pool's victims (`LazySorted`), allocating nothing in
@@ -141,7 +141,8 @@ struct Lease {
 
 /// The parts of a waiting task's rho that do not change while it waits (its remaining work
 /// and restart overhead change only while it holds GPUs): a round reads these 32 bytes, kept
-/// with the task's rank, instead of the task's and its job's state.
+/// in `Themis::ranked_waiting` at the index its rank holds, instead of the task's and its
+/// job's state.
 #[derive(Debug, Clone, Copy)]
 struct Waiting {
     /// Restart overhead and expected remaining work: T_sh is `now + work - submit`.
