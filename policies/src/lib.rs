@@ -22,6 +22,7 @@ mod fair_share;
 mod fifo;
 mod heads;
 mod id_list;
+mod id_set;
 mod id_table;
 mod lazy_sorted;
 pub mod params;

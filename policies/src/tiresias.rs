@@ -59,6 +59,7 @@
 //! reaches are scored (`work_at_risk` changes with time) and sorted. O(levels log levels)
 //! per job success in gittins mode. Multi-task jobs add O(tasks of the job) per change of that job.
 
+use crate::id_set::{Descending, IdSet};
 use crate::id_table::IdTable;
 use crate::params::{AVOID_FAILED, List, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{Placer, Shape, nothing_fits};
@@ -122,8 +123,8 @@ struct JobInfo {
 /// still scored and sorted, as their risk changes with time).
 #[derive(Debug, Default)]
 struct RunningLevels {
-    continuous: Vec<Vec<BTreeSet<TaskId>>>,
-    interval: Vec<Vec<BTreeSet<TaskId>>>,
+    continuous: Vec<Vec<IdSet>>,
+    interval: Vec<Vec<IdSet>>,
     /// GPUs held per pool and level: a quick bound on what preempting a level frees.
     gpus: Vec<Vec<u64>>,
     /// Each indexed task's place, for the tasks running.
@@ -144,16 +145,16 @@ impl RunningLevels {
     fn insert(&mut self, task: TaskId, pool: PoolId, level: usize, gpus: u32, continuous: bool, levels: usize) {
         debug_assert!(self.at.get(task.index()).is_none(), "t{} is indexed once", task.0);
         if self.gpus.len() <= pool.index() {
-            self.continuous.resize_with(pool.index() + 1, || vec![BTreeSet::new(); levels]);
-            self.interval.resize_with(pool.index() + 1, || vec![BTreeSet::new(); levels]);
+            self.continuous.resize_with(pool.index() + 1, || vec![IdSet::default(); levels]);
+            self.interval.resize_with(pool.index() + 1, || vec![IdSet::default(); levels]);
             self.gpus.resize_with(pool.index() + 1, || vec![0; levels]);
         }
-        self.set_of(pool, level, continuous).insert(task);
+        self.set_of(pool, level, continuous).insert(task.index());
         self.gpus[pool.index()][level] += u64::from(gpus);
         self.at.insert(task.index(), Entry { pool, level: narrow(level), gpus, continuous });
     }
 
-    fn set_of(&mut self, pool: PoolId, level: usize, continuous: bool) -> &mut BTreeSet<TaskId> {
+    fn set_of(&mut self, pool: PoolId, level: usize, continuous: bool) -> &mut IdSet {
         let sets = if continuous { &mut self.continuous } else { &mut self.interval };
         &mut sets[pool.index()][level]
     }
@@ -161,7 +162,7 @@ impl RunningLevels {
     /// Takes `task` out of the index, if there, giving its place.
     fn remove(&mut self, task: TaskId) -> Option<Entry> {
         let e = self.at.remove(task.index())?;
-        self.set_of(e.pool, e.level as usize, e.continuous).remove(&task);
+        self.set_of(e.pool, e.level as usize, e.continuous).remove(task.index());
         self.gpus[e.pool.index()][e.level as usize] -= u64::from(e.gpus);
         Some(e)
     }
@@ -176,11 +177,13 @@ impl RunningLevels {
     /// The running tasks of `level` in `pool` in victim order: least work at risk first,
     /// ties the latest task first. Lazy over the continuously checkpointing tasks.
     fn victims<'s>(&'s self, view: &ClusterView<'_>, pool: PoolId, level: usize) -> Victims<'s> {
-        let mut interval: Vec<(SimDuration, TaskId)> =
-            self.interval[pool.index()][level].iter().map(|&t| (view.work_at_risk(t), t)).collect();
+        let mut interval: Vec<(SimDuration, TaskId)> = self.interval[pool.index()][level]
+            .descending()
+            .map(|t| (view.work_at_risk(TaskId::from_index(t)), TaskId::from_index(t)))
+            .collect();
         interval.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         Victims {
-            continuous: self.continuous[pool.index()][level].iter().rev().peekable(),
+            continuous: self.continuous[pool.index()][level].descending().peekable(),
             interval: interval.into_iter().peekable(),
         }
     }
@@ -189,7 +192,8 @@ impl RunningLevels {
 /// One level's victims: the continuous tasks (no work at risk, latest first) merged with the
 /// interval tasks sorted by (work at risk, latest first).
 struct Victims<'s> {
-    continuous: std::iter::Peekable<std::iter::Rev<std::collections::btree_set::Iter<'s, TaskId>>>,
+    /// Task indexes.
+    continuous: std::iter::Peekable<Descending<'s>>,
     interval: std::iter::Peekable<std::vec::IntoIter<(SimDuration, TaskId)>>,
 }
 
@@ -202,9 +206,13 @@ impl Iterator for Victims<'_> {
             (Some(_), None) => false,
             // Continuous tasks risk nothing: an interval task goes first only at zero risk
             // and a later id.
-            (Some(&&c), Some(&(risk, i))) => risk == SimDuration::ZERO && i > c,
+            (Some(&c), Some(&(risk, i))) => risk == SimDuration::ZERO && i.index() > c,
         };
-        if interval_first { self.interval.next() } else { self.continuous.next().map(|&t| (SimDuration::ZERO, t)) }
+        if interval_first {
+            self.interval.next()
+        } else {
+            self.continuous.next().map(|t| (SimDuration::ZERO, TaskId::from_index(t)))
+        }
     }
 }
 
