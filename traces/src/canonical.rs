@@ -393,7 +393,7 @@ fn parse_exit_code(row: &Row<'_>, column: Option<usize>) -> FieldResult<i32> {
 
 /// An optional integer column: empty or absent, 0. Inlined for the common one digit; the
 /// rest is parsed out of line.
-#[inline]
+#[inline(always)]
 fn parse_integer(row: &Row<'_>, column: Option<usize>, expected: &str) -> FieldResult<i32> {
     let Some(column) = row.filled(column) else { return Ok(0) };
     let text = row.text(column)?;
@@ -560,7 +560,7 @@ pub fn parse_speeds(text: &str) -> Option<BTreeMap<String, u32>> {
 
 /// The `speeds` column; `None` when it names no speed (no map to build and drop for the many
 /// tasks without one).
-#[inline]
+#[inline(always)]
 fn parse_speeds_column(row: &Row<'_>, column: Option<usize>) -> FieldResult<Option<BTreeMap<String, u32>>> {
     let text = row.opt_text(column)?;
     if text.is_empty() {

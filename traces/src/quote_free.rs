@@ -153,7 +153,7 @@ impl<'a> Fields<'a> {
         self.ends.len()
     }
 
-    #[inline]
+    #[inline(always)]
     fn range(&self, i: usize) -> Option<std::ops::Range<usize>> {
         let end = *self.ends.get(i)?;
         // A plain match: through `Option` combinators this was a call per field.
@@ -169,7 +169,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Whether field `i` is there and empty.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn is_empty(&self, i: usize) -> bool {
         match self.range(i) {
             Some(range) => range.is_empty(),
@@ -178,7 +178,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Field `i` as text, when the record is valid UTF-8 (else see [`Fields::get`]).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn text(&self, i: usize) -> Option<&'a str> {
         let range = self.range(i)?;
         // Most fields of a wide file are empty: text whatever the record's bytes.

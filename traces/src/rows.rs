@@ -147,7 +147,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Whether field `i` is there and empty (empty is text, whichever reader read it).
-    #[inline]
+    #[inline(always)]
     fn is_empty(&self, i: usize) -> bool {
         match self {
             Fields::QuoteFree(fields) => fields.is_empty(i),
@@ -157,7 +157,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Field `i` as text, when it is known to be valid UTF-8 without checking it alone.
-    #[inline]
+    #[inline(always)]
     fn known_text(&self, i: usize) -> Option<&'a str> {
         match self {
             Fields::QuoteFree(fields) => fields.text(i),
@@ -467,7 +467,7 @@ impl<'a> Row<'a> {
 
     /// The field as text (all our formats are UTF-8). Inlined: every field of every row
     /// comes through here, and a call cost more than the look-up.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn text(&self, column: usize) -> FieldResult<&'a str> {
         match self.fields.known_text(column) {
             Some(text) => Ok(text),
@@ -484,13 +484,13 @@ impl<'a> Row<'a> {
 
     /// Whether the field in `column` is empty: what most optional fields of a wide file are,
     /// told without building their text (the text of an empty field is `""`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn is_empty(&self, column: usize) -> bool {
         self.fields.is_empty(column)
     }
 
     /// `column` unless it is absent or its field is empty: the optional fields worth reading.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn filled(&self, column: Option<usize>) -> Option<usize> {
         match column {
             Some(c) if !self.is_empty(c) => Some(c),
@@ -499,7 +499,7 @@ impl<'a> Row<'a> {
     }
 
     /// The field as text; an absent column reads as an empty field.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn opt_text(&self, column: Option<usize>) -> FieldResult<&'a str> {
         match self.filled(column) {
             Some(c) => self.text(c),
@@ -567,7 +567,7 @@ impl<'a> Row<'a> {
     }
 
     /// Optional positive seconds: an empty field or an absent column is `None`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn opt_positive_seconds_ms(&self, column: Option<usize>) -> FieldResult<Option<u64>> {
         match self.filled(column) {
             Some(c) => self.positive_seconds_ms(c).map(Some),
@@ -577,7 +577,7 @@ impl<'a> Row<'a> {
 
     /// Optional non-negative seconds (zero allowed): an empty field or an absent column is
     /// `None`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn opt_seconds_ms(&self, column: Option<usize>) -> FieldResult<Option<u64>> {
         match self.filled(column) {
             Some(c) => self.seconds_ms(c).map(Some),
