@@ -396,18 +396,17 @@ fn parse_exit_code(row: &Row<'_>, column: Option<usize>) -> FieldResult<i32> {
 #[inline(always)]
 fn parse_integer(row: &Row<'_>, column: Option<usize>, expected: &str) -> FieldResult<i32> {
     let Some(column) = row.filled(column) else { return Ok(0) };
-    let text = row.text(column)?;
-    match text.as_bytes() {
-        [] => Ok(0),
+    match row.bytes(column) {
         // One digit (`0` nearly always) is what `parse` would make of it.
         &[digit @ b'0'..=b'9'] => Ok(i32::from(digit - b'0')),
-        _ => parse_integer_text(row, column, expected, text),
+        _ => parse_integer_text(row, column, expected),
     }
 }
 
-/// [`parse_integer`] of text that is not one digit.
+/// [`parse_integer`] of a field that is not one digit.
 #[inline(never)]
-fn parse_integer_text(row: &Row<'_>, column: usize, expected: &str, text: &str) -> FieldResult<i32> {
+fn parse_integer_text(row: &Row<'_>, column: usize, expected: &str) -> FieldResult<i32> {
+    let text = row.text(column)?;
     text.parse().map_err(|_| row.field_error(column, expected, text))
 }
 
@@ -474,12 +473,14 @@ fn parse_single_node(row: &Row<'_>, column: Option<usize>) -> FieldResult<bool> 
     let Some(column) = column else {
         return Ok(false);
     };
-    let text = row.text(column)?;
-    if text.is_empty() || text == "0" || text.eq_ignore_ascii_case("false") {
+    // Read as bytes (the words are ASCII); the text only for the error.
+    let bytes = row.bytes(column);
+    if bytes.is_empty() || bytes == b"0" || bytes.eq_ignore_ascii_case(b"false") {
         Ok(false)
-    } else if text == "1" || text.eq_ignore_ascii_case("true") {
+    } else if bytes == b"1" || bytes.eq_ignore_ascii_case(b"true") {
         Ok(true)
     } else {
+        let text = row.text(column)?;
         Err(row.field_error(column, "true, false, 1, 0 or an empty field", text))
     }
 }
@@ -983,6 +984,26 @@ mod tests {
         j.tasks[0].options_mut().checkpoint = Some(SimDuration(u64::MAX));
         let w = Workload::new(vec![j]).unwrap();
         assert!(write_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("checkpoint"));
+    }
+
+    /// Numbers and flags are read from a field's bytes; one that is not UTF-8 is still
+    /// refused as that, before its value is judged.
+    #[test]
+    fn fields_that_are_not_utf8_are_refused_as_such() {
+        let head = "job_id,submit_s,duration_s,gpus,single_node,priority,exit_code\n";
+        let good = ["j", "0", "1", "1", "true", "0", "0"];
+        for column in 1..good.len() {
+            for bad in [&b"\xff"[..], b"1\xff", b"\xc3"] {
+                let mut data = head.as_bytes().to_vec();
+                for (i, field) in good.iter().enumerate() {
+                    data.extend_from_slice(if i == column { bad } else { field.as_bytes() });
+                    data.push(if i + 1 == good.len() { b'\n' } else { b',' });
+                }
+                let e = read_jobs_csv(data.as_slice(), "jobs.csv").expect_err("should be refused").to_string();
+                let name = head.trim_end().split(',').nth(column).unwrap_or_default();
+                assert!(e.starts_with(&format!("jobs.csv:2: field `{name}`: expected UTF-8 text")), "{e}");
+            }
+        }
     }
 
     #[test]

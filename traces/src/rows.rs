@@ -7,7 +7,7 @@
 
 use crate::error::{Sink, TraceError};
 use crate::quote_free::{self, QuoteFree, Step};
-use crate::timeparse::{SecondsError, parse_seconds_ms};
+use crate::timeparse::{SecondsError, parse_seconds_ms, plain_seconds_ms};
 use csv::ByteRecord;
 use std::io::{Chain, Cursor, Read};
 
@@ -138,6 +138,7 @@ impl<'a> Fields<'a> {
         }
     }
 
+    #[inline(always)]
     fn get(&self, i: usize) -> Option<&'a [u8]> {
         match self {
             Fields::QuoteFree(fields) => fields.get(i),
@@ -517,6 +518,15 @@ impl<'a> Row<'a> {
         Ok(text)
     }
 
+    /// The field's bytes (empty for an absent column, as its text is), for numbers: a number
+    /// is ASCII, so the fast paths below read it without the field's text (no UTF-8 boundary
+    /// checks), and leave anything else to a slow path through [`Row::text`], which refuses
+    /// text that is not UTF-8 before anything else, as it did when every field was read as text.
+    #[inline(always)]
+    pub(crate) fn bytes(&self, column: usize) -> &'a [u8] {
+        self.fields.get(column).unwrap_or_default()
+    }
+
     // The seconds helpers below are inlined, their errors built out of line: a wide file
     // reads several times a row, most of them empty or in the common spelling, where a call
     // and a `Result` returned through memory cost more than the parse.
@@ -524,6 +534,15 @@ impl<'a> Row<'a> {
     /// Decimal seconds as milliseconds, see [`parse_seconds_ms`].
     #[inline]
     pub(crate) fn seconds_ms(&self, column: usize) -> FieldResult<u64> {
+        match plain_seconds_ms(self.bytes(column)) {
+            Some(ms) => Ok(ms),
+            None => self.any_seconds_ms(column),
+        }
+    }
+
+    /// [`Row::seconds_ms`] of a field not in the plain spelling.
+    #[inline(never)]
+    fn any_seconds_ms(&self, column: usize) -> FieldResult<u64> {
         let text = self.text(column)?;
         parse_seconds_ms(text).map_err(|e| self.seconds_error(column, e, text))
     }
@@ -531,13 +550,16 @@ impl<'a> Row<'a> {
     /// Decimal seconds that must be at least 1 ms after rounding: durations, repair times.
     #[inline]
     pub(crate) fn positive_seconds_ms(&self, column: usize) -> FieldResult<u64> {
-        let text = self.text(column)?;
-        self.positive_ms(column, text)
+        match plain_seconds_ms(self.bytes(column)) {
+            Some(ms) if ms > 0 => Ok(ms),
+            _ => self.any_positive_seconds_ms(column),
+        }
     }
 
-    /// [`Row::positive_seconds_ms`] of `text`, the field in `column`.
-    #[inline]
-    fn positive_ms(&self, column: usize, text: &str) -> FieldResult<u64> {
+    /// [`Row::positive_seconds_ms`] of a field not in the plain spelling, or zero.
+    #[inline(never)]
+    fn any_positive_seconds_ms(&self, column: usize) -> FieldResult<u64> {
+        let text = self.text(column)?;
         match parse_seconds_ms(text) {
             Ok(ms) if ms > 0 => Ok(ms),
             result => Err(self.positive_error(column, result.err(), text)),
@@ -588,17 +610,19 @@ impl<'a> Row<'a> {
     /// A whole number of GPUs, 1 to u32::MAX.
     #[inline]
     pub(crate) fn gpus(&self, column: usize) -> FieldResult<u32> {
-        let text = self.text(column)?;
-        match parse_u32(text) {
+        match parse_u32(self.bytes(column)) {
             Some(n) if n >= 1 => Ok(n),
-            _ => Err(self.gpus_error(column, text)),
+            _ => Err(self.gpus_error(column)),
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn gpus_error(&self, column: usize, text: &str) -> Box<TraceError> {
-        self.field_error(column, format!("a whole number of GPUs from 1 to {}", u32::MAX), text)
+    fn gpus_error(&self, column: usize) -> Box<TraceError> {
+        match self.text(column) {
+            Ok(text) => self.field_error(column, format!("a whole number of GPUs from 1 to {}", u32::MAX), text),
+            Err(not_text) => not_text,
+        }
     }
 
     /// A whole number in `0..limit`, for indexes (nodes, GPU slots).
@@ -608,23 +632,25 @@ impl<'a> Row<'a> {
     }
 }
 
-/// Plain decimal digits into a `u32`: no sign, no spaces, no decimal point.
-/// Inlined for one digit (most GPU counts); longer text goes to [`parse_u32_digits`].
+/// Plain decimal digits (text, or a field's bytes) into a `u32`: no sign, no spaces, no
+/// decimal point. Inlined for one digit (most GPU counts); longer text goes to
+/// [`parse_u32_digits`].
 #[inline]
-pub(crate) fn parse_u32(text: &str) -> Option<u32> {
-    if let &[digit @ b'0'..=b'9'] = text.as_bytes() {
+pub(crate) fn parse_u32(digits: impl AsRef<[u8]>) -> Option<u32> {
+    let digits = digits.as_ref();
+    if let &[digit @ b'0'..=b'9'] = digits {
         return Some(u32::from(digit - b'0'));
     }
-    parse_u32_digits(text)
+    parse_u32_digits(digits)
 }
 
-/// [`parse_u32`] of any text.
+/// [`parse_u32`] of any bytes.
 #[inline(never)]
-fn parse_u32_digits(text: &str) -> Option<u32> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+fn parse_u32_digits(digits: &[u8]) -> Option<u32> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    text.bytes().try_fold(0u32, |n, b| n.checked_mul(10)?.checked_add(u32::from(b - b'0')))
+    digits.iter().try_fold(0u32, |n, &b| n.checked_mul(10)?.checked_add(u32::from(b - b'0')))
 }
 
 #[cfg(test)]
@@ -872,6 +898,49 @@ mod tests {
         assert_eq!(parse_u32("4294967295"), Some(u32::MAX));
         for bad in ["", "4294967296", "-1", "+1", "1.0", " 1", "x"] {
             assert_eq!(parse_u32(bad), None, "{bad:?}");
+        }
+    }
+
+    /// The number helpers as they were when every field was read as text first: the answer
+    /// (or error) the byte fast paths must give.
+    fn text_first(row: &Row<'_>, column: usize) -> [Result<u64, String>; 3] {
+        let seconds = row
+            .text(column)
+            .and_then(|text| parse_seconds_ms(text).map_err(|e| row.field_error(column, e.expected(), text)));
+        let positive = row.text(column).and_then(|text| match parse_seconds_ms(text) {
+            Ok(ms) if ms > 0 => Ok(ms),
+            result => Err(row.positive_error(column, result.err(), text)),
+        });
+        let gpus = row.text(column).and_then(|text| match parse_u32(text) {
+            Some(n) if n >= 1 => Ok(u64::from(n)),
+            _ => Err(row.field_error(column, format!("a whole number of GPUs from 1 to {}", u32::MAX), text)),
+        });
+        [seconds, positive, gpus].map(|r| r.map_err(|e| e.to_string()))
+    }
+
+    fn bytes_first(row: &Row<'_>, column: usize) -> [Result<u64, String>; 3] {
+        [row.seconds_ms(column), row.positive_seconds_ms(column), row.gpus(column).map(u64::from)]
+            .map(|r| r.map_err(|e| e.to_string()))
+    }
+
+    proptest::proptest! {
+        /// Numbers read from a field's bytes answer as they did read from its text: the same
+        /// value, the same error, and a field that is not UTF-8 refused as that first, with
+        /// either reader, in a record that is UTF-8 or not.
+        #[test]
+        fn numbers_read_as_bytes_answer_as_text(
+            field in proptest::collection::vec(proptest::sample::select(b"0123456789..-e x\xff\xc3\xa9".to_vec()), 0..14),
+            other in proptest::sample::select(vec![&b"1"[..], b"\xff", b"\"q\""]),
+        ) {
+            let mut data = b"a,b\n".to_vec();
+            data.extend_from_slice(&field);
+            data.push(b',');
+            data.extend_from_slice(other);
+            data.push(b'\n');
+            let mut rows = Rows::open(data.as_slice(), "t.csv").unwrap();
+            if let Some(Ok(row)) = rows.next_row() {
+                proptest::prop_assert_eq!(bytes_first(&row, 0), text_first(&row, 0), "{:?}", String::from_utf8_lossy(&data));
+            }
         }
     }
 }

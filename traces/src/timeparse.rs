@@ -119,7 +119,7 @@ fn full_seconds_ms(text: &str) -> Result<u64, SecondsError> {
 /// `None` for anything else, which [`parse_seconds_ms`]'s full pass then judges; the tests
 /// hold the two to one answer.
 #[inline]
-fn plain_seconds_ms(bytes: &[u8]) -> Option<u64> {
+pub(crate) fn plain_seconds_ms(bytes: &[u8]) -> Option<u64> {
     if let Some(ms) = three_decimals_ms(bytes) {
         return Some(ms);
     }
