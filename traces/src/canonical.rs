@@ -148,6 +148,10 @@ struct Builder {
     /// The current job's `depends_on` fields, resolved when its last row has been read (a
     /// task may name a task on a later row): (task index, line, column, text).
     deps: Vec<(usize, u64, usize, String)>,
+    /// Whether the last job may have dependencies or a window: a task with a window was added
+    /// to it, or `depends_on` names of it were resolved. False, it has none (what
+    /// [`JobSpec::has_dependencies`] would answer, without asking it of every job as it closes).
+    last_may_depend: bool,
 }
 
 impl Builder {
@@ -227,10 +231,11 @@ impl Builder {
         let mut task = TaskSpec::new(task_name, gpus, SimDuration(work_ms));
         // Most tasks set no option: the options are built (and found to be none) only for a
         // task that sets one.
+        let has_window = window != Window::default();
         let any_option = checkpoint_ms.is_some()
             || restart_overhead_ms.is_some()
             || checkpoint_cost_ms.is_some()
-            || window != Window::default()
+            || has_window
             || !dataset.is_empty()
             || speeds.is_some();
         if any_option {
@@ -265,6 +270,7 @@ impl Builder {
                     ));
                 }
                 job.tasks.push(task);
+                self.last_may_depend |= has_window;
             }
             _ => {
                 match hash {
@@ -272,6 +278,7 @@ impl Builder {
                     None => self.seen.insert(job_id, row.line),
                 }
                 self.first_line.push(row.line);
+                self.last_may_depend = has_window;
                 self.jobs.push(JobSpec {
                     name: job_id.into(),
                     submit: SimTime(submit_ms),
@@ -291,9 +298,9 @@ impl Builder {
     /// Resolves the last job's `depends_on` names once all its rows are read, and refuses a
     /// dangling name (with its line) or a cycle (with its path and the job's first line).
     /// Inlined for the common job, which names no dependency and has no window: nothing to do.
-    #[inline]
+    #[inline(always)]
     fn close_job(&mut self, file: &str) -> Result<(), TraceError> {
-        if self.deps.is_empty() && !self.jobs.last().is_some_and(JobSpec::has_dependencies) {
+        if self.deps.is_empty() && !self.last_may_depend {
             return Ok(());
         }
         self.close_dag_job(file)
@@ -303,6 +310,7 @@ impl Builder {
     #[inline(never)]
     fn close_dag_job(&mut self, file: &str) -> Result<(), TraceError> {
         let deps = std::mem::take(&mut self.deps);
+        self.last_may_depend |= !deps.is_empty();
         let (Some(job), Some(&first_line)) = (self.jobs.last_mut(), self.first_line.last()) else { return Ok(()) };
         for (task, line, _column, text) in deps {
             let resolved = parse_depends_on(&text, &job.tasks)
@@ -985,6 +993,44 @@ mod tests {
         let w = Workload::new(vec![j]).unwrap();
         assert!(write_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("checkpoint"));
     }
+
+    /// Every error of a file with dependency problems, as `validate` reports them.
+    fn all_errors(text: &str) -> Vec<String> {
+        let mut sink = Sink::new(100);
+        let workload = read_jobs_into(text.as_bytes(), "jobs.csv", &mut sink);
+        let mut seen: Vec<String> = sink.into_errors().iter().map(ToString::to_string).collect();
+        seen.extend(workload.map(|w| format!("{} jobs", w.len())));
+        seen
+    }
+
+    /// Dependencies are resolved and checked as each job closes, windows and all; a job that
+    /// failed to close is checked again (with what was resolved of it) when the next job's
+    /// row comes, and the rows that could not close it are skipped.
+    #[test]
+    fn dependency_errors_come_as_jobs_close() {
+        let head = "job_id,task_id,submit_s,duration_s,gpus,depends_on,not_before_s\n";
+        let text = format!(
+            "{head}a,x,0,1,1,y,\na,y,0,1,1,zz,\nc,0,1,1,1,,\nc,1,1,1,1,,\n\
+             d,p,2,1,1,q,\nd,q,2,1,1,p,\ne,0,3,1,1,,5\nf,0,4,1,1,,\ng,0,5,1,1,,\n"
+        );
+        assert_eq!(all_errors(&text), EXPECTED_DEPENDENCY_ERRORS);
+        // A window alone is checked as its job closes too; a job continued after one is not.
+        let head = "job_id,task_id,submit_s,duration_s,gpus,depends_on,not_before_s,not_after_s\n";
+        let text = format!("{head}i,0,1,1,1,,,\nj,a,2,1,1,,,\nj,b,2,1,1,a,3,4\nh,0,3,1,1,,9,8\nk,0,4,1,1,,,\n");
+        let window = "jobs.csv:5: job `h`: task `0`: its window closes (8.000s) before it opens (9.000s)";
+        assert_eq!(all_errors(&text), [window, window]);
+        assert_eq!(all_errors(&text.replace(",9,8", ",,")), ["4 jobs"]);
+    }
+
+    /// As the reader gave them before jobs tracked whether they may have dependencies.
+    const EXPECTED_DEPENDENCY_ERRORS: [&str; 5] = [
+        "jobs.csv:3: field `depends_on`: expected task names of this job (x, y), `;`-separated, each with an \
+         optional :kind, got \"zz\"",
+        "jobs.csv:6: job `d`: its tasks' dependencies form a cycle: p -> q -> p",
+        "jobs.csv:6: job `d`: its tasks' dependencies form a cycle: p -> q -> p",
+        "jobs.csv:6: job `d`: its tasks' dependencies form a cycle: p -> q -> p",
+        "jobs.csv:6: job `d`: its tasks' dependencies form a cycle: p -> q -> p",
+    ];
 
     /// Numbers and flags are read from a field's bytes; one that is not UTF-8 is still
     /// refused as that, before its value is judged.

@@ -532,7 +532,7 @@ impl<'a> Row<'a> {
     // and a `Result` returned through memory cost more than the parse.
 
     /// Decimal seconds as milliseconds, see [`parse_seconds_ms`].
-    #[inline]
+    #[inline(always)]
     pub(crate) fn seconds_ms(&self, column: usize) -> FieldResult<u64> {
         match plain_seconds_ms(self.bytes(column)) {
             Some(ms) => Ok(ms),
@@ -548,7 +548,7 @@ impl<'a> Row<'a> {
     }
 
     /// Decimal seconds that must be at least 1 ms after rounding: durations, repair times.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn positive_seconds_ms(&self, column: usize) -> FieldResult<u64> {
         match plain_seconds_ms(self.bytes(column)) {
             Some(ms) if ms > 0 => Ok(ms),
