@@ -139,8 +139,9 @@ impl Buffer {
     }
 }
 
-/// One record's fields, borrowed from the reader.
-#[derive(Clone, Copy)]
+/// One record's fields, borrowed from the reader (either reader: the csv reader's records are
+/// laid out alike).
+#[derive(Clone, Copy, Default)]
 pub(crate) struct Fields<'a> {
     bytes: &'a [u8],
     /// The record as text, when it is valid UTF-8.
@@ -149,6 +150,12 @@ pub(crate) struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
+    /// The fields of `bytes`, a record whose field `i` ends at `ends[i]` and (but the first)
+    /// starts after the `,` that ends the one before; `text` is `bytes` when they are UTF-8.
+    pub(crate) fn new(bytes: &'a [u8], text: Option<&'a str>, ends: &'a [usize]) -> Fields<'a> {
+        Fields { bytes, text, ends }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.ends.len()
     }

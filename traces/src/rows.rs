@@ -6,7 +6,7 @@
 //! first record with a quote on, the csv reader takes over.
 
 use crate::error::{Sink, TraceError};
-use crate::quote_free::{self, QuoteFree, Step};
+use crate::quote_free::{Fields, QuoteFree, Step};
 use crate::timeparse::{SecondsError, parse_seconds_ms, plain_seconds_ms};
 use csv::ByteRecord;
 use std::io::{Chain, Cursor, Read};
@@ -50,6 +50,11 @@ enum Input<R: Read> {
 struct Quoted<R: Read> {
     reader: csv::Reader<LineTracker<Chain<Cursor<Vec<u8>>, R>>>,
     record: ByteRecord,
+    /// The record's fields unquoted, laid out as the fast reader lays out a record (fields
+    /// ended by a `,`, and the end of each): rows read fields one way, whichever reader read
+    /// them, rather than asking which on every field.
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
 }
 
 /// What the next record of [`Input`] was.
@@ -91,9 +96,9 @@ impl<R: Read> Input<R> {
 
     fn fields(&self) -> Fields<'_> {
         match self {
-            Input::QuoteFree(fast) => Fields::QuoteFree(fast.fields()),
-            Input::Csv(quoted) => Fields::Csv(&quoted.record),
-            Input::Switching => Fields::None,
+            Input::QuoteFree(fast) => fast.fields(),
+            Input::Csv(quoted) => quoted.fields(),
+            Input::Switching => Fields::default(),
         }
     }
 }
@@ -106,63 +111,36 @@ impl<R: Read> Quoted<R> {
             // Row lengths are checked here, so the error can name the line and both counts.
             .flexible(true)
             .from_reader(LineTracker::new(rest, line));
-        Quoted { reader, record: ByteRecord::new() }
+        Quoted { reader, record: ByteRecord::new(), bytes: Vec::new(), ends: Vec::new() }
+    }
+
+    /// The current record's fields.
+    fn fields(&self) -> Fields<'_> {
+        Fields::new(&self.bytes, std::str::from_utf8(&self.bytes).ok(), &self.ends)
+    }
+
+    /// Lays the record just read out in `bytes` and `ends`.
+    fn lay_out(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+        for (i, field) in self.record.iter().enumerate() {
+            if i > 0 {
+                self.bytes.push(b',');
+            }
+            self.bytes.extend_from_slice(field);
+            self.ends.push(self.bytes.len());
+        }
     }
 
     fn next(&mut self, file: &str) -> Next {
         match self.reader.read_byte_record(&mut self.record) {
             Ok(true) => {
+                self.lay_out();
                 let byte = self.record.position().map_or(0, |p| p.byte());
                 Next::Record(self.reader.get_mut().line_at(byte))
             }
             Ok(false) => Next::End,
             Err(e) => Next::Error(csv_error(file, &e)),
-        }
-    }
-}
-
-/// One record's fields, from whichever reader read it.
-#[derive(Clone, Copy)]
-enum Fields<'a> {
-    QuoteFree(quote_free::Fields<'a>),
-    Csv(&'a ByteRecord),
-    None,
-}
-
-impl<'a> Fields<'a> {
-    fn len(&self) -> usize {
-        match self {
-            Fields::QuoteFree(fields) => fields.len(),
-            Fields::Csv(record) => record.len(),
-            Fields::None => 0,
-        }
-    }
-
-    #[inline(always)]
-    fn get(&self, i: usize) -> Option<&'a [u8]> {
-        match self {
-            Fields::QuoteFree(fields) => fields.get(i),
-            Fields::Csv(record) => record.get(i),
-            Fields::None => None,
-        }
-    }
-
-    /// Whether field `i` is there and empty (empty is text, whichever reader read it).
-    #[inline(always)]
-    fn is_empty(&self, i: usize) -> bool {
-        match self {
-            Fields::QuoteFree(fields) => fields.is_empty(i),
-            Fields::Csv(record) => record.get(i).is_some_and(<[u8]>::is_empty),
-            Fields::None => false,
-        }
-    }
-
-    /// Field `i` as text, when it is known to be valid UTF-8 without checking it alone.
-    #[inline(always)]
-    fn known_text(&self, i: usize) -> Option<&'a str> {
-        match self {
-            Fields::QuoteFree(fields) => fields.text(i),
-            Fields::Csv(_) | Fields::None => None,
         }
     }
 }
@@ -470,7 +448,7 @@ impl<'a> Row<'a> {
     /// comes through here, and a call cost more than the look-up.
     #[inline(always)]
     pub(crate) fn text(&self, column: usize) -> FieldResult<&'a str> {
-        match self.fields.known_text(column) {
+        match self.fields.text(column) {
             Some(text) => Ok(text),
             None => self.checked_text(column),
         }
