@@ -50,11 +50,11 @@ enum Input<R: Read> {
 struct Quoted<R: Read> {
     reader: csv::Reader<LineTracker<Chain<Cursor<Vec<u8>>, R>>>,
     record: ByteRecord,
-    /// The record's fields unquoted, laid out as the fast reader lays out a record (fields
-    /// ended by a `,`, and the end of each): rows read fields one way, whichever reader read
-    /// them, rather than asking which on every field.
+    /// The record's fields unquoted, laid out as the fast reader lays out a record (each
+    /// ended by a `,`, and the start of each, see [`Fields`]): rows read fields one way,
+    /// whichever reader read them, rather than asking which on every field.
     bytes: Vec<u8>,
-    ends: Vec<usize>,
+    starts: Vec<usize>,
 }
 
 /// What the next record of [`Input`] was.
@@ -111,24 +111,23 @@ impl<R: Read> Quoted<R> {
             // Row lengths are checked here, so the error can name the line and both counts.
             .flexible(true)
             .from_reader(LineTracker::new(rest, line));
-        Quoted { reader, record: ByteRecord::new(), bytes: Vec::new(), ends: Vec::new() }
+        Quoted { reader, record: ByteRecord::new(), bytes: Vec::new(), starts: Vec::new() }
     }
 
     /// The current record's fields.
     fn fields(&self) -> Fields<'_> {
-        Fields::new(&self.bytes, std::str::from_utf8(&self.bytes).ok(), &self.ends)
+        Fields::new(&self.bytes, std::str::from_utf8(&self.bytes).ok(), &self.starts)
     }
 
-    /// Lays the record just read out in `bytes` and `ends`.
+    /// Lays the record just read out in `bytes` and `starts`.
     fn lay_out(&mut self) {
         self.bytes.clear();
-        self.ends.clear();
-        for (i, field) in self.record.iter().enumerate() {
-            if i > 0 {
-                self.bytes.push(b',');
-            }
+        self.starts.clear();
+        self.starts.push(0);
+        for field in &self.record {
             self.bytes.extend_from_slice(field);
-            self.ends.push(self.bytes.len());
+            self.bytes.push(b',');
+            self.starts.push(self.bytes.len());
         }
     }
 
