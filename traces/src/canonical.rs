@@ -225,7 +225,12 @@ impl Builder {
         }
         let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
-        let task_name = if task_id.is_empty() { position_name(position) } else { task_id.into() };
+        // The writer writes that "0" out: made as a constant, not from the text.
+        let task_name = match task_id {
+            "" => position_name(position),
+            "0" => position_name(0),
+            text => text.into(),
+        };
         let dataset = row.opt_text(cols.dataset)?;
         let speeds = parse_speeds_column(row, cols.speeds)?;
         let mut task = TaskSpec::new(task_name, gpus, SimDuration(work_ms));
