@@ -32,7 +32,7 @@ const SPECIAL: [bool; 256] = {
 /// byte, through the borrow: each flagged byte is looked at, so a false one costs a look), and
 /// the ordinary bytes between (most of them) cost nothing each. The tail of `unread` shorter
 /// than a word goes byte by byte.
-#[inline]
+#[inline(never)]
 fn scan(unread: &[u8], offset: usize, starts: &mut Vec<usize>) -> Option<(u8, usize)> {
     const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
     const BELOW: u64 = u64::from_le_bytes([b'-'; 8]);
