@@ -32,6 +32,9 @@ const SPECIAL: [bool; 256] = {
 /// byte, through the borrow: each flagged byte is looked at, so a false one costs a look), and
 /// the ordinary bytes between (most of them) cost nothing each. The tail of `unread` shorter
 /// than a word goes byte by byte.
+///
+/// Not inlined: inlined into [`QuoteFree::next_record`], with all it keeps live, its loops
+/// spilled and reloaded registers.
 #[inline(never)]
 fn scan(unread: &[u8], offset: usize, starts: &mut Vec<usize>) -> Option<(u8, usize)> {
     const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
