@@ -75,6 +75,8 @@ impl<R: Read> Input<R> {
         Input::Csv(Box::new(Quoted::new(Cursor::new(Vec::new()).chain(source), 1)))
     }
 
+    /// Inlined into [`Rows::next_row`], its one caller per row.
+    #[inline(always)]
     fn next(&mut self, file: &str) -> Next {
         if let Input::QuoteFree(fast) = self {
             match fast.next_record() {
