@@ -247,6 +247,7 @@ impl<R: Read> QuoteFree<R> {
     /// The current record's fields. The record is checked as UTF-8 here, once, so that each
     /// field need not be (a field of a valid record is valid: fields end at `,`); a record with
     /// a bad byte has its fields checked one by one when read, so the error names the field.
+    #[inline(always)]
     pub(crate) fn fields(&self) -> Fields<'_> {
         let start = self.at.saturating_sub(self.record_len);
         let bytes = self.buf.bytes().get(start..self.at).unwrap_or_default();

@@ -96,6 +96,8 @@ impl<R: Read> Input<R> {
         }
     }
 
+    /// Inlined into [`Rows::next_row`], as [`Input::next`].
+    #[inline(always)]
     fn fields(&self) -> Fields<'_> {
         match self {
             Input::QuoteFree(fast) => fast.fields(),
