@@ -168,7 +168,8 @@ impl<'a> Fields<'a> {
 
     #[inline(always)]
     fn range(&self, i: usize) -> Option<std::ops::Range<usize>> {
-        // A plain match: through `Option` combinators this was a call per field.
+        // Two plain look-ups: through `Option` combinators this was a call per field, and as
+        // one look-up of `i..i + 2` matched as a pair, 7 M instructions more a 100k-job file.
         let next = *self.starts.get(i + 1)?;
         Some(*self.starts.get(i)?..next - 1)
     }
