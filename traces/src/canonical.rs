@@ -148,6 +148,10 @@ struct Builder {
     /// The current job's `depends_on` fields, resolved when its last row has been read (a
     /// task may name a task on a later row): (task index, line, column, text).
     deps: Vec<(usize, u64, usize, String)>,
+    /// Whether the last job may have dependencies or a window: a task with a window was added
+    /// to it, or `depends_on` names of it were resolved. False, it has none (what
+    /// [`JobSpec::has_dependencies`] would answer, without asking it of every job as it closes).
+    last_may_depend: bool,
 }
 
 impl Builder {
@@ -221,16 +225,22 @@ impl Builder {
         }
         let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
-        let task_name = if task_id.is_empty() { position_name(position) } else { task_id.into() };
+        // The writer writes that "0" out: made as a constant, not from the text.
+        let task_name = match task_id {
+            "" => position_name(position),
+            "0" => position_name(0),
+            text => text.into(),
+        };
         let dataset = row.opt_text(cols.dataset)?;
         let speeds = parse_speeds_column(row, cols.speeds)?;
         let mut task = TaskSpec::new(task_name, gpus, SimDuration(work_ms));
         // Most tasks set no option: the options are built (and found to be none) only for a
         // task that sets one.
+        let has_window = window != Window::default();
         let any_option = checkpoint_ms.is_some()
             || restart_overhead_ms.is_some()
             || checkpoint_cost_ms.is_some()
-            || window != Window::default()
+            || has_window
             || !dataset.is_empty()
             || speeds.is_some();
         if any_option {
@@ -265,6 +275,7 @@ impl Builder {
                     ));
                 }
                 job.tasks.push(task);
+                self.last_may_depend |= has_window;
             }
             _ => {
                 match hash {
@@ -272,6 +283,7 @@ impl Builder {
                     None => self.seen.insert(job_id, row.line),
                 }
                 self.first_line.push(row.line);
+                self.last_may_depend = has_window;
                 self.jobs.push(JobSpec {
                     name: job_id.into(),
                     submit: SimTime(submit_ms),
@@ -291,9 +303,9 @@ impl Builder {
     /// Resolves the last job's `depends_on` names once all its rows are read, and refuses a
     /// dangling name (with its line) or a cycle (with its path and the job's first line).
     /// Inlined for the common job, which names no dependency and has no window: nothing to do.
-    #[inline]
+    #[inline(always)]
     fn close_job(&mut self, file: &str) -> Result<(), TraceError> {
-        if self.deps.is_empty() && !self.jobs.last().is_some_and(JobSpec::has_dependencies) {
+        if self.deps.is_empty() && !self.last_may_depend {
             return Ok(());
         }
         self.close_dag_job(file)
@@ -303,6 +315,7 @@ impl Builder {
     #[inline(never)]
     fn close_dag_job(&mut self, file: &str) -> Result<(), TraceError> {
         let deps = std::mem::take(&mut self.deps);
+        self.last_may_depend |= !deps.is_empty();
         let (Some(job), Some(&first_line)) = (self.jobs.last_mut(), self.first_line.last()) else { return Ok(()) };
         for (task, line, _column, text) in deps {
             let resolved = parse_depends_on(&text, &job.tasks)
@@ -393,21 +406,20 @@ fn parse_exit_code(row: &Row<'_>, column: Option<usize>) -> FieldResult<i32> {
 
 /// An optional integer column: empty or absent, 0. Inlined for the common one digit; the
 /// rest is parsed out of line.
-#[inline]
+#[inline(always)]
 fn parse_integer(row: &Row<'_>, column: Option<usize>, expected: &str) -> FieldResult<i32> {
     let Some(column) = row.filled(column) else { return Ok(0) };
-    let text = row.text(column)?;
-    match text.as_bytes() {
-        [] => Ok(0),
+    match row.bytes(column) {
         // One digit (`0` nearly always) is what `parse` would make of it.
         &[digit @ b'0'..=b'9'] => Ok(i32::from(digit - b'0')),
-        _ => parse_integer_text(row, column, expected, text),
+        _ => parse_integer_text(row, column, expected),
     }
 }
 
-/// [`parse_integer`] of text that is not one digit.
+/// [`parse_integer`] of a field that is not one digit.
 #[inline(never)]
-fn parse_integer_text(row: &Row<'_>, column: usize, expected: &str, text: &str) -> FieldResult<i32> {
+fn parse_integer_text(row: &Row<'_>, column: usize, expected: &str) -> FieldResult<i32> {
+    let text = row.text(column)?;
     text.parse().map_err(|_| row.field_error(column, expected, text))
 }
 
@@ -474,12 +486,14 @@ fn parse_single_node(row: &Row<'_>, column: Option<usize>) -> FieldResult<bool> 
     let Some(column) = column else {
         return Ok(false);
     };
-    let text = row.text(column)?;
-    if text.is_empty() || text == "0" || text.eq_ignore_ascii_case("false") {
+    // Read as bytes (the words are ASCII); the text only for the error.
+    let bytes = row.bytes(column);
+    if bytes.is_empty() || bytes == b"0" || bytes.eq_ignore_ascii_case(b"false") {
         Ok(false)
-    } else if text == "1" || text.eq_ignore_ascii_case("true") {
+    } else if bytes == b"1" || bytes.eq_ignore_ascii_case(b"true") {
         Ok(true)
     } else {
+        let text = row.text(column)?;
         Err(row.field_error(column, "true, false, 1, 0 or an empty field", text))
     }
 }
@@ -560,7 +574,7 @@ pub fn parse_speeds(text: &str) -> Option<BTreeMap<String, u32>> {
 
 /// The `speeds` column; `None` when it names no speed (no map to build and drop for the many
 /// tasks without one).
-#[inline]
+#[inline(always)]
 fn parse_speeds_column(row: &Row<'_>, column: Option<usize>) -> FieldResult<Option<BTreeMap<String, u32>>> {
     let text = row.opt_text(column)?;
     if text.is_empty() {
@@ -983,6 +997,64 @@ mod tests {
         j.tasks[0].options_mut().checkpoint = Some(SimDuration(u64::MAX));
         let w = Workload::new(vec![j]).unwrap();
         assert!(write_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("checkpoint"));
+    }
+
+    /// Every error of a file with dependency problems, as `validate` reports them.
+    fn all_errors(text: &str) -> Vec<String> {
+        let mut sink = Sink::new(100);
+        let workload = read_jobs_into(text.as_bytes(), "jobs.csv", &mut sink);
+        let mut seen: Vec<String> = sink.into_errors().iter().map(ToString::to_string).collect();
+        seen.extend(workload.map(|w| format!("{} jobs", w.len())));
+        seen
+    }
+
+    /// Dependencies are resolved and checked as each job closes, windows and all; a job that
+    /// failed to close is checked again (with what was resolved of it) when the next job's
+    /// row comes, and the rows that could not close it are skipped.
+    #[test]
+    fn dependency_errors_come_as_jobs_close() {
+        let head = "job_id,task_id,submit_s,duration_s,gpus,depends_on,not_before_s\n";
+        let text = format!(
+            "{head}a,x,0,1,1,y,\na,y,0,1,1,zz,\nc,0,1,1,1,,\nc,1,1,1,1,,\n\
+             d,p,2,1,1,q,\nd,q,2,1,1,p,\ne,0,3,1,1,,5\nf,0,4,1,1,,\ng,0,5,1,1,,\n"
+        );
+        assert_eq!(all_errors(&text), EXPECTED_DEPENDENCY_ERRORS);
+        // A window alone is checked as its job closes too; a job continued after one is not.
+        let head = "job_id,task_id,submit_s,duration_s,gpus,depends_on,not_before_s,not_after_s\n";
+        let text = format!("{head}i,0,1,1,1,,,\nj,a,2,1,1,,,\nj,b,2,1,1,a,3,4\nh,0,3,1,1,,9,8\nk,0,4,1,1,,,\n");
+        let window = "jobs.csv:5: job `h`: task `0`: its window closes (8.000s) before it opens (9.000s)";
+        assert_eq!(all_errors(&text), [window, window]);
+        assert_eq!(all_errors(&text.replace(",9,8", ",,")), ["4 jobs"]);
+    }
+
+    /// As the reader gave them before jobs tracked whether they may have dependencies.
+    const EXPECTED_DEPENDENCY_ERRORS: [&str; 5] = [
+        "jobs.csv:3: field `depends_on`: expected task names of this job (x, y), `;`-separated, each with an \
+         optional :kind, got \"zz\"",
+        "jobs.csv:6: job `d`: its tasks' dependencies form a cycle: p -> q -> p",
+        "jobs.csv:6: job `d`: its tasks' dependencies form a cycle: p -> q -> p",
+        "jobs.csv:6: job `d`: its tasks' dependencies form a cycle: p -> q -> p",
+        "jobs.csv:6: job `d`: its tasks' dependencies form a cycle: p -> q -> p",
+    ];
+
+    /// Numbers and flags are read from a field's bytes; one that is not UTF-8 is still
+    /// refused as that, before its value is judged.
+    #[test]
+    fn fields_that_are_not_utf8_are_refused_as_such() {
+        let head = "job_id,submit_s,duration_s,gpus,single_node,priority,exit_code\n";
+        let good = ["j", "0", "1", "1", "true", "0", "0"];
+        for column in 1..good.len() {
+            for bad in [&b"\xff"[..], b"1\xff", b"\xc3"] {
+                let mut data = head.as_bytes().to_vec();
+                for (i, field) in good.iter().enumerate() {
+                    data.extend_from_slice(if i == column { bad } else { field.as_bytes() });
+                    data.push(if i + 1 == good.len() { b'\n' } else { b',' });
+                }
+                let e = read_jobs_csv(data.as_slice(), "jobs.csv").expect_err("should be refused").to_string();
+                let name = head.trim_end().split(',').nth(column).unwrap_or_default();
+                assert!(e.starts_with(&format!("jobs.csv:2: field `{name}`: expected UTF-8 text")), "{e}");
+            }
+        }
     }
 
     #[test]

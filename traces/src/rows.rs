@@ -6,8 +6,8 @@
 //! first record with a quote on, the csv reader takes over.
 
 use crate::error::{Sink, TraceError};
-use crate::quote_free::{self, QuoteFree, Step};
-use crate::timeparse::{SecondsError, parse_seconds_ms};
+use crate::quote_free::{Fields, QuoteFree, Step};
+use crate::timeparse::{SecondsError, parse_seconds_ms, plain_seconds_ms};
 use csv::ByteRecord;
 use std::io::{Chain, Cursor, Read};
 
@@ -50,6 +50,11 @@ enum Input<R: Read> {
 struct Quoted<R: Read> {
     reader: csv::Reader<LineTracker<Chain<Cursor<Vec<u8>>, R>>>,
     record: ByteRecord,
+    /// The record's fields unquoted, laid out as the fast reader lays out a record (each
+    /// ended by a `,`, and the start of each, see [`Fields`]): rows read fields one way,
+    /// whichever reader read them, rather than asking which on every field.
+    bytes: Vec<u8>,
+    starts: Vec<usize>,
 }
 
 /// What the next record of [`Input`] was.
@@ -70,6 +75,8 @@ impl<R: Read> Input<R> {
         Input::Csv(Box::new(Quoted::new(Cursor::new(Vec::new()).chain(source), 1)))
     }
 
+    /// Inlined into [`Rows::next_row`], its one caller per row.
+    #[inline(always)]
     fn next(&mut self, file: &str) -> Next {
         if let Input::QuoteFree(fast) = self {
             match fast.next_record() {
@@ -89,11 +96,13 @@ impl<R: Read> Input<R> {
         }
     }
 
+    /// Inlined into [`Rows::next_row`], as [`Input::next`].
+    #[inline(always)]
     fn fields(&self) -> Fields<'_> {
         match self {
-            Input::QuoteFree(fast) => Fields::QuoteFree(fast.fields()),
-            Input::Csv(quoted) => Fields::Csv(&quoted.record),
-            Input::Switching => Fields::None,
+            Input::QuoteFree(fast) => fast.fields(),
+            Input::Csv(quoted) => quoted.fields(),
+            Input::Switching => Fields::default(),
         }
     }
 }
@@ -106,62 +115,35 @@ impl<R: Read> Quoted<R> {
             // Row lengths are checked here, so the error can name the line and both counts.
             .flexible(true)
             .from_reader(LineTracker::new(rest, line));
-        Quoted { reader, record: ByteRecord::new() }
+        Quoted { reader, record: ByteRecord::new(), bytes: Vec::new(), starts: Vec::new() }
+    }
+
+    /// The current record's fields.
+    fn fields(&self) -> Fields<'_> {
+        Fields::new(&self.bytes, std::str::from_utf8(&self.bytes).ok(), &self.starts)
+    }
+
+    /// Lays the record just read out in `bytes` and `starts`.
+    fn lay_out(&mut self) {
+        self.bytes.clear();
+        self.starts.clear();
+        self.starts.push(0);
+        for field in &self.record {
+            self.bytes.extend_from_slice(field);
+            self.bytes.push(b',');
+            self.starts.push(self.bytes.len());
+        }
     }
 
     fn next(&mut self, file: &str) -> Next {
         match self.reader.read_byte_record(&mut self.record) {
             Ok(true) => {
+                self.lay_out();
                 let byte = self.record.position().map_or(0, |p| p.byte());
                 Next::Record(self.reader.get_mut().line_at(byte))
             }
             Ok(false) => Next::End,
             Err(e) => Next::Error(csv_error(file, &e)),
-        }
-    }
-}
-
-/// One record's fields, from whichever reader read it.
-#[derive(Clone, Copy)]
-enum Fields<'a> {
-    QuoteFree(quote_free::Fields<'a>),
-    Csv(&'a ByteRecord),
-    None,
-}
-
-impl<'a> Fields<'a> {
-    fn len(&self) -> usize {
-        match self {
-            Fields::QuoteFree(fields) => fields.len(),
-            Fields::Csv(record) => record.len(),
-            Fields::None => 0,
-        }
-    }
-
-    fn get(&self, i: usize) -> Option<&'a [u8]> {
-        match self {
-            Fields::QuoteFree(fields) => fields.get(i),
-            Fields::Csv(record) => record.get(i),
-            Fields::None => None,
-        }
-    }
-
-    /// Whether field `i` is there and empty (empty is text, whichever reader read it).
-    #[inline]
-    fn is_empty(&self, i: usize) -> bool {
-        match self {
-            Fields::QuoteFree(fields) => fields.is_empty(i),
-            Fields::Csv(record) => record.get(i).is_some_and(<[u8]>::is_empty),
-            Fields::None => false,
-        }
-    }
-
-    /// Field `i` as text, when it is known to be valid UTF-8 without checking it alone.
-    #[inline]
-    fn known_text(&self, i: usize) -> Option<&'a str> {
-        match self {
-            Fields::QuoteFree(fields) => fields.text(i),
-            Fields::Csv(_) | Fields::None => None,
         }
     }
 }
@@ -467,9 +449,9 @@ impl<'a> Row<'a> {
 
     /// The field as text (all our formats are UTF-8). Inlined: every field of every row
     /// comes through here, and a call cost more than the look-up.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn text(&self, column: usize) -> FieldResult<&'a str> {
-        match self.fields.known_text(column) {
+        match self.fields.text(column) {
             Some(text) => Ok(text),
             None => self.checked_text(column),
         }
@@ -484,13 +466,13 @@ impl<'a> Row<'a> {
 
     /// Whether the field in `column` is empty: what most optional fields of a wide file are,
     /// told without building their text (the text of an empty field is `""`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn is_empty(&self, column: usize) -> bool {
         self.fields.is_empty(column)
     }
 
     /// `column` unless it is absent or its field is empty: the optional fields worth reading.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn filled(&self, column: Option<usize>) -> Option<usize> {
         match column {
             Some(c) if !self.is_empty(c) => Some(c),
@@ -499,7 +481,7 @@ impl<'a> Row<'a> {
     }
 
     /// The field as text; an absent column reads as an empty field.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn opt_text(&self, column: Option<usize>) -> FieldResult<&'a str> {
         match self.filled(column) {
             Some(c) => self.text(c),
@@ -517,27 +499,48 @@ impl<'a> Row<'a> {
         Ok(text)
     }
 
+    /// The field's bytes (empty for an absent column, as its text is), for numbers: a number
+    /// is ASCII, so the fast paths below read it without the field's text (no UTF-8 boundary
+    /// checks), and leave anything else to a slow path through [`Row::text`], which refuses
+    /// text that is not UTF-8 before anything else, as it did when every field was read as text.
+    #[inline(always)]
+    pub(crate) fn bytes(&self, column: usize) -> &'a [u8] {
+        self.fields.get(column).unwrap_or_default()
+    }
+
     // The seconds helpers below are inlined, their errors built out of line: a wide file
     // reads several times a row, most of them empty or in the common spelling, where a call
     // and a `Result` returned through memory cost more than the parse.
 
     /// Decimal seconds as milliseconds, see [`parse_seconds_ms`].
-    #[inline]
+    #[inline(always)]
     pub(crate) fn seconds_ms(&self, column: usize) -> FieldResult<u64> {
+        match plain_seconds_ms(self.bytes(column)) {
+            Some(ms) => Ok(ms),
+            None => self.any_seconds_ms(column),
+        }
+    }
+
+    /// [`Row::seconds_ms`] of a field not in the plain spelling.
+    #[inline(never)]
+    fn any_seconds_ms(&self, column: usize) -> FieldResult<u64> {
         let text = self.text(column)?;
         parse_seconds_ms(text).map_err(|e| self.seconds_error(column, e, text))
     }
 
     /// Decimal seconds that must be at least 1 ms after rounding: durations, repair times.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn positive_seconds_ms(&self, column: usize) -> FieldResult<u64> {
-        let text = self.text(column)?;
-        self.positive_ms(column, text)
+        match plain_seconds_ms(self.bytes(column)) {
+            Some(ms) if ms > 0 => Ok(ms),
+            _ => self.any_positive_seconds_ms(column),
+        }
     }
 
-    /// [`Row::positive_seconds_ms`] of `text`, the field in `column`.
-    #[inline]
-    fn positive_ms(&self, column: usize, text: &str) -> FieldResult<u64> {
+    /// [`Row::positive_seconds_ms`] of a field not in the plain spelling, or zero.
+    #[inline(never)]
+    fn any_positive_seconds_ms(&self, column: usize) -> FieldResult<u64> {
+        let text = self.text(column)?;
         match parse_seconds_ms(text) {
             Ok(ms) if ms > 0 => Ok(ms),
             result => Err(self.positive_error(column, result.err(), text)),
@@ -567,7 +570,7 @@ impl<'a> Row<'a> {
     }
 
     /// Optional positive seconds: an empty field or an absent column is `None`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn opt_positive_seconds_ms(&self, column: Option<usize>) -> FieldResult<Option<u64>> {
         match self.filled(column) {
             Some(c) => self.positive_seconds_ms(c).map(Some),
@@ -577,7 +580,7 @@ impl<'a> Row<'a> {
 
     /// Optional non-negative seconds (zero allowed): an empty field or an absent column is
     /// `None`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn opt_seconds_ms(&self, column: Option<usize>) -> FieldResult<Option<u64>> {
         match self.filled(column) {
             Some(c) => self.seconds_ms(c).map(Some),
@@ -588,17 +591,19 @@ impl<'a> Row<'a> {
     /// A whole number of GPUs, 1 to u32::MAX.
     #[inline]
     pub(crate) fn gpus(&self, column: usize) -> FieldResult<u32> {
-        let text = self.text(column)?;
-        match parse_u32(text) {
+        match parse_u32(self.bytes(column)) {
             Some(n) if n >= 1 => Ok(n),
-            _ => Err(self.gpus_error(column, text)),
+            _ => Err(self.gpus_error(column)),
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn gpus_error(&self, column: usize, text: &str) -> Box<TraceError> {
-        self.field_error(column, format!("a whole number of GPUs from 1 to {}", u32::MAX), text)
+    fn gpus_error(&self, column: usize) -> Box<TraceError> {
+        match self.text(column) {
+            Ok(text) => self.field_error(column, format!("a whole number of GPUs from 1 to {}", u32::MAX), text),
+            Err(not_text) => not_text,
+        }
     }
 
     /// A whole number in `0..limit`, for indexes (nodes, GPU slots).
@@ -608,23 +613,25 @@ impl<'a> Row<'a> {
     }
 }
 
-/// Plain decimal digits into a `u32`: no sign, no spaces, no decimal point.
-/// Inlined for one digit (most GPU counts); longer text goes to [`parse_u32_digits`].
+/// Plain decimal digits (text, or a field's bytes) into a `u32`: no sign, no spaces, no
+/// decimal point. Inlined for one digit (most GPU counts); longer text goes to
+/// [`parse_u32_digits`].
 #[inline]
-pub(crate) fn parse_u32(text: &str) -> Option<u32> {
-    if let &[digit @ b'0'..=b'9'] = text.as_bytes() {
+pub(crate) fn parse_u32(digits: impl AsRef<[u8]>) -> Option<u32> {
+    let digits = digits.as_ref();
+    if let &[digit @ b'0'..=b'9'] = digits {
         return Some(u32::from(digit - b'0'));
     }
-    parse_u32_digits(text)
+    parse_u32_digits(digits)
 }
 
-/// [`parse_u32`] of any text.
+/// [`parse_u32`] of any bytes.
 #[inline(never)]
-fn parse_u32_digits(text: &str) -> Option<u32> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+fn parse_u32_digits(digits: &[u8]) -> Option<u32> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    text.bytes().try_fold(0u32, |n, b| n.checked_mul(10)?.checked_add(u32::from(b - b'0')))
+    digits.iter().try_fold(0u32, |n, &b| n.checked_mul(10)?.checked_add(u32::from(b - b'0')))
 }
 
 #[cfg(test)]
@@ -872,6 +879,49 @@ mod tests {
         assert_eq!(parse_u32("4294967295"), Some(u32::MAX));
         for bad in ["", "4294967296", "-1", "+1", "1.0", " 1", "x"] {
             assert_eq!(parse_u32(bad), None, "{bad:?}");
+        }
+    }
+
+    /// The number helpers as they were when every field was read as text first: the answer
+    /// (or error) the byte fast paths must give.
+    fn text_first(row: &Row<'_>, column: usize) -> [Result<u64, String>; 3] {
+        let seconds = row
+            .text(column)
+            .and_then(|text| parse_seconds_ms(text).map_err(|e| row.field_error(column, e.expected(), text)));
+        let positive = row.text(column).and_then(|text| match parse_seconds_ms(text) {
+            Ok(ms) if ms > 0 => Ok(ms),
+            result => Err(row.positive_error(column, result.err(), text)),
+        });
+        let gpus = row.text(column).and_then(|text| match parse_u32(text) {
+            Some(n) if n >= 1 => Ok(u64::from(n)),
+            _ => Err(row.field_error(column, format!("a whole number of GPUs from 1 to {}", u32::MAX), text)),
+        });
+        [seconds, positive, gpus].map(|r| r.map_err(|e| e.to_string()))
+    }
+
+    fn bytes_first(row: &Row<'_>, column: usize) -> [Result<u64, String>; 3] {
+        [row.seconds_ms(column), row.positive_seconds_ms(column), row.gpus(column).map(u64::from)]
+            .map(|r| r.map_err(|e| e.to_string()))
+    }
+
+    proptest::proptest! {
+        /// Numbers read from a field's bytes answer as they did read from its text: the same
+        /// value, the same error, and a field that is not UTF-8 refused as that first, with
+        /// either reader, in a record that is UTF-8 or not.
+        #[test]
+        fn numbers_read_as_bytes_answer_as_text(
+            field in proptest::collection::vec(proptest::sample::select(b"0123456789..-e x\xff\xc3\xa9".to_vec()), 0..14),
+            other in proptest::sample::select(vec![&b"1"[..], b"\xff", b"\"q\""]),
+        ) {
+            let mut data = b"a,b\n".to_vec();
+            data.extend_from_slice(&field);
+            data.push(b',');
+            data.extend_from_slice(other);
+            data.push(b'\n');
+            let mut rows = Rows::open(data.as_slice(), "t.csv").unwrap();
+            if let Some(Ok(row)) = rows.next_row() {
+                proptest::prop_assert_eq!(bytes_first(&row, 0), text_first(&row, 0), "{:?}", String::from_utf8_lossy(&data));
+            }
         }
     }
 }

@@ -119,7 +119,7 @@ fn full_seconds_ms(text: &str) -> Result<u64, SecondsError> {
 /// `None` for anything else, which [`parse_seconds_ms`]'s full pass then judges; the tests
 /// hold the two to one answer.
 #[inline]
-fn plain_seconds_ms(bytes: &[u8]) -> Option<u64> {
+pub(crate) fn plain_seconds_ms(bytes: &[u8]) -> Option<u64> {
     if let Some(ms) = three_decimals_ms(bytes) {
         return Some(ms);
     }
@@ -140,27 +140,34 @@ fn plain_seconds_ms(bytes: &[u8]) -> Option<u64> {
 }
 
 /// `W.FFF`, 1 to 12 whole digits and exactly three decimals (how the canonical writer spells
-/// every time that is not whole), as milliseconds without a loop per digit: the digits go
-/// through [`eight_digits`] right-aligned in one or two words, `0`s before them and the point
-/// read as a `0` (so the low word is `WWWW0FFF`: 10,000 times its whole part plus the
-/// milliseconds). `None` for anything else.
+/// every time that is not whole), as milliseconds without a loop per digit: the last eight
+/// bytes (of fewer, the text with `0`s before it) are `WWWW.FFF`, read by [`point_word_ms`];
+/// the whole digits before them, if any, by [`eight_digits`]. `None` for anything else.
 #[inline]
 fn three_decimals_ms(bytes: &[u8]) -> Option<u64> {
-    const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
-    // The point's byte in a word holding the text's last eight bytes.
-    const POINT: u64 = 0xFF << 32;
     let len = bytes.len();
     if !(5..=16).contains(&len) || bytes.get(len - 4) != Some(&b'.') {
         return None;
     }
-    // The last eight bytes (of fewer, the text with `0`s before it) and what comes before.
-    let (last, lead) = match len {
-        5..=8 => (right_aligned(bytes), ZEROS),
-        _ => (word_at(bytes, len - 8), right_aligned(bytes.get(..len - 8).unwrap_or_default())),
-    };
-    let low = eight_digits(((last & !POINT) | (ZEROS & POINT)).to_le_bytes())?;
-    let high = eight_digits(lead.to_le_bytes())?;
-    Some((high * 10_000 + low / 10_000) * 1000 + low % 10_000)
+    if len <= 8 {
+        return point_word_ms(right_aligned(bytes));
+    }
+    let lead = eight_digits(right_aligned(bytes.get(..len - 8).unwrap_or_default()).to_le_bytes())?;
+    // The last word holds the four whole digits below the lead's: 10,000 seconds a unit.
+    Some(lead * 10_000_000 + point_word_ms(word_at(bytes, len - 8))?)
+}
+
+/// `WWWW.FFF` (eight bytes as a little-endian word, the point in the fifth) as milliseconds:
+/// the point read as a `0` digit, and the digit pairs weighed as milliseconds rather than as
+/// one eight-digit number (`WW` 100,000, `WW` 1,000, `0F` 100, `FF` 1), so no division
+/// splits seconds from decimals. `None` if a byte other than the point is not a digit.
+#[inline]
+fn point_word_ms(word: u64) -> Option<u64> {
+    const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
+    // The point's byte.
+    const POINT: u64 = 0xFF << 32;
+    let pairs = digit_pairs(((word & !POINT) | (ZEROS & POINT)).to_le_bytes())?;
+    Some(weigh_pairs(pairs, [100_000, 1_000, 100]))
 }
 
 /// The eight bytes of `bytes` from `at` as one little-endian word (0 past its end).
@@ -233,7 +240,15 @@ fn any_decimals_ms(fraction: &[u8]) -> Option<u64> {
 
 /// Eight ASCII digits as their number, or `None` if a byte is not a digit: a word's worth at
 /// once (the checks and the multiplications of simdjson's `parse_eight_digits_unrolled`).
+#[inline]
 fn eight_digits(chunk: [u8; 8]) -> Option<u64> {
+    Some(weigh_pairs(digit_pairs(chunk)?, [1_000_000, 10_000, 100]))
+}
+
+/// Eight ASCII digits as four two-digit numbers, the first (most significant) in the word's
+/// lowest byte and the others in bytes 2, 4 and 6; `None` if a byte is not a digit.
+#[inline]
+fn digit_pairs(chunk: [u8; 8]) -> Option<u64> {
     const HIGH_NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
     let v = u64::from_le_bytes(chunk);
     // Each byte is 0x30..=0x39: its high nibble is 3, and adding 6 leaves it 3 (no carry
@@ -242,13 +257,21 @@ fn eight_digits(chunk: [u8; 8]) -> Option<u64> {
     if digits != 0x3333_3333_3333_3333 {
         return None;
     }
-    // Bytes to digit values, then pairs, fours and the eight (the first byte is the most
-    // significant digit).
+    // Bytes to digit values, then each byte plus ten times the byte before it.
     let v = v - 0x3030_3030_3030_3030;
-    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
-    let low = (v & 0x0000_00FF_0000_00FF).wrapping_mul(100 + (1_000_000 << 32));
-    let high = ((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32));
-    Some(low.wrapping_add(high) >> 32)
+    Some(v.wrapping_mul(10).wrapping_add(v >> 8))
+}
+
+/// The four pairs of [`digit_pairs`], `p0 p1 p2 p3`, as `p0 * w0 + p1 * w1 + p2 * w2 + p3`,
+/// with two multiplications: each multiplies two pairs in 32-bit lanes and sums their weighed
+/// values in the high lane. The sum must stay below 2^32 (the weights of eight digits or of
+/// milliseconds do).
+#[inline]
+fn weigh_pairs(pairs: u64, [w0, w1, w2]: [u64; 3]) -> u64 {
+    const LANES: u64 = 0x0000_00FF_0000_00FF;
+    let low = (pairs & LANES).wrapping_mul(w2 + (w0 << 32));
+    let high = ((pairs >> 16) & LANES).wrapping_mul(1 + (w1 << 32));
+    low.wrapping_add(high) >> 32
 }
 
 /// Why a calendar date-time was refused; the text is phrased to follow "expected".
