@@ -160,24 +160,7 @@ impl Engine {
             changed |= self.observer.apply_truth(&event, &mut self.controller, &mut self.queue);
             self.controller.stats.events += 1;
         }
-        let after_hardware = EventKey { time: now, phase: PHASE_COMPLETION, seq: 0 };
-        while let Some((_, event)) = self.queue.pop_before(after_hardware) {
-            changed |= self.observer.apply(event, &mut self.controller, &mut self.queue);
-            self.controller.stats.events += 1;
-        }
-        let arrivals = EventKey { time: now, phase: PHASE_ARRIVAL, seq: 0 };
-        while let Some((_, event)) = self.queue.pop_before(arrivals) {
-            changed |= self.apply(event, &mut woken);
-        }
-        while self.next_arrival_time() == Some(now) {
-            self.controller.job_arrived(JobId::from_index(self.next_arrival));
-            self.next_arrival += 1;
-            changed = true;
-        }
-        let rest_of_now = EventKey { time: now, phase: u8::MAX, seq: 0 };
-        while let Some((_, event)) = self.queue.pop_before(rest_of_now) {
-            changed |= self.apply(event, &mut woken);
-        }
+        changed |= self.apply_scheduled(now, &mut woken);
         if changed || woken {
             match self.passes.as_mut().map_or(PassDue::Now { changed }, |p| p.due(now, changed)) {
                 PassDue::Now { changed } => self.decide(policy, changed),
@@ -188,6 +171,43 @@ impl Engine {
         for (at, timer) in self.controller.take_timers() {
             self.queue.push(at, Event::Timer(timer));
         }
+    }
+
+    /// Applies the events scheduled at `now`, in key order, and the workload's arrivals at
+    /// `now` at their phase: after every completion, before the heap's own arrivals (wall
+    /// clock), cancels and wake-ups. One pass over the heap, each event popped once and no
+    /// look past it but the one that ends the pass: the events applied, and so the order, are
+    /// those of one loop per phase group. Returns whether anything changed.
+    fn apply_scheduled(&mut self, now: SimTime, woken: &mut bool) -> bool {
+        let mut changed = false;
+        let mut arrivals_due = true;
+        let end_of_now = EventKey { time: now, phase: u8::MAX, seq: 0 };
+        while let Some((key, event)) = self.queue.pop_before(end_of_now) {
+            if key.phase < PHASE_COMPLETION {
+                changed |= self.observer.apply(event, &mut self.controller, &mut self.queue);
+                self.controller.stats.events += 1;
+                continue;
+            }
+            if arrivals_due && key.phase >= PHASE_ARRIVAL {
+                arrivals_due = false;
+                changed |= self.arrive_at(now);
+            }
+            changed |= self.apply(event, woken);
+        }
+        if arrivals_due {
+            changed |= self.arrive_at(now);
+        }
+        changed
+    }
+
+    /// Queues the workload's jobs submitted at `now`; returns whether there were any.
+    fn arrive_at(&mut self, now: SimTime) -> bool {
+        let first = self.next_arrival;
+        while self.next_arrival_time() == Some(now) {
+            self.controller.job_arrived(JobId::from_index(self.next_arrival));
+            self.next_arrival += 1;
+        }
+        self.next_arrival > first
     }
 
     /// The earliest of the heap's next event, the next arrival and the next hardware event.
