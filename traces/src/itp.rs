@@ -32,10 +32,9 @@ pub(crate) fn read_itp_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> 
         let submit_ms = row.seconds_ms(submit_col)?;
         let work_ms = row.positive_seconds_ms(duration_col)?;
         let gpus = row.gpus(gpus_col)?;
-        if let Some(first) = first_line.get(id) {
+        if let Some(first) = first_line.insert_if_new(id, row.line) {
             return Err(row.error(id_col, format!("a job id not used before (line {first} has it)"), id));
         }
-        first_line.insert(id, row.line);
         Ok(JobSpec::single(id, SimTime(submit_ms), gpus, SimDuration(work_ms)))
     })?;
     finish(jobs, rows.file(), sink)

@@ -84,8 +84,20 @@ impl NameIndex {
     /// Stores `value` for `name`, which [`NameIndex::get_hashed`] just did not find (with the
     /// same `hash`).
     pub(crate) fn insert_new(&mut self, hash: Hashed, name: &str, value: u64) {
-        let id = self.add(hash.0, name);
+        let (Ok(id) | Err(id)) = self.find_or_add(hash.0, name);
         self.entries[id].1 = value;
+    }
+
+    /// Stores `value` for `name` if it is new (`None`); else leaves it and gives the value it
+    /// has. One hash and one probe of the map, where a look-up then an insertion took two.
+    pub(crate) fn insert_if_new(&mut self, name: &str, value: u64) -> Option<u64> {
+        match self.find_or_add((self.hash)(name), name) {
+            Ok(id) => Some(self.entries[id].1),
+            Err(id) => {
+                self.entries[id].1 = value;
+                None
+            }
+        }
     }
 
     /// How many distinct names there are (ids are `0..len`).
@@ -122,27 +134,32 @@ impl NameIndex {
 
     /// [`NameIndex::intern`] through the hash map.
     fn intern_hashed(&mut self, name: &str) -> usize {
-        let hash = (self.hash)(name);
-        if let Some(id) = self.find(hash, name) {
-            return id;
-        }
-        self.add(hash, name)
+        let (Ok(id) | Err(id)) = self.find_or_add((self.hash)(name), name);
+        id
     }
 
-    /// Adds `name`, which is not here, with value 0; its id.
-    fn add(&mut self, hash: u64, name: &str) -> usize {
+    /// The id of `name` (`hash` its hash): `Ok` if it was here, else `Err` with the id it is
+    /// added under (with value 0). One probe of the map finds it or the slot for it.
+    fn find_or_add(&mut self, hash: u64, name: &str) -> Result<usize, usize> {
         let id = self.entries.len();
-        self.arena.push_str(name);
-        self.entries.push((self.arena.len(), 0));
         match self.slots.entry(hash) {
-            Entry::Occupied(_) => {
-                self.collided.insert(name.to_owned(), id);
-            }
             Entry::Vacant(slot) => {
                 slot.insert(id);
             }
+            Entry::Occupied(slot) => {
+                let taken = *slot.get();
+                if same_text(self.name(taken), name) {
+                    return Ok(taken);
+                }
+                if let Some(&known) = self.collided.get(name) {
+                    return Ok(known);
+                }
+                self.collided.insert(name.to_owned(), id);
+            }
         }
-        id
+        self.arena.push_str(name);
+        self.entries.push((self.arena.len(), 0));
+        Err(id)
     }
 
     /// The name with id `id` (empty for an id never given out).
@@ -352,6 +369,27 @@ mod tests {
         assert_eq!(index.get("y"), Some(10));
         assert_eq!((index.intern("zz"), index.intern("new")), (2, 4));
         assert_eq!((index.name(2), index.name(4)), ("zz", "new"));
+    }
+
+    #[test]
+    fn insert_if_new_is_a_look_up_then_an_insertion() {
+        // Against get-then-insert, with a real hash and with every name colliding: the value
+        // first stored is kept, and a repeat gets it back.
+        for hash in [hash_name as fn(&str) -> u64, |_| 7] {
+            let (mut index, mut reference) = (NameIndex::with_hash(hash), NameIndex::with_hash(hash));
+            let names = ["x", "y", "x", "", "zz", "", "a-36-character-uuid-like-job-name-00", "y", "zz"];
+            for (line, name) in names.iter().enumerate() {
+                let expected = reference.get(name);
+                if expected.is_none() {
+                    reference.insert(name, line as u64);
+                }
+                assert_eq!(index.insert_if_new(name, line as u64), expected, "{name:?}");
+            }
+            for name in names.iter().chain(&["w", "xx"]) {
+                assert_eq!(index.get(name), reference.get(name), "{name:?}");
+                assert_eq!(index.intern(name), reference.intern(name), "{name:?}");
+            }
+        }
     }
 
     #[test]
