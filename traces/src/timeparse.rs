@@ -123,6 +123,9 @@ pub(crate) fn plain_seconds_ms(bytes: &[u8]) -> Option<u64> {
     if let Some(ms) = three_decimals_ms(bytes) {
         return Some(ms);
     }
+    if let Some(ms) = short_seconds_ms(bytes) {
+        return Some(ms);
+    }
     let (seconds, whole) = leading_digits(bytes);
     // More than 12 digits may be too large: the full pass decides (the wrapped value is
     // thrown away).
@@ -155,6 +158,23 @@ fn three_decimals_ms(bytes: &[u8]) -> Option<u64> {
     let lead = eight_digits(right_aligned(bytes.get(..len - 8).unwrap_or_default()).to_le_bytes())?;
     // The last word holds the four whole digits below the lead's: 10,000 seconds a unit.
     Some(lead * 10_000_000 + point_word_ms(word_at(bytes, len - 8))?)
+}
+
+/// `W`, `W.F` or `W.FF` with 1 to 8 whole digits (ITP's whole seconds, Philly's `66.0`), as
+/// milliseconds: the whole digits right-aligned in one word for [`eight_digits`], where
+/// [`leading_digits`] took a loop turn per digit. `None` for anything else.
+#[inline]
+fn short_seconds_ms(bytes: &[u8]) -> Option<u64> {
+    let digit = |b: &u8| Some(u64::from(b.wrapping_sub(b'0'))).filter(|&d| d <= 9);
+    let (whole, ms) = match bytes {
+        [.., b'.', a] => (bytes.len() - 2, digit(a)? * 100),
+        [.., b'.', a, b] => (bytes.len() - 3, digit(a)? * 100 + digit(b)? * 10),
+        _ => (bytes.len(), 0),
+    };
+    if !(1..=8).contains(&whole) {
+        return None;
+    }
+    Some(eight_digits(right_aligned(bytes.get(..whole)?).to_le_bytes())? * 1000 + ms)
 }
 
 /// `WWWW.FFF` (eight bytes as a little-endian word, the point in the fifth) as milliseconds:
@@ -598,6 +618,18 @@ mod tests {
             prop_assert_eq!(three_decimals_ms(text.as_bytes()), expected, "{}", text);
         }
 
+        /// Short seconds (ITP's, Philly's) as the full pass reads them, or left to it.
+        #[test]
+        fn short_seconds_are_the_full_pass_s(text in "[0-9x.]{0,10}[.]?[0-9x.]{0,2}") {
+            if let Some(ms) = short_seconds_ms(text.as_bytes()) {
+                prop_assert_eq!(full_seconds_ms(&text), Ok(ms), "{}", text);
+            }
+            let plain = text.bytes().all(|b| b.is_ascii_digit());
+            if plain && (1..=8).contains(&text.len()) {
+                prop_assert!(short_seconds_ms(text.as_bytes()).is_some(), "{}", text);
+            }
+        }
+
         #[test]
         fn short_texts_right_align_as_digits(text in "[0-9]{1,8}") {
             let expected = format!("{text:0>8}");
@@ -608,7 +640,12 @@ mod tests {
         /// spelling of the canonical writer most of all.
         #[test]
         fn the_fast_path_agrees_with_the_full_pass(
-            text in prop_oneof!["[0-9]{0,15}[.][0-9x.]{3}", "[0-9]{0,15}[.]?[0-9]{0,5}", "[-+.eE0-9x ]{0,16}"],
+            text in prop_oneof![
+                "[0-9]{0,15}[.][0-9x.]{3}",
+                "[0-9]{0,15}[.]?[0-9]{0,5}",
+                "[-+.eE0-9x ]{0,16}",
+                "[0-9x.]{0,10}[.]?[0-9x.]{0,2}",
+            ],
         ) {
             if let Some(ms) = plain_seconds_ms(text.as_bytes()) {
                 prop_assert_eq!(full_seconds_ms(&text), Ok(ms), "{}", text);
