@@ -480,8 +480,14 @@ impl Tiresias {
             self.running.remove(t);
             self.set_holds(t, false);
         }
-        self.set_crossing(job, OptTime::NONE);
-        self.set_promote_at(job, OptTime::NONE);
+        // Only a job still holding a time has an entry to retire (most end with no promotion).
+        let info = *self.job(job);
+        if info.crossing.is_some() {
+            self.set_crossing(job, OptTime::NONE);
+        }
+        if info.promote_at.is_some() {
+            self.set_promote_at(job, OptTime::NONE);
+        }
         *self.job(job) = JobInfo::default();
         if self.mode == Mode::Gittins && view.job(job).outcome == Some(JobOutcome::Succeeded) {
             let size = executed(view, job);
@@ -593,7 +599,12 @@ impl Tiresias {
                 Change::TaskFinished(t) => {
                     self.let_go(t);
                     self.dequeue(t);
-                    self.touched.push(view.task(t).job);
+                    // The last task of a job (most: one task a job) ends it, and `refresh`
+                    // leaves an ended job alone: it is not touched.
+                    let job = view.task(t).job;
+                    if view.job(job).outcome.is_none() {
+                        self.touched.push(job);
+                    }
                 }
                 Change::JobEnded(job) => self.forget(view, job),
             }
