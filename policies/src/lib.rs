@@ -24,6 +24,7 @@ mod heads;
 mod id_list;
 mod id_set;
 mod id_table;
+mod lazy_heap;
 mod lazy_sorted;
 pub mod params;
 pub mod placement;

@@ -51,7 +51,9 @@
 //! its own, as a gang of its GPUs.
 //!
 //! Decision cost: O((changes + starts + preemptions + level changes) x log n) for the
-//! indexes, O(levels x shapes x log n) per start found; the one task per decision that
+//! indexes (the crossings and promotions are heaps deleted lazily, `lazy_heap`: a job whose
+//! time changes pushes the new one, amortised O(log n), and leaves the old one to be dropped
+//! when it surfaces), O(levels x shapes x log n) per start found; the one task per decision that
 //! triggers preemption walks the lower-priority running tasks of its pools (skipped at once
 //! when their GPU count could not make room) lazily, lowest level first: tasks that
 //! checkpoint continuously risk no work and come in id order straight from the index, so
@@ -61,6 +63,7 @@
 
 use crate::id_set::{Descending, IdSet};
 use crate::id_table::IdTable;
+use crate::lazy_heap::LazyHeap;
 use crate::params::{AVOID_FAILED, List, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{Placer, Shape, nothing_fits};
 use crate::reason::{push_decimal, push_thousandths};
@@ -69,7 +72,6 @@ use crate::wait_queue::WaitQueue;
 use sim::{
     Change, ClusterView, JobId, JobOutcome, OptTime, Plan, Policy, PoolId, SimDuration, SimTime, TaskId, TaskStatus,
 };
-use std::collections::BTreeSet;
 
 pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
@@ -237,8 +239,9 @@ pub struct Tiresias {
     holds: Vec<bool>,
     /// By job (a dense table: read on every refresh, the hottest path of the policy).
     jobs: Vec<JobInfo>,
-    crossings: BTreeSet<(SimTime, JobId)>,
-    promotions: BTreeSet<(SimTime, JobId)>,
+    /// Each job's `crossing` and `promote_at` (those in `jobs` are the live entries).
+    crossings: LazyHeap<(SimTime, JobId)>,
+    promotions: LazyHeap<(SimTime, JobId)>,
     /// Levels from highest priority to lowest, and each level's place in that order.
     order: Vec<usize>,
     rank: Vec<usize>,
@@ -292,8 +295,8 @@ impl Tiresias {
             running: RunningLevels::default(),
             holds: Vec::new(),
             jobs: Vec::new(),
-            crossings: BTreeSet::new(),
-            promotions: BTreeSet::new(),
+            crossings: LazyHeap::default(),
+            promotions: LazyHeap::default(),
             order: (0..levels).collect(),
             rank: (0..levels).collect(),
             finished: vec![(0, 0); levels],
@@ -408,23 +411,17 @@ impl Tiresias {
         }));
         let rate: u64 = growth.iter().map(|&(_, r)| r).sum();
         let info = *self.job(job);
-        // The ordered sets hold the times as stored (an `OptTime` keeps a saturated one a
-        // millisecond short), so that what is inserted is what is later removed.
+        // The heaps hold the times as stored (an `OptTime` keeps a saturated one a
+        // millisecond short), so that an entry is live exactly while its job holds its time.
         let crossing = OptTime::from((rate > 0 && level < self.thresholds.len()).then(|| {
             growth.sort_unstable();
             crossing_time(now, self.thresholds[level] - attained, &growth)
         }));
         self.growth = growth;
         // Most refreshes find the crossing where it was (a job touched by a decision whose
-        // rate did not change): the set is left alone then.
+        // rate did not change): the heap is left alone then.
         if crossing != info.crossing {
-            if let Some(at) = info.crossing.get() {
-                self.crossings.remove(&(at, job));
-            }
-            if let Some(at) = crossing.get() {
-                self.crossings.insert((at, job));
-            }
-            self.job(job).crossing = crossing;
+            self.set_crossing(job, crossing);
         }
         let waiting = rate == 0 && view.job(job).tasks().any(|t| self.is_queued(t));
         let promote_at = OptTime::from(if self.promote_after > 0 && level > 0 && waiting {
@@ -437,14 +434,44 @@ impl Tiresias {
             None
         });
         if info.promote_at != promote_at {
-            if let Some(at) = info.promote_at.get() {
-                self.promotions.remove(&(at, job));
-            }
-            if let Some(at) = promote_at.get() {
-                self.promotions.insert((at, job));
-            }
-            self.job(job).promote_at = promote_at;
+            self.set_promote_at(job, promote_at);
         }
+    }
+
+    /// Gives `job` its next crossing, pushing it on the heap and retiring the old one.
+    fn set_crossing(&mut self, job: JobId, crossing: OptTime) {
+        let old = std::mem::replace(&mut self.job(job).crossing, crossing);
+        if let Some(at) = crossing.get() {
+            self.crossings.push((at, job));
+        }
+        if old.is_some() {
+            let jobs = &self.jobs;
+            self.crossings.retire(|&(at, job)| is_crossing(jobs, at, job));
+        }
+    }
+
+    /// As `set_crossing`, for the job's promotion.
+    fn set_promote_at(&mut self, job: JobId, promote_at: OptTime) {
+        let old = std::mem::replace(&mut self.job(job).promote_at, promote_at);
+        if let Some(at) = promote_at.get() {
+            self.promotions.push((at, job));
+        }
+        if old.is_some() {
+            let jobs = &self.jobs;
+            self.promotions.retire(|&(at, job)| is_promotion(jobs, at, job));
+        }
+    }
+
+    /// The earliest crossing of a running job, if any.
+    fn next_crossing(&mut self) -> Option<(SimTime, JobId)> {
+        let jobs = &self.jobs;
+        self.crossings.first(|&(at, job)| is_crossing(jobs, at, job))
+    }
+
+    /// The earliest promotion of a waiting job, if any.
+    fn next_promotion(&mut self) -> Option<(SimTime, JobId)> {
+        let jobs = &self.jobs;
+        self.promotions.first(|&(at, job)| is_promotion(jobs, at, job))
     }
 
     fn forget(&mut self, view: &ClusterView<'_>, job: JobId) {
@@ -453,13 +480,15 @@ impl Tiresias {
             self.running.remove(t);
             self.set_holds(t, false);
         }
-        let info = std::mem::take(self.job(job));
-        if let Some(at) = info.crossing.get() {
-            self.crossings.remove(&(at, job));
+        // Only a job still holding a time has an entry to retire (most end with no promotion).
+        let info = *self.job(job);
+        if info.crossing.is_some() {
+            self.set_crossing(job, OptTime::NONE);
         }
-        if let Some(at) = info.promote_at.get() {
-            self.promotions.remove(&(at, job));
+        if info.promote_at.is_some() {
+            self.set_promote_at(job, OptTime::NONE);
         }
+        *self.job(job) = JobInfo::default();
         if self.mode == Mode::Gittins && view.job(job).outcome == Some(JobOutcome::Succeeded) {
             let size = executed(view, job);
             let level = self.level_of(size);
@@ -570,7 +599,12 @@ impl Tiresias {
                 Change::TaskFinished(t) => {
                     self.let_go(t);
                     self.dequeue(t);
-                    self.touched.push(view.task(t).job);
+                    // The last task of a job (most: one task a job) ends it, and `refresh`
+                    // leaves an ended job alone: it is not touched.
+                    let job = view.task(t).job;
+                    if view.job(job).outcome.is_none() {
+                        self.touched.push(job);
+                    }
                 }
                 Change::JobEnded(job) => self.forget(view, job),
             }
@@ -710,6 +744,16 @@ fn preemption_reason(victim_level: usize, attained_s: u64, level: usize, task: T
     text
 }
 
+/// Whether the crossing heap's entry (`at`, `job`) is live: the job's crossing is still then.
+fn is_crossing(jobs: &[JobInfo], at: SimTime, job: JobId) -> bool {
+    jobs.get(job.index()).is_some_and(|info| info.crossing.get() == Some(at))
+}
+
+/// As `is_crossing`, for the promotion heap.
+fn is_promotion(jobs: &[JobInfo], at: SimTime, job: JobId) -> bool {
+    jobs.get(job.index()).is_some_and(|info| info.promote_at.get() == Some(at))
+}
+
 /// Service a job has executed, in milli-GPU-ms: the GPU-time its tasks held over all attempts
 /// less the restart overhead they paid (so a job restarting is not demoted for its overhead,
 /// and every restart makes real progress before it can drop a level).
@@ -759,13 +803,13 @@ impl Policy for Tiresias {
         let now = view.now();
         self.sync(view);
         self.refresh_touched(view);
-        while let Some(&(at, job)) = self.crossings.first().filter(|&&(at, _)| at <= now) {
-            self.crossings.remove(&(at, job));
+        while let Some((_, job)) = self.next_crossing().filter(|&(at, _)| at <= now) {
+            self.crossings.pop_first();
             self.job(job).crossing = OptTime::NONE;
             self.refresh(view, job);
         }
-        while let Some(&(at, job)) = self.promotions.first().filter(|&&(at, _)| at <= now) {
-            self.promotions.remove(&(at, job));
+        while let Some((_, job)) = self.next_promotion().filter(|&(at, _)| at <= now) {
+            self.promotions.pop_first();
             let held = executed(view, job);
             let info = self.job(job);
             info.promote_at = OptTime::NONE;
@@ -786,7 +830,7 @@ impl Policy for Tiresias {
         }
         self.refresh_touched(view);
         if self.queues.iter().any(|q| q.head().is_some()) {
-            let next = [self.crossings.first(), self.promotions.first()].into_iter().flatten().map(|&(at, _)| at).min();
+            let next = [self.next_crossing(), self.next_promotion()].into_iter().flatten().map(|(at, _)| at).min();
             if let Some(at) = next.filter(|&at| at > now) {
                 plan.wake_at(at).expect("in the future");
             }
