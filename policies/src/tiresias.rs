@@ -440,38 +440,24 @@ impl Tiresias {
 
     /// Gives `job` its next crossing, pushing it on the heap and retiring the old one.
     fn set_crossing(&mut self, job: JobId, crossing: OptTime) {
-        let old = std::mem::replace(&mut self.job(job).crossing, crossing);
-        if let Some(at) = crossing.get() {
-            self.crossings.push((at, job));
-        }
-        if old.is_some() {
-            let jobs = &self.jobs;
-            self.crossings.retire(|&(at, job)| is_crossing(jobs, at, job));
-        }
+        set_time(&mut self.jobs, &mut self.crossings, CROSSING, job, crossing);
     }
 
     /// As `set_crossing`, for the job's promotion.
     fn set_promote_at(&mut self, job: JobId, promote_at: OptTime) {
-        let old = std::mem::replace(&mut self.job(job).promote_at, promote_at);
-        if let Some(at) = promote_at.get() {
-            self.promotions.push((at, job));
-        }
-        if old.is_some() {
-            let jobs = &self.jobs;
-            self.promotions.retire(|&(at, job)| is_promotion(jobs, at, job));
-        }
+        set_time(&mut self.jobs, &mut self.promotions, PROMOTION, job, promote_at);
     }
 
     /// The earliest crossing of a running job, if any.
     fn next_crossing(&mut self) -> Option<(SimTime, JobId)> {
         let jobs = &self.jobs;
-        self.crossings.first(|&(at, job)| is_crossing(jobs, at, job))
+        self.crossings.first(|&(at, job)| CROSSING.holds(jobs, at, job))
     }
 
     /// The earliest promotion of a waiting job, if any.
     fn next_promotion(&mut self) -> Option<(SimTime, JobId)> {
         let jobs = &self.jobs;
-        self.promotions.first(|&(at, job)| is_promotion(jobs, at, job))
+        self.promotions.first(|&(at, job)| PROMOTION.holds(jobs, at, job))
     }
 
     fn forget(&mut self, view: &ClusterView<'_>, job: JobId) {
@@ -744,14 +730,35 @@ fn preemption_reason(victim_level: usize, attained_s: u64, level: usize, task: T
     text
 }
 
-/// Whether the crossing heap's entry (`at`, `job`) is live: the job's crossing is still then.
-fn is_crossing(jobs: &[JobInfo], at: SimTime, job: JobId) -> bool {
-    jobs.get(job.index()).is_some_and(|info| info.crossing.get() == Some(at))
+/// One of a job's times kept in a lazily deleted heap: its field in `JobInfo`.
+#[derive(Clone, Copy)]
+struct TimeField {
+    get: fn(&JobInfo) -> OptTime,
+    set: fn(&mut JobInfo, OptTime),
 }
 
-/// As `is_crossing`, for the promotion heap.
-fn is_promotion(jobs: &[JobInfo], at: SimTime, job: JobId) -> bool {
-    jobs.get(job.index()).is_some_and(|info| info.promote_at.get() == Some(at))
+const CROSSING: TimeField = TimeField { get: |info| info.crossing, set: |info, at| info.crossing = at };
+const PROMOTION: TimeField = TimeField { get: |info| info.promote_at, set: |info, at| info.promote_at = at };
+
+impl TimeField {
+    /// Whether the heap's entry (`at`, `job`) is live: the job's time is still `at`.
+    fn holds(self, jobs: &[JobInfo], at: SimTime, job: JobId) -> bool {
+        jobs.get(job.index()).is_some_and(|info| (self.get)(info).get() == Some(at))
+    }
+}
+
+/// Gives `job` (one the table holds) the time `at` in `field`, pushing it on `heap` (whose live entries are the
+/// jobs' `field`s) and retiring the old one.
+fn set_time(jobs: &mut [JobInfo], heap: &mut LazyHeap<(SimTime, JobId)>, field: TimeField, job: JobId, at: OptTime) {
+    let old = (field.get)(&jobs[job.index()]);
+    (field.set)(&mut jobs[job.index()], at);
+    if let Some(time) = at.get() {
+        heap.push((time, job));
+    }
+    if old.is_some() {
+        let jobs = &*jobs;
+        heap.retire(|&(time, job)| field.holds(jobs, time, job));
+    }
 }
 
 /// Service a job has executed, in milli-GPU-ms: the GPU-time its tasks held over all attempts
