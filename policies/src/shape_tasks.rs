@@ -180,6 +180,7 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
         /// Against a `BTreeSet`: the same entries in the same order after every step, through
         /// runs longer than `SHORT_RUN`, middle insertions and removals, and empty trees.
         #[test]

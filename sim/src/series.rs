@@ -430,6 +430,7 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..proptest::prelude::ProptestConfig::default() })]
         /// The integrals (kept through the current-bucket shortcut) against the levels summed
         /// millisecond by millisecond into `t / width`, spans landing on bucket edges included.
         #[test]
