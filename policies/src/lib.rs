@@ -35,6 +35,7 @@ mod ranked_queue;
 mod reason;
 mod registry;
 pub mod running;
+mod shape_tasks;
 mod sjf;
 mod spec;
 mod srtf;

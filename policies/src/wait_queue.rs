@@ -2,7 +2,8 @@
 //!
 //! Tasks of one shape (GPU count, eligible pools, single-node flag) fit or do not fit
 //! together, so "the first task in key order that fits now" is the first of the shapes' first
-//! tasks whose shape fits. Each shape keeps its tasks in a tree of its own, and the shapes'
+//! tasks whose shape fits. Each shape keeps its tasks in order on its own (`ShapeTasks`: a
+//! sorted ring buffer while the shape is used as a FIFO, else a tree), and the shapes'
 //! first tasks (the *heads*, one per shape with tasks, shapes in the tens on real traces) are
 //! kept in key order in a short sorted list beside them (`Heads`): `head` is the first head,
 //! `first_fitting` walks the heads and stops at the first that fits. That is what keeps fifo,
@@ -25,6 +26,7 @@
 use crate::heads::{Heads, settle};
 use crate::id_table::IdTable;
 use crate::placement::Shape;
+use crate::shape_tasks::{self, ShapeTasks};
 use sim::{FreeGpus, QueueId, TaskId};
 use std::collections::{BTreeMap, BTreeSet, btree_set};
 
@@ -46,7 +48,7 @@ pub struct WaitQueue {
     shape_index: BTreeMap<Shape, usize>,
     shapes: Vec<Shape>,
     /// Queued tasks by shape index (a shape with none left keeps its empty set).
-    by_shape: Vec<BTreeSet<(Key, TaskId)>>,
+    by_shape: Vec<ShapeTasks>,
     /// The first task of each shape that has one, with the shape's index, in key order.
     heads: Heads<Key>,
     /// Every queued task in key order, kept only by a queue made with `keeping_order`.
@@ -80,7 +82,7 @@ impl WaitQueue {
         let index = self.intern(shape);
         self.entry.set(task, key, index);
         let tasks = &mut self.by_shape[index];
-        let old_first = tasks.first().copied();
+        let old_first = tasks.first();
         tasks.insert((key, task));
         if old_first.is_none_or(|first| (key, task) < first) {
             self.heads.replace(index, old_first, Some((key, task)));
@@ -97,7 +99,7 @@ impl WaitQueue {
         let index = self.shapes.len();
         self.shape_index.insert(shape, index);
         self.shapes.push(shape);
-        self.by_shape.push(BTreeSet::new());
+        self.by_shape.push(ShapeTasks::default());
         index
     }
 
@@ -133,12 +135,12 @@ impl WaitQueue {
             return;
         };
         let tasks = &mut self.by_shape[index];
-        if tasks.first() == Some(&(key, task)) {
+        if tasks.first() == Some((key, task)) {
             tasks.pop_first();
-            let next = tasks.first().copied();
+            let next = tasks.first();
             self.heads.replace(index, Some((key, task)), next);
         } else {
-            tasks.remove(&(key, task));
+            tasks.remove((key, task));
         }
         if self.keeps_order {
             self.in_order.remove(&(key, task, narrow(index)));
@@ -165,7 +167,7 @@ impl WaitQueue {
         for (index, tasks) in per_shape.iter().enumerate() {
             self.heads.replace(index, None, tasks.first().copied());
         }
-        self.by_shape = per_shape.into_iter().map(BTreeSet::from_iter).collect();
+        self.by_shape = per_shape.into_iter().map(ShapeTasks::from_iter).collect();
         self.in_order = BTreeSet::from_iter(in_order);
     }
 
@@ -179,7 +181,7 @@ impl WaitQueue {
             self.entry.take(task).expect("a queued task has an entry");
         }
         self.heads.clear();
-        self.by_shape.iter_mut().for_each(BTreeSet::clear);
+        self.by_shape.iter_mut().for_each(ShapeTasks::clear);
         self.in_order.clear();
     }
 
@@ -211,7 +213,7 @@ impl WaitQueue {
     pub fn shape_heads(&self) -> impl Iterator<Item = (Shape, Key, TaskId)> + '_ {
         self.shape_index
             .iter()
-            .filter_map(|(&shape, &index)| self.by_shape[index].first().map(|&(key, task)| (shape, key, task)))
+            .filter_map(|(&shape, &index)| self.by_shape[index].first().map(|(key, task)| (shape, key, task)))
     }
 
     /// The first task in key order among those whose shape fits the free GPUs now: shapes
@@ -222,7 +224,7 @@ impl WaitQueue {
 
     /// Queued tasks (parked ones excepted).
     fn len(&self) -> usize {
-        self.by_shape.iter().map(BTreeSet::len).sum()
+        self.by_shape.iter().map(ShapeTasks::len).sum()
     }
 
     /// Every queued task in key order with its shape index: the shapes'
@@ -271,7 +273,7 @@ struct Merged<'a> {
     /// (key, task, slot in `shapes`) of each unfinished shape's next task, in key order.
     next: Vec<(Key, TaskId, usize)>,
     /// Each shape's index and the tasks of its tree after the one in `next`.
-    shapes: Vec<(usize, btree_set::Iter<'a, (Key, TaskId)>)>,
+    shapes: Vec<(usize, shape_tasks::Iter<'a>)>,
 }
 
 impl Iterator for Merged<'_> {

@@ -65,6 +65,25 @@ struct QueueLevels {
     since: SimTime,
 }
 
+/// A bucket's index and span `[start, end)`; empty (`start == end`) before the first lookup.
+#[derive(Debug, Clone, Copy, Default)]
+struct Current {
+    index: usize,
+    start: SimTime,
+    end: SimTime,
+}
+
+impl Current {
+    fn holds(&self, t: SimTime) -> bool {
+        self.start <= t && t < self.end
+    }
+
+    /// Whether `[from, to)` lies within the bucket (`to` may be its end).
+    fn spans(&self, from: SimTime, to: SimTime) -> bool {
+        self.start <= from && to <= self.end
+    }
+}
+
 /// Cluster-wide levels, set by the Controller as they change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Levels {
@@ -95,6 +114,9 @@ pub struct Series {
     buckets: Vec<Bucket>,
     /// `buckets.len() x queues.len()`, bucket-major.
     queue_buckets: Vec<QueueBucket>,
+    /// The bucket of the latest time looked up (`locate`): time only moves forward, so
+    /// nearly every lookup and every span integrated lands in it, with no division.
+    current: Current,
     /// Off: nothing is integrated or counted (a run whose time series nobody writes; see
     /// `ControllerConfig::record_series`). Queue names are still kept. `advance`, `count` and
     /// `queue_change` test it inline, so that a run with the series off pays a branch per
@@ -115,6 +137,7 @@ impl Series {
             queues,
             buckets: Vec::new(),
             queue_buckets: Vec::new(),
+            current: Current::default(),
             recording: true,
         }
     }
@@ -184,7 +207,7 @@ impl Series {
         if !self.recording {
             return;
         }
-        if let Some(index) = self.bucket_of(now) {
+        if let Some(index) = self.locate(now) {
             self.ensure(index);
             add(&mut self.buckets[index]);
         }
@@ -226,38 +249,61 @@ impl Series {
         self.levels[queue].since = now;
         if level.allocated_mgpus == 0 && level.waiting == 0 && level.running == 0 {
             // Nothing to add; but the buckets must still reach `now` (see `ensure`).
-            if let Some(index) = self.bucket_of(now) {
+            if let Some(index) = self.locate(now) {
                 self.ensure(index);
             }
             return;
         }
         let q = self.queues.len();
-        let mut first = self.bucket_of(level.since).unwrap_or(0);
-        let mut start = level.since;
-        while start < now {
-            let end = self.bucket_end(first).min(now);
-            self.ensure(first);
-            let ms = end.since(start).as_ms();
-            let b = &mut self.queue_buckets[first * q + queue];
+        self.spread_over(level.since, now, |s, index, ms| {
+            let b = &mut s.queue_buckets[index * q + queue];
             b.allocated_mgpu_ms += level.allocated_mgpus * ms;
             b.waiting_task_ms += level.waiting * ms;
             b.running_task_ms += level.running * ms;
-            start = end;
-            first += 1;
-        }
+        });
     }
 
     /// Adds `add(bucket, milliseconds of overlap)` to every bucket `[from, to)` overlaps.
     fn spread(&mut self, from: SimTime, to: SimTime, add: impl Fn(&mut Bucket, u64)) {
+        self.spread_over(from, to, |s, index, ms| add(&mut s.buckets[index], ms));
+    }
+
+    /// Calls `add(self, bucket index, milliseconds of overlap)` for every bucket `[from, to)`
+    /// overlaps, each made to exist first (`ensure`). Nothing before the series starts.
+    #[inline]
+    fn spread_over(&mut self, from: SimTime, to: SimTime, mut add: impl FnMut(&mut Series, usize, u64)) {
+        if self.current.spans(from, to) {
+            // The common case: both ends in the current bucket.
+            let index = self.current.index;
+            self.ensure(index);
+            add(self, index, to.since(from).as_ms());
+            return;
+        }
         let Some(mut index) = self.bucket_of(from) else { return };
         let mut start = from;
         while start < to {
             let end = self.bucket_end(index).min(to);
             self.ensure(index);
-            add(&mut self.buckets[index], end.since(start).as_ms());
+            add(self, index, end.since(start).as_ms());
             start = end;
             index += 1;
         }
+        self.locate(to);
+    }
+
+    /// The index of the bucket `t` falls in (`None` before the series starts); a bucket past
+    /// the current one becomes current. Existence is the caller's (`ensure`): a span ending
+    /// on an edge must not make the bucket after it.
+    #[inline]
+    fn locate(&mut self, t: SimTime) -> Option<usize> {
+        if self.current.holds(t) {
+            return Some(self.current.index);
+        }
+        let index = self.bucket_of(t)?;
+        if t >= self.current.end {
+            self.current = Current { index, start: self.bucket_start(index), end: self.bucket_end(index) };
+        }
+        Some(index)
     }
 
     fn bucket_of(&self, t: SimTime) -> Option<usize> {
@@ -265,9 +311,13 @@ impl Series {
         usize::try_from(t.since(origin).as_ms() / self.width.as_ms()).ok()
     }
 
-    fn bucket_end(&self, index: usize) -> SimTime {
+    fn bucket_start(&self, index: usize) -> SimTime {
         let origin = self.origin.unwrap_or(SimTime::ZERO);
-        origin + SimDuration(self.width.as_ms().saturating_mul(index as u64 + 1))
+        origin + SimDuration(self.width.as_ms().saturating_mul(index as u64))
+    }
+
+    fn bucket_end(&self, index: usize) -> SimTime {
+        self.bucket_start(index + 1)
     }
 
     /// The index of queue `name`, added if no job named it before (live mode: jobs join the
@@ -289,11 +339,17 @@ impl Series {
     }
 
     /// Grows the bucket tables so that bucket `index` exists.
+    #[inline]
     fn ensure(&mut self, index: usize) {
         if index >= self.buckets.len() {
-            self.buckets.resize(index + 1, Bucket::default());
-            self.queue_buckets.resize((index + 1) * self.queues.len(), QueueBucket::default());
+            self.grow(index);
         }
+    }
+
+    #[cold]
+    fn grow(&mut self, index: usize) {
+        self.buckets.resize(index + 1, Bucket::default());
+        self.queue_buckets.resize((index + 1) * self.queues.len(), QueueBucket::default());
     }
 }
 
@@ -349,5 +405,91 @@ mod tests {
         s.advance(&Levels { waiting: 3, ..Levels::default() }, SimTime(50));
         s.count(SimTime(50), |b| b.failures += 1);
         assert!(s.buckets().is_empty());
+    }
+
+    /// One step of a run as the series sees it: time moves on by `dt`, then one call.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Advance { dt: u64, allocated: u64, waiting: u64 },
+        Queue { dt: u64, queue: usize, waiting: i64, running: i64 },
+        Count { dt: u64 },
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0..25u64, 0..5u64, 0..5u64).prop_map(|(dt, allocated, waiting)| Step::Advance { dt, allocated, waiting }),
+            (0..25u64, 0..2usize, 0..3i64, 0..3i64).prop_map(|(dt, queue, waiting, running)| Step::Queue {
+                dt,
+                queue,
+                waiting,
+                running
+            }),
+            (0..25u64).prop_map(|dt| Step::Count { dt }),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..proptest::prelude::ProptestConfig::default() })]
+        /// The integrals (kept through the current-bucket shortcut) against the levels summed
+        /// millisecond by millisecond into `t / width`, spans landing on bucket edges included.
+        #[test]
+        fn integrals_match_levels_summed_per_millisecond(steps in proptest::collection::vec(step(), 1..60)) {
+            let width = 10;
+            let mut s = series();
+            s.start(SimTime(0));
+            let (mut now, mut cluster, mut queues) = (0u64, Levels::default(), [QueueLevels::default(); 2]);
+            let mut expected = vec![(0u64, 0u64, [QueueBucket::default(); 2]); 200];
+            let hold = |expected: &mut Vec<_>, from: u64, until: u64, cluster: &Levels, queues: &[QueueLevels; 2]| {
+                for ms in from..until {
+                    let (alloc, waiting, per_queue): &mut (u64, u64, [QueueBucket; 2]) = &mut expected[(ms / width) as usize];
+                    *alloc += cluster.allocated_mgpus;
+                    *waiting += cluster.waiting;
+                    for (b, level) in per_queue.iter_mut().zip(queues) {
+                        b.allocated_mgpu_ms += level.allocated_mgpus;
+                        b.waiting_task_ms += level.waiting;
+                        b.running_task_ms += level.running;
+                    }
+                }
+            };
+            for step in steps {
+                match step {
+                    Step::Advance { dt, allocated, waiting } => {
+                        hold(&mut expected, now, now + dt, &cluster, &queues);
+                        now += dt;
+                        s.advance(&cluster, SimTime(now));
+                        cluster = Levels { allocated_mgpus: allocated, waiting, ..Levels::default() };
+                    }
+                    Step::Queue { dt, queue, waiting, running } => {
+                        hold(&mut expected, now, now + dt, &cluster, &queues);
+                        now += dt;
+                        // Only ever up: a level below zero is refused (tested apart).
+                        s.queue_change(queue, SimTime(now), QueueDelta::Waiting(waiting));
+                        s.queue_change(queue, SimTime(now), QueueDelta::Running { tasks: running, mgpus: 500 * running });
+                        let level = &mut queues[queue];
+                        level.waiting += waiting as u64;
+                        level.running += running as u64;
+                        level.allocated_mgpus += 500 * running as u64;
+                    }
+                    Step::Count { dt } => {
+                        hold(&mut expected, now, now + dt, &cluster, &queues);
+                        now += dt;
+                        s.count(SimTime(now), |b| b.arrivals += 1);
+                    }
+                }
+            }
+            s.advance(&cluster, SimTime(now));
+            s.finish(SimTime(now));
+            let last_ms_bucket = now.checked_sub(1).map(|ms| (ms / width) as usize);
+            proptest::prop_assert!(last_ms_bucket.is_none_or(|b| b < s.buckets().len()));
+            for (index, (alloc, waiting, per_queue)) in expected.iter().enumerate() {
+                let (got, got_queues) = match s.buckets().get(index) {
+                    Some(b) => (*b, s.queue_buckets(index).to_vec()),
+                    None => (Bucket::default(), vec![QueueBucket::default(); 2]),
+                };
+                proptest::prop_assert_eq!((got.allocated_mgpu_ms, got.waiting_task_ms), (*alloc, *waiting), "bucket {}", index);
+                proptest::prop_assert_eq!(&got_queues[..], &per_queue[..], "queue bucket {}", index);
+            }
+        }
     }
 }
