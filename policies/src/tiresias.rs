@@ -315,10 +315,7 @@ impl Tiresias {
     }
 
     fn job(&mut self, job: JobId) -> &mut JobInfo {
-        if self.jobs.len() <= job.index() {
-            self.jobs.resize(job.index() + 1, JobInfo::default());
-        }
-        &mut self.jobs[job.index()]
+        job_entry(&mut self.jobs, job)
     }
 
     fn holds(&self, task: TaskId) -> bool {
@@ -466,14 +463,8 @@ impl Tiresias {
             self.running.remove(t);
             self.set_holds(t, false);
         }
-        // Only a job still holding a time has an entry to retire (most end with no promotion).
-        let info = *self.job(job);
-        if info.crossing.is_some() {
-            self.set_crossing(job, OptTime::NONE);
-        }
-        if info.promote_at.is_some() {
-            self.set_promote_at(job, OptTime::NONE);
-        }
+        self.set_crossing(job, OptTime::NONE);
+        self.set_promote_at(job, OptTime::NONE);
         *self.job(job) = JobInfo::default();
         if self.mode == Mode::Gittins && view.job(job).outcome == Some(JobOutcome::Succeeded) {
             let size = executed(view, job);
@@ -747,11 +738,21 @@ impl TimeField {
     }
 }
 
-/// Gives `job` (one the table holds) the time `at` in `field`, pushing it on `heap` (whose live entries are the
-/// jobs' `field`s) and retiring the old one.
-fn set_time(jobs: &mut [JobInfo], heap: &mut LazyHeap<(SimTime, JobId)>, field: TimeField, job: JobId, at: OptTime) {
-    let old = (field.get)(&jobs[job.index()]);
-    (field.set)(&mut jobs[job.index()], at);
+/// `job`'s entry in the job table, made (default) if the table does not reach it yet.
+fn job_entry(jobs: &mut Vec<JobInfo>, job: JobId) -> &mut JobInfo {
+    if jobs.len() <= job.index() {
+        jobs.resize(job.index() + 1, JobInfo::default());
+    }
+    &mut jobs[job.index()]
+}
+
+/// Gives `job` the time `at` in `field`, pushing it on `heap` (whose live entries are the
+/// jobs' `field`s) and retiring the old one; a job that had no time and gets none changes
+/// nothing.
+fn set_time(jobs: &mut Vec<JobInfo>, heap: &mut LazyHeap<(SimTime, JobId)>, field: TimeField, job: JobId, at: OptTime) {
+    let entry = job_entry(jobs, job);
+    let old = (field.get)(entry);
+    (field.set)(entry, at);
     if let Some(time) = at.get() {
         heap.push((time, job));
     }
