@@ -74,6 +74,9 @@ impl Dag {
     /// `checkpoint` dependency on a task that checkpoints continuously).
     pub(crate) fn new(workload: &Workload, checkpoint: impl Fn(TaskId) -> SimDuration) -> Dag {
         let mut dag = Dag::default();
+        if !workload.has_dependencies() {
+            return dag;
+        }
         let mut first = 0u32;
         for job in workload.jobs() {
             dag.add_job(job, TaskId(first), &checkpoint);

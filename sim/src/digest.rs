@@ -5,6 +5,17 @@
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
+/// `FNV_PRIME` to the powers 0 to 8 (mod 2^64): what `k` zero bytes multiply the state by.
+const PRIME_POWERS: [u64; 9] = {
+    let mut powers = [1u64; 9];
+    let mut k = 1;
+    while k < 9 {
+        powers[k] = powers[k - 1].wrapping_mul(FNV_PRIME);
+        k += 1;
+    }
+    powers
+};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Digest {
     state: u64,
@@ -27,11 +38,34 @@ impl Digest {
         }
         self
     }
+    /// A number's eight little-endian bytes. Its high bytes are mostly zero (times, ids,
+    /// counts), and a zero byte leaves the state as it is before the multiplication, so `k`
+    /// of them at the end multiply it by the prime `k` times: by `PRIME_POWERS[k]`, in one
+    /// multiplication. The same hash as `bytes`, with a dependency chain of one multiplication
+    /// where there were `k` multiplications and exclusive-ors (the decision log hashes two
+    /// entries a job, and that chain was a tenth of the engine bench's wall time).
     pub fn u64(&mut self, value: u64) -> &mut Self {
-        self.bytes(&value.to_le_bytes())
+        match value {
+            0..0x1_0000 => self.low_bytes(value, 2, 8),
+            0x1_0000..0x1_0000_0000 => self.low_bytes(value, 4, 8),
+            _ => self.low_bytes(value, 8, 8),
+        }
     }
+    /// A number's four little-endian bytes (see `u64`).
     pub fn u32(&mut self, value: u32) -> &mut Self {
-        self.bytes(&value.to_le_bytes())
+        let significant = if value < 0x1_0000 { 2 } else { 4 };
+        self.low_bytes(value.into(), significant, 4)
+    }
+    /// The `width` little-endian bytes of `value`, which has nothing above its low
+    /// `significant` ones: those, then a multiplication for the zeros.
+    #[inline(always)]
+    fn low_bytes(&mut self, value: u64, significant: usize, width: usize) -> &mut Self {
+        for i in 0..significant {
+            self.state ^= (value >> (8 * i)) & 0xff;
+            self.state = self.state.wrapping_mul(FNV_PRIME);
+        }
+        self.state = self.state.wrapping_mul(PRIME_POWERS[width - significant]);
+        self
     }
     /// A string, length-prefixed so that ("ab","c") and ("a","bc") differ.
     pub fn str(&mut self, s: &str) -> &mut Self {
@@ -56,6 +90,40 @@ mod tests {
         assert_eq!(Digest::new().finish(), 0xcbf29ce484222325);
         assert_eq!(Digest::new().bytes(b"a").finish(), 0xaf63dc4c8601ec8c);
         assert_eq!(Digest::new().bytes(b"foobar").finish(), 0x85944171f73967e8);
+    }
+
+    /// The hash of each byte in turn, as `bytes` takes them: what `u64` and `u32` must equal.
+    fn bytewise(bytes: &[u8]) -> u64 {
+        Digest::new().bytes(bytes).finish()
+    }
+
+    #[test]
+    fn numbers_hash_as_their_bytes_at_every_magnitude() {
+        let edges = [0, 1, 0xff, 0x100, 0xffff, 0x1_0000, 0xff_ffff, 0xffff_ffff, 0x1_0000_0000, u64::MAX];
+        for value in edges.into_iter().chain((0..64).map(|b| 1u64 << b)).chain((0..64).map(|b| (1u64 << b) - 1)) {
+            assert_eq!(Digest::new().u64(value).finish(), bytewise(&value.to_le_bytes()), "u64 {value:#x}");
+            let low = value as u32;
+            assert_eq!(Digest::new().u32(low).finish(), bytewise(&low.to_le_bytes()), "u32 {low:#x}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
+        #[test]
+        fn a_sequence_of_numbers_hashes_as_its_bytes(values in proptest::collection::vec((proptest::prelude::any::<u64>(), 0u32..64, proptest::prelude::any::<bool>()), 0..20)) {
+            let (mut digest, mut bytes) = (Digest::new(), Vec::new());
+            for (value, shift, wide) in values {
+                let value = value >> shift; // every magnitude, not only the largest
+                if wide {
+                    digest.u64(value);
+                    bytes.extend(value.to_le_bytes());
+                } else {
+                    digest.u32(value as u32);
+                    bytes.extend((value as u32).to_le_bytes());
+                }
+            }
+            proptest::prop_assert_eq!(digest.finish(), bytewise(&bytes));
+        }
     }
 
     #[test]

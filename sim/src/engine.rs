@@ -75,7 +75,8 @@ impl Engine {
             .and_then(|c| c.with_datasets(datasets))
             .map_err(SimError::BadQueue)?;
         let mut queue = EventQueue::default();
-        for (index, job) in controller.workload().jobs().iter().enumerate() {
+        let cancelled = if controller.workload().has_cancels() { controller.workload().jobs() } else { &[] };
+        for (index, job) in cancelled.iter().enumerate() {
             if let Some(at) = job.cancel.get() {
                 queue.push(at, Event::Cancel(JobId::from_index(index)));
             }
