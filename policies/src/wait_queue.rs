@@ -124,7 +124,19 @@ impl WaitQueue {
     }
 
     /// Removes `task` if queued or parked.
+    #[inline]
     pub fn remove(&mut self, task: TaskId) {
+        // Most calls find nothing to remove (a policy syncs every start, finish and job end,
+        // and its own starts already took the task off): a look-up inline, not a call that
+        // saves and restores a dozen registers (a twentieth of fifo's decisions).
+        if self.parked_in.is_empty() && self.entry.get(task).is_none() {
+            return;
+        }
+        self.take_out(task);
+    }
+
+    /// `remove` for a task that is queued or parked, or when some task is parked.
+    fn take_out(&mut self, task: TaskId) {
         if !self.parked_in.is_empty()
             && let Some(queue) = self.parked_in.remove(&task)
             && let Some(set) = self.parked.get_mut(&queue)

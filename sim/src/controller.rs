@@ -719,12 +719,16 @@ impl Controller {
     }
 
     pub(crate) fn log(&mut self, kind: DecisionKind, job: JobId, task: Option<TaskId>, gpus: &[GpuId], detail: &str) {
-        self.digest.u64(self.now.as_ms()).u32(kind.code()).u32(job.0);
-        self.digest.u32(task.map_or(u32::MAX, |t| t.0)).u32(gpus.len() as u32);
+        // Hashed in a local, whose state can stay in a register through the entry: through
+        // `self`, each byte's hash was stored and loaded back, lengthening the serial chain.
+        let mut digest = self.digest;
+        digest.u64(self.now.as_ms()).u32(kind.code()).u32(job.0);
+        digest.u32(task.map_or(u32::MAX, |t| t.0)).u32(gpus.len() as u32);
         for g in gpus {
-            self.digest.u32(g.0);
+            digest.u32(g.0);
         }
-        self.digest.str(detail);
+        digest.str(detail);
+        self.digest = digest;
         if self.config.record_decisions {
             self.decision_log.push(DecisionRecord {
                 time: self.now,
