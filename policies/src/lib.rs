@@ -57,6 +57,6 @@ pub(crate) fn test_numbers(mut seed: u64) -> impl FnMut() -> u64 {
 }
 
 pub use params::{ParamInfo, Params, SpecError};
-pub use placement::{Placement, Placer, Shape};
+pub use placement::{GpuList, Placement, Placer, Shape};
 pub use registry::{Constructor, POLICIES, PolicyInfo, Registry, build};
 pub use spec::PolicySpec;

@@ -8,12 +8,12 @@
 //! Cost: nothing unless some queue borrows and a within-cap task does not fit; then
 //! O(GPUs of the task's pools + victims x log) for that task.
 
-use crate::placement::{Placer, Shape};
-use sim::{ClusterView, GpuId, Plan, SimDuration, TaskId};
+use crate::placement::{GpuList, Placer, Shape};
+use sim::{ClusterView, Plan, SimDuration, TaskId};
 use std::collections::BTreeSet;
 
 /// GPUs for `task` after preempting borrowing tasks, or `None` (and nothing changed).
-pub fn reclaim(view: &ClusterView<'_>, plan: &mut Plan<'_>, placer: Placer, task: TaskId) -> Option<Vec<GpuId>> {
+pub fn reclaim(view: &ClusterView<'_>, plan: &mut Plan<'_>, placer: Placer, task: TaskId) -> Option<GpuList> {
     let queues = view.queues();
     if queues.is_empty() || !plan.within_cap(task) || !queues.iter().any(|(q, _)| plan.borrowing(q)) {
         return None;

@@ -2,7 +2,7 @@
 //! step with the view's changes (only the key differs), and starting a waiting task where its
 //! placement puts it, within its queue's quota, reclaiming borrowed GPUs when it is entitled.
 
-use crate::placement::{Placer, Shape};
+use crate::placement::{GpuList, Placer, Shape};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{Change, ClusterView, GpuId, Plan, TaskId};
 
@@ -10,7 +10,7 @@ use sim::{Change, ClusterView, GpuId, Plan, TaskId};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placed {
     /// Started on these GPUs, and taken off the waiting queue.
-    Started(Vec<GpuId>),
+    Started(GpuList),
     /// Not enough free GPUs of its shape now: it keeps its place in the order.
     NoRoom,
     /// Its queue's quota holds it back: parked until a task of its queue stops.
@@ -76,7 +76,7 @@ pub fn place_and_start(
 
 /// As `place_and_start`, on `gpus` the policy already chose among those free now (a data-local
 /// placement it scored the task by), reclaiming nothing.
-pub fn start_on(plan: &mut Plan<'_>, waiting: &mut WaitQueue, task: TaskId, gpus: Vec<GpuId>) -> Placed {
+pub fn start_on(plan: &mut Plan<'_>, waiting: &mut WaitQueue, task: TaskId, gpus: GpuList) -> Placed {
     start_where(plan, waiting, task, |_| Some(gpus))
 }
 
@@ -85,7 +85,7 @@ fn start_where(
     plan: &mut Plan<'_>,
     waiting: &mut WaitQueue,
     task: TaskId,
-    place: impl FnOnce(&mut Plan<'_>) -> Option<Vec<GpuId>>,
+    place: impl FnOnce(&mut Plan<'_>) -> Option<GpuList>,
 ) -> Placed {
     if !plan.quota_allows(task) {
         let queue = plan.queue_of_task(task).expect("only a task with a queue has a quota");

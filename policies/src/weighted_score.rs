@@ -42,10 +42,10 @@
 //! O(log n) at every decision point during its W.
 
 use crate::params::{AVOID_FAILED, PLACEMENT, ParamInfo, Params, SpecError};
-use crate::placement::{Placer, Shape};
+use crate::placement::{GpuList, Placer, Shape};
 use crate::tracking::{Placed, place_and_start, start_on, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
-use sim::{ClusterView, GpuId, Plan, Policy, SimDuration, SimTime, TaskId};
+use sim::{ClusterView, Plan, Policy, SimDuration, SimTime, TaskId};
 
 pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
@@ -86,7 +86,7 @@ const BIAS: i128 = 1 << 63;
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Locality {
     /// A node holding its dataset has room for it now: these GPUs there.
-    Local(Vec<GpuId>),
+    Local(GpuList),
     /// It reads a dataset whose nodes are full, and may still wait for them.
     WaitForData,
     /// Anywhere its placement puts it.

@@ -20,6 +20,9 @@ pub const WHOLE_GPU_MILLI: u32 = 1000;
 pub struct FreeGpus {
     /// Bit `i` set = the node's `i`-th GPU is free.
     node_mask: Vec<u64>,
+    /// Free GPUs per node: the bits of its mask, counted as they change (a count of the bits
+    /// is a dozen instructions without `popcnt` in the baseline x86-64 target).
+    node_free: Vec<u32>,
     node_first_gpu: Vec<GpuId>,
     node_pool: Vec<PoolId>,
     pool_free: Vec<u32>,
@@ -43,9 +46,10 @@ pub struct FreeGpus {
 struct FreeLevels {
     first_node: u32,
     levels: Vec<NodeBits>,
-    /// Bit `f` set = `levels[f]` is not empty (a node holds at most 64 GPUs: 65 levels), so
-    /// that best fit and the most free on one node are a bit scan, not a look at every level.
-    occupied: u128,
+    /// Bit `f - 1` set = `levels[f]` is not empty (`levels[0]` stays empty: only nodes with a
+    /// free GPU are indexed, and a node holds at most 64 GPUs), so that best fit and the most
+    /// free on one node are a bit scan of one word, not a look at every level.
+    occupied: u64,
 }
 
 impl FreeLevels {
@@ -55,17 +59,27 @@ impl FreeLevels {
     fn node(&self, position: usize) -> NodeId {
         NodeId(self.first_node + position as u32)
     }
+    /// Indexes `node` with `free` (at least one) free GPUs.
     fn insert(&mut self, free: u32, node: NodeId) {
-        let at = self.position(node);
-        self.levels[free as usize].insert(at);
-        self.occupied |= 1 << free;
+        self.insert_at(free, self.position(node));
     }
-    fn remove(&mut self, free: u32, node: NodeId) {
+    fn insert_at(&mut self, free: u32, at: usize) {
+        self.levels[free as usize].insert(at);
+        self.occupied |= occupied_bit(free);
+    }
+    fn remove_at(&mut self, free: u32, at: usize) {
+        if self.levels[free as usize].remove(at) {
+            self.occupied &= !occupied_bit(free);
+        }
+    }
+    /// Moves `node` from the level of `old` free GPUs to that of `new` (zero: not indexed).
+    fn change(&mut self, node: NodeId, old: u32, new: u32) {
         let at = self.position(node);
-        let level = &mut self.levels[free as usize];
-        level.remove(at);
-        if level.is_empty() {
-            self.occupied &= !(1 << free);
+        if old > 0 {
+            self.remove_at(old, at);
+        }
+        if new > 0 {
+            self.insert_at(new, at);
         }
     }
     fn contains(&self, free: u32, node: NodeId) -> bool {
@@ -75,21 +89,24 @@ impl FreeLevels {
         self.levels.iter().map(|l| l.len() as usize).sum()
     }
     /// What `occupied` should be, from the levels themselves.
-    fn occupied_levels(&self) -> u128 {
-        self.levels.iter().enumerate().filter(|(_, l)| !l.is_empty()).fold(0, |bits, (f, _)| bits | 1 << f)
+    /// What `occupied` should be, from the levels themselves (`None`: a node is indexed with
+    /// no free GPU).
+    fn occupied_levels(&self) -> Option<u64> {
+        let (empty, free) = self.levels.split_first()?;
+        let bits = free.iter().zip(1..).filter(|(l, _)| !l.is_empty()).fold(0, |bits, (_, f)| bits | occupied_bit(f));
+        empty.is_empty().then_some(bits)
     }
     /// The node with the fewest free GPUs but at least `at_least` (one, if zero), lowest
     /// position on ties: the first member of the first non-empty level from `at_least` up.
     fn fullest_with(&self, at_least: u32) -> Option<NodeId> {
         let from = at_least.max(1);
-        let above = self.occupied.checked_shr(from).filter(|&bits| bits != 0)?;
+        let above = self.occupied.checked_shr(from - 1).filter(|&bits| bits != 0)?;
         let level = from + above.trailing_zeros();
         self.levels[level as usize].next_from(0).map(|at| self.node(at))
     }
     /// The most free GPUs on one node (0: none free).
     fn max(&self) -> u32 {
-        let with_free = self.occupied & !1;
-        if with_free == 0 { 0 } else { 127 - with_free.leading_zeros() }
+        64 - self.occupied.leading_zeros()
     }
     /// Nodes keyed `(free, node)` from `from` (inclusive) to `to` (exclusive), in key order.
     fn range(&self, from: (u32, NodeId), to: (u32, NodeId)) -> Walk<'_> {
@@ -117,6 +134,32 @@ struct Run {
     len: usize,
     /// Whether a GPU is listed twice.
     repeats: bool,
+}
+
+/// The lowest `left` free GPUs of a node, from its mask: what `take_from` hands out, with its
+/// exact length, so that a list reserves room for them once.
+struct FreeSlots {
+    first: u32,
+    mask: u64,
+    left: u32,
+}
+
+impl Iterator for FreeSlots {
+    type Item = GpuId;
+
+    fn next(&mut self) -> Option<GpuId> {
+        if self.left == 0 {
+            return None;
+        }
+        let slot = self.mask.trailing_zeros();
+        self.mask &= self.mask - 1;
+        self.left -= 1;
+        Some(GpuId(self.first + slot))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
 }
 
 /// A walk over one pool's nodes by (free GPUs, node): its levels in turn, up or down, each
@@ -178,6 +221,7 @@ impl FreeGpus {
         }
         FreeGpus {
             node_mask: nodes.iter().map(|n| full_mask(n.gpu_count)).collect(),
+            node_free: nodes.iter().map(|n| n.gpu_count).collect(),
             node_first_gpu: nodes.iter().map(|n| n.first_gpu).collect(),
             node_pool: nodes.iter().map(|n| n.pool).collect(),
             pool_free,
@@ -274,7 +318,7 @@ impl FreeGpus {
         self.node_pool[node.index()]
     }
     pub fn on_node(&self, node: NodeId) -> u32 {
-        self.node_mask[node.index()].count_ones()
+        self.node_free[node.index()]
     }
     /// The most free GPUs on any one node of `pool`.
     pub fn max_on_one_node(&self, pool: PoolId) -> u32 {
@@ -289,6 +333,7 @@ impl FreeGpus {
         self.by_free[pool.index()].emptiest_first()
     }
     /// The fullest node of `pool` that still has `at_least` free GPUs (best fit), lowest id on ties.
+    #[inline]
     pub fn best_fit(&self, pool: PoolId, at_least: u32) -> Option<NodeId> {
         // Not `nodes_with_at_least(..).next()`: a walk looks at every level from `at_least`
         // up, this reads the mask of non-empty ones; placement asks at every start.
@@ -316,18 +361,13 @@ impl FreeGpus {
         let slot = gpu.0 - self.node_first_gpu[node.index()].0;
         slot < 64 && self.node_mask[node.index()] & (1u64 << slot) != 0
     }
-    /// Up to `count` free GPUs of `node`, lowest slot first.
-    pub fn take_from(&self, node: NodeId, count: u32, out: &mut Vec<GpuId>) {
-        let first = self.node_first_gpu[node.index()].0;
-        let mut mask = self.node_mask[node.index()];
-        for _ in 0..count {
-            if mask == 0 {
-                return;
-            }
-            let slot = mask.trailing_zeros();
-            out.push(GpuId(first + slot));
-            mask &= mask - 1;
-        }
+    /// Up to `count` free GPUs of `node`, lowest slot first, onto `out` (a `Vec`, or the
+    /// inline list placement fills: it learns how many at once).
+    #[inline]
+    pub fn take_from(&self, node: NodeId, count: u32, out: &mut impl Extend<GpuId>) {
+        let (first, mask) = (self.node_first_gpu[node.index()].0, self.node_mask[node.index()]);
+        let left = count.min(self.node_free[node.index()]);
+        out.extend(FreeSlots { first, mask, left });
     }
 
     /// Marks `gpu` (on `node`) taken. The caller has checked it is free.
@@ -344,22 +384,47 @@ impl FreeGpus {
     }
 
     /// Marks a gang's whole `gpus` taken, one index update per node (placements list a
-    /// gang's GPUs node by node): O(gang) bit work and O(nodes x log) index work. `Err(gpu)`
-    /// when `gpu` is not free (or is listed twice); nothing is taken then.
+    /// gang's GPUs node by node): O(gang) bit work and O(nodes) index work. `Err(gpu)` when
+    /// `gpu` is not free (or is listed twice); nothing is taken then.
     pub(crate) fn take_gang(&mut self, gpus: &[GpuId]) -> Result<(), GpuId> {
-        let mut at = 0;
-        while let Some(run) = self.run_at(gpus, at) {
-            let (node, bits, len) = (run.node, run.bits, run.len);
-            if run.repeats || self.node_mask[node.index()] & bits != bits {
-                let mask = self.node_mask[node.index()];
-                let run = &gpus[at..at + len];
-                let bad =
-                    run.iter().enumerate().find(|&(i, &g)| mask & self.bit(node, g) == 0 || run[..i].contains(&g));
+        let Err(at) = self.take_runs(gpus, None) else { return Ok(()) };
+        // The offending run's first GPU that is not free, counting those earlier runs took
+        // (a GPU listed in two runs) before they are given back, or listed twice in the run.
+        let Run { node, len, .. } = self.run_at(gpus, at).expect("without a pool, only a run of known GPUs fails");
+        let mask = self.node_mask[node.index()];
+        let run = &gpus[at..at + len];
+        let bad = run.iter().enumerate().find(|&(i, &g)| mask & self.bit(node, g) == 0 || run[..i].contains(&g));
+        self.release_gang(&gpus[..at]);
+        Err(bad.map_or(run[0], |(_, &g)| g))
+    }
+
+    /// Marks a gang's whole `gpus` taken if every one exists, is free, lies in `pool` and is
+    /// listed once; otherwise takes nothing and says so (`Plan::start` then finds which rule
+    /// broke, in the order it reports them). One pass: the check and the taking together.
+    pub(crate) fn take_gang_in(&mut self, gpus: &[GpuId], pool: PoolId) -> bool {
+        match self.take_runs(gpus, Some(pool)) {
+            Ok(()) => true,
+            Err(at) => {
                 self.release_gang(&gpus[..at]);
-                return Err(bad.map_or(run[0], |(_, &g)| g));
+                false
             }
-            self.update(node, |mask| mask & !bits, -(len as i32));
-            at += len;
+        }
+    }
+
+    /// Takes `gpus` run by run (a run: consecutive GPUs on one node) until a run has a GPU
+    /// that does not exist, is not free or is listed twice, or (given `pool`) lies on a node
+    /// of another pool: `Err` with where that run starts, the runs before it still taken.
+    fn take_runs(&mut self, gpus: &[GpuId], pool: Option<PoolId>) -> Result<(), usize> {
+        let mut at = 0;
+        while at < gpus.len() {
+            let Some(run) = self.run_at(gpus, at) else { return Err(at) };
+            let node = run.node.index();
+            let elsewhere = pool.is_some_and(|p| self.node_pool[node] != p);
+            if run.repeats || elsewhere || self.node_mask[node] & run.bits != run.bits {
+                return Err(at);
+            }
+            self.update(run.node, |mask| mask & !run.bits, -(run.len as i32));
+            at += run.len;
         }
         Ok(())
     }
@@ -376,12 +441,13 @@ impl FreeGpus {
     }
 
     /// The run of `gpus` from `at` on one node (a node may come back in a later run); `None`
-    /// past the end.
+    /// past the end, or when the GPU at `at` does not exist. The run ends before a GPU that
+    /// does not exist.
     fn run_at(&self, gpus: &[GpuId], at: usize) -> Option<Run> {
-        let node = self.gpu_node[gpus.get(at)?.index()];
+        let node = *self.gpu_node.get(gpus.get(at)?.index())?;
         let first = self.node_first_gpu[node.index()].0;
         let mut run = Run { node, bits: 0, len: 0, repeats: false };
-        for &g in gpus[at..].iter().take_while(|&&g| self.gpu_node[g.index()] == node) {
+        for &g in gpus[at..].iter().take_while(|&&g| self.gpu_node.get(g.index()) == Some(&node)) {
             let bit = 1u64 << (g.0 - first);
             run.repeats |= run.bits & bit != 0;
             run.bits |= bit;
@@ -395,22 +461,16 @@ impl FreeGpus {
     }
 
     /// Applies `change` to `node`'s mask, which frees `freed` GPUs (taking them, if negative):
-    /// the caller knows how many, so that the new count is not counted again bit by bit (no
-    /// `popcnt` in the baseline x86-64 target: a count is a dozen instructions).
+    /// the caller knows how many, so that the new count is not counted again bit by bit.
     fn update(&mut self, node: NodeId, change: impl FnOnce(u64) -> u64, freed: i32) {
-        let pool = self.node_pool[node.index()].index();
-        let old = self.node_mask[node.index()];
-        let new = change(old);
-        let old_free = old.count_ones();
+        let (n, pool) = (node.index(), self.node_pool[node.index()].index());
+        let old_free = self.node_free[n];
         let new_free = old_free.wrapping_add_signed(freed);
+        let new = change(self.node_mask[n]);
         debug_assert_eq!(new_free, new.count_ones(), "{node}: the change does not free {freed} GPUs");
-        if old_free > 0 {
-            self.by_free[pool].remove(old_free, node);
-        }
-        if new_free > 0 {
-            self.by_free[pool].insert(new_free, node);
-        }
-        self.node_mask[node.index()] = new;
+        self.by_free[pool].change(node, old_free, new_free);
+        self.node_mask[n] = new;
+        self.node_free[n] = new_free;
         self.pool_free[pool] = self.pool_free[pool] + new_free - old_free;
         self.total_free = self.total_free + new_free - old_free;
     }
@@ -422,6 +482,9 @@ impl FreeGpus {
             let node = NodeId::from_index(i);
             let pool = self.node_pool[i].index();
             let free = mask.count_ones();
+            if free != self.node_free[i] {
+                return Err(format!("free count of {node} disagrees with its mask"));
+            }
             pool_free[pool] += free;
             if (free > 0) != self.by_free[pool].contains(free, node) {
                 return Err(format!("free index of {node} disagrees with its mask"));
@@ -435,7 +498,7 @@ impl FreeGpus {
         if pool_free.iter().sum::<u32>() != self.total_free {
             return Err("total free count disagrees with the node masks".into());
         }
-        if self.by_free.iter().any(|set| set.occupied != set.occupied_levels()) {
+        if self.by_free.iter().any(|set| Some(set.occupied) != set.occupied_levels()) {
             return Err("the free index's non-empty levels disagree with its levels".into());
         }
         for (&gpu, &used) in &self.shared_used {
@@ -461,6 +524,12 @@ impl FreeGpus {
     }
 }
 
+/// The bit of `occupied` that stands for the level of nodes with `free` (1..=64) free GPUs.
+fn occupied_bit(free: u32) -> u64 {
+    debug_assert!((1..=64).contains(&free), "only nodes with 1 to 64 free GPUs are indexed");
+    1 << (free - 1)
+}
+
 fn full_mask(gpus: u32) -> u64 {
     if gpus >= 64 { u64::MAX } else { (1u64 << gpus) - 1 }
 }
@@ -482,11 +551,16 @@ mod tests {
     /// The walks (`nodes_with_at_least`, `nodes_emptiest_first`, `nodes_in`) give the nodes
     /// in the order of their (free, node) keys, and `best_fit` and `emptiest` (direct lookups)
     /// name the first node of those walks, through random takes and releases on pools of
-    /// several sizes (one past 64 nodes: two words of bits).
+    /// several sizes (one past 64 nodes: two words of bits; one of 64-GPU nodes: the top level).
     #[test]
     fn lookups_and_walks_agree_with_the_nodes_own_counts() {
         let spec = ClusterSpec {
-            pools: vec![PoolSpec::of_type("A", 3, 8), PoolSpec::of_type("B", 130, 4), PoolSpec::of_type("C", 1, 1)],
+            pools: vec![
+                PoolSpec::of_type("A", 3, 8),
+                PoolSpec::of_type("B", 130, 4),
+                PoolSpec::of_type("C", 1, 1),
+                PoolSpec::of_type("D", 2, 64),
+            ],
         };
         let cluster = Cluster::new(&spec).expect("valid");
         let mut free = FreeGpus::all_free(&cluster);
@@ -522,6 +596,91 @@ mod tests {
                 let within: Vec<(u32, NodeId)> = keys.iter().copied().filter(|&k| k >= from && k < to).collect();
                 let walked: Vec<(u32, NodeId)> = free.nodes_in(p.id, from..to).map(|(n, c)| (c, n)).collect();
                 assert_eq!(walked, within, "pool {}, {from:?}..{to:?}", p.name);
+            }
+        }
+    }
+
+    /// One step of the gang proptest: take a gang (GPU ids, some past the cluster's, in a
+    /// pool), or release a gang taken earlier.
+    #[derive(Debug, Clone)]
+    enum GangStep {
+        Take(Vec<u32>, u32),
+        Release(usize),
+    }
+
+    fn gang_step() -> impl proptest::strategy::Strategy<Value = GangStep> {
+        use proptest::prelude::*;
+        prop_oneof![
+            3 => (proptest::collection::vec(0..30u32, 1..7), 0..2u32).prop_map(|(gpus, pool)| GangStep::Take(gpus, pool)),
+            1 => (0..8usize).prop_map(GangStep::Release),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..proptest::prelude::ProptestConfig::default() })]
+
+        /// `take_gang_in` takes a gang exactly when a plain check says every GPU exists, is
+        /// free, lies in the pool and is listed once, and then takes just those; otherwise it
+        /// changes nothing. `take_gang` agrees on gangs of known GPUs, and names the GPU its
+        /// doc promises. Pools of 4x4 and 2x6 GPUs (28 GPUs: ids up to 29 include unknown ones).
+        #[test]
+        fn take_gang_in_agrees_with_a_plain_check(steps in proptest::collection::vec(gang_step(), 1..40)) {
+            let spec = ClusterSpec { pools: vec![PoolSpec::of_type("A", 4, 4), PoolSpec::of_type("B", 2, 6)] };
+            let cluster = Cluster::new(&spec).expect("valid");
+            let mut free = FreeGpus::all_free(&cluster);
+            let mut taken = vec![false; cluster.gpu_count() as usize];
+            let mut gangs: Vec<Vec<GpuId>> = Vec::new();
+            for step in steps {
+                match step {
+                    GangStep::Take(ids, pool) => {
+                        let gpus: Vec<GpuId> = ids.iter().map(|&g| GpuId(g)).collect();
+                        let pool = PoolId(pool);
+                        let distinct = gpus.iter().enumerate().all(|(i, g)| !gpus[..i].contains(g));
+                        let known = gpus.iter().all(|g| g.0 < cluster.gpu_count());
+                        let allowed = known
+                            && distinct
+                            && gpus.iter().all(|&g| !taken[g.index()] && cluster.pool_of(g) == pool);
+                        let before = free.clone();
+                        proptest::prop_assert_eq!(free.take_gang_in(&gpus, pool), allowed, "{:?} in {}", gpus, pool);
+                        if allowed {
+                            gpus.iter().for_each(|g| taken[g.index()] = true);
+                            gangs.push(gpus);
+                        } else {
+                            proptest::prop_assert_eq!(&free.node_mask, &before.node_mask);
+                            if known {
+                                let first_bad = gpus
+                                    .iter()
+                                    .enumerate()
+                                    .find(|&(i, g)| taken[g.index()] || gpus[..i].contains(g))
+                                    .map(|(_, &g)| g);
+                                match first_bad {
+                                    // `take_gang` ignores pools: the gang would be taken.
+                                    None => proptest::prop_assert_eq!(free.take_gang(&gpus), Ok(())),
+                                    Some(bad) => {
+                                        let refused = free.take_gang(&gpus).expect_err("a GPU is not free");
+                                        let listed = gpus.iter().filter(|&&g| g == refused).count();
+                                        proptest::prop_assert!(taken[refused.index()] || listed > 1, "{} for {}", refused, bad);
+                                        proptest::prop_assert_eq!(&free.node_mask, &before.node_mask);
+                                    }
+                                }
+                                if first_bad.is_none() {
+                                    free.release_gang(&gpus);
+                                }
+                            }
+                        }
+                    }
+                    GangStep::Release(i) if i < gangs.len() => {
+                        let gang = gangs.remove(i);
+                        free.release_gang(&gang);
+                        gang.iter().for_each(|g| taken[g.index()] = false);
+                    }
+                    GangStep::Release(_) => {}
+                }
+                free.check_consistent().map_err(proptest::test_runner::TestCaseError::fail)?;
+                for g in 0..cluster.gpu_count() {
+                    let gpu = GpuId(g);
+                    proptest::prop_assert_eq!(free.is_free(cluster.node_of(gpu), gpu), !taken[gpu.index()]);
+                }
             }
         }
     }

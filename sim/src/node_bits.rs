@@ -32,14 +32,18 @@ impl NodeBits {
         self.summary[w / 64] |= 1 << (w % 64);
         self.count += 1;
     }
-    pub(crate) fn remove(&mut self, at: usize) {
+    /// Removes `at` (a member); whether the set is empty now, which the free index's summary
+    /// of non-empty levels wants at every removal.
+    pub(crate) fn remove(&mut self, at: usize) -> bool {
         let (w, bit) = (at / 64, 1u64 << (at % 64));
-        debug_assert!(self.words[w] & bit != 0, "position {at} removed but absent");
-        self.words[w] &= !bit;
-        if self.words[w] == 0 {
+        let word = &mut self.words[w];
+        debug_assert!(*word & bit != 0, "position {at} removed but absent");
+        *word &= !bit;
+        if *word == 0 {
             self.summary[w / 64] &= !(1 << (w % 64));
         }
         self.count -= 1;
+        self.count == 0
     }
     /// The smallest member at or after `from`.
     pub(crate) fn next_from(&self, from: usize) -> Option<usize> {
@@ -80,7 +84,7 @@ mod tests {
                     bits.insert(at);
                 } else {
                     set.remove(&at);
-                    bits.remove(at);
+                    assert_eq!(bits.remove(at), set.is_empty(), "remove says whether the set is empty now");
                 }
                 let from = rng.random_range(0..len);
                 assert_eq!(bits.next_from(from), set.range(from..).next().copied(), "len {len} from {from}");

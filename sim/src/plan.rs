@@ -271,21 +271,9 @@ impl<'a> Plan<'a> {
     /// Starts `task` on exactly `gpus`: all of them free, one pool of an allowed type, one node
     /// if the task asks for it. All or nothing.
     pub fn start(&mut self, task: TaskId, gpus: &[GpuId]) -> Result<(), PlanError> {
-        let result = self.check_start(task, gpus);
-        if result.is_err() {
+        if let Err(refused) = self.check_and_take(task, gpus) {
             self.refused += 1;
-            return result;
-        }
-        let milli = self.tasks[task.index()].milli;
-        if milli < WHOLE_GPU_MILLI {
-            for &gpu in gpus {
-                self.free.take_share(gpu, milli);
-            }
-        } else if let Err(gpu) = self.free.take_gang(gpus) {
-            // Every GPU was free when checked: one that is not is listed twice (found in
-            // O(gang) while taking; nothing was taken).
-            self.refused += 1;
-            return Err(PlanError::DuplicateGpu { gpu });
+            return Err(refused);
         }
         self.count(task, true);
         self.marks[task.index()] = Mark::Started;
@@ -295,8 +283,33 @@ impl<'a> Plan<'a> {
         Ok(())
     }
 
-    fn check_start(&self, task: TaskId, gpus: &[GpuId]) -> Result<(), PlanError> {
-        let t = self.tasks.get(task.index()).ok_or(PlanError::NotStartable { task, status: TaskStatus::Pending })?;
+    /// Checks a start and takes its GPUs (a share of each, for a share of one GPU); nothing is
+    /// taken when it is refused.
+    fn check_and_take(&mut self, task: TaskId, gpus: &[GpuId]) -> Result<(), PlanError> {
+        let (t, pool) = self.check_task(task, gpus)?;
+        let (milli, per_node) = (t.milli, t.per_node());
+        let split = |plan: &Self| per_node.is_none_or(|n| plan.cluster.splits_as(gpus, n));
+        if milli >= WHOLE_GPU_MILLI && split(self) && self.free.take_gang_in(gpus, pool) {
+            return Ok(()); // the common case: every GPU checked and taken in one pass
+        }
+        // Refused (or a share): the checks one by one, for the rule broken first.
+        self.check_gpus(task, gpus, pool)?;
+        if milli < WHOLE_GPU_MILLI {
+            for &gpu in gpus {
+                self.free.take_share(gpu, milli);
+            }
+        } else if let Err(gpu) = self.free.take_gang(gpus) {
+            // Every GPU was free when checked: one that is not is listed twice.
+            return Err(PlanError::DuplicateGpu { gpu });
+        }
+        Ok(())
+    }
+
+    /// The checks of a start that look at the task and the gang's first GPU: the task's state
+    /// and quota, the gang's size, the first GPU's pool (the gang's pool, returned).
+    fn check_task(&self, task: TaskId, gpus: &[GpuId]) -> Result<(&'a TaskState, PoolId), PlanError> {
+        let tasks: &'a [TaskState] = self.tasks;
+        let t = tasks.get(task.index()).ok_or(PlanError::NotStartable { task, status: TaskStatus::Pending })?;
         // A task preempted by this very plan may start again elsewhere (a migration): it
         // restarts from its progress and pays the restart overhead, as after any preemption.
         let preempted_here = self.marks[task.index()] == Mark::Preempted;
@@ -320,7 +333,14 @@ impl<'a> Plan<'a> {
         if !t.pools.contains(pool) {
             return Err(PlanError::WrongGpuType { task, pool });
         }
-        // Duplicates are found by `start` as it takes the GPUs (one pass, not a pass per GPU).
+        Ok((t, pool))
+    }
+
+    /// The checks of a start GPU by GPU (each exists, is free or has room for the share, and
+    /// lies in `pool`), then the node split its shape fixes. Duplicates are found as the GPUs
+    /// are taken (one pass, not a pass per GPU).
+    fn check_gpus(&self, task: TaskId, gpus: &[GpuId], pool: PoolId) -> Result<(), PlanError> {
+        let t = &self.tasks[task.index()];
         for &gpu in gpus {
             if gpu.0 >= self.cluster.gpu_count() {
                 return Err(PlanError::UnknownGpu { gpu });

@@ -16,6 +16,9 @@ impl Candidates<'_> {
         !self.avoid.contains(&node)
     }
     pub(crate) fn in_pool(&self, pool: PoolId) -> u32 {
+        if self.avoid.is_empty() {
+            return self.free.in_pool(pool);
+        }
         let avoided: u32 =
             self.avoid.iter().filter(|&&n| self.free.pool_of_node(n) == pool).map(|&n| self.free.on_node(n)).sum();
         self.free.in_pool(pool) - avoided
@@ -46,6 +49,7 @@ impl Candidates<'_> {
     }
     /// The fullest node that still has `at_least` free GPUs (best fit). Nothing avoided (the
     /// common case): the free set's direct lookup, not a walk.
+    #[inline]
     pub(crate) fn best_fit(&self, pool: PoolId, at_least: u32) -> Option<NodeId> {
         if self.avoid.is_empty() {
             return self.free.best_fit(pool, at_least);
@@ -73,7 +77,8 @@ impl Candidates<'_> {
     ) -> impl DoubleEndedIterator<Item = (GpuId, u32)> + '_ {
         self.free.shared_with_room(pool, milli).filter(|&(g, _)| self.allowed(self.free.node_of(g)))
     }
-    pub(crate) fn take_from(&self, node: NodeId, count: u32, out: &mut Vec<GpuId>) {
+    #[inline]
+    pub(crate) fn take_from(&self, node: NodeId, count: u32, out: &mut super::GpuList) {
         self.free.take_from(node, count, out);
     }
 }

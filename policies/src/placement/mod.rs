@@ -21,6 +21,13 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 
+/// A gang's GPUs as placement chooses them: up to 8 (a node's worth, most gangs) held inline,
+/// so that placing and starting a task allocates nothing.
+pub type GpuList = smallvec::SmallVec<[GpuId; 8]>;
+
+/// No node to avoid (placement without `avoid_failed_h`, or nothing failed recently).
+static AVOID_NONE: BTreeSet<NodeId> = BTreeSet::new();
+
 /// The part of a task that placement looks at. Tasks of one shape fit or not together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Shape {
@@ -118,13 +125,18 @@ impl Placement {
 
     /// GPUs for a task of `shape`, or `None` when it does not fit now. Ties break by pool id,
     /// then node id, then GPU slot, so the answer is a function of the free set alone.
-    fn place(self, shape: Shape, candidates: &Candidates<'_>) -> Option<Vec<GpuId>> {
-        match self {
+    /// The GPUs go to `gpus` (empty); `None` leaves it empty, for the caller's next try.
+    fn place(self, shape: Shape, candidates: &Candidates<'_>, gpus: &mut GpuList) -> Option<()> {
+        let placed = match self {
             // `fastest` has chosen one pool before it gets here and packs inside it.
-            _ if shape.is_share() => share::place(self, shape, candidates),
-            Placement::Pack | Placement::Fastest | Placement::Local => pack::place(shape, candidates),
-            Placement::Spread => spread::place(shape, candidates),
+            _ if shape.is_share() => share::place(self, shape, candidates, gpus),
+            Placement::Pack | Placement::Fastest | Placement::Local => pack::place(shape, candidates, gpus),
+            Placement::Spread => spread::place(shape, candidates, gpus),
+        };
+        if placed.is_none() {
+            gpus.clear(); // a walk that ran out part way (it cannot, given the fit)
         }
+        placed
     }
     /// The name, as a spec writes it.
     pub fn as_str(self) -> &'static str {
@@ -183,40 +195,53 @@ impl Placer {
 
     /// GPUs for a task of `shape` among those free now (`free`), avoiding recently failed
     /// nodes when it can; `None` when the shape does not fit at all.
-    pub fn place(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<Vec<GpuId>> {
+    pub fn place(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<GpuList> {
+        let mut gpus = GpuList::new();
         if self.kind == Placement::Fastest {
-            let mut pools: Vec<PoolId> = shape.pools.iter().collect();
+            let mut pools: smallvec::SmallVec<[PoolId; 8]> = shape.pools.iter().collect();
             pools.sort_by_key(|&p| (std::cmp::Reverse(view.speed_in(shape.speeds, p)), p));
-            return pools.into_iter().find_map(|p| {
+            pools.into_iter().find_map(|p| {
                 let one = Shape { pools: PoolMask::EMPTY.with(p), ..shape };
-                self.place_among(one, view, free)
-            });
+                self.place_among(one, view, free, &mut gpus)
+            })?;
+        } else {
+            self.place_among(shape, view, free, &mut gpus)?;
         }
-        self.place_among(shape, view, free)
+        Some(gpus)
     }
 
-    fn place_among(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<Vec<GpuId>> {
-        if self.kind == Placement::Local
-            && let Some(gpus) = self.place_local(shape, view, free)
-        {
-            return Some(gpus);
+    fn place_among(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus, gpus: &mut GpuList) -> Option<()> {
+        if self.kind == Placement::Local && self.place_local_into(shape, view, free, gpus).is_some() {
+            return Some(());
         }
         // Nodes of its pools without its data were tried last (`local`), or never avoided.
-        self.place_avoiding(shape, view, free, &BTreeSet::new())
+        self.place_avoiding(shape, view, free, &AVOID_NONE, gpus)
     }
 
     /// GPUs for a task reading a dataset on nodes that hold it, packed, avoiding recently
     /// failed nodes when it can; `None` when those nodes have no room for it now, or when the
     /// task reads no dataset. For policies that wait for locality (delay scheduling) and for
     /// `placement=local`'s first choice. O(nodes of its pools).
-    pub fn place_local(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<Vec<GpuId>> {
+    pub fn place_local(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<GpuList> {
+        let mut gpus = GpuList::new();
+        self.place_local_into(shape, view, free, &mut gpus)?;
+        Some(gpus)
+    }
+
+    fn place_local_into(
+        &self,
+        shape: Shape,
+        view: &ClusterView<'_>,
+        free: &FreeGpus,
+        gpus: &mut GpuList,
+    ) -> Option<()> {
         let d = shape.dataset?;
         let holding = &view.datasets().get(d).nodes;
         let cluster = view.cluster();
         let away: BTreeSet<NodeId> =
             shape.pools.iter().flat_map(|p| cluster.pool(p).nodes()).filter(|n| !holding.contains(n)).collect();
         let packed = Placer { kind: Placement::Pack, ..*self };
-        packed.place_avoiding(shape, view, free, &away)
+        packed.place_avoiding(shape, view, free, &away, gpus)
     }
 
     /// Placement off `away` nodes, and off recently failed ones when it can.
@@ -226,18 +251,19 @@ impl Placer {
         view: &ClusterView<'_>,
         free: &FreeGpus,
         away: &BTreeSet<NodeId>,
-    ) -> Option<Vec<GpuId>> {
+        gpus: &mut GpuList,
+    ) -> Option<()> {
         if self.avoid_failed_for > SimDuration::ZERO {
             let since = SimTime(view.now().as_ms().saturating_sub(self.avoid_failed_for.as_ms()));
             let mut avoid: BTreeSet<NodeId> = view.failures_seen_since(since).collect();
             if !avoid.is_empty() {
                 avoid.extend(away.iter().copied());
-                if let Some(gpus) = self.kind.place(shape, &Candidates { free, avoid: &avoid }) {
-                    return Some(gpus);
+                if self.kind.place(shape, &Candidates { free, avoid: &avoid }, gpus).is_some() {
+                    return Some(());
                 }
             }
         }
-        self.kind.place(shape, &Candidates { free, avoid: away })
+        self.kind.place(shape, &Candidates { free, avoid: away }, gpus)
     }
 }
 
@@ -276,14 +302,16 @@ impl Fit {
         }
     }
 
-    /// The first `nodes` nodes this fit picks among those with `per_node` free GPUs.
-    fn nodes_with(self, pool: PoolId, per_node: u32, nodes: u32, free: &Candidates<'_>) -> Vec<NodeId> {
+    /// Takes `per_node` GPUs from each of the first `nodes` nodes this fit picks among those
+    /// with that many free (taking reads the free set, it does not change it: the walk goes on).
+    fn take_per_node(self, pool: PoolId, per_node: u32, nodes: u32, free: &Candidates<'_>, gpus: &mut GpuList) {
         let take = nodes as usize;
+        let mut take_from = |(node, _)| free.take_from(node, per_node, gpus);
         match self {
-            Fit::Best => free.nodes_with_at_least(pool, per_node).take(take).map(|(n, _)| n).collect(),
+            Fit::Best => free.nodes_with_at_least(pool, per_node).take(take).for_each(&mut take_from),
             Fit::Worst => {
                 let roomy = free.nodes_emptiest_first(pool).take_while(|&(_, count)| count >= per_node);
-                roomy.take(take).map(|(n, _)| n).collect()
+                roomy.take(take).for_each(&mut take_from);
             }
         }
     }
@@ -302,19 +330,17 @@ fn least_by_key<K: Ord>(mut pools: impl Iterator<Item = PoolId>, key: impl Fn(Po
 /// Takes `gpus` GPUs from `pool`, which can host the shape now (`fits_in`): one node when one
 /// node can hold them (chosen by `fit`), else the emptiest nodes first with the last piece on
 /// the fullest node that holds it; a gang that fixes its GPUs per node takes them from the
-/// nodes `fit` picks. `None` only if a node runs out under the walk (it cannot, given the fit).
-fn take_from_pool(shape: Shape, pool: PoolId, free: &Candidates<'_>, fit: Fit) -> Option<Vec<GpuId>> {
+/// nodes `fit` picks. Into `gpus` (empty); `None` only if a node runs out under the walk (it
+/// cannot, given the fit).
+fn take_from_pool(shape: Shape, pool: PoolId, free: &Candidates<'_>, fit: Fit, gpus: &mut GpuList) -> Option<()> {
     debug_assert!(fits_in(shape, pool, free), "the caller chose a pool that hosts the shape");
-    let mut gpus = Vec::with_capacity(shape.gpus as usize);
     if let Some((per_node, nodes)) = shape.split_over_nodes() {
-        for node in fit.nodes_with(pool, per_node, nodes, free) {
-            free.take_from(node, per_node, &mut gpus);
-        }
-        return Some(gpus);
+        fit.take_per_node(pool, per_node, nodes, free, gpus);
+        return Some(());
     }
     if let Some(node) = fit.one_node(pool, shape.gpus, free) {
-        free.take_from(node, shape.gpus, &mut gpus);
-        return Some(gpus);
+        free.take_from(node, shape.gpus, gpus);
+        return Some(());
     }
     debug_assert!(!shape.single_node(), "fits_in promised a single node");
     // Emptiest nodes first: the fewest nodes for the gang. `free` is not changed as we go:
@@ -329,15 +355,15 @@ fn take_from_pool(shape: Shape, pool: PoolId, free: &Candidates<'_>, fit: Fit) -
             Some(reached) => free.best_fit_not_reached(pool, left, reached),
         };
         if let Some(node) = last_piece {
-            free.take_from(node, left, &mut gpus);
+            free.take_from(node, left, gpus);
             break;
         }
         let (node, count) = emptiest_first.next()?;
-        free.take_from(node, count, &mut gpus);
+        free.take_from(node, count, gpus);
         reached = Some((count, node));
         left -= count;
     }
-    Some(gpus)
+    Some(())
 }
 
 /// Nodes a multi-node gang of `gpus` would span in `pool` (1 when one node holds it).

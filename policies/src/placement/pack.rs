@@ -3,17 +3,16 @@
 //! whole nodes free for the big gangs that need them. A gang that fixes its GPUs per node
 //! takes the fullest nodes with that many free, in the pool where those are fullest.
 
-use super::{Candidates, Fit, Shape, fits_in, least_by_key, nodes_needed, take_from_pool};
-use sim::GpuId;
+use super::{Candidates, Fit, GpuList, Shape, fits_in, least_by_key, nodes_needed, take_from_pool};
 
-pub(super) fn place(shape: Shape, free: &Candidates<'_>) -> Option<Vec<GpuId>> {
+pub(super) fn place(shape: Shape, free: &Candidates<'_>, gpus: &mut GpuList) -> Option<()> {
     let fitting = shape.pools.iter().filter(|&p| fits_in(shape, p, free));
     let pool = least_by_key(fitting, |p| match (shape.split_over_nodes(), free.best_fit(p, shape.gpus)) {
         (Some((per_node, nodes)), _) => (nodes, free_on_fullest(p, per_node, nodes, free), p),
         (None, Some(node)) => (1, free.on_node(node), p),
         (None, None) => (nodes_needed(p, shape.gpus, free), 0, p),
     })?;
-    take_from_pool(shape, pool, free, Fit::Best)
+    take_from_pool(shape, pool, free, Fit::Best, gpus)
 }
 
 /// Free GPUs on the `nodes` fullest nodes of `pool` with `per_node` free: what a gang split

@@ -6,10 +6,10 @@
 //! node. `spread` opens a free GPU on the emptiest node first (one share per GPU while it can),
 //! then the shared GPU with the most room. Ties by pool id, then GPU id.
 
-use super::{Candidates, Placement, Shape};
+use super::{Candidates, GpuList, Placement, Shape};
 use sim::GpuId;
 
-pub(super) fn place(kind: Placement, shape: Shape, free: &Candidates<'_>) -> Option<Vec<GpuId>> {
+pub(super) fn place(kind: Placement, shape: Shape, free: &Candidates<'_>, gpus: &mut GpuList) -> Option<()> {
     let shared_best_fit = || {
         shape
             .pools
@@ -49,11 +49,12 @@ pub(super) fn place(kind: Placement, shape: Shape, free: &Candidates<'_>) -> Opt
             }
         }
     }?;
-    Some(vec![gpu])
+    gpus.push(gpu);
+    Some(())
 }
 
 fn first_free(free: &Candidates<'_>, node: sim::NodeId) -> Option<GpuId> {
-    let mut out = Vec::with_capacity(1);
+    let mut out = GpuList::new();
     free.take_from(node, 1, &mut out);
     out.pop()
 }
