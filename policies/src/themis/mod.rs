@@ -57,7 +57,7 @@ mod rho;
 use crate::id_list::IdList;
 use crate::lazy_sorted::LazySorted;
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
-use crate::placement::{Placer, Shape};
+use crate::placement::{Placer, Shape, nothing_fits};
 use crate::ranked_queue::RankedQueue;
 use crate::reason::{push_decimal, push_thousandths};
 use crate::tracking::{Placed, place_and_start, sync_waiting};
@@ -213,7 +213,10 @@ struct Scratch {
     victim_items: Vec<Vec<VictimKey>>,
     /// N and C of `t_id=share` at this round ((1, 1) for `alone`).
     rho_inputs: (u128, u128),
+    /// Per pool, how many of its victims a preemption walked (they are not walked again).
     used: Vec<usize>,
+    /// The victims one pool's walk preempted so far (kept to allocate nothing).
+    preempted: Vec<TaskId>,
 }
 
 impl Themis {
@@ -382,7 +385,7 @@ impl Themis {
             if !scratch.victims_ready {
                 self.collect_victims(view, &mut scratch);
             }
-            if !self.preempt_for(view, plan, task, rho, &mut scratch.victims, &mut scratch.used) {
+            if !self.preempt_for(view, plan, task, rho, &mut scratch) {
                 break;
             }
             self.ranked.remove(task);
@@ -461,15 +464,15 @@ impl Themis {
         plan: &mut Plan<'_>,
         task: TaskId,
         rho: Rho,
-        victims: &mut [LazySorted<VictimKey>],
-        used: &mut [usize],
+        scratch: &mut Scratch,
     ) -> bool {
+        let Scratch { victims, used, preempted, .. } = scratch;
         let shape = Shape::of(view.task(task));
         for pool in shape.pools.iter() {
             let list = &mut victims[pool.index()];
             let waiting_rho = rho;
             let savepoint = plan.savepoint();
-            let mut preempted = Vec::new();
+            preempted.clear();
             let mut next = used[pool.index()];
             while let Some((victim_rho, Reverse(victim))) = list.get(next).filter(|&(r, _)| r < rho) {
                 next += 1;
@@ -485,7 +488,7 @@ impl Themis {
                     && place_and_start(view, plan, self.placer, &mut self.waiting, task).started().is_some()
                 {
                     used[pool.index()] = next;
-                    for v in preempted {
+                    for &v in preempted.iter() {
                         self.running.remove(v);
                         self.waiting.insert(v, FRESH, Shape::of(view.task(v)));
                     }
@@ -536,7 +539,11 @@ impl Policy for Themis {
             self.round(view, plan);
             self.next_round = SimTime((now.as_ms() / self.lease.as_ms() + 1) * self.lease.as_ms());
         }
-        while let Some(task) = self.first_fitting(plan.free()) {
+        // At high load the cluster is often full when a decision gets here: then no shape
+        // fits, and testing each shape's first task (tens of shapes) is skipped.
+        while !nothing_fits(view.cluster(), plan.free())
+            && let Some(task) = self.first_fitting(plan.free())
+        {
             if place_and_start(view, plan, self.placer, &mut self.waiting, task) == Placed::NoRoom {
                 break; // unreachable: a shape that fits has a placement
             }
