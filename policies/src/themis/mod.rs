@@ -88,10 +88,11 @@ pub const PARAMS: &[ParamInfo] = &[
 ];
 
 /// Keys of tasks that waited at no round yet, and of a round's victims: after every ranked
-/// task, in arrival order. A victim is queued under it at once: while the round's decision
-/// lasts the only other tasks in `waiting` are ranked ones (the round took in every fresh
-/// task), so it then comes after those as a key of its own would, and the next decision's
-/// changes, which name it again, find it queued so already.
+/// task, in arrival order. A round's victims are queued under it when its loop ends (the
+/// loop reads ranked tasks only): while the round's decision lasts the only other tasks in
+/// `waiting` are ranked ones (the round took in every fresh task), so they then come after
+/// those as keys of their own would, and the next decision's changes, which name them again,
+/// find them queued so already.
 const FRESH: Key = 1 << 62;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,6 +218,8 @@ struct Scratch {
     used: Vec<usize>,
     /// The victims one pool's walk preempted so far (kept to allocate nothing).
     preempted: Vec<TaskId>,
+    /// The round's victims, queued in `waiting` once its loop ends.
+    stopped: Vec<TaskId>,
 }
 
 impl Themis {
@@ -390,7 +393,20 @@ impl Themis {
             }
             self.ranked.remove(task);
         }
+        self.queue_victims(view, &mut scratch.stopped);
         self.scratch = scratch;
+    }
+
+    /// Queues the round's victims under `FRESH`, in task order: each then comes after the
+    /// others of its shape, which keeps a shape's tasks a ring buffer (`ShapeTasks`); queued
+    /// in the order they were preempted (by rho), most landed amid the others, and a shape
+    /// with more than a few turned into a tree for the rest of the lease.
+    fn queue_victims(&mut self, view: &ClusterView<'_>, stopped: &mut Vec<TaskId>) {
+        stopped.sort_unstable();
+        for &victim in stopped.iter() {
+            self.waiting.insert(victim, FRESH, Shape::of(view.task(victim)));
+        }
+        stopped.clear();
     }
 
     /// Fills `scratch.ranked` with the rho now of each task of `scratch.tasks`.
@@ -466,7 +482,7 @@ impl Themis {
         rho: Rho,
         scratch: &mut Scratch,
     ) -> bool {
-        let Scratch { victims, used, preempted, .. } = scratch;
+        let Scratch { victims, used, preempted, stopped, .. } = scratch;
         let shape = Shape::of(view.task(task));
         for pool in shape.pools.iter() {
             let list = &mut victims[pool.index()];
@@ -490,8 +506,8 @@ impl Themis {
                     used[pool.index()] = next;
                     for &v in preempted.iter() {
                         self.running.remove(v);
-                        self.waiting.insert(v, FRESH, Shape::of(view.task(v)));
                     }
+                    stopped.extend_from_slice(preempted);
                     return true;
                 }
             }
