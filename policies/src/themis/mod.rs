@@ -576,6 +576,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn heap_entries_are_small() {
+        // The ranked order's and the victims' heaps move these at every step.
+        assert_eq!(std::mem::size_of::<(Ranked, TaskId)>(), 48);
+        assert_eq!(std::mem::size_of::<VictimKey>(), 44);
+    }
+
+    #[test]
     fn preemption_reason_gives_rhos_and_lost_work_to_three_decimals() {
         let reason = preemption_reason(Rho::new(5, 4), Rho::new(6, 2), TaskId(7), SimDuration(12_500));
         assert_eq!(
