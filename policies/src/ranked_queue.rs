@@ -107,7 +107,7 @@ impl<K: Ord + Copy> RankedQueue<K> {
             && first == task
         {
             let next = self.head(shape);
-            self.heads.replace(shape, Some((key, task)), next);
+            self.heads.replace_near_front(shape, (key, task), next);
         }
     }
 

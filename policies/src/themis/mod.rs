@@ -57,7 +57,7 @@ mod rho;
 use crate::id_list::IdList;
 use crate::lazy_sorted::LazySorted;
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
-use crate::placement::{Placer, Shape};
+use crate::placement::{Placer, Shape, nothing_fits};
 use crate::ranked_queue::RankedQueue;
 use crate::reason::{push_decimal, push_thousandths};
 use crate::tracking::{Placed, place_and_start, sync_waiting};
@@ -88,10 +88,11 @@ pub const PARAMS: &[ParamInfo] = &[
 ];
 
 /// Keys of tasks that waited at no round yet, and of a round's victims: after every ranked
-/// task, in arrival order. A victim is queued under it at once: while the round's decision
-/// lasts the only other tasks in `waiting` are ranked ones (the round took in every fresh
-/// task), so it then comes after those as a key of its own would, and the next decision's
-/// changes, which name it again, find it queued so already.
+/// task, in arrival order. A round's victims are queued under it when its loop ends (the
+/// loop reads ranked tasks only): while the round's decision lasts the only other tasks in
+/// `waiting` are ranked ones (the round took in every fresh task), so they then come after
+/// those as keys of their own would, and the next decision's changes, which name them again,
+/// find them queued so already.
 const FRESH: Key = 1 << 62;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,7 +214,12 @@ struct Scratch {
     victim_items: Vec<Vec<VictimKey>>,
     /// N and C of `t_id=share` at this round ((1, 1) for `alone`).
     rho_inputs: (u128, u128),
+    /// Per pool, how many of its victims a preemption walked (they are not walked again).
     used: Vec<usize>,
+    /// The victims one pool's walk preempted so far (kept to allocate nothing).
+    preempted: Vec<TaskId>,
+    /// The round's victims, queued in `waiting` once its loop ends.
+    stopped: Vec<TaskId>,
 }
 
 impl Themis {
@@ -382,12 +388,25 @@ impl Themis {
             if !scratch.victims_ready {
                 self.collect_victims(view, &mut scratch);
             }
-            if !self.preempt_for(view, plan, task, rho, &mut scratch.victims, &mut scratch.used) {
+            if !self.preempt_for(view, plan, task, rho, &mut scratch) {
                 break;
             }
             self.ranked.remove(task);
         }
+        self.queue_victims(view, &mut scratch.stopped);
         self.scratch = scratch;
+    }
+
+    /// Queues the round's victims under `FRESH`, in task order: each then comes after the
+    /// others of its shape, which keeps a shape's tasks a ring buffer (`ShapeTasks`); queued
+    /// in the order they were preempted (by rho), most landed amid the others, and a shape
+    /// with more than a few turned into a tree for the rest of the lease.
+    fn queue_victims(&mut self, view: &ClusterView<'_>, stopped: &mut Vec<TaskId>) {
+        stopped.sort_unstable();
+        for &victim in stopped.iter() {
+            self.waiting.insert(victim, FRESH, Shape::of(view.task(victim)));
+        }
+        stopped.clear();
     }
 
     /// Fills `scratch.ranked` with the rho now of each task of `scratch.tasks`.
@@ -461,15 +480,15 @@ impl Themis {
         plan: &mut Plan<'_>,
         task: TaskId,
         rho: Rho,
-        victims: &mut [LazySorted<VictimKey>],
-        used: &mut [usize],
+        scratch: &mut Scratch,
     ) -> bool {
+        let Scratch { victims, used, preempted, stopped, .. } = scratch;
         let shape = Shape::of(view.task(task));
         for pool in shape.pools.iter() {
             let list = &mut victims[pool.index()];
             let waiting_rho = rho;
             let savepoint = plan.savepoint();
-            let mut preempted = Vec::new();
+            preempted.clear();
             let mut next = used[pool.index()];
             while let Some((victim_rho, Reverse(victim))) = list.get(next).filter(|&(r, _)| r < rho) {
                 next += 1;
@@ -485,10 +504,10 @@ impl Themis {
                     && place_and_start(view, plan, self.placer, &mut self.waiting, task).started().is_some()
                 {
                     used[pool.index()] = next;
-                    for v in preempted {
+                    for &v in preempted.iter() {
                         self.running.remove(v);
-                        self.waiting.insert(v, FRESH, Shape::of(view.task(v)));
                     }
+                    stopped.extend_from_slice(preempted);
                     return true;
                 }
             }
@@ -536,7 +555,11 @@ impl Policy for Themis {
             self.round(view, plan);
             self.next_round = SimTime((now.as_ms() / self.lease.as_ms() + 1) * self.lease.as_ms());
         }
-        while let Some(task) = self.first_fitting(plan.free()) {
+        // At high load the cluster is often full when a decision gets here: then no shape
+        // fits, and testing each shape's first task (tens of shapes) is skipped.
+        while !nothing_fits(view.cluster(), plan.free())
+            && let Some(task) = self.first_fitting(plan.free())
+        {
             if place_and_start(view, plan, self.placer, &mut self.waiting, task) == Placed::NoRoom {
                 break; // unreachable: a shape that fits has a placement
             }
@@ -551,6 +574,13 @@ impl Policy for Themis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heap_entries_are_small() {
+        // The ranked order's and the victims' heaps move these at every step.
+        assert_eq!(std::mem::size_of::<(Ranked, TaskId)>(), 48);
+        assert_eq!(std::mem::size_of::<VictimKey>(), 44);
+    }
 
     #[test]
     fn preemption_reason_gives_rhos_and_lost_work_to_three_decimals() {
