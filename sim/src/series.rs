@@ -228,6 +228,7 @@ impl Series {
         }
     }
 
+    #[inline]
     fn change_queue(&mut self, queue: usize, now: SimTime, delta: QueueDelta) {
         self.flush_queue(queue, now);
         let level = &mut self.levels[queue];
@@ -249,6 +250,9 @@ impl Series {
         }
     }
 
+    /// Integrates `queue`'s levels, which held since its last change, up to `now`. Inline up
+    /// to the integration itself, which a mirrored queue skips (the common case: one queue).
+    #[inline]
     fn flush_queue(&mut self, queue: usize, now: SimTime) {
         let level = self.levels[queue];
         if self.origin.is_none() || now <= level.since {
@@ -267,6 +271,10 @@ impl Series {
             // integrated to `now` already, their buckets reach as far as these would.
             return;
         }
+        self.integrate_queue(queue, level, now);
+    }
+
+    fn integrate_queue(&mut self, queue: usize, level: QueueLevels, now: SimTime) {
         let q = self.queues.len();
         self.spread_over(level.since, now, |s, index, ms| {
             let b = &mut s.queue_buckets[index * q + queue];
