@@ -195,17 +195,22 @@ impl Placer {
     /// nodes when it can; `None` when the shape does not fit at all.
     pub fn place(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<GpuList> {
         let mut gpus = GpuList::new();
+        self.place_into(shape, view, free, &mut gpus).then_some(gpus)
+    }
+
+    /// As [`Self::place`], into `gpus` (empty; left empty when the shape does not fit), for a
+    /// caller that starts the task on them where they lie (`tracking::place_and_start`).
+    pub fn place_into(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus, gpus: &mut GpuList) -> bool {
         if self.kind == Placement::Fastest {
             let mut pools: smallvec::SmallVec<[PoolId; 8]> = shape.pools.iter().collect();
             pools.sort_by_key(|&p| (std::cmp::Reverse(view.speed_in(shape.speeds, p)), p));
-            pools.into_iter().find_map(|p| {
+            pools.into_iter().any(|p| {
                 let one = Shape { pools: PoolMask::EMPTY.with(p), ..shape };
-                self.place_among(one, view, free, &mut gpus)
-            })?;
+                self.place_among(one, view, free, gpus).is_some()
+            })
         } else {
-            self.place_among(shape, view, free, &mut gpus)?;
+            self.place_among(shape, view, free, gpus).is_some()
         }
-        Some(gpus)
     }
 
     #[inline]
