@@ -64,37 +64,46 @@ pub fn place_and_start(
     waiting: &mut WaitQueue,
     task: TaskId,
 ) -> Placed {
-    start_where(plan, waiting, task, |plan| {
+    start_where(plan, waiting, task, |plan, gpus| {
         let shape = Shape::of(view.task(task));
         // A placement exists exactly when the shape fits (`Placer::place`), and a gang that
         // waits is tried often while nothing fits (a blocked head, every decision): the fit
         // test is a few bit scans where a failing placement walks its algorithm.
-        let placed = if shape.fits(plan.free()) { placer.place(shape, view, plan.free()) } else { None };
-        placed.or_else(|| crate::quota::reclaim(view, plan, placer, task))
+        if shape.fits(plan.free()) && placer.place_into(shape, view, plan.free(), gpus) {
+            return true;
+        }
+        crate::quota::reclaim(view, plan, placer, task).map(|reclaimed| *gpus = reclaimed).is_some()
     })
 }
 
 /// As `place_and_start`, on `gpus` the policy already chose among those free now (a data-local
 /// placement it scored the task by), reclaiming nothing.
 pub fn start_on(plan: &mut Plan<'_>, waiting: &mut WaitQueue, task: TaskId, gpus: GpuList) -> Placed {
-    start_where(plan, waiting, task, |_| Some(gpus))
+    start_where(plan, waiting, task, |_, chosen| {
+        *chosen = gpus;
+        true
+    })
 }
 
-/// Parks `task` if its queue's quota holds it back, else starts it on the GPUs `place` finds.
+/// Parks `task` if its queue's quota holds it back, else starts it on the GPUs `place` puts in
+/// the list it is given (empty; `false`: no room). The list is filled where it lies, not
+/// returned: a placement's GPUs are written a few bytes at a time, and copying the list out
+/// at once right after stalls on those stores (a store-forwarding stall, seen in wall time).
 fn start_where(
     plan: &mut Plan<'_>,
     waiting: &mut WaitQueue,
     task: TaskId,
-    place: impl FnOnce(&mut Plan<'_>) -> Option<GpuList>,
+    place: impl FnOnce(&mut Plan<'_>, &mut GpuList) -> bool,
 ) -> Placed {
     if !plan.quota_allows(task) {
         let queue = plan.queue_of_task(task).expect("only a task with a queue has a quota");
         waiting.park(task, queue);
         return Placed::Parked;
     }
-    let Some(gpus) = place(plan) else {
+    let mut gpus = GpuList::new();
+    if !place(plan, &mut gpus) {
         return Placed::NoRoom;
-    };
+    }
     plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool, within quota");
     waiting.remove(task);
     Placed::Started(gpus)

@@ -16,6 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// A whole GPU, in milli-GPUs.
 pub const WHOLE_GPU_MILLI: u32 = 1000;
 
+/// A gang's GPUs as placement chooses them (`FreeGpus::take_from` fills it): up to 8 (a
+/// node's worth, most gangs) held inline, so that placing and starting a task allocates nothing.
+pub type GpuList = smallvec::SmallVec<[GpuId; 8]>;
+
 #[derive(Debug, Clone)]
 pub struct FreeGpus {
     /// Bit `i` set = the node's `i`-th GPU is free.
@@ -73,6 +77,7 @@ impl FreeLevels {
         }
     }
     /// Moves `node` from the level of `old` free GPUs to that of `new` (zero: not indexed).
+    #[inline]
     fn change(&mut self, node: NodeId, old: u32, new: u32) {
         let at = self.position(node);
         if old > 0 {
@@ -104,6 +109,23 @@ impl FreeLevels {
         let level = from + above.trailing_zeros();
         self.levels[level as usize].next_from(0).map(|at| self.node(at))
     }
+    /// The fullest node with at least `at_least` free GPUs (one, if zero) that a walk of
+    /// [`Self::emptiest_first`] has not reached, when it has yielded every node up to
+    /// `reached` (its free count and node): a node with fewer free than that, else one with as
+    /// many and a later position. A bit scan of the levels below, or one level's next member.
+    fn fullest_not_reached(&self, at_least: u32, reached: (u32, NodeId)) -> Option<NodeId> {
+        let (count, node) = reached;
+        let from = at_least.max(1);
+        if from > count {
+            return None; // every node with that many free GPUs was reached
+        }
+        let below = self.occupied & (occupied_bit(count) - 1);
+        if let Some(bits) = below.checked_shr(from - 1).filter(|&bits| bits != 0) {
+            let level = from + bits.trailing_zeros();
+            return self.levels[level as usize].next_from(0).map(|at| self.node(at));
+        }
+        self.levels[count as usize].next_from(self.position(node) + 1).map(|at| self.node(at))
+    }
     /// The most free GPUs on one node (0: none free).
     fn max(&self) -> u32 {
         64 - self.occupied.leading_zeros()
@@ -134,32 +156,6 @@ struct Run {
     len: usize,
     /// Whether a GPU is listed twice.
     repeats: bool,
-}
-
-/// The lowest `left` free GPUs of a node, from its mask: what `take_from` hands out, with its
-/// exact length, so that a list reserves room for them once.
-struct FreeSlots {
-    first: u32,
-    mask: u64,
-    left: u32,
-}
-
-impl Iterator for FreeSlots {
-    type Item = GpuId;
-
-    fn next(&mut self) -> Option<GpuId> {
-        if self.left == 0 {
-            return None;
-        }
-        let slot = self.mask.trailing_zeros();
-        self.mask &= self.mask - 1;
-        self.left -= 1;
-        Some(GpuId(self.first + slot))
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left as usize, Some(self.left as usize))
-    }
 }
 
 /// A walk over one pool's nodes by (free GPUs, node): its levels in turn, up or down, each
@@ -339,6 +335,13 @@ impl FreeGpus {
         // up, this reads the mask of non-empty ones; placement asks at every start.
         self.by_free[pool.index()].fullest_with(at_least)
     }
+    /// The fullest node of `pool` with at least `at_least` free GPUs that a walk of
+    /// [`Self::nodes_emptiest_first`] has not reached: it has yielded every node up to
+    /// `reached` (its free count and id). A multi-node gang's last piece, without a walk.
+    #[inline]
+    pub fn best_fit_not_reached(&self, pool: PoolId, at_least: u32, reached: (u32, NodeId)) -> Option<NodeId> {
+        self.by_free[pool.index()].fullest_not_reached(at_least, reached)
+    }
     /// Nodes of `pool` with at least `at_least` free GPUs, fullest first, ties by node id.
     pub fn nodes_with_at_least(&self, pool: PoolId, at_least: u32) -> impl Iterator<Item = (NodeId, u32)> + '_ {
         self.by_free[pool.index()].range((at_least, NodeId(0)), (u32::MAX, NodeId(0)))
@@ -361,13 +364,18 @@ impl FreeGpus {
         let slot = gpu.0 - self.node_first_gpu[node.index()].0;
         slot < 64 && self.node_mask[node.index()] & (1u64 << slot) != 0
     }
-    /// Up to `count` free GPUs of `node`, lowest slot first, onto `out` (a `Vec`, or the
-    /// inline list placement fills: it learns how many at once).
+    /// Up to `count` free GPUs of `node`, lowest slot first, onto `out`. Room for them is
+    /// reserved once and each is written by a plain push: placement calls this for every node
+    /// of every gang, and `Extend` through an iterator cost several times this.
     #[inline]
-    pub fn take_from(&self, node: NodeId, count: u32, out: &mut impl Extend<GpuId>) {
-        let (first, mask) = (self.node_first_gpu[node.index()].0, self.node_mask[node.index()]);
-        let left = count.min(self.node_free[node.index()]);
-        out.extend(FreeSlots { first, mask, left });
+    pub fn take_from(&self, node: NodeId, count: u32, out: &mut GpuList) {
+        let (first, mut mask) = (self.node_first_gpu[node.index()].0, self.node_mask[node.index()]);
+        let take = count.min(self.node_free[node.index()]);
+        out.reserve(take as usize);
+        for _ in 0..take {
+            out.push(GpuId(first + mask.trailing_zeros()));
+            mask &= mask - 1; // the lowest free slot, now handed out
+        }
     }
 
     /// Marks `gpu` (on `node`) taken. The caller has checked it is free.
@@ -583,6 +591,15 @@ mod tests {
                     assert_eq!(free.best_fit(p.id, at_least), walked, "pool {}, at least {at_least}", p.name);
                 }
                 assert_eq!(free.emptiest(p.id), free.nodes_emptiest_first(p.id).next().map(|(n, _)| n));
+                for (count, node) in free.nodes_emptiest_first(p.id).map(|(n, c)| (c, n)) {
+                    for at_least in 0..=count + 1 {
+                        let fewer = free.nodes_in(p.id, (at_least, NodeId(0))..(count, NodeId(0)));
+                        let later = free.nodes_in(p.id, (count, NodeId(node.0 + 1))..(count + 1, NodeId(0)));
+                        let walked = if at_least > count { None } else { fewer.chain(later).next().map(|(n, _)| n) };
+                        let found = free.best_fit_not_reached(p.id, at_least, (count, node));
+                        assert_eq!(found, walked, "pool {}, at least {at_least}, reached {node} with {count}", p.name);
+                    }
+                }
                 let keys = model(&free, &cluster, p.id);
                 let walked: Vec<(u32, NodeId)> = free.nodes_with_at_least(p.id, 1).map(|(n, c)| (c, n)).collect();
                 assert_eq!(walked, keys);

@@ -38,7 +38,7 @@ pub mod view;
 mod wall;
 pub mod workload;
 
-pub use alloc::{FreeGpus, WHOLE_GPU_MILLI};
+pub use alloc::{FreeGpus, GpuList, WHOLE_GPU_MILLI};
 pub use checkpoints::Progress;
 pub use cluster::{Cluster, ClusterError, ClusterSpec, Node, Pool, PoolMask, PoolSpec};
 pub use controller::{Controller, ControllerConfig, Effect, RetireRule};

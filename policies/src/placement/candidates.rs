@@ -33,8 +33,13 @@ impl Candidates<'_> {
     /// The fullest allowed node with `at_least` free GPUs that a walk of
     /// [`Self::nodes_emptiest_first`] has not reached: it has yielded every node up to
     /// `reached` (its free count and id), and those come first in its order (more free GPUs, or
-    /// as many and a lower id). Two range lookups, whatever the walk's length.
+    /// as many and a lower id). Nothing avoided: the free set's direct lookup; else two range
+    /// lookups, whatever the walk's length.
+    #[inline]
     pub(crate) fn best_fit_not_reached(&self, pool: PoolId, at_least: u32, reached: (u32, NodeId)) -> Option<NodeId> {
+        if self.avoid.is_empty() {
+            return self.free.best_fit_not_reached(pool, at_least, reached);
+        }
         let (count, node) = reached;
         if at_least > count {
             return None; // every node with that many free GPUs was reached

@@ -14,16 +14,13 @@ mod spread;
 
 use crate::params::{AVOID_FAILED, PLACEMENT, Params, SpecError};
 use candidates::Candidates;
-use sim::{
-    Cluster, ClusterView, FreeGpus, GpuId, NodeId, PoolId, PoolMask, SimDuration, SimTime, TaskState, WHOLE_GPU_MILLI,
-};
+use sim::{Cluster, ClusterView, FreeGpus, NodeId, PoolId, PoolMask, SimDuration, SimTime, TaskState, WHOLE_GPU_MILLI};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 
-/// A gang's GPUs as placement chooses them: up to 8 (a node's worth, most gangs) held inline,
-/// so that placing and starting a task allocates nothing.
-pub type GpuList = smallvec::SmallVec<[GpuId; 8]>;
+/// A gang's GPUs as placement chooses them (defined beside the free set that fills it).
+pub use sim::GpuList;
 
 /// No node to avoid (placement without `avoid_failed_h`, or nothing failed recently).
 static AVOID_NONE: BTreeSet<NodeId> = BTreeSet::new();
@@ -126,6 +123,7 @@ impl Placement {
     /// GPUs for a task of `shape`, or `None` when it does not fit now. Ties break by pool id,
     /// then node id, then GPU slot, so the answer is a function of the free set alone.
     /// The GPUs go to `gpus` (empty); `None` leaves it empty, for the caller's next try.
+    #[inline]
     fn place(self, shape: Shape, candidates: &Candidates<'_>, gpus: &mut GpuList) -> Option<()> {
         let placed = match self {
             // `fastest` has chosen one pool before it gets here and packs inside it.
@@ -197,19 +195,25 @@ impl Placer {
     /// nodes when it can; `None` when the shape does not fit at all.
     pub fn place(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus) -> Option<GpuList> {
         let mut gpus = GpuList::new();
+        self.place_into(shape, view, free, &mut gpus).then_some(gpus)
+    }
+
+    /// As [`Self::place`], into `gpus` (empty; left empty when the shape does not fit), for a
+    /// caller that starts the task on them where they lie (`tracking::place_and_start`).
+    pub fn place_into(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus, gpus: &mut GpuList) -> bool {
         if self.kind == Placement::Fastest {
             let mut pools: smallvec::SmallVec<[PoolId; 8]> = shape.pools.iter().collect();
             pools.sort_by_key(|&p| (std::cmp::Reverse(view.speed_in(shape.speeds, p)), p));
-            pools.into_iter().find_map(|p| {
+            pools.into_iter().any(|p| {
                 let one = Shape { pools: PoolMask::EMPTY.with(p), ..shape };
-                self.place_among(one, view, free, &mut gpus)
-            })?;
+                self.place_among(one, view, free, gpus).is_some()
+            })
         } else {
-            self.place_among(shape, view, free, &mut gpus)?;
+            self.place_among(shape, view, free, gpus).is_some()
         }
-        Some(gpus)
     }
 
+    #[inline]
     fn place_among(&self, shape: Shape, view: &ClusterView<'_>, free: &FreeGpus, gpus: &mut GpuList) -> Option<()> {
         if self.kind == Placement::Local && self.place_local_into(shape, view, free, gpus).is_some() {
             return Some(());
@@ -245,6 +249,7 @@ impl Placer {
     }
 
     /// Placement off `away` nodes, and off recently failed ones when it can.
+    #[inline]
     fn place_avoiding(
         &self,
         shape: Shape,
@@ -343,25 +348,20 @@ fn take_from_pool(shape: Shape, pool: PoolId, free: &Candidates<'_>, fit: Fit, g
         return Some(());
     }
     debug_assert!(!shape.single_node(), "fits_in promised a single node");
-    // Emptiest nodes first: the fewest nodes for the gang. `free` is not changed as we go:
-    // the nodes used are those the emptiest-first walk has reached, skipped by their order
-    // (O(nodes used), not O(nodes used^2)).
+    // No node holds the whole gang (`one_node` found none, for either fit). Emptiest nodes
+    // first: the fewest nodes for the gang, each holding less than what is left. `free` is not
+    // changed as we go: the nodes used are those the emptiest-first walk has reached, skipped
+    // by their order (O(nodes used), not O(nodes used^2)).
     let mut emptiest_first = free.nodes_emptiest_first(pool);
-    let mut reached: Option<(u32, NodeId)> = None;
     let mut left = shape.gpus;
     while left > 0 {
-        let last_piece = match reached {
-            None => free.best_fit(pool, left),
-            Some(reached) => free.best_fit_not_reached(pool, left, reached),
-        };
-        if let Some(node) = last_piece {
-            free.take_from(node, left, gpus);
-            break;
-        }
         let (node, count) = emptiest_first.next()?;
         free.take_from(node, count, gpus);
-        reached = Some((count, node));
         left -= count;
+        if let Some(last_piece) = free.best_fit_not_reached(pool, left, (count, node)) {
+            free.take_from(last_piece, left, gpus);
+            break;
+        }
     }
     Some(())
 }

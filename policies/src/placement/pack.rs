@@ -5,6 +5,7 @@
 
 use super::{Candidates, Fit, GpuList, Shape, fits_in, least_by_key, nodes_needed, take_from_pool};
 
+#[inline]
 pub(super) fn place(shape: Shape, free: &Candidates<'_>, gpus: &mut GpuList) -> Option<()> {
     let fitting = shape.pools.iter().filter(|&p| fits_in(shape, p, free));
     let pool = least_by_key(fitting, |p| match (shape.split_over_nodes(), free.best_fit(p, shape.gpus)) {
