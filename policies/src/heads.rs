@@ -26,7 +26,9 @@ impl<K: Ord + Copy> Heads<K> {
         self.0.iter().copied()
     }
 
-    /// Shape `index`'s first task is now `new` instead of `old` (`None`: no task).
+    /// Shape `index`'s first task is now `new` instead of `old` (`None`: no task). Inline, as
+    /// `WaitQueue::insert` (its options of (key, task) are passed in memory otherwise).
+    #[inline]
     pub(crate) fn replace(&mut self, index: usize, old: Option<(K, TaskId)>, new: Option<(K, TaskId)>) {
         match (old, new) {
             (None, None) => {}
