@@ -36,14 +36,9 @@ impl<K: Ord + Copy> Heads<K> {
                 let (Ok(at) | Err(at)) = self.0.binary_search(&(key, task, index));
                 self.0.insert(at, (key, task, index));
             }
-            (Some((key, task)), None) => {
+            (Some((key, task)), new) => {
                 let at = self.position((key, task, index));
-                self.0.remove(at);
-            }
-            (Some((key, task)), Some(new)) => {
-                let at = self.position((key, task, index));
-                self.0[at] = (new.0, new.1, index);
-                settle(&mut self.0, at);
+                self.replace_at(at, index, new);
             }
         }
     }
@@ -56,6 +51,11 @@ impl<K: Ord + Copy> Heads<K> {
     pub(crate) fn replace_near_front(&mut self, index: usize, old: (K, TaskId), new: Option<(K, TaskId)>) {
         let at = self.0.iter().position(|&(_, _, i)| i == index).expect("a shape's old first task is among the heads");
         debug_assert!(self.0[at].1 == old.1, "the heads hold one entry per shape");
+        self.replace_at(at, index, new);
+    }
+
+    /// Shape `index`'s first task, at `at`, is now `new` (`None`: no task).
+    fn replace_at(&mut self, at: usize, index: usize, new: Option<(K, TaskId)>) {
         match new {
             None => {
                 self.0.remove(at);

@@ -74,7 +74,7 @@ impl Dag {
     /// `checkpoint` dependency on a task that checkpoints continuously).
     pub(crate) fn new(workload: &Workload, checkpoint: impl Fn(TaskId) -> SimDuration) -> Dag {
         let mut dag = Dag::default();
-        if !workload.has_dependencies() {
+        if !workload.has_dags() {
             return dag;
         }
         let mut first = 0u32;

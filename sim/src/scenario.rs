@@ -143,7 +143,7 @@ impl Scenario {
 /// A `checkpoint=N` dependency needs an upstream that checkpoints at intervals: with the
 /// task's own interval or the run's default, it must not be continuous (zero).
 fn check_checkpoint_dependencies(workload: &Workload, default: crate::time::SimDuration) -> Result<(), SimError> {
-    if !workload.has_dependencies() {
+    if !workload.has_dags() {
         return Ok(());
     }
     for job in workload.jobs() {

@@ -134,18 +134,17 @@ impl Series {
     /// A zero width is taken as one hour.
     pub fn new(width: SimDuration, queues: Vec<String>) -> Series {
         let width = if width == SimDuration::ZERO { SimDuration::from_secs(3600) } else { width };
-        let queues_len = queues.len();
         Series {
             width,
             origin: None,
             integrated_to: SimTime::ZERO,
             levels: vec![QueueLevels::default(); queues.len()],
+            mirrored: queues.len() == 1,
             queues,
             buckets: Vec::new(),
             queue_buckets: Vec::new(),
             current: Current::default(),
             recording: true,
-            mirrored: queues_len == 1,
         }
     }
 

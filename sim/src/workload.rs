@@ -283,7 +283,7 @@ impl Census {
     fn count(&mut self, job: &JobSpec) {
         self.tasks += job.tasks.len();
         self.dependencies |= job.tasks.iter().any(|t| !t.deps.is_empty());
-        self.cancels |= job.cancel.get().is_some();
+        self.cancels |= job.cancel.is_some();
         self.queues |= job.queue.is_some();
         self.several_tasks |= job.tasks.len() > 1;
     }
@@ -324,8 +324,9 @@ impl Workload {
     pub fn task_count(&self) -> usize {
         self.census.tasks
     }
-    /// Whether some task waits on another (some job is a DAG).
-    pub fn has_dependencies(&self) -> bool {
+    /// Whether some task waits on another (some job is a DAG). Start windows are not counted,
+    /// unlike [`JobSpec::has_dependencies`].
+    pub fn has_dags(&self) -> bool {
         self.census.dependencies
     }
     /// Whether some job has a cancel time.
@@ -460,7 +461,7 @@ mod tests {
     }
 
     fn census_of(w: &Workload) -> (usize, bool, bool, bool, bool) {
-        (w.task_count(), w.has_dependencies(), w.has_cancels(), w.has_queues(), w.has_jobs_of_several_tasks())
+        (w.task_count(), w.has_dags(), w.has_cancels(), w.has_queues(), w.has_jobs_of_several_tasks())
     }
 
     #[test]
