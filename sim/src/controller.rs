@@ -291,7 +291,8 @@ impl Controller {
             self.tasks.push(state);
             self.marks.push(Mark::None);
         }
-        self.series_queue.push(spec.queue.as_deref().map_or(0, |q| self.series.queue_index(q)));
+        let levels = self.levels();
+        self.series_queue.push(spec.queue.as_deref().map_or(0, |q| self.series.queue_index(q, &levels)));
         self.job_queue.push(queue);
         self.quota.add_job(queue);
         let tasks = &self.tasks;
@@ -354,15 +355,20 @@ impl Controller {
                 }
             }
         }
-        let levels = Levels {
+        let levels = self.levels();
+        self.series.advance(&levels, now);
+        self.now = now;
+    }
+
+    /// The cluster's levels now, as the time series integrates them.
+    fn levels(&self) -> Levels {
+        Levels {
             allocated_mgpus: self.allocated_mgpus,
             stalled_mgpus: self.stalled_mgpus,
             unusable_gpus: u64::from(self.health.unusable_gpus()),
             waiting: self.waiting_tasks,
             running: u64::from(self.running_tasks),
-        };
-        self.series.advance(&levels, now);
-        self.now = now;
+        }
     }
 
     /// Applies the arrival of `job` at the current time.
@@ -848,8 +854,9 @@ impl Controller {
     pub fn finish(mut self) -> RunResult {
         let tasks = self.task_records();
         let jobs = self.job_records();
+        let levels = self.levels();
         let mut series = self.series;
-        series.finish(self.now);
+        series.finish(&levels, self.now);
         let mut stats = self.stats;
         stats.digest = self.digest.hex();
         stats.last_event = self.now;
