@@ -16,7 +16,7 @@ use crate::params::{AVOID_FAILED, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::Placer;
 use crate::tracking::{Placed, place_and_start, reclaim_for_head, sync_waiting};
 use crate::wait_queue::WaitQueue;
-use sim::{ClusterView, Plan, Policy, SimDuration};
+use sim::{ClusterView, Plan, Policy, SimDuration, TaskId};
 
 const SKIP: ParamInfo = ParamInfo {
     key: "skip",
@@ -51,6 +51,11 @@ pub struct Fifo {
     /// Idle on every `idle_every`-th decision point; 0: never (plain fifo).
     idle_every: u64,
     decision_points: u64,
+    /// Strict, without queues: the head that last found no room, and the free GPUs'
+    /// generation then. Its room depends on nothing else (no quota to wait for, no GPUs to
+    /// reclaim), so while both hold it still finds none: a decision point that freed nothing
+    /// (an arrival behind it) places nothing.
+    blocked: Option<(TaskId, u64)>,
 }
 
 impl Fifo {
@@ -64,6 +69,7 @@ impl Fifo {
             waiting: WaitQueue::default(),
             idle_every: 0,
             decision_points: 0,
+            blocked: None,
         })
     }
 
@@ -102,8 +108,14 @@ impl Policy for Fifo {
                 }
                 return;
             };
+            let blocked = Some((task, plan.free().generation()));
+            if !self.skip && self.blocked == blocked {
+                return; // the head still finds no room: nothing was freed since it looked
+            }
             if place_and_start(view, plan, self.placer, &mut self.waiting, task) == Placed::NoRoom {
-                return; // strict: the head waits for GPUs, and so does everyone behind it
+                // Strict: the head waits for GPUs, and so does everyone behind it.
+                self.blocked = if view.queues().is_empty() { blocked } else { None };
+                return;
             }
         }
     }

@@ -50,6 +50,17 @@ fn a_share_waits_for_room_and_a_whole_gpu_is_never_shared() {
 }
 
 #[test]
+fn a_strict_head_sharing_a_gpu_starts_when_a_share_ends_and_leaves_room() {
+    // 1 x 1 GPU: a (0.5, 100 s) and b (0.5, 50 s) share it from 0. c (0.5, 10 s, at 1) finds
+    // no room and heads strict fifo's queue; d (0.5, at 2) arrives behind it, a decision point
+    // that frees nothing. b ends at 50 and leaves 500 room on the GPU, still shared by a: c
+    // starts there (50..60), then d (60..70), long before a ends at 100.
+    let jobs = vec![share("a", 0, 500, 100), share("b", 0, 500, 50), share("c", 1, 500, 10), share("d", 2, 500, 10)];
+    let r = run("fifo", cluster(&[(1, 1, "A")]), jobs);
+    assert_eq!(schedule(&r), sched(&[("a", 0, 100), ("b", 0, 50), ("c", 50, 60), ("d", 60, 70)]));
+}
+
+#[test]
 fn a_failed_shared_gpu_fails_every_share_on_it() {
     // 1 x 1 GPU shared by a and b (0.5 each, 100 s). It fails at 10 (seen at once) and is back
     // at 50: both retry there with their 10 s of progress: 50 + 90 = 140.

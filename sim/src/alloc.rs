@@ -42,6 +42,8 @@ pub struct FreeGpus {
     /// room is offered to no new share. Shares stay on a GPU that goes out of service while
     /// their tasks are stopped, or while they are being released (`release.rs`).
     shared_out: BTreeSet<GpuId>,
+    /// Changes to what is free so far (see `generation`).
+    generation: u64,
 }
 
 /// One pool's nodes with free GPUs: `levels[f]` holds the nodes with exactly `f` free, by their
@@ -227,7 +229,17 @@ impl FreeGpus {
             shared_used: BTreeMap::new(),
             by_room: vec![BTreeSet::new(); cluster.pools().len()],
             shared_out: BTreeSet::new(),
+            generation: 0,
         }
+    }
+
+    /// A number that changes with every change to what is free (a GPU taken or freed, a
+    /// share's room, a shared GPU in or out of service): between two equal readings, every
+    /// shape that did not fit still does not. For a policy that remembers a task that found
+    /// no room (fifo's blocked head), instead of placing it again at a decision point that
+    /// freed nothing (an arrival).
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Milli-GPUs left on `gpu` if fractional tasks share it now.
@@ -263,6 +275,7 @@ impl FreeGpus {
             }
         };
         debug_assert!(used + milli <= WHOLE_GPU_MILLI, "{gpu} overcommitted");
+        self.generation += 1;
         self.shared_used.insert(gpu, used + milli);
         self.by_room[pool].insert((WHOLE_GPU_MILLI - used - milli, gpu));
     }
@@ -271,6 +284,7 @@ impl FreeGpus {
     pub(crate) fn release_share(&mut self, gpu: GpuId, milli: u32, usable: bool) {
         let pool = self.node_pool[self.gpu_node[gpu.index()].index()].index();
         let used = self.shared_used.remove(&gpu).expect("a share is held on this GPU");
+        self.generation += 1;
         self.by_room[pool].remove(&(WHOLE_GPU_MILLI - used, gpu));
         let left = used - milli;
         if left > 0 {
@@ -289,6 +303,7 @@ impl FreeGpus {
     /// share) or back into it. Nothing for a GPU nobody shares.
     pub(crate) fn set_shared_usable(&mut self, gpu: GpuId, usable: bool) {
         let Some(&used) = self.shared_used.get(&gpu) else { return };
+        self.generation += 1;
         let pool = self.node_pool[self.gpu_node[gpu.index()].index()].index();
         let entry = (WHOLE_GPU_MILLI - used, gpu);
         if usable {
@@ -481,6 +496,7 @@ impl FreeGpus {
         self.node_free[n] = new_free;
         self.pool_free[pool] = self.pool_free[pool] + new_free - old_free;
         self.total_free = self.total_free + new_free - old_free;
+        self.generation += 1;
     }
 
     /// Recomputes the indexes from the masks and compares: the invariant check.
@@ -615,6 +631,44 @@ mod tests {
                 assert_eq!(walked, within, "pool {}, {from:?}..{to:?}", p.name);
             }
         }
+    }
+
+    /// Every kind of change to what is free moves the generation on, each to a value not seen
+    /// before (a policy that remembered a task that found no room looks again after any of
+    /// them); looking changes nothing.
+    #[test]
+    fn every_change_to_what_is_free_moves_the_generation_on() {
+        let cluster = Cluster::new(&ClusterSpec { pools: vec![PoolSpec::of_type("A", 2, 2)] }).expect("valid");
+        let mut free = FreeGpus::all_free(&cluster);
+        let mut seen = vec![free.generation()];
+        let mut moved_on = |free: &FreeGpus, change: &str| {
+            assert!(!seen.contains(&free.generation()), "{change} left the generation at one seen before");
+            seen.push(free.generation());
+        };
+        let (g0, g1, g2) = (GpuId(0), GpuId(1), GpuId(2));
+        free.take(cluster.node_of(g0), g0);
+        moved_on(&free, "take");
+        free.release(cluster.node_of(g0), g0);
+        moved_on(&free, "release");
+        free.take_gang(&[g0, g1]).expect("free");
+        moved_on(&free, "take_gang");
+        free.release_gang(&[g0, g1]);
+        moved_on(&free, "release_gang");
+        free.take_share(g2, 300);
+        moved_on(&free, "take_share of a free GPU");
+        free.take_share(g2, 300);
+        moved_on(&free, "take_share of a shared GPU");
+        free.release_share(g2, 300, true);
+        moved_on(&free, "release_share leaving a share");
+        free.set_shared_usable(g2, false);
+        moved_on(&free, "a shared GPU out of service");
+        free.set_shared_usable(g2, true);
+        moved_on(&free, "a shared GPU back in service");
+        let before = free.generation();
+        let _ = (free.best_fit(PoolId(0), 1), free.can_share(g2, 100), free.shared_room(g2), free.total());
+        assert_eq!(free.generation(), before, "looking");
+        free.release_share(g2, 300, true);
+        moved_on(&free, "release_share of the last share");
     }
 
     /// One step of the gang proptest: take a gang (GPU ids, some past the cluster's, in a
