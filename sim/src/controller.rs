@@ -519,9 +519,7 @@ impl Controller {
         }
         self.running_changed(task, -1);
         self.allocated_mgpus -= gpus;
-        for &gpu in &placed {
-            self.unhold(gpu, task);
-        }
+        self.unhold(&placed, task);
         self.running_tasks -= 1;
         placed
     }
@@ -541,7 +539,7 @@ impl Controller {
             for &gpu in gpus {
                 self.free.release_share(gpu, milli, self.health.usable(gpu));
             }
-        } else if gpus.iter().all(|&g| self.health.usable(g)) {
+        } else if self.health.unusable_gpus() == 0 || gpus.iter().all(|&g| self.health.usable(g)) {
             self.free.release_gang(gpus);
         } else {
             let usable: Vec<GpuId> = gpus.iter().copied().filter(|&g| self.health.usable(g)).collect();
@@ -557,25 +555,31 @@ impl Controller {
         self.spare_lists.push(gpus);
     }
 
-    /// `task` now holds `gpu` (whole, or a share of it).
-    fn hold(&mut self, gpu: GpuId, task: TaskId) {
-        if self.tasks[task.index()].milli < WHOLE_GPU_MILLI {
-            self.sharers.entry(gpu).or_default().push(task);
-        } else {
-            self.owner[gpu.index()] = Some(task);
+    /// `task` now holds `gpus` (whole, or a share of its one GPU).
+    fn hold(&mut self, gpus: &[GpuId], task: TaskId) {
+        for &gpu in gpus {
+            if self.tasks[task.index()].milli < WHOLE_GPU_MILLI {
+                self.sharers.entry(gpu).or_default().push(task);
+            } else {
+                self.owner[gpu.index()] = Some(task);
+            }
         }
     }
 
-    /// `task` lets go of `gpu`.
-    fn unhold(&mut self, gpu: GpuId, task: TaskId) {
-        if let Some(sharing) = self.sharers.get_mut(&gpu) {
-            sharing.retain(|&t| t != task);
-            if sharing.is_empty() {
-                self.sharers.remove(&gpu);
+    /// `task` lets go of `gpus`. Only shares are among the sharers: a gang of whole GPUs
+    /// looks there for none of them.
+    fn unhold(&mut self, gpus: &[GpuId], task: TaskId) {
+        let shares = self.tasks[task.index()].milli < WHOLE_GPU_MILLI;
+        for &gpu in gpus {
+            if shares && let Some(sharing) = self.sharers.get_mut(&gpu) {
+                sharing.retain(|&t| t != task);
+                if sharing.is_empty() {
+                    self.sharers.remove(&gpu);
+                }
             }
-        }
-        if self.owner[gpu.index()] == Some(task) {
-            self.owner[gpu.index()] = None;
+            if self.owner[gpu.index()] == Some(task) {
+                self.owner[gpu.index()] = None;
+            }
         }
     }
 
@@ -674,15 +678,13 @@ impl Controller {
             }
         }
         // Started on hardware that is broken but not yet known to be: no progress from the start.
-        if gpus.iter().any(|&g| self.health.broken(g)) {
+        if self.health.broken_gpus() > 0 && gpus.iter().any(|&g| self.health.broken(g)) {
             t.stalled_since = self.now.into();
             let mgpus = t.mgpus();
             self.stalled_mgpus += mgpus;
         }
         t.first_start.get_or_insert(self.now);
-        for &gpu in &gpus {
-            self.hold(gpu, task);
-        }
+        self.hold(&gpus, task);
         let t = &self.tasks[task.index()];
         let (job, attempt, finish_at) = (t.job, t.attempt, t.finish_if_undisturbed());
         self.allocated_mgpus += t.mgpus();

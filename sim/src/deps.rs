@@ -142,13 +142,16 @@ impl Controller {
     pub(crate) fn arrive_tasks(&mut self, job: JobId) {
         for t in self.jobs[job.index()].tasks() {
             let window = self.spec_of(t).options().window;
-            if let Some(at) = window.not_before.filter(|&at| at > self.now) {
+            let opens = window.not_before.filter(|&at| at > self.now);
+            if let Some(at) = opens {
                 self.timers.push((at, Timer::Opens(t)));
             }
             if let Some(at) = window.not_after {
                 self.timers.push((at.max(self.now), Timer::Closes(t)));
             }
-            self.try_ready(t);
+            if opens.is_none() {
+                self.ready_if_unblocked(t);
+            }
         }
     }
 
@@ -178,7 +181,12 @@ impl Controller {
     /// Makes `task` ready if it is pending, met every dependency and its window is open.
     fn try_ready(&mut self, task: TaskId) -> bool {
         let open = self.spec_of(task).options().window.not_before.is_none_or(|at| at <= self.now);
-        if self.tasks[task.index()].status != TaskStatus::Pending || !open || self.dag.blocked(task) {
+        open && self.ready_if_unblocked(task)
+    }
+
+    /// `try_ready` for a task whose window is open.
+    fn ready_if_unblocked(&mut self, task: TaskId) -> bool {
+        if self.tasks[task.index()].status != TaskStatus::Pending || self.dag.blocked(task) {
             return false;
         }
         self.set_status(task, TaskStatus::Ready);
