@@ -153,7 +153,8 @@ impl WaitQueue {
         if tasks.first() == Some((key, task)) {
             tasks.pop_first();
             let next = tasks.first();
-            self.heads.replace(index, Some((key, task)), next);
+            // Nearly always a start, of a task at or near the front of the order.
+            self.heads.replace_near_front(index, (key, task), next);
         } else {
             tasks.remove((key, task));
         }
