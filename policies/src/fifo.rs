@@ -51,8 +51,8 @@ pub struct Fifo {
     /// Idle on every `idle_every`-th decision point; 0: never (plain fifo).
     idle_every: u64,
     decision_points: u64,
-    /// Strict, without queues: the head that last found no room, and the free GPUs'
-    /// generation then. Its room depends on nothing else (no quota to wait for, no GPUs to
+    /// The head that last found no room, and the free GPUs' generation then. Strict and
+    /// without queues, its room depends on nothing else (no quota to wait for, no GPUs to
     /// reclaim), so while both hold it still finds none: a decision point that freed nothing
     /// (an arrival behind it) places nothing.
     blocked: Option<(TaskId, u64)>,
@@ -109,13 +109,12 @@ impl Policy for Fifo {
                 return;
             };
             let blocked = Some((task, plan.free().generation()));
-            if !self.skip && self.blocked == blocked {
+            if !self.skip && view.queues().is_empty() && self.blocked == blocked {
                 return; // the head still finds no room: nothing was freed since it looked
             }
             if place_and_start(view, plan, self.placer, &mut self.waiting, task) == Placed::NoRoom {
-                // Strict: the head waits for GPUs, and so does everyone behind it.
-                self.blocked = if view.queues().is_empty() { blocked } else { None };
-                return;
+                self.blocked = blocked;
+                return; // strict: the head waits for GPUs, and so does everyone behind it
             }
         }
     }
