@@ -557,8 +557,9 @@ impl Controller {
 
     /// `task` now holds `gpus` (whole, or a share of its one GPU).
     fn hold(&mut self, gpus: &[GpuId], task: TaskId) {
+        let shares = self.tasks[task.index()].milli < WHOLE_GPU_MILLI;
         for &gpu in gpus {
-            if self.tasks[task.index()].milli < WHOLE_GPU_MILLI {
+            if shares {
                 self.sharers.entry(gpu).or_default().push(task);
             } else {
                 self.owner[gpu.index()] = Some(task);
