@@ -65,6 +65,22 @@ struct QueueLevels {
     since: SimTime,
 }
 
+impl QueueLevels {
+    /// A queue that holds all of the cluster's tasks (a lone queue): its levels are `cluster`'s.
+    fn all_of(cluster: &Levels, since: SimTime) -> QueueLevels {
+        QueueLevels {
+            allocated_mgpus: cluster.allocated_mgpus,
+            waiting: cluster.waiting,
+            running: cluster.running,
+            since,
+        }
+    }
+    /// No task waiting or running, nothing allocated: nothing to integrate.
+    fn idle(&self) -> bool {
+        self.allocated_mgpus == 0 && self.waiting == 0 && self.running == 0
+    }
+}
+
 /// A bucket's index and span `[start, end)`; empty (`start == end`) before the first lookup.
 #[derive(Debug, Clone, Copy, Default)]
 struct Current {
@@ -205,7 +221,7 @@ impl Series {
         }
         let from = self.integrated_to;
         self.integrated_to = now;
-        self.idle_when_time_moved = levels.allocated_mgpus == 0 && levels.waiting == 0 && levels.running == 0;
+        self.idle_when_time_moved = QueueLevels::all_of(levels, now).idle();
         self.spread(from, now, |b, ms| {
             b.allocated_mgpu_ms += levels.allocated_mgpus * ms;
             b.stalled_mgpu_ms += levels.stalled_mgpus * ms;
@@ -272,7 +288,7 @@ impl Series {
             return;
         }
         self.levels[queue].since = now;
-        if level.allocated_mgpus == 0 && level.waiting == 0 && level.running == 0 {
+        if level.idle() {
             self.reach(now); // nothing to add
             return;
         }
@@ -390,12 +406,7 @@ impl Series {
             };
         }
         let since = if self.origin.is_some() { self.integrated_to } else { self.levels[0].since };
-        self.levels[0] = QueueLevels {
-            allocated_mgpus: cluster.allocated_mgpus,
-            waiting: cluster.waiting,
-            running: cluster.running,
-            since,
-        };
+        self.levels[0] = QueueLevels::all_of(cluster, since);
     }
 
     /// Grows the bucket tables so that bucket `index` exists.
