@@ -29,9 +29,9 @@ use crate::tally::{ALL_STATES, Tally};
 use crate::wire::{Assignment, JobRequest, Refusal};
 use serde::{Deserialize, Serialize};
 use sim::{
-    Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DatasetSpec, Datasets, DecisionRecord, Engine,
-    FailureConfig, GpuId, JobId, JobOutcome, JobSpec, NodeId, Policy, QueueSpec, Queues, SimDuration, SimTime, TaskId,
-    TaskStatus, Workload,
+    Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DatasetSpec, Datasets, DecisionRecord, DepKind,
+    Engine, FailureConfig, GpuId, JobId, JobOutcome, JobSpec, NodeId, Policy, QueueSpec, Queues, SimDuration, SimTime,
+    TaskId, TaskStatus, Workload,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -700,7 +700,7 @@ impl Driver {
     /// `registry`) and settings: its decisions are the session's (a check anyone can run on a
     /// journal).
     pub fn replay_in_simulator(&self, registry: &policies::Registry) -> Result<sim::RunResult, String> {
-        let trace = self.trace();
+        let trace = self.trace()?;
         let scenario = sim::Scenario::new(self.cluster.clone(), trace.workload)
             .with_events(trace.events)
             .and_then(|s| s.with_queues(&trace.queues))
@@ -717,7 +717,7 @@ impl Driver {
     /// work; a cancelled job has its `cancel_s`, and its tasks that never ended get a duration
     /// longer than all they ran (their real one is unknown; it was at least that), so that the
     /// replay cancels them too instead of finishing them first.
-    pub fn trace(&self) -> traces::Trace {
+    pub fn trace(&self) -> Result<traces::Trace, String> {
         let fastest = self.cluster.pools().iter().map(|p| u64::from(p.speed_milli)).max().unwrap_or(1000);
         let jobs: Vec<JobSpec> = self
             .units
@@ -745,18 +745,33 @@ impl Driver {
                             t.work = state.work + SimDuration(1);
                         }
                     }
+                    met_at_the_end(&mut spec);
                 }
                 spec
             })
             .collect();
-        traces::Trace {
-            workload: Workload::new(jobs).expect("live units are valid jobs"),
+        Ok(traces::Trace {
+            workload: Workload::new(jobs).map_err(|e| format!("the session as a trace: {e}"))?,
             cluster: Some(self.spec.clone()),
             events: self.trace_events.clone(),
             queues: self.queue_specs.clone(),
             datasets: self.dataset_specs.clone(),
             notes: Vec::new(),
             recorded_starts: Default::default(),
+        })
+    }
+}
+
+/// A `data=` point past its upstream's real work (the process ended before it got there, or
+/// failed) was met at the upstream's success, or never: in the trace it is that edge, a
+/// `success` one, not a point no workload accepts.
+fn met_at_the_end(spec: &mut JobSpec) {
+    let works: Vec<SimDuration> = spec.tasks.iter().map(|t| t.work).collect();
+    for task in spec.tasks.iter_mut() {
+        for dep in task.deps.iter_mut() {
+            if matches!(dep.kind, DepKind::Data(point) if point > works[dep.upstream]) {
+                dep.kind = DepKind::Success;
+            }
         }
     }
 }
@@ -853,7 +868,7 @@ mod tests {
         let exits = (1..3).map(|t| Input::Exit { task: t, attempt: 1, code: 0 }).collect();
         d.apply(batch(900, exits)).unwrap();
         // The trace carries the queues, and the replay keeps within them too.
-        assert_eq!(d.trace().queues.iter().map(|q| q.name.as_str()).collect::<Vec<_>>(), ["team", "other"]);
+        assert_eq!(d.trace().unwrap().queues.iter().map(|q| q.name.as_str()).collect::<Vec<_>>(), ["team", "other"]);
         assert_eq!(live(&d), simulated(&d));
     }
 
@@ -910,7 +925,7 @@ mod tests {
             live(&d).into_iter().filter(|l| l.1 == "start").map(|l| (l.0, l.2, l.4)).collect();
         assert_eq!(starts, [(10, 0, vec![0]), (10, 0, vec![0]), (10, 1, vec![2]), (1010, 2, vec![1])]);
         // The trace says all of it, and the simulator makes the same decisions from it.
-        let trace = d.trace();
+        let trace = d.trace().unwrap();
         let jobs = trace.workload.jobs();
         assert_eq!(jobs[0].deadline.get(), Some(SimDuration(60_000)));
         assert_eq!(jobs[0].tasks[1].options().speeds.get("SIM"), Some(&2000));
@@ -935,7 +950,7 @@ mod tests {
         assert_eq!((d.job_state(0), d.job_state(1)), ("running", "waiting"));
         d.apply(batch(900, vec![Input::Exit { task: 0, attempt: 2, code: 0 }])).unwrap();
         d.apply(batch(1200, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
-        let priorities: Vec<i32> = d.trace().workload.jobs().iter().map(|j| j.priority).collect();
+        let priorities: Vec<i32> = d.trace().unwrap().workload.jobs().iter().map(|j| j.priority).collect();
         assert_eq!(priorities, [0, 0, 5]);
         assert_eq!(live(&d), simulated(&d));
     }
@@ -1029,7 +1044,7 @@ mod tests {
         d.apply(batch(1200, vec![Input::Exit { task: 3, attempt: 1, code: 0 }])).unwrap();
         assert_eq!(d.job_state(1), "succeeded");
         // The trace carries the non-zero exit (train ran 400 ms), and the replay fails it too.
-        let trace = d.trace();
+        let trace = d.trace().unwrap();
         let train = &trace.workload.jobs()[0].tasks[1];
         assert_eq!((train.exit_code, train.work), (3, SimDuration(400)));
         assert_eq!(live(&d), simulated(&d));
@@ -1039,6 +1054,31 @@ mod tests {
             again.apply(b).unwrap();
         }
         assert_eq!(live(&again), live(&d));
+    }
+
+    /// A `data=` dependency whose upstream ended before its data point (it did less work
+    /// than its estimate, or failed): the live Controller met the edge at the upstream's
+    /// success (or never, on failure), and the session's trace must say the same, not a data
+    /// point past the upstream's whole work (which no workload accepts).
+    #[test]
+    fn a_data_dependency_whose_upstream_ended_early_exports_and_replays() {
+        for code in [0, 1] {
+            let mut d = Driver::new(config("1x2", "fifo")).unwrap();
+            d.apply(d.start_batch()).unwrap();
+            let mut p = job("p", &[("prep", 1, &[]), ("train", 1, &["prep:data=30"])]);
+            p.tasks[0].estimate_s = Some(60.into());
+            d.apply(batch(10, vec![Input::submit(p)])).unwrap();
+            d.apply(batch(1010, vec![Input::Exit { task: 0, attempt: 1, code }])).unwrap();
+            let train = d.task_status(TaskId(1));
+            assert_eq!(train, if code == 0 { TaskStatus::Running } else { TaskStatus::Skipped });
+            if code == 0 {
+                d.apply(batch(1500, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
+            }
+            let trace = d.trace().unwrap();
+            let edge = &trace.workload.jobs()[0].tasks[1].deps[0];
+            assert_eq!((edge.upstream, edge.kind), (0, sim::DepKind::Success), "exit {code}");
+            assert_eq!(live(&d), simulated(&d), "exit {code}");
+        }
     }
 
     #[test]
@@ -1052,7 +1092,7 @@ mod tests {
         d.apply(batch(800, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
         d.apply(batch(1300, vec![Input::Exit { task: 3, attempt: 1, code: 0 }])).unwrap();
         assert_eq!(d.job_state(0), "succeeded");
-        let trace = d.trace();
+        let trace = d.trace().unwrap();
         assert_eq!(trace.workload.jobs()[0].tasks[3].deps.len(), 2);
         assert_eq!(live(&d), simulated(&d));
     }
@@ -1090,7 +1130,7 @@ mod tests {
         assert_eq!((a.len(), a[0].attempt), (1, 2));
         d.apply(batch(1500, vec![Input::Exit { task: 0, attempt: 2, code: 0 }, Input::Beat { node: 0 }])).unwrap();
         assert_eq!(d.job_state(0), "succeeded");
-        let trace = d.trace();
+        let trace = d.trace().unwrap();
         assert!(
             trace.events.iter().any(|e| matches!(e, ClusterEvent::GpuFail { repair: Some(r), .. } if r.as_ms() == 700))
         );
@@ -1135,7 +1175,7 @@ mod tests {
         d.apply(batch(50, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
         // The trace says when each was cancelled; a ran 20 ms of its assumed hour, so its
         // duration stays the hour, and the replay cancels it at 30 as live mode did.
-        let trace = d.trace();
+        let trace = d.trace().unwrap();
         let cancels: Vec<Option<u64>> =
             trace.workload.jobs().iter().map(|j| j.cancel.get().map(SimTime::as_ms)).collect();
         assert_eq!(cancels, [Some(30), None, Some(40)]);
@@ -1154,7 +1194,7 @@ mod tests {
         d.apply(d.start_batch()).unwrap();
         d.apply(batch(10, vec![Input::submit(job("a", &[("0", 1, &[])]))])).unwrap();
         d.apply(batch(510, vec![Input::Cancel { job: 0 }])).unwrap();
-        let work = d.trace().workload.jobs()[0].tasks[0].work;
+        let work = d.trace().unwrap().workload.jobs()[0].tasks[0].work;
         assert!(work > SimDuration(500), "{work}");
         assert_eq!(live(&d), simulated(&d));
     }

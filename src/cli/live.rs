@@ -396,7 +396,7 @@ pub fn run(command: LiveCommand) -> CliResult {
             let config = store.config()?.ok_or_else(|| format!("{}: no coordinator state here", a.state.display()))?;
             let driver = Driver::replay_with(config, super::registry(), store.batches()?)?;
             write_journal(&driver, &a.out)?;
-            emit(format!("wrote {} ({} jobs)\n", a.out.display(), driver.trace().workload.len()))
+            emit(format!("wrote {} ({} jobs)\n", a.out.display(), driver.trace()?.workload.len()))
         }
     }
 }

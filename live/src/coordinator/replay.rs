@@ -24,7 +24,7 @@ pub struct JournalSnapshot {
 }
 
 pub fn journal_snapshot(driver: &Driver, dir: &Path) -> Result<Option<JournalSnapshot>, String> {
-    let trace = driver.trace();
+    let trace = driver.trace()?;
     if trace.workload.is_empty() {
         return Ok(None);
     }
