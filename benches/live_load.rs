@@ -200,5 +200,5 @@ fn status(bencher: divan::Bencher, at: &str) {
 #[divan::bench(args = AT, sample_count = 20, sample_size = 1)]
 fn journal_snapshot(bencher: divan::Bencher, at: &str) {
     let session = Session::after(history(at) + 1000);
-    bencher.bench_local(|| session.driver.trace().workload.len());
+    bencher.bench_local(|| session.driver.trace().map(|t| t.workload.len()));
 }

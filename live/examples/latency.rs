@@ -73,7 +73,7 @@ fn main() {
     // the whole session written again as a trace (every heartbeat a row of events.csv).
     let dir = std::env::temp_dir().join(format!("schedlab-latency-journal-{}", std::process::id()));
     let started = Instant::now();
-    let trace = d.trace();
+    let trace = d.trace().expect("the session as a trace");
     println!(
         "journal: the session as a trace in memory ({} events) took {:.1} ms",
         trace.events.len(),

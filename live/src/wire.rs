@@ -349,6 +349,7 @@ pub const STALE_GENERATION: &str = "stale coordinator generation";
 
 /// One attempt's process ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ExitReport {
     pub task: u32,
     pub attempt: u32,
@@ -434,6 +435,7 @@ pub struct GpuReturned {
 
 /// One GPU as its agent's backend sees it now (registered, and reported in heartbeats).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GpuInfo {
     /// The driver's index (the order `nvidia-smi` lists).
     pub index: u32,
@@ -449,6 +451,7 @@ pub struct GpuInfo {
 
 /// Something wrong with a GPU.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum HealthEvent {
     /// A critical XID error (NVML event set); `code` is the XID (e.g. 79: fell off the bus).
@@ -479,6 +482,7 @@ impl std::fmt::Display for HealthEvent {
 
 /// A process holding a compute context on a GPU.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GpuProcess {
     pub uuid: String,
     pub pid: u32,

@@ -287,14 +287,19 @@ impl Coordinator {
         let routed = Routed::new(&call);
         let mutual_tls = self.tls.as_ref().is_some_and(|(_, _, mutual)| *mutual);
         let answered = match routed.check_access(mutual_tls) {
-            Ok(()) => routed.answer(self),
-            Err(Denied { who, reason }) => Err(Refusal { status: 403, ..self.refuse(&who, reason) }),
+            Ok(()) => routed.answer(self, mutual_tls),
+            Err(denied) => Err(self.denied(denied)),
         };
         let answer = answered.unwrap_or_else(|r| {
             self.log(format!("{} {}: refused: {}", call.method, call.url, r.reason));
             routed.refused(&r)
         });
         call.send(answer);
+    }
+
+    /// A call denied for who made it: refused (recorded) with 403.
+    pub(crate) fn denied(&self, Denied { who, reason }: Denied) -> Refusal {
+        Refusal { status: 403, ..self.refuse(&who, reason) }
     }
 
     fn internal(e: String) -> Refusal {

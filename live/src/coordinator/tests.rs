@@ -290,3 +290,49 @@ fn a_restarted_coordinator_keeps_its_application_xids() {
     assert!(e.contains("was created with --app-xids 94;"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An agent's token acts for its own agent only, whatever else the body holds: a field the
+/// handler ignores that a loose parse cannot read (a lone surrogate, a number past f64, deep
+/// nesting) must not let n0's token register another agent or report for one.
+#[test]
+fn an_agents_token_cannot_act_for_another_through_a_body_a_loose_parse_cannot_read() {
+    let dir = state_dir("impersonation");
+    let mut c = open(&dir, None).unwrap();
+    let generation = c.generation;
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let gpu = r#"{"index":0,"uuid":"GPU-x","name":"SIM","memory_total_mib":1,"memory_used_mib":0,"utilisation_pct":0,"temperature_c":30}"#;
+    let bodies = [
+        format!(r#"{{"name":"ghost","addr":"127.0.0.1","gpus":[{gpu}],"fresh":true,"node":0,"x":"\ud800"}}"#),
+        format!(
+            r#"{{"name":"ghost","addr":"127.0.0.1","gpus":[{}],"fresh":true}}"#,
+            gpu.replace('}', r#","x":1e400}"#)
+        ),
+        format!(r#"{{"name":"n1","exits":[{{"task":0,"attempt":1,"code":0,"x":{deep}}}],"generation":{generation}}}"#),
+        format!(
+            r#"{{"name":"n1","exits":[{{"task":0,"attempt":1,"code":0,"x":"\ud800"}}],"generation":{generation}}}"#
+        ),
+    ];
+    for (i, body) in bodies.iter().enumerate() {
+        let url = if i < 2 { "/v1/agents/register" } else { "/v1/agents/heartbeat" };
+        let principal = crate::net::auth::Principal::Agent("n0".into());
+        let (call, answer) = crate::net::http::Call::for_test_as(Method::Post, url, body.as_bytes(), None, principal);
+        c.handle(call);
+        let answer = answer.recv().unwrap();
+        let text = String::from_utf8_lossy(&answer.body).to_string();
+        assert!(matches!(answer.status, 400 | 403), "body {i}: {} {text}", answer.status);
+    }
+    assert!(c.agents.is_empty(), "{:?}", c.agents.keys().collect::<Vec<_>>());
+    // A well-formed body for another agent is refused too, with the reason, and recorded.
+    let body = format!(r#"{{"name":"n1","generation":{generation}}}"#);
+    let principal = crate::net::auth::Principal::Agent("n0".into());
+    let (call, answer) =
+        crate::net::http::Call::for_test_as(Method::Post, "/v1/agents/heartbeat", body.as_bytes(), None, principal);
+    c.handle(call);
+    let answer = answer.recv().unwrap();
+    assert_eq!(answer.status, 403);
+    assert!(
+        String::from_utf8_lossy(&answer.body).contains("agent `n0`'s token cannot act for agent `n1`"),
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+}

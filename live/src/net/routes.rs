@@ -80,8 +80,8 @@ pub(crate) static ROUTES: &[Route] = &[
     route(Post, "/v1/gpus/{uuid}/return", User, |c, r| c.return_gpu(r.param("uuid")).map(json)),
     route(Get, "/v1/decisions", User, |c, _| ok(c.decisions_json())),
     route(Get, "/metrics", User, |c, _| Ok(Answer::text(CONTENT_TYPE, c.metrics_text()))),
-    route(Post, "/v1/agents/register", Agent(Named::Body), |c, r| c.register(r.json()?).map(json)),
-    route(Post, "/v1/agents/heartbeat", Agent(Named::Body), |c, r| c.heartbeat(r.json()?).map(json)),
+    route(Post, "/v1/agents/register", Agent(Named::Body), |c, r| c.register(r.agent_json(c)?).map(json)),
+    route(Post, "/v1/agents/heartbeat", Agent(Named::Body), |c, r| c.heartbeat(r.agent_json(c)?).map(json)),
     route(Get, "/v1/agents/{name}/assignments", Agent(Named::Path), |c, r| {
         c.assignments(r.param("name"), r.query_u64("generation").unwrap_or(0)).map(json)
     }),
@@ -117,6 +117,55 @@ pub(crate) struct Request<'a> {
     params: Vec<(&'static str, &'a str)>,
     url: &'a str,
     body: &'a [u8],
+    access: Access<'a>,
+}
+
+/// A body that names the agent it is for (the JSON's `name`).
+pub(crate) trait AgentBody: serde::de::DeserializeOwned {
+    fn agent(&self) -> &str;
+}
+
+impl AgentBody for crate::wire::RegisterRequest {
+    fn agent(&self) -> &str {
+        &self.name
+    }
+}
+
+impl AgentBody for crate::wire::HeartbeatRequest {
+    fn agent(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Who made a call (its token, its certificate) and whether the coordinator runs mutual TLS:
+/// what decides whether it may act for an agent.
+#[derive(Clone, Copy)]
+struct Access<'a> {
+    call: &'a Call,
+    mutual_tls: bool,
+}
+
+impl Access<'_> {
+    /// Whether the call may act for agent `claimed`: its token is that agent's, and under
+    /// mutual TLS its certificate was issued for that name (`live issue-cert --name NAME`): a
+    /// user's certificate, or another agent's, cannot act as an agent and be given its tasks.
+    fn acts_for(&self, path: &str, claimed: &str) -> Result<(), Denied> {
+        if let Principal::Agent(name) = &self.call.principal
+            && name != claimed
+        {
+            let reason = format!("{path}: agent `{name}`'s token cannot act for agent `{claimed}`");
+            return Err(Denied { who: name.clone(), reason });
+        }
+        match &self.call.client_cert {
+            Some(cert) if self.mutual_tls && !crate::net::tls::certificate_is_for(cert, claimed) => {
+                let reason = format!(
+                    "{path}: the client certificate is not for agent `{claimed}` (under mutual TLS an agent shows one issued for its name: live issue-cert --name {claimed})"
+                );
+                Err(Denied { who: claimed.to_string(), reason })
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 impl<'a> Request<'a> {
@@ -136,6 +185,17 @@ impl<'a> Request<'a> {
     /// The body, as the JSON of a `T`.
     pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, Refusal> {
         serde_json::from_slice(self.body).map_err(|e| Refusal::bad(format!("malformed request body: {e}")))
+    }
+
+    /// The body of an agent's call, as the JSON of a `T`, if the caller may act for the agent
+    /// it names: the name checked is the one this very parse gives the handler, so no body
+    /// can read as one agent to the check and as another to the handler (a refusal is
+    /// recorded as `coordinator` records every denied call).
+    pub fn agent_json<T: AgentBody>(&self, coordinator: &Coordinator) -> Result<T, Refusal> {
+        let body: T = self.json()?;
+        let path = self.url.split('?').next().unwrap_or("");
+        self.access.acts_for(path, body.agent()).map_err(|d| coordinator.denied(d))?;
+        Ok(body)
     }
 }
 
@@ -172,40 +232,29 @@ impl<'c> Routed<'c> {
         self.routes.first().map(|r| r.caller)
     }
 
-    /// Whether the call may reach its route: under mutual TLS (`mutual_tls`), its certificate
-    /// (see [`Routed::check_identity`]); then its token's role (see [`Routed::check_role`]).
+    /// Whether the call may reach its route: under mutual TLS (`mutual_tls`), a certificate;
+    /// its token's role (see [`Routed::check_role`]); and for a route naming its agent in the
+    /// path, that it may act for that agent. A route naming its agent in the body checks that
+    /// in the handler's own typed parse ([`Request::agent_json`]).
     pub fn check_access(&self, mutual_tls: bool) -> Result<(), Denied> {
-        if mutual_tls {
-            self.check_identity()?;
-        }
-        self.check_role()
-    }
-
-    /// Under mutual TLS, every call must have come through the TLS relay with a certificate
-    /// (not straight to the plain front's loopback port), and a call on an agent's behalf
-    /// with a certificate for that agent's name (`live issue-cert --name NAME`): a user's
-    /// certificate, or another agent's, cannot act as an agent and be given its tasks.
-    fn check_identity(&self) -> Result<(), Denied> {
         let path = self.path;
-        let Some(cert) = &self.call.client_cert else {
+        if mutual_tls && self.call.client_cert.is_none() {
             let reason =
                 format!("{path}: no client certificate (under mutual TLS every call comes over https with one)");
             return Err(Denied { who: "a client".into(), reason });
-        };
-        // A call for no agent, or with a body without a name (refused by the handler itself,
-        // with the reason), has nothing more to check.
-        let Some(agent) = self.claimed_agent() else { return Ok(()) };
-        if crate::net::tls::certificate_is_for(cert, &agent) {
-            return Ok(());
         }
-        let reason = format!(
-            "{path}: the client certificate is not for agent `{agent}` (under mutual TLS an agent shows one issued for its name: live issue-cert --name {agent})"
-        );
-        Err(Denied { who: agent, reason })
+        self.check_role()?;
+        match self.caller() {
+            Some(Agent(Named::Path)) => {
+                let claimed = self.params.iter().find(|(n, _)| *n == "name").map_or("", |(_, v)| v);
+                Access { call: self.call, mutual_tls }.acts_for(path, claimed)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Every path has one caller: a user's token cannot act as an agent, nor an agent's as a
-    /// user or as another agent.
+    /// user (which agent it may act for is [`Access::acts_for`]'s question).
     fn check_role(&self) -> Result<(), Denied> {
         let Some(caller) = self.caller() else { return Ok(()) };
         let path = self.path;
@@ -219,30 +268,13 @@ impl<'c> Routed<'c> {
                     "{path}: agent `{name}`'s token is for its agent's calls only (register, heartbeat, assignments)"
                 )
             }
-            (Principal::Agent(name), Agent(_)) => match self.claimed_agent() {
-                Some(claimed) if claimed != *name => {
-                    format!("{path}: agent `{name}`'s token cannot act for agent `{claimed}`")
-                }
-                _ => return Ok(()),
-            },
+            (Principal::Agent(_), Agent(_)) => return Ok(()),
         };
         let who = match &self.call.principal {
             Principal::User => "a user".to_string(),
             Principal::Agent(name) => name.clone(),
         };
         Err(Denied { who, reason })
-    }
-
-    /// The agent a call to an agent's endpoint is made for, named where its route says.
-    fn claimed_agent(&self) -> Option<String> {
-        match self.caller()? {
-            User => None,
-            Agent(Named::Body) => {
-                let body = serde_json::from_slice::<Value>(&self.call.body).ok()?;
-                body.get("name")?.as_str().map(str::to_string)
-            }
-            Agent(Named::Path) => self.params.iter().find(|(n, _)| *n == "name").map(|(_, v)| v.to_string()),
-        }
     }
 
     /// The route of the call's method: 404 for a path the API does not have, 405 for a method
@@ -257,9 +289,10 @@ impl<'c> Routed<'c> {
     }
 
     /// The call's answer, by its route's handler.
-    pub fn answer(&self, coordinator: &mut Coordinator) -> Result<Answer, Refusal> {
+    pub fn answer(&self, coordinator: &mut Coordinator, mutual_tls: bool) -> Result<Answer, Refusal> {
         let route = self.route()?;
-        let request = Request { params: self.params.clone(), url: &self.call.url, body: &self.call.body };
+        let access = Access { call: self.call, mutual_tls };
+        let request = Request { params: self.params.clone(), url: &self.call.url, body: &self.call.body, access };
         (route.handler)(coordinator, &request)
     }
 
@@ -399,9 +432,8 @@ mod tests {
         assert!(e.starts_with("403 a user: /v1/agents/heartbeat: a user token cannot act as an agent"), "{e}");
         let e = routed(Get, "/metrics", "", agent("n0")).unwrap_err();
         assert!(e.starts_with("403 n0: /metrics: agent `n0`'s token is for its agent's calls only"), "{e}");
-        // Named in the body, or in the path: another agent's name is refused either way.
-        let e = routed(Post, "/v1/agents/register", body, agent("n1")).unwrap_err();
-        assert_eq!(e, "403 n1: /v1/agents/register: agent `n1`'s token cannot act for agent `n0`");
+        // Named in the path: another agent's name is refused here (named in the body, by the
+        // handler's typed parse: the coordinator's tests).
         let e = routed(Get, "/v1/agents/n0/assignments", "", agent("n1")).unwrap_err();
         assert_eq!(e, "403 n1: /v1/agents/n0/assignments: agent `n1`'s token cannot act for agent `n0`");
         // The role is the path's, whatever the method.
