@@ -202,3 +202,31 @@ fn journal_snapshot(bencher: divan::Bencher, at: &str) {
     let session = Session::after(history(at) + 1000);
     bencher.bench_local(|| session.driver.trace().map(|t| t.workload.len()));
 }
+
+/// The body of the largest job the API takes (issue 32): 10,000 tasks, each but the first
+/// few depending on the 8 before it (79,964 `depends_on` entries, about 1 MiB).
+fn big_dag_body() -> String {
+    let tasks: Vec<String> = (0..10_000)
+        .map(|t: usize| {
+            let deps: Vec<String> = (1..=8.min(t)).map(|k| format!("\"t{}\"", t - k)).collect();
+            format!(r#"{{"name":"t{t}","command":"true","depends_on":[{}]}}"#, deps.join(","))
+        })
+        .collect();
+    format!(r#"{{"name":"big","tasks":[{}]}}"#, tasks.join(","))
+}
+
+/// What the coordinator's thread spends on the largest job before its answer: the body parsed
+/// and the job checked (`accept`); resent under a name already taken (`taken_name`).
+#[divan::bench(args = ["accept", "taken_name"], sample_count = 5, sample_size = 1)]
+fn submit_big_dag(bencher: divan::Bencher, case: &str) {
+    let body = big_dag_body();
+    let mut session = Session::new();
+    if case == "taken_name" {
+        let job: JobRequest = serde_json::from_str(&body).expect("a valid job");
+        session.apply(vec![Input::submit(job)]);
+    }
+    bencher.bench_local(|| {
+        let job: JobRequest = serde_json::from_str(&body).expect("a valid job");
+        session.driver.check_submission(&job).map(|spec| spec.tasks.len()).map_err(|r| r.status)
+    });
+}

@@ -331,11 +331,14 @@ impl Driver {
 
     /// Checks what a submission needs from the driver's state: a unique name, estimates when
     /// the policy reads them.
-    pub fn check_submission(&self, job: &JobRequest) -> Result<(), Refusal> {
-        let spec = job.to_spec(SimTime::ZERO, self.default_work())?;
+    /// The name first: a job resent under a taken name is refused before it costs anything.
+    /// The job as the Controller would run it if submitted at time 0 (what the admission
+    /// checks read).
+    pub fn check_submission(&self, job: &JobRequest) -> Result<JobSpec, Refusal> {
         if self.names.contains_key(&job.name) {
             return Err(Refusal::new(409, format!("a job named `{}` was already submitted", job.name)));
         }
+        let spec = job.to_spec(SimTime::ZERO, self.default_work())?;
         if let Some(queue) = job.queue.as_deref().filter(|q| !self.queues.is_empty() && self.queues.find(q).is_none()) {
             let names: Vec<&str> = self.queues.iter().map(|(_, q)| q.name.as_str()).collect();
             return Err(Refusal::bad(format!(
@@ -365,7 +368,7 @@ impl Driver {
                 names.join(", ")
             )));
         }
-        Ok(())
+        Ok(spec)
     }
 
     /// Applies `batch`, first applying on their own the deadlines, wake-ups and releases due
@@ -1079,6 +1082,42 @@ mod tests {
             assert_eq!((edge.upstream, edge.kind), (0, sim::DepKind::Success), "exit {code}");
             assert_eq!(live(&d), simulated(&d), "exit {code}");
         }
+    }
+
+    /// A name already taken is the first thing checked (409): a resent job costs nothing
+    /// before its refusal, whatever it holds.
+    #[test]
+    fn a_taken_name_is_refused_before_the_rest_of_the_job_is_checked() {
+        let mut d = Driver::new(config("1x2", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::submit(job("a", &[("0", 1, &[])]))])).unwrap();
+        let invalid = job("a", &[("0", 0, &["nowhere"])]);
+        assert_eq!(d.check_submission(&invalid).unwrap_err().status, 409);
+    }
+
+    /// A start window is seconds after submission, and the trace holds it as a time: a window
+    /// the trace cannot hold (past 10^12 s) is refused at the API, not accepted and then
+    /// failing every journal write.
+    #[test]
+    fn a_window_the_trace_cannot_hold_is_refused_at_submission() {
+        let mut d = Driver::new(config("1x2", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        for field in ["not_before_s", "not_after_s"] {
+            let text = format!(r#"{{"name":"w","tasks":[{{"name":"0","command":"true","{field}":1000000000000}}]}}"#);
+            let far: JobRequest = serde_json::from_str(&text).unwrap();
+            let refused = d.check_submission(&far).unwrap_err();
+            assert_eq!(refused.status, 400, "{field}");
+            assert!(refused.reason.contains(field), "{field}: {}", refused.reason);
+        }
+        // The longest window taken is held by the trace of a session at any time it can reach.
+        let text = r#"{"name":"w","tasks":[{"name":"0","command":"true","not_after_s":1000000000}]}"#;
+        let far: JobRequest = serde_json::from_str(text).unwrap();
+        d.check_submission(&far).unwrap();
+        d.apply(batch(20, vec![Input::submit(far)])).unwrap();
+        let trace = d.trace().unwrap();
+        let dir = std::env::temp_dir().join(format!("schedlab-far-window-{}", std::process::id()));
+        traces::write_trace_dir(&trace, &dir).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

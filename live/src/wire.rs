@@ -3,7 +3,7 @@
 //! never a panic.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// `POST /v1/jobs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -176,6 +176,11 @@ pub fn check_name(what: &str, name: &str) -> Result<(), Refusal> {
     }
 }
 
+/// The longest start window, in seconds after submission. A window is a time in the session's
+/// trace, which holds times up to 10^12 s ([`traces::timeparse::MAX_SECONDS`]): this bound leaves room for
+/// any session's clock, so an accepted window is one the journal can always write.
+pub const MAX_WINDOW_S: u64 = 1_000_000_000;
+
 /// `n` seconds, in milliseconds, at least `min_ms`; refused naming `owner` (the job or task),
 /// the field and what was expected.
 fn seconds_ms(owner: &str, field: &str, n: &serde_json::Number, min_ms: u64) -> Result<u64, Refusal> {
@@ -203,14 +208,16 @@ impl JobRequest {
         if self.tasks.len() > 10_000 {
             return Err(Refusal::bad(format!("job `{}` has {} tasks; at most 10,000", self.name, self.tasks.len())));
         }
-        let mut names = BTreeSet::new();
-        for t in &self.tasks {
+        // Each task's index by its name, made once: a dependency is found in O(log n), so a
+        // job costs O(size log size) to check whatever the shape of its DAG.
+        let mut names = BTreeMap::new();
+        for (i, t) in self.tasks.iter().enumerate() {
             check_name("task name", &t.name)?;
-            if !names.insert(t.name.as_str()) {
+            if names.insert(t.name.as_str(), i).is_some() {
                 return Err(Refusal::bad(format!("job `{}`: two tasks are named `{}`", self.name, t.name)));
             }
         }
-        let index = |name: &str| self.tasks.iter().position(|t| t.name == name);
+        let index = |name: &str| names.get(name).copied();
         let tasks = self.tasks.iter().map(|t| t.to_spec(submit, default_work, index)).collect::<Result<_, _>>()?;
         let owner = format!("job `{}`", self.name);
         let deadline = self.deadline_s.as_ref().map(|n| seconds_ms(&owner, "deadline_s", n, 1)).transpose()?;
@@ -255,9 +262,16 @@ impl TaskRequest {
         };
         let estimate = seconds("estimate_s", &self.estimate_s, 1)?.map(sim::SimDuration);
         let after_submit = |ms: u64| sim::SimTime(submit.as_ms() + ms);
+        let window_s = |field: &str, n: &Option<serde_json::Number>| match seconds(field, n, 0)? {
+            Some(ms) if ms > MAX_WINDOW_S * 1000 => Err(Refusal::bad(format!(
+                "task `{name}`: {field} {}: expected at most {MAX_WINDOW_S} s (about 31 years) after submission",
+                n.as_ref().map(|n| n.to_string()).unwrap_or_default()
+            ))),
+            ms => Ok(ms.map(after_submit)),
+        };
         let window = sim::Window {
-            not_before: seconds("not_before_s", &self.not_before_s, 0)?.map(after_submit),
-            not_after: seconds("not_after_s", &self.not_after_s, 0)?.map(after_submit),
+            not_before: window_s("not_before_s", &self.not_before_s)?,
+            not_after: window_s("not_after_s", &self.not_after_s)?,
         };
         if let (Some(b), Some(a)) = (window.not_before, window.not_after)
             && a < b

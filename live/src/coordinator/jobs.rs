@@ -5,14 +5,12 @@ use super::Coordinator;
 use crate::driver::Input;
 use crate::wire::{GpuReturned, JobRequest, Refusal};
 use serde_json::{Value, json};
-use sim::SimTime;
 
 impl Coordinator {
     /// `POST /v1/jobs`: a job admitted (or refused, 400, with the reason) and journaled.
     pub(crate) fn submit(&mut self, job: JobRequest) -> Result<(u16, Value), Refusal> {
-        self.driver.check_submission(&job)?;
+        let spec = self.driver.check_submission(&job)?;
         super::admission::check_queue(&job, !self.driver.config().queues.trim().is_empty())?;
-        let spec = job.to_spec(SimTime::ZERO, sim::SimDuration(1))?;
         if let Some(reason) = super::admission::never_fits(self.driver.cluster(), &spec) {
             return Err(Refusal::bad(format!("job `{}`: {reason}", job.name)));
         }
