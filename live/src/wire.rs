@@ -181,6 +181,10 @@ pub fn check_name(what: &str, name: &str) -> Result<(), Refusal> {
 /// any session's clock, so an accepted window is one the journal can always write.
 pub const MAX_WINDOW_S: u64 = 1_000_000_000;
 
+/// The longest command: the agent runs it as one argument of `sh -c`, and Linux refuses an
+/// argument of 128 KiB or more (MAX_ARG_STRLEN) with E2BIG, which the node saw as exit 127.
+pub const MAX_COMMAND_BYTES: usize = 128 * 1024 - 1;
+
 /// `n` seconds, in milliseconds, at least `min_ms`; refused naming `owner` (the job or task),
 /// the field and what was expected.
 fn seconds_ms(owner: &str, field: &str, n: &serde_json::Number, min_ms: u64) -> Result<u64, Refusal> {
@@ -246,6 +250,13 @@ impl TaskRequest {
         let name = self.name.as_str();
         if self.command.trim().is_empty() {
             return Err(Refusal::bad(format!("task `{name}`: the command is empty")));
+        }
+        if self.command.len() > MAX_COMMAND_BYTES {
+            return Err(Refusal::bad(format!(
+                "task `{name}`: the command is {} bytes; at most {MAX_COMMAND_BYTES} (the kernel takes no longer \
+                 argument): put a longer one in a script",
+                self.command.len()
+            )));
         }
         if self.gpus == 0 || self.gpus > 4096 {
             return Err(Refusal::bad(format!("task `{name}`: gpus must be 1 to 4096, not {}", self.gpus)));

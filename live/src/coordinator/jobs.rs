@@ -21,13 +21,11 @@ impl Coordinator {
         Ok((201, json!({ "id": id, "name": name })))
     }
 
-    /// The job a path names: its id, or its name.
+    /// The job a path names: the job of that name, else the job of that id (a name is what
+    /// the user chose, so a job named `1` is not shadowed by job id 1).
     pub(crate) fn find_job(&self, key: &str) -> Result<usize, Refusal> {
         let subs = self.driver.submissions();
-        let found = match key.parse::<usize>() {
-            Ok(i) if i < subs.len() => Some(i),
-            _ => self.driver.find(key),
-        };
+        let found = self.driver.find(key).or_else(|| key.parse::<usize>().ok().filter(|&i| i < subs.len()));
         found.ok_or_else(|| Refusal::new(404, format!("no job `{key}`")))
     }
 

@@ -167,7 +167,7 @@ impl Coordinator {
         let keys = Keys::load_or_create(&options.state_dir)?;
         let config = match (store.config()?, options.settings.new_config()) {
             (Some(stored), _) => {
-                options.settings.check_unchanged(&options.state_dir, &stored)?;
+                options.settings.check_unchanged(&options.state_dir, &stored, &options.registry)?;
                 stored
             }
             (None, Some(given)) => {

@@ -80,8 +80,15 @@ impl Given {
     }
 
     /// Each setting given with another value than `stored`'s: (flag, stored, given).
-    pub fn changes(&self, stored: &DriverConfig) -> Vec<(&'static str, String, String)> {
+    /// The policy is compared as the policy `registry` builds from each spelling (its full
+    /// name, defaults included), so `fifo[skip=false]` is `fifo`.
+    pub fn changes(&self, stored: &DriverConfig, registry: &policies::Registry) -> Vec<(&'static str, String, String)> {
         let mut out = Vec::new();
+        if let Some(given) = &self.policy
+            && !same_policy(registry, given, &stored.policy)
+        {
+            out.push(("--policy", stored.policy.clone(), given.clone()));
+        }
         let mut text = |flag: &'static str, given: &Option<String>, stored: &str, file: &str| {
             if let Some(g) = given
                 && g.trim() != stored.trim()
@@ -90,7 +97,6 @@ impl Given {
             }
         };
         text("--cluster", &self.cluster, &stored.cluster, "cluster.csv");
-        text("--policy", &self.policy, &stored.policy, "");
         text("--queues", &self.queues, &stored.queues, "queues.csv");
         text("--datasets", &self.datasets, &stored.datasets, "datasets.csv");
         let mut number = |flag: &'static str, given: Option<u64>, stored: u64, show: fn(u64) -> String| {
@@ -111,8 +117,13 @@ impl Given {
     }
 
     /// Refuses a restart of `dir` (created with `stored`) that gives a setting another value.
-    pub fn check_unchanged(&self, dir: &Path, stored: &DriverConfig) -> Result<(), String> {
-        let changes = self.changes(stored);
+    pub fn check_unchanged(
+        &self,
+        dir: &Path,
+        stored: &DriverConfig,
+        registry: &policies::Registry,
+    ) -> Result<(), String> {
+        let changes = self.changes(stored, registry);
         if changes.is_empty() {
             return Ok(());
         }
@@ -126,6 +137,19 @@ impl Given {
     }
 }
 
+/// Whether two policy specs build the same policy (the same full name); a spec that does not
+/// build is the same only as the same text.
+fn same_policy(registry: &policies::Registry, a: &str, b: &str) -> bool {
+    let name = |spec: &str| {
+        let spec: policies::PolicySpec = spec.parse().ok()?;
+        Some(registry.build(&spec).ok()?.name().to_string())
+    };
+    match (name(a), name(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => a.trim() == b.trim(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,8 +157,11 @@ mod tests {
     #[test]
     fn every_changed_setting_is_named_with_both_values_and_those_not_given_are_not_checked() {
         let stored = DriverConfig { heartbeat_ms: 200, ..DriverConfig::new("2x1:SIM", "fifo") };
-        assert_eq!(Given::default().check_unchanged(Path::new("s"), &stored), Ok(()));
-        assert_eq!(Given::all(&stored).check_unchanged(Path::new("s"), &stored), Ok(()));
+        assert_eq!(Given::default().check_unchanged(Path::new("s"), &stored, &policies::Registry::builtin()), Ok(()));
+        assert_eq!(
+            Given::all(&stored).check_unchanged(Path::new("s"), &stored, &policies::Registry::builtin()),
+            Ok(())
+        );
         let given = Given {
             policy: Some("srtf".into()),
             heartbeat_ms: Some(1000),
@@ -142,7 +169,7 @@ mod tests {
             max_retries: Some(5),
             ..Given::default()
         };
-        let e = given.check_unchanged(Path::new("s"), &stored).unwrap_err();
+        let e = given.check_unchanged(Path::new("s"), &stored, &policies::Registry::builtin()).unwrap_err();
         assert_eq!(
             e,
             "s was created with --policy fifo (this start gives srtf), --heartbeat-s 0.2 (this start gives 1), \
@@ -151,10 +178,31 @@ mod tests {
         );
         let csv = Given { cluster: Some("pool,nodes\na,1\nb,2\n".into()), ..Given::default() };
         assert!(
-            csv.check_unchanged(Path::new("s"), &stored)
+            csv.check_unchanged(Path::new("s"), &stored, &policies::Registry::builtin())
                 .unwrap_err()
                 .contains("--cluster 2x1:SIM (this start gives a cluster.csv of 3 lines)")
         );
         assert_eq!(Given { cluster: None, ..given }.new_config(), None);
+    }
+
+    /// The policy is compared as the policy it builds: `fifo[skip=false]` is `fifo` spelt
+    /// with a default, not another policy.
+    #[test]
+    fn a_policy_spelt_with_its_defaults_is_the_same_policy() {
+        let stored = DriverConfig::new("2x1:SIM", "fifo");
+        let given = |policy: &str| Given { policy: Some(policy.into()), ..Given::default() };
+        assert_eq!(
+            given("fifo[skip=false]").check_unchanged(Path::new("s"), &stored, &policies::Registry::builtin()),
+            Ok(())
+        );
+        assert_eq!(
+            given(" fifo[ placement=pack ]").check_unchanged(Path::new("s"), &stored, &policies::Registry::builtin()),
+            Ok(())
+        );
+        let e = given("fifo[skip=true]")
+            .check_unchanged(Path::new("s"), &stored, &policies::Registry::builtin())
+            .unwrap_err();
+        assert!(e.contains("--policy fifo (this start gives fifo[skip=true])"), "{e}");
+        assert!(given("nonesuch").check_unchanged(Path::new("s"), &stored, &policies::Registry::builtin()).is_err());
     }
 }

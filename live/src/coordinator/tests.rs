@@ -336,3 +336,37 @@ fn an_agents_token_cannot_act_for_another_through_a_body_a_loose_parse_cannot_re
         String::from_utf8_lossy(&answer.body)
     );
 }
+
+/// A job's name is what a user typed: `cancel 1` cancels the job named `1`, not job id 1;
+/// an id still finds a job no name matches.
+#[test]
+fn a_name_finds_its_job_before_an_id_does() {
+    let dir = state_dir("cancel-by-name");
+    let mut c = open(&dir, None).unwrap();
+    c.submit(JobRequest::new("1", vec![TaskRequest::new("0", "sleep 100")])).unwrap();
+    c.submit(JobRequest::new("x", vec![TaskRequest::new("0", "sleep 100")])).unwrap();
+    let (_, cancelled) = c.cancel("1").unwrap();
+    assert_eq!(cancelled["name"], "1", "{cancelled}");
+    assert_eq!(c.driver.job_state(1), "running");
+    assert_eq!(c.job_json(c.find_job("1").unwrap())["name"], "1");
+    assert_eq!(c.job_json(c.find_job("0").unwrap())["name"], "1");
+    assert_eq!(c.find_job("2").unwrap_err().status, 404);
+}
+
+/// What the kernel cannot run is refused at the API with the reason (a command past
+/// MAX_ARG_STRLEN failed as exit 127 on the node), and a `data=` point of a task without an
+/// estimate is checked against the work it is assumed to do (--default-work-s), not 1 ms.
+#[test]
+fn a_command_too_long_to_run_is_refused_and_data_points_use_the_default_work() {
+    let dir = state_dir("long-command");
+    let mut c = open(&dir, None).unwrap();
+    let long = format!("echo {}", "x".repeat(200 * 1024));
+    let refused = c.submit(JobRequest::new("long", vec![TaskRequest::new("0", long)])).unwrap_err();
+    assert_eq!(refused.status, 400);
+    assert!(refused.reason.contains("task `0`: the command is 204805 bytes"), "{}", refused.reason);
+    let tasks = vec![
+        TaskRequest::new("prep", "true"),
+        TaskRequest { depends_on: vec!["prep:data=30".into()], ..TaskRequest::new("train", "true") },
+    ];
+    c.submit(JobRequest::new("p", tasks)).unwrap();
+}
