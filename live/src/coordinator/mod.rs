@@ -135,6 +135,8 @@ pub struct Coordinator {
     journal_dirty: bool,
     /// When the next journal writing may start (see [`Coordinator::collect_journal_writer`]).
     journal_next: Instant,
+    /// When [`Coordinator::commit_due`] may try again after the journal could not be written.
+    retry_journal_at: Instant,
     /// The journal writing under way: how it ended, and how long it took.
     journal_writer: Option<JoinHandle<(Result<(), String>, Duration)>>,
     quiet: bool,
@@ -201,6 +203,7 @@ impl Coordinator {
             journal_dirty: true,
             journal_next: Instant::now(),
             journal_writer: None,
+            retry_journal_at: Instant::now(),
             quiet: options.quiet,
             apply_time: Duration::ZERO,
             batches_applied: 0,
@@ -265,9 +268,7 @@ impl Coordinator {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return Err("HTTP server: its receiver thread ended".into()),
             }
-            if self.driver.next_due().is_some_and(|d| d <= self.clock()) {
-                self.commit(Vec::new())?;
-            }
+            self.commit_due();
             self.journal_step();
         }
         let why = crate::signals::received().unwrap_or("asked to");
@@ -302,8 +303,24 @@ impl Coordinator {
         Refusal { status: 403, ..self.refuse(&who, reason) }
     }
 
+    /// A request whose batch could not be journaled (a full disk, a failing one): nothing of
+    /// it was applied, and the client may retry (503).
     fn internal(e: String) -> Refusal {
-        Refusal::new(500, e)
+        Refusal::new(503, format!("the coordinator could not journal this request, so nothing of it was done: {e}"))
+    }
+
+    /// Journals and applies the deadlines and wake-ups due. When the journal cannot be
+    /// written (a full disk) they are not applied, and are tried again on a later turn of the
+    /// loop: the coordinator stays up (answering what it can, refusing changes with 503) and
+    /// catches up when there is room, rather than exiting and taking the API down with it.
+    fn commit_due(&mut self) {
+        if !self.driver.next_due().is_some_and(|d| d <= self.clock()) || Instant::now() < self.retry_journal_at {
+            return;
+        }
+        if let Err(e) = self.commit(Vec::new()) {
+            self.log(format!("cannot write the journal: {e}; deadlines wait, retrying in 1 s"));
+            self.retry_journal_at = Instant::now() + Duration::from_secs(1);
+        }
     }
 
     /// Logs and records (the store's `refusals`, for the operator) a request refused

@@ -20,6 +20,13 @@ use std::path::{Path, PathBuf};
 
 pub struct Store {
     db: Connection,
+    /// `STATE/acknowledged`: see [`Store::check_whole`].
+    acknowledged: PathBuf,
+}
+
+/// The file that holds the last batch the directory acknowledged (its `time_ms`).
+pub fn acknowledged_path(dir: &Path) -> PathBuf {
+    dir.join("acknowledged")
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,7 +63,33 @@ impl Store {
                  who TEXT NOT NULL, reason TEXT NOT NULL);",
         )
         .map_err(sql)?;
-        Ok(Store { db })
+        let store = Store { db, acknowledged: acknowledged_path(dir) };
+        store.check_whole()?;
+        Ok(store)
+    }
+
+    /// Refuses a database that holds fewer batches than this directory acknowledged. SQLite
+    /// keeps the batches written since its last checkpoint in `live.db-wal` only: a live.db
+    /// restored or copied without it opens without complaint and without them, and every
+    /// job they held would be lost with no word. Each append records its last batch in
+    /// `STATE/acknowledged` (outside the database, so it survives the WAL's loss).
+    fn check_whole(&self) -> Result<(), String> {
+        let Ok(text) = std::fs::read_to_string(&self.acknowledged) else { return Ok(()) };
+        let path = self.acknowledged.display();
+        let acknowledged: u64 =
+            text.trim().parse().map_err(|_| format!("{path}: expected a time in ms, not `{}`", text.trim()))?;
+        let last: Option<i64> = self.db.query_row("SELECT MAX(time_ms) FROM batches", [], |r| r.get(0)).map_err(sql)?;
+        let last = last.map_or(0, |t| t as u64);
+        if last >= acknowledged {
+            return Ok(());
+        }
+        let dir = self.acknowledged.parent().unwrap_or(Path::new(".")).display();
+        Err(format!(
+            "{dir}/live.db holds batches up to {last} ms, but this directory acknowledged batches up to {acknowledged} ms: \
+             its write-ahead log ({dir}/live.db-wal) is missing or cut short (a backup or copy of live.db alone?). \
+             Put the live.db-wal that belongs with it back beside it; or, to start from what live.db holds and lose \
+             every job and report acknowledged after {last} ms, remove {path}"
+        ))
     }
 
     pub fn config(&self) -> Result<Option<DriverConfig>, String> {
@@ -143,7 +176,23 @@ impl Store {
             tx.execute("INSERT INTO batches (time_ms, inputs) VALUES (?1, ?2)", params![b.time_ms as i64, inputs])
                 .map_err(sql)?;
         }
-        tx.commit().map_err(sql)
+        tx.commit().map_err(sql)?;
+        // The batches are durable now, and the caller applies them whatever becomes of the
+        // mark: a mark not written (a full disk) only says less than the database holds.
+        if let Some(last) = batches.last() {
+            let _ = self.acknowledge(last.time_ms);
+        }
+        Ok(())
+    }
+
+    /// Records `time_ms` as the last batch acknowledged: written beside and renamed over, so
+    /// the file is always whole. Not synced: after a power loss it may say less than the
+    /// database holds, never more (the check is that the database holds at least as much).
+    fn acknowledge(&self, time_ms: u64) -> Result<(), String> {
+        let tmp = self.acknowledged.with_extension("tmp");
+        std::fs::write(&tmp, format!("{time_ms}\n"))
+            .and_then(|()| std::fs::rename(&tmp, &self.acknowledged))
+            .map_err(|e| format!("{}: {e}", self.acknowledged.display()))
     }
 
     pub fn agents(&self) -> Result<Vec<AgentRecord>, String> {
@@ -186,6 +235,17 @@ impl Store {
             )
             .map_err(sql)?;
         Ok(())
+    }
+
+    /// A pragma's number (the tests' window on the database).
+    #[cfg(test)]
+    pub(crate) fn pragma_i64(&self, name: &str) -> i64 {
+        self.db.pragma_query_value(None, name, |r| r.get(0)).expect("a pragma with a number")
+    }
+
+    #[cfg(test)]
+    pub(crate) fn pragma_set(&self, name: &str, value: i64) {
+        self.db.pragma_update(None, name, value).expect("a pragma that takes a number");
     }
 
     pub fn refusals(&self) -> Result<Vec<(u64, String, String)>, String> {
@@ -265,6 +325,32 @@ mod tests {
         let sync: i64 = store.db.query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
         assert_eq!(sync, 2);
         drop((store, other));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A backup that copied live.db alone (its WAL left behind) holds fewer batches than the
+    /// directory acknowledged: the store refuses to open it, saying what is missing and how
+    /// to go on, instead of starting with the jobs it lost and no word.
+    #[test]
+    fn a_database_without_its_wal_is_refused_with_what_it_lost() {
+        let dir = std::env::temp_dir().join(format!("schedlab-store-lost-wal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let batch = |t: u64| Batch { time_ms: t, inputs: Vec::new() };
+        let mut store = Store::open(&dir).unwrap();
+        store.append(&[batch(1)]).unwrap();
+        store.db.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+        store.append(&[batch(2), batch(3)]).unwrap();
+        // The backup: live.db as it is on disk while the coordinator runs (batch 1 only).
+        let copy = std::fs::read(dir.join("live.db")).unwrap();
+        drop(store);
+        std::fs::write(dir.join("live.db"), copy).unwrap();
+        let _ = std::fs::remove_file(dir.join("live.db-wal"));
+        let e = Store::open(&dir).err().expect("a database that lost acknowledged batches is refused");
+        assert!(e.contains("holds batches up to 1 ms, but this directory acknowledged batches up to 3 ms"), "{e}");
+        assert!(e.contains("live.db-wal"), "{e}");
+        // The operator's way on, as the message says: accept the loss by removing the mark.
+        std::fs::remove_file(acknowledged_path(&dir)).unwrap();
+        assert_eq!(Store::open(&dir).unwrap().batches().unwrap().len(), 1);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -370,3 +370,23 @@ fn a_command_too_long_to_run_is_refused_and_data_points_use_the_default_work() {
     ];
     c.submit(JobRequest::new("p", tasks)).unwrap();
 }
+
+/// A full disk (here SQLite's own limit on the database's size, which fails a write with the
+/// same SQLITE_FULL): a change is refused with 503 and nothing of it applied; deadlines wait;
+/// the coordinator stays up, and takes the same request once there is room.
+#[test]
+fn a_full_disk_refuses_changes_with_503_and_the_coordinator_carries_on() {
+    let dir = state_dir("disk-full");
+    let mut c = open(&dir, None).unwrap();
+    let pages: i64 = c.store.pragma_i64("page_count");
+    c.store.pragma_set("max_page_count", pages);
+    let big = || JobRequest::new("big", vec![TaskRequest::new("0", format!("echo {}", "x".repeat(64 * 1024)))]);
+    let refused = c.submit(big()).unwrap_err();
+    assert_eq!(refused.status, 503, "{}", refused.reason);
+    assert!(refused.reason.contains("full"), "{}", refused.reason);
+    assert!(c.driver.find("big").is_none(), "nothing of a refused request is applied");
+    c.commit_due();
+    c.store.pragma_set("max_page_count", 1 << 30);
+    c.submit(big()).unwrap();
+    assert_eq!(c.driver.job_state(c.find_job("big").unwrap()), "running");
+}
