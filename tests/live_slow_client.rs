@@ -172,7 +172,7 @@ fn beyond_the_connection_bound_a_client_gets_503_a_stalled_one_408_and_stopping_
     kept.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let get = format!("GET /v1/jobs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\r\n");
     kept.write_all(get.as_bytes()).unwrap();
-    assert_eq!(read_one_answer(&mut kept), (200, r#"{"jobs":[]}"#.to_string()));
+    assert_eq!(read_one_answer(&mut kept), (200, r#"{"jobs":[],"next":null}"#.to_string()));
 
     // Seven clients stall in their bodies: with `kept`, the 8 connections allowed. The next
     // connection is refused at once, with the reason (without reading what it sends).
@@ -230,5 +230,66 @@ fn beyond_the_connection_bound_a_client_gets_503_a_stalled_one_408_and_stopping_
     wait_for(20, "the listener to close", || TcpStream::connect(&addr).is_err().then_some(()));
     kept.write_all(get.as_bytes()).unwrap();
     assert_eq!(read_one_answer(&mut kept), (503, r#"{"error":"the coordinator is stopping"}"#.to_string()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One token's holder fills only that token's places: the user token's slow bodies leave the
+/// agents served, and one agent's leave another agent served (issue 32: one token's slow
+/// bodies made 296 of 297 legitimate requests 503, and a restarting agent could not register).
+#[test]
+fn one_tokens_connections_cannot_take_another_tokens_places() {
+    let dir = fresh_dir("per-token");
+    let state = dir.join("state");
+    let limits = Limits { max_connections: 16, per_user: 3, per_agent: 2, ..Limits::default() };
+    let options = ServeOptions {
+        state_dir: state.clone(),
+        listen: "127.0.0.1:0".into(),
+        settings: live::coordinator::settings::Given::all(&DriverConfig::new("2x1:SIM", "fifo")),
+        journal_every: Duration::from_secs(1),
+        quiet: true,
+        app_xids: None,
+        tls: None,
+        http: limits,
+        registry: policies::Registry::builtin(),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let (done, served) = std::sync::mpsc::channel();
+    let flag = stop.clone();
+    std::thread::spawn(move || done.send(serve(options, flag)));
+    let addr = wait_for(30, "the coordinator's address", || {
+        std::fs::read_to_string(state.join("addr")).ok().map(|a| a.trim().to_string())
+    });
+    let user = std::fs::read_to_string(state.join("token")).unwrap().trim().to_string();
+    let agent = |name: &str| live::net::auth::agent_token(&state, name).unwrap();
+    let status_of = |token: &str, url: &str| {
+        let client = Client::new(&addr, token, Duration::from_secs(20));
+        match client.get::<Value>(url) {
+            Ok(_) => 200,
+            Err(CallError::Status(status, _)) => status,
+            Err(e) => panic!("{url}: {e:?}"),
+        }
+    };
+    let job = |i: usize| padded_job(&format!("held-{i}"), "true", 10_000);
+    let users: Vec<Stalled> = (0..3).map(|i| stall(&addr, &user, "/v1/jobs", &job(i))).collect();
+    // The user token's places are full: a fourth is refused, saying whose places they are...
+    wait_for(20, "the user token's places to fill", || (status_of(&user, "/v1/jobs") == 503).then_some(()));
+    let mut refused = stall(&addr, &user, "/v1/jobs", &job(3)).stream;
+    assert_eq!(
+        read_answer(&mut refused),
+        (503, json!({ "error": "the user token has 3 connections open; try again shortly" }).to_string())
+    );
+    // ...and an agent is served all the same.
+    assert_ne!(status_of(&agent("n0"), "/v1/agents/n0/assignments?generation=0"), 503);
+    // One agent's places full: it is refused, another agent is served.
+    let n0: Vec<Stalled> = (0..2).map(|_| stall(&addr, &agent("n0"), "/v1/agents/heartbeat", &job(9))).collect();
+    wait_for(20, "agent n0's places to fill", || {
+        (status_of(&agent("n0"), "/v1/agents/n0/assignments?generation=0") == 503).then_some(())
+    });
+    assert_ne!(status_of(&agent("n1"), "/v1/agents/n1/assignments?generation=0"), 503);
+    // Places free as their connections end.
+    drop((users, n0));
+    wait_for(20, "the user token's places to free", || (status_of(&user, "/v1/jobs") == 200).then_some(()));
+    stop.store(true, Ordering::Relaxed);
+    assert_eq!(served.recv_timeout(Duration::from_secs(20)).expect("serve returns once stopped"), Ok(()));
     let _ = std::fs::remove_dir_all(&dir);
 }

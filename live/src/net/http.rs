@@ -60,6 +60,12 @@ pub struct Limits {
     /// process hold however many connect: room for a few hundred agents (each keeps one
     /// connection) and the command-line clients.
     pub max_connections: usize,
+    /// Connections served at once for one token: the user token's, and each agent's. One
+    /// token's holder (slow bodies, idle keep-alive connections) can fill only its own
+    /// places, never the agents' or another agent's (an agent keeps one connection, and a
+    /// second while it restarts).
+    pub per_user: usize,
+    pub per_agent: usize,
     /// How long a new connection has for its whole first request head (the token in it).
     pub head_timeout: Duration,
     /// Connections waiting for their first head, in all and per client address: past either,
@@ -81,6 +87,8 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_connections: 512,
+            per_user: 64,
+            per_agent: 4,
             head_timeout: Duration::from_secs(5),
             max_pending: 1024,
             per_address: 64,
@@ -245,12 +253,44 @@ impl Drop for Front {
     }
 }
 
-/// Counts a connection's thread until it ends, however it ends.
-pub(crate) struct Held(pub Arc<AtomicUsize>);
+/// Counts a connection's thread until it ends, however it ends: in all, and for its token
+/// where the intake counts per token.
+pub(crate) struct Held(pub Arc<AtomicUsize>, pub Option<(PerToken, String)>);
 
 impl Drop for Held {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
+        if let Some((counts, key)) = &self.1 {
+            counts.release(key);
+        }
+    }
+}
+
+/// Connections served per token (`user`, `agent NAME`), shared by the intake (which adds)
+/// and the connections' threads (which take away as they end).
+#[derive(Clone, Default)]
+pub(crate) struct PerToken(Arc<std::sync::Mutex<std::collections::BTreeMap<String, usize>>>);
+
+impl PerToken {
+    /// Counts one more connection for `key` if it has fewer than `bound`.
+    pub fn try_take(&self, key: &str, bound: usize) -> bool {
+        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let n = counts.entry(key.to_string()).or_default();
+        if *n >= bound {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn release(&self, key: &str) {
+        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = counts.get_mut(key) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(key);
+            }
+        }
     }
 }
 

@@ -17,8 +17,8 @@
 //! call on every unix the crate builds on, and its cost per wake-up, linear in the waiting
 //! connections, is bounded by `max_pending` (a thousand entries: microseconds).
 
-use crate::net::auth::Keys;
-use crate::net::http::{Answer, Head, Held, Inbound, LINGER, Limits, UNAUTHORISED, parse_head, response};
+use crate::net::auth::{Keys, Principal};
+use crate::net::http::{Answer, Head, Held, Inbound, LINGER, Limits, PerToken, UNAUTHORISED, parse_head, response};
 use serde_json::json;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Shutdown, TcpListener, TcpStream};
@@ -55,8 +55,9 @@ pub(crate) struct Intake {
     keys: Keys,
     limits: Limits,
     inbound: Sender<Inbound>,
-    /// Connections served by threads (authenticated).
+    /// Connections served by threads (authenticated), in all and per token.
     open: Arc<AtomicUsize>,
+    per_token: PerToken,
     pending: Vec<Pending>,
     refused: u64,
     last_logged: Option<Instant>,
@@ -66,7 +67,8 @@ impl Intake {
     pub fn new(listener: TcpListener, keys: Keys, limits: Limits, inbound: Sender<Inbound>) -> Intake {
         raise_descriptor_limit();
         let open = Arc::new(AtomicUsize::new(0));
-        Intake { listener, keys, limits, inbound, open, pending: Vec::new(), refused: 0, last_logged: None }
+        let per_token = PerToken::default();
+        Intake { listener, keys, limits, inbound, open, per_token, pending: Vec::new(), refused: 0, last_logged: None }
     }
 
     /// Runs until `stopping` is set (seen within 100 ms) or the listener fails; each head
@@ -198,14 +200,25 @@ impl Intake {
             self.refuse(i, 503, reason);
             return;
         }
+        let (key, bound) = match &head.principal {
+            Some(Principal::Agent(name)) => (format!("agent `{name}`"), self.limits.per_agent),
+            _ => ("the user token".to_string(), self.limits.per_user),
+        };
+        if !self.per_token.try_take(&key, bound) {
+            let reason = format!("{key} has {bound} connections open; try again shortly");
+            self.log_refusal(&reason);
+            self.refuse(i, 503, reason);
+            return;
+        }
+        // Only this thread adds to the counts, so they cannot pass their bounds between the
+        // check and the add; `held` takes both away again however the connection ends.
+        self.open.fetch_add(1, Ordering::SeqCst);
+        let held = Held(self.open.clone(), Some((self.per_token.clone(), key)));
         let p = self.pending.swap_remove(i);
         if p.stream.set_nonblocking(false).is_err() {
             return;
         }
-        // Only this thread adds to the count, so it cannot pass the bound between the check
-        // and the add.
-        self.open.fetch_add(1, Ordering::SeqCst);
-        if let Err(e) = serve((p.stream, p.buf, head), Held(self.open.clone())) {
+        if let Err(e) = serve((p.stream, p.buf, head), held) {
             let _ = self.inbound.send(Inbound::Log(e));
         }
     }

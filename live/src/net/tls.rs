@@ -327,7 +327,7 @@ fn accept(
         };
         handshaking.lock().unwrap_or_else(|e| e.into_inner()).insert(id, (peer.ip(), handle));
         open.fetch_add(1, Ordering::SeqCst);
-        let held = crate::net::http::Held(open.clone());
+        let held = crate::net::http::Held(open.clone(), None);
         let (config, identities, handshaking) = (config.clone(), identities.clone(), handshaking.clone());
         // The count goes down when the thread ends however it ends, or with the closure if
         // the thread cannot start.
