@@ -82,9 +82,8 @@ impl Soak {
     /// The invariants that hold after every step: the coordinator knows exactly the
     /// acknowledged jobs, and no attempt of a task (at a rank) has started twice.
     fn check(&self, at: &str) {
-        let jobs: Value = self.s.client().get("/v1/jobs").unwrap();
-        let known: BTreeSet<&str> =
-            jobs["jobs"].as_array().unwrap().iter().map(|j| j["name"].as_str().unwrap()).collect();
+        let jobs = self.s.client().all_jobs().unwrap();
+        let known: BTreeSet<&str> = jobs.iter().map(|j| j["name"].as_str().unwrap()).collect();
         let acknowledged: BTreeSet<&str> = self.acknowledged.keys().map(String::as_str).collect();
         assert_eq!(known, acknowledged, "{at}: the coordinator's jobs are not those acknowledged");
         let mut seen = BTreeSet::new();

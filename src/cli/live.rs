@@ -567,7 +567,8 @@ fn run_status(a: StatusArgs) -> CliResult {
     } else {
         "/v1/jobs".to_string()
     };
-    let v: Value = client.get(&path)?;
+    let v: Value =
+        if path == "/v1/jobs" { serde_json::json!({ "jobs": client.all_jobs()? }) } else { client.get(&path)? };
     if a.json {
         return emit(format!("{v:#}\n"));
     }

@@ -287,9 +287,9 @@ impl Session {
     pub fn wait_jobs_ended(&self, secs: u64) -> Value {
         let client = self.client();
         wait_for(secs, "every job to end", || {
-            let v: Value = client.get("/v1/jobs").ok()?;
-            let jobs = v["jobs"].as_array()?;
-            jobs.iter().all(|j| matches!(j["state"].as_str(), Some("succeeded" | "failed" | "cancelled"))).then_some(v)
+            let jobs = client.all_jobs().ok()?;
+            let ended = jobs.iter().all(|j| matches!(j["state"].as_str(), Some("succeeded" | "failed" | "cancelled")));
+            ended.then(|| serde_json::json!({ "jobs": jobs }))
         })
     }
 

@@ -390,3 +390,30 @@ fn a_full_disk_refuses_changes_with_503_and_the_coordinator_carries_on() {
     c.submit(big()).unwrap();
     assert_eq!(c.driver.job_state(c.find_job("big").unwrap()), "running");
 }
+
+/// `GET /v1/jobs` lists a page at a time (1,000 jobs at most), with the `after` of the next
+/// page; following `next` lists every job once, in id order.
+#[test]
+fn the_job_list_comes_in_pages_that_together_list_every_job_once() {
+    let dir = state_dir("pages");
+    let mut c = open(&dir, None).unwrap();
+    for i in 0..2500 {
+        c.submit(JobRequest::new(format!("j{i}"), vec![TaskRequest::new("0", "true")])).unwrap();
+    }
+    let first = c.jobs_json(None, None);
+    assert_eq!((first["jobs"].as_array().unwrap().len(), first["next"].as_u64()), (1000, Some(999)));
+    let mut ids = Vec::new();
+    let mut after = None;
+    loop {
+        let page = c.jobs_json(after, Some(700));
+        ids.extend(page["jobs"].as_array().unwrap().iter().map(|j| j["id"].as_u64().unwrap()));
+        match page["next"].as_u64() {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(ids, (0..2500).collect::<Vec<u64>>());
+    // Past the end, and a limit past the page's bound, give what there is.
+    assert_eq!(c.jobs_json(Some(u64::MAX), None)["jobs"].as_array().unwrap().len(), 0);
+    assert_eq!(c.jobs_json(Some(2400), Some(1 << 40))["jobs"].as_array().unwrap().len(), 99);
+}

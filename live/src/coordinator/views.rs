@@ -7,10 +7,21 @@ use serde_json::{Value, json};
 use sim::{SimTime, TaskId, TaskStatus};
 use std::collections::BTreeMap;
 
+/// The most jobs one page of `GET /v1/jobs` lists.
+pub(crate) const JOBS_PAGE: usize = 1000;
+
 impl Coordinator {
     /// `GET /v1/jobs`.
-    pub(crate) fn jobs_json(&self) -> Value {
-        let list: Vec<Value> = (0..self.driver.submissions().len())
+    /// `GET /v1/jobs?after=ID&limit=N`: the jobs after id `after` (from the first without
+    /// it), at most `limit` ([`JOBS_PAGE`] without it, and never more), and `next`, the
+    /// `after` of the next page (null on the last). A page costs what it lists, whatever the
+    /// session's length: the coordinator's thread never writes megabytes for one call.
+    pub(crate) fn jobs_json(&self, after: Option<u64>, limit: Option<u64>) -> Value {
+        let total = self.driver.submissions().len();
+        let from = after.map_or(0, |a| usize::try_from(a).unwrap_or(usize::MAX).saturating_add(1)).min(total);
+        let limit = limit.map_or(JOBS_PAGE, |l| usize::try_from(l).unwrap_or(JOBS_PAGE).clamp(1, JOBS_PAGE));
+        let to = from.saturating_add(limit).min(total);
+        let list: Vec<Value> = (from..to)
             .map(|i| {
                 let s = &self.driver.submissions()[i];
                 json!({
@@ -22,7 +33,8 @@ impl Coordinator {
                 })
             })
             .collect();
-        json!({ "jobs": list })
+        let next = (to < total).then(|| to - 1);
+        json!({ "jobs": list, "next": next })
     }
 
     /// `GET /v1/jobs/{job}`: the job and each of its tasks.

@@ -104,6 +104,21 @@ impl Client {
     }
 
     /// A GET whose answer is text, not JSON (`/metrics`): the body and its content type.
+    /// Every job of `GET /v1/jobs`, page after page (each page as the coordinator lists it,
+    /// so a long session never costs it one huge answer).
+    pub fn all_jobs(&self) -> Result<Vec<serde_json::Value>, CallError> {
+        let mut jobs = Vec::new();
+        let mut path = "/v1/jobs".to_string();
+        loop {
+            let mut page: serde_json::Value = self.get(&path)?;
+            jobs.extend(page["jobs"].as_array_mut().map(std::mem::take).unwrap_or_default());
+            match page["next"].as_u64() {
+                Some(after) => path = format!("/v1/jobs?after={after}"),
+                None => return Ok(jobs),
+            }
+        }
+    }
+
     pub fn get_text(&self, path: &str) -> Result<(String, String), CallError> {
         let response = self
             .agent

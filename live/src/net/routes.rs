@@ -73,7 +73,7 @@ fn ok(body: Value) -> Result<Answer, Refusal> {
 /// The API, in the order docs/live-mode.md lists it.
 pub(crate) static ROUTES: &[Route] = &[
     route(Post, "/v1/jobs", User, |c, r| c.submit(r.json()?).map(json)),
-    route(Get, "/v1/jobs", User, |c, _| ok(c.jobs_json())),
+    route(Get, "/v1/jobs", User, |c, r| ok(c.jobs_json(r.query_u64("after"), r.query_u64("limit")))),
     route(Get, "/v1/jobs/{job}", User, |c, r| ok(c.job_json(c.find_job(r.param("job"))?))),
     route(Post, "/v1/jobs/{job}/cancel", User, |c, r| c.cancel(r.param("job")).map(json)),
     route(Get, "/v1/cluster", User, |c, _| ok(c.cluster_json())),
