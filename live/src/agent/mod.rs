@@ -14,10 +14,17 @@
 //! coordinator generation it registered with in every report: told that generation is stale,
 //! it registers again; an answer of another generation (a coordinator that is not the one it
 //! registered with) is never acted on.
+//!
+//! What a task may not reach: the agent's credentials (removed from every task's
+//! environment, and the agent's own memory and environment closed to its tasks, see
+//! [`processes`]); more of the node's disk than its log limit ([`tasklog`]). A work directory
+//! that cannot be written fails the node, not the task ([`faults`]).
 
 pub mod backend;
+mod faults;
 mod leftovers;
 mod processes;
+mod tasklog;
 
 use crate::net::client::{CallError, Client};
 use crate::wire::{
@@ -25,12 +32,14 @@ use crate::wire::{
     RegisterRequest, STALE_GENERATION,
 };
 use backend::GpuBackend;
+use faults::{FaultFlag, is_node_fault};
 use leftovers::Record;
 use processes::{Running, exited_unreaped, signal_group};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+pub use tasklog::DEFAULT_LOG_LIMIT;
 
 pub struct AgentOptions {
     pub coordinator: String,
@@ -78,6 +87,12 @@ pub struct Agent {
     /// process ended while something it started did not yet (killed or being stopped;
     /// forgotten once they are gone).
     record: Record,
+    /// A task's log is cut at this many bytes.
+    log_limit: u64,
+    /// A node fault a task log's thread saw (its disk cannot be written).
+    fault: FaultFlag,
+    /// The GPUs it reported out of service for a node fault, until they get work again.
+    reported_out: BTreeSet<String>,
 }
 
 /// The record of process groups, in the work directory.
@@ -100,8 +115,17 @@ impl Agent {
             health: Vec::new(),
             assignments: Vec::new(),
             record: Record::new(&options.work_dir.join(RECORD)),
+            log_limit: DEFAULT_LOG_LIMIT,
+            fault: FaultFlag::default(),
+            reported_out: BTreeSet::new(),
             options,
         })
+    }
+
+    /// Cuts each task's log at `bytes` (default [`DEFAULT_LOG_LIMIT`]); the task runs on.
+    pub fn with_log_limit(mut self, bytes: u64) -> Agent {
+        self.log_limit = bytes;
+        self
     }
 
     fn log(&self, message: impl std::fmt::Display) {
@@ -112,6 +136,11 @@ impl Agent {
 
     /// Runs until `stop` is set; then stops its processes (SIGTERM, grace, SIGKILL).
     pub fn run(&mut self, stop: &AtomicBool) -> Result<(), String> {
+        // Before any task runs: tasks run as the agent's user, who may otherwise read its
+        // memory and environment (its token) through /proc.
+        if let Err(e) = processes::close_to_tasks() {
+            self.log(format!("cannot make the agent undumpable ({e}): its tasks may read its memory"));
+        }
         // Before anything in the work directory: another agent on it would be running what the
         // record lists, not leftovers of a previous run.
         let _lock = crate::lock::WorkDirLock::acquire(&self.options.work_dir)?;
@@ -279,6 +308,8 @@ impl Agent {
 
     /// Starts what is new, stops what is gone.
     fn reconcile(&mut self, assignments: &[Assignment]) {
+        self.note_returned(assignments);
+        self.drain_on_fault();
         let wanted: BTreeSet<(u32, u32)> = assignments.iter().map(|a| (a.task, a.attempt)).collect();
         for a in assignments {
             let key = (a.task, a.attempt);
@@ -290,7 +321,7 @@ impl Agent {
             }
             if self.started.insert(key) {
                 match self.spawn(a) {
-                    Ok(child) => {
+                    Ok((child, log)) => {
                         self.log(format!(
                             "started {}/{} attempt {} (pid {}) on {}",
                             a.job,
@@ -299,12 +330,18 @@ impl Agent {
                             child.id(),
                             a.gpus.join(",")
                         ));
-                        self.running.insert(key, Running { child, gpus: a.gpus.clone(), stopping: None });
+                        self.running.insert(key, Running { child, gpus: a.gpus.clone(), stopping: None, log });
                     }
                     Err(e) => {
                         let (job, task) = (crate::wire::shown(&a.job), crate::wire::shown(&a.task_name));
-                        self.log(format!("cannot start {job}/{task} attempt {}: {e}", a.attempt));
-                        self.exits.push(ExitReport { task: a.task, attempt: a.attempt, code: 127 });
+                        let what = format!("cannot start {job}/{task} attempt {}", a.attempt);
+                        if is_node_fault(&e) {
+                            // Not reported as an exit: the coordinator retries the attempt elsewhere.
+                            self.drain(Some(a), &format!("{what}: its work directory cannot be written ({e})"));
+                        } else {
+                            self.log(format!("{what}: {e}"));
+                            self.exits.push(ExitReport { task: a.task, attempt: a.attempt, code: 127 });
+                        }
                     }
                 }
             }
