@@ -611,14 +611,22 @@ fn with_mutual_tls_only_agents_and_clients_showing_an_issued_certificate_get_in(
     let with = status(&["--client-cert", user.0.to_str().unwrap(), "--client-key", user.1.to_str().unwrap()]);
     assert!(with.status.success(), "{}", String::from_utf8_lossy(&with.stderr));
     assert!(String::from_utf8_lossy(&with.stdout).contains("hello"));
-    // A user's certificate (or another agent's) cannot act as an agent and be given its tasks.
+    // A user's certificate (or another agent's) cannot act as an agent and be given its tasks:
+    // not with the user token (the role is refused first), nor with the agent's own token.
     let tls = ClientTls { ca_file: s.ca.clone(), identity: Some(user) };
     let alice = Client::with_tls(&s.addr, &s.token(), Duration::from_secs(20), &tls).unwrap();
+    let n0_token = live::net::auth::agent_token(&s.state(), "n0").unwrap();
+    let mallory = Client::with_tls(&s.addr, &n0_token, Duration::from_secs(20), &tls).unwrap();
     for (path, body) in [
         ("/v1/agents/register", json!({ "name": "n0", "addr": "127.0.0.1", "gpus": [] })),
-        ("/v1/agents/heartbeat", json!({ "name": "n0" })),
+        ("/v1/agents/heartbeat", json!({ "name": "n0", "generation": 0 })),
     ] {
         let refused = alice.post::<_, Value>(path, &body).unwrap_err();
+        let reason = format!(
+            "{path}: a user token cannot act as an agent (an agent has a token of its own: schedlab live issue-token --agent NAME)"
+        );
+        assert_eq!(refused, CallError::Status(403, reason));
+        let refused = mallory.post::<_, Value>(path, &body).unwrap_err();
         let reason = format!(
             "{path}: the client certificate is not for agent `n0` (under mutual TLS an agent shows one issued for its name: live issue-cert --name n0)"
         );

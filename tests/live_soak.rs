@@ -20,6 +20,8 @@ use common::live::{Session, SplitMix, run_bounded, wait_for};
 use live::net::client::{CallError, Client};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -53,7 +55,11 @@ impl Soak {
                     m = self.marks.display(),
                     s = 0.1 + rng.below(12) as f64 / 10.0,
                 );
-                let deps: Vec<&str> = if t == 1 && rng.below(3) == 0 { vec!["t0"] } else { vec![] };
+                // Every kind of dependency the DAG spec has: a data point (reached before
+                // t0 exits, at 0.05 s) and the kinds met at t0's end, whatever its exit.
+                let kinds = ["t0", "t0:any", "t0:failure", "t0:data=0.05", "t0:success"];
+                let deps: Vec<&str> =
+                    if t == 1 && rng.below(2) == 0 { vec![kinds[rng.below(5) as usize]] } else { vec![] };
                 json!({ "name": format!("t{t}"), "command": command, "gpus": 1 + rng.below(2), "depends_on": deps })
             })
             .collect();
@@ -99,6 +105,18 @@ fn marks(path: &Path) -> Vec<Vec<String>> {
     text.lines().map(|l| l.split(' ').map(str::to_string).collect()).collect()
 }
 
+/// A connection that sends a job's head with the user token, announcing `len` bytes of body,
+/// and only 10 of them.
+fn slow_body(addr: &str, token: &str, len: usize) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let head = format!(
+        "POST /v1/jobs HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Length: {len}\r\n\r\n{{\"name\":"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream
+}
+
 /// Submits `job` until the coordinator answers: 201, or 409 when an earlier try whose answer
 /// was lost had been committed. Anything else is the test's own mistake.
 fn submit(client: &Client, job: &Value) {
@@ -107,7 +125,7 @@ fn submit(client: &Client, job: &Value) {
         match client.post::<_, Value>("/v1/jobs", job) {
             Ok(_) => return,
             Err(CallError::Status(409, reason)) if reason.contains("already submitted") => return,
-            Err(CallError::Status(code, reason)) if code != 503 => panic!("{job}: refused {code} {reason}"),
+            Err(CallError::Status(code, reason)) if code != 503 => panic!("{}: refused {code} {reason}", job["name"]),
             Err(e) => {
                 assert!(Instant::now() < deadline, "submitting {}: {e}", job["name"]);
                 std::thread::sleep(Duration::from_millis(50));
@@ -131,13 +149,15 @@ fn a_seeded_soak_of_submissions_cancels_and_kills_loses_no_job_runs_no_attempt_t
     soak.s.wait_agents(3);
     for step in 0..STEPS {
         let at = format!("seed {seed} step {step}");
-        match rng.below(20) {
+        match rng.below(22) {
             0..=8 => soak.submit_some(&mut rng, &at),
             9..=10 => soak.cancel(&mut rng, &at),
             11..=13 => soak.kill_agent_and_restart(&mut rng, &at),
             14..=17 => soak.kill_coordinator_and_restart(&mut rng, &at),
             18 => soak.duplicate_agent(&mut rng, &at),
-            _ => soak.duplicate_coordinator(&at),
+            19 => soak.duplicate_coordinator(&at),
+            20 => soak.hostile_user(&mut rng, &at),
+            _ => soak.wal_removed(&at),
         }
         soak.check(&at);
     }
@@ -223,6 +243,66 @@ impl Soak {
         let status = self.s.procs.wait(second, 30).unwrap_or_else(|| panic!("{at}: the second agent {agent} runs"));
         assert_eq!(status.code(), Some(2), "{at}: the second agent {agent}: {status:?}");
         assert!(self.s.procs.wait(self.agents[agent], 0).is_none(), "{at}: the first agent {agent} exited");
+    }
+
+    /// A holder of the user token holds connections open with slow bodies, sends bodies
+    /// over 1 MiB and a valid 1 MiB job of 10,000 tasks: the agents keep their heartbeats
+    /// (the check after the step finds no attempt run twice, and the job lists), and the big
+    /// job is acknowledged like any other (then cancelled).
+    fn hostile_user(&mut self, rng: &mut SplitMix, at: &str) {
+        let held = 1 + rng.below(8) as usize;
+        println!("{at}: a token holder keeps {held} slow bodies open, sends an oversized one and a 10,000-task job");
+        let token = self.s.token();
+        let addr = self.listen.clone();
+        let slow: Vec<TcpStream> = (0..held).map(|_| slow_body(&addr, &token, 10_000)).collect();
+        let mut huge = slow_body(&addr, &token, 2 << 20);
+        let mut answer = String::new();
+        let _ = huge.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 413"), "{at}: a 2 MiB body: {answer}");
+        let name = format!("j{}", self.next);
+        self.next += 1;
+        let tasks: Vec<Value> = (0..10_000)
+            .map(|t| json!({ "name": format!("t{t}"), "command": "true", "depends_on": if t == 0 { vec![] } else { vec!["t0"] } }))
+            .collect();
+        let job = json!({ "name": name, "tasks": tasks });
+        assert!(job.to_string().len() < 1 << 20, "the job fits the API's 1 MiB");
+        submit(&self.s.client(), &job);
+        self.acknowledged.insert(name.clone(), 0);
+        // Its 10,000 tasks would keep the soak's six GPUs busy for minutes: it is cancelled.
+        match self.s.client().post::<_, Value>(&format!("/v1/jobs/{name}/cancel"), &json!({})) {
+            Ok(_) | Err(CallError::Status(409, _)) => {}
+            Err(e) => panic!("{at}: cancel {name}: {e}"),
+        }
+        std::thread::sleep(rng.millis(1000));
+        drop(slow);
+    }
+
+    /// A kill -9 of the coordinator, then its write-ahead log removed (as a backup of
+    /// live.db alone would restore it): the state is refused, by the same Store::open the
+    /// coordinator runs, while the log held acknowledged batches; with the log put back the
+    /// coordinator starts and every acknowledged job is there (the check after the step).
+    fn wal_removed(&mut self, at: &str) {
+        println!("{at}: kill -9 the coordinator, remove live.db-wal, try the state, put it back");
+        self.s.procs.kill(self.s.coordinator);
+        let state = self.s.state();
+        let (wal, aside) = (state.join("live.db-wal"), self.s.dir.join("wal-aside"));
+        let moved = std::fs::rename(&wal, &aside).is_ok();
+        let out = self.s.dir.join("export-without-wal");
+        let (code, _, err) =
+            run_bounded(&["live", "export", "--state", state.to_str().unwrap(), "--out", out.to_str().unwrap()], 30);
+        if code != Some(0) {
+            assert!(err.contains("write-ahead log") && err.contains("is missing or cut short"), "{at}: {err}");
+        }
+        println!(
+            "{at}: without its WAL the state was {}",
+            if code == Some(0) { "whole (checkpointed)" } else { "refused" }
+        );
+        if moved {
+            let _ = std::fs::remove_file(&wal);
+            std::fs::rename(&aside, &wal).unwrap();
+        }
+        self.spawn_coordinator();
+        wait_for(30, "the coordinator to come back", || self.s.client().get::<Value>("/v1/jobs").ok());
     }
 
     /// A second coordinator on the state directory: refused at once.

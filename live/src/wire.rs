@@ -485,12 +485,19 @@ pub enum HealthEvent {
     Ecc { uuid: String, count: u64 },
     /// The GPU no longer answers (NVML_ERROR_GPU_IS_LOST).
     Lost { uuid: String },
+    /// The node's work directory cannot be written (a full disk, over quota, read-only,
+    /// failing): the agent takes the GPU out of service, a fault of the node and not of any
+    /// task (`error` as the system said it).
+    WorkDir { uuid: String, error: String },
 }
 
 impl HealthEvent {
     pub fn uuid(&self) -> &str {
         match self {
-            HealthEvent::Xid { uuid, .. } | HealthEvent::Ecc { uuid, .. } | HealthEvent::Lost { uuid } => uuid,
+            HealthEvent::Xid { uuid, .. }
+            | HealthEvent::Ecc { uuid, .. }
+            | HealthEvent::Lost { uuid }
+            | HealthEvent::WorkDir { uuid, .. } => uuid,
         }
     }
 }
@@ -501,6 +508,9 @@ impl std::fmt::Display for HealthEvent {
             HealthEvent::Xid { uuid, code } => write!(f, "XID {code} on {uuid}"),
             HealthEvent::Ecc { uuid, count } => write!(f, "{count} uncorrected ECC errors on {uuid}"),
             HealthEvent::Lost { uuid } => write!(f, "{uuid} lost (fell off the bus)"),
+            HealthEvent::WorkDir { uuid, error } => {
+                write!(f, "work directory unwritable ({error}); {uuid} out of service")
+            }
         }
     }
 }

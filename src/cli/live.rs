@@ -202,6 +202,10 @@ pub struct AgentArgs {
     /// Task logs and checkpoint directories go here.
     #[arg(long, default_value = "schedlab-agent")]
     work_dir: PathBuf,
+    /// The most of a task attempt's output kept in its log, in MiB; the rest is dropped after
+    /// a line saying where the log was cut (the task runs on).
+    #[arg(long, default_value_t = 64)]
+    log_limit_mib: u64,
     #[arg(long)]
     quiet: bool,
 }
@@ -517,7 +521,8 @@ fn run_agent(a: AgentArgs) -> CliResult {
         work_dir: a.work_dir,
         quiet: a.quiet,
     };
-    live::agent::Agent::new(options, backend)?.run(live::signals::stop_on_term_and_int()?)?;
+    let log_limit = a.log_limit_mib.checked_mul(1 << 20).ok_or("--log-limit-mib: too large")?;
+    live::agent::Agent::new(options, backend)?.with_log_limit(log_limit).run(live::signals::stop_on_term_and_int()?)?;
     Ok(())
 }
 

@@ -9,9 +9,8 @@
 //! not stop what runs) until a start on them fails in turn. Once the disk is freed, an
 //! operator returns the GPUs (`live return-gpu`).
 //!
-//! The wire has no report of a node fault yet: the GPUs are reported as
-//! [`HealthEvent::Lost`], the one health event that always takes a GPU out (an XID may be one
-//! of the coordinator's `--app-xids`). The agent's own log says what happened.
+//! The GPUs are reported as [`HealthEvent::WorkDir`], with the system's error: the
+//! coordinator takes them out as it does a lost GPU, and its log says why.
 
 use super::Agent;
 use crate::wire::{Assignment, HealthEvent};
@@ -42,9 +41,9 @@ impl FaultFlag {
     }
 }
 
-/// The health event that takes `uuid` out of service for a node fault (see the module's doc).
-fn out_of_service(uuid: &str) -> HealthEvent {
-    HealthEvent::Lost { uuid: uuid.to_string() }
+/// The health event that takes `uuid` out of service for a node fault, `why`.
+fn out_of_service(uuid: &str, why: &str) -> HealthEvent {
+    HealthEvent::WorkDir { uuid: uuid.to_string(), error: why.to_string() }
 }
 
 impl Agent {
@@ -60,14 +59,12 @@ impl Agent {
             // An empty UUID (a slot the coordinator could not name) would get the whole
             // heartbeat refused, and resent forever.
             if !uuid.is_empty() && self.reported_out.insert(uuid.clone()) {
-                self.health.push(out_of_service(&uuid));
+                self.health.push(out_of_service(&uuid, why));
                 out.push(uuid);
             }
         }
         let what = if out.is_empty() { "no GPU left to take out".to_string() } else { out.join(", ") };
-        self.log(format!(
-            "{why}: a fault of this node, not of the task; out of service (reported as lost GPUs): {what}"
-        ));
+        self.log(format!("{why}: a fault of this node, not of the task; out of service: {what}"));
     }
 
     /// A new attempt on a GPU it reported out means the GPU is back in service (returned by an

@@ -183,6 +183,7 @@ impl Coordinator {
                 HealthEvent::Xid { code, .. } => format!("xid {code}"),
                 HealthEvent::Ecc { count, .. } => format!("ecc {count}"),
                 HealthEvent::Lost { .. } => "lost".to_string(),
+                HealthEvent::WorkDir { .. } => "workdir".to_string(),
             };
             inputs.push(Input::GpuFail { node, slot, what });
         }

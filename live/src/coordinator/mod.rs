@@ -314,7 +314,8 @@ impl Coordinator {
     /// loop: the coordinator stays up (answering what it can, refusing changes with 503) and
     /// catches up when there is room, rather than exiting and taking the API down with it.
     fn commit_due(&mut self) {
-        if !self.driver.next_due().is_some_and(|d| d <= self.clock()) || Instant::now() < self.retry_journal_at {
+        let due = self.driver.next_due().is_some_and(|d| d <= self.clock());
+        if !due || Instant::now() < self.retry_journal_at {
             return;
         }
         if let Err(e) = self.commit(Vec::new()) {
