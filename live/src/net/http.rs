@@ -223,7 +223,8 @@ impl Front {
         let listener = listener.try_clone().map_err(|e| format!("the HTTP listener: {e}"))?;
         let stopping = Arc::new(AtomicBool::new(false));
         let flag = stopping.clone();
-        let intake = crate::net::intake::Intake::new(listener, keys.clone(), limits, inbound.clone());
+        let behind_relay = identities.is_some();
+        let intake = crate::net::intake::Intake::new(listener, keys.clone(), limits, inbound.clone(), behind_relay);
         let serve = move |(stream, buf, head): crate::net::intake::Admitted, held: Held| {
             let (keys, theirs, identities) = (keys.clone(), inbound.clone(), identities.clone());
             std::thread::Builder::new()
@@ -618,10 +619,16 @@ mod tests {
     }
 
     fn served(limits: Limits) -> Served {
+        served_with(limits, None)
+    }
+
+    /// As [`served`], behind a TLS relay when `identities` is given (every connection then
+    /// comes from loopback, as the relay's do).
+    fn served_with(limits: Limits, identities: Option<Identities>) -> Served {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let (inbound, calls) = mpsc::channel();
-        let front = Front::start(&listener, "secret".into(), limits, inbound, None).unwrap();
+        let front = Front::start(&listener, "secret".into(), limits, inbound, identities).unwrap();
         std::thread::spawn(move || {
             while let Ok(next) = calls.recv() {
                 if let Inbound::Call(call) = next {
@@ -645,6 +652,35 @@ mod tests {
     }
 
     const AUTH: &str = "Authorization: Bearer secret\r\n";
+
+    /// Behind the TLS relay every client is 127.0.0.1: the relay bounds each real address
+    /// (its handshakes), so the front's bound per address would put every TLS client in one
+    /// bucket, where a flood from other addresses evicts the legitimate ones. Only the bound
+    /// on all waiting connections holds there.
+    #[test]
+    fn behind_the_tls_relay_waiting_clients_are_not_bounded_as_one_address() {
+        let limits = Limits { per_address: 2, ..Limits::default() };
+        for relay in [None, Some(Identities::default())] {
+            let behind = relay.is_some();
+            let s = served_with(limits, relay);
+            let start = || {
+                let mut c = TcpStream::connect(s.addr).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                c.write_all(b"GET /first HTTP/1.1\r\n").unwrap();
+                c
+            };
+            let mut first = start();
+            // Let the front take `first` before the others come.
+            std::thread::sleep(Duration::from_millis(200));
+            let _others: Vec<TcpStream> = (0..2).map(|_| start()).collect();
+            std::thread::sleep(Duration::from_millis(200));
+            let _ = first.write_all(format!("{AUTH}Connection: close\r\n\r\n").as_bytes());
+            let mut out = String::new();
+            let _ = first.read_to_string(&mut out);
+            // Without the relay the oldest of one address is evicted (closed unanswered).
+            assert_eq!(out.starts_with("HTTP/1.1 200 OK"), behind, "behind the relay: {behind}: {out:?}");
+        }
+    }
 
     #[test]
     fn pipelined_requests_are_answered_in_order_and_close_ends_the_connection() {

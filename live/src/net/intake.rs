@@ -9,7 +9,9 @@
 //!   [`Limits::max_pending`] in all: a new connection past either bound evicts the oldest
 //!   waiting one (of its address, else of all), so a flood of idle or slow connections keeps
 //!   turning over, and a client that sends its request at once, as every real one does, is
-//!   read before it could be evicted;
+//!   read before it could be evicted. Behind the TLS relay every connection is the relay's,
+//!   from loopback: the relay bounds each real address, and only the bound on all applies
+//!   here (one bucket for every TLS client let a flood from a few addresses evict the rest);
 //! - only a head with the token leaves for a thread of its own ([`crate::net::http`]), and only
 //!   while fewer than [`Limits::max_connections`] are served (else `503`).
 //!
@@ -55,6 +57,9 @@ pub(crate) struct Intake {
     keys: Keys,
     limits: Limits,
     inbound: Sender<Inbound>,
+    /// Behind the TLS relay: every connection comes from loopback (the relay), which bounds
+    /// each client's real address itself, so no bound per address applies here.
+    behind_relay: bool,
     /// Connections served by threads (authenticated), in all and per token.
     open: Arc<AtomicUsize>,
     per_token: PerToken,
@@ -64,11 +69,26 @@ pub(crate) struct Intake {
 }
 
 impl Intake {
-    pub fn new(listener: TcpListener, keys: Keys, limits: Limits, inbound: Sender<Inbound>) -> Intake {
+    pub fn new(
+        listener: TcpListener,
+        keys: Keys,
+        limits: Limits,
+        inbound: Sender<Inbound>,
+        behind_relay: bool,
+    ) -> Intake {
         raise_descriptor_limit();
-        let open = Arc::new(AtomicUsize::new(0));
-        let per_token = PerToken::default();
-        Intake { listener, keys, limits, inbound, open, per_token, pending: Vec::new(), refused: 0, last_logged: None }
+        Intake {
+            listener,
+            keys,
+            limits,
+            inbound,
+            behind_relay,
+            open: Arc::new(AtomicUsize::new(0)),
+            per_token: PerToken::default(),
+            pending: Vec::new(),
+            refused: 0,
+            last_logged: None,
+        }
     }
 
     /// Runs until `stopping` is set (seen within 100 ms) or the listener fails; each head
@@ -288,7 +308,9 @@ impl Intake {
             return false;
         }
         let _ = stream.set_nodelay(true);
-        if self.pending.iter().filter(|p| p.ip == ip).count() >= self.limits.per_address {
+        let crowded =
+            !self.behind_relay && self.pending.iter().filter(|p| p.ip == ip).count() >= self.limits.per_address;
+        if crowded {
             self.evict(Some(ip));
         } else if self.pending.len() >= self.limits.max_pending {
             self.evict(None);
