@@ -339,6 +339,7 @@ impl Driver {
             return Err(Refusal::new(409, format!("a job named `{}` was already submitted", job.name)));
         }
         let spec = job.to_spec(SimTime::ZERO, self.default_work())?;
+        sim::check_job_checkpoints(&spec, self.checkpoint_interval()).map_err(|e| Refusal::bad(e.to_string()))?;
         if let Some(queue) = job.queue.as_deref().filter(|q| !self.queues.is_empty() && self.queues.find(q).is_none()) {
             let names: Vec<&str> = self.queues.iter().map(|(_, q)| q.name.as_str()).collect();
             return Err(Refusal::bad(format!(
@@ -536,6 +537,11 @@ impl Driver {
             cancelled_at: None,
         });
         self.add_unit(index, at);
+    }
+
+    /// The checkpoint interval of a task without its own (`--checkpoint-s`; 0: continuous).
+    fn checkpoint_interval(&self) -> SimDuration {
+        SimDuration(self.config.checkpoint_ms)
     }
 
     /// The work assumed for a task without an estimate until its process ends.
@@ -742,13 +748,14 @@ impl Driver {
                         } else if spec.cancel.is_some() {
                             let ran = SimDuration(state.attempts_ms() * fastest / 1000 + 1);
                             t.work = t.work.max(ran);
-                        } else if state.work > t.work {
-                            // It ran past its assumed work and has not ended: it does more
-                            // than it has done (`Controller::extend_overrun`).
+                        } else if state.work >= t.work {
+                            // It has not ended, at or past its assumed work: it does more
+                            // than it has done (`Controller::extend_overrun`), so the replay
+                            // must not end it at the session's last moment either.
                             t.work = state.work + SimDuration(1);
                         }
                     }
-                    met_at_the_end(&mut spec);
+                    as_live_met_them(&unit.spec, &mut spec, self.checkpoint_interval());
                 }
                 spec
             })
@@ -765,16 +772,22 @@ impl Driver {
     }
 }
 
-/// A `data=` point past its upstream's real work (the process ended before it got there, or
-/// failed) was met at the upstream's success, or never: in the trace it is that edge, a
-/// `success` one, not a point no workload accepts.
-fn met_at_the_end(spec: &mut JobSpec) {
+/// The progress dependencies of `spec` (the job with its tasks' real work) as the live
+/// Controller met them, where the work it assumed at submission (`submitted`) set them:
+/// - a `checkpoint=N` edge waited for the point `min(N x interval, assumed work)`
+///   ([`DepKind::point`]): in the trace it is a `data=` edge at that point, which the
+///   upstream's real work would otherwise move;
+/// - a point past the upstream's real work (its process ended before it got there, or
+///   failed) was met at the upstream's success, or never: in the trace it is a `success`
+///   edge, not a point no workload accepts (nor one a failed attempt's end would meet).
+fn as_live_met_them(submitted: &JobSpec, spec: &mut JobSpec, default_checkpoint: SimDuration) {
     let works: Vec<SimDuration> = spec.tasks.iter().map(|t| t.work).collect();
-    for task in spec.tasks.iter_mut() {
-        for dep in task.deps.iter_mut() {
-            if matches!(dep.kind, DepKind::Data(point) if point > works[dep.upstream]) {
-                dep.kind = DepKind::Success;
-            }
+    for (t, task) in spec.tasks.iter_mut().enumerate() {
+        for (d, dep) in task.deps.iter_mut().enumerate() {
+            let upstream = &submitted.tasks[dep.upstream];
+            let interval = upstream.options().checkpoint.unwrap_or(default_checkpoint);
+            let Some(point) = submitted.tasks[t].deps[d].kind.point(interval, upstream.work) else { continue };
+            dep.kind = if point > works[dep.upstream] { DepKind::Success } else { DepKind::Data(point) };
         }
     }
 }

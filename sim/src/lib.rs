@@ -52,7 +52,7 @@ pub use plan::{Decision, Plan, PlanError, Savepoint};
 pub use policy::Policy;
 pub use quota::{Queue, QueueId, QueueSpec, Queues, QuotaUsage};
 pub use record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResult, RunStats, TaskRecord};
-pub use scenario::{Scenario, SimError};
+pub use scenario::{Scenario, SimError, check_job_checkpoints};
 pub use series::{Bucket, QueueBucket, Series};
 pub use speeds::SpeedProfiles;
 pub use state::{JobOutcome, JobState, Losses, OptIndex, TaskState, TaskStatus};

@@ -146,22 +146,28 @@ fn check_checkpoint_dependencies(workload: &Workload, default: crate::time::SimD
     if !workload.has_dags() {
         return Ok(());
     }
-    for job in workload.jobs() {
-        for task in &job.tasks {
-            for dep in &task.deps {
-                let upstream = &job.tasks[dep.upstream];
-                if let crate::workload::DepKind::Checkpoint(n) = dep.kind
-                    && upstream.options().checkpoint.unwrap_or(default) == crate::time::SimDuration::ZERO
-                {
-                    return Err(SimError::BadDependency {
-                        job: job.name.to_string(),
-                        problem: format!(
-                            "task `{}` waits for checkpoint {n} of `{}`, which checkpoints continuously (interval \
-                             0); give it a checkpoint_s, or the run a --checkpoint-s",
-                            task.name, upstream.name
-                        ),
-                    });
-                }
+    workload.jobs().iter().try_for_each(|job| check_job_checkpoints(job, default))
+}
+
+/// [`check_checkpoint_dependencies`] for one job (what live mode checks at submission).
+pub fn check_job_checkpoints(
+    job: &crate::workload::JobSpec,
+    default: crate::time::SimDuration,
+) -> Result<(), SimError> {
+    for task in &job.tasks {
+        for dep in &task.deps {
+            let upstream = &job.tasks[dep.upstream];
+            if let crate::workload::DepKind::Checkpoint(n) = dep.kind
+                && upstream.options().checkpoint.unwrap_or(default) == crate::time::SimDuration::ZERO
+            {
+                return Err(SimError::BadDependency {
+                    job: job.name.to_string(),
+                    problem: format!(
+                        "task `{}` waits for checkpoint {n} of `{}`, which checkpoints continuously (interval \
+                         0); give it a checkpoint_s, or the run a --checkpoint-s",
+                        task.name, upstream.name
+                    ),
+                });
             }
         }
     }
