@@ -178,6 +178,10 @@ pub struct Driver {
     names: HashMap<String, usize>,
     /// Jobs by final state, completion times, decisions by kind: kept as they change.
     tally: Tally,
+    /// Submissions not yet ended with a task whose start window can close: a closing window
+    /// fails its task (and a plain job with it) with no decision to name the job, so these
+    /// are settled after every batch until they end.
+    windowed: BTreeSet<usize>,
 }
 
 fn controller_config(config: &DriverConfig, failures: FailureConfig) -> ControllerConfig {
@@ -270,6 +274,7 @@ impl Driver {
             now: SimTime::ZERO,
             names: HashMap::new(),
             tally: Tally::default(),
+            windowed: BTreeSet::new(),
             cluster,
             config,
         })
@@ -494,6 +499,7 @@ impl Driver {
             Input::Cancel { job } if (job as usize) < self.submissions.len() => Some(job as usize),
             _ => None,
         }));
+        touched.extend(self.windowed.iter().copied());
         for s in touched {
             self.tally.settle(s, self.job_state(s));
             let job = self.controller().job(JobId::from_index(s));
@@ -501,6 +507,10 @@ impl Driver {
                 let submit = self.controller().workload().jobs()[s].submit;
                 self.tally.succeeded(s, end.since(submit).as_ms());
             }
+        }
+        let ended: Vec<usize> = self.windowed.iter().copied().filter(|&s| self.tally.has_ended(s)).collect();
+        for s in ended {
+            self.windowed.remove(&s);
         }
         if cfg!(debug_assertions) {
             self.check_tally();
@@ -528,6 +538,9 @@ impl Driver {
         let index = self.submissions.len();
         let n = request.tasks.len();
         self.names.insert(request.name.clone(), index);
+        if request.tasks.iter().any(|t| t.not_after_s.is_some()) {
+            self.windowed.insert(index);
+        }
         self.tally.submitted();
         self.submissions.push(Submission {
             request,

@@ -676,7 +676,7 @@ fn admit(d: &Driver, job: &JobRequest) -> Result<(), schedlab_live::wire::Refusa
 
 /// The job without what the open defects of fuzz_findings.rs need (without
 /// SCHEDLAB_FUZZ_ALL): no checkpoint intervals, no restart overheads, no speeds, no datasets
-/// where the cluster places them (`datasets`), no windows that close (`not_after_s`). None
+/// where the cluster places them (`datasets`). None
 /// when nothing was left out. What is left out is parsed and checked all the same (the
 /// refusals of the whole job come first).
 fn without_open_defects(job: &JobRequest, datasets: bool) -> Option<JobRequest> {
@@ -686,7 +686,6 @@ fn without_open_defects(job: &JobRequest, datasets: bool) -> Option<JobRequest> 
         changed |= t.checkpoint_s.take().is_some();
         changed |= t.restart_overhead_s.take().is_some();
         changed |= t.speeds.take().is_some();
-        changed |= t.not_after_s.take().is_some();
         if datasets {
             changed |= t.dataset.take().is_some();
         }
