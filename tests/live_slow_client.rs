@@ -141,32 +141,48 @@ fn read_one_answer(stream: &mut TcpStream) -> (u16, String) {
     (status, String::from_utf8(body).unwrap())
 }
 
+/// A coordinator served in-process (on `cluster`, fifo, with `limits`), stopped with its flag.
+struct InProcess {
+    dir: std::path::PathBuf,
+    addr: String,
+    stop: Arc<AtomicBool>,
+    /// What `serve` returned, once it has.
+    served: std::sync::mpsc::Receiver<Result<(), String>>,
+}
+
+impl InProcess {
+    fn start(name: &str, cluster: &str, limits: Limits) -> InProcess {
+        let dir = fresh_dir(name);
+        let state = dir.join("state");
+        let options = ServeOptions {
+            state_dir: state.clone(),
+            listen: "127.0.0.1:0".into(),
+            settings: live::coordinator::settings::Given::all(&DriverConfig::new(cluster, "fifo")),
+            journal_every: Duration::from_secs(1),
+            quiet: true,
+            app_xids: None,
+            tls: None,
+            http: limits,
+            registry: policies::Registry::builtin(),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (done, served) = std::sync::mpsc::channel();
+        let flag = stop.clone();
+        std::thread::spawn(move || done.send(serve(options, flag)));
+        let addr = wait_for(30, "the coordinator's address", || {
+            std::fs::read_to_string(state.join("addr")).ok().map(|a| a.trim().to_string())
+        });
+        InProcess { dir, addr, stop, served }
+    }
+}
+
 #[test]
 fn beyond_the_connection_bound_a_client_gets_503_a_stalled_one_408_and_stopping_ends_the_server() {
     // In-process, with small limits, to stop it with its flag: `serve` must return, its
     // listener closed.
-    let dir = fresh_dir("bounds");
-    let state = dir.join("state");
     let limits = Limits { max_connections: 8, request_timeout: Duration::from_secs(2), ..Limits::default() };
-    let options = ServeOptions {
-        state_dir: state.clone(),
-        listen: "127.0.0.1:0".into(),
-        settings: live::coordinator::settings::Given::all(&DriverConfig::new("1x1:SIM", "fifo")),
-        journal_every: Duration::from_secs(1),
-        quiet: true,
-        app_xids: None,
-        tls: None,
-        http: limits,
-        registry: policies::Registry::builtin(),
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    let (done, served) = std::sync::mpsc::channel();
-    let flag = stop.clone();
-    std::thread::spawn(move || done.send(serve(options, flag)));
-    let addr = wait_for(30, "the coordinator's address", || {
-        std::fs::read_to_string(state.join("addr")).ok().map(|a| a.trim().to_string())
-    });
-    let token = std::fs::read_to_string(state.join("token")).unwrap().trim().to_string();
+    let InProcess { dir, addr, stop, served, .. } = InProcess::start("bounds", "1x1:SIM", limits);
+    let token = std::fs::read_to_string(dir.join("state").join("token")).unwrap().trim().to_string();
     // A kept-alive connection of our own, open through everything below.
     let mut kept = TcpStream::connect(&addr).unwrap();
     kept.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
@@ -238,27 +254,9 @@ fn beyond_the_connection_bound_a_client_gets_503_a_stalled_one_408_and_stopping_
 /// bodies made 296 of 297 legitimate requests 503, and a restarting agent could not register).
 #[test]
 fn one_tokens_connections_cannot_take_another_tokens_places() {
-    let dir = fresh_dir("per-token");
-    let state = dir.join("state");
     let limits = Limits { max_connections: 16, per_user: 3, per_agent: 2, ..Limits::default() };
-    let options = ServeOptions {
-        state_dir: state.clone(),
-        listen: "127.0.0.1:0".into(),
-        settings: live::coordinator::settings::Given::all(&DriverConfig::new("2x1:SIM", "fifo")),
-        journal_every: Duration::from_secs(1),
-        quiet: true,
-        app_xids: None,
-        tls: None,
-        http: limits,
-        registry: policies::Registry::builtin(),
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    let (done, served) = std::sync::mpsc::channel();
-    let flag = stop.clone();
-    std::thread::spawn(move || done.send(serve(options, flag)));
-    let addr = wait_for(30, "the coordinator's address", || {
-        std::fs::read_to_string(state.join("addr")).ok().map(|a| a.trim().to_string())
-    });
+    let InProcess { dir, addr, stop, served } = InProcess::start("per-token", "2x1:SIM", limits);
+    let state = dir.join("state");
     let user = std::fs::read_to_string(state.join("token")).unwrap().trim().to_string();
     let agent = |name: &str| live::net::auth::agent_token(&state, name).unwrap();
     let status_of = |token: &str, url: &str| {
