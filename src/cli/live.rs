@@ -572,8 +572,11 @@ fn run_status(a: StatusArgs) -> CliResult {
     } else {
         "/v1/jobs".to_string()
     };
-    let v: Value =
-        if path == "/v1/jobs" { serde_json::json!({ "jobs": client.all_jobs()? }) } else { client.get(&path)? };
+    let v: Value = match path.as_str() {
+        "/v1/jobs" => client.all_pages(&path, "jobs")?,
+        "/v1/decisions" => client.all_pages(&path, "decisions")?,
+        _ => client.get(&path)?,
+    };
     if a.json {
         return emit(format!("{v:#}\n"));
     }

@@ -306,7 +306,7 @@ impl Session {
 
     /// The live decision log as (time_ms, kind, job, task, gpus) lines, and its digest.
     pub fn decisions(&self) -> (Vec<String>, String) {
-        let v: Value = self.client().get("/v1/decisions").unwrap();
+        let v: Value = self.client().all_pages("/v1/decisions", "decisions").unwrap();
         let lines = v["decisions"]
             .as_array()
             .unwrap()

@@ -392,7 +392,7 @@ fn a_full_disk_refuses_changes_with_503_and_the_coordinator_carries_on() {
 }
 
 /// `GET /v1/jobs` lists a page at a time (1,000 jobs at most), with the `after` of the next
-/// page; following `next` lists every job once, in id order.
+/// page; following `next` lists every job once, in id order. `/v1/decisions` too.
 #[test]
 fn the_job_list_comes_in_pages_that_together_list_every_job_once() {
     let dir = state_dir("pages");
@@ -416,4 +416,14 @@ fn the_job_list_comes_in_pages_that_together_list_every_job_once() {
     // Past the end, and a limit past the page's bound, give what there is.
     assert_eq!(c.jobs_json(Some(u64::MAX), None)["jobs"].as_array().unwrap().len(), 0);
     assert_eq!(c.jobs_json(Some(2400), Some(1 << 40))["jobs"].as_array().unwrap().len(), 99);
+    // The decision log pages the same way, each page with the digest of the whole log.
+    let whole = c.driver.decisions().len();
+    assert_eq!(whole, 2, "the two GPUs' starts");
+    let first = c.decisions_json(None, Some(1));
+    let second = c.decisions_json(first["next"].as_u64(), Some(1));
+    assert_eq!((first["decisions"].as_array().unwrap().len(), first["next"].as_u64()), (1, Some(0)));
+    assert_eq!((second["decisions"].as_array().unwrap().len(), second["next"].as_u64()), (1, None));
+    assert_eq!(first["decisions"][0]["job"], 0);
+    assert_eq!(second["decisions"][0]["job"], 1);
+    assert_eq!(first["digest"], second["digest"]);
 }

@@ -10,18 +10,16 @@ use std::collections::BTreeMap;
 /// The most jobs one page of `GET /v1/jobs` lists.
 pub(crate) const JOBS_PAGE: usize = 1000;
 
+/// The most decisions one page of `GET /v1/decisions` lists.
+pub(crate) const DECISIONS_PAGE: usize = 5000;
+
 impl Coordinator {
-    /// `GET /v1/jobs`.
-    /// `GET /v1/jobs?after=ID&limit=N`: the jobs after id `after` (from the first without
-    /// it), at most `limit` ([`JOBS_PAGE`] without it, and never more), and `next`, the
-    /// `after` of the next page (null on the last). A page costs what it lists, whatever the
-    /// session's length: the coordinator's thread never writes megabytes for one call.
+    /// `GET /v1/jobs?after=ID&limit=N`: the jobs after id `after`, a [`Page`] of at most
+    /// [`JOBS_PAGE`].
     pub(crate) fn jobs_json(&self, after: Option<u64>, limit: Option<u64>) -> Value {
-        let total = self.driver.submissions().len();
-        let from = after.map_or(0, |a| usize::try_from(a).unwrap_or(usize::MAX).saturating_add(1)).min(total);
-        let limit = limit.map_or(JOBS_PAGE, |l| usize::try_from(l).unwrap_or(JOBS_PAGE).clamp(1, JOBS_PAGE));
-        let to = from.saturating_add(limit).min(total);
-        let list: Vec<Value> = (from..to)
+        let page = Page::of(self.driver.submissions().len(), after, limit, JOBS_PAGE);
+        let list: Vec<Value> = page
+            .range()
             .map(|i| {
                 let s = &self.driver.submissions()[i];
                 json!({
@@ -33,8 +31,7 @@ impl Coordinator {
                 })
             })
             .collect();
-        let next = (to < total).then(|| to - 1);
-        json!({ "jobs": list, "next": next })
+        json!({ "jobs": list, "next": page.next })
     }
 
     /// `GET /v1/jobs/{job}`: the job and each of its tasks.
@@ -183,10 +180,12 @@ impl Coordinator {
     }
 
     /// `GET /v1/decisions`: the decision log, its digest and the policy that made it.
-    pub(crate) fn decisions_json(&self) -> Value {
-        let list: Vec<Value> = self
-            .driver
-            .decisions()
+    /// `GET /v1/decisions?after=I&limit=N`: the decision log from entry `after + 1`, a
+    /// [`Page`] of at most [`DECISIONS_PAGE`], with the policy and the digest of the whole log.
+    pub(crate) fn decisions_json(&self, after: Option<u64>, limit: Option<u64>) -> Value {
+        let log = self.driver.decisions();
+        let page = Page::of(log.len(), after, limit, DECISIONS_PAGE);
+        let list: Vec<Value> = log[page.range()]
             .iter()
             .map(|d| {
                 json!({
@@ -200,7 +199,31 @@ impl Coordinator {
             })
             .collect();
         let policy = &self.driver.config().policy;
-        json!({ "policy": policy, "digest": self.driver.controller().digest_hex(), "decisions": list })
+        let digest = self.driver.controller().digest_hex();
+        json!({ "policy": policy, "digest": digest, "decisions": list, "next": page.next })
+    }
+}
+
+/// One page of a listing of `total` entries: those after index `after` (from the first
+/// without it), at most `limit` and never more than the listing's bound, and `next`, the
+/// `after` of the next page (None on the last). A page costs what it lists, whatever the
+/// session's length: the coordinator's thread never writes megabytes for one call.
+struct Page {
+    from: usize,
+    to: usize,
+    next: Option<usize>,
+}
+
+impl Page {
+    fn of(total: usize, after: Option<u64>, limit: Option<u64>, bound: usize) -> Page {
+        let from = after.map_or(0, |a| usize::try_from(a).unwrap_or(usize::MAX).saturating_add(1)).min(total);
+        let limit = limit.map_or(bound, |l| usize::try_from(l).unwrap_or(bound).clamp(1, bound));
+        let to = from.saturating_add(limit).min(total);
+        Page { from, to, next: (to < total).then(|| to - 1) }
+    }
+
+    fn range(&self) -> std::ops::Range<usize> {
+        self.from..self.to
     }
 }
 

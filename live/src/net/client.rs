@@ -104,17 +104,26 @@ impl Client {
     }
 
     /// A GET whose answer is text, not JSON (`/metrics`): the body and its content type.
-    /// Every job of `GET /v1/jobs`, page after page (each page as the coordinator lists it,
-    /// so a long session never costs it one huge answer).
+    /// Every job of `GET /v1/jobs`, page after page.
     pub fn all_jobs(&self) -> Result<Vec<serde_json::Value>, CallError> {
-        let mut jobs = Vec::new();
-        let mut path = "/v1/jobs".to_string();
+        Ok(self.all_pages("/v1/jobs", "jobs")?["jobs"].as_array_mut().map(std::mem::take).unwrap_or_default())
+    }
+
+    /// A paged listing (`/v1/jobs`, `/v1/decisions`) whole: the last page's answer, its
+    /// `list` holding the entries of every page (each page as the coordinator lists it, so a
+    /// long session never costs it one huge answer).
+    pub fn all_pages(&self, path: &str, list: &str) -> Result<serde_json::Value, CallError> {
+        let mut entries = Vec::new();
+        let mut next = path.to_string();
         loop {
-            let mut page: serde_json::Value = self.get(&path)?;
-            jobs.extend(page["jobs"].as_array_mut().map(std::mem::take).unwrap_or_default());
+            let mut page: serde_json::Value = self.get(&next)?;
+            entries.extend(page[list].as_array_mut().map(std::mem::take).unwrap_or_default());
             match page["next"].as_u64() {
-                Some(after) => path = format!("/v1/jobs?after={after}"),
-                None => return Ok(jobs),
+                Some(after) => next = format!("{path}?after={after}"),
+                None => {
+                    page[list] = serde_json::Value::Array(entries);
+                    return Ok(page);
+                }
             }
         }
     }

@@ -78,7 +78,7 @@ pub(crate) static ROUTES: &[Route] = &[
     route(Post, "/v1/jobs/{job}/cancel", User, |c, r| c.cancel(r.param("job")).map(json)),
     route(Get, "/v1/cluster", User, |c, _| ok(c.cluster_json())),
     route(Post, "/v1/gpus/{uuid}/return", User, |c, r| c.return_gpu(r.param("uuid")).map(json)),
-    route(Get, "/v1/decisions", User, |c, _| ok(c.decisions_json())),
+    route(Get, "/v1/decisions", User, |c, r| ok(c.decisions_json(r.query_u64("after"), r.query_u64("limit")))),
     route(Get, "/metrics", User, |c, _| Ok(Answer::text(CONTENT_TYPE, c.metrics_text()))),
     route(Post, "/v1/agents/register", Agent(Named::Body), |c, r| c.register(r.agent_json(c)?).map(json)),
     route(Post, "/v1/agents/heartbeat", Agent(Named::Body), |c, r| c.heartbeat(r.agent_json(c)?).map(json)),
