@@ -45,6 +45,12 @@ fn jobs() -> usize {
     std::env::var("SCHEDLAB_LIVE_API_JOBS").ok().and_then(|n| n.parse().ok()).unwrap_or(100_000)
 }
 
+/// Clients listing every job (`GET /v1/jobs`, page after page) in a loop while the session
+/// runs (`SCHEDLAB_LIVE_API_LISTERS`, none by default): what the agents' beats cost then.
+fn listers() -> usize {
+    std::env::var("SCHEDLAB_LIVE_API_LISTERS").ok().and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
 const AGENTS: [&str; 3] = ["n0", "n1", "n2"];
 const GPUS_PER_NODE: u32 = 8;
 /// At most this many jobs submitted and not yet ended (the cluster runs 24 at a time).
@@ -242,10 +248,20 @@ fn session(coordinator: &Coordinator, n: usize) {
     let shared = Shared::default();
     let loads: Mutex<std::collections::BTreeMap<usize, String>> = Mutex::default();
     let agents: Vec<Client> = AGENTS.iter().map(|name| coordinator.agent(name)).collect();
+    let listings = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for (client, name) in agents.iter().zip(AGENTS) {
             let shared = &shared;
             scope.spawn(move || fake_agent(client, name, shared));
+        }
+        for _ in 0..listers() {
+            let (shared, listings, lister) = (&shared, &listings, coordinator.user());
+            scope.spawn(move || {
+                while !shared.stop.load(Ordering::Relaxed) {
+                    lister.all_jobs().expect("the job list");
+                    listings.fetch_add(1, Ordering::Relaxed);
+                }
+            });
         }
         // The agents stop however this thread ends (a failed submission too), or the scope
         // would wait for them for ever.
@@ -302,6 +318,9 @@ fn session(coordinator: &Coordinator, n: usize) {
             );
         }
         eprintln!("GET /metrics before the first: {metrics_first}; after the last: {metrics_last}");
+        if listers() > 0 {
+            eprintln!("{} clients listed every job {} times in all", listers(), listings.load(Ordering::Relaxed));
+        }
     });
 }
 
