@@ -10,33 +10,25 @@
 //! Deterministic under `PROPTEST_RNG_SEED`; `SCHEDLAB_FUZZ_CASES=N` runs N/32 sessions
 //! (scripts/fuzz.sh); the campaign prints `fuzz agent_assignments: ...`.
 
+// fuzz_agent uses the harness and `json::quote` only; the rest of the module (generators of
+// the API's bodies, the corpus, driver and HTTP sessions) is fuzz_api's.
+#[allow(dead_code)]
+mod fuzz;
+
+use fuzz::harness::{Campaign, cases};
+use fuzz::json::quote;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
+use proptest::test_runner::TestCaseError;
 use schedlab_live::agent::backend::SimBackend;
 use schedlab_live::agent::{Agent, AgentOptions};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
-
-/// CI's `PROPTEST_RNG_SEED`, else one drawn from the clock (printed).
-fn seed() -> u64 {
-    env_u64("PROPTEST_RNG_SEED").unwrap_or_else(|| {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        (nanos.as_nanos() as u64) ^ u64::from(std::process::id()).rotate_left(32)
-    })
-}
-
-fn quote(text: &str) -> String {
-    serde_json::to_string(text).expect("a string")
-}
 
 /// A job or task name: plain mostly, hostile sometimes (paths, control characters, too long).
 fn name() -> BoxedStrategy<String> {
@@ -112,6 +104,24 @@ struct Script {
     registrations: AtomicUsize,
 }
 
+impl Script {
+    /// The answer to a request whose first line is `line`: a registration (generation 1), the
+    /// next heartbeat or poll answer (then one with nothing to run).
+    fn answer(&self, line: &str) -> Vec<u8> {
+        if line.contains("/v1/agents/register") {
+            self.registrations.fetch_add(1, Ordering::Relaxed);
+            br#"{"node":0,"heartbeat_ms":20,"generation":1}"#.to_vec()
+        } else if line.contains("/v1/agents/heartbeat") {
+            self.beats_seen.fetch_add(1, Ordering::Relaxed);
+            let next = self.heartbeats.lock().unwrap().pop_front();
+            next.unwrap_or_else(|| br#"{"assignments":[],"acked":[],"heartbeat_ms":20,"generation":1}"#.to_vec())
+        } else {
+            let next = self.polls.lock().unwrap().pop_front();
+            next.unwrap_or_else(|| br#"{"generation":1,"assignments":[]}"#.to_vec())
+        }
+    }
+}
+
 /// A fake coordinator on loopback: registers the agent (generation 1), answers heartbeats and
 /// polls from `script` (then with nothing to run), one request per connection.
 fn fake_coordinator(script: Arc<Script>, stop: Arc<AtomicBool>) -> String {
@@ -126,36 +136,10 @@ fn fake_coordinator(script: Arc<Script>, stop: Arc<AtomicBool>) -> String {
             };
             let _ = stream.set_nonblocking(false);
             let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            if reader.read_line(&mut line).is_err() {
+            let Some(line) = read_request(&stream) else {
                 continue;
-            }
-            let mut length = 0;
-            loop {
-                let mut header = String::new();
-                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = header.split_once(':')
-                    && k.eq_ignore_ascii_case("content-length")
-                {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            let answer = if line.contains("/v1/agents/register") {
-                script.registrations.fetch_add(1, Ordering::Relaxed);
-                br#"{"node":0,"heartbeat_ms":20,"generation":1}"#.to_vec()
-            } else if line.contains("/v1/agents/heartbeat") {
-                script.beats_seen.fetch_add(1, Ordering::Relaxed);
-                let next = script.heartbeats.lock().unwrap().pop_front();
-                next.unwrap_or_else(|| br#"{"assignments":[],"acked":[],"heartbeat_ms":20,"generation":1}"#.to_vec())
-            } else {
-                let next = script.polls.lock().unwrap().pop_front();
-                next.unwrap_or_else(|| br#"{"generation":1,"assignments":[]}"#.to_vec())
             };
+            let answer = script.answer(&line);
             let mut stream = stream;
             let _ = write!(
                 stream,
@@ -166,6 +150,30 @@ fn fake_coordinator(script: Arc<Script>, stop: Arc<AtomicBool>) -> String {
         }
     });
     addr
+}
+
+/// Reads a request from `stream`, its head and body: its first line, None if there was none.
+fn read_request(stream: &TcpStream) -> Option<String> {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() {
+        return None;
+    }
+    let mut length = 0;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = header.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
+    Some(line)
 }
 
 /// Every file under `dir`, relative to it.
@@ -184,8 +192,16 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// One session: the agent serves `heartbeats` and `polls`, then runs a little on nothing.
-fn check_agent(case: u64, heartbeats: Vec<Vec<u8>>, polls: Vec<Vec<u8>>) -> Result<(), TestCaseError> {
+/// Files written under `root` outside its work directory `a/b/work`.
+fn written_outside(root: &Path) -> Vec<PathBuf> {
+    files_under(root)
+        .into_iter()
+        .filter(|p| !p.starts_with("a/b/work") && !["a", "a/b"].contains(&p.to_str().unwrap_or("")))
+        .collect()
+}
+
+/// A directory of this case's own, empty.
+fn scratch_dir(case: u64) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let root = std::env::temp_dir().join(format!(
         "schedlab-fuzz-agent-{}-{}-{case:x}",
@@ -193,6 +209,33 @@ fn check_agent(case: u64, heartbeats: Vec<Vec<u8>>, polls: Vec<Vec<u8>>) -> Resu
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     let _ = std::fs::remove_dir_all(&root);
+    root
+}
+
+/// An agent n0 with two simulated GPUs, working in `work` for the coordinator at `addr`
+/// until `stop`.
+fn start_agent(addr: &str, work: PathBuf, stop: Arc<AtomicBool>) -> JoinHandle<Result<(), String>> {
+    let options = AgentOptions {
+        coordinator: format!("http://{addr}"),
+        token: "agent.n0.00".into(),
+        tls: Default::default(),
+        name: "n0".into(),
+        addr: "127.0.0.1".into(),
+        node: None,
+        poll: Duration::from_millis(15),
+        grace: Duration::from_millis(200),
+        work_dir: work,
+        quiet: true,
+    };
+    std::thread::spawn(move || {
+        let mut agent = Agent::new(options, Box::new(SimBackend::new(2, "SIM", "n0")))?;
+        agent.run(&stop)
+    })
+}
+
+/// One session: the agent serves `heartbeats` and `polls`, then runs a little on nothing.
+fn check_agent(case: u64, heartbeats: Vec<Vec<u8>>, polls: Vec<Vec<u8>>) -> Result<(), TestCaseError> {
+    let root = scratch_dir(case);
     // The work directory three levels down: a name that climbs out of it lands in one of these.
     let work = root.join("a/b/work");
     std::fs::create_dir_all(&work).unwrap();
@@ -204,24 +247,8 @@ fn check_agent(case: u64, heartbeats: Vec<Vec<u8>>, polls: Vec<Vec<u8>>) -> Resu
     });
     let stop_server = Arc::new(AtomicBool::new(false));
     let addr = fake_coordinator(script.clone(), stop_server.clone());
-    let options = AgentOptions {
-        coordinator: format!("http://{addr}"),
-        token: "agent.n0.00".into(),
-        tls: Default::default(),
-        name: "n0".into(),
-        addr: "127.0.0.1".into(),
-        node: None,
-        poll: Duration::from_millis(15),
-        grace: Duration::from_millis(200),
-        work_dir: work.clone(),
-        quiet: true,
-    };
     let stop = Arc::new(AtomicBool::new(false));
-    let theirs = stop.clone();
-    let agent = std::thread::spawn(move || {
-        let mut agent = Agent::new(options, Box::new(SimBackend::new(2, "SIM", "n0")))?;
-        agent.run(&theirs)
-    });
+    let agent = start_agent(&addr, work, stop.clone());
     // Until every scripted answer was given and a few more beats after them.
     let deadline = Instant::now() + Duration::from_secs(60);
     while script.beats_seen.load(Ordering::Relaxed) < answers + 3 && Instant::now() < deadline && !agent.is_finished() {
@@ -232,10 +259,7 @@ fn check_agent(case: u64, heartbeats: Vec<Vec<u8>>, polls: Vec<Vec<u8>>) -> Resu
     stop.store(true, Ordering::Relaxed);
     let ended = agent.join();
     stop_server.store(true, Ordering::Relaxed);
-    let outside: Vec<PathBuf> = files_under(&root)
-        .into_iter()
-        .filter(|p| !p.starts_with("a/b/work") && !["a", "a/b"].contains(&p.to_str().unwrap_or("")))
-        .collect();
+    let outside = written_outside(&root);
     let _ = std::fs::remove_dir_all(&root);
     let ended = ended.map_err(|_| TestCaseError::fail("the agent panicked"))?;
     prop_assert!(!finished_early, "the agent stopped on its own: {:?}", ended);
@@ -247,30 +271,11 @@ fn check_agent(case: u64, heartbeats: Vec<Vec<u8>>, polls: Vec<Vec<u8>>) -> Resu
 
 #[test]
 fn random_assignments_never_stop_the_agent_nor_leave_its_work_directory() {
-    let cases = env_u64("SCHEDLAB_FUZZ_CASES").map_or(12, |n| (n / 32).clamp(1, u64::from(u32::MAX)) as u32);
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        rng_seed: RngSeed::Fixed(seed()),
-        max_shrink_iters: 64,
-        ..Config::default()
-    };
+    // Each case runs a real agent for a while: fewer steps to shrink a failure, no outcomes
+    // tallied, panics printed as they happen.
+    let campaign =
+        Campaign { max_shrink_iters: 64, tallied: false, ..Campaign::new("agent_assignments", cases(12, 32)) };
     let strategy =
         (any::<u64>(), prop::collection::vec(answer(true), 1..8), prop::collection::vec(answer(false), 0..6));
-    let tried = AtomicU64::new(0);
-    let start = Instant::now();
-    let result = TestRunner::new(config.clone()).run(&strategy, |(case, heartbeats, polls)| {
-        tried.fetch_add(1, Ordering::Relaxed);
-        check_agent(case, heartbeats, polls)
-    });
-    let RngSeed::Fixed(seed) = config.rng_seed else { unreachable!() };
-    eprintln!(
-        "fuzz agent_assignments: {} inputs in {:.2} s (seed {seed}, {cases} cases): {} failures",
-        tried.load(Ordering::Relaxed),
-        start.elapsed().as_secs_f64(),
-        u32::from(result.is_err())
-    );
-    if let Err(e) = result {
-        panic!("fuzz agent_assignments (PROPTEST_RNG_SEED={seed}): {e}");
-    }
+    campaign.run(strategy, |(case, heartbeats, polls)| check_agent(case, heartbeats, polls));
 }
