@@ -762,9 +762,11 @@ impl Driver {
                             let ran = SimDuration(state.attempts_ms() * fastest / 1000 + 1);
                             t.work = t.work.max(ran);
                         } else if state.work >= t.work {
-                            // It has not ended, at or past its assumed work: it does more
-                            // than it has done (`Controller::extend_overrun`), so the replay
-                            // must not end it at the session's last moment either.
+                            // It has not ended: its work is more than the Controller assumes
+                            // now (its estimate, or what it has done past it,
+                            // `Controller::extend_overrun`), by at least a millisecond, or a
+                            // task exactly at its estimate at the session's last moment would
+                            // end there in the replay.
                             t.work = state.work + SimDuration(1);
                         }
                     }

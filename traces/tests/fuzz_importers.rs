@@ -10,6 +10,9 @@
 //! Deterministic under `PROPTEST_RNG_SEED`; `SCHEDLAB_FUZZ_CASES=N` runs N cases of each
 //! campaign (scripts/fuzz.sh), each printing `fuzz NAME: N inputs in S s (seed X): F failures`.
 
+mod common;
+
+use common::damage::{Damage, damaged};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
 use std::path::Path;
@@ -149,17 +152,6 @@ fn read_all(input: &[u8]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// One damage: overwrite, delete or insert a byte, insert a token, or duplicate or drop a line.
-#[derive(Debug, Clone)]
-enum Damage {
-    Set(usize, u8),
-    Delete(usize),
-    Insert(usize, u8),
-    Token(usize, &'static str),
-    DuplicateLine(usize),
-    DropLine(usize),
-}
-
 /// What the readers split and parse on.
 const TOKENS: &[&str] = &[
     "=",
@@ -198,39 +190,6 @@ fn damage() -> impl Strategy<Value = Damage> {
         any::<usize>().prop_map(Damage::DuplicateLine),
         any::<usize>().prop_map(Damage::DropLine),
     ]
-}
-
-fn damaged(text: &str, damages: &[Damage]) -> Vec<u8> {
-    let mut bytes = text.as_bytes().to_vec();
-    for d in damages {
-        let len = bytes.len();
-        match *d {
-            Damage::Set(i, b) if len > 0 => bytes[i % len] = b,
-            Damage::Delete(i) if len > 0 => {
-                bytes.remove(i % len);
-            }
-            Damage::Insert(i, b) => bytes.insert(i % (len + 1), b),
-            Damage::Token(i, t) => {
-                let at = i % (len + 1);
-                bytes.splice(at..at, t.bytes());
-            }
-            Damage::DuplicateLine(i) | Damage::DropLine(i) => {
-                let mut lines: Vec<Vec<u8>> = bytes.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
-                if !lines.is_empty() {
-                    let at = i % lines.len();
-                    if matches!(d, Damage::DuplicateLine(_)) {
-                        let line = lines[at].clone();
-                        lines.insert(at, line);
-                    } else {
-                        lines.remove(at);
-                    }
-                }
-                bytes = lines.concat();
-            }
-            _ => {}
-        }
-    }
-    bytes
 }
 
 /// Every sample: the committed Slurm files, a node list with its partitions, and the CSVs.

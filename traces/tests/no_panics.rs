@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::damage::{Damage, damaged};
+
 use proptest::prelude::*;
 use sim::ClusterSpec;
 use traces::failures::{InfiniteHbdOptions, read_alibaba2017, read_infinitehbd, read_titan};
@@ -139,16 +141,6 @@ fn read_all(input: &[u8]) -> Result<(), TestCaseError> {
     read_failures(input)
 }
 
-/// One damage to a text: overwrite, delete or insert a byte, or duplicate or drop a line.
-#[derive(Debug, Clone)]
-enum Damage {
-    Set(usize, u8),
-    Delete(usize),
-    Insert(usize, u8),
-    DuplicateLine(usize),
-    DropLine(usize),
-}
-
 /// Bytes that matter to CSV and to our parsers, plus some that should never appear.
 fn interesting_byte() -> impl Strategy<Value = u8> {
     prop_oneof![prop::sample::select(b",\"\n\r.-:e0123456789 x\t".to_vec()), any::<u8>(),]
@@ -162,35 +154,6 @@ fn damage() -> impl Strategy<Value = Damage> {
         any::<usize>().prop_map(Damage::DuplicateLine),
         any::<usize>().prop_map(Damage::DropLine),
     ]
-}
-
-fn apply(text: &str, damages: &[Damage]) -> Vec<u8> {
-    let mut bytes = text.as_bytes().to_vec();
-    for d in damages {
-        let len = bytes.len().max(1);
-        match *d {
-            Damage::Set(i, b) if !bytes.is_empty() => bytes[i % len] = b,
-            Damage::Delete(i) if !bytes.is_empty() => {
-                bytes.remove(i % len);
-            }
-            Damage::Insert(i, b) => bytes.insert(i % (bytes.len() + 1), b),
-            Damage::DuplicateLine(i) | Damage::DropLine(i) => {
-                let mut lines: Vec<Vec<u8>> = bytes.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
-                if !lines.is_empty() {
-                    let at = i % lines.len();
-                    if matches!(d, Damage::DuplicateLine(_)) {
-                        let line = lines[at].clone();
-                        lines.insert(at, line);
-                    } else {
-                        lines.remove(at);
-                    }
-                }
-                bytes = lines.concat();
-            }
-            _ => {}
-        }
-    }
-    bytes
 }
 
 proptest! {
@@ -230,7 +193,7 @@ proptest! {
             5 => OPENB_SAMPLE.to_owned(),
             _ => EVENTS_SAMPLE.to_owned(),
         };
-        read_all(&apply(&text, &damages))?;
+        read_all(&damaged(&text, &damages))?;
     }
 
     #[test]
@@ -243,7 +206,7 @@ proptest! {
             1 => seed_text("olcf-titan-gpu-lifetimes/gc_full.csv", TITAN_SAMPLE),
             _ => alibaba_seed(),
         };
-        read_failures(&apply(&text, &damages))?;
+        read_failures(&damaged(&text, &damages))?;
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Task logs: each attempt's output (stdout and stderr) goes through a pipe to a thread of the
-//! agent that writes it to `logs/`, up to a limit (`--log-limit`, [`DEFAULT_LOG_LIMIT`]).
+//! agent that writes it to `logs/`, up to a limit (`--log-limit-mib`, [`DEFAULT_LOG_LIMIT`]).
 //! Written straight to the file, one chatty task filled its node's disk and every later task
 //! there failed to start.
 //!
@@ -36,7 +36,7 @@ pub fn log_name(job: &str, task: &str, attempt: u32) -> String {
         return plain;
     }
     let digest = ring::digest::digest(&ring::digest::SHA256, format!("{job}\0{task}").as_bytes());
-    let hash: String = digest.as_ref().iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let hash = crate::net::auth::hex(&digest.as_ref()[..8]);
     format!("{}.{}.{attempt}.{hash}.log", prefix(job, KEPT), prefix(task, KEPT))
 }
 

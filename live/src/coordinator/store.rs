@@ -309,7 +309,7 @@ pub fn load_or_create_token(dir: &Path) -> Result<String, String> {
             std::fs::File::open("/dev/urandom")
                 .and_then(|mut f| f.read_exact(&mut bytes))
                 .map_err(|e| format!("/dev/urandom: {e}"))?;
-            let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let token = crate::net::auth::hex(&bytes);
             write_private(&path, format!("{token}\n").as_bytes())?;
             Ok(token)
         }

@@ -59,7 +59,7 @@ fn mac_message(name: &str) -> Vec<u8> {
     format!("schedlab live agent token v1\0{name}").into_bytes()
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -1,6 +1,8 @@
 //! Shared helpers for the integration tests: where the real traces live.
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod damage;
+
 use std::path::PathBuf;
 
 /// `../shared/traces` next to the workspace root.
