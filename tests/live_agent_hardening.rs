@@ -43,19 +43,34 @@ fn running_as_root() -> bool {
 /// is played by an unprivileged user.
 const NOBODY: u32 = 65534;
 
+/// A copy of the binary and a work directory `nobody` can reach: the checkout (and so the
+/// binary and the session's folder) may lie under a folder only root may enter, as a clone
+/// in a `mktemp -d` folder (mode 0700) does. Under the system's temporary folder, each 0755.
+fn reachable_by_nobody() -> (std::path::PathBuf, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("schedlab-agent-creds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.join("schedlab");
+    std::fs::copy(BIN, &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (bin, dir.join("work"))
+}
+
 #[test]
 fn a_task_sees_none_of_its_agents_credentials() {
     let s = Session::start("agent-creds", &["--cluster", "1x1:SIM", "--heartbeat-s", "0.2"]);
     let token = std::fs::read_to_string(s.agent_token("n0")).unwrap().trim().to_string();
     let key = s.dir.join("agent-n0-client-key.pem");
-    let work = s.dir.join("agent-n0");
-    std::fs::create_dir_all(&work).unwrap();
     let root = running_as_root();
+    let (bin, work) = if root { reachable_by_nobody() } else { (BIN.into(), s.dir.join("agent-n0")) };
+    std::fs::create_dir_all(&work).unwrap();
     if root {
         std::os::unix::fs::chown(&work, Some(NOBODY), Some(NOBODY)).unwrap();
     }
     let log = std::fs::File::create(s.dir.join("agent-n0.log")).unwrap();
-    let mut agent = Command::new(BIN);
+    let mut agent = Command::new(bin);
     agent
         .args(["live", "agent", "--coordinator", &s.addr, "--name", "n0", "--backend", "sim:gpus=1,prefix=n0"])
         .args(["--work-dir", work.to_str().unwrap(), "--grace-s", "1"])
@@ -70,7 +85,7 @@ fn a_task_sees_none_of_its_agents_credentials() {
         use std::os::unix::process::CommandExt;
         agent.uid(NOBODY).gid(NOBODY);
     }
-    let _agent = Killed(agent.spawn().unwrap());
+    let agent = Killed(agent.spawn().unwrap());
     s.wait_agents(1);
 
     // What a curious task tries: its own environment, then its parent's (the agent's).
@@ -91,6 +106,10 @@ fn a_task_sees_none_of_its_agents_credentials() {
     .filter_map(|(seen, what)| seen.then_some(what))
     .collect();
     assert!(seen.is_empty(), "the task saw {seen:?}: {output}");
+    drop(agent);
+    if root {
+        let _ = std::fs::remove_dir_all(work.parent().unwrap());
+    }
 }
 
 #[test]
