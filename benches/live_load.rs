@@ -17,7 +17,8 @@
 //!
 //! Each bench prints its p99 (divan gives the fastest, median, mean and slowest) on stderr.
 
-use live::driver::{Batch, Driver, DriverConfig, Input};
+use live::config::LiveConfig;
+use live::driver::{Batch, Driver, Input};
 use live::wire::{JobRequest, TaskRequest};
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -56,7 +57,7 @@ struct Session {
 
 impl Session {
     fn new() -> Session {
-        let config = DriverConfig { heartbeat_ms: 1000, ..DriverConfig::new("3x8", "fifo") };
+        let config = LiveConfig::new("3x8", "fifo").unwrap().with_heartbeat_ms(1000);
         let mut driver = Driver::new(config).expect("a valid configuration");
         let start = driver.start_batch();
         driver.apply(start).expect("the first batch");

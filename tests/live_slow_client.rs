@@ -8,8 +8,8 @@
 mod common;
 
 use common::live::{Session, fresh_dir, wait_for};
+use live::config::LiveConfig;
 use live::coordinator::{ServeOptions, serve};
-use live::driver::DriverConfig;
 use live::net::client::{CallError, Client};
 use live::net::http::Limits;
 use serde_json::{Value, json};
@@ -157,7 +157,7 @@ impl InProcess {
         let options = ServeOptions {
             state_dir: state.clone(),
             listen: "127.0.0.1:0".into(),
-            settings: live::coordinator::settings::Given::all(&DriverConfig::new(cluster, "fifo")),
+            settings: live::coordinator::settings::Given::all(&LiveConfig::new(cluster, "fifo").unwrap()),
             journal_every: Duration::from_secs(1),
             quiet: true,
             app_xids: None,

@@ -117,3 +117,69 @@ fn a_job_that_can_never_run_a_queue_without_queues_and_a_bad_utilisation_are_ref
     let (metrics, _) = s.client().get_text("/metrics").unwrap();
     assert!(!metrics.contains("42949672"), "{metrics}");
 }
+
+/// `live serve` takes `simulate`'s run flags: a session with spares, passes, release latency
+/// and whole nodes runs under them (no task on the spare node, every start at a pass), and
+/// its live.json replays with them to the same decisions.
+#[test]
+fn a_session_runs_under_simulates_run_flags_and_replays_with_them() {
+    let args = [
+        "--cluster",
+        "3x2:SIM",
+        "--heartbeat-s",
+        "0.2",
+        "--spare-nodes",
+        "1",
+        "--pass-interval-s",
+        "0.5",
+        "--release-latency-s",
+        "0.3",
+        "--whole-nodes",
+        "2",
+    ];
+    let mut s = Session::start("run-flags", &args);
+    for n in 0..3 {
+        s.agent(&format!("n{n}"), 2);
+    }
+    s.wait_agents(3);
+    for name in ["a", "b", "c"] {
+        let gang = json!({ "name": name, "tasks": [{ "name": "0", "command": "sleep 0.2", "gpus": 4 }] });
+        s.submit(gang).unwrap();
+    }
+    s.wait_jobs_ended(60);
+    let (live, digest) = s.decisions();
+    let starts: Vec<&String> = live.iter().filter(|l| l.split(',').nth(1) == Some("start")).collect();
+    assert_eq!(starts.len(), 3, "{live:?}");
+    for start in &starts {
+        let ms: u64 = start.split(',').next().unwrap().parse().unwrap();
+        assert_eq!(ms % 500, 0, "a start between passes: {start}");
+        // The spare node (one of 3x2) is out of reach: a 4-GPU gang takes both others whole.
+        let gpus: Vec<&str> = start.split(',').nth(4).unwrap().split(' ').collect();
+        assert_eq!(gpus.len(), 4, "{start}");
+    }
+    let used: std::collections::BTreeSet<&str> =
+        starts.iter().flat_map(|l| l.split(',').nth(4).unwrap().split(' ')).collect();
+    assert_eq!(used.len(), 4, "the gangs ran on the two nodes in service: {live:?}");
+    let (replayed, replay_digest, settings) = s.replay();
+    assert_eq!((live, digest), (replayed, replay_digest));
+    let run = &settings["run"];
+    assert_eq!((run["spare_nodes"].as_u64(), run["pass_interval_s"].as_f64()), (Some(1), Some(0.5)), "{run}");
+    assert_eq!(run["release_latency_s"].as_f64(), Some(0.3), "{run}");
+}
+
+/// What a wall clock cannot honour is refused by name before anything is kept: the state
+/// directory can then be started with settings that work.
+#[test]
+fn live_serve_refuses_by_name_what_a_wall_clock_cannot_honour() {
+    let dir = common::live::fresh_dir("refused-settings");
+    let state = dir.join("state");
+    let base = ["live", "serve", "--state", state.to_str().unwrap(), "--listen", "127.0.0.1:0", "--cluster", "1x1:SIM"];
+    let refused = ["--failures", "weibull:node_mtbf_h=10", "--horizon-days", "1", "--trace", "jobs.csv"];
+    let (code, _, err) = run_bounded(&[&base[..], &refused[..]].concat(), 30);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("error: live serve cannot honour --trace: a live session's jobs are submitted"), "{err}");
+    assert!(err.contains("; --failures: a live session's hardware fails for real"), "{err}");
+    assert!(err.contains("; --horizon-days: a live session runs until it is stopped"), "{err}");
+    let store = live::coordinator::store::Store::open(&state).unwrap();
+    assert_eq!(store.config().unwrap(), None, "a refused start keeps no settings");
+}

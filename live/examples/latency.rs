@@ -5,7 +5,8 @@
 //! joins the running Controller) as the journal grows, then how long a restart's replay of
 //! the whole journal takes.
 
-use schedlab_live::driver::{Batch, Driver, DriverConfig, Input};
+use schedlab_live::config::LiveConfig;
+use schedlab_live::driver::{Batch, Driver, Input};
 use schedlab_live::wire::{JobRequest, TaskRequest};
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,7 @@ fn apply(d: &mut Driver, journal: &mut Vec<Batch>, batch: Batch) -> Duration {
 }
 
 fn main() {
-    let config = DriverConfig { heartbeat_ms: 1000, ..DriverConfig::new("16x8", "fifo") };
+    let config = LiveConfig::new("16x8", "fifo").unwrap().with_heartbeat_ms(1000);
     let mut d = Driver::new(config.clone()).unwrap();
     let mut journal = Vec::new();
     let start = d.start_batch();

@@ -25,13 +25,14 @@
 //! the decisions of a Controller built with every job from the start, at the cost of one
 //! job); a restart applies the whole journal once ([`Driver::replay`]).
 
+use crate::config::LiveConfig;
 use crate::tally::{ALL_STATES, Tally};
 use crate::wire::{Assignment, JobRequest, Refusal};
+use run::Setup;
 use serde::{Deserialize, Serialize};
 use sim::{
-    Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DatasetSpec, Datasets, DecisionRecord, DepKind,
-    Engine, FailureConfig, GpuId, JobId, JobOutcome, JobSpec, NodeId, Policy, QueueSpec, Queues, SimDuration, SimTime,
-    TaskId, TaskStatus, Workload,
+    Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DecisionRecord, DepKind, Engine, GpuId, JobId,
+    JobOutcome, JobSpec, NodeId, Policy, SimDuration, SimTime, TaskId, TaskStatus, Workload,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -71,63 +72,6 @@ pub struct Batch {
     pub inputs: Vec<Input>,
 }
 
-/// What the coordinator was started with; fixed for the life of its state directory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DriverConfig {
-    /// The cluster, as a `--cluster` spec (shorthand or the text of a cluster.csv).
-    pub cluster: String,
-    pub policy: String,
-    pub seed: u64,
-    pub heartbeat_ms: u64,
-    pub missed_beats: u32,
-    pub max_retries: u32,
-    /// The work the Controller assumes for a task without an estimate until its process ends.
-    pub default_work_ms: u64,
-    /// The queues with quotas, as the text of a queues.csv (empty: none), as the simulator
-    /// takes them: a job's `queue` names one (none: the first), and every start is checked
-    /// against its queue's quota. Absent in state directories made before queues (none).
-    #[serde(default)]
-    pub queues: String,
-    /// The Controller's checkpoint interval, in work (0: continuous), as `simulate
-    /// --checkpoint-s`: what it counts a failure or preemption as losing, and what the
-    /// policies that pick victims by lost work see. Programs keep their own checkpoints.
-    #[serde(default)]
-    pub checkpoint_ms: u64,
-    /// What the Controller counts each restart as costing before progress, as `simulate
-    /// --restart-overhead-s`.
-    #[serde(default)]
-    pub restart_overhead_ms: u64,
-    /// Which nodes hold which datasets, as the text of a datasets.csv (empty: none, and a
-    /// task's `dataset` is a label): a task that reads one and is placed away from it is
-    /// counted as paying its transfer first, and `placement=local` and `weighted-score`'s
-    /// locality prefer the nodes that hold it. Absent in older state directories (none).
-    #[serde(default)]
-    pub datasets: String,
-}
-
-impl DriverConfig {
-    /// `cluster` under `policy` with `live serve`'s defaults for everything else (seed 0,
-    /// heartbeats every 10 s, 3 missed beats, 3 retries, an hour of assumed work, no queues,
-    /// continuous checkpoints, free restarts).
-    pub fn new(cluster: &str, policy: &str) -> DriverConfig {
-        // The simulator's defaults, declared once (sim::FailureConfig).
-        let failures = FailureConfig::default();
-        DriverConfig {
-            cluster: cluster.into(),
-            policy: policy.into(),
-            seed: 0,
-            heartbeat_ms: failures.heartbeat_interval.as_ms(),
-            missed_beats: failures.missed_beats,
-            max_retries: failures.max_retries,
-            default_work_ms: 3_600_000,
-            queues: String::new(),
-            checkpoint_ms: 0,
-            restart_overhead_ms: 0,
-            datasets: String::new(),
-        }
-    }
-}
-
 /// A Controller job: one submitted job (its dependencies the job's task DAG).
 #[derive(Debug, Clone)]
 struct Unit {
@@ -148,16 +92,9 @@ pub struct Submission {
 }
 
 pub struct Driver {
-    config: DriverConfig,
-    spec: ClusterSpec,
-    cluster: Cluster,
-    /// `config.queues` read, and built on the cluster.
-    queue_specs: Vec<QueueSpec>,
-    queues: Queues,
-    /// `config.datasets` read, and placed on the cluster.
-    dataset_specs: Vec<DatasetSpec>,
-    datasets: Datasets,
-    failures: FailureConfig,
+    config: LiveConfig,
+    /// `config` read: the cluster, its queues and datasets, the Controller's settings.
+    setup: Setup,
     /// The one engine, on the wall clock, around the session's Controller.
     engine: Engine,
     policy: Box<dyn Policy + Send>,
@@ -184,85 +121,29 @@ pub struct Driver {
     windowed: BTreeSet<usize>,
 }
 
-fn controller_config(config: &DriverConfig, failures: FailureConfig) -> ControllerConfig {
-    ControllerConfig {
-        seed: config.seed,
-        failures,
-        checkpoint: SimDuration(config.checkpoint_ms),
-        restart_overhead: SimDuration(config.restart_overhead_ms),
-        check_invariants: cfg!(debug_assertions),
-        record_decisions: true,
-        ..ControllerConfig::default()
-    }
-}
-
-/// The Controller, with the session's queues and datasets, before any job (each job's queue
-/// and dataset are checked at submission, so adding it cannot fail on them).
-fn new_controller(
-    cluster: &Cluster,
-    policy_name: &str,
-    config: &DriverConfig,
-    failures: FailureConfig,
-    queues: &Queues,
-    datasets: &Datasets,
-) -> Result<Controller, String> {
-    Controller::new(cluster.clone(), Workload::default(), policy_name, controller_config(config, failures))
-        .with_queues(queues.clone())?
-        .with_datasets(datasets.clone())
-}
-
-/// Parses a `--cluster` value: the shorthand, or the text of a cluster.csv.
-pub fn parse_cluster(text: &str) -> Result<ClusterSpec, String> {
-    if text.contains('\n') {
-        traces::read_cluster_csv(text.as_bytes(), "cluster.csv").map_err(|e| e.to_string())
-    } else {
-        traces::parse_cluster_shorthand(text).map_err(|e| e.to_string())
-    }
+/// The Controller's settings in a live session: the run's, with the decision log kept (the
+/// API serves it) and invariants checked in debug builds (and tests), as the simulator does.
+fn controller_config(setup: &Setup) -> ControllerConfig {
+    let mut config = setup.config();
+    config.check_invariants |= cfg!(debug_assertions);
+    config.record_decisions = true;
+    config
 }
 
 impl Driver {
     /// A fresh driver under a built-in policy; nothing applied yet (see
     /// [`Driver::start_batch`]).
-    pub fn new(config: DriverConfig) -> Result<Driver, String> {
+    pub fn new(config: LiveConfig) -> Result<Driver, String> {
         Driver::with_registry(config, &policies::Registry::builtin())
     }
 
     /// A fresh driver whose policy is built from `registry` (a program's own policies).
-    pub fn with_registry(config: DriverConfig, registry: &policies::Registry) -> Result<Driver, String> {
-        let spec = parse_cluster(&config.cluster)?;
-        let cluster = Cluster::new(&spec).map_err(|e| e.to_string())?;
-        if config.heartbeat_ms == 0 || config.missed_beats == 0 {
-            return Err("the heartbeat interval and missed beats must be positive".into());
-        }
-        let failures = FailureConfig {
-            heartbeat_interval: SimDuration(config.heartbeat_ms),
-            missed_beats: config.missed_beats,
-            gpu_detect_delay: SimDuration::ZERO,
-            max_retries: config.max_retries,
-        };
-        let policy_spec: policies::PolicySpec =
-            config.policy.parse().map_err(|e: policies::SpecError| e.to_string())?;
-        let policy = registry.build(&policy_spec).map_err(|e| e.to_string())?;
-        let queue_specs = if config.queues.trim().is_empty() {
-            Vec::new()
-        } else {
-            traces::read_queues_csv(config.queues.as_bytes(), "queues.csv").map_err(|e| e.to_string())?
-        };
-        let queues = Queues::new(&queue_specs, &cluster).map_err(|e| e.to_string())?;
-        let dataset_specs = if config.datasets.trim().is_empty() {
-            Vec::new()
-        } else {
-            traces::read_datasets_csv(config.datasets.as_bytes(), "datasets.csv").map_err(|e| e.to_string())?
-        };
-        let datasets = Datasets::new(&dataset_specs, &cluster).map_err(|e| e.to_string())?;
-        let controller = new_controller(&cluster, policy.name(), &config, failures, &queues, &datasets)?;
+    pub fn with_registry(config: LiveConfig, registry: &policies::Registry) -> Result<Driver, String> {
+        let setup = config.setup()?;
+        let policy = setup.policy(registry).map_err(|e| e.to_string())?;
+        let controller = setup.controller(policy.name(), controller_config(&setup)).map_err(|e| e.to_string())?;
         Ok(Driver {
-            queue_specs,
-            queues,
-            dataset_specs,
-            datasets,
-            spec,
-            failures,
+            setup,
             engine: Engine::wall(controller),
             policy,
             batches: 0,
@@ -275,29 +156,28 @@ impl Driver {
             names: HashMap::new(),
             tally: Tally::default(),
             windowed: BTreeSet::new(),
-            cluster,
             config,
         })
     }
 
     /// The first batch of a fresh journal: every node beats once at time 0.
     pub fn start_batch(&self) -> Batch {
-        let inputs = (0..self.cluster.nodes().len() as u32).map(|node| Input::Beat { node }).collect();
+        let inputs = (0..self.cluster().nodes().len() as u32).map(|node| Input::Beat { node }).collect();
         Batch { time_ms: 0, inputs }
     }
 
-    pub fn config(&self) -> &DriverConfig {
+    pub fn config(&self) -> &LiveConfig {
         &self.config
     }
     /// The settings the Controller runs with (those a replay in `simulate` must repeat).
     pub fn controller_config(&self) -> ControllerConfig {
-        controller_config(&self.config, self.failures)
+        controller_config(&self.setup)
     }
     pub fn cluster(&self) -> &Cluster {
-        &self.cluster
+        self.setup.cluster()
     }
     pub fn cluster_spec(&self) -> &ClusterSpec {
-        &self.spec
+        self.setup.cluster_spec()
     }
     pub fn controller(&self) -> &Controller {
         self.engine.controller()
@@ -316,7 +196,7 @@ impl Driver {
         self.now
     }
     pub fn node_dead(&self, node: u32) -> bool {
-        (node as usize) < self.cluster.nodes().len() && self.controller().health().node_dead(NodeId(node))
+        (node as usize) < self.cluster().nodes().len() && self.controller().health().node_dead(NodeId(node))
     }
     pub fn last_beat(&self, node: u32) -> Option<SimTime> {
         self.engine.last_beat(NodeId(node))
@@ -343,10 +223,12 @@ impl Driver {
         if self.names.contains_key(&job.name) {
             return Err(Refusal::new(409, format!("a job named `{}` was already submitted", job.name)));
         }
-        let spec = job.to_spec(SimTime::ZERO, self.default_work())?;
+        let mut spec = job.to_spec(SimTime::ZERO, self.config.default_work())?;
+        self.setup.shape_job(&mut spec);
         sim::check_job_checkpoints(&spec, self.checkpoint_interval()).map_err(|e| Refusal::bad(e.to_string()))?;
-        if let Some(queue) = job.queue.as_deref().filter(|q| !self.queues.is_empty() && self.queues.find(q).is_none()) {
-            let names: Vec<&str> = self.queues.iter().map(|(_, q)| q.name.as_str()).collect();
+        let queues = self.setup.queues();
+        if let Some(queue) = job.queue.as_deref().filter(|q| !queues.is_empty() && queues.find(q).is_none()) {
+            let names: Vec<&str> = queues.iter().map(|(_, q)| q.name.as_str()).collect();
             return Err(Refusal::bad(format!(
                 "queue `{queue}` is not one of this cluster's queues ({})",
                 names.join(", ")
@@ -365,9 +247,9 @@ impl Driver {
             .tasks
             .iter()
             .filter_map(|t| Some((t, t.options().dataset.as_deref()?)))
-            .find(|(_, d)| !self.datasets.is_empty() && self.datasets.find(d).is_none())
+            .find(|(_, d)| !self.setup.datasets().is_empty() && self.setup.datasets().find(d).is_none())
         {
-            let names: Vec<&str> = self.dataset_specs.iter().map(|d| d.name.as_str()).collect();
+            let names: Vec<&str> = self.setup.dataset_specs().iter().map(|d| d.name.as_str()).collect();
             return Err(Refusal::bad(format!(
                 "task `{}`: dataset `{dataset}` is not one of this cluster's datasets ({})",
                 t.name,
@@ -421,7 +303,7 @@ impl Driver {
     /// batch's inputs after it.
     fn push(&mut self, input: &Input, later: &[Input], at: SimTime) {
         match *input {
-            Input::Beat { node } if (node as usize) < self.cluster.nodes().len() => {
+            Input::Beat { node } if (node as usize) < self.cluster().nodes().len() => {
                 self.push_hardware(ClusterEvent::Heartbeat { time: at, node: NodeId(node) });
             }
             Input::GpuFail { node, slot, .. } if self.gpu_at(node, slot).is_some() => {
@@ -437,7 +319,7 @@ impl Driver {
             }
             // The agent started afresh: whatever ran there is gone, as a `node_fail` repaired
             // 1 ms later.
-            Input::NodeRestarted { node } if (node as usize) < self.cluster.nodes().len() => {
+            Input::NodeRestarted { node } if (node as usize) < self.cluster().nodes().len() => {
                 let repair = Some(SimDuration(1));
                 self.push_hardware(ClusterEvent::NodeFail { time: at, node: NodeId(node), repair });
             }
@@ -554,21 +436,17 @@ impl Driver {
 
     /// The checkpoint interval of a task without its own (`--checkpoint-s`; 0: continuous).
     fn checkpoint_interval(&self) -> SimDuration {
-        SimDuration(self.config.checkpoint_ms)
-    }
-
-    /// The work assumed for a task without an estimate until its process ends.
-    fn default_work(&self) -> SimDuration {
-        SimDuration(self.config.default_work_ms.max(1))
+        self.config.run.checkpoint_s.duration()
     }
 
     /// The submission as one Controller job, its `depends_on` as the job's task DAG
     /// (`success` edges: a task runs once its upstream tasks succeeded).
     fn add_unit(&mut self, submission: usize, at: SimTime) {
-        let spec = self.submissions[submission]
+        let mut spec = self.submissions[submission]
             .request
-            .to_spec(at, self.default_work())
+            .to_spec(at, self.config.default_work())
             .expect("a journaled submission was checked when it arrived");
+        self.setup.shape_job(&mut spec);
         let first_task = self.task_origin.len();
         for t in 0..spec.tasks.len() {
             self.task_origin.push((submission, t));
@@ -580,13 +458,13 @@ impl Driver {
 
     /// A driver with `journal` applied: what [`Driver::apply`] of each batch in turn gives
     /// (the journal holds the ticks that were due between its batches, so none is added).
-    pub fn replay(config: DriverConfig, journal: Vec<Batch>) -> Result<Driver, String> {
+    pub fn replay(config: LiveConfig, journal: Vec<Batch>) -> Result<Driver, String> {
         Driver::replay_with(config, &policies::Registry::builtin(), journal)
     }
 
     /// [`Driver::replay`] with the policy built from `registry`.
     pub fn replay_with(
-        config: DriverConfig,
+        config: LiveConfig,
         registry: &policies::Registry,
         journal: Vec<Batch>,
     ) -> Result<Driver, String> {
@@ -599,7 +477,7 @@ impl Driver {
     }
 
     fn gpu_at(&self, node: u32, slot: u32) -> Option<GpuId> {
-        let n = self.cluster.nodes().get(node as usize)?;
+        let n = self.cluster().nodes().get(node as usize)?;
         (slot < n.gpu_count).then(|| n.gpu_at(slot))
     }
 
@@ -665,8 +543,8 @@ impl Driver {
             }
             let mut nodes: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
             for &g in &state.placed {
-                let n = self.cluster.node_of(g);
-                let slot = g.0 - self.cluster.node(n).first_gpu.0;
+                let n = self.cluster().node_of(g);
+                let slot = g.0 - self.cluster().node(n).first_gpu.0;
                 nodes.entry(n.0).or_default().push(slot);
             }
             let Some(rank) = nodes.keys().position(|&n| n == node) else { continue };
@@ -722,15 +600,9 @@ impl Driver {
     /// `registry`) and settings: its decisions are the session's (a check anyone can run on a
     /// journal).
     pub fn replay_in_simulator(&self, registry: &policies::Registry) -> Result<sim::RunResult, String> {
-        let trace = self.trace()?;
-        let scenario = sim::Scenario::new(self.cluster.clone(), trace.workload)
-            .with_events(trace.events)
-            .and_then(|s| s.with_queues(&trace.queues))
-            .and_then(|s| s.with_datasets(&trace.datasets))
-            .map_err(|e| e.to_string())?;
-        let spec: policies::PolicySpec = self.config.policy.parse().map_err(|e: policies::SpecError| e.to_string())?;
-        let mut policy = registry.build(&spec).map_err(|e| e.to_string())?;
-        sim::simulate(scenario, policy.as_mut(), self.controller_config()).map_err(|e| e.to_string())
+        let runner = run::Runner::new(registry.clone());
+        let outcome = runner.run_trace(&self.config.replay_spec(), self.trace()?, run::Keep::ALL);
+        outcome.map(|o| o.result).map_err(|e| e.to_string())
     }
 
     /// The session as a canonical trace: the units as jobs, the cluster, and the hardware
@@ -740,7 +612,7 @@ impl Driver {
     /// longer than all they ran (their real one is unknown; it was at least that), so that the
     /// replay cancels them too instead of finishing them first.
     pub fn trace(&self) -> Result<traces::Trace, String> {
-        let fastest = self.cluster.pools().iter().map(|p| u64::from(p.speed_milli)).max().unwrap_or(1000);
+        let fastest = self.cluster().pools().iter().map(|p| u64::from(p.speed_milli)).max().unwrap_or(1000);
         let jobs: Vec<JobSpec> = self
             .units
             .iter()
@@ -777,10 +649,10 @@ impl Driver {
             .collect();
         Ok(traces::Trace {
             workload: Workload::new(jobs).map_err(|e| format!("the session as a trace: {e}"))?,
-            cluster: Some(self.spec.clone()),
+            cluster: Some(self.cluster_spec().clone()),
             events: self.trace_events.clone(),
-            queues: self.queue_specs.clone(),
-            datasets: self.dataset_specs.clone(),
+            queues: self.setup.queue_specs().to_vec(),
+            datasets: self.setup.dataset_specs().to_vec(),
             notes: Vec::new(),
             recorded_starts: Default::default(),
         })
@@ -814,8 +686,8 @@ mod tests {
 
     type Line = (u64, &'static str, u32, Option<u32>, Vec<u32>);
 
-    fn config(cluster: &str, policy: &str) -> DriverConfig {
-        DriverConfig { seed: 1, heartbeat_ms: 1000, ..DriverConfig::new(cluster, policy) }
+    fn config(cluster: &str, policy: &str) -> LiveConfig {
+        LiveConfig::new(cluster, policy).unwrap().with_seed(1).with_heartbeat_ms(1000)
     }
 
     fn job(name: &str, tasks: &[(&str, u32, &[&str])]) -> JobRequest {
@@ -838,7 +710,7 @@ mod tests {
     }
 
     impl Journaled {
-        fn new(config: DriverConfig) -> Journaled {
+        fn new(config: LiveConfig) -> Journaled {
             Journaled { driver: Driver::new(config).unwrap(), journal: Vec::new() }
         }
         fn apply(&mut self, batch: Batch) -> Result<Vec<Batch>, String> {
@@ -992,7 +864,8 @@ mod tests {
         // from 10 and has done 150 ms (100 saved) when `high` preempts it at 160: 50 ms of
         // work lost. It restarts at 400 and pays 50 ms before progress.
         let mut cfg = config("1x1", "priority");
-        (cfg.checkpoint_ms, cfg.restart_overhead_ms) = (100, 50);
+        (cfg.run.checkpoint_s, cfg.run.restart_overhead_s) =
+            (run::Seconds(SimDuration(100)), run::Seconds(SimDuration(50)));
         let mut d = Driver::new(cfg).unwrap();
         d.apply(d.start_batch()).unwrap();
         let with = |name: &str, priority| JobRequest { priority, ..job(name, &[("0", 1, &[])]) };

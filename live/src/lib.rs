@@ -8,6 +8,7 @@
 //! applies journaled batches to the Controller.
 
 pub mod agent;
+pub mod config;
 pub mod coordinator;
 pub mod driver;
 pub mod lock;

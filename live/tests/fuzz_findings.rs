@@ -6,7 +6,8 @@
 //! ignored with the defect as the reason (`cargo test --test fuzz_findings -- --ignored`):
 //! take the mark off with the fix; SCHEDLAB_FUZZ_ALL=1 makes fuzz_api.rs generate them.
 
-use schedlab_live::driver::{Batch, Driver, DriverConfig, Input};
+use schedlab_live::config::LiveConfig;
+use schedlab_live::driver::{Batch, Driver, Input};
 use schedlab_live::wire::JobRequest;
 use sim::DecisionRecord;
 
@@ -20,7 +21,7 @@ fn line(d: &DecisionRecord) -> Line {
 /// checked as the API checks them first: whether all were accepted, and if so the live
 /// decisions and the replay's, up to the session's end.
 fn session(cluster: &str, batches: Vec<Batch>) -> Result<(Vec<Line>, Vec<Line>), String> {
-    let config = DriverConfig { seed: 1, heartbeat_ms: 1000, ..DriverConfig::new(cluster, "fifo") };
+    let config = LiveConfig::new(cluster, "fifo").unwrap().with_seed(1).with_heartbeat_ms(1000);
     let mut d = Driver::new(config.clone()).unwrap();
     let mut journal = vec![d.start_batch()];
     d.apply(journal[0].clone()).unwrap();
@@ -170,11 +171,9 @@ fn a_task_that_exits_during_its_dataset_transfer_replays() {
     let p = r#"{"name":"p","tasks":[{"name":"a","command":"true","dataset":"imagenet"}]}"#;
     let mut batches = vec![at(10, vec![job(p)]), at(1000, vec![beat()]), at(2010, vec![beat(), exit(0, 1, 0)])];
     batches.extend((3..=7).map(|s| at(s * 1000, vec![beat()])));
-    let config = DriverConfig {
-        seed: 1,
-        heartbeat_ms: 1000,
+    let config = LiveConfig {
         datasets: "dataset,nodes,transfer_s\nimagenet,1,5\n".into(),
-        ..DriverConfig::new("2x1", "fifo")
+        ..LiveConfig::new("2x1", "fifo").unwrap().with_seed(1).with_heartbeat_ms(1000)
     };
     let mut d = Driver::new(config).unwrap();
     d.apply(d.start_batch()).unwrap();

@@ -6,7 +6,8 @@
 //! must rebuild the same session. Seeded: a failure names its seed and policy.
 
 use rand::RngExt;
-use schedlab_live::driver::{Batch, Driver, DriverConfig, Input};
+use schedlab_live::config::LiveConfig;
+use schedlab_live::driver::{Batch, Driver, Input};
 use schedlab_live::wire::{JobRequest, TaskRequest};
 use sim::{DecisionRecord, TaskStatus};
 
@@ -44,7 +45,7 @@ fn replayed(driver: &Driver) -> Vec<Line> {
     driver.replay_in_simulator(&policies::Registry::builtin()).unwrap().decisions.iter().map(line).collect()
 }
 
-/// The work the driver assumes for a task without an estimate (`DriverConfig::new`'s hour).
+/// The work the driver assumes for a task without an estimate (`LiveConfig::new`'s hour).
 const DEFAULT_WORK_MS: u64 = 3_600_000;
 
 /// `ms` as the seconds a `depends_on` item or a JSON number spells (`1.250`).
@@ -113,7 +114,7 @@ fn random_inputs(
     submitted: &mut usize,
 ) -> Vec<Input> {
     // A policy that reads estimates refuses a task without one (`duration=estimate`).
-    let estimates = d.config().policy.contains("=estimate");
+    let estimates = d.config().run.policy.to_string().contains("=estimate");
     let mut inputs = Vec::new();
     for node in 0..nodes {
         // Without hardware trouble every node beats in every batch (a node that misses beats
@@ -164,12 +165,20 @@ fn random_inputs(
     inputs
 }
 
-/// Runs a seeded session of `batches` batches under `policy`; returns the driver and its journal.
-fn session(seed: u64, policy: &str, batches: usize, mix: Mix) -> (Driver, Vec<Batch>) {
+/// The session's settings: `policy`, `seed`, a beat a second, and `flags` (as `simulate` and
+/// `live serve` take them).
+fn config(seed: u64, policy: &str, flags: &[&str]) -> LiveConfig {
+    let seed = seed.to_string();
+    let words = [&["--policy", policy, "--seed", &seed, "--heartbeat-s", "1"][..], flags].concat();
+    LiveConfig { run: run::RunSpec::from_flags(words).unwrap(), ..LiveConfig::new("4x2", policy).unwrap() }
+}
+
+/// Runs a seeded session of `batches` batches under `policy` and the run settings `flags`;
+/// returns the driver and its journal.
+fn session(seed: u64, policy: &str, batches: usize, (mix, flags): (Mix, &[&str])) -> (Driver, Vec<Batch>) {
     let mut rng = Rng(sim::rng::stream(seed, "random-session"));
     let nodes = 4;
-    let config = DriverConfig { seed, heartbeat_ms: 1000, ..DriverConfig::new("4x2", policy) };
-    let mut d = Driver::new(config).unwrap();
+    let mut d = Driver::new(config(seed, policy, flags)).unwrap();
     let mut journal = vec![d.start_batch()];
     d.apply(journal[0].clone()).unwrap();
     let (mut now, mut submitted) = (0, 0);
@@ -192,9 +201,14 @@ fn session(seed: u64, policy: &str, batches: usize, mix: Mix) -> (Driver, Vec<Ba
 /// Runs `seeds` sessions of 400 batches of `mix` under each of `policies`: each must replay in
 /// the simulator to the same decisions, and its journal rebuild the same session.
 fn check_sessions(policies: &[&str], seeds: std::ops::RangeInclusive<u64>, mix: Mix) {
+    check_sessions_with(policies, seeds, mix, &[]);
+}
+
+/// [`check_sessions`] under the run settings `flags`.
+fn check_sessions_with(policies: &[&str], seeds: std::ops::RangeInclusive<u64>, mix: Mix, flags: &[&str]) {
     for &policy in policies {
         for seed in seeds.clone() {
-            let (d, journal) = session(seed, policy, 400, mix);
+            let (d, journal) = session(seed, policy, 400, (mix, flags));
             let live: Vec<Line> = d.decisions().iter().map(line).collect();
             assert!(
                 live.iter().filter(|l| l.1 == "start").count() > 20,
@@ -206,7 +220,7 @@ fn check_sessions(policies: &[&str], seeds: std::ops::RangeInclusive<u64>, mix: 
             let first_difference = live.iter().zip(&sim).position(|(a, b)| a != b);
             assert!(
                 live == sim,
-                "seed {seed} {policy} {mix:?}: the replay differs from the session at decision {:?} (live {} decisions, replay {})\nlive: {:?}\nsim:  {:?}",
+                "seed {seed} {policy} {mix:?} {flags:?}: the replay differs from the session at decision {:?} (live {} decisions, replay {})\nlive: {:?}\nsim:  {:?}",
                 first_difference,
                 live.len(),
                 sim.len(),
@@ -237,6 +251,29 @@ fn long_random_sessions_replay_in_the_simulator_with_the_same_decisions() {
     // Every dependency kind but `checkpoint=N` (it needs checkpoint intervals: below), and every
     // kind of hardware trouble.
     check_sessions(&POLICIES, 1..=6, Mix { checkpoints: false, checkpoint_deps: false, hardware: true });
+}
+
+/// The run settings live mode takes from `simulate` (consolidation, spares, passes, release
+/// latency, retry budgets): each changes what the
+/// session decides, and the replay of its trace under the same settings decides alike.
+#[test]
+fn sessions_under_the_run_settings_of_simulate_replay() {
+    let hardware = Mix { checkpoints: false, checkpoint_deps: false, hardware: true };
+    let settings: [&[&str]; 6] = [
+        &["--whole-nodes", "2"],
+        &["--single-node-up-to", "2"],
+        &["--spare-nodes", "1"],
+        &["--pass-interval-s", "0.5"],
+        &["--release-latency-s", "0.3"],
+        &["--max-retries", "1", "--missed-beats", "2"],
+    ];
+    let policies = ["fifo", "easy-backfill[duration=estimate]", "tiresias"];
+    for flags in settings {
+        let plain = session(1, "fifo", 400, (hardware, &[])).0;
+        let set = session(1, "fifo", 400, (hardware, flags)).0;
+        assert_ne!(set.controller().digest_hex(), plain.controller().digest_hex(), "{flags:?} changed nothing");
+        check_sessions_with(&policies, 1..=2, hardware, flags);
+    }
 }
 
 #[test]

@@ -5,18 +5,19 @@
 //! `gpus_per_node`, so replaying them with those semantics is a setting, not an edited CSV.
 
 use crate::RunSpec;
-use sim::Workload;
+use sim::JobSpec;
 
-/// `workload` with every task of at most `spec.single_node_up_to` GPUs made single-node, and
-/// every task of a multiple of `spec.whole_nodes` GPUs given that many per node, as if its row
-/// said so; a task whose row already fixes its split over nodes keeps it. Unchanged without
-/// the settings.
-pub fn apply(spec: &RunSpec, workload: Workload) -> Result<Workload, String> {
-    if spec.single_node_up_to.is_none() && spec.whole_nodes.is_none() {
-        return Ok(workload);
-    }
-    let mut jobs = workload.into_jobs();
-    for task in jobs.iter_mut().flat_map(|job| job.tasks.iter_mut()) {
+/// Whether `spec` consolidates at all (without either setting, jobs stay as submitted).
+pub fn applies(spec: &RunSpec) -> bool {
+    spec.single_node_up_to.is_some() || spec.whole_nodes.is_some()
+}
+
+/// `job` with every task of at most `spec.single_node_up_to` GPUs made single-node, and every
+/// task of a multiple of `spec.whole_nodes` GPUs given that many per node, as if its row said
+/// so; a task whose row already fixes its split over nodes keeps it (so applying it twice is
+/// applying it once).
+pub fn apply_to_job(spec: &RunSpec, job: &mut JobSpec) {
+    for task in &mut job.tasks {
         if task.gpu_milli.is_some() || task.fixed_gpus_per_node().is_some() {
             continue;
         }
@@ -26,5 +27,4 @@ pub fn apply(spec: &RunSpec, workload: Workload) -> Result<Workload, String> {
             task.gpus_per_node = std::num::NonZeroU32::new(node);
         }
     }
-    Workload::new(jobs).map_err(|e| e.to_string())
 }

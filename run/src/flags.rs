@@ -2,6 +2,7 @@
 //! command (live.json) and for the round-trip tests that keep the flags and the serde form one.
 
 use crate::RunSpec;
+use clap::Args;
 use serde_json::Value;
 
 /// Fields of a RunSpec that are not run flags (`simulate` has them as its own).
@@ -50,6 +51,23 @@ impl RunSpec {
             words.push("--decisions".to_string());
         }
         words
+    }
+}
+
+impl RunSpec {
+    /// The fields (snake_case names, as the flags with `_`) whose values differ between this
+    /// spec and `other`, in the order the flags are declared.
+    pub fn differing_fields(&self, other: &RunSpec) -> Vec<String> {
+        let (Ok(Value::Object(a)), Ok(Value::Object(b))) = (serde_json::to_value(self), serde_json::to_value(other))
+        else {
+            unreachable!("a RunSpec serializes as a map")
+        };
+        let declared: Vec<String> = RunSpec::augment_args(clap::Command::new("run"))
+            .get_arguments()
+            .map(|arg| arg.get_id().to_string())
+            .chain(NOT_FLAGS.iter().map(|f| f.to_string()))
+            .collect();
+        declared.into_iter().filter(|key| a.get(key) != b.get(key)).collect()
     }
 }
 

@@ -22,6 +22,7 @@ mod runner;
 mod seconds;
 mod seed;
 mod series_limit;
+mod setup;
 mod spec;
 mod spelling;
 pub mod text;
@@ -32,6 +33,7 @@ pub use per_queue::QueueSeconds;
 pub use runner::{Keep, RunOutcome, Runner};
 pub use seconds::{Hours, Seconds};
 pub use series_limit::MAX_SERIES_BUCKETS;
+pub use setup::{Setup, parse_cluster_text};
 pub use spec::{BUILTIN_CLUSTER, BUILTIN_JOBS, BUILTIN_LOAD, MAX_HORIZON_DAYS, RunSpec};
 pub use spelling::Spelling;
 

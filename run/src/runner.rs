@@ -2,9 +2,9 @@
 //! failures resolved, the scenario assembled and simulated, the summary computed. The one way
 //! a run happens, for the command line, sweeps, regression checks and Python alike.
 
-use crate::{RunError, RunSpec, builtin};
+use crate::{RunError, RunSpec, Setup, builtin};
 use policies::Registry;
-use sim::{Cluster, ClusterSpec, Policy, Scenario};
+use sim::{ClusterSpec, Policy, Scenario};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -116,10 +116,28 @@ impl Runner {
     /// Runs `spec` under `policy` instead of the one it names (a policy built by the caller,
     /// such as one written in Python).
     pub fn run_with_policy(&self, spec: &RunSpec, policy: &mut dyn Policy, keep: Keep) -> Result<RunOutcome, RunError> {
-        let mut config = spec.controller_config()?;
+        let trace = spec.trace.as_deref().map(|path| self.load_trace(path, spec.format)).transpose()?;
+        self.run_parts(spec, trace, policy, keep)
+    }
+
+    /// Runs `spec` on `trace`, a trace already in memory (a live session's, say), in place of
+    /// the one `spec` names, under `spec`'s policy.
+    pub fn run_trace(&self, spec: &RunSpec, trace: traces::Trace, keep: Keep) -> Result<RunOutcome, RunError> {
+        let mut policy = self.registry.build(&spec.policy).map_err(|e| RunError::new(format!("policy: {e}")))?;
+        self.run_parts(spec, Some(trace), policy.as_mut(), keep)
+    }
+
+    fn run_parts(
+        &self,
+        spec: &RunSpec,
+        trace: Option<traces::Trace>,
+        policy: &mut dyn Policy,
+        keep: Keep,
+    ) -> Result<RunOutcome, RunError> {
+        let (setup, scenario, recorded_starts) = self.scenario(spec, trace)?;
+        let mut config = setup.config();
         config.record_decisions = keep.decisions;
         config.record_series = keep.series;
-        let (scenario, recorded_starts) = self.scenario(spec)?;
         if let (true, Some(limit)) = (keep.series, self.series_limit) {
             crate::series_limit::check(spec, scenario.workload.jobs(), limit, self.spelling)?;
         }
@@ -134,16 +152,19 @@ impl Runner {
         Ok(RunOutcome { result, summary, vs_recorded })
     }
 
-    /// The cluster, workload, events, queues, datasets and failure feed of `spec`, and the
-    /// starts its trace recorded.
-    fn scenario(&self, spec: &RunSpec) -> Result<(Scenario, RecordedStarts), RunError> {
-        let mut trace = spec.trace.as_deref().map(|path| self.load_trace(path, spec.format)).transpose()?;
+    /// The setup of `spec` on `trace` (or the built-in workload without one), the scenario it
+    /// builds (failures resolved on its cluster), and the starts the trace recorded.
+    fn scenario(
+        &self,
+        spec: &RunSpec,
+        mut trace: Option<traces::Trace>,
+    ) -> Result<(Setup, Scenario, RecordedStarts), RunError> {
         let recorded_starts = trace.as_mut().map(|t| std::mem::take(&mut t.recorded_starts)).unwrap_or_default();
         let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
-        let cluster = Cluster::new(&choose_cluster(spec, trace_cluster, self.spelling)?)?;
+        let cluster_spec = choose_cluster(spec, trace_cluster, self.spelling)?;
         let (workload, mut events, trace_queues, trace_datasets) = match trace {
-            Some(trace) => (trace.workload, trace.events, trace.queues, trace.datasets),
-            None => (builtin::workload(cluster.gpu_count(), spec)?, Vec::new(), Vec::new(), Vec::new()),
+            Some(trace) => (Some(trace.workload), trace.events, trace.queues, trace.datasets),
+            None => (None, Vec::new(), Vec::new(), Vec::new()),
         };
         let datasets = match &spec.datasets {
             Some(path) => traces::load_datasets_file(path)?,
@@ -153,24 +174,22 @@ impl Runner {
             Some(path) => traces::load_queues_file(path)?,
             None => trace_queues,
         };
+        let setup = Setup::new(spec.clone(), cluster_spec, queues, datasets)?;
+        let workload = match workload {
+            Some(workload) => workload,
+            None => builtin::workload(setup.cluster().gpu_count(), spec)?,
+        };
         let mut feed = None;
         if let Some(text) = &spec.failures {
             let failures: traces::FailureSpec = text.parse()?;
             let start = workload.jobs().first().map_or(sim::SimTime::ZERO, |j| j.submit);
-            match failures.resolve(&cluster, start, spec.seed)? {
+            match failures.resolve(setup.cluster(), start, spec.seed)? {
                 traces::Failures::Events(fixed) => events.extend(fixed),
                 traces::Failures::Feed(f) => feed = Some(f),
             }
         }
-        let workload = crate::queue_defaults::apply(spec, workload)?;
-        let workload = crate::consolidation::apply(spec, workload)?;
-        let scenario =
-            Scenario::new(cluster, workload).with_events(events)?.with_queues(&queues)?.with_datasets(&datasets)?;
-        let scenario = match feed {
-            Some(feed) => scenario.with_feed(feed),
-            None => scenario,
-        };
-        Ok((scenario, recorded_starts))
+        let scenario = setup.scenario(workload, events, feed)?;
+        Ok((setup, scenario, recorded_starts))
     }
 
     /// Reads the trace at `path` (or takes the copy kept from an earlier run).

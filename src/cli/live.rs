@@ -7,6 +7,7 @@ use live::coordinator::{ServeOptions, TlsOptions, TlsSetup, serve_until_signalle
 use live::driver::Driver;
 use live::net::client::{Client, ClientTls, read_token};
 use live::wire::{JobRequest, TaskRequest};
+use run::{RunSpec, Seconds};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -41,6 +42,16 @@ pub enum LiveCommand {
 }
 
 #[derive(Args)]
+#[command(
+    mut_arg("trace", |a| a.hide(true)),
+    mut_arg("format", |a| a.hide(true)),
+    mut_arg("jobs", |a| a.hide(true)),
+    mut_arg("load", |a| a.hide(true)),
+    mut_arg("failures", |a| a.hide(true)),
+    mut_arg("gpu_detect_s", |a| a.hide(true)),
+    mut_arg("series_bucket_s", |a| a.hide(true)),
+    mut_arg("horizon_days", |a| a.hide(true))
+)]
 pub struct ServeArgs {
     /// State directory: live.db (SQLite), token, addr, journal/.
     #[arg(long, default_value = "schedlab-live")]
@@ -48,58 +59,24 @@ pub struct ServeArgs {
     /// Address to listen on (port 0: any free port, written to STATE/addr).
     #[arg(long, default_value = "127.0.0.1:7450")]
     listen: String,
-    /// The cluster: shorthand NODESxGPUS[:TYPE],... or a cluster.csv. Required for a new
-    /// state directory. An existing one keeps every setting it was made with (this one, the
-    /// policy, seed, heartbeats, retries, ...): leave them out, or give the same values (another
-    /// is refused, naming it).
-    #[arg(long)]
-    cluster: Option<String>,
-    /// Policy spec, as for `schedlab simulate` [default: fifo].
-    #[arg(long)]
-    policy: Option<String>,
-    /// [default: 0]
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Seconds between agent heartbeats [default: 10].
-    #[arg(long)]
-    heartbeat_s: Option<String>,
-    /// Missed heartbeats after which a node is declared dead [default: 3].
-    #[arg(long)]
-    missed_beats: Option<u32>,
-    /// [default: 3]
-    #[arg(long)]
-    max_retries: Option<u32>,
+    /// The run settings, as `simulate` takes them: the cluster (required for a new state
+    /// directory), the policy, seed, heartbeats, retries, checkpoints, consolidation, spares,
+    /// passes, ... An existing state directory keeps every setting it was made with: leave
+    /// them out, or give the same values (another is refused, naming it). What a wall clock
+    /// cannot honour (a trace, a failure model, a detection delay, a horizon) is refused by name.
+    #[command(flatten)]
+    run: RunSpec,
     /// The work assumed for a task without estimate_s until it ends, seconds [default: 3600].
     #[arg(long)]
-    default_work_s: Option<String>,
-    /// Queues with quotas, a queues.csv (as the simulator reads it): a job's `queue` must name
-    /// one (none: the first), and each start keeps within its queue's quota. Fixed, like
-    /// --cluster, for the life of the state directory.
-    #[arg(long, value_name = "FILE")]
-    queues: Option<PathBuf>,
-    /// Which nodes hold which datasets, a datasets.csv (as the simulator reads it): a task's
-    /// `dataset` must name one, `placement=local` and weighted-score's locality prefer the
-    /// nodes holding it, and a task placed away from it is counted as paying its transfer.
-    /// Fixed, like --cluster, for the life of the state directory.
-    #[arg(long, value_name = "FILE")]
-    datasets: Option<PathBuf>,
-    /// The Controller's checkpoint interval in work, seconds (0: continuous), as for simulate:
-    /// what a failure or preemption is counted as losing, and what policies that pick victims
-    /// by lost work see. Fixed for the life of the state directory [default: 0].
-    #[arg(long)]
-    checkpoint_s: Option<String>,
-    /// What each restart is counted as costing before progress, seconds, as for simulate
-    /// [default: 0].
-    #[arg(long)]
-    restart_overhead_s: Option<String>,
+    default_work_s: Option<Seconds>,
     /// Rewrite STATE/journal/ (a canonical trace of the session) at most this often, seconds
     /// (and, as the session grows, at most every ten times as long as the last rewrite took).
     #[arg(long, default_value = "1")]
-    journal_every_s: String,
+    journal_every_s: Seconds,
     /// Seconds a client has to send a whole request (head and body) once it has begun: a
     /// client stalled longer is answered 408 and its connection closed.
     #[arg(long, default_value = "30")]
-    request_timeout_s: String,
+    request_timeout_s: Seconds,
     /// XIDs that are the application's fault, not the GPU's: logged, and the GPU stays in
     /// service (the task's process fails by itself). Every other XID, an uncorrected ECC error
     /// or a lost GPU takes the GPU out. Comma-separated numbers, or `none` (every XID takes
@@ -195,10 +172,10 @@ pub struct AgentArgs {
     backend: String,
     /// Seconds between asking for new tasks (between heartbeats, which report).
     #[arg(long, default_value = "0.5")]
-    poll_s: String,
+    poll_s: Seconds,
     /// Seconds between SIGTERM and SIGKILL when a task is stopped.
     #[arg(long, default_value = "10")]
-    grace_s: String,
+    grace_s: Seconds,
     /// Task logs and checkpoint directories go here.
     #[arg(long, default_value = "schedlab-agent")]
     work_dir: PathBuf,
@@ -278,7 +255,7 @@ pub struct GpusArgs {
     backend: String,
     /// Watch for health events (XID, ECC, lost GPUs) this many seconds.
     #[arg(long, default_value = "0")]
-    watch_s: String,
+    watch_s: Seconds,
 }
 
 #[derive(Args)]
@@ -315,13 +292,14 @@ pub struct ExportArgs {
     out: PathBuf,
 }
 
-fn millis(flag: &str, text: &str) -> Result<u64, String> {
-    traces::parse_seconds_ms(text).map_err(|e| format!("--{flag} {text}: not a number of seconds ({e:?})"))
+/// A duration flag as the wall clock's.
+fn wall(seconds: Seconds) -> Duration {
+    Duration::from_millis(seconds.duration().as_ms())
 }
 
-pub fn run(command: LiveCommand) -> CliResult {
+pub fn run(command: LiveCommand, typed: &dyn Fn(&str) -> bool) -> CliResult {
     match command {
-        LiveCommand::Serve(a) => run_serve(*a),
+        LiveCommand::Serve(a) => run_serve(*a, typed),
         LiveCommand::Agent(a) => run_agent(a),
         LiveCommand::Submit(a) => run_submit(a),
         LiveCommand::Status(a) => run_status(a),
@@ -363,7 +341,7 @@ pub fn run(command: LiveCommand) -> CliResult {
                 out += &format!("process {} on {} using {} MiB\n", p.pid, p.uuid, p.used_memory_mib);
             }
             emit(out)?;
-            let until = std::time::Instant::now() + Duration::from_millis(millis("watch-s", &a.watch_s)?);
+            let until = std::time::Instant::now() + wall(a.watch_s);
             while std::time::Instant::now() < until {
                 for e in backend.health(200)? {
                     emit(format!("health: {e}\n"))?;
@@ -405,38 +383,35 @@ pub fn run(command: LiveCommand) -> CliResult {
     }
 }
 
-/// The text of an optional settings file (none: empty, as DriverConfig holds "none").
-fn read_optional(path: Option<&std::path::Path>) -> Result<String, String> {
-    path.map_or(Ok(String::new()), |p| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display())))
+/// The text of a settings file given to `live serve` (a state directory keeps its own copy).
+fn read_text(flag: &str, path: &std::path::Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
 }
 
-/// The settings `live serve` was given, None where a flag was not (see [`Given`]).
-fn given_settings(a: &ServeArgs) -> Result<Given, String> {
-    let cluster = match &a.cluster {
+/// The settings `live serve` was given (see [`Given`]): the RunSpec its flags make, which of
+/// them were typed, and the files' texts.
+fn given_settings(a: &ServeArgs, typed: &dyn Fn(&str) -> bool) -> Result<Given, String> {
+    let cluster = match &a.run.cluster {
         Some(cluster) if std::path::Path::new(cluster).is_file() => {
-            Some(std::fs::read_to_string(cluster).map_err(|e| format!("{cluster}: {e}"))?)
+            Some(read_text("--cluster", std::path::Path::new(cluster))?)
         }
         other => other.clone(),
     };
-    let ms = |flag: &str, text: &Option<String>| text.as_deref().map(|t| millis(flag, t)).transpose();
-    let file = |path: &Option<PathBuf>| path.as_deref().map(|p| read_optional(Some(p))).transpose();
+    let file = |flag: &str, path: &Option<PathBuf>| path.as_deref().map(|p| read_text(flag, p)).transpose();
+    let fields = serde_json::to_value(&a.run).map_err(|e| e.to_string())?;
+    let typed = fields.as_object().into_iter().flat_map(|f| f.keys()).filter(|k| typed(k)).cloned().collect();
     Ok(Given {
+        run: RunSpec { cluster: None, queues: None, datasets: None, ..a.run.clone() },
+        typed,
         cluster,
-        policy: a.policy.clone(),
-        seed: a.seed,
-        heartbeat_ms: ms("heartbeat-s", &a.heartbeat_s)?,
-        missed_beats: a.missed_beats,
-        max_retries: a.max_retries,
-        default_work_ms: ms("default-work-s", &a.default_work_s)?,
-        queues: file(&a.queues)?,
-        datasets: file(&a.datasets)?,
-        checkpoint_ms: ms("checkpoint-s", &a.checkpoint_s)?,
-        restart_overhead_ms: ms("restart-overhead-s", &a.restart_overhead_s)?,
+        queues: file("--queues", &a.run.queues)?,
+        datasets: file("--datasets", &a.run.datasets)?,
+        default_work_ms: a.default_work_s.map(|s| s.duration().as_ms()),
     })
 }
 
-fn run_serve(a: ServeArgs) -> CliResult {
-    let settings = given_settings(&a)?;
+fn run_serve(a: ServeArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
+    let settings = given_settings(&a, typed)?;
     let certificate = match (&a.tls_cert, &a.tls_key) {
         (Some(cert), Some(key)) => Some(TlsSetup::Files { cert: cert.clone(), key: key.clone() }),
         _ if a.tls || !a.tls_name.is_empty() || a.tls_client_ca.is_some() => {
@@ -450,11 +425,11 @@ fn run_serve(a: ServeArgs) -> CliResult {
         state_dir: a.state.clone(),
         listen: a.listen,
         settings,
-        journal_every: Duration::from_millis(millis("journal-every-s", &a.journal_every_s)?),
+        journal_every: wall(a.journal_every_s),
         quiet: a.quiet,
         app_xids: a.app_xids.as_deref().map(live::coordinator::parse_app_xids).transpose()?,
         http: live::net::http::Limits {
-            request_timeout: Duration::from_millis(millis("request-timeout-s", &a.request_timeout_s)?.max(1)),
+            request_timeout: wall(a.request_timeout_s).max(Duration::from_millis(1)),
             ..live::net::http::Limits::default()
         },
         registry: super::registry().clone(),
@@ -516,8 +491,8 @@ fn run_agent(a: AgentArgs) -> CliResult {
         name,
         addr: a.addr,
         node: a.node,
-        poll: Duration::from_millis(millis("poll-s", &a.poll_s)?.max(10)),
-        grace: Duration::from_millis(millis("grace-s", &a.grace_s)?),
+        poll: wall(a.poll_s).max(Duration::from_millis(10)),
+        grace: wall(a.grace_s),
         work_dir: a.work_dir,
         quiet: a.quiet,
     };

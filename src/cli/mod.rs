@@ -145,7 +145,7 @@ fn run() -> CliResult {
         Command::Policies => policies::run(),
         Command::Trace(command) => trace::run(command),
         Command::Cluster(command) => cluster::run(command),
-        Command::Live(command) => live::run(command),
+        Command::Live(command) => live::run(command, &typed),
     }
 }
 
@@ -165,9 +165,15 @@ fn in_users_terms(e: clap::Error) -> clap::Error {
     clap::Error::raw(ErrorKind::ValueValidation, format!("{flag} `{value}`: {why}\n"))
 }
 
-/// Whether the user typed the flag `id` of the subcommand (rather than left its default).
+/// Whether the user typed the flag `id` of the command run (the innermost subcommand, such as
+/// `simulate` or `live serve`) rather than left its default.
 fn typed_on_command_line(matches: &ArgMatches, id: &str) -> bool {
-    matches.subcommand().is_some_and(|(_, sub)| sub.value_source(id) == Some(ValueSource::CommandLine))
+    let mut command = matches;
+    while let Some((_, sub)) = command.subcommand() {
+        command = sub;
+    }
+    // An id the command does not have was not typed (and asking clap for it would panic).
+    command.ids().any(|known| known.as_str() == id) && command.value_source(id) == Some(ValueSource::CommandLine)
 }
 
 /// Refuses the flags of the built-in synthetic workload (--jobs, --load) with a trace, which

@@ -23,8 +23,11 @@ impl Coordinator {
             Some(known) if r.node.is_none_or(|n| n == known.node) => self.register_again(r, known)?,
             _ => self.register_new(r)?,
         };
-        let reply =
-            RegisterReply { node, heartbeat_ms: self.driver.config().heartbeat_ms, generation: self.generation };
+        let reply = RegisterReply {
+            node,
+            heartbeat_ms: self.driver.config().run.heartbeat_s.duration().as_ms(),
+            generation: self.generation,
+        };
         Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
     }
 
@@ -213,7 +216,7 @@ impl Coordinator {
         }
         self.commit(inputs).map_err(Self::internal)?;
         let assignments = self.assignments_of(&agent);
-        let heartbeat_ms = self.driver.config().heartbeat_ms;
+        let heartbeat_ms = self.driver.config().run.heartbeat_s.duration().as_ms();
         let reply = HeartbeatReply { assignments, acked: h.exits, heartbeat_ms, generation: self.generation };
         Ok((200, serde_json::to_value(reply).unwrap_or(Value::Null)))
     }

@@ -6,7 +6,8 @@
 use super::Coordinator;
 use super::replay::{journal_snapshot, write_journal};
 use super::store::Store;
-use crate::driver::{Batch, Driver, DriverConfig, Input};
+use crate::config::LiveConfig;
+use crate::driver::{Batch, Driver, Input};
 use sim::SimTime;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -16,7 +17,7 @@ use std::time::Instant;
 /// the journal's last batch: time while the coordinator was down does not count).
 pub(super) fn replay(
     store: &mut Store,
-    config: DriverConfig,
+    config: LiveConfig,
     registry: &policies::Registry,
 ) -> Result<(Driver, u64), String> {
     let journal = store.batches()?;

@@ -167,7 +167,7 @@ impl Coordinator {
         lock.record_holder(&public_addr.to_string())?;
         let mut store = Store::open(&options.state_dir)?;
         let keys = Keys::load_or_create(&options.state_dir)?;
-        let config = match (store.config()?, options.settings.new_config()) {
+        let config = match (store.config()?, options.settings.new_config()?) {
             (Some(stored), _) => {
                 options.settings.check_unchanged(&options.state_dir, &stored, &options.registry)?;
                 stored

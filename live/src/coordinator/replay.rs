@@ -43,32 +43,18 @@ impl JournalSnapshot {
     }
 }
 
-/// `live.json`: the session as the RunSpec that replays it (`run`: every setting of the
-/// session that `simulate` takes, from the Controller's own configuration, each given even
-/// where it equals the default, so the replay never depends on defaults staying what they
-/// are), and the command line of that RunSpec (`replay`, writing into `replay_out`). Paths
-/// are absolute (the command works from any directory) and shell-quoted.
+/// `live.json`: the session as the RunSpec that replays it (`run`: the session's own RunSpec,
+/// [`LiveConfig::replay_spec`](crate::config::LiveConfig::replay_spec), on the trace at `dir`,
+/// every setting given even where it equals the default, so the replay never depends on
+/// defaults staying what they are), and the command line of that RunSpec (`replay`, writing
+/// into `replay_out`). Paths are absolute (the command works from any directory) and
+/// shell-quoted.
 fn replay_settings(driver: &Driver, dir: &Path) -> Result<Value, String> {
-    let c = driver.controller_config();
     let trace = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let trace = PathBuf::from(trace.to_string_lossy().trim_end_matches('/'));
     let out = PathBuf::from(format!("{}-replay", trace.display()));
-    let spec = run::RunSpec {
-        trace: Some(trace),
-        policy: driver.config().policy.parse().map_err(|e| format!("the session's policy: {e}"))?,
-        seed: c.seed,
-        heartbeat_s: run::Seconds(c.failures.heartbeat_interval),
-        missed_beats: c.failures.missed_beats,
-        gpu_detect_s: run::Seconds(c.failures.gpu_detect_delay),
-        max_retries: c.failures.max_retries,
-        checkpoint_s: run::Seconds(c.checkpoint),
-        checkpoint_cost_s: run::Seconds(c.checkpoint_cost),
-        restart_overhead_s: run::Seconds(c.restart_overhead),
-        spare_nodes: c.spare_nodes,
-        out: Some(out.clone()),
-        decisions: true,
-        ..run::RunSpec::default()
-    };
+    let spec =
+        run::RunSpec { trace: Some(trace), out: Some(out.clone()), decisions: true, ..driver.config().replay_spec() };
     let words: Vec<String> = spec.simulate_words().iter().map(|w| shell_quote(w)).collect();
     Ok(json!({
         "run": spec,

@@ -11,7 +11,8 @@
 //! Everything else (jobs, tasks, attempts, decisions) is derived from the journal by the
 //! [`crate::driver::Driver`], so it cannot disagree with it.
 
-use crate::driver::{Batch, DriverConfig};
+use crate::config::LiveConfig;
+use crate::driver::Batch;
 use crate::wire::GpuInfo;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::io::{Read, Write};
@@ -103,16 +104,16 @@ impl Store {
         ))
     }
 
-    pub fn config(&self) -> Result<Option<DriverConfig>, String> {
+    pub fn config(&self) -> Result<Option<LiveConfig>, String> {
         let text: Option<String> = self
             .db
             .query_row("SELECT value FROM meta WHERE key = 'config'", [], |r| r.get(0))
             .optional()
             .map_err(sql)?;
-        text.map(|t| serde_json::from_str(&t).map_err(|e| format!("state database: bad config: {e}"))).transpose()
+        text.map(|t| LiveConfig::from_stored(&t)).transpose()
     }
 
-    pub fn set_config(&self, config: &DriverConfig) -> Result<(), String> {
+    pub fn set_config(&self, config: &LiveConfig) -> Result<(), String> {
         let text = serde_json::to_string(config).map_err(|e| e.to_string())?;
         self.db
             .execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('config', ?1)", params![text])

@@ -3,7 +3,8 @@
 
 use super::{Coordinator, DEFAULT_APP_XIDS, ServeOptions, TlsOptions, TlsSetup, parse_app_xids};
 use crate::agent::backend::{GpuBackend, SimBackend, SimInjector};
-use crate::driver::{DriverConfig, Input};
+use crate::config::LiveConfig;
+use crate::driver::Input;
 use crate::net::http::Method;
 use crate::wire::{HeartbeatRequest, JobRequest, RegisterRequest, TaskRequest};
 use serde_json::json;
@@ -29,10 +30,9 @@ fn options(dir: &Path, app_xids: Option<Vec<u64>>) -> ServeOptions {
         // An hour between heartbeats: however slow the test machine, no heartbeat
         // deadline falls due while a test runs, so only what the tests report changes the
         // cluster.
-        settings: crate::coordinator::settings::Given::all(&DriverConfig {
-            heartbeat_ms: 3_600_000,
-            ..DriverConfig::new("1x2:SIM", "fifo")
-        }),
+        settings: crate::coordinator::settings::Given::all(
+            &LiveConfig::new("1x2:SIM", "fifo").unwrap().with_heartbeat_ms(3_600_000),
+        ),
         journal_every: Duration::from_secs(3600),
         quiet: true,
         app_xids,

@@ -173,8 +173,8 @@ impl Coordinator {
         json!({
             "now_s": seconds(self.driver.now()),
             "policy": self.driver.policy_name(),
-            "heartbeat_s": self.driver.config().heartbeat_ms as f64 / 1000.0,
-            "missed_beats": self.driver.config().missed_beats,
+            "heartbeat_s": self.driver.config().run.heartbeat_s.duration().as_ms() as f64 / 1000.0,
+            "missed_beats": self.driver.config().run.missed_beats,
             "nodes": nodes,
         })
     }
@@ -198,7 +198,7 @@ impl Coordinator {
                 })
             })
             .collect();
-        let policy = &self.driver.config().policy;
+        let policy = self.driver.config().run.policy.to_string();
         let digest = self.driver.controller().digest_hex();
         json!({ "policy": policy, "digest": digest, "decisions": list, "next": page.next })
     }

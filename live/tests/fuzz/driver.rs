@@ -8,7 +8,8 @@ use super::json::Body;
 use super::mix::Mix;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use schedlab_live::driver::{Batch, Driver, DriverConfig, Input};
+use schedlab_live::config::LiveConfig;
+use schedlab_live::driver::{Batch, Driver, Input};
 use schedlab_live::wire::{JobRequest, Refusal};
 use sim::{DecisionRecord, SimDuration, SimTime, TaskStatus};
 
@@ -49,13 +50,10 @@ pub const QUEUES: &str = "queue,pools,max_gpus,max_running_jobs,priority,weight,
 
 /// The session's settings, chosen by `choice`: the policy, queues or none, datasets or none,
 /// an hour or 2 s of assumed work (checkpoint intervals with SCHEDLAB_FUZZ_ALL).
-fn driver_config(choice: u64) -> DriverConfig {
+fn driver_config(choice: u64) -> LiveConfig {
     let mut mix = Mix(choice);
-    let mut config = DriverConfig {
-        seed: choice % 7,
-        heartbeat_ms: 1000,
-        ..DriverConfig::new("2x2:A100,2x2:V100", mix.pick(POLICIES))
-    };
+    let mut config =
+        LiveConfig::new("2x2:A100,2x2:V100", mix.pick(POLICIES)).unwrap().with_seed(choice % 7).with_heartbeat_ms(1000);
     if mix.chance(50) {
         config.queues = QUEUES.into();
     }
@@ -66,10 +64,10 @@ fn driver_config(choice: u64) -> DriverConfig {
         config.default_work_ms = 2000;
     }
     if all_classes() && mix.chance(20) {
-        config.restart_overhead_ms = 200;
+        config.run.restart_overhead_s = run::Seconds(sim::SimDuration(200));
     }
     if all_classes() && mix.chance(30) {
-        config.checkpoint_ms = 1500;
+        config.run.checkpoint_s = run::Seconds(sim::SimDuration(1500));
     }
     config
 }
@@ -117,7 +115,7 @@ struct Session {
 }
 
 impl Session {
-    fn new(config: DriverConfig, follow: u64) -> Session {
+    fn new(config: LiveConfig, follow: u64) -> Session {
         let d = Driver::new(config).expect("the fuzz configurations are valid");
         let start = d.start_batch();
         let nodes = d.cluster().nodes().len();

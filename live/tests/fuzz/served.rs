@@ -2,8 +2,8 @@
 //! request at a time to it.
 
 use super::driver::QUEUES;
+use schedlab_live::config::LiveConfig;
 use schedlab_live::coordinator::ServeOptions;
-use schedlab_live::driver::DriverConfig;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -28,10 +28,9 @@ pub fn serve_options(dir: &Path) -> ServeOptions {
     ServeOptions {
         state_dir: dir.to_path_buf(),
         listen: "127.0.0.1:0".into(),
-        settings: Given::all(&DriverConfig {
-            heartbeat_ms: 1000,
+        settings: Given::all(&LiveConfig {
             queues: QUEUES.into(),
-            ..DriverConfig::new("2x2:SIM", "fifo")
+            ..LiveConfig::new("2x2:SIM", "fifo").unwrap().with_heartbeat_ms(1000)
         }),
         journal_every: Duration::from_secs(3600),
         quiet: true,
