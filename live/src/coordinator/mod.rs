@@ -140,7 +140,7 @@ pub struct Coordinator {
     /// The journal writing under way: how it ended, and how long it took.
     journal_writer: Option<JoinHandle<(Result<(), String>, Duration)>>,
     quiet: bool,
-    /// Wall time spent per batch applied (for the numbers in docs/live-mode.md).
+    /// Wall time spent per batch applied (for the live-mode rows of docs/performance.md).
     pub apply_time: Duration,
     pub batches_applied: u64,
 }
