@@ -47,7 +47,7 @@ fn name() -> impl Strategy<Value = String> {
 /// Whole GPUs (any count), or a share of one GPU: shares exist only with `gpus` = 1.
 fn gpus_and_share() -> impl Strategy<Value = (u32, Option<NonZeroU16>)> {
     prop_oneof![
-        (prop_oneof![1u32..=8, 1u32..=u32::MAX]).prop_map(|gpus| (gpus, None)),
+        (prop_oneof![1u32..=8, 1u32..=traces::MAX_TASK_GPUS]).prop_map(|gpus| (gpus, None)),
         prop_oneof![Just(1u16), Just(999), 1u16..=999].prop_map(|milli| (1, NonZeroU16::new(milli))),
     ]
 }
