@@ -466,11 +466,13 @@ pub(crate) fn format_seconds(ms: u64) -> String {
     if ms.is_multiple_of(1000) { (ms / 1000).to_string() } else { format!("{}.{:03}", ms / 1000, ms % 1000) }
 }
 
-/// Writes `workload` as a canonical `jobs.csv` (all twenty-three [`JOB_COLUMNS`], one row per
-/// task, jobs in workload order). Refuses, before writing anything, a workload that would not
-/// read back identically: duplicate or empty job/task names, empty-but-present GPU type or queue,
-/// zero or out-of-range times (a checkpoint interval or restart overhead of zero is fine).
-pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), TraceError> {
+/// Writes `workload` as the canonical trace's input `jobs.csv` (all twenty-three
+/// [`JOB_COLUMNS`], one row per task, jobs in workload order); a run's per-job output table,
+/// also named `jobs.csv`, is `reports::write_job_records_csv`'s. Refuses, before writing
+/// anything, a workload that would not read back identically: duplicate or empty job/task
+/// names, empty-but-present GPU type or queue, GPUs out of range, zero or out-of-range times (a
+/// checkpoint interval or restart overhead of zero is fine).
+pub fn write_trace_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), TraceError> {
     check_writable(workload)?;
     let io_error = |e: csv::Error| TraceError::io("jobs.csv output", e.to_string());
     let mut writer = csv::Writer::from_writer(out);
@@ -771,7 +773,7 @@ mod tests {
                     k,b,2,10,4,,,true,4,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,,,0,\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
-        write_jobs_csv(&w, &mut out).unwrap();
+        write_trace_jobs_csv(&w, &mut out).unwrap();
         assert_eq!(String::from_utf8(out.clone()).unwrap(), text.replace("0.5,", "0.500,"));
         assert_eq!(read_jobs_csv(out.as_slice(), "again.csv").unwrap(), w);
     }
@@ -926,24 +928,24 @@ mod tests {
     fn writer_refuses_what_would_not_read_back() {
         let job = |name: &str| JobSpec::single(name, SimTime(0), 1, SimDuration(1_000));
         let w = Workload::new(vec![job("a"), job("a")]).unwrap();
-        let e = write_jobs_csv(&w, Vec::new()).unwrap_err().to_string();
+        let e = write_trace_jobs_csv(&w, Vec::new()).unwrap_err().to_string();
         assert!(e.contains("both named `a`"), "{e}");
         let mut j = job("a");
         j.tasks[0].work = SimDuration(0);
         let w = Workload::new(vec![j]).unwrap();
-        assert!(write_jobs_csv(&w, Vec::new()).is_err());
+        assert!(write_trace_jobs_csv(&w, Vec::new()).is_err());
         let mut j = job("a");
         j.queue = Some(Default::default());
         let w = Workload::new(vec![j]).unwrap();
-        assert!(write_jobs_csv(&w, Vec::new()).is_err());
+        assert!(write_trace_jobs_csv(&w, Vec::new()).is_err());
         let mut j = job("a");
         j.deadline = SimDuration(0).into();
         let w = Workload::new(vec![j]).unwrap();
-        assert!(write_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("deadline"));
+        assert!(write_trace_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("deadline"));
         let mut j = job("a");
         j.tasks[0].options_mut().checkpoint = Some(SimDuration(u64::MAX));
         let w = Workload::new(vec![j]).unwrap();
-        assert!(write_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("checkpoint"));
+        assert!(write_trace_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("checkpoint"));
     }
 
     /// Every error of a file with dependency problems, as `validate` reports them.

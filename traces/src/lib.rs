@@ -30,7 +30,7 @@ pub mod stats;
 pub mod synth;
 pub mod timeparse;
 
-pub use canonical::{SPEEDS_EXPECTED, format_thousandths, parse_speeds, read_jobs_csv, write_jobs_csv};
+pub use canonical::{SPEEDS_EXPECTED, format_thousandths, parse_speeds, read_jobs_csv, write_trace_jobs_csv};
 pub use cluster_spec::{load_cluster_file, parse_cluster_shorthand, read_cluster_csv, write_cluster_csv};
 pub use datasets::{load_datasets_file, read_datasets_csv, write_datasets_csv};
 pub use error::{MAX_ERRORS, TraceError};
@@ -172,7 +172,7 @@ pub fn write_trace_dir(trace: &Trace, dir: &Path) -> Result<(), TraceError> {
             .map(std::io::BufWriter::new)
             .map_err(|e| TraceError::io(&path.display().to_string(), format!("cannot write: {e}")))
     };
-    write_jobs_csv(&trace.workload, create("jobs.csv")?)?;
+    write_trace_jobs_csv(&trace.workload, create("jobs.csv")?)?;
     if let Some(cluster) = &trace.cluster {
         write_cluster_csv(cluster, create("cluster.csv")?)?;
     }

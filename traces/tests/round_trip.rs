@@ -8,11 +8,11 @@ use proptest::prelude::*;
 use sim::{DepKind, Dependency, JobSpec, SimDuration, SimTime, TaskOptions, TaskSpec, Window, Workload};
 use std::num::NonZeroU16;
 use traces::timeparse::MAX_SECONDS;
-use traces::{Format, SynthConfig, load, read_jobs_csv, write_jobs_csv};
+use traces::{Format, SynthConfig, load, read_jobs_csv, write_trace_jobs_csv};
 
 fn round_trip(workload: &Workload) -> Workload {
     let mut out = Vec::new();
-    write_jobs_csv(workload, &mut out).expect("writable");
+    write_trace_jobs_csv(workload, &mut out).expect("writable");
     read_jobs_csv(out.as_slice(), "written.csv").unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -196,7 +196,7 @@ proptest! {
             .collect();
         let w = Workload::new(jobs).unwrap();
         let mut out = Vec::new();
-        if write_jobs_csv(&w, &mut out).is_ok() {
+        if write_trace_jobs_csv(&w, &mut out).is_ok() {
             let back = read_jobs_csv(out.as_slice(), "w.csv");
             prop_assert_eq!(back.as_ref(), Ok(&w), "{}", String::from_utf8_lossy(&out));
         } else {
