@@ -75,7 +75,7 @@ fn canonical_bytes() -> &'static [u8] {
         }
         let workload = sim::Workload::new(jobs).expect("valid workload");
         let mut out = Vec::new();
-        traces::write_jobs_csv(&workload, &mut out).expect("the writer takes it");
+        traces::write_trace_jobs_csv(&workload, &mut out).expect("the writer takes it");
         out
     })
 }

@@ -819,7 +819,7 @@ fn malformed_values_get_the_users_terms_not_rusts() {
         ),
         (
             vec!["simulate", "--trace", &huge, "--cluster", "1x1:A"],
-            "field `gpus`: expected a whole number of GPUs from 1 to 4294967295, got \"4294967296\"",
+            "field `gpus`: expected a whole number of GPUs from 1 to 1000000 (the most a cluster may have), got \"4294967296\"",
         ),
     ];
     for (args, expected) in cases {

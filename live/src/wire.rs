@@ -3,7 +3,6 @@
 //! never a panic.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// `POST /v1/jobs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -177,30 +176,56 @@ pub fn check_name(what: &str, name: &str) -> Result<(), Refusal> {
 }
 
 /// The longest start window, in seconds after submission. A window is a time in the session's
-/// trace, which holds times up to 10^12 s ([`traces::timeparse::MAX_SECONDS`]): this bound leaves room for
-/// any session's clock, so an accepted window is one the journal can always write.
+/// trace, which holds times up to 10^12 s (the job builder's bound, [`traces::timeparse::MAX_SECONDS`]):
+/// this bound on the offset leaves room for any session's clock, so that a window accepted
+/// when a job is checked (before its submit time is known) is one the journal can always
+/// write.
 pub const MAX_WINDOW_S: u64 = 1_000_000_000;
 
 /// The longest command: the agent runs it as one argument of `sh -c`, and Linux refuses an
 /// argument of 128 KiB or more (MAX_ARG_STRLEN) with E2BIG, which the node saw as exit 127.
 pub const MAX_COMMAND_BYTES: usize = 128 * 1024 - 1;
 
-/// `n` seconds, in milliseconds, at least `min_ms`; refused naming `owner` (the job or task),
-/// the field and what was expected.
-fn seconds_ms(owner: &str, field: &str, n: &serde_json::Number, min_ms: u64) -> Result<u64, Refusal> {
-    let expected = match traces::parse_seconds_ms(&n.to_string()) {
-        Ok(ms) if ms >= min_ms => return Ok(ms),
-        Ok(_) => "at least 1 ms (seconds, e.g. 600 or 0.25)",
-        Err(e) => e.expected(),
+/// The most tasks one job may have: a bound on what one request makes the coordinator check.
+pub const MAX_JOB_TASKS: usize = 10_000;
+
+/// `n` seconds in milliseconds (the JSON number's syntax; which values the field may hold,
+/// the job builder says); refused naming `owner` (the job or task), the field and what was
+/// expected.
+fn seconds_ms(owner: &str, field: &str, n: Option<&serde_json::Number>) -> Result<Option<u64>, Refusal> {
+    let Some(n) = n else { return Ok(None) };
+    traces::parse_seconds_ms(&n.to_string())
+        .map(Some)
+        .map_err(|e| Refusal::bad(format!("{owner}: {field} {n}: expected {}", e.expected())))
+}
+
+/// A field the job builder refused, as the API says it: the job or task, the field, what the
+/// caller sent (`sent`, or the part of it at fault) and what was expected.
+fn refused(owner: &str, e: traces::FieldError, sent: String) -> Refusal {
+    let sent = match e.found {
+        Some(part) => format!("`{}`", shown(&part)),
+        None => sent,
     };
-    Err(Refusal::bad(format!("{owner}: {field} {n}: expected {expected}")))
+    Refusal::bad(format!("{owner}: {} {sent}: expected {}", e.field, e.expected))
+}
+
+/// A string field as a refusal shows it.
+fn quoted(text: Option<&str>) -> String {
+    text.map_or_else(String::new, |t| format!("`{}`", shown(t)))
+}
+
+/// A number field as a refusal shows it.
+fn number(n: Option<&serde_json::Number>) -> String {
+    n.map(ToString::to_string).unwrap_or_default()
 }
 
 impl JobRequest {
     /// The job as the Controller runs it, submitted at `submit`: a task without an estimate
     /// is assumed to take `default_work` until its process ends; start windows, given in
-    /// seconds after submission, become trace time. Checked as a trace's job is (GPU shares,
-    /// the DAG with a cycle printed as its path), every refusal naming the task and field.
+    /// seconds after submission, become trace time. Checked by the job builder that checks a
+    /// trace's job ([`traces::job_builder`]: one rule per field), then by the simulator (the
+    /// DAG, a cycle printed as its path), every refusal naming the task and field. Names are
+    /// plain names besides ([`check_name`]): live mode makes files and directories of them.
     pub fn to_spec(&self, submit: sim::SimTime, default_work: sim::SimDuration) -> Result<sim::JobSpec, Refusal> {
         check_name("job name", &self.name)?;
         if let Some(q) = &self.queue {
@@ -209,44 +234,62 @@ impl JobRequest {
         if self.tasks.is_empty() {
             return Err(Refusal::bad(format!("job `{}` has no tasks", self.name)));
         }
-        if self.tasks.len() > 10_000 {
+        if self.tasks.len() > MAX_JOB_TASKS {
             return Err(Refusal::bad(format!("job `{}` has {} tasks; at most 10,000", self.name, self.tasks.len())));
         }
-        // Each task's index by its name, made once: a dependency is found in O(log n), so a
-        // job costs O(size log size) to check whatever the shape of its DAG.
-        let mut names = BTreeMap::new();
-        for (i, t) in self.tasks.iter().enumerate() {
+        // Each task's name checked once, duplicates found in O(log n) each.
+        let mut names = std::collections::BTreeSet::new();
+        for t in &self.tasks {
             check_name("task name", &t.name)?;
-            if names.insert(t.name.as_str(), i).is_some() {
-                return Err(Refusal::bad(format!("job `{}`: two tasks are named `{}`", self.name, t.name)));
+            if !names.insert(t.name.as_str()) {
+                let e = traces::job_builder::duplicate_task(&self.name);
+                return Err(Refusal::bad(format!(
+                    "job `{}`: task name `{}`: expected {}",
+                    self.name, t.name, e.expected
+                )));
             }
         }
-        let index = |name: &str| names.get(name).copied();
-        let tasks = self.tasks.iter().map(|t| t.to_spec(submit, default_work, index)).collect::<Result<_, _>>()?;
+        let mut tasks = self.tasks.iter().map(|t| t.to_spec(submit, default_work)).collect::<Result<Vec<_>, _>>()?;
+        let resolver = traces::DepResolver::new(&tasks);
+        let mut deps = Vec::with_capacity(tasks.len());
+        for t in &self.tasks {
+            let owner = format!("task `{}`", t.name);
+            deps.push(
+                resolver
+                    .resolve(t.depends_on.iter().map(String::as_str))
+                    .map_err(|e| refused(&owner, e, quoted(t.depends_on.first().map(String::as_str))))?,
+            );
+        }
+        for (task, deps) in tasks.iter_mut().zip(deps) {
+            task.deps = deps;
+        }
         let owner = format!("job `{}`", self.name);
-        let deadline = self.deadline_s.as_ref().map(|n| seconds_ms(&owner, "deadline_s", n, 1)).transpose()?;
-        let spec = sim::JobSpec {
-            name: self.name.as_str().into(),
-            submit,
-            queue: self.queue.as_deref().map(Into::into),
-            deadline: deadline.map(sim::SimDuration).into(),
-            cancel: sim::OptTime::NONE,
+        let job = traces::JobFields {
+            name: &self.name,
+            submit_ms: submit.as_ms(),
+            queue: self.queue.as_deref(),
+            deadline_ms: seconds_ms(&owner, "deadline_s", self.deadline_s.as_ref())?,
             priority: self.priority,
-            tasks,
+            cancel_ms: None,
         };
-        // The simulator's own checks of a job: GPU shares, and the DAG (a cycle as its path).
+        let spec = job.build(tasks.into()).map_err(|e| {
+            let sent = match e.field {
+                "deadline_s" => number(self.deadline_s.as_ref()),
+                "queue" => quoted(self.queue.as_deref()),
+                _ => quoted(Some(&self.name)),
+            };
+            refused(&owner, e, sent)
+        })?;
+        // The simulator's own checks of a job: the DAG (a cycle as its path).
         sim::Workload::new(vec![spec.clone()]).map_err(|e| Refusal::bad(e.to_string()))?;
         Ok(spec)
     }
 }
 
 impl TaskRequest {
-    fn to_spec(
-        &self,
-        submit: sim::SimTime,
-        default_work: sim::SimDuration,
-        index: impl Fn(&str) -> Option<usize>,
-    ) -> Result<sim::TaskSpec, Refusal> {
+    /// The task, without its dependencies (the job resolves them), checked by the job
+    /// builder.
+    fn to_spec(&self, submit: sim::SimTime, default_work: sim::SimDuration) -> Result<sim::TaskSpec, Refusal> {
         let name = self.name.as_str();
         if self.command.trim().is_empty() {
             return Err(Refusal::bad(format!("task `{name}`: the command is empty")));
@@ -258,9 +301,6 @@ impl TaskRequest {
                 self.command.len()
             )));
         }
-        if self.gpus == 0 || self.gpus > 4096 {
-            return Err(Refusal::bad(format!("task `{name}`: gpus must be 1 to 4096, not {}", self.gpus)));
-        }
         if let Some(ty) = &self.gpu_type {
             check_name("gpu_type", ty)?;
         }
@@ -268,76 +308,54 @@ impl TaskRequest {
             check_name("dataset", dataset)?;
         }
         let owner = format!("task `{name}`");
-        let seconds = |field: &str, n: &Option<serde_json::Number>, min_ms: u64| {
-            n.as_ref().map(|n| seconds_ms(&owner, field, n, min_ms)).transpose()
-        };
-        let estimate = seconds("estimate_s", &self.estimate_s, 1)?.map(sim::SimDuration);
-        let after_submit = |ms: u64| sim::SimTime(submit.as_ms() + ms);
-        let window_s = |field: &str, n: &Option<serde_json::Number>| match seconds(field, n, 0)? {
+        let seconds = |field: &str, n: &Option<serde_json::Number>| seconds_ms(&owner, field, n.as_ref());
+        let estimate_ms = seconds("estimate_s", &self.estimate_s)?;
+        // Start windows are seconds after submission, at most MAX_WINDOW_S: trace time from
+        // the submit on.
+        let window_s = |field: &str, n: &Option<serde_json::Number>| match seconds(field, n)? {
             Some(ms) if ms > MAX_WINDOW_S * 1000 => Err(Refusal::bad(format!(
                 "task `{name}`: {field} {}: expected at most {MAX_WINDOW_S} s (about 31 years) after submission",
-                n.as_ref().map(|n| n.to_string()).unwrap_or_default()
+                number(n.as_ref())
             ))),
-            ms => Ok(ms.map(after_submit)),
+            ms => Ok(ms.map(|ms| submit.as_ms().saturating_add(ms))),
         };
-        let window = sim::Window {
-            not_before: window_s("not_before_s", &self.not_before_s)?,
-            not_after: window_s("not_after_s", &self.not_after_s)?,
+        let most_ms = traces::timeparse::MAX_SECONDS * 1000;
+        let fields = traces::TaskFields {
+            name: name.into(),
+            gpus: self.gpus,
+            gpu_milli: self.gpu_milli,
+            gpu_type: self.gpu_type.as_deref(),
+            single_node: self.single_node,
+            gpus_per_node: self.gpus_per_node,
+            // Without an estimate, the assumed work until the process ends.
+            work_ms: estimate_ms.unwrap_or(default_work.as_ms().clamp(1, most_ms)),
+            estimate_ms,
+            checkpoint_ms: seconds("checkpoint_s", &self.checkpoint_s)?,
+            restart_overhead_ms: seconds("restart_overhead_s", &self.restart_overhead_s)?,
+            checkpoint_cost_ms: None,
+            not_before_ms: window_s("not_before_s", &self.not_before_s)?,
+            not_after_ms: window_s("not_after_s", &self.not_after_s)?,
+            dataset: self.dataset.as_deref(),
+            speeds: self.speeds.as_deref(),
+            exit_code: 0,
         };
-        if let (Some(b), Some(a)) = (window.not_before, window.not_after)
-            && a < b
-        {
-            return Err(Refusal::bad(format!("task `{name}`: not_after_s is before not_before_s")));
-        }
-        let speeds = match &self.speeds {
-            None => Default::default(),
-            Some(text) => traces::parse_speeds(text).ok_or_else(|| {
-                Refusal::bad(format!("task `{name}`: speeds `{text}`: expected {}", traces::SPEEDS_EXPECTED))
-            })?,
-        };
-        let mut deps = sim::Deps::new();
-        for d in &self.depends_on {
-            // As a trace's `depends_on` spells each item: `task[:kind]` (task names have no `:`).
-            let (upstream, kind) = match d.split_once(':') {
-                Some((upstream, kind)) => (upstream, traces::parse_dep_kind(kind)),
-                None => (d.as_str(), Ok(sim::DepKind::Success)),
+        fields.build(submit).map_err(|e| {
+            let sent = match e.field {
+                "gpus" => self.gpus.to_string(),
+                "gpu_milli" => self.gpu_milli.map(|m| m.to_string()).unwrap_or_default(),
+                "gpus_per_node" => self.gpus_per_node.map(|n| n.to_string()).unwrap_or_default(),
+                "gpu_type" => quoted(self.gpu_type.as_deref()),
+                "estimate_s" | "duration_s" => number(self.estimate_s.as_ref()),
+                "checkpoint_s" => number(self.checkpoint_s.as_ref()),
+                "restart_overhead_s" => number(self.restart_overhead_s.as_ref()),
+                "not_before_s" => number(self.not_before_s.as_ref()),
+                "not_after_s" => number(self.not_after_s.as_ref()),
+                "dataset" => quoted(self.dataset.as_deref()),
+                "speeds" => quoted(self.speeds.as_deref()),
+                _ => String::new(),
             };
-            let kind = kind.map_err(|e| Refusal::bad(format!("task `{name}`: depends_on `{d}`: expected {e}")))?;
-            let upstream = index(upstream).ok_or_else(|| {
-                Refusal::bad(format!("task `{name}` depends on `{upstream}`, which is not a task of this job"))
-            })?;
-            deps.push(sim::Dependency { upstream, kind });
-        }
-        let mut spec = sim::TaskSpec::new(name, self.gpus, estimate.unwrap_or(default_work.max(sim::SimDuration(1))));
-        spec.estimate = estimate.into();
-        spec.gpu_milli = match self.gpu_milli {
-            // A share is 1..=999 milli-GPUs: any other value (0, or more than the task's two
-            // bytes hold) is refused here, in the words of the simulator's check of a job.
-            Some(milli) => Some(sim::gpu_share(milli).ok_or_else(|| {
-                Refusal::bad(format!(
-                    "task `{name}`: a GPU share must be 1..=999 milli-GPUs of exactly 1 GPU (got {milli}); a whole GPU \
-                     is no share"
-                ))
-            })?),
-            None => None,
-        };
-        spec.gpu_type = self.gpu_type.as_deref().map(Into::into);
-        spec.single_node = self.single_node;
-        spec.gpus_per_node = match self.gpus_per_node {
-            Some(0) => {
-                return Err(Refusal::bad(format!("task `{name}`: gpus_per_node 0: expected a divisor of its GPUs")));
-            }
-            other => other.and_then(std::num::NonZeroU32::new),
-        };
-        spec.deps = deps;
-        Ok(spec.with_options(sim::TaskOptions {
-            checkpoint: seconds("checkpoint_s", &self.checkpoint_s, 0)?.map(sim::SimDuration),
-            restart_overhead: seconds("restart_overhead_s", &self.restart_overhead_s, 0)?.map(sim::SimDuration),
-            checkpoint_cost: None,
-            window,
-            dataset: self.dataset.clone(),
-            speeds,
-        }))
+            refused(&owner, e, sent)
+        })
     }
 }
 
@@ -557,18 +575,21 @@ mod tests {
                 .to_spec(sim::SimTime::ZERO, HOUR)
                 .unwrap_err()
                 .reason
-                .contains("two tasks")
+                .contains("task name `a`: expected a name not used before by a task of job `j`")
         );
         assert!(
             job(vec![task("a", &["zz"])])
                 .to_spec(sim::SimTime::ZERO, HOUR)
                 .unwrap_err()
                 .reason
-                .contains("not a task of this job")
+                .contains("depends_on `zz`: expected task names of this job (a), each with an optional :kind")
         );
         let mut t = task("a", &[]);
         t.gpus = 0;
-        assert!(job(vec![t]).to_spec(sim::SimTime::ZERO, HOUR).unwrap_err().reason.contains("gpus must be"));
+        assert_eq!(
+            job(vec![t]).to_spec(sim::SimTime::ZERO, HOUR).unwrap_err().reason,
+            "task `a`: gpus 0: expected a whole number of GPUs from 1 to 1000000 (the most a cluster may have)"
+        );
         let mut t = task("a", &[]);
         t.estimate_s = Some(serde_json::Number::from_f64(-1.0).unwrap());
         assert!(job(vec![t]).to_spec(sim::SimTime::ZERO, HOUR).is_err());
@@ -578,6 +599,60 @@ mod tests {
         assert_eq!(spec.tasks[0].estimate.get(), Some(sim::SimDuration(250)));
         let bad = JobRequest::new("a/b", vec![task("a", &[])]);
         assert_eq!(bad.to_spec(sim::SimTime::ZERO, HOUR).unwrap_err().status, 400);
+    }
+
+    /// The canonical `jobs.csv` reader and this reader share one job builder: a value of a
+    /// field is accepted by both or refused by both, with the same words for what was
+    /// expected (before, a task of 4,097 to 4,294,967,295 GPUs read from a trace was refused
+    /// here, and shares and splits were refused in other words).
+    #[test]
+    fn the_csv_and_json_readers_accept_and_refuse_the_same_values_alike() {
+        let csv = |gpus: u32, milli: Option<u32>, per_node: Option<u32>| -> Result<(), String> {
+            let cell = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
+            let text = format!(
+                "job_id,submit_s,duration_s,gpus,gpu_milli,gpus_per_node\nj,0,1,{gpus},{},{}\n",
+                cell(milli),
+                cell(per_node)
+            );
+            match traces::read_jobs_csv(text.as_bytes(), "jobs.csv") {
+                Ok(_) => Ok(()),
+                Err(traces::TraceError::Field { expected, .. }) => Err(expected),
+                Err(e) => Err(format!("not a field error: {e}")),
+            }
+        };
+        let json = |gpus: u32, milli: Option<u32>, per_node: Option<u32>| -> Result<(), String> {
+            let t = TaskRequest { gpus, gpu_milli: milli, gpus_per_node: per_node, ..TaskRequest::new("a", "true") };
+            JobRequest::new("j", vec![t])
+                .to_spec(sim::SimTime::ZERO, HOUR)
+                .map(|_| ())
+                .map_err(|r| r.reason.split_once(": expected ").map_or(r.reason.clone(), |(_, e)| e.to_owned()))
+        };
+        let mut cases = Vec::new();
+        for gpus in [0, 1, 8, 4_096, 4_097, 16_384, 1_000_000, 1_000_001, u32::MAX] {
+            cases.push((gpus, None, None));
+        }
+        for milli in [0, 1, 500, 999, 1000, 1001, 65_536] {
+            cases.push((1, Some(milli), None));
+            cases.push((2, Some(milli), None));
+        }
+        for (gpus, per_node) in [(16, 8), (12, 8), (4, 0), (8, 16), (16_384, 8), (1, 1)] {
+            cases.push((gpus, None, Some(per_node)));
+        }
+        cases.push((1, Some(250), Some(1)));
+        let mut refused = 0;
+        for (gpus, milli, per_node) in cases {
+            let (from_csv, from_json) = (csv(gpus, milli, per_node), json(gpus, milli, per_node));
+            assert_eq!(from_csv, from_json, "gpus {gpus}, gpu_milli {milli:?}, gpus_per_node {per_node:?}");
+            refused += usize::from(from_csv.is_err());
+        }
+        assert_eq!(refused, 18, "the cases refused");
+        // A 16,384-GPU gang (LLM pre-training) is a job either way; one more GPU than any
+        // cluster may have, by neither.
+        assert!(json(16_384, None, None).is_ok());
+        assert_eq!(
+            json(1_000_001, None, None),
+            Err("a whole number of GPUs from 1 to 1000000 (the most a cluster may have)".into())
+        );
     }
 
     fn number(text: &str) -> Option<serde_json::Number> {
@@ -629,26 +704,37 @@ mod tests {
         let refused =
             |t: TaskRequest| JobRequest::new("j", vec![t]).to_spec(sim::SimTime::ZERO, HOUR).unwrap_err().reason;
         let base = || TaskRequest::new("a", "true");
-        assert!(refused(TaskRequest { gpu_milli: Some(500), gpus: 2, ..base() }).contains("a GPU share must be"));
-        assert!(refused(TaskRequest { gpu_milli: Some(1000), ..base() }).contains("a GPU share must be"));
-        assert!(refused(TaskRequest { gpu_milli: Some(0), ..base() }).contains("a GPU share must be"));
+        assert!(
+            refused(TaskRequest { gpu_milli: Some(500), gpus: 2, ..base() })
+                .starts_with("task `a`: gpu_milli 500: expected no gpu_milli for a task of 2 GPUs")
+        );
+        assert!(refused(TaskRequest { gpu_milli: Some(1000), ..base() }).contains("1000 is a whole GPU"));
+        let share = "expected a share of one GPU in milli-GPUs, a whole number from 1 to 999 (none: whole GPUs)";
+        assert!(refused(TaskRequest { gpu_milli: Some(0), ..base() }).ends_with(share));
         // Past what a task holds (two bytes): refused, never truncated to a share that fits.
         for milli in [65_535, 65_536, 66_036] {
-            assert!(refused(TaskRequest { gpu_milli: Some(milli), ..base() }).contains("a GPU share must be"));
+            assert!(refused(TaskRequest { gpu_milli: Some(milli), ..base() }).ends_with(share));
         }
-        assert!(refused(TaskRequest { gpus_per_node: Some(0), gpus: 2, ..base() }).contains("gpus_per_node 0"));
-        assert!(refused(TaskRequest { gpus_per_node: Some(3), gpus: 4, ..base() }).contains("must divide its 4 GPUs"));
+        assert_eq!(
+            refused(TaskRequest { gpus_per_node: Some(0), gpus: 2, ..base() }),
+            "task `a`: gpus_per_node 0: expected a whole number that divides the task's 2 GPUs (none: any split \
+             over nodes)"
+        );
+        assert!(
+            refused(TaskRequest { gpus_per_node: Some(3), gpus: 4, ..base() }).contains("divides the task's 4 GPUs")
+        );
         assert_eq!(
             refused(TaskRequest { checkpoint_s: number("-1"), ..base() }),
             "task `a`: checkpoint_s -1: expected a non-negative number of seconds"
         );
         assert_eq!(
             refused(TaskRequest { estimate_s: number("0.0004"), ..base() }),
-            "task `a`: estimate_s 0.0004: expected at least 1 ms (seconds, e.g. 600 or 0.25)"
+            "task `a`: estimate_s 0.0004: expected a positive number of seconds (at least 0.001 after rounding to \
+             the millisecond)"
         );
         assert_eq!(
             refused(TaskRequest { not_before_s: number("20"), not_after_s: number("10"), ..base() }),
-            "task `a`: not_after_s is before not_before_s"
+            "task `a`: not_after_s 10: expected the end of the start window at or after its start (not_before_s)"
         );
         assert!(
             refused(TaskRequest { speeds: Some("A100=fast".into()), ..base() })
@@ -673,7 +759,7 @@ mod tests {
             late.to_spec(sim::SimTime::ZERO, HOUR)
                 .unwrap_err()
                 .reason
-                .starts_with("job `j`: deadline_s 0: expected at least 1 ms")
+                .starts_with("job `j`: deadline_s 0: expected a positive number of seconds")
         );
         // An unknown field is refused by name, not ignored.
         let e = serde_json::from_str::<TaskRequest>(r#"{"name": "a", "command": "x", "gpu_mili": 5}"#).unwrap_err();

@@ -99,7 +99,7 @@ fn read_trace<'py>(py: Python<'py>, path: std::path::PathBuf, format: &str) -> P
     let format: traces::Format = format.parse().map_err(|e: traces::TraceError| RunError::new_err(e.to_string()))?;
     let trace = py.detach(|| traces::load(&path, format)).map_err(|e| RunError::new_err(e.to_string()))?;
     let mut jobs = Vec::new();
-    traces::write_jobs_csv(&trace.workload, &mut jobs).map_err(|e| RunError::new_err(e.to_string()))?;
+    traces::write_trace_jobs_csv(&trace.workload, &mut jobs).map_err(|e| RunError::new_err(e.to_string()))?;
     let out = PyDict::new(py);
     out.set_item("tasks", PyBytes::new(py, &jobs))?;
     let cluster = match &trace.cluster {

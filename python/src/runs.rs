@@ -71,7 +71,7 @@ pub fn tables(outcome: &RunOutcome, decisions: bool) -> Result<Tables, String> {
     let run = &outcome.result;
     Ok(Tables {
         summary_json: write("summary.json", |w| reports::write_summary_json(&outcome.summary, w))?,
-        jobs_csv: write("jobs.csv", |w| reports::write_jobs_csv(run, w))?,
+        jobs_csv: write("jobs.csv", |w| reports::write_job_records_csv(run, w))?,
         tasks_csv: write("tasks.csv", |w| reports::write_tasks_csv(run, w))?,
         timeseries_csv: write("timeseries.csv", |w| reports::write_timeseries_csv(run, w))?,
         decisions_csv: match decisions {

@@ -17,6 +17,6 @@ pub mod training;
 pub use series_tables::{write_queue_timeseries_csv, write_timeseries_csv};
 pub use summary::{Summary, percentile_s};
 pub use tables::{
-    human, summary_table, write_decisions_csv, write_gpu_health_csv, write_jobs_csv, write_summary_json,
+    human, summary_table, write_decisions_csv, write_gpu_health_csv, write_job_records_csv, write_summary_json,
     write_tasks_csv,
 };

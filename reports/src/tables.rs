@@ -25,8 +25,11 @@ fn lost_mgpu_ms(j: &sim::JobRecord) -> u64 {
     j.lost_redo_mgpu_ms + j.lost_lag_mgpu_ms + j.lost_overhead_mgpu_ms + j.lost_checkpoint_mgpu_ms
 }
 
-/// Per-job table. Times in seconds with millisecond precision; empty where not applicable.
-pub fn write_jobs_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
+/// A run's per-job table, the job records the run directory's `jobs.csv` holds (a run's
+/// output; the canonical trace's input `jobs.csv`, a schema of its own, is
+/// `traces::write_trace_jobs_csv`'s). Times in seconds with millisecond precision; empty where
+/// not applicable.
+pub fn write_job_records_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(out);
     w.write_record([
         "job_id",

@@ -66,7 +66,7 @@ impl RunOutcome {
         let run = &self.result;
         let files: [(&str, bool, &Writer); 8] = [
             ("summary.json", true, &|w| reports::write_summary_json(&self.summary, w)),
-            ("jobs.csv", true, &|w| reports::write_jobs_csv(run, w)),
+            ("jobs.csv", true, &|w| reports::write_job_records_csv(run, w)),
             ("timeseries.csv", true, &|w| reports::write_timeseries_csv(run, w)),
             ("queue_metrics.csv", true, &|w| reports::fairness::write_queue_metrics_csv(run, w)),
             ("queue_timeseries.csv", true, &|w| reports::write_queue_timeseries_csv(run, w)),

@@ -62,7 +62,7 @@ pub fn run(command: TraceCommand) -> CliResult {
             let trace = super::read_trace(&input.path, &input.format)?;
             if out.extension().is_some_and(|e| e == "csv") {
                 let file = File::create(&out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-                traces::write_jobs_csv(&trace.workload, BufWriter::new(file))?;
+                traces::write_trace_jobs_csv(&trace.workload, BufWriter::new(file))?;
             } else {
                 traces::write_trace_dir(&trace, &out)?;
             }

@@ -5,13 +5,16 @@
 
 use crate::error::{Sink, TraceError, first_error};
 use crate::itp::finish;
+use crate::job_builder::{
+    DepResolver, FieldError, GPU_MILLI_EXPECTED, GPUS_EXPECTED, JobFields, MAX_TASK_GPUS, TaskFields, duplicate_task,
+    gpus_per_node_expected,
+};
 use crate::names::{NameIndex, same_text};
 use crate::rows::{Column, FieldResult, Row, Rows, Unknown, parse_u32};
 use crate::timeparse::MAX_SECONDS;
-use sim::{DepKind, Dependency, Deps, JobSpec, SimDuration, SimTime, TaskOptions, TaskSpec, Window, Workload};
+use sim::{DepKind, JobSpec, SimDuration, SimTime, TaskSpec, Window, Workload};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::num::NonZeroU16;
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
 pub const JOB_COLUMNS: [&str; 23] = [
@@ -156,14 +159,16 @@ struct Builder {
 
 impl Builder {
     fn add(&mut self, row: &Row<'_>, cols: &Cols) -> Result<(), TraceError> {
+        // The cells' syntax here; which values a job may hold, the job builder's.
         let job_id = row.name_field(cols.job, "a job id")?;
         let submit_ms = row.seconds_ms(cols.submit)?;
         let work_ms = row.positive_seconds_ms(cols.duration)?;
-        let gpus = row.gpus(cols.gpus)?;
-        let gpu_milli = parse_gpu_milli(row, cols.gpu_milli, gpus)?;
-        let gpu_type = row.opt_text(cols.gpu_type)?;
+        let gpus = parse_gpus(row, cols.gpus)?;
         let single_node = parse_single_node(row, cols.single_node)?;
-        let gpus_per_node = parse_gpus_per_node(row, cols.gpus_per_node, gpus, gpu_milli.is_some(), single_node)?;
+        let gpu_milli = parse_opt_u32(row, cols.gpu_milli, || GPU_MILLI_EXPECTED.to_owned())?;
+        let gpus_per_node =
+            parse_opt_u32(row, cols.gpus_per_node, || gpus_per_node_expected(gpus, gpu_milli.is_some(), single_node))?;
+        let gpu_type = row.opt_text(cols.gpu_type)?;
         let estimate_ms = row.opt_positive_seconds_ms(cols.estimate)?;
         let queue = row.opt_text(cols.queue)?;
         let task_id = row.opt_text(cols.task)?;
@@ -173,22 +178,14 @@ impl Builder {
         let deadline_ms = row.opt_positive_seconds_ms(cols.deadline)?;
         let priority = parse_priority(row, cols.priority)?;
         let cancel_ms = row.opt_seconds_ms(cols.cancel)?;
-        if let (true, Some(column)) = (cancel_ms.is_some_and(|c| c < submit_ms), cols.cancel) {
-            return Err(row.error(column, "a cancel time at or after the job's submit_s", row.text(column)?));
-        }
         let exit_code = parse_exit_code(row, cols.exit_code)?;
         let depends_on = row.opt_text(cols.depends_on)?;
-        let window = Window {
-            not_before: row.opt_seconds_ms(cols.not_before)?.map(SimTime),
-            not_after: row.opt_seconds_ms(cols.not_after)?.map(SimTime),
-        };
-        // A window closed before submission would let load decide the outcome: the task would
-        // run when there is room at once and fail when it has to wait.
-        if let (true, Some(column)) = (window.not_after.is_some_and(|t| t.as_ms() < submit_ms), cols.not_after) {
-            let expected =
-                format!("the end of the start window at or after the job's submit_s ({})", format_seconds(submit_ms));
-            return Err(row.error(column, expected, row.text(column)?));
-        }
+        let not_before_ms = row.opt_seconds_ms(cols.not_before)?;
+        let not_after_ms = row.opt_seconds_ms(cols.not_after)?;
+        let dataset = row.opt_text(cols.dataset)?;
+        let speeds = row.opt_text(cols.speeds)?;
+        let job = JobFields { name: job_id, submit_ms, queue: filled(queue), deadline_ms, priority, cancel_ms };
+        job.check().map_err(|e| refused(row, cols, e))?;
 
         let continues = self.jobs.last().is_some_and(|j| same_text(&j.name, job_id));
         // Hashed once, for the look-up here and the insertion of a new job below.
@@ -231,34 +228,27 @@ impl Builder {
             "0" => position_name(0),
             text => text.into(),
         };
-        let dataset = row.opt_text(cols.dataset)?;
-        let speeds = parse_speeds_column(row, cols.speeds)?;
-        let mut task = TaskSpec::new(task_name, gpus, SimDuration(work_ms));
-        // Most tasks set no option: the options are built (and found to be none) only for a
-        // task that sets one.
-        let has_window = window != Window::default();
-        let any_option = checkpoint_ms.is_some()
-            || restart_overhead_ms.is_some()
-            || checkpoint_cost_ms.is_some()
-            || has_window
-            || !dataset.is_empty()
-            || speeds.is_some();
-        if any_option {
-            task = task.with_options(TaskOptions {
-                checkpoint: checkpoint_ms.map(SimDuration),
-                restart_overhead: restart_overhead_ms.map(SimDuration),
-                checkpoint_cost: checkpoint_cost_ms.map(SimDuration),
-                window,
-                dataset: (!dataset.is_empty()).then(|| dataset.to_owned()),
-                speeds: speeds.unwrap_or_default(),
-            });
+        let task = TaskFields {
+            name: task_name,
+            gpus,
+            gpu_milli,
+            gpu_type: filled(gpu_type),
+            single_node,
+            gpus_per_node,
+            work_ms,
+            estimate_ms,
+            checkpoint_ms,
+            restart_overhead_ms,
+            checkpoint_cost_ms,
+            not_before_ms,
+            not_after_ms,
+            dataset: filled(dataset),
+            speeds: filled(speeds),
+            exit_code,
         }
-        task.gpu_milli = gpu_milli;
-        task.gpu_type = (!gpu_type.is_empty()).then(|| gpu_type.into());
-        task.single_node = single_node;
-        task.gpus_per_node = gpus_per_node.and_then(std::num::NonZeroU32::new);
-        task.estimate = estimate_ms.map(SimDuration).into();
-        task.exit_code = exit_code;
+        .build(SimTime(submit_ms))
+        .map_err(|e| refused(row, cols, e))?;
+        let has_window = task.options().window != Window::default();
         if !continues {
             self.close_job(row.file())?;
         }
@@ -268,11 +258,8 @@ impl Builder {
         match self.jobs.last_mut() {
             Some(job) if continues => {
                 if job.tasks.iter().any(|t| t.name == task.name) {
-                    return Err(row.error(
-                        cols.task.unwrap_or(cols.job),
-                        format!("a task id not used before in job `{job_id}`"),
-                        &task.name,
-                    ));
+                    let e = duplicate_task(job_id);
+                    return Err(row.error(cols.task.unwrap_or(cols.job), e.expected, &task.name));
                 }
                 job.tasks.push(task);
                 self.last_may_depend |= has_window;
@@ -284,15 +271,7 @@ impl Builder {
                 }
                 self.first_line.push(row.line);
                 self.last_may_depend = has_window;
-                self.jobs.push(JobSpec {
-                    name: job_id.into(),
-                    submit: SimTime(submit_ms),
-                    queue: (!queue.is_empty()).then(|| queue.into()),
-                    deadline: deadline_ms.map(SimDuration).into(),
-                    priority,
-                    cancel: cancel_ms.map(SimTime).into(),
-                    tasks: [task].into(),
-                });
+                self.jobs.push(job.build([task].into()).map_err(|e| refused(row, cols, e))?);
             }
         }
         Ok(())
@@ -317,10 +296,20 @@ impl Builder {
         let deps = std::mem::take(&mut self.deps);
         self.last_may_depend |= !deps.is_empty();
         let (Some(job), Some(&first_line)) = (self.jobs.last_mut(), self.first_line.last()) else { return Ok(()) };
-        for (task, line, _column, text) in deps {
-            let resolved = parse_depends_on(&text, &job.tasks)
-                .map_err(|(expected, found)| TraceError::field(file, line, "depends_on", expected, &found))?;
-            job.tasks[task].deps = resolved;
+        if !deps.is_empty() {
+            // Each task found by name once per job, whatever its size.
+            let resolver = DepResolver::new(&job.tasks);
+            let mut resolved = Vec::with_capacity(deps.len());
+            for (task, line, _column, text) in deps {
+                // The field's items, `;`-separated.
+                let found = resolver.resolve(text.split(';')).map_err(|e| {
+                    TraceError::field(file, line, "depends_on", e.expected, e.found.as_deref().unwrap_or(&text))
+                })?;
+                resolved.push((task, found));
+            }
+            for (task, found) in resolved {
+                job.tasks[task].deps = found;
+            }
         }
         // Without dependencies or windows there is nothing for the DAG check to refuse, and
         // it builds a graph per job: skip it for the common case.
@@ -331,48 +320,79 @@ impl Builder {
     }
 }
 
-/// `name[:kind];...` with kind `success` (the default), `any`, `failure`, `data=SECONDS` or
-/// `checkpoint=N`. Errors are (what was expected, what was found).
-fn parse_depends_on(text: &str, tasks: &[TaskSpec]) -> Result<Deps, (String, String)> {
-    let mut deps = Deps::new();
-    for item in text.split(';') {
-        let (name, kind) = match item.rsplit_once(':') {
-            Some((name, kind)) => (name, parse_dep_kind(kind).map_err(|e| (e, item.to_owned()))?),
-            None => (item, DepKind::Success),
-        };
-        let Some(upstream) = tasks.iter().position(|t| t.name == name) else {
-            let names: Vec<&str> = tasks.iter().map(|t| t.name.as_str()).collect();
-            return Err((
-                format!("task names of this job ({}), `;`-separated, each with an optional :kind", names.join(", ")),
-                name.to_owned(),
-            ));
-        };
-        deps.push(Dependency { upstream, kind });
-    }
-    Ok(deps)
+/// An optional text field: empty (or absent) is none.
+fn filled(text: &str) -> Option<&str> {
+    (!text.is_empty()).then_some(text)
 }
 
-/// A dependency's `kind` (after the `:` in `depends_on`); the error says what was expected.
-pub fn parse_dep_kind(kind: &str) -> Result<DepKind, String> {
-    let expected = || {
-        "a dependency kind after `:`: success, any, failure, data=SECONDS (the upstream's progress point) or \
-         checkpoint=N (its n-th checkpoint)"
-            .to_string()
+/// A field the job builder refused, at this row: in its column, with the cell's text (or the
+/// part of it at fault).
+#[cold]
+#[inline(never)]
+fn refused(row: &Row<'_>, cols: &Cols, e: FieldError) -> TraceError {
+    let column = match e.field {
+        "job_id" => Some(cols.job),
+        "task_id" => cols.task,
+        "submit_s" => Some(cols.submit),
+        "duration_s" => Some(cols.duration),
+        "gpus" => Some(cols.gpus),
+        "gpu_milli" => cols.gpu_milli,
+        "gpu_type" => cols.gpu_type,
+        "single_node" => cols.single_node,
+        "gpus_per_node" => cols.gpus_per_node,
+        "estimate_s" => cols.estimate,
+        "queue" => cols.queue,
+        "checkpoint_s" => cols.checkpoint,
+        "restart_overhead_s" => cols.restart_overhead,
+        "deadline_s" => cols.deadline,
+        "priority" => cols.priority,
+        "depends_on" => cols.depends_on,
+        "not_before_s" => cols.not_before,
+        "not_after_s" => cols.not_after,
+        "dataset" => cols.dataset,
+        "speeds" => cols.speeds,
+        "cancel_s" => cols.cancel,
+        "exit_code" => cols.exit_code,
+        "checkpoint_cost_s" => cols.checkpoint_cost,
+        _ => None,
     };
-    Ok(match kind.split_once('=') {
-        None => match kind {
-            "success" => DepKind::Success,
-            "any" => DepKind::Any,
-            "failure" => DepKind::Failure,
-            _ => return Err(expected()),
-        },
-        Some(("data", seconds)) => {
-            let ms = crate::timeparse::parse_seconds_ms(seconds).map_err(|_| expected())?;
-            DepKind::Data(SimDuration(ms))
+    match column {
+        Some(column) => {
+            let text = row.text(column).map(str::to_owned).unwrap_or_default();
+            row.error(column, e.expected, e.found.as_deref().unwrap_or(&text))
         }
-        Some(("checkpoint", n)) => DepKind::Checkpoint(n.parse().map_err(|_| expected())?),
-        Some(_) => return Err(expected()),
-    })
+        None => TraceError::row(row.file(), row.line, format!("field `{}`: expected {}", e.field, e.expected)),
+    }
+}
+
+/// `gpus`: plain digits; which counts a task may ask for, the job builder says.
+#[inline]
+fn parse_gpus(row: &Row<'_>, column: usize) -> FieldResult<u32> {
+    match parse_u32(row.bytes(column)) {
+        Some(n) => Ok(n),
+        None => Err(gpus_error(row, column)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn gpus_error(row: &Row<'_>, column: usize) -> Box<TraceError> {
+    match row.text(column) {
+        Ok(text) => row.field_error(column, GPUS_EXPECTED, text),
+        Err(not_text) => not_text,
+    }
+}
+
+/// An optional whole number (`gpu_milli`, `gpus_per_node`): empty or absent, `None`; what
+/// else than digits holds, `expected` says.
+#[inline]
+fn parse_opt_u32(row: &Row<'_>, column: Option<usize>, expected: impl Fn() -> String) -> FieldResult<Option<u32>> {
+    let Some(column) = row.filled(column) else { return Ok(None) };
+    let text = row.text(column)?;
+    match parse_u32(text) {
+        Some(n) => Ok(Some(n)),
+        None => Err(row.field_error(column, expected(), text)),
+    }
 }
 
 /// A task's position as its name: `0` for most tasks, so without the formatting machinery.
@@ -423,64 +443,6 @@ fn parse_integer_text(row: &Row<'_>, column: usize, expected: &str) -> FieldResu
     text.parse().map_err(|_| row.field_error(column, expected, text))
 }
 
-/// A share of one GPU in milli-GPUs, `1..=999`, on a row with `gpus` = 1; empty or absent:
-/// whole GPUs (`None`). `1000` is refused rather than read as a whole GPU, so that one task has
-/// one spelling and the writer's output is the only way to write it.
-fn parse_gpu_milli(row: &Row<'_>, column: Option<usize>, gpus: u32) -> FieldResult<Option<NonZeroU16>> {
-    let Some(column) = row.filled(column) else {
-        return Ok(None);
-    };
-    let text = row.text(column)?;
-    if text.is_empty() {
-        return Ok(None);
-    }
-    match parse_u32(text) {
-        Some(1000) => Err(row.field_error(
-            column,
-            "a share of one GPU in milli-GPUs, 1 to 999; 1000 is a whole GPU: leave the field empty for whole GPUs",
-            text,
-        )),
-        Some(1..=999) if gpus != 1 => Err(row.field_error(
-            column,
-            format!(
-                "an empty field for a task of {gpus} GPUs: a GPU share is a share of exactly one GPU \
-                 (`gpus` = 1); multi-GPU tasks take whole GPUs"
-            ),
-            text,
-        )),
-        milli => milli.and_then(sim::gpu_share).map(Some).ok_or_else(|| {
-            row.field_error(
-                column,
-                "a share of one GPU in milli-GPUs, a whole number from 1 to 999 (empty: whole GPUs)",
-                text,
-            )
-        }),
-    }
-}
-
-/// GPUs on each node of a gang over nodes: a whole number that divides `gpus`, of whole GPUs,
-/// all of them on a single-node task; empty or absent: placement chooses (`None`).
-fn parse_gpus_per_node(
-    row: &Row<'_>,
-    column: Option<usize>,
-    gpus: u32,
-    share: bool,
-    single_node: bool,
-) -> FieldResult<Option<u32>> {
-    let Some(column) = row.filled(column) else { return Ok(None) };
-    let text = row.text(column)?;
-    if text.is_empty() {
-        return Ok(None);
-    }
-    let expected = match parse_u32(text) {
-        _ if share => "an empty field for a share of one GPU".to_owned(),
-        Some(n) if single_node && n != gpus => format!("{gpus} (all its GPUs: the task is single-node) or empty"),
-        Some(n) if n > 0 && gpus.is_multiple_of(n) => return Ok(Some(n)),
-        _ => format!("a whole number that divides the task's {gpus} GPUs (empty: any split over nodes)"),
-    };
-    Err(row.field_error(column, expected, text))
-}
-
 /// `true`/`false` (any case), `1`/`0`, or empty (false).
 fn parse_single_node(row: &Row<'_>, column: Option<usize>) -> FieldResult<bool> {
     let Some(column) = column else {
@@ -504,11 +466,13 @@ pub(crate) fn format_seconds(ms: u64) -> String {
     if ms.is_multiple_of(1000) { (ms / 1000).to_string() } else { format!("{}.{:03}", ms / 1000, ms % 1000) }
 }
 
-/// Writes `workload` as a canonical `jobs.csv` (all twenty-three [`JOB_COLUMNS`], one row per
-/// task, jobs in workload order). Refuses, before writing anything, a workload that would not
-/// read back identically: duplicate or empty job/task names, empty-but-present GPU type or queue,
-/// zero or out-of-range times (a checkpoint interval or restart overhead of zero is fine).
-pub fn write_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), TraceError> {
+/// Writes `workload` as the canonical trace's input `jobs.csv` (all twenty-three
+/// [`JOB_COLUMNS`], one row per task, jobs in workload order); a run's per-job output table,
+/// also named `jobs.csv`, is `reports::write_job_records_csv`'s. Refuses, before writing
+/// anything, a workload that would not read back identically: duplicate or empty job/task
+/// names, empty-but-present GPU type or queue, GPUs out of range, zero or out-of-range times (a
+/// checkpoint interval or restart overhead of zero is fine).
+pub fn write_trace_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(), TraceError> {
     check_writable(workload)?;
     let io_error = |e: csv::Error| TraceError::io("jobs.csv output", e.to_string());
     let mut writer = csv::Writer::from_writer(out);
@@ -572,26 +536,6 @@ pub fn parse_speeds(text: &str) -> Option<BTreeMap<String, u32>> {
     Some(speeds)
 }
 
-/// The `speeds` column; `None` when it names no speed (no map to build and drop for the many
-/// tasks without one).
-#[inline(always)]
-fn parse_speeds_column(row: &Row<'_>, column: Option<usize>) -> FieldResult<Option<BTreeMap<String, u32>>> {
-    let text = row.opt_text(column)?;
-    if text.is_empty() {
-        return Ok(None);
-    }
-    parse_speeds_text(row, column, text)
-}
-
-/// [`parse_speeds_column`] of a non-empty field (`;` alone names no speed either).
-#[inline(never)]
-fn parse_speeds_text(row: &Row<'_>, column: Option<usize>, text: &str) -> FieldResult<Option<BTreeMap<String, u32>>> {
-    match parse_speeds(text) {
-        Some(speeds) => Ok((!speeds.is_empty()).then_some(speeds)),
-        None => Err(row.field_error(column.unwrap_or(0), SPEEDS_EXPECTED, text)),
-    }
-}
-
 /// `speeds` as the column spells it, types in order, speeds in shortest exact decimals.
 fn speeds_text(speeds: &BTreeMap<String, u32>) -> String {
     speeds.iter().map(|(ty, &milli)| format!("{ty}={}", format_thousandths(milli.into()))).collect::<Vec<_>>().join(";")
@@ -651,6 +595,9 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
             if job.tasks[..t].iter().any(|o| o.name == *tname) {
                 return refuse(format!("job `{name}` has two tasks named `{tname}`"));
             }
+            if !(1..=MAX_TASK_GPUS).contains(&task.gpus) {
+                return refuse(format!("job `{name}` task `{tname}`: gpus must be 1..={MAX_TASK_GPUS}"));
+            }
             // Workload::new refuses these; checked again so the file can never hold one.
             if task.gpu_milli.is_some_and(|m| !(1..=999).contains(&m.get()) || task.gpus != 1) {
                 return refuse(format!("job `{name}` task `{tname}`: a GPU share must be 1..=999 milli-GPUs of 1 GPU"));
@@ -704,6 +651,7 @@ fn check_writable(workload: &Workload) -> Result<(), TraceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::num::NonZeroU16;
 
     fn read(text: &str) -> Result<Workload, TraceError> {
         read_jobs_csv(text.as_bytes(), "jobs.csv")
@@ -765,7 +713,8 @@ mod tests {
         );
         assert_eq!(
             err("job_id,submit_s,duration_s,gpus\na,0,1,0\n"),
-            "jobs.csv:2: field `gpus`: expected a whole number of GPUs from 1 to 4294967295, got \"0\""
+            "jobs.csv:2: field `gpus`: expected a whole number of GPUs from 1 to 1000000 (the most a cluster may have), \
+             got \"0\""
         );
         assert!(
             err("job_id,submit_s,duration_s,gpus\na,0,0,1\n")
@@ -792,7 +741,7 @@ mod tests {
         let e = err("job_id,submit_s,duration_s,gpus,queue\nj,0,1,1,a\nj,0,1,1,b\n");
         assert!(e.starts_with("jobs.csv:3: job `j`: `queue` differs"), "{e}");
         let e = err("job_id,task_id,submit_s,duration_s,gpus\nj,w,0,1,1\nj,w,0,1,1\n");
-        assert_eq!(e, "jobs.csv:3: field `task_id`: expected a task id not used before in job `j`, got \"w\"");
+        assert_eq!(e, "jobs.csv:3: field `task_id`: expected a name not used before by a task of job `j`, got \"w\"");
         let e = err("job_id,submit_s,duration_s,gpus\nj,0,1,1\nk,0,1,1\nj,0,1,1\n");
         assert!(e.starts_with("jobs.csv:4: job `j` already appeared on lines starting at 2"), "{e}");
         // Equal submit times in different spellings are the same time.
@@ -824,7 +773,7 @@ mod tests {
                     k,b,2,10,4,,,true,4,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,,,0,\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
-        write_jobs_csv(&w, &mut out).unwrap();
+        write_trace_jobs_csv(&w, &mut out).unwrap();
         assert_eq!(String::from_utf8(out.clone()).unwrap(), text.replace("0.5,", "0.500,"));
         assert_eq!(read_jobs_csv(out.as_slice(), "again.csv").unwrap(), w);
     }
@@ -838,13 +787,13 @@ mod tests {
         assert_eq!(
             err(&format!("{head}a,0,1,12,,,8\n")),
             "jobs.csv:2: field `gpus_per_node`: expected a whole number that divides the task's 12 GPUs \
-             (empty: any split over nodes), got \"8\""
+             (none: any split over nodes), got \"8\""
         );
         assert_eq!(
             err(&format!("{head}a,0,1,8,,true,4\n")),
-            "jobs.csv:2: field `gpus_per_node`: expected 8 (all its GPUs: the task is single-node) or empty, got \"4\""
+            "jobs.csv:2: field `gpus_per_node`: expected 8 (all its GPUs: the task is single-node) or none, got \"4\""
         );
-        assert!(err(&format!("{head}a,0,1,1,250,,1\n")).contains("expected an empty field for a share of one GPU"));
+        assert!(err(&format!("{head}a,0,1,1,250,,1\n")).contains("expected no gpus_per_node for a share of one GPU"));
         assert!(err(&format!("{head}a,0,1,8,,,0\n")).contains("divides the task's 8 GPUs"));
     }
 
@@ -928,11 +877,11 @@ mod tests {
         assert_eq!(
             err(&format!("{head}j,a,0,10,1,1000\n")),
             "jobs.csv:2: field `gpu_milli`: expected a share of one GPU in milli-GPUs, 1 to 999; 1000 is a whole GPU: \
-             leave the field empty for whole GPUs, got \"1000\""
+             give no gpu_milli for whole GPUs, got \"1000\""
         );
         assert_eq!(
             err(&format!("{head}j,a,0,10,1,10\nj,b,0,10,2,500\n")),
-            "jobs.csv:3: field `gpu_milli`: expected an empty field for a task of 2 GPUs: a GPU share is a share of \
+            "jobs.csv:3: field `gpu_milli`: expected no gpu_milli for a task of 2 GPUs: a GPU share is a share of \
              exactly one GPU (`gpus` = 1); multi-GPU tasks take whole GPUs, got \"500\""
         );
         // Past what a task holds (two bytes) too: refused, never truncated.
@@ -979,24 +928,24 @@ mod tests {
     fn writer_refuses_what_would_not_read_back() {
         let job = |name: &str| JobSpec::single(name, SimTime(0), 1, SimDuration(1_000));
         let w = Workload::new(vec![job("a"), job("a")]).unwrap();
-        let e = write_jobs_csv(&w, Vec::new()).unwrap_err().to_string();
+        let e = write_trace_jobs_csv(&w, Vec::new()).unwrap_err().to_string();
         assert!(e.contains("both named `a`"), "{e}");
         let mut j = job("a");
         j.tasks[0].work = SimDuration(0);
         let w = Workload::new(vec![j]).unwrap();
-        assert!(write_jobs_csv(&w, Vec::new()).is_err());
+        assert!(write_trace_jobs_csv(&w, Vec::new()).is_err());
         let mut j = job("a");
         j.queue = Some(Default::default());
         let w = Workload::new(vec![j]).unwrap();
-        assert!(write_jobs_csv(&w, Vec::new()).is_err());
+        assert!(write_trace_jobs_csv(&w, Vec::new()).is_err());
         let mut j = job("a");
         j.deadline = SimDuration(0).into();
         let w = Workload::new(vec![j]).unwrap();
-        assert!(write_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("deadline"));
+        assert!(write_trace_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("deadline"));
         let mut j = job("a");
         j.tasks[0].options_mut().checkpoint = Some(SimDuration(u64::MAX));
         let w = Workload::new(vec![j]).unwrap();
-        assert!(write_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("checkpoint"));
+        assert!(write_trace_jobs_csv(&w, Vec::new()).unwrap_err().to_string().contains("checkpoint"));
     }
 
     /// Every error of a file with dependency problems, as `validate` reports them.
@@ -1019,18 +968,20 @@ mod tests {
              d,p,2,1,1,q,\nd,q,2,1,1,p,\ne,0,3,1,1,,5\nf,0,4,1,1,,\ng,0,5,1,1,,\n"
         );
         assert_eq!(all_errors(&text), EXPECTED_DEPENDENCY_ERRORS);
-        // A window alone is checked as its job closes too; a job continued after one is not.
+        // A window that closes before it opens is refused at its row, by the job builder, and
+        // the row skipped; a window alone still makes its job's close check it.
         let head = "job_id,task_id,submit_s,duration_s,gpus,depends_on,not_before_s,not_after_s\n";
         let text = format!("{head}i,0,1,1,1,,,\nj,a,2,1,1,,,\nj,b,2,1,1,a,3,4\nh,0,3,1,1,,9,8\nk,0,4,1,1,,,\n");
-        let window = "jobs.csv:5: job `h`: task `0`: its window closes (8.000s) before it opens (9.000s)";
-        assert_eq!(all_errors(&text), [window, window]);
+        let window = "jobs.csv:5: field `not_after_s`: expected the end of the start window at or after its start \
+                      (not_before_s), got \"8\"";
+        assert_eq!(all_errors(&text), [window, "3 jobs"]);
         assert_eq!(all_errors(&text.replace(",9,8", ",,")), ["4 jobs"]);
     }
 
     /// As the reader gave them before jobs tracked whether they may have dependencies.
     const EXPECTED_DEPENDENCY_ERRORS: [&str; 5] = [
-        "jobs.csv:3: field `depends_on`: expected task names of this job (x, y), `;`-separated, each with an \
-         optional :kind, got \"zz\"",
+        "jobs.csv:3: field `depends_on`: expected task names of this job (x, y), each with an optional \
+         :kind, got \"zz\"",
         "jobs.csv:6: job `d`: its tasks' dependencies form a cycle: p -> q -> p",
         "jobs.csv:6: job `d`: its tasks' dependencies form a cycle: p -> q -> p",
         "jobs.csv:6: job `d`: its tasks' dependencies form a cycle: p -> q -> p",

@@ -18,6 +18,7 @@ pub mod events;
 pub mod failures;
 pub mod inventory;
 pub mod itp;
+pub mod job_builder;
 mod names;
 pub mod openb;
 pub mod philly;
@@ -29,7 +30,7 @@ pub mod stats;
 pub mod synth;
 pub mod timeparse;
 
-pub use canonical::{SPEEDS_EXPECTED, format_thousandths, parse_dep_kind, parse_speeds, read_jobs_csv, write_jobs_csv};
+pub use canonical::{SPEEDS_EXPECTED, format_thousandths, parse_speeds, read_jobs_csv, write_trace_jobs_csv};
 pub use cluster_spec::{load_cluster_file, parse_cluster_shorthand, read_cluster_csv, write_cluster_csv};
 pub use datasets::{load_datasets_file, read_datasets_csv, write_datasets_csv};
 pub use error::{MAX_ERRORS, TraceError};
@@ -37,6 +38,7 @@ pub use events::{EventRecord, read_events_csv, write_events_csv};
 pub use failures::{FailureModel, FailureSpec, FailureTrace, Failures, FitReport};
 pub use inventory::{ClusterImport, ImportReport, InventoryFormat, load_inventory, read_inventory};
 pub use itp::read_itp_csv;
+pub use job_builder::{DepResolver, FieldError, JobFields, MAX_TASK_GPUS, TaskFields, parse_dep_kind};
 pub use openb::{OpenbImport, OpenbReport, read_openb_pods};
 pub use philly::read_philly_csv;
 pub use queues::{load_queues_file, read_helios_vc_csv, read_philly_vc_csv, read_queues_csv, write_queues_csv};
@@ -170,7 +172,7 @@ pub fn write_trace_dir(trace: &Trace, dir: &Path) -> Result<(), TraceError> {
             .map(std::io::BufWriter::new)
             .map_err(|e| TraceError::io(&path.display().to_string(), format!("cannot write: {e}")))
     };
-    write_jobs_csv(&trace.workload, create("jobs.csv")?)?;
+    write_trace_jobs_csv(&trace.workload, create("jobs.csv")?)?;
     if let Some(cluster) = &trace.cluster {
         write_cluster_csv(cluster, create("cluster.csv")?)?;
     }

@@ -77,7 +77,9 @@ fn validate_reports_problems_from_every_file() {
             format!(
                 "{d}/jobs.csv:3: field `submit_s`: expected a non-negative number of seconds (decimal digits, like 66 or 0.25), got \"x\""
             ),
-            format!("{d}/jobs.csv:4: field `gpus`: expected a whole number of GPUs from 1 to 4294967295, got \"0\""),
+            format!(
+                "{d}/jobs.csv:4: field `gpus`: expected a whole number of GPUs from 1 to 1000000 (the most a cluster may have), got \"0\""
+            ),
             format!(
                 "{d}/cluster.csv:2: field `gpus_per_node`: expected a whole number of GPUs per node, 1..=64, got \"99\""
             ),

@@ -95,7 +95,7 @@ fn canonical_seed() -> String {
     });
     let workload = sim::Workload::new(jobs.collect()).unwrap();
     let mut out = Vec::new();
-    traces::write_jobs_csv(&workload, &mut out).unwrap();
+    traces::write_trace_jobs_csv(&workload, &mut out).unwrap();
     String::from_utf8(out).unwrap()
 }
 

@@ -157,7 +157,7 @@ fn openb_validates_clean_and_round_trips() {
     assert_eq!(traces::validate(&path, Format::Openb), []);
     let workload = load(&path, Format::Openb).unwrap().workload;
     let mut out = Vec::new();
-    traces::write_jobs_csv(&workload, &mut out).unwrap();
+    traces::write_trace_jobs_csv(&workload, &mut out).unwrap();
     assert_eq!(traces::read_jobs_csv(out.as_slice(), "jobs.csv").unwrap(), workload);
     // The node list is another format.
     let errors = traces::validate(&dir.join("openb_node_list_gpu_node.csv"), Format::Openb);

@@ -8,11 +8,11 @@ use proptest::prelude::*;
 use sim::{DepKind, Dependency, JobSpec, SimDuration, SimTime, TaskOptions, TaskSpec, Window, Workload};
 use std::num::NonZeroU16;
 use traces::timeparse::MAX_SECONDS;
-use traces::{Format, SynthConfig, load, read_jobs_csv, write_jobs_csv};
+use traces::{Format, SynthConfig, load, read_jobs_csv, write_trace_jobs_csv};
 
 fn round_trip(workload: &Workload) -> Workload {
     let mut out = Vec::new();
-    write_jobs_csv(workload, &mut out).expect("writable");
+    write_trace_jobs_csv(workload, &mut out).expect("writable");
     read_jobs_csv(out.as_slice(), "written.csv").unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -47,7 +47,7 @@ fn name() -> impl Strategy<Value = String> {
 /// Whole GPUs (any count), or a share of one GPU: shares exist only with `gpus` = 1.
 fn gpus_and_share() -> impl Strategy<Value = (u32, Option<NonZeroU16>)> {
     prop_oneof![
-        (prop_oneof![1u32..=8, 1u32..=u32::MAX]).prop_map(|gpus| (gpus, None)),
+        (prop_oneof![1u32..=8, 1u32..=traces::MAX_TASK_GPUS]).prop_map(|gpus| (gpus, None)),
         prop_oneof![Just(1u16), Just(999), 1u16..=999].prop_map(|milli| (1, NonZeroU16::new(milli))),
     ]
 }
@@ -196,7 +196,7 @@ proptest! {
             .collect();
         let w = Workload::new(jobs).unwrap();
         let mut out = Vec::new();
-        if write_jobs_csv(&w, &mut out).is_ok() {
+        if write_trace_jobs_csv(&w, &mut out).is_ok() {
             let back = read_jobs_csv(out.as_slice(), "w.csv");
             prop_assert_eq!(back.as_ref(), Ok(&w), "{}", String::from_utf8_lossy(&out));
         } else {
