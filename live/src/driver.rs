@@ -140,7 +140,7 @@ impl Driver {
     /// A fresh driver whose policy is built from `registry` (a program's own policies).
     pub fn with_registry(config: LiveConfig, registry: &policies::Registry) -> Result<Driver, String> {
         let setup = config.setup()?;
-        let policy = setup.policy(registry).map_err(|e| e.to_string())?;
+        let policy = setup.spec().build_policy(registry).map_err(|e| e.to_string())?;
         let controller = setup.controller(policy.name(), controller_config(&setup)).map_err(|e| e.to_string())?;
         Ok(Driver {
             setup,

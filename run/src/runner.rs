@@ -109,7 +109,7 @@ impl Runner {
 
     /// Runs `spec` under the policy it names.
     pub fn run(&self, spec: &RunSpec, keep: Keep) -> Result<RunOutcome, RunError> {
-        let mut policy = self.registry.build(&spec.policy).map_err(|e| RunError::new(format!("policy: {e}")))?;
+        let mut policy = spec.build_policy(&self.registry)?;
         self.run_with_policy(spec, policy.as_mut(), keep)
     }
 
@@ -123,7 +123,7 @@ impl Runner {
     /// Runs `spec` on `trace`, a trace already in memory (a live session's, say), in place of
     /// the one `spec` names, under `spec`'s policy.
     pub fn run_trace(&self, spec: &RunSpec, trace: traces::Trace, keep: Keep) -> Result<RunOutcome, RunError> {
-        let mut policy = self.registry.build(&spec.policy).map_err(|e| RunError::new(format!("policy: {e}")))?;
+        let mut policy = spec.build_policy(&self.registry)?;
         self.run_parts(spec, Some(trace), policy.as_mut(), keep)
     }
 

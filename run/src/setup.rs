@@ -89,11 +89,6 @@ impl Setup {
         &self.datasets
     }
 
-    /// The policy the settings name, built from `registry`.
-    pub fn policy(&self, registry: &Registry) -> Result<Box<dyn Policy + Send>, RunError> {
-        registry.build(&self.spec.policy).map_err(|e| RunError::new(format!("policy: {e}")))
-    }
-
     /// `job` as the run's options shape it: its queue's defaults filled in, then strict
     /// consolidation (`--single-node-up-to`, `--whole-nodes`). Shaping a shaped job changes
     /// nothing.
@@ -143,6 +138,13 @@ impl Setup {
             .with_queues(self.queues.clone())
             .and_then(|c| c.with_datasets(self.datasets.clone()))
             .map_err(RunError::new)
+    }
+}
+
+impl RunSpec {
+    /// The policy this spec names, built from `registry`: the one place a run's policy is made.
+    pub fn build_policy(&self, registry: &Registry) -> Result<Box<dyn Policy + Send>, RunError> {
+        registry.build(&self.policy).map_err(|e| RunError::new(format!("policy: {e}")))
     }
 }
 
