@@ -13,6 +13,7 @@ mod builtin;
 mod consolidation;
 mod flags;
 mod grid;
+pub mod many;
 mod numbers;
 mod outputs;
 mod paths;
