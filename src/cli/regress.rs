@@ -9,10 +9,10 @@
 
 use super::{CliResult, emit};
 use clap::Args;
-use rayon::prelude::*;
 use reports::compare::{Better, METRICS};
 use reports::regress::{self, Baseline, BaselineRun, Check, MetricRule, RunKey, Tolerance};
-use run::{Keep, RunSpec};
+use run::RunSpec;
+use run::many::Executor;
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -51,20 +51,13 @@ pub fn run(args: RegressArgs) -> CliResult {
 
     let runs = spec.runs().map_err(|e| format!("spec {}: {e}", args.spec.display()))?;
     let started = Instant::now();
-    eprintln!("regress: {} runs on {} threads", runs.len(), rayon::current_num_threads());
-    let summaries: Vec<Result<reports::Summary, String>> = runs
-        .par_iter()
-        .map(|(key, run)| {
-            runner
-                .run(run, Keep::SUMMARY)
-                .map(|outcome| outcome.summary)
-                .map_err(|e| format!("spec {}: run {key}: {e}", args.spec.display()))
-        })
-        .collect();
-    let mut fresh = Vec::with_capacity(runs.len());
-    for ((key, _), summary) in runs.into_iter().zip(summaries) {
-        fresh.push(BaselineRun::of(key, &summary?));
-    }
+    let executor = Executor::new(None)?;
+    eprintln!("regress: {} runs on {} threads", runs.len(), executor.threads());
+    let done = executor
+        .execute(&runner, runs.len(), |i| Ok(runs[i].1.clone()))
+        .map_err(|failed| format!("spec {}: run {}: {}", args.spec.display(), runs[failed.index].0, failed.error))?;
+    let fresh: Vec<BaselineRun> =
+        runs.into_iter().zip(&done).map(|((key, _), done)| BaselineRun::of(key, &done.summary)).collect();
     eprintln!("regress: ran in {:.3} s", started.elapsed().as_secs_f64());
     // Compare what the baseline file will hold: written and read back, floats included.
     let text = Baseline::new(fresh).to_json();
