@@ -27,9 +27,11 @@ mod execute;
 mod expand;
 mod merge;
 mod plan;
+mod regress;
 mod shard;
 
 pub use execute::{Done, Executor, Failed};
 pub use merge::{Merged, Part, merge};
 pub use plan::{MAX_RUNS, Plan, shared_settings};
+pub use regress::RegressSpec;
 pub use shard::VERSION;
