@@ -5,6 +5,9 @@
 //! by the grid, first grid key outermost), then seed. `--shard I/N` runs those whose number
 //! % N == I. Every file a sweep writes depends only on its inputs, never on the thread count
 //! or on which machine ran which shard; the one exception, wall-clock time, goes to wall.csv.
+//!
+//! The plan, the shards and the parallel loop are `run::many`'s; here are the flags, the
+//! progress bar, the printed table and the files.
 
 use super::{CliResult, emit};
 use clap::parser::ValueSource;

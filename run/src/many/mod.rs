@@ -1,7 +1,8 @@
 //! Many runs: a sweep planned (traces x policies x `--grid` x seeds into numbered runs, their
 //! folder names and their [`RunSpec`](crate::RunSpec)s), sliced into shards, executed in
-//! parallel, and its shards merged back. `schedlab sweep`, `merge` and `regress` and Python's
-//! `sweep` all go through here: one plan, one parallel loop.
+//! parallel, and its shards merged back; a regression spec (regress.toml) read into runs keyed
+//! for its baseline. `schedlab sweep`, `merge` and `regress` and Python's `sweep` all go
+//! through here: one plan, one parallel loop ([`Executor::execute`]).
 //!
 //! ```no_run
 //! use run::many::{Executor, Plan};
