@@ -78,7 +78,7 @@ fn decide_raised(py: Python<'_>, policy: &str, error: PyErr) -> PyErr {
 }
 
 /// Runs every RunSpec of `specs_json` in parallel (the GIL released), on `threads` threads or
-/// rayon's default. Returns sweep.csv as bytes. `force` as for `simulate`.
+/// one per core. Returns sweep.csv as bytes. `force` as for `simulate`.
 #[pyfunction]
 #[pyo3(signature = (specs_json, threads = None, force = false))]
 fn sweep<'py>(

@@ -1,10 +1,10 @@
 //! Runs for Python: a RunSpec from the JSON of `simulate`'s keyword arguments, a run's tables
 //! written by the reports' own writers into memory (Python reads them with polars, so the
-//! columns have one definition), and sweeps in parallel on rayon.
+//! columns have one definition), and sweeps through `run::many`'s executor.
 
 use crate::RunError;
 use pyo3::prelude::*;
-use rayon::prelude::*;
+use run::many::Executor;
 use run::{Keep, RunOutcome, RunSpec, Runner, Spelling};
 use sim::Policy;
 use std::sync::{Arc, Mutex};
@@ -81,44 +81,27 @@ pub fn tables(outcome: &RunOutcome, decisions: bool) -> Result<Tables, String> {
     })
 }
 
-/// Runs every spec, on `threads` threads (rayon's default without), each trace read once, and
+/// Runs every spec, on `threads` threads (one per core without), each trace read once, and
 /// writes sweep.csv (the columns of `schedlab sweep`'s) into memory. A run with `out` writes
-/// its files there (its folder checked first, as `simulate` checks it). The first run to fail
-/// fails the sweep, named by its index.
+/// its files there (its folder checked first, as `simulate` checks it). A failed run fails the
+/// sweep, named by its index (the lowest, when several fail).
 pub fn sweep(specs: &[RunSpec], threads: Option<usize>, force: bool) -> Result<Vec<u8>, String> {
     for (index, dir) in specs.iter().enumerate().filter_map(|(i, s)| Some((i, s.out.as_ref()?))) {
         run::check_run_folder(dir, Spelling::Python, force).map_err(|e| format!("run {index}: {e}"))?;
     }
     let runner = Runner::default().keeping_traces().spelling(Spelling::Python).forced(force);
-    let run_all = || {
-        specs
-            .par_iter()
-            .enumerate()
-            .map(|(index, spec)| {
-                let keep = Keep { decisions: spec.decisions, series: spec.out.is_some() };
-                let outcome = runner.run(spec, keep).map_err(|e| format!("run {index}: {e}"))?;
-                if let Some(dir) = &spec.out {
-                    outcome.write(dir, spec.decisions).map_err(|e| format!("run {index}: {e}"))?;
-                }
-                Ok(row(index, spec, &outcome))
-            })
-            .collect::<Result<Vec<_>, String>>()
-    };
-    let rows = match threads {
-        Some(threads) => rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .map_err(|e| format!("cannot start {threads} threads: {e}"))?
-            .install(run_all),
-        None => run_all(),
-    }?;
+    let done = Executor::new(threads)?
+        .execute_specs(&runner, specs)
+        .map_err(|failed| format!("run {}: {}", failed.index, failed.error))?;
+    let rows: Vec<Vec<String>> =
+        specs.iter().zip(&done).enumerate().map(|(index, (spec, done))| row(index, spec, &done.summary)).collect();
     let mut csv = Vec::new();
     reports::sweep::write_sweep_csv(&rows, &mut csv).map_err(|e| format!("writing sweep.csv: {e}"))?;
     Ok(csv)
 }
 
 /// One run's row of sweep.csv.
-fn row(index: usize, spec: &RunSpec, outcome: &RunOutcome) -> Vec<String> {
+fn row(index: usize, spec: &RunSpec, summary: &reports::Summary) -> Vec<String> {
     let trace = spec.trace.as_ref().map_or(reports::sweep::SYNTHETIC_TRACE.to_string(), |t| t.display().to_string());
     let run = reports::sweep::SweepRun {
         run: index,
@@ -128,5 +111,5 @@ fn row(index: usize, spec: &RunSpec, outcome: &RunOutcome) -> Vec<String> {
         settings: Vec::new(),
         seed: spec.seed,
     };
-    reports::sweep::sweep_row(&run, &outcome.summary)
+    reports::sweep::sweep_row(&run, summary)
 }

@@ -1,7 +1,8 @@
 //! One run of schedlab as a library type. [`RunSpec`] says what to run (trace and format,
 //! cluster, policy, failures, resilience settings, seed, outputs); [`Runner`] runs it; the
 //! command line's flags, sweep.json, regress.toml, live.json and the Python package are all
-//! this one type, so a setting means the same thing everywhere.
+//! this one type, so a setting means the same thing everywhere. [`many`] plans, shards,
+//! executes and merges many runs (a sweep, a regression check, Python's sweep).
 //!
 //! ```no_run
 //! let spec = run::RunSpec { policy: "sjf".parse().expect("a spec"), jobs: 300, ..run::RunSpec::default() };
@@ -13,6 +14,7 @@ mod builtin;
 mod consolidation;
 mod flags;
 mod grid;
+pub mod many;
 mod numbers;
 mod outputs;
 mod paths;

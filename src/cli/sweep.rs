@@ -5,24 +5,23 @@
 //! by the grid, first grid key outermost), then seed. `--shard I/N` runs those whose number
 //! % N == I. Every file a sweep writes depends only on its inputs, never on the thread count
 //! or on which machine ran which shard; the one exception, wall-clock time, goes to wall.csv.
+//!
+//! The plan, the shards and the parallel loop are `run::many`'s; here are the flags, the
+//! progress bar, the printed table and the files.
 
 use super::{CliResult, emit};
 use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use indicatif::{ProgressBar, ProgressStyle};
-use policies::{PolicySpec, Registry};
-use rayon::prelude::*;
+use policies::PolicySpec;
 use reports::Summary;
-use reports::sweep::{SYNTHETIC_TRACE, Shard, SweepManifest, SweepRun, SweepSettings};
-use run::{GRID_KEYS, Keep, RunSpec, Runner};
+use reports::sweep::{Shard, SweepManifest, SweepRun, SweepSettings, sweep_row};
+use run::RunSpec;
+use run::many::{Done, Executor, MAX_RUNS, Plan, shared_settings};
 use std::fs::{self, File};
 use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
-
-/// The most runs one sweep may plan (a typo such as `--seeds 0..1000000000` is refused).
-const MAX_RUNS: usize = 1_000_000;
 
 /// The sweep's command line: every `simulate` run flag (with `--trace` and `--policy`
 /// repeatable and `--seed` replaced by `--seeds`), and the sweep's own flags.
@@ -66,9 +65,6 @@ struct SweepOwnArgs {
     #[arg(long)]
     force: bool,
 }
-
-/// The fields of a RunSpec that each run sets (or that a sweep has as its own flags).
-const PER_RUN: [&str; 5] = ["trace", "policy", "seed", "out", "decisions"];
 
 impl Args for SweepArgs {
     fn augment_args(cmd: Command) -> Command {
@@ -123,97 +119,68 @@ impl FromArgMatches for SweepArgs {
     }
 }
 
-/// One finished run: its sweep.csv row, its summary and its wall time.
-struct Done {
-    row: Vec<String>,
-    summary: Summary,
-    wall_s: f64,
-}
-
 pub fn run(args: SweepArgs) -> CliResult {
     if args.seed_given {
         return Err("a sweep takes --seeds (a range such as 0..5, or a list such as 1,4,9), not --seed".into());
     }
-    let runner = super::runner().forced(args.own.force);
-    let runner = runner.keeping_traces();
+    let runner = super::runner().forced(args.own.force).keeping_traces();
+    let settings = settings(&args)?;
+    warn_of_idle_seeds(&args, &settings);
+    let shard = args.own.shard.as_deref().map(parse_shard).transpose()?;
+    let plan = Plan::new(settings, super::registry())?;
+    for trace in &plan.settings.traces {
+        if !Path::new(trace).exists() {
+            return Err(format!("--trace {trace}: no such file or directory").into());
+        }
+    }
+    let mine = plan.slice(shard);
+    let out = args.own.out.as_deref();
+    if let Some(out) = out {
+        prepare_out(out)?;
+    }
+    let progress = progress_bar(mine.len());
+    let tick = progress.clone();
+    let executor =
+        Executor::new(args.own.threads.map(usize::from))?.wall_time_apart().with_progress(move || tick.inc(1));
+    let started = Instant::now();
+    let done = executor.execute(&runner, mine.len(), |i| plan.spec(&args.run, &mine[i], out));
+    progress.finish_and_clear();
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let done = done.map_err(|failed| {
+        let run = &mine[failed.index];
+        format!("run {} ({}, {}, seed {}): {}", run.run, run.trace, run.spec, run.seed, failed.error)
+    })?;
+    if let Some(out) = out {
+        let rows: Vec<Vec<String>> = mine.iter().zip(&done).map(|(r, d)| sweep_row(r, &d.summary)).collect();
+        let walls: Vec<(usize, f64)> = mine.iter().zip(&done).map(|(r, d)| (r.run, d.wall_s)).collect();
+        write_tables(out, &plan.manifest(shard), &rows, &walls)?;
+    }
+    emit(means_table(&mine, &done))?;
+    let slice = shard.map_or(String::new(), |s| format!(" (shard {s} of a {}-run sweep)", plan.runs.len()));
+    let threads = executor.threads();
+    let plural = if threads == 1 { "" } else { "s" };
+    emit(format_args!("{} runs{slice} in {elapsed_s:.1} s on {threads} thread{plural}\n", mine.len()))?;
+    if let Some(out) = out {
+        emit(format_args!("wrote {}\n", out.display()))?;
+    }
+    Ok(())
+}
+
+/// The sweep's settings (sweep.json's) as the flags give them.
+fn settings(args: &SweepArgs) -> Result<SweepSettings, String> {
     let traces = args
         .traces
         .iter()
         .map(|p| p.to_str().map(str::to_string).ok_or_else(|| format!("--trace {}: not UTF-8", p.display())))
         .collect::<Result<Vec<_>, _>>()?;
     super::refuse_synthetic_flags(!traces.is_empty(), &|id| args.synthetic_typed.contains(&id))?;
-    let settings = SweepSettings {
+    Ok(SweepSettings {
         traces,
         policies: args.policies.clone(),
         grid: args.own.grid.clone(),
         seeds: parse_seeds(&args.own.seeds)?,
         run: shared_settings(&args.run, !args.traces.is_empty())?,
-    };
-    warn_of_idle_seeds(&args, &settings);
-    let shard = args.own.shard.as_deref().map(parse_shard).transpose()?;
-    let all = plan_runs(&settings)?;
-    for trace in &settings.traces {
-        if !Path::new(trace).exists() {
-            return Err(format!("--trace {trace}: no such file or directory").into());
-        }
-    }
-    let runs_total = all.len();
-    let mine: Vec<SweepRun> = all.into_iter().filter(|r| shard.is_none_or(|s| s.holds(r.run))).collect();
-    if let Some(out) = &args.own.out {
-        prepare_out(out)?;
-    }
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.own.threads.map_or(0, usize::from)).build()?;
-    let threads = pool.current_num_threads();
-    let progress = progress_bar(mine.len());
-    let failed = AtomicBool::new(false);
-    let started = Instant::now();
-    let results: Vec<Option<Result<Done, String>>> = pool.install(|| {
-        mine.par_iter()
-            .map(|run| {
-                // After a failure, runs not yet started are skipped; the error of the lowest
-                // run number among those that ran is reported.
-                if failed.load(Ordering::Relaxed) {
-                    return None;
-                }
-                let done = run_one(&runner, run, &args.run, !settings.traces.is_empty(), args.own.out.as_deref());
-                if done.is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                }
-                progress.inc(1);
-                Some(done)
-            })
-            .collect()
-    });
-    progress.finish_and_clear();
-    let elapsed_s = started.elapsed().as_secs_f64();
-    if let Some(err) = results.iter().flatten().find_map(|r| r.as_ref().err()) {
-        return Err(err.clone().into());
-    }
-    let done: Vec<Done> = results.into_iter().flatten().collect::<Result<_, _>>()?;
-    if let Some(out) = &args.own.out {
-        let manifest = SweepManifest {
-            schedlab_version: version(),
-            settings: settings.clone(),
-            runs_total,
-            shard,
-            runs: mine.clone(),
-        };
-        let rows: Vec<Vec<String>> = done.iter().map(|d| d.row.clone()).collect();
-        let walls: Vec<(usize, f64)> = mine.iter().zip(&done).map(|(r, d)| (r.run, d.wall_s)).collect();
-        write_tables(out, &manifest, &rows, &walls)?;
-    }
-    emit(means_table(&mine, &done))?;
-    let slice = shard.map_or(String::new(), |s| format!(" (shard {s} of a {runs_total}-run sweep)"));
-    let plural = if threads == 1 { "" } else { "s" };
-    emit(format_args!("{} runs{slice} in {elapsed_s:.1} s on {threads} thread{plural}\n", mine.len()))?;
-    if let Some(out) = &args.own.out {
-        emit(format_args!("wrote {}\n", out.display()))?;
-    }
-    Ok(())
-}
-
-pub(super) fn version() -> String {
-    env!("CARGO_PKG_VERSION").to_string()
+    })
 }
 
 /// Says before the runs start when the seeds cannot change a run (a trace without seeded
@@ -227,48 +194,6 @@ fn warn_of_idle_seeds(args: &SweepArgs, settings: &SweepSettings) {
             args.own.seeds
         );
     }
-}
-
-/// The settings every run of the sweep shares, for sweep.json: the RunSpec's fields but
-/// those each run sets, and with traces, but the built-in workload's (`jobs`, `load`), which those runs do not use.
-fn shared_settings(base: &RunSpec, traced: bool) -> Result<serde_json::Map<String, serde_json::Value>, String> {
-    const SYNTHETIC: [&str; 2] = ["jobs", "load"];
-    match serde_json::to_value(base).map_err(|e| e.to_string())? {
-        serde_json::Value::Object(mut fields) => {
-            let unused = |key: &str| PER_RUN.contains(&key) || (traced && SYNTHETIC.contains(&key));
-            fields.retain(|key, _| !unused(key));
-            Ok(fields)
-        }
-        other => Err(format!("run settings are not a map: {other}")),
-    }
-}
-
-/// One run, as `simulate` runs it, its files written into its folder.
-fn run_one(
-    runner: &Runner,
-    run: &SweepRun,
-    base: &RunSpec,
-    from_trace: bool,
-    out: Option<&Path>,
-) -> Result<Done, String> {
-    let mut spec = base.clone();
-    spec.trace = from_trace.then(|| PathBuf::from(&run.trace));
-    spec.policy = run.spec.parse().map_err(|e| format!("run {}: {e}", run.run))?;
-    spec.seed = run.seed;
-    for (key, value) in &run.settings {
-        spec.set(key, value)?;
-    }
-    let context =
-        |e: &dyn std::fmt::Display| format!("run {} ({}, {}, seed {}): {e}", run.run, run.trace, run.spec, run.seed);
-    let keep = Keep { decisions: false, series: out.is_some() };
-    let mut outcome = runner.run(&spec, keep).map_err(|e| context(&e))?;
-    let wall_s = outcome.summary.wall_s.take().unwrap_or(0.0);
-    if let Some(out) = out {
-        // What `simulate --out` writes; summary.json without `wall_s` (taken above), so the
-        // folder is the same on every machine (wall times are in the sweep's wall.csv).
-        outcome.write(&out.join(&run.dir), false).map_err(|e| context(&e))?;
-    }
-    Ok(Done { row: reports::sweep::sweep_row(run, &outcome.summary), summary: outcome.summary, wall_s })
 }
 
 /// Makes `dir` ready for a sweep: it must be new or empty, so no run of an earlier sweep is
@@ -405,177 +330,6 @@ pub(super) fn parse_shard(text: &str) -> Result<Shard, String> {
     }
 }
 
-/// `KEY=V1|V2|...`.
-fn parse_grid(text: &str) -> Result<(String, Vec<String>), String> {
-    let bad = |why: &str| format!("--grid `{text}`: {why}; expected KEY=V1|V2|..., e.g. --grid placement=pack|spread");
-    let (key, values) = text.split_once('=').ok_or_else(|| bad("no `=`"))?;
-    let key = key.trim();
-    if key.is_empty() {
-        return Err(bad("no key"));
-    }
-    let values: Vec<String> = values.split('|').map(|v| v.trim().to_string()).collect();
-    if let Some(v) = values.iter().find(|v| v.is_empty() || v.contains([',', '[', ']', '='])) {
-        return Err(bad(&format!("bad value `{v}`")));
-    }
-    for (i, v) in values.iter().enumerate() {
-        if values[..i].contains(v) {
-            return Err(bad(&format!("`{v}` given twice")));
-        }
-    }
-    Ok((key.to_string(), values))
-}
-
-/// Each policy spec, expanded over every grid key it takes (first key outermost), each
-/// expansion checked as `simulate --policy` would check it. A policy registered without a
-/// parameter list takes no grid key (it cannot say which it reads).
-pub(super) fn expand_policies(policies: &[String], grid: &[String]) -> Result<Vec<PolicySpec>, String> {
-    let registry = super::registry();
-    let grid: Vec<(String, Vec<String>)> = grid.iter().map(|g| parse_grid(g)).collect::<Result<_, _>>()?;
-    for (i, (key, _)) in grid.iter().enumerate() {
-        if grid[..i].iter().any(|(k, _)| k == key) {
-            return Err(format!("--grid {key}: given twice; list every value in one --grid {key}=V1|V2|..."));
-        }
-    }
-    let given: Vec<PolicySpec> = policies
-        .iter()
-        .map(|text| text.parse().map_err(|e| format!("--policy `{text}`: {e}")))
-        .collect::<Result<_, _>>()?;
-    let mut used = vec![false; grid.len()];
-    let mut specs = Vec::new();
-    for (text, spec) in policies.iter().zip(&given) {
-        let mut expanded = vec![spec.clone()];
-        for (g, (key, values)) in grid.iter().enumerate() {
-            if !takes(registry, spec.name(), key) {
-                continue;
-            }
-            if spec.param(key).is_some() {
-                return Err(format!("--grid {key}: --policy `{text}` already sets `{key}`; give it in one place"));
-            }
-            used[g] = true;
-            expanded = expanded
-                .into_iter()
-                .flat_map(|s| values.iter().map(move |v| s.clone().with(key, v)))
-                .collect::<Result<_, _>>()
-                .map_err(|e| e.to_string())?;
-        }
-        for spec in expanded {
-            registry.check(&spec).map_err(|e| format!("--policy `{spec}`: {e}"))?;
-            if specs.contains(&spec) {
-                return Err(format!("--policy `{spec}` is in the sweep twice"));
-            }
-            specs.push(spec);
-        }
-    }
-    if let Some(g) = used.iter().position(|u| !u) {
-        let key = &grid[g].0;
-        return Err(format!(
-            "--grid {key}: no policy in the sweep takes `{key}` ({}), and it is no run setting a grid can vary ({})",
-            keys_taken(registry, &given),
-            GRID_KEYS.join(", ")
-        ));
-    }
-    Ok(specs)
-}
-
-/// Whether the policy `name` declares the parameter `key`.
-fn takes(registry: &Registry, name: &str, key: &str) -> bool {
-    registry.get(name).is_some_and(|p| p.params.iter().any(|p| p.key == key))
-}
-
-/// `fifo takes skip, placement; ...`: the keys each policy of the sweep declares.
-fn keys_taken(registry: &Registry, policies: &[PolicySpec]) -> String {
-    let taken = policies.iter().map(|spec| {
-        let name = spec.name();
-        let keys: Vec<&str> = registry.get(name).map_or(Vec::new(), |p| p.params.iter().map(|k| k.key).collect());
-        format!("{name} takes {}", if keys.is_empty() { "none".to_string() } else { keys.join(", ") })
-    });
-    taken.collect::<Vec<_>>().join("; ")
-}
-
-/// Keeps what a file name may hold: letters, digits, `-` and `.`; any run of anything else
-/// becomes one `_` (`fifo[skip=true]` -> `fifo_skip_true`).
-fn slug(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-            out.push(c);
-        } else if !out.ends_with('_') {
-            out.push('_');
-        }
-    }
-    let out = out.trim_matches(['_', '.']);
-    if out.is_empty() { "x".to_string() } else { out.to_string() }
-}
-
-/// Every run of the sweep `settings` define, numbered: trace, then policy (grid-expanded),
-/// then seed. A pure function of the settings, so `merge` plans the same runs.
-pub(super) fn plan_runs(settings: &SweepSettings) -> Result<Vec<SweepRun>, String> {
-    if settings.seeds.is_empty() {
-        return Err("--seeds: no seeds".to_string());
-    }
-    let (setting_grid, policy_grid): (Vec<String>, Vec<String>) =
-        settings.grid.iter().cloned().partition(|g| GRID_KEYS.contains(&g.split('=').next().unwrap_or("").trim()));
-    let specs = expand_policies(&settings.policies, &policy_grid)?;
-    let combos = setting_combos(&setting_grid)?;
-    let traces: Vec<(&str, String)> = if settings.traces.is_empty() {
-        vec![(SYNTHETIC_TRACE, "synthetic".to_string())]
-    } else {
-        settings
-            .traces
-            .iter()
-            .map(|t| (t.as_str(), slug(&Path::new(t).file_stem().map_or(t.into(), |s| s.to_string_lossy()))))
-            .collect()
-    };
-    let total = traces.len() * specs.len() * combos.len() * settings.seeds.len();
-    if total > MAX_RUNS {
-        return Err(format!("the sweep has {total} runs, more than {MAX_RUNS}"));
-    }
-    let width = total.saturating_sub(1).to_string().len().max(3);
-    let mut runs = Vec::with_capacity(total);
-    for (trace, trace_slug) in &traces {
-        for spec in &specs {
-            for combo in &combos {
-                for &seed in &settings.seeds {
-                    let mut run = SweepRun {
-                        run: runs.len(),
-                        dir: String::new(),
-                        trace: trace.to_string(),
-                        spec: spec.to_string(),
-                        settings: combo.clone(),
-                        seed,
-                    };
-                    run.dir = format!("runs/{:0width$}-{trace_slug}-{}-s{seed}", run.run, slug(&run.label()));
-                    runs.push(run);
-                }
-            }
-        }
-    }
-    Ok(runs)
-}
-
-/// Every combination of the run-setting grid's values (first key outermost); one empty
-/// combination without such keys.
-fn setting_combos(grid: &[String]) -> Result<Vec<Vec<(String, String)>>, String> {
-    let mut combos = vec![Vec::new()];
-    for (i, g) in grid.iter().enumerate() {
-        let (key, values) = parse_grid(g)?;
-        if grid[..i].iter().any(|earlier| earlier.split('=').next().map(str::trim) == Some(key.as_str())) {
-            return Err(format!("--grid {key}: given twice; list every value in one --grid {key}=V1|V2|..."));
-        }
-        for v in &values {
-            RunSpec::default().set(&key, v)?;
-        }
-        let mut next = Vec::with_capacity(combos.len() * values.len());
-        for combo in &combos {
-            for v in &values {
-                next.push([combo.clone(), vec![(key.clone(), v.clone())]].concat());
-            }
-        }
-        combos = next;
-    }
-    Ok(combos)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,45 +351,5 @@ mod tests {
         for bad in ["3/3", "0/0", "1", "a/2", "-1/2"] {
             assert!(parse_shard(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn the_grid_expands_the_policies_that_take_each_key() {
-        let policies = ["fifo".to_string(), "sjf[duration=oracle]".to_string()];
-        let grid = ["skip=true|false".to_string(), "placement=pack|spread".to_string()];
-        let expanded: Vec<String> = expand_policies(&policies, &grid).unwrap().iter().map(|s| s.to_string()).collect();
-        // First grid key outermost; each spec printed canonically (keys sorted).
-        assert_eq!(
-            expanded,
-            [
-                "fifo[placement=pack,skip=true]",
-                "fifo[placement=spread,skip=true]",
-                "fifo[placement=pack,skip=false]",
-                "fifo[placement=spread,skip=false]",
-                "sjf[duration=oracle,placement=pack]",
-                "sjf[duration=oracle,placement=spread]",
-            ]
-        );
-        assert!(
-            expand_policies(&policies, &["nosuch=1|2".into()]).unwrap_err().contains("no policy in the sweep takes")
-        );
-        assert!(expand_policies(&policies, &["duration=oracle".into()]).unwrap_err().contains("already sets"));
-        assert!(expand_policies(&policies, &["skip=maybe".into()]).unwrap_err().contains("fifo[skip=maybe]"));
-    }
-
-    #[test]
-    fn runs_are_numbered_trace_then_policy_then_seed() {
-        let settings = SweepSettings {
-            traces: vec!["a/philly.csv".into(), "b/trace-dir/".into()],
-            policies: vec!["fifo[skip=true]".into(), "sjf".into()],
-            grid: vec![],
-            seeds: vec![3, 4],
-            run: serde_json::Map::new(),
-        };
-        let runs = plan_runs(&settings).unwrap();
-        assert_eq!(runs.len(), 8);
-        assert_eq!(runs[1].dir, "runs/001-philly-fifo_skip_true-s4");
-        assert_eq!((runs[2].spec.as_str(), runs[2].seed), ("sjf", 3));
-        assert_eq!(runs[7].dir, "runs/007-trace-dir-sjf-s4");
     }
 }
