@@ -1,24 +1,11 @@
-//! The Controller's side of task DAGs and start windows: which tasks are ready, which branch
-//! is skipped, when a progress point is reached, and how a job with dependencies ends.
-//!
-//! Rules (also in traces/FORMAT.md):
-//! - A task is ready when every dependency is met and its window is open (`not_before`).
-//! - A dependency that can no longer be met is `never`: the task ends `Skipped`, which its own
-//!   dependents see as "did not succeed" (`any` dependents still run).
-//! - `data` and `checkpoint` dependencies are met the moment the upstream's work reaches the
-//!   point, and stay met if it later fails and loses that work (the artifact was written).
-//! - A task that fails for good (retries spent, or its window closed before it started): in a
-//!   job without dependencies (a plain gang of tasks) the whole job fails at once, its other
-//!   tasks stopped; in a DAG job the failure flows along the edges (dependents are skipped or
-//!   run by the rules above), the other tasks go on, and the job ends with its last task.
-//! - A job ends when its last task does. It succeeded unless a task failed with no `failure`
-//!   dependent to handle it; then it failed with the first such task's reason.
+//! Task DAGs' bookkeeping: each dependency's state (waiting, met, never), each upstream's
+//! dependents, and the points of an upstream's work that progress dependencies wait for. The
+//! rules that drive it are the Controller's (`controller/deps.rs`); the timers it asks for
+//! ([`Timer`]) are its driver's to fire.
 
-use crate::controller::Controller;
-use crate::ids::{JobId, TaskId};
-use crate::state::{JobOutcome, TaskStatus};
-use crate::time::{SimDuration, SimTime};
-use crate::view::Change;
+use crate::ids::TaskId;
+use crate::state::TaskStatus;
+use crate::time::SimDuration;
 use crate::workload::{DepKind, JobSpec, Workload};
 use std::collections::BTreeMap;
 
@@ -116,12 +103,13 @@ impl Dag {
         }
     }
 
-    fn blocked(&self, task: TaskId) -> bool {
+    /// Whether some dependency of `task` is not met (yet, or ever).
+    pub(crate) fn blocked(&self, task: TaskId) -> bool {
         self.edges.get(&task).is_some_and(|edges| edges.iter().any(|e| e.state != EdgeState::Met))
     }
 
     /// Whether a dependent runs because `task` failed: its failure is handled.
-    fn handles_failure(&self, task: TaskId) -> bool {
+    pub(crate) fn handles_failure(&self, task: TaskId) -> bool {
         self.dependent_kinds(task).any(|k| k == DepKind::Failure)
     }
 
@@ -129,186 +117,54 @@ impl Dag {
         self.dependents.get(&task).into_iter().flatten().map(|&(d, i)| self.edges[&d][i].kind)
     }
 
+    /// The dependents of `upstream`, as (dependent, index into its edges); `None` without.
+    /// A copy: the caller changes the edges as it walks them.
+    pub(crate) fn dependents(&self, upstream: TaskId) -> Option<Vec<(TaskId, usize)>> {
+        self.dependents.get(&upstream).cloned()
+    }
+
+    /// The upstream of the edge `index` of `dependent` ended with `status`: a waiting edge is
+    /// met, or never will be. `Some(met)` for an edge that was waiting, `None` otherwise.
+    pub(crate) fn resolve(&mut self, dependent: TaskId, index: usize, status: TaskStatus) -> Option<bool> {
+        let edge = &mut self.edges.get_mut(&dependent).expect("a dependent has edges")[index];
+        if edge.state != EdgeState::Waiting {
+            return None;
+        }
+        let met = match edge.kind {
+            DepKind::Any => true,
+            DepKind::Failure => status == TaskStatus::Failed,
+            DepKind::Success | DepKind::Data(_) | DepKind::Checkpoint(_) => status == TaskStatus::Succeeded,
+        };
+        edge.state = if met { EdgeState::Met } else { EdgeState::Never };
+        Some(met)
+    }
+
+    /// `task` has done `done_ms` of its work: past what it had reached, its dependents (to
+    /// try with [`Dag::meet_progress`]); `None` when nothing new was reached.
+    pub(crate) fn reach(&mut self, task: TaskId, done_ms: u64) -> Option<Vec<(TaskId, usize)>> {
+        let watch = self.watched.get_mut(&task)?;
+        if done_ms <= watch.reached_ms {
+            return None;
+        }
+        watch.reached_ms = done_ms;
+        Some(self.dependents.get(&task).cloned().unwrap_or_default())
+    }
+
+    /// Meets the edge `index` of `dependent` if it waits for a point of its upstream's work
+    /// no later than `done_ms`, for good; whether it did.
+    pub(crate) fn meet_progress(&mut self, dependent: TaskId, index: usize, done_ms: u64) -> bool {
+        let edge = &mut self.edges.get_mut(&dependent).expect("a dependent has edges")[index];
+        let progress = matches!(edge.kind, DepKind::Data(_) | DepKind::Checkpoint(_));
+        if progress && edge.state == EdgeState::Waiting && edge.point_ms <= done_ms {
+            edge.state = EdgeState::Met;
+            return true;
+        }
+        false
+    }
+
     /// The first watched point past what `task` has reached, if any.
-    fn next_point(&self, task: TaskId) -> Option<u64> {
+    pub(crate) fn next_point(&self, task: TaskId) -> Option<u64> {
         let watch = self.watched.get(&task)?;
         watch.points_ms.iter().copied().find(|&p| p > watch.reached_ms)
-    }
-}
-
-impl Controller {
-    /// `job` arrived and can run: tasks with nothing to wait for become ready; the others wait
-    /// (pending) for their dependencies and window, whose timers are set here.
-    pub(crate) fn arrive_tasks(&mut self, job: JobId) {
-        for t in self.jobs[job.index()].tasks() {
-            let window = self.spec_of(t).options().window;
-            let opens = window.not_before.filter(|&at| at > self.now);
-            if let Some(at) = opens {
-                self.timers.push((at, Timer::Opens(t)));
-            }
-            if let Some(at) = window.not_after {
-                self.timers.push((at.max(self.now), Timer::Closes(t)));
-            }
-            if opens.is_none() {
-                self.ready_if_unblocked(t);
-            }
-        }
-    }
-
-    /// Applies a timer the driver was asked for. Returns whether anything changed.
-    pub fn timer_fired(&mut self, timer: Timer) -> bool {
-        self.stats.events += 1;
-        match timer {
-            Timer::Opens(task) => self.try_ready(task),
-            Timer::Closes(task) => self.close_window(task),
-            Timer::Progress { task, attempt } => self.progress_point(task, attempt),
-            Timer::Release => self.release_due(),
-        }
-    }
-
-    /// What the Controller asked to be told about, and when; the driver takes them after
-    /// every event it applies and every decision.
-    pub fn take_timers(&mut self) -> std::vec::Drain<'_, (SimTime, Timer)> {
-        self.timers.drain(..)
-    }
-
-    fn spec_of(&self, task: TaskId) -> &crate::workload::TaskSpec {
-        let job = self.tasks[task.index()].job;
-        let first = self.jobs[job.index()].first_task;
-        &self.workload.jobs()[job.index()].tasks[(task.0 - first.0) as usize]
-    }
-
-    /// Makes `task` ready if it is pending, met every dependency and its window is open.
-    fn try_ready(&mut self, task: TaskId) -> bool {
-        let open = self.spec_of(task).options().window.not_before.is_none_or(|at| at <= self.now);
-        open && self.ready_if_unblocked(task)
-    }
-
-    /// `try_ready` for a task whose window is open.
-    fn ready_if_unblocked(&mut self, task: TaskId) -> bool {
-        if self.tasks[task.index()].status != TaskStatus::Pending || self.dag.blocked(task) {
-            return false;
-        }
-        self.set_status(task, TaskStatus::Ready);
-        self.changes.push(Change::TaskReady(task));
-        true
-    }
-
-    /// The window of `task` closed: if it never started, it fails for good.
-    fn close_window(&mut self, task: TaskId) -> bool {
-        let t = &self.tasks[task.index()];
-        if t.first_start.is_some() || t.status.is_final() {
-            return false;
-        }
-        let was_ready = t.status.is_startable();
-        let reason = format!("task {task}'s start window closed at {} before it could start", self.now);
-        if was_ready {
-            self.changes.push(Change::TaskFailed(task));
-        }
-        self.task_failed_for_good(task, reason);
-        true
-    }
-
-    /// `task` failed and will not be retried. A job without dependencies fails at once; in a
-    /// DAG job only the task ends, and the DAG decides the rest.
-    pub(crate) fn task_failed_for_good(&mut self, task: TaskId, reason: String) {
-        self.set_status(task, TaskStatus::Failed);
-        let job = self.tasks[task.index()].job;
-        if self.workload.jobs()[job.index()].tasks.iter().any(|t| !t.deps.is_empty()) {
-            self.task_ended(task, Some(reason));
-        } else {
-            self.fail_job(job, reason);
-        }
-    }
-
-    /// `task` reached a final state now (succeeded, failed, skipped): its dependents learn of
-    /// it, skipped ones cascade, and its job ends with its last task.
-    pub(crate) fn task_ended(&mut self, task: TaskId, failure: Option<String>) {
-        let job = self.tasks[task.index()].job;
-        // Tasks that ended and whose dependents are still to see it: a task without dependents
-        // (every task of a plain job) ends without allocating.
-        let mut ended = Vec::new();
-        let mut next = Some((task, failure));
-        while let Some((t, failure)) = next.take().or_else(|| ended.pop()) {
-            self.tasks[t.index()].finish = self.now.into();
-            let j = &mut self.jobs[job.index()];
-            j.open_tasks -= 1;
-            if let Some(reason) = failure
-                && !self.dag.handles_failure(t)
-            {
-                self.jobs[job.index()].failure.get_or_insert(reason.into_boxed_str());
-            }
-            let status = self.tasks[t.index()].status;
-            let Some(dependents) = self.dag.dependents.get(&t).cloned() else { continue };
-            for (d, i) in dependents {
-                let edge = &mut self.dag.edges.get_mut(&d).expect("a dependent has edges")[i];
-                if edge.state != EdgeState::Waiting {
-                    continue;
-                }
-                let met = match edge.kind {
-                    DepKind::Any => true,
-                    DepKind::Failure => status == TaskStatus::Failed,
-                    DepKind::Success | DepKind::Data(_) | DepKind::Checkpoint(_) => status == TaskStatus::Succeeded,
-                };
-                edge.state = if met { EdgeState::Met } else { EdgeState::Never };
-                if met {
-                    self.try_ready(d);
-                } else if self.tasks[d.index()].status == TaskStatus::Pending {
-                    self.set_status(d, TaskStatus::Skipped);
-                    ended.push((d, None));
-                }
-            }
-        }
-        let j = &self.jobs[job.index()];
-        if j.open_tasks == 0 && j.outcome.is_none() {
-            let outcome =
-                j.failure.as_deref().map_or(JobOutcome::Succeeded, |reason| JobOutcome::Failed(reason.into()));
-            self.in_system -= 1;
-            self.end_job(job, outcome);
-        }
-    }
-
-    /// A running attempt of `task` started now: if a dependent waits for a point of its work,
-    /// ask to be told when the attempt gets there.
-    pub(crate) fn watch_progress(&mut self, task: TaskId) {
-        let Some(point) = self.dag.next_point(task) else { return };
-        let t = &self.tasks[task.index()];
-        if t.stalled_since.is_some() {
-            return;
-        }
-        let at = t.run_start + t.overhead + t.wall_to(SimDuration(point));
-        self.timers.push((at, Timer::Progress { task, attempt: t.attempt }));
-    }
-
-    fn progress_point(&mut self, task: TaskId, attempt: u32) -> bool {
-        let t = &self.tasks[task.index()];
-        if t.status != TaskStatus::Running || t.attempt != attempt || t.stalled_since.is_some() {
-            return false;
-        }
-        let done = t.work - t.remaining + t.progress_at(self.now);
-        let changed = self.reached(task, done);
-        self.watch_progress(task);
-        changed
-    }
-
-    /// `task` has done `done` of its work (now, or when its attempt ended): progress
-    /// dependencies up to there are met, for good.
-    pub(crate) fn reached(&mut self, task: TaskId, done: SimDuration) -> bool {
-        let Some(watch) = self.dag.watched.get_mut(&task) else { return false };
-        if done.as_ms() <= watch.reached_ms {
-            return false;
-        }
-        watch.reached_ms = done.as_ms();
-        let mut changed = false;
-        let dependents = self.dag.dependents.get(&task).cloned().unwrap_or_default();
-        for (d, i) in dependents {
-            let edge = &mut self.dag.edges.get_mut(&d).expect("a dependent has edges")[i];
-            let progress = matches!(edge.kind, DepKind::Data(_) | DepKind::Checkpoint(_));
-            if progress && edge.state == EdgeState::Waiting && edge.point_ms <= done.as_ms() {
-                edge.state = EdgeState::Met;
-                changed |= self.try_ready(d);
-            }
-        }
-        changed
     }
 }

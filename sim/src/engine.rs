@@ -92,7 +92,7 @@ impl Engine {
 
     /// An engine around `controller` with nothing scheduled.
     pub(crate) fn around(controller: Controller, observer: Observer, clock: Clock) -> Engine {
-        let passes = Passes::new(controller.config.pass_interval);
+        let passes = Passes::new(controller.config().pass_interval);
         Engine {
             controller,
             observer,
@@ -159,7 +159,7 @@ impl Engine {
         // of one of overlapping failures, a beat from a healthy node) is no decision point.
         while let Some(event) = self.hardware.pop_at(now) {
             changed |= self.observer.apply_truth(&event, &mut self.controller, &mut self.queue);
-            self.controller.stats.events += 1;
+            self.controller.count_event();
         }
         changed |= self.apply_scheduled(now, &mut woken);
         if changed || woken {
@@ -186,7 +186,7 @@ impl Engine {
         while let Some((key, event)) = self.queue.pop_before(end_of_now) {
             if key.phase < PHASE_COMPLETION {
                 changed |= self.observer.apply(event, &mut self.controller, &mut self.queue);
-                self.controller.stats.events += 1;
+                self.controller.count_event();
                 continue;
             }
             if arrivals_due && key.phase >= PHASE_ARRIVAL {
@@ -240,7 +240,7 @@ impl Engine {
                 false
             }
             Event::Pass => {
-                self.controller.stats.events += 1;
+                self.controller.count_event();
                 *woken = true;
                 false
             }

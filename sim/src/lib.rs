@@ -3,6 +3,7 @@
 //! and the virtual-time engine. No IO, no clock, no threads: see ARCHITECTURE.md.
 
 pub mod alloc;
+mod census;
 mod checkpoints;
 pub mod cluster;
 pub mod controller;
@@ -16,11 +17,10 @@ pub mod failure;
 mod faults;
 pub mod hardware;
 pub mod health;
-mod horizon;
 pub mod ids;
-mod invariants;
 mod node_bits;
 mod observe;
+mod occupancy;
 pub mod passes;
 mod plan;
 pub mod policy;

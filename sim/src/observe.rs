@@ -179,7 +179,7 @@ impl Observer {
                 true
             }
             Event::NodeMissedBeats { node, epoch } => {
-                let dies = self.node_epoch[node.index()] == epoch && !c.health.node_dead(node);
+                let dies = self.node_epoch[node.index()] == epoch && !c.health().node_dead(node);
                 if dies {
                     c.node_declared_dead(node, Some(self.node_failed_at[node.index()]));
                 }
@@ -187,7 +187,7 @@ impl Observer {
             }
             Event::NodeBeatsAgain { node, epoch } => self.node_epoch[node.index()] == epoch && self.back(node, c),
             Event::BeatDeadline { node, beat } => {
-                let dies = self.last_beat[node.index()] == Some(beat) && !c.health.node_dead(node);
+                let dies = self.last_beat[node.index()] == Some(beat) && !c.health().node_dead(node);
                 if dies {
                     // Down since its last delivered beat (repaired at this very instant, or in a
                     // gap of the records): that failure is what the deadline detects.
@@ -302,7 +302,7 @@ impl Observer {
     /// An explicit heartbeat record: delivered unless the node is down. Whether the scheduler
     /// learnt anything from it (see [`Observer::back`]).
     fn beat(&mut self, node: NodeId, c: &mut Controller, queue: &mut EventQueue) -> bool {
-        if c.health.node_down(node) {
+        if c.health().node_down(node) {
             return false;
         }
         let now = c.now();
@@ -318,7 +318,7 @@ impl Observer {
     /// otherwise reports the tasks it lost while it was down. Whether it did either.
     fn back(&mut self, node: NodeId, c: &mut Controller) -> bool {
         let was_down = std::mem::take(&mut self.down_since_beat[node.index()]);
-        if c.health.node_dead(node) {
+        if c.health().node_dead(node) {
             c.node_rejoined(node);
             return true;
         }

@@ -7,12 +7,10 @@
 //! once (the plan starts its task on them; what a restart costs is the restart overhead's).
 //!
 //! The latency is the same for every release, so releases fall due in the order they were
-//! made: a queue, not a heap. The Controller asks for a [`Timer::Release`] at each due time and
-//! returns everything due when it fires.
+//! made: a queue, not a heap. The Controller asks for a `Timer::Release` at each due time and
+//! returns everything due when it fires (`controller/release.rs`): [`Releases`] keeps the queue
+//! and each GPU's milli-GPUs in it, the one always the sum of the other.
 
-use crate::alloc::WHOLE_GPU_MILLI;
-use crate::controller::Controller;
-use crate::deps::Timer;
 use crate::ids::GpuId;
 use crate::time::{SimDuration, SimTime};
 use std::collections::VecDeque;
@@ -46,44 +44,44 @@ impl Releases {
     pub(crate) fn due(&self) -> impl Iterator<Item = (SimTime, GpuId, u32)> + '_ {
         self.due.iter().copied()
     }
-}
 
-impl Controller {
-    /// Holds back `gpus` (whole, or `milli` of each) that a task let go of now, when the run
-    /// has a release latency. False (nothing held) when it has none: they return at once.
-    pub(crate) fn hold_back(&mut self, gpus: &[GpuId], milli: u32) -> bool {
-        let releases = &mut self.releases;
-        if releases.latency == SimDuration::ZERO {
-            return false;
+    /// Holds back `gpus` (whole, or `milli` of each) let go of at `now`. `None` (nothing held)
+    /// when the run has no latency; otherwise when they fall due, and whether a timer must
+    /// be asked for then (releases fall due in order: one timer serves all due at one time).
+    pub(crate) fn hold_back(&mut self, now: SimTime, gpus: &[GpuId], milli: u32) -> Option<(SimTime, bool)> {
+        if self.latency == SimDuration::ZERO {
+            return None;
         }
-        let at = self.now + releases.latency;
-        // Releases fall due in order: one timer serves all that fall due at `at`.
-        let timer_set = releases.due.back().is_some_and(|&(due, ..)| due == at);
+        let at = now + self.latency;
+        let timer_set = self.due.back().is_some_and(|&(due, ..)| due == at);
         for &gpu in gpus {
-            releases.pending[gpu.index()] += milli;
-            releases.due.push_back((at, gpu, milli));
+            self.pending[gpu.index()] += milli;
+            self.due.push_back((at, gpu, milli));
         }
-        if !gpus.is_empty() && !timer_set {
-            self.timers.push((at, Timer::Release));
-        }
-        true
+        Some((at, !gpus.is_empty() && !timer_set))
     }
 
-    /// Returns every GPU (or share) whose release is due, those the scheduler may use to the
-    /// free pool. Whether anything came back.
-    pub(crate) fn release_due(&mut self) -> bool {
-        let mut changed = false;
-        while let Some(&(_, gpu, milli)) = self.releases.due.front().filter(|(at, ..)| *at <= self.now) {
-            self.releases.due.pop_front();
-            self.releases.pending[gpu.index()] -= milli;
-            let usable = self.health.usable(gpu);
-            if milli < WHOLE_GPU_MILLI {
-                self.free.release_share(gpu, milli, usable);
-            } else if usable && self.idle(gpu) {
-                self.free.release(self.cluster.node_of(gpu), gpu);
-            }
-            changed = true;
+    /// The next release due by `now`, taken off the queue: (GPU, milli-GPUs).
+    pub(crate) fn pop_due(&mut self, now: SimTime) -> Option<(GpuId, u32)> {
+        let &(_, gpu, milli) = self.due.front().filter(|(at, ..)| *at <= now)?;
+        self.due.pop_front();
+        self.pending[gpu.index()] -= milli;
+        Some((gpu, milli))
+    }
+
+    /// Each GPU's pending milli-GPUs equal the sum of its releases queued, and the queue is
+    /// in due order.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let mut pending = vec![0u32; self.pending.len()];
+        for &(_, gpu, milli) in &self.due {
+            pending[gpu.index()] += milli;
         }
-        changed
+        if pending != self.pending {
+            return Err("GPUs' pending releases differ from the queue of releases".into());
+        }
+        if self.due.iter().zip(self.due.iter().skip(1)).any(|(a, b)| a.0 > b.0) {
+            return Err("the queue of releases is out of due order".into());
+        }
+        Ok(())
     }
 }

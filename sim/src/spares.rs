@@ -9,9 +9,11 @@
 //! and the reserve's GPU-time is reported on its own. The time series' "unusable" level
 //! includes the reserve (the scheduler may not use it). Only node failures draw on spares: a
 //! single GPU's failure leaves its node in service.
+//!
+//! [`Spares`] keeps the reserve; the Controller (`controller/spares.rs`) moves nodes in and
+//! out of service as they enter and leave it.
 
-use crate::controller::Controller;
-use crate::ids::{NodeId, PoolId};
+use crate::ids::NodeId;
 use std::collections::BTreeSet;
 
 /// The nodes each pool holds in reserve now, and how many it should.
@@ -38,53 +40,31 @@ impl Spares {
     pub(crate) fn gpus(&self, gpus_of: impl Fn(NodeId) -> u32) -> u64 {
         self.reserve.iter().flatten().map(|&n| u64::from(gpus_of(n))).sum()
     }
-}
 
-impl Controller {
-    /// Puts the last `per_pool` nodes of every pool in reserve (all GPUs are free now).
-    pub(crate) fn reserve_spares(&mut self, per_pool: u32) {
-        self.spares = Spares { target: per_pool, reserve: vec![BTreeSet::new(); self.cluster.pools().len()] };
-        for pool in 0..self.cluster.pools().len() {
-            let nodes: Vec<NodeId> = self.cluster.pool(PoolId(pool as u32)).nodes().collect();
-            for &node in nodes.iter().rev().take(per_pool as usize) {
-                self.put_in_reserve(node);
-            }
-        }
+    /// A reserve of `per_pool` nodes for each of `pools` pools, empty for now.
+    pub(crate) fn new(per_pool: u32, pools: usize) -> Spares {
+        Spares { target: per_pool, reserve: vec![BTreeSet::new(); pools] }
     }
 
-    /// A node was declared dead under `tasks_hit` running tasks: a healthy spare of its pool
-    /// enters service in its place (once per dead node), or the restarts must wait.
-    pub(crate) fn swap_in_spare(&mut self, dead: NodeId, tasks_hit: u64) {
-        if self.spares.target == 0 || tasks_hit == 0 {
-            return;
-        }
-        let pool = self.cluster.node(dead).pool.index();
-        let spare = self.spares.reserve[pool].iter().copied().find(|&n| !self.health.node_dead(n));
-        let Some(spare) = spare else {
-            self.stats.restarts_without_spare += tasks_hit;
-            return;
-        };
-        self.spares.reserve[pool].remove(&spare);
-        let back = self.health.set_node_reserved(spare, false);
-        self.return_to_service(&back);
-        self.stats.spare_swaps += 1;
+    /// Whether the run keeps spares at all.
+    pub(crate) fn kept(&self) -> bool {
+        self.target > 0
     }
 
-    /// Whether `node`, rejoining, goes to the reserve (its pool is short of spares); if so it
-    /// is there now.
-    pub(crate) fn refill_reserve(&mut self, node: NodeId) -> bool {
-        let pool = self.cluster.node(node).pool.index();
-        if (self.spares.reserve.get(pool).map_or(0, BTreeSet::len) as u32) >= self.spares.target {
-            return false;
-        }
-        self.put_in_reserve(node);
-        true
+    /// Takes out of `pool`'s reserve its first spare that `usable` accepts, if any.
+    pub(crate) fn take(&mut self, pool: usize, usable: impl Fn(NodeId) -> bool) -> Option<NodeId> {
+        let spare = self.reserve[pool].iter().copied().find(|&n| usable(n))?;
+        self.reserve[pool].remove(&spare);
+        Some(spare)
     }
 
-    fn put_in_reserve(&mut self, node: NodeId) {
-        let pool = self.cluster.node(node).pool.index();
-        self.spares.reserve[pool].insert(node);
-        let out = self.health.set_node_reserved(node, true);
-        self.take_out_of_service(&out);
+    /// Whether `pool` holds fewer spares than it should.
+    pub(crate) fn short(&self, pool: usize) -> bool {
+        (self.reserve.get(pool).map_or(0, BTreeSet::len) as u32) < self.target
+    }
+
+    /// Puts `node` of `pool` in reserve.
+    pub(crate) fn put(&mut self, pool: usize, node: NodeId) {
+        self.reserve[pool].insert(node);
     }
 }

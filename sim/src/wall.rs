@@ -49,7 +49,7 @@ impl Engine {
     /// Heartbeats are explicit (each node's from its first pushed beat), GPU repairs and
     /// process exits are reported, and the engine never stops on its own.
     pub fn wall(controller: Controller) -> Engine {
-        let (failures, retire) = (controller.config.failures, controller.config.retire);
+        let (failures, retire) = (controller.config().failures, controller.config().retire);
         let observer = Observer::new(&controller, &[], failures, retire).with_reported_repairs();
         Engine::around(controller, observer, Clock::Wall)
     }

@@ -1,7 +1,7 @@
 //! The end of a run that could not finish: stopped at its horizon, or out of events with jobs
 //! still waiting. Each job that did not end is reported with the reason, in words.
 
-use crate::controller::Controller;
+use super::Controller;
 use crate::state::{JobState, TaskStatus};
 use crate::time::SimTime;
 use crate::workload::JobSpec;

@@ -3,112 +3,40 @@
 //! virtual-time engine and the live coordinator both drive it, and both turn its [`Effect`]s
 //! into what comes next (a future completion event, or a launched process).
 
+mod config;
+mod deps;
+mod faults;
+mod horizon;
+mod invariants;
+mod records;
+mod release;
+mod spares;
+
+pub use config::{ControllerConfig, DEFAULT_HORIZON, RetireRule};
+
 use crate::alloc::FreeGpus;
 use crate::alloc::WHOLE_GPU_MILLI;
+use crate::census::Census;
 use crate::cluster::Cluster;
 use crate::deps::{Dag, Timer};
 use crate::digest::Digest;
-use crate::failure::FailureConfig;
+use crate::faults::Faults;
 use crate::health::Health;
-use crate::ids::{GpuId, JobId, NodeId, TaskId};
+use crate::ids::{GpuId, JobId, TaskId};
+use crate::occupancy::Occupancy;
 use crate::plan::{Decision, Mark, Plan};
 use crate::policy::Policy;
 use crate::quota::{Queues, QuotaUsage};
-use crate::record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResult, RunStats, TaskRecord};
+use crate::record::{DecisionKind, DecisionRecord, RunStats};
 use crate::rng::{StreamRng, stream};
 use crate::series::{Levels, QueueDelta, Series};
 use crate::speeds::SpeedProfiles;
 use crate::state::{JobOutcome, JobState, Losses, OptIndex, TaskState, TaskStatus};
-use crate::time::{OptTime, SimDuration, SimTime, earliest};
+use crate::time::{OptTime, SimDuration, SimTime};
 use crate::view::{Change, ClusterView};
 use crate::workload::Workload;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use thin_vec::ThinVec;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ControllerConfig {
-    /// The run seed; the policy draws from the stream "policy:<name>" under it.
-    pub seed: u64,
-    /// Paid (on the GPUs, with no progress) each time a preempted or failed task restarts,
-    /// unless the task sets its own.
-    pub restart_overhead: SimDuration,
-    /// Work between checkpoints, unless the task sets its own; zero: progress is never lost.
-    pub checkpoint: SimDuration,
-    /// Wall time each checkpoint takes to write, progress paused (see `checkpoints.rs`),
-    /// unless the task sets its own; zero: checkpoints are free.
-    pub checkpoint_cost: SimDuration,
-    /// Heartbeats, detection delays and retry budgets.
-    pub failures: FailureConfig,
-    /// Check every invariant after every step (on by default in debug builds and tests).
-    pub check_invariants: bool,
-    /// Keep the decision log in memory for output (it is always hashed).
-    pub record_decisions: bool,
-    /// Integrate the time series (`RunResult::series`: timeseries.csv, queue_timeseries.csv,
-    /// the report's charts). Off, its tables stay empty and the run is about a tenth cheaper:
-    /// for runs whose series nobody writes (a summary, a sweep's table, a regression check).
-    pub record_series: bool,
-    /// Width of the time series' buckets; `None`: about 500 buckets over the submit span
-    /// (see [`crate::series::auto_width`]).
-    pub series_bucket: Option<SimDuration>,
-    /// Healthy nodes each pool keeps in reserve as hot spares (see `spares.rs`); 0: none.
-    /// Simulation only. Must be fewer than the nodes of the smallest pool.
-    pub spare_nodes: u32,
-    /// Retire a node for good once it has failed this often within a window (`None`: never):
-    /// an operator's rule for "lemon" servers. Simulation only (live nodes are retired by
-    /// their operators).
-    pub retire: Option<RetireRule>,
-    /// The simulation stops this long after the last submission, reporting what has not ended
-    /// as unfinished with the reason (see [`DEFAULT_HORIZON`]). Live mode has no horizon.
-    pub horizon: SimDuration,
-    /// Decide only in passes this far apart, at whole multiples of it in trace time (a
-    /// scheduler's periodic pass, see `passes.rs`); zero (the default): at every event.
-    pub pass_interval: SimDuration,
-    /// GPUs a task lets go of return to the free pool only this long after (Slurm's
-    /// `COMPLETING`, a pod's termination; see `release.rs`); zero (the default): at once.
-    pub release_latency: SimDuration,
-}
-
-/// A node whose failures (of the node or of any of its GPUs) reach `failures` within a
-/// `window` is retired when the last of them is repaired: it never returns to service.
-/// Failures that overlap on one part are one failure (one down period), as everywhere else.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetireRule {
-    pub failures: u32,
-    pub window: SimDuration,
-}
-
-/// How many jobs' records [`Controller::finish`] builds between handing back the memory of
-/// the state they were built from.
-const SHRINK_EVERY: usize = 1 << 16;
-
-/// The default horizon: ten years of simulated time after the last submission. Failures are
-/// drawn for as long as a run lasts, so a job that can never start (a gang larger than what is
-/// ever up at once) would otherwise keep the run going forever. Ten years is far past any
-/// replay's real tail (the public traces' longest jobs run weeks; a 16k-GPU pre-training run
-/// under heavy failures, months), and cheap: the run's cost past its last job is the failures
-/// it draws, O(parts x years / MTBF) (a 2,048-node cluster at a 6,000 h MTBF: about 30,000).
-pub const DEFAULT_HORIZON: SimDuration = SimDuration(10 * 365 * 86_400_000);
-
-impl Default for ControllerConfig {
-    fn default() -> Self {
-        ControllerConfig {
-            seed: 0,
-            restart_overhead: SimDuration::ZERO,
-            checkpoint: SimDuration::ZERO,
-            checkpoint_cost: SimDuration::ZERO,
-            failures: FailureConfig::default(),
-            check_invariants: cfg!(debug_assertions),
-            record_decisions: false,
-            record_series: true,
-            series_bucket: None,
-            horizon: DEFAULT_HORIZON,
-            retire: None,
-            spare_nodes: 0,
-            pass_interval: SimDuration::ZERO,
-            release_latency: SimDuration::ZERO,
-        }
-    }
-}
 
 /// What a committed plan asks the driver to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,19 +49,23 @@ pub enum Effect {
     WakeAt(SimTime),
 }
 
+/// The run's state and what coordinates it. Its fields are private to this module (its
+/// submodules are its parts: faults, DAGs, releases, spares, invariants); the rooms with
+/// counters (`occupancy`, `census`, `releases`, `dag`, `spares`, `free`, `health`, `quota`)
+/// change only through their own methods, and check themselves from scratch.
 pub struct Controller {
-    pub(crate) config: ControllerConfig,
-    pub(crate) cluster: Cluster,
-    pub(crate) workload: Workload,
-    pub(crate) jobs: Vec<JobState>,
-    pub(crate) tasks: Vec<TaskState>,
-    pub(crate) free: FreeGpus,
+    config: ControllerConfig,
+    cluster: Cluster,
+    workload: Workload,
+    jobs: Vec<JobState>,
+    tasks: Vec<TaskState>,
+    free: FreeGpus,
     /// What is broken (truth) and what the scheduler knows is unusable.
-    pub(crate) health: Health,
-    /// The task holding each GPU.
-    pub(crate) owner: Vec<Option<TaskId>>,
-    /// The fractional tasks sharing each shared GPU (a GPU has an owner or sharers, never both).
-    pub(crate) sharers: BTreeMap<GpuId, Vec<TaskId>>,
+    health: Health,
+    /// Who holds each GPU; tasks running, milli-GPUs held and stalled.
+    occupancy: Occupancy,
+    /// Tasks waiting, jobs in the system.
+    census: Census,
     marks: Vec<Mark>,
     /// The plan's decision list, kept between decision points so that deciding allocates
     /// nothing in steady state.
@@ -142,40 +74,28 @@ pub struct Controller {
     spare_lists: Vec<ThinVec<GpuId>>,
     rng: StreamRng,
     policy_name: String,
-    pub(crate) changes: Vec<Change>,
-    pub(crate) now: SimTime,
-    /// Milli-GPUs held by running tasks.
-    pub(crate) allocated_mgpus: u64,
-    pub(crate) running_tasks: u32,
-    /// Milli-GPUs held by running tasks stalled on broken hardware.
-    pub(crate) stalled_mgpus: u64,
-    /// Tasks a policy may start (ready, preempted, retrying).
-    pub(crate) waiting_tasks: u64,
+    changes: Vec<Change>,
+    now: SimTime,
     /// Each job's queue, as an index into the series' queue names.
     series_queue: Vec<u32>,
     /// Each job's queue with quotas (none held when the cluster defines no queues).
-    pub(crate) job_queue: crate::quota::JobQueues,
-    pub(crate) series: Series,
-    pub(crate) dag: Dag,
-    pub(crate) queues: Queues,
-    pub(crate) quota: QuotaUsage,
-    pub(crate) datasets: crate::data::Datasets,
-    pub(crate) speed_profiles: SpeedProfiles,
+    job_queue: crate::quota::JobQueues,
+    series: Series,
+    dag: Dag,
+    queues: Queues,
+    quota: QuotaUsage,
+    datasets: crate::data::Datasets,
+    speed_profiles: SpeedProfiles,
     /// Timers asked for since the driver last took them (see `take_timers`).
-    pub(crate) timers: Vec<(SimTime, Timer)>,
-    /// Jobs arrived and not ended.
-    pub(crate) in_system: u64,
-    pub(crate) stats: RunStats,
+    timers: Vec<(SimTime, Timer)>,
+    stats: RunStats,
     digest: Digest,
     decision_log: Vec<DecisionRecord>,
-    pub(crate) health_series: Vec<HealthSample>,
-    /// (when, node) of every failure the scheduler learned of, for health-aware placement.
-    pub(crate) failures_seen: BTreeSet<(SimTime, NodeId)>,
-    /// GPUs on retired nodes (out of service for good).
-    pub(crate) retired_gpus: u32,
-    pub(crate) spares: crate::spares::Spares,
+    /// Failures learned of, retired nodes, health samples.
+    faults: Faults,
+    spares: crate::spares::Spares,
     /// GPUs let go of and not yet back in the free pool (the release latency).
-    pub(crate) releases: crate::release::Releases,
+    releases: crate::release::Releases,
 }
 
 impl Controller {
@@ -214,28 +134,21 @@ impl Controller {
             timers: Vec::new(),
             series_queue,
             job_queue: Default::default(),
-            stalled_mgpus: 0,
-            waiting_tasks: 0,
             rng: stream(config.seed, &format!("policy:{policy_name}")),
             policy_name: policy_name.to_string(),
             free: FreeGpus::all_free(&cluster),
             health: Health::new(&cluster),
-            owner: vec![None; cluster.gpu_count() as usize],
-            sharers: BTreeMap::new(),
+            occupancy: Occupancy::new(cluster.gpu_count()),
+            census: Census::default(),
             marks: vec![Mark::None; tasks.len()],
             decision_buf: Vec::new(),
             spare_lists: Vec::new(),
             changes: Vec::new(),
             now: SimTime::ZERO,
-            allocated_mgpus: 0,
-            running_tasks: 0,
-            in_system: 0,
             stats,
             digest: Digest::new(),
             decision_log: Vec::new(),
-            health_series: Vec::new(),
-            failures_seen: BTreeSet::new(),
-            retired_gpus: 0,
+            faults: Faults::default(),
             spares: Default::default(),
             releases: crate::release::Releases::new(config.release_latency, cluster.gpu_count()),
             config,
@@ -331,10 +244,18 @@ impl Controller {
         &self.tasks[task.index()]
     }
     pub fn running_tasks(&self) -> u32 {
-        self.running_tasks
+        self.occupancy.running_tasks()
     }
     pub fn stats(&self) -> &RunStats {
         &self.stats
+    }
+    pub(crate) fn config(&self) -> &ControllerConfig {
+        &self.config
+    }
+    /// Counts an event the driver applied that the Controller does not see itself (a hardware
+    /// event, a pass).
+    pub(crate) fn count_event(&mut self) {
+        self.stats.events += 1;
     }
 
     /// Moves time forward to `now`, integrating allocated GPUs and jobs in the system.
@@ -342,10 +263,10 @@ impl Controller {
         assert!(now >= self.now, "time went backwards: {} -> {} (seed {})", self.now, now, self.config.seed);
         if self.stats.first_submit.is_some() {
             let dt = now.since(self.now).as_ms();
-            self.stats.allocated_mgpu_ms += u128::from(dt) * u128::from(self.allocated_mgpus);
-            self.stats.in_system_job_ms += u128::from(dt) * u128::from(self.in_system);
+            self.stats.allocated_mgpu_ms += u128::from(dt) * u128::from(self.occupancy.allocated_mgpus());
+            self.stats.in_system_job_ms += u128::from(dt) * u128::from(self.census.in_system());
             self.stats.broken_gpu_ms += dt * u64::from(self.health.broken_gpus());
-            self.stats.retired_gpu_ms += dt * u64::from(self.retired_gpus);
+            self.stats.retired_gpu_ms += dt * u64::from(self.faults.retired_gpus());
             if self.config.spare_nodes > 0 {
                 let cluster = &self.cluster;
                 self.stats.reserved_gpu_ms += dt * self.spares.gpus(|n| cluster.node(n).gpu_count);
@@ -363,11 +284,11 @@ impl Controller {
     /// The cluster's levels now, as the time series integrates them.
     fn levels(&self) -> Levels {
         Levels {
-            allocated_mgpus: self.allocated_mgpus,
-            stalled_mgpus: self.stalled_mgpus,
+            allocated_mgpus: self.occupancy.allocated_mgpus(),
+            stalled_mgpus: self.occupancy.stalled_mgpus(),
             unusable_gpus: u64::from(self.health.unusable_gpus()),
-            waiting: self.waiting_tasks,
-            running: u64::from(self.running_tasks),
+            waiting: self.census.waiting_tasks(),
+            running: u64::from(self.occupancy.running_tasks()),
         }
     }
 
@@ -381,7 +302,7 @@ impl Controller {
         self.series.count(self.now, |b| b.arrivals += 1);
         let j = &mut self.jobs[job.index()];
         assert!(!j.arrived, "{job} arrived twice (seed {})", self.config.seed);
-        j.arrived = true;
+        self.census.arrive(j);
         if let Some(reason) = self.unschedulable_reason(job) {
             for t in self.jobs[job.index()].tasks() {
                 self.set_status(t, TaskStatus::Unschedulable);
@@ -392,7 +313,6 @@ impl Controller {
             self.end_job(job, JobOutcome::Unschedulable(reason.into()));
             return;
         }
-        self.in_system += 1;
         self.arrive_tasks(job);
     }
 
@@ -464,10 +384,9 @@ impl Controller {
         self.stats.events += 1;
     }
 
-    pub(crate) fn end_job(&mut self, job: JobId, outcome: JobOutcome) {
-        let j = &mut self.jobs[job.index()];
-        j.outcome = Some(outcome);
-        j.end = self.now.into();
+    /// Ends `job`, in the system, with `outcome` now.
+    fn end_job(&mut self, job: JobId, outcome: JobOutcome) {
+        self.census.end(&mut self.jobs[job.index()], outcome, self.now);
         self.stats.last_end = Some(self.now);
         self.series.count(self.now, |b| b.completions += 1);
         self.changes.push(Change::JobEnded(job));
@@ -509,19 +428,10 @@ impl Controller {
             },
         );
         self.reached(task, done_now);
-        let t = &mut self.tasks[task.index()];
-        let was_stalled = t.stalled_since.take().is_some();
-        let placed = std::mem::take(&mut t.placed);
         let lost_mgpu_ms = (lost + stalled + overhead_paid + checkpointing).as_ms() * gpus;
         self.series.count(now, |b| b.lost_mgpu_ms += lost_mgpu_ms);
-        if was_stalled {
-            self.stalled_mgpus -= gpus;
-        }
         self.running_changed(task, -1);
-        self.allocated_mgpus -= gpus;
-        self.unhold(&placed, task);
-        self.running_tasks -= 1;
-        placed
+        self.occupancy.release(task, &mut self.tasks[task.index()])
     }
 
     /// Returns `task`'s `gpus` (or its share of them) to the free index, GPUs the scheduler
@@ -555,48 +465,19 @@ impl Controller {
         self.spare_lists.push(gpus);
     }
 
-    /// `task` now holds `gpus` (whole, or a share of its one GPU).
-    fn hold(&mut self, gpus: &[GpuId], task: TaskId) {
-        let shares = self.tasks[task.index()].milli < WHOLE_GPU_MILLI;
-        for &gpu in gpus {
-            if shares {
-                self.sharers.entry(gpu).or_default().push(task);
-            } else {
-                self.owner[gpu.index()] = Some(task);
-            }
-        }
-    }
-
-    /// `task` lets go of `gpus`. Only shares are among the sharers: a gang of whole GPUs
-    /// looks there for none of them.
-    fn unhold(&mut self, gpus: &[GpuId], task: TaskId) {
-        let shares = self.tasks[task.index()].milli < WHOLE_GPU_MILLI;
-        for &gpu in gpus {
-            if shares && let Some(sharing) = self.sharers.get_mut(&gpu) {
-                sharing.retain(|&t| t != task);
-                if sharing.is_empty() {
-                    self.sharers.remove(&gpu);
-                }
-            }
-            if self.owner[gpu.index()] == Some(task) {
-                self.owner[gpu.index()] = None;
-            }
-        }
-    }
-
     /// The tasks holding `gpu`: its owner, or the fractional tasks sharing it.
-    pub(crate) fn holders(&self, gpu: GpuId) -> impl Iterator<Item = TaskId> + '_ {
-        self.owner[gpu.index()].into_iter().chain(self.sharers.get(&gpu).into_iter().flatten().copied())
+    fn holders(&self, gpu: GpuId) -> impl Iterator<Item = TaskId> + '_ {
+        self.occupancy.holders(gpu)
     }
 
     /// Nobody holds `gpu`, whole or shared, and nothing of it waits to be released.
     pub(crate) fn idle(&self, gpu: GpuId) -> bool {
-        self.owner[gpu.index()].is_none() && !self.sharers.contains_key(&gpu) && self.releases.pending(gpu) == 0
+        !self.occupancy.held(gpu) && self.releases.pending(gpu) == 0
     }
 
     /// Whether any job has arrived and not ended.
     pub fn has_jobs_in_system(&self) -> bool {
-        self.in_system > 0
+        self.census.in_system() > 0
     }
 
     /// Calls the policy and commits its plan; pushes what the driver must do onto `effects`.
@@ -611,10 +492,10 @@ impl Controller {
             jobs: &self.jobs,
             tasks: &self.tasks,
             health: &self.health,
-            failures_seen: &self.failures_seen,
+            failures_seen: self.faults.seen_log(),
             queues: &self.queues,
             job_queue: &self.job_queue,
-            owner: &self.owner,
+            owner: self.occupancy.owners(),
             datasets: &self.datasets,
             speed_profiles: &self.speed_profiles,
             releases: &self.releases,
@@ -662,6 +543,23 @@ impl Controller {
         self.marks[task.index()] = Mark::None;
         self.set_status(task, TaskStatus::Running);
         self.running_changed(task, 1);
+        self.begin_attempt(task, &gpus);
+        // Started on hardware that is broken but not yet known to be: no progress from the start.
+        let broken = self.health.broken_gpus() > 0 && gpus.iter().any(|&g| self.health.broken(g));
+        let job = self.tasks[task.index()].job;
+        self.stats.starts += 1;
+        self.log(DecisionKind::Start, job, Some(task), &gpus, "");
+        let t = &mut self.tasks[task.index()];
+        self.occupancy.hold(task, t, gpus, broken.then_some(self.now));
+        let (attempt, finish_at) = (t.attempt, t.finish_if_undisturbed());
+        self.changes.push(Change::TaskStarted(task));
+        self.watch_progress(task);
+        effects.push(Effect::Started { task, attempt, finish_at });
+    }
+
+    /// A new attempt of `task` starts now on `gpus`: its speed there, and the overhead it pays
+    /// before progress (a restart's, a dataset's transfer to a node without it).
+    fn begin_attempt(&mut self, task: TaskId, gpus: &[GpuId]) {
         let t = &mut self.tasks[task.index()];
         let restart = t.attempt > 0;
         t.attempt += 1;
@@ -678,24 +576,7 @@ impl Controller {
                 self.stats.remote_starts += 1;
             }
         }
-        // Started on hardware that is broken but not yet known to be: no progress from the start.
-        if self.health.broken_gpus() > 0 && gpus.iter().any(|&g| self.health.broken(g)) {
-            t.stalled_since = self.now.into();
-            let mgpus = t.mgpus();
-            self.stalled_mgpus += mgpus;
-        }
         t.first_start.get_or_insert(self.now);
-        self.hold(&gpus, task);
-        let t = &self.tasks[task.index()];
-        let (job, attempt, finish_at) = (t.job, t.attempt, t.finish_if_undisturbed());
-        self.allocated_mgpus += t.mgpus();
-        self.running_tasks += 1;
-        self.stats.starts += 1;
-        self.log(DecisionKind::Start, job, Some(task), &gpus, "");
-        self.tasks[task.index()].placed = gpus;
-        self.changes.push(Change::TaskStarted(task));
-        self.watch_progress(task);
-        effects.push(Effect::Started { task, attempt, finish_at });
     }
 
     fn commit_preempt(&mut self, task: TaskId, reason: &str, effects: &mut Vec<Effect>) {
@@ -721,7 +602,6 @@ impl Controller {
             }
         }
         self.jobs[job.index()].open_tasks = 0;
-        self.in_system -= 1;
         self.stats.rejects += 1;
         self.log(DecisionKind::Reject, job, None, &[], &reason);
         self.end_job(job, JobOutcome::Rejected(reason.into()));
@@ -845,169 +725,12 @@ impl Controller {
         self.digest.hex()
     }
 
-    /// Ends a simulated run: [`Self::finish`], with the span its failure feed covered
-    /// (`Some(None)`: the feed went on to the run's end; `None`: no feed).
-    pub fn finish_with_feed(mut self, fed: Option<Option<SimTime>>) -> RunResult {
-        let end = self.now;
-        self.stats.failures_until = fed.map(|until| until.map_or(end, |t| t.min(end)));
-        self.finish()
-    }
-
-    /// Ends the run: per-job records, counters and the digest.
-    pub fn finish(mut self) -> RunResult {
-        let tasks = self.task_records();
-        let jobs = self.job_records();
-        let levels = self.levels();
-        let mut series = self.series;
-        series.finish(&levels, self.now);
-        let mut stats = self.stats;
-        stats.digest = self.digest.hex();
-        stats.last_event = self.now;
-        RunResult {
-            policy: self.policy_name,
-            seed: self.config.seed,
-            jobs,
-            tasks,
-            queues: self.queues.iter().map(|(_, q)| q.clone()).collect(),
-            stats,
-            decisions: self.decision_log,
-            health_series: self.health_series,
-            series,
-        }
-    }
-
-    /// Every job's record, built from the last job back so that the run's per-job and per-task
-    /// state and the specs shrink as the records grow (their memory returned every
-    /// [`SHRINK_EVERY`] jobs): at a million jobs, records built beside them would add a third
-    /// to the run's peak memory. Names and queues move from the specs: no copy of any name.
-    fn job_records(&mut self) -> Vec<JobRecord> {
-        let mut specs = std::mem::take(&mut self.workload).into_jobs();
-        // Filled from its back, so that the records come out in job order with no reversal
-        // (swapping every record once cost about 3 % of the engine bench's wall time).
-        let mut records = VecDeque::with_capacity(specs.len());
-        while let (Some(spec), Some(state)) = (specs.last_mut(), self.jobs.pop()) {
-            records.push_front(self.job_record(self.jobs.len(), &state, spec));
-            // Dropped where it lies: popping a spec would copy it whole first.
-            specs.truncate(self.jobs.len());
-            self.tasks.truncate(state.first_task.index());
-            if specs.len().is_multiple_of(SHRINK_EVERY) {
-                specs.shrink_to_fit();
-                self.jobs.shrink_to_fit();
-                self.tasks.shrink_to_fit();
-            }
-        }
-        // O(1) when the records fill the buffer from its start (the capacity asked for), else
-        // one move of them to it.
-        Vec::from(records)
-    }
-
-    /// The record of job `index`, its name and queue taken from its spec (which is dropped
-    /// next). Built in one piece from locals: a record filled in after it is built is copied
-    /// whole more often.
-    fn job_record(&self, index: usize, state: &JobState, spec: &mut crate::workload::JobSpec) -> JobRecord {
-        let sums = self.task_sums(state);
-        let critical_path_ms = self.critical_path_ms(state, spec);
-        let unfinished_reason = self.unfinished_reason(state, spec);
-        let alone_ms = critical_path_ms.unwrap_or_else(|| spec.tasks.iter().map(|t| t.work.as_ms()).max().unwrap_or(0));
-        JobRecord {
-            job: JobId::from_index(index),
-            submit: spec.submit,
-            first_start: sums.first_start,
-            end: state.end.get(),
-            tasks: state.task_count,
-            gpus: spec.gpus(),
-            mgpus: sums.mgpus,
-            productive_mgpu_ms: sums.productive_mgpu_ms,
-            preemptions: sums.preemptions,
-            failures: sums.failures,
-            retries: sums.retries,
-            mgpu_ms: sums.mgpu_ms,
-            lost_redo_mgpu_ms: sums.losses.redo_mgpu_ms,
-            lost_lag_mgpu_ms: sums.losses.lag_mgpu_ms,
-            lost_overhead_mgpu_ms: sums.losses.overhead_mgpu_ms,
-            lost_checkpoint_mgpu_ms: sums.losses.checkpoint_mgpu_ms,
-            outcome: state.outcome.clone(),
-            unfinished_reason,
-            critical_path_ms,
-            alone_ms,
-            name: std::mem::take(&mut spec.name),
-            queue: spec.queue.take(),
-        }
-    }
-
-    /// What a job's record sums over its tasks, in one pass (a pass per sum read each task a
-    /// dozen times).
-    fn task_sums(&self, state: &JobState) -> TaskSums {
-        let mut sums = TaskSums::default();
-        for t in state.tasks().map(|t| &self.tasks[t.index()]) {
-            sums.first_start = earliest(sums.first_start, t.first_start.get());
-            sums.mgpus += t.mgpus();
-            sums.productive_mgpu_ms += t.productive_mgpu_ms;
-            sums.preemptions += t.preemptions;
-            sums.failures += t.failures;
-            sums.retries += t.retries;
-            sums.mgpu_ms += t.mgpu_ms_at(self.now);
-            sums.losses.add(*t.losses());
-        }
-        sums
-    }
-
-    /// The critical path of a DAG job over its tasks that were not skipped; `None` for a job
-    /// without dependencies.
-    fn critical_path_ms(&self, state: &JobState, spec: &crate::workload::JobSpec) -> Option<u64> {
-        if spec.tasks.iter().all(|t| t.deps.is_empty()) {
-            return None;
-        }
-        let ran = |i: usize| self.tasks[state.first_task.index() + i].status != TaskStatus::Skipped;
-        let duration = |i: usize| if ran(i) { spec.tasks[i].work.as_ms() } else { 0 };
-        let lag = |i: usize, d: usize| {
-            let dep = spec.tasks[i].deps[d];
-            let upstream = &self.tasks[state.first_task.index() + dep.upstream];
-            if !ran(dep.upstream) {
-                return 0;
-            }
-            dep.kind.point(upstream.checkpoint, upstream.work).map_or(duration(dep.upstream), |p| p.as_ms())
-        };
-        Some(crate::dag::schedule(spec, duration, lag).length_ms)
-    }
-
-    /// Records of the tasks of jobs with several tasks.
-    fn task_records(&self) -> Vec<TaskRecord> {
-        let mut records = Vec::new();
-        if !self.workload.has_jobs_of_several_tasks() {
-            return records;
-        }
-        for (state, spec) in self.jobs.iter().zip(self.workload.jobs()) {
-            if spec.tasks.len() < 2 {
-                continue;
-            }
-            for (task, t_spec) in state.tasks().zip(&spec.tasks) {
-                let t = &self.tasks[task.index()];
-                records.push(TaskRecord {
-                    task,
-                    job: t.job,
-                    name: t_spec.name.clone(),
-                    status: t.status,
-                    gpus: t.gpus,
-                    first_start: t.first_start.get(),
-                    finish: t.finish.get(),
-                    preemptions: t.preemptions,
-                    failures: t.failures,
-                    deps: t_spec.deps.to_vec(),
-                });
-            }
-        }
-        records
-    }
-
     /// Moves `task` to `status`, keeping the waiting-task counts (cluster and queue) true.
-    pub(crate) fn set_status(&mut self, task: TaskId, status: TaskStatus) {
+    fn set_status(&mut self, task: TaskId, status: TaskStatus) {
         let t = &mut self.tasks[task.index()];
-        let delta = i64::from(status.is_startable()) - i64::from(t.status.is_startable());
-        t.status = status;
+        let delta = self.census.set_status(t, status);
         if delta != 0 {
             let queue = self.series_queue[t.job.index()] as usize;
-            self.waiting_tasks = self.waiting_tasks.checked_add_signed(delta).expect("waiting count below zero");
             self.series.queue_change(queue, self.now, QueueDelta::Waiting(delta));
         }
     }
@@ -1019,19 +742,6 @@ impl Controller {
         let mgpus = sign * i64::try_from(t.mgpus()).unwrap_or(i64::MAX);
         self.series.queue_change(queue, self.now, QueueDelta::Running { tasks: sign, mgpus });
     }
-}
-
-/// A job's sums over its tasks, for its record.
-#[derive(Default)]
-struct TaskSums {
-    first_start: Option<SimTime>,
-    mgpus: u64,
-    productive_mgpu_ms: u64,
-    preemptions: u32,
-    failures: u32,
-    retries: u32,
-    mgpu_ms: u64,
-    losses: Losses,
 }
 
 /// The workload's queue names ("-" first, for jobs without one, then sorted) and each job's

@@ -1,0 +1,62 @@
+//! How many tasks wait to be started and how many jobs are in the system (arrived, not
+//! ended): the counts the run integrates (the waiting level, Little's law). A task's status and
+//! a job's arrival and outcome are written only here, together with the counts they make up;
+//! [`Census::check`] recounts both from the tables.
+
+use crate::state::{JobOutcome, JobState, TaskState, TaskStatus};
+use crate::time::SimTime;
+
+#[derive(Debug, Default)]
+pub(crate) struct Census {
+    /// Tasks a policy may start (ready, preempted, retrying).
+    waiting_tasks: u64,
+    /// Jobs arrived and not ended.
+    in_system: u64,
+}
+
+impl Census {
+    /// Moves `t` to `status`; the change in waiting tasks (-1, 0 or 1), for the caller's
+    /// per-queue levels.
+    pub(crate) fn set_status(&mut self, t: &mut TaskState, status: TaskStatus) -> i64 {
+        let delta = i64::from(status.is_startable()) - i64::from(t.status.is_startable());
+        t.status = status;
+        self.waiting_tasks = self.waiting_tasks.checked_add_signed(delta).expect("waiting count below zero");
+        delta
+    }
+
+    /// The job `j` arrived now: it is in the system until it ends (even a job found
+    /// unschedulable, which ends at once).
+    pub(crate) fn arrive(&mut self, j: &mut JobState) {
+        j.arrived = true;
+        self.in_system += 1;
+    }
+
+    /// The job `j`, in the system, ends now with `outcome`.
+    pub(crate) fn end(&mut self, j: &mut JobState, outcome: JobOutcome, now: SimTime) {
+        debug_assert!(j.in_system(), "a job ends once, after it arrived");
+        j.outcome = Some(outcome);
+        j.end = now.into();
+        self.in_system -= 1;
+    }
+
+    pub(crate) fn waiting_tasks(&self) -> u64 {
+        self.waiting_tasks
+    }
+
+    pub(crate) fn in_system(&self) -> u64 {
+        self.in_system
+    }
+
+    /// Recounts both from the tables.
+    pub(crate) fn check(&self, tasks: &[TaskState], jobs: &[JobState]) -> Result<(), String> {
+        let waiting = tasks.iter().filter(|t| t.status.is_startable()).count() as u64;
+        if waiting != self.waiting_tasks {
+            return Err(format!("{waiting} waiting tasks, the counter says {}", self.waiting_tasks));
+        }
+        let in_system = jobs.iter().filter(|j| j.in_system()).count() as u64;
+        if in_system != self.in_system {
+            return Err(format!("{in_system} jobs in the system, the counter says {}", self.in_system));
+        }
+        Ok(())
+    }
+}
