@@ -9,7 +9,8 @@
 //! pass. The phase matters when comparing with a real scheduler, whose passes are anchored
 //! to nothing a trace records (docs/slurm.md measures the spread). Off (the default,
 //! interval zero), the engine decides at every timestamp where something changed, as
-//! before. Live mode has no passes: it decides at every timestamp where something changed.
+//! before. Live mode (`live serve --pass-interval-s`) has the same passes on the wall clock:
+//! the pass is an event the engine owns, and falls due like any other.
 
 use crate::time::{SimDuration, SimTime};
 

@@ -30,7 +30,7 @@ pub struct ControllerConfig {
     /// (see [`crate::series::auto_width`]).
     pub series_bucket: Option<SimDuration>,
     /// Healthy nodes each pool keeps in reserve as hot spares (see `spares.rs`); 0: none.
-    /// Simulation only. Must be fewer than the nodes of the smallest pool.
+    /// In simulation and live mode alike. Must be fewer than the nodes of the smallest pool.
     pub spare_nodes: u32,
     /// Retire a node for good once it has failed this often within a window (`None`: never):
     /// an operator's rule for "lemon" servers. Simulation only (live nodes are retired by
