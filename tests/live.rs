@@ -532,7 +532,8 @@ fn the_command_line_clients_submit_show_and_cancel() {
     let (_, out, _) = cli(&["status", "dag"]);
     assert!(out.contains("job 1 `dag` succeeded") && out.contains("task b succeeded attempt 1 exit 0"), "{out}");
     let (_, out, _) = cli(&["status", "--decisions"]);
-    assert!(out.contains("reject") && out.contains("cancelled by the user") && out.contains("digest "), "{out}");
+    assert!(out.contains("cancel") && out.contains("cancelled by the user") && out.contains("digest "), "{out}");
+    assert!(!out.contains("reject"), "a cancel is no policy's refusal: {out}");
     std::fs::write(s.dir.join("bad-token"), "x".repeat(64)).unwrap();
     let out = Command::new(BIN)
         .args(["live", "status", "--coordinator", &s.addr, "--token-file"])

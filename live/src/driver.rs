@@ -26,13 +26,13 @@
 //! job); a restart applies the whole journal once ([`Driver::replay`]).
 
 use crate::config::LiveConfig;
-use crate::tally::{ALL_STATES, Tally};
+use crate::tally::{LIVE_STATES, Tally};
 use crate::wire::{Assignment, JobRequest, Refusal};
 use run::Setup;
 use serde::{Deserialize, Serialize};
 use sim::{
     Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DecisionRecord, DepKind, Engine, GpuId, JobId,
-    JobOutcome, JobSpec, NodeId, Policy, SimDuration, SimTime, TaskId, TaskStatus, Workload,
+    JobOutcome, JobSpec, JobStatus, NodeId, Policy, SimDuration, SimTime, TaskId, TaskStatus, Workload,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -401,10 +401,10 @@ impl Driver {
 
     /// The tally and the running set against a recount of every job and task.
     fn check_tally(&self) {
-        let mut ended: BTreeMap<&str, u64> = BTreeMap::new();
+        let mut ended: BTreeMap<JobStatus, u64> = BTreeMap::new();
         for s in 0..self.submissions.len() {
             let state = self.job_state(s);
-            if crate::tally::FINAL_STATES.contains(&state) {
+            if state.is_final() {
                 *ended.entry(state).or_default() += 1;
             }
         }
@@ -510,8 +510,8 @@ impl Driver {
 
     /// How many jobs are in each state (every state named, 0 included): at the cost of the
     /// running tasks, the rest being kept as it changes.
-    pub fn job_counts(&self) -> BTreeMap<&'static str, u64> {
-        let mut counts: BTreeMap<&'static str, u64> = ALL_STATES.iter().map(|&s| (s, 0)).collect();
+    pub fn job_counts(&self) -> BTreeMap<JobStatus, u64> {
+        let mut counts: BTreeMap<JobStatus, u64> = LIVE_STATES.iter().map(|&s| (s, 0)).collect();
         counts.extend(self.tally.ended().iter().map(|(&s, &n)| (s, n)));
         let running: BTreeSet<usize> = self
             .running_tasks()
@@ -519,8 +519,8 @@ impl Driver {
             .filter(|&s| !self.tally.has_ended(s))
             .collect();
         let open = self.submissions.len() as u64 - self.tally.ended_total();
-        counts.insert("running", running.len() as u64);
-        counts.insert("waiting", open - running.len() as u64);
+        counts.insert(JobStatus::Running, running.len() as u64);
+        counts.insert(JobStatus::Waiting, open - running.len() as u64);
         counts
     }
 
@@ -571,24 +571,16 @@ impl Driver {
     /// The state of submission `s` as users see it: `waiting`, `running`, `succeeded`,
     /// `failed` (a task failed past its retries or exited non-zero), `cancelled`,
     /// `rejected` (by the policy) or `unschedulable`.
-    pub fn job_state(&self, s: usize) -> &'static str {
-        let sub = &self.submissions[s];
-        if sub.cancelled_at.is_some() {
-            return "cancelled";
-        }
+    pub fn job_state(&self, s: usize) -> JobStatus {
         let outcome = Some(self.unit_of(s))
             .filter(|&u| u < self.controller().workload().len())
-            .map(|u| &self.controller().job(JobId::from_index(u)).outcome);
-        match outcome {
-            Some(Some(JobOutcome::Succeeded)) => "succeeded",
-            Some(Some(JobOutcome::Failed(_))) => "failed",
-            Some(Some(JobOutcome::Rejected(_))) => "rejected",
-            Some(Some(JobOutcome::Unschedulable(_))) => "unschedulable",
-            _ => {
-                let running = sub.task_ids.iter().flatten().any(|&t| self.task_status(t) == TaskStatus::Running);
-                if running { "running" } else { "waiting" }
-            }
+            .and_then(|u| self.controller().job(JobId::from_index(u)).outcome.as_ref());
+        if let Some(outcome) = outcome {
+            return outcome.status();
         }
+        let running =
+            self.submissions[s].task_ids.iter().flatten().any(|&t| self.task_status(t) == TaskStatus::Running);
+        if running { JobStatus::Running } else { JobStatus::Waiting }
     }
 
     /// A task's status (`Pending` until its unit reached the Controller).
@@ -758,10 +750,10 @@ mod tests {
         let submits = ["a", "b"].map(|n| Input::submit(in_queue(n, "team")));
         d.apply(batch(10, [submits.to_vec(), vec![Input::submit(in_queue("c", "other"))]].concat())).unwrap();
         // team may hold one GPU: a runs and b waits, though a GPU is free; c, of other, runs.
-        let states: Vec<&str> = (0..3).map(|s| d.job_state(s)).collect();
+        let states: Vec<&str> = (0..3).map(|s| d.job_state(s).as_str()).collect();
         assert_eq!(states, ["running", "waiting", "running"]);
         d.apply(batch(500, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
-        assert_eq!(d.job_state(1), "running");
+        assert_eq!(d.job_state(1).as_str(), "running");
         // A queue the session does not define is refused at submission, naming those it has.
         let refused = d.check_submission(&in_queue("x", "nope")).unwrap_err();
         assert_eq!(
@@ -816,7 +808,7 @@ mod tests {
             (on1[0].job.as_str(), on1[0].gpus.as_slice(), on1[0].dataset.as_deref()),
             ("data", &["0".to_string()][..], Some("imagenet"))
         );
-        assert_eq!(d.job_state(2), "waiting");
+        assert_eq!(d.job_state(2).as_str(), "waiting");
         d.apply(batch(500, vec![Input::Exit { task: 0, attempt: 1, code: 0 }])).unwrap();
         d.apply(batch(700, vec![Input::Exit { task: 2, attempt: 1, code: 0 }])).unwrap();
         d.apply(batch(
@@ -847,10 +839,10 @@ mod tests {
         let with = |name: &str, priority| JobRequest { priority, ..job(name, &[("0", 1, &[])]) };
         d.apply(batch(10, vec![Input::submit(with("first", 0))])).unwrap();
         d.apply(batch(20, vec![Input::submit(with("low", 0)), Input::submit(with("high", 5))])).unwrap();
-        let states: Vec<&str> = (0..3).map(|s| d.job_state(s)).collect();
+        let states: Vec<&str> = (0..3).map(|s| d.job_state(s).as_str()).collect();
         assert_eq!(states, ["waiting", "waiting", "running"]);
         d.apply(batch(600, vec![Input::Exit { task: 2, attempt: 1, code: 0 }])).unwrap();
-        assert_eq!((d.job_state(0), d.job_state(1)), ("running", "waiting"));
+        assert_eq!((d.job_state(0).as_str(), d.job_state(1).as_str()), ("running", "waiting"));
         d.apply(batch(900, vec![Input::Exit { task: 0, attempt: 2, code: 0 }])).unwrap();
         d.apply(batch(1200, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
         let priorities: Vec<i32> = d.trace().unwrap().workload.jobs().iter().map(|j| j.priority).collect();
@@ -895,8 +887,8 @@ mod tests {
             vec![Input::Exit { task: 1, attempt: 1, code: 0 }, Input::Exit { task: 2, attempt: 1, code: 0 }],
         ))
         .unwrap();
-        assert_eq!(d.job_state(0), "succeeded");
-        assert_eq!(d.job_state(1), "succeeded");
+        assert_eq!(d.job_state(0).as_str(), "succeeded");
+        assert_eq!(d.job_state(1).as_str(), "succeeded");
         let decisions = live(&d);
         assert_eq!(decisions.iter().filter(|x| x.1 == "start").count(), 3);
         assert_eq!(decisions, simulated(&d));
@@ -940,13 +932,13 @@ mod tests {
         assert_eq!((a.len(), a[0].task_name.as_str(), a[0].gpus.len()), (1, "train", 2));
         // `train` exits non-zero: it fails for good (no retry) and `eval` is skipped.
         d.apply(batch(900, vec![Input::Exit { task: 1, attempt: 1, code: 3 }])).unwrap();
-        assert_eq!(d.job_state(0), "failed");
+        assert_eq!(d.job_state(0).as_str(), "failed");
         assert_eq!(d.task_status(TaskId(2)), TaskStatus::Skipped);
         assert!(d.decisions().iter().any(|r| r.detail == "its process exited with code 3"));
         // A second job joins the running Controller.
         d.apply(batch(1000, vec![Input::submit(job("b", &[("0", 1, &[])]))])).unwrap();
         d.apply(batch(1200, vec![Input::Exit { task: 3, attempt: 1, code: 0 }])).unwrap();
-        assert_eq!(d.job_state(1), "succeeded");
+        assert_eq!(d.job_state(1).as_str(), "succeeded");
         // The trace carries the non-zero exit (train ran 400 ms), and the replay fails it too.
         let trace = d.trace().unwrap();
         let train = &trace.workload.jobs()[0].tasks[1];
@@ -1031,7 +1023,7 @@ mod tests {
         d.apply(batch(700, vec![Input::Exit { task: 2, attempt: 1, code: 0 }])).unwrap();
         d.apply(batch(800, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
         d.apply(batch(1300, vec![Input::Exit { task: 3, attempt: 1, code: 0 }])).unwrap();
-        assert_eq!(d.job_state(0), "succeeded");
+        assert_eq!(d.job_state(0).as_str(), "succeeded");
         let trace = d.trace().unwrap();
         assert_eq!(trace.workload.jobs()[0].tasks[3].deps.len(), 2);
         assert_eq!(live(&d), simulated(&d));
@@ -1069,7 +1061,7 @@ mod tests {
         let a = d.assignments(0, |_| String::new());
         assert_eq!((a.len(), a[0].attempt), (1, 2));
         d.apply(batch(1500, vec![Input::Exit { task: 0, attempt: 2, code: 0 }, Input::Beat { node: 0 }])).unwrap();
-        assert_eq!(d.job_state(0), "succeeded");
+        assert_eq!(d.job_state(0).as_str(), "succeeded");
         let trace = d.trace().unwrap();
         assert!(
             trace.events.iter().any(|e| matches!(e, ClusterEvent::GpuFail { repair: Some(r), .. } if r.as_ms() == 700))
@@ -1093,7 +1085,7 @@ mod tests {
         let a = d.assignments(0, |_| String::new());
         assert_eq!((a.len(), a[0].attempt), (1, 2));
         d.apply(batch(1600, vec![Input::Exit { task: 0, attempt: 2, code: 0 }, Input::Beat { node: 0 }])).unwrap();
-        assert_eq!(d.job_state(0), "succeeded");
+        assert_eq!(d.job_state(0).as_str(), "succeeded");
         assert!(d.decisions().iter().any(|r| r.detail.contains("its node restarted")), "{:?}", d.decisions());
         assert_eq!(live(&d), simulated(&d));
     }
@@ -1106,12 +1098,12 @@ mod tests {
         d.apply(batch(20, vec![Input::submit(job("b", &[("0", 1, &[])]))])).unwrap();
         assert_eq!(d.assignments(0, |_| String::new())[0].job, "a");
         d.apply(batch(30, vec![Input::Cancel { job: 0 }])).unwrap();
-        assert_eq!(d.job_state(0), "cancelled");
+        assert_eq!(d.job_state(0).as_str(), "cancelled");
         assert_eq!(d.assignments(0, |_| String::new())[0].job, "b");
         assert!(d.apply(batch(30, vec![Input::Tick])).is_err(), "time must move forward");
         // b, waiting, is cancelled too; c is cancelled in the batch that submits it.
         d.apply(batch(40, vec![Input::submit(job("c", &[("0", 1, &[])])), Input::Cancel { job: 2 }])).unwrap();
-        assert_eq!(d.job_state(2), "cancelled");
+        assert_eq!(d.job_state(2).as_str(), "cancelled");
         d.apply(batch(50, vec![Input::Exit { task: 1, attempt: 1, code: 0 }])).unwrap();
         // The trace says when each was cancelled; a ran 20 ms of its assumed hour, so its
         // duration stays the hour, and the replay cancels it at 30 as live mode did.
@@ -1120,8 +1112,27 @@ mod tests {
             trace.workload.jobs().iter().map(|j| j.cancel.get().map(SimTime::as_ms)).collect();
         assert_eq!(cancels, [Some(30), None, Some(40)]);
         let decisions = live(&d);
-        assert!(decisions.iter().any(|x| x == &(30, "reject", 0, None, vec![])), "{decisions:?}");
+        assert!(decisions.iter().any(|x| x == &(30, "cancel", 0, None, vec![])), "{decisions:?}");
         assert_eq!(decisions, simulated(&d));
+        // One word on both sides: the session's states are its replay's outcomes.
+        let replay = d.replay_in_simulator(&policies::Registry::builtin()).unwrap();
+        let replayed: Vec<JobStatus> = replay.jobs.iter().map(|j| JobStatus::at_end(j.outcome.as_ref())).collect();
+        assert_eq!(replayed, (0..3).map(|s| d.job_state(s)).collect::<Vec<_>>());
+        assert_eq!(replayed, [JobStatus::Cancelled, JobStatus::Succeeded, JobStatus::Cancelled]);
+    }
+
+    /// A cancel of a job that has ended changes nothing, in the session as in its replay: the
+    /// job keeps the state it ended in (the coordinator answers 409).
+    #[test]
+    fn a_cancel_after_the_end_changes_nothing() {
+        let mut d = Driver::new(config("1x1", "fifo")).unwrap();
+        d.apply(d.start_batch()).unwrap();
+        d.apply(batch(10, vec![Input::submit(job("huge", &[("0", 2, &[])]))])).unwrap();
+        assert_eq!(d.job_state(0), JobStatus::Unschedulable);
+        d.apply(batch(20, vec![Input::Cancel { job: 0 }])).unwrap();
+        assert_eq!(d.job_state(0), JobStatus::Unschedulable);
+        let replay = d.replay_in_simulator(&policies::Registry::builtin()).unwrap();
+        assert_eq!(JobStatus::at_end(replay.jobs[0].outcome.as_ref()), JobStatus::Unschedulable);
     }
 
     #[test]

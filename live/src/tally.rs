@@ -8,20 +8,26 @@
 //! state can still change once (a rejected job the user then cancels), so each job's counted
 //! state is kept and moved, never counted twice.
 
+use sim::JobStatus;
 use std::collections::BTreeMap;
 
-/// The states a job ends in, as [`crate::driver::Driver::job_state`] names them.
-pub const FINAL_STATES: [&str; 5] = ["succeeded", "failed", "cancelled", "rejected", "unschedulable"];
-
-/// Every state a job can be in, in the order `GET /metrics` lists them.
-pub const ALL_STATES: [&str; 7] =
-    ["waiting", "running", "succeeded", "failed", "cancelled", "rejected", "unschedulable"];
+/// Every state a live job can be in, in the order `GET /metrics` lists them: all but
+/// `unfinished`, a run's word for what its end left (a session has no end).
+pub const LIVE_STATES: [JobStatus; 7] = [
+    JobStatus::Waiting,
+    JobStatus::Running,
+    JobStatus::Succeeded,
+    JobStatus::Failed,
+    JobStatus::Cancelled,
+    JobStatus::Rejected,
+    JobStatus::Unschedulable,
+];
 
 #[derive(Debug, Default, Clone)]
 pub struct Tally {
     /// The final state each submission is counted in (None: not ended).
-    counted: Vec<Option<&'static str>>,
-    ended: BTreeMap<&'static str, u64>,
+    counted: Vec<Option<JobStatus>>,
+    ended: BTreeMap<JobStatus, u64>,
     /// Whether each submission's completion time is in `completion_ms`.
     completed: Vec<bool>,
     completion_ms: u128,
@@ -39,8 +45,8 @@ impl Tally {
     }
 
     /// Submission `s` is in `state` now (`waiting` and `running` are not final: not counted).
-    pub fn settle(&mut self, s: usize, state: &'static str) {
-        let now = FINAL_STATES.contains(&state).then_some(state);
+    pub fn settle(&mut self, s: usize, state: JobStatus) {
+        let now = state.is_final().then_some(state);
         let before = std::mem::replace(&mut self.counted[s], now);
         if before == now {
             return;
@@ -78,7 +84,7 @@ impl Tally {
     }
 
     /// Jobs in each final state.
-    pub fn ended(&self) -> &BTreeMap<&'static str, u64> {
+    pub fn ended(&self) -> &BTreeMap<JobStatus, u64> {
         &self.ended
     }
 
@@ -104,20 +110,21 @@ mod tests {
 
     #[test]
     fn a_final_state_that_changes_moves_its_count_and_a_completion_counts_once() {
+        use JobStatus::{Cancelled, Rejected, Running, Succeeded, Waiting};
         let mut t = Tally::default();
         t.submitted();
         t.submitted();
-        t.settle(0, "waiting");
-        t.settle(0, "running");
+        t.settle(0, Waiting);
+        t.settle(0, Running);
         assert_eq!(t.ended_total(), 0);
-        t.settle(0, "rejected");
-        t.settle(1, "succeeded");
+        t.settle(0, Rejected);
+        t.settle(1, Succeeded);
         t.succeeded(1, 1500);
         t.succeeded(1, 1500);
-        t.settle(0, "rejected");
-        assert_eq!((t.ended()["rejected"], t.ended()["succeeded"]), (1, 1));
-        t.settle(0, "cancelled");
-        assert_eq!((t.ended()["rejected"], t.ended()["cancelled"], t.ended_total()), (0, 1, 2));
+        t.settle(0, Rejected);
+        assert_eq!((t.ended()[&Rejected], t.ended()[&Succeeded]), (1, 1));
+        t.settle(0, Cancelled);
+        assert_eq!((t.ended()[&Rejected], t.ended()[&Cancelled], t.ended_total()), (0, 1, 2));
         assert_eq!(t.completions(), (1.5, 1));
         assert!(t.has_ended(0) && !t.has_ended(2));
     }

@@ -22,6 +22,7 @@ fn ends(r: &sim::RunResult) -> Vec<(String, Option<u64>, u64, String)> {
                 JobOutcome::Succeeded => "succeeded".to_string(),
                 JobOutcome::Failed(why) => format!("failed: {why}"),
                 JobOutcome::Rejected(why) => format!("rejected: {why}"),
+                JobOutcome::Cancelled => "cancelled".to_string(),
                 JobOutcome::Unschedulable(why) => format!("unschedulable: {why}"),
             };
             let end = j.end.expect("ended").as_ms() / 1000;
@@ -48,7 +49,7 @@ fn a_cancel_stops_the_running_job_and_frees_its_gpu_for_the_next() {
         cancelled_at(job("e", 36, 1, 5), 50),
     ];
     let r = run("fifo", cluster(&[(1, 1, "A")]), jobs);
-    let cancelled = "rejected: cancelled by the user";
+    let cancelled = "cancelled";
     assert_eq!(
         ends(&r),
         [
@@ -62,6 +63,16 @@ fn a_cancel_stops_the_running_job_and_frees_its_gpu_for_the_next() {
     // a held its GPU 30 s; nothing of c or d ran.
     let gpu_s: Vec<u64> = r.jobs.iter().map(|j| j.mgpu_ms / 1_000_000).collect();
     assert_eq!(gpu_s, [30, 10, 0, 0, 5]);
+    // Each cancel is logged as one, not as a policy's refusal.
+    let cancels: Vec<(u64, u32)> = r
+        .decisions
+        .iter()
+        .filter(|d| d.kind == sim::DecisionKind::Cancel)
+        .map(|d| (d.time.as_ms() / 1000, d.job.0))
+        .collect();
+    assert_eq!(cancels, [(20, 2), (30, 0), (35, 3)]);
+    assert!(r.decisions.iter().all(|d| d.kind != sim::DecisionKind::Reject));
+    assert_eq!((r.stats.cancels, r.stats.rejects), (3, 0));
 }
 
 #[test]

@@ -805,7 +805,9 @@ impl<'h> Replay<'h> {
                 self.jobs[job].end = End::Unschedulable;
                 return Ok(());
             }
-            DecisionKind::Reject => return Err(format!("no built-in policy rejects, got {d:?}")),
+            DecisionKind::Reject | DecisionKind::Cancel => {
+                return Err(format!("no built-in policy rejects and these workloads cancel nothing, got {d:?}"));
+            }
             _ => {}
         }
         let t = d.task.ok_or(format!("{d:?} has no task"))?.index();
@@ -854,7 +856,7 @@ impl<'h> Replay<'h> {
                 self.tasks[t].preemptions += 1;
             }
             DecisionKind::Fail => self.fail(d, t, &gpus)?,
-            DecisionKind::Reject | DecisionKind::Unschedulable => unreachable!("handled above"),
+            DecisionKind::Reject | DecisionKind::Cancel | DecisionKind::Unschedulable => unreachable!("handled above"),
         }
         Ok(())
     }

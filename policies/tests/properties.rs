@@ -274,8 +274,8 @@ impl<'m> Replay<'m> {
             }
             return Ok(());
         }
-        if d.kind == DecisionKind::Reject {
-            return Err(format!("no built-in policy rejects, got {d:?}"));
+        if matches!(d.kind, DecisionKind::Reject | DecisionKind::Cancel) {
+            return Err(format!("no built-in policy rejects and these workloads cancel nothing, got {d:?}"));
         }
         let t = d.task.ok_or(format!("{d:?} has no task"))?.index();
         let tm = self.m.tasks.get(t).ok_or(format!("log names unknown task {t}"))?;
@@ -367,7 +367,7 @@ impl<'m> Replay<'m> {
                     r.finish_ms = Some(now);
                 }
             }
-            DecisionKind::Reject | DecisionKind::Unschedulable => unreachable!("handled above"),
+            DecisionKind::Reject | DecisionKind::Cancel | DecisionKind::Unschedulable => unreachable!("handled above"),
             DecisionKind::Fail => return Err(format!("{d:?}: no hardware fails in these runs")),
         }
         Ok(())

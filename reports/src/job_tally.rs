@@ -10,6 +10,7 @@ use sim::{JobOutcome, JobRecord, SimTime};
 pub(crate) struct JobTally {
     pub unschedulable: u64,
     pub rejected: u64,
+    pub cancelled: u64,
     pub failed: u64,
     pub unfinished: u64,
     /// JCTs of the succeeded jobs, ms, sorted.
@@ -53,6 +54,7 @@ impl JobTally {
             Some(JobOutcome::Succeeded) => self.add_finished(job),
             Some(JobOutcome::Unschedulable(_)) => self.unschedulable += 1,
             Some(JobOutcome::Rejected(_)) => self.rejected += 1,
+            Some(JobOutcome::Cancelled) => self.cancelled += 1,
             Some(JobOutcome::Failed(_)) => self.failed += 1,
             None => self.unfinished += 1,
         }

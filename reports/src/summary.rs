@@ -25,7 +25,10 @@ pub struct Summary {
     pub jobs: u64,
     pub jobs_finished: u64,
     pub jobs_unschedulable: u64,
+    /// Jobs the policy refused.
     pub jobs_rejected: u64,
+    /// Jobs the user cancelled (a trace's `cancel_s`, `live cancel`).
+    pub jobs_cancelled: u64,
     /// Jobs that failed: a task failed past its retry budget.
     pub jobs_failed: u64,
     /// Jobs still waiting or running when the run ended (a stalled policy, or the horizon:
@@ -126,6 +129,7 @@ impl Summary {
             jobs_finished: jobs.finished,
             jobs_unschedulable: jobs.unschedulable,
             jobs_rejected: jobs.rejected,
+            jobs_cancelled: jobs.cancelled,
             jobs_failed: jobs.failed,
             jobs_unfinished: jobs.unfinished,
             mean_jct_s: mean_s(jct_ms),

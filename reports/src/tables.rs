@@ -60,7 +60,7 @@ pub fn write_job_records_csv(run: &RunResult, out: impl Write) -> io::Result<()>
         let jct = if succeeded { span_secs(j.submit, j.end) } else { String::new() };
         let queue = j.first_start.map(|s| span_secs(j.submit, Some(s))).unwrap_or_default();
         let run_s = j.first_start.map(|s| span_secs(s, j.end)).unwrap_or_default();
-        let state = j.outcome.as_ref().map_or("unfinished", |o| o.as_str());
+        let state = sim::JobStatus::at_end(j.outcome.as_ref()).as_str();
         let reason = j.outcome.as_ref().map_or(j.unfinished_reason.as_deref().unwrap_or(""), |o| o.reason());
         w.write_record([
             j.name.as_str(),
@@ -200,8 +200,14 @@ pub fn summary_table(s: &Summary) -> String {
         (
             "jobs",
             format!(
-                "{} ({} finished, {} unschedulable, {} rejected, {} failed, {} unfinished)",
-                s.jobs, s.jobs_finished, s.jobs_unschedulable, s.jobs_rejected, s.jobs_failed, s.jobs_unfinished
+                "{} ({} finished, {} unschedulable, {} rejected, {} cancelled, {} failed, {} unfinished)",
+                s.jobs,
+                s.jobs_finished,
+                s.jobs_unschedulable,
+                s.jobs_rejected,
+                s.jobs_cancelled,
+                s.jobs_failed,
+                s.jobs_unfinished
             ),
         ),
         (

@@ -3,7 +3,8 @@
 //! a job's arrival and outcome are written only here, together with the counts they make up;
 //! [`Census::check`] recounts both from the tables.
 
-use crate::state::{JobOutcome, JobState, TaskState, TaskStatus};
+use crate::job_status::JobOutcome;
+use crate::state::{JobState, TaskState, TaskStatus};
 use crate::time::SimTime;
 
 #[derive(Debug, Default)]

@@ -233,7 +233,7 @@ impl Engine {
                 true
             }
             Event::Timer(timer) => self.controller.timer_fired(timer),
-            Event::Cancel(job) => self.controller.cancel_job(job, crate::workload::CANCELLED_BY_THE_USER),
+            Event::Cancel(job) => self.controller.cancel_job(job),
             Event::Wake => {
                 self.controller.wake();
                 *woken = true;

@@ -18,6 +18,7 @@ mod faults;
 pub mod hardware;
 pub mod health;
 pub mod ids;
+pub mod job_status;
 mod node_bits;
 mod observe;
 mod occupancy;
@@ -48,6 +49,7 @@ pub use engine::{Engine, simulate};
 pub use failure::{ClusterEvent, FailureConfig};
 pub use hardware::HardwareFeed;
 pub use ids::{GpuId, JobId, NodeId, PoolId, TaskId};
+pub use job_status::{JobOutcome, JobStatus};
 pub use plan::{Decision, Plan, PlanError, Savepoint};
 pub use policy::Policy;
 pub use quota::{Queue, QueueId, QueueSpec, Queues, QuotaUsage};
@@ -55,7 +57,7 @@ pub use record::{DecisionKind, DecisionRecord, HealthSample, JobRecord, RunResul
 pub use scenario::{Scenario, SimError, check_job_checkpoints};
 pub use series::{Bucket, QueueBucket, Series};
 pub use speeds::SpeedProfiles;
-pub use state::{JobOutcome, JobState, Losses, OptIndex, TaskState, TaskStatus};
+pub use state::{JobState, Losses, OptIndex, TaskState, TaskStatus};
 pub use time::{OptDuration, OptMs, OptTime, SimDuration, SimTime};
 pub use view::{Change, ClusterView, DurationSource};
 pub use workload::{

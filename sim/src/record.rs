@@ -2,8 +2,9 @@
 //! decision log (always hashed into the digest, kept in memory only when asked for).
 
 use crate::ids::{GpuId, JobId, TaskId};
+use crate::job_status::JobOutcome;
 use crate::series::Series;
-use crate::state::{JobOutcome, TaskStatus};
+use crate::state::TaskStatus;
 use crate::time::SimTime;
 use crate::workload::Dependency;
 
@@ -75,6 +76,8 @@ pub enum DecisionKind {
     Unschedulable,
     /// An attempt failed with its hardware (retried or not: the detail says).
     Fail,
+    /// The user cancelled the job (a trace's `cancel_s`, `live cancel`).
+    Cancel,
 }
 
 impl DecisionKind {
@@ -86,6 +89,7 @@ impl DecisionKind {
             DecisionKind::Reject => "reject",
             DecisionKind::Unschedulable => "unschedulable",
             DecisionKind::Fail => "fail",
+            DecisionKind::Cancel => "cancel",
         }
     }
     pub(crate) fn code(self) -> u32 {
@@ -116,6 +120,8 @@ pub struct RunStats {
     pub starts: u64,
     pub preemptions: u64,
     pub rejects: u64,
+    /// Jobs the user cancelled.
+    pub cancels: u64,
     /// Decisions the plan refused (a policy bug or a policy probing; each names its rule).
     pub refused: u64,
     pub cluster_gpus: u32,

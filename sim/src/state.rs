@@ -13,6 +13,7 @@
 
 use crate::cluster::PoolMask;
 use crate::ids::{GpuId, JobId, TaskId};
+use crate::job_status::JobOutcome;
 use crate::time::{OptDuration, OptTime, SimDuration, SimTime};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -294,38 +295,6 @@ fn mul_div(a: u64, b: u64, c: u64, round: Round) -> u64 {
         (Some(product), Round::Up) => product.div_ceil(c),
         (None, Round::Down) => (u128::from(a) * u128::from(b) / u128::from(c)) as u64,
         (None, Round::Up) => (u128::from(a) * u128::from(b)).div_ceil(u128::from(c)) as u64,
-    }
-}
-
-/// How a job ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JobOutcome {
-    Succeeded,
-    /// It can never fit the cluster; the reason names the task and the limit.
-    Unschedulable(Box<str>),
-    /// The policy refused it (the reason is the policy's), or the user cancelled it (the
-    /// reason is `workload::CANCELLED_BY_THE_USER`).
-    Rejected(Box<str>),
-    /// A task failed for good (hardware failures past its retry budget, its start window
-    /// closed, or a non-zero exit code) and, in a DAG job, no `failure` dependent handled it;
-    /// the reason names the task.
-    Failed(Box<str>),
-}
-
-impl JobOutcome {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            JobOutcome::Succeeded => "succeeded",
-            JobOutcome::Unschedulable(_) => "unschedulable",
-            JobOutcome::Rejected(_) => "rejected",
-            JobOutcome::Failed(_) => "failed",
-        }
-    }
-    pub fn reason(&self) -> &str {
-        match self {
-            JobOutcome::Succeeded => "",
-            JobOutcome::Unschedulable(r) | JobOutcome::Rejected(r) | JobOutcome::Failed(r) => r,
-        }
     }
 }
 

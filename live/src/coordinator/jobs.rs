@@ -33,7 +33,7 @@ impl Coordinator {
     pub(crate) fn cancel(&mut self, key: &str) -> Result<(u16, Value), Refusal> {
         let job = self.find_job(key)?;
         let state = self.driver.job_state(job);
-        if matches!(state, "succeeded" | "failed" | "cancelled") {
+        if state.is_final() {
             return Err(Refusal::new(409, format!("job `{key}` has already ended ({state})")));
         }
         self.commit(vec![Input::Cancel { job: job as u32 }]).map_err(Self::internal)?;

@@ -75,7 +75,8 @@ impl Coordinator {
     pub(crate) fn metrics_text(&self) -> String {
         let mut e = Exposition::default();
         // Counted as they change (crate::tally): a scrape costs the running tasks, not the history.
-        let jobs = self.driver.job_counts().into_iter().map(|(s, n)| (vec![("state", s.to_string())], n as f64));
+        let jobs =
+            self.driver.job_counts().into_iter().map(|(s, n)| (vec![("state", s.as_str().to_string())], n as f64));
         e.family("schedlab_jobs", "gauge", "Submitted jobs by state.", jobs);
         let cluster = self.cluster_json();
         let nodes = cluster["nodes"].as_array().cloned().unwrap_or_default();

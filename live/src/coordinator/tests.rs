@@ -347,7 +347,7 @@ fn a_name_finds_its_job_before_an_id_does() {
     c.submit(JobRequest::new("x", vec![TaskRequest::new("0", "sleep 100")])).unwrap();
     let (_, cancelled) = c.cancel("1").unwrap();
     assert_eq!(cancelled["name"], "1", "{cancelled}");
-    assert_eq!(c.driver.job_state(1), "running");
+    assert_eq!(c.driver.job_state(1).as_str(), "running");
     assert_eq!(c.job_json(c.find_job("1").unwrap())["name"], "1");
     assert_eq!(c.job_json(c.find_job("0").unwrap())["name"], "1");
     assert_eq!(c.find_job("2").unwrap_err().status, 404);
@@ -388,7 +388,7 @@ fn a_full_disk_refuses_changes_with_503_and_the_coordinator_carries_on() {
     c.commit_due();
     c.store.pragma_set("max_page_count", 1 << 30);
     c.submit(big()).unwrap();
-    assert_eq!(c.driver.job_state(c.find_job("big").unwrap()), "running");
+    assert_eq!(c.driver.job_state(c.find_job("big").unwrap()).as_str(), "running");
 }
 
 /// `GET /v1/jobs` lists a page at a time (1,000 jobs at most), with the `after` of the next

@@ -25,7 +25,7 @@ impl Coordinator {
                 json!({
                     "id": i,
                     "name": s.request.name,
-                    "state": self.driver.job_state(i),
+                    "state": self.driver.job_state(i).as_str(),
                     "submit_s": seconds(s.submit),
                     "tasks": s.request.tasks.len(),
                 })
@@ -66,7 +66,7 @@ impl Coordinator {
         json!({
             "id": i,
             "name": s.request.name,
-            "state": self.driver.job_state(i),
+            "state": self.driver.job_state(i).as_str(),
             "submit_s": seconds(s.submit),
             "tasks": tasks,
         })

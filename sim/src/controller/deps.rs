@@ -17,7 +17,8 @@
 use super::Controller;
 use crate::deps::Timer;
 use crate::ids::{JobId, TaskId};
-use crate::state::{JobOutcome, TaskStatus};
+use crate::job_status::JobOutcome;
+use crate::state::TaskStatus;
 use crate::time::{SimDuration, SimTime};
 use crate::view::Change;
 

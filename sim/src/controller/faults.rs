@@ -7,8 +7,9 @@
 
 use super::Controller;
 use crate::ids::{GpuId, JobId, NodeId, TaskId};
+use crate::job_status::JobOutcome;
 use crate::record::DecisionKind;
-use crate::state::{JobOutcome, TaskStatus};
+use crate::state::TaskStatus;
 use crate::time::SimTime;
 use crate::view::Change;
 

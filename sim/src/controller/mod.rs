@@ -23,6 +23,7 @@ use crate::digest::Digest;
 use crate::faults::Faults;
 use crate::health::Health;
 use crate::ids::{GpuId, JobId, TaskId};
+use crate::job_status::JobOutcome;
 use crate::occupancy::Occupancy;
 use crate::plan::{Decision, Mark, Plan};
 use crate::policy::Policy;
@@ -31,7 +32,7 @@ use crate::record::{DecisionKind, DecisionRecord, RunStats};
 use crate::rng::{StreamRng, stream};
 use crate::series::{Levels, QueueDelta, Series};
 use crate::speeds::SpeedProfiles;
-use crate::state::{JobOutcome, JobState, Losses, OptIndex, TaskState, TaskStatus};
+use crate::state::{JobState, Losses, OptIndex, TaskState, TaskStatus};
 use crate::time::{OptTime, SimDuration, SimTime};
 use crate::view::{Change, ClusterView};
 use crate::workload::Workload;
@@ -694,19 +695,19 @@ impl Controller {
         self.task_failed_for_good(task, why.to_string());
     }
 
-    /// Live mode: the user cancelled `job`. Its running attempts end now (their GPUs return),
-    /// its waiting tasks never run, and it ends rejected with `reason`. False (nothing
-    /// changed) when the job has not arrived or has already ended.
-    pub fn cancel_job(&mut self, job: JobId, reason: &str) -> bool {
+    /// The user cancelled `job` (a trace's `cancel_s`, live mode's `live cancel`). Its running
+    /// attempts end now (their GPUs return), its waiting tasks never run, and it ends
+    /// cancelled. False (nothing changed) when the job has not arrived or has already ended.
+    pub fn cancel_job(&mut self, job: JobId) -> bool {
         let j = &self.jobs[job.index()];
         if !j.arrived || j.outcome.is_some() {
             return false;
         }
         self.stats.events += 1;
         self.stop_job(job);
-        self.stats.rejects += 1;
-        self.log(DecisionKind::Reject, job, None, &[], reason);
-        self.end_job(job, JobOutcome::Rejected(reason.into()));
+        self.stats.cancels += 1;
+        self.log(DecisionKind::Cancel, job, None, &[], crate::workload::CANCELLED_BY_THE_USER);
+        self.end_job(job, JobOutcome::Cancelled);
         true
     }
 
