@@ -87,9 +87,9 @@ fn a_session_with_a_failed_program_and_a_cancel_replays_to_the_same_decisions() 
     let states: Vec<&str> = jobs["jobs"].as_array().unwrap().iter().map(|j| j["state"].as_str().unwrap()).collect();
     assert_eq!(states, ["failed", "cancelled", "succeeded"], "{jobs:#}");
     let (live, live_digest) = s.decisions();
-    // Decision lines are time,kind,job,task,gpus: crash (job 0) fails, long (job 1) is rejected.
+    // Decision lines are time,kind,job,task,gpus: crash (job 0) fails, long (job 1) is cancelled.
     assert!(live.iter().any(|l| l.contains(",fail,0,0,")), "{live:?}");
-    assert!(live.iter().any(|l| l.contains(",reject,1,,")), "{live:?}");
+    assert!(live.iter().any(|l| l.contains(",cancel,1,,")), "{live:?}");
     let (replayed, sim_digest, _) = s.replay();
     assert_eq!(live, replayed);
     assert_eq!(live_digest, sim_digest);

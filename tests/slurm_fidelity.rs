@@ -331,3 +331,19 @@ fn fifo_with_a_release_latency_matches_sched_builtin() {
     // the latency is a property of the cluster, to measure (docs/slurm.md), not a knob to guess.
     assert!(table[&("builtin-fast", "1.5")].within_5s < 100 && table[&("builtin", "1")].within_5s < 100, "{table:?}");
 }
+
+/// The replay's fidelity is in its summary (summary.json, sweep.csv, Python), not only in the
+/// line `simulate` prints: a sweep over `release_latency_s` shows the number being fitted.
+#[test]
+fn the_start_deviations_are_summary_keys() {
+    let outcome = replay("builtin", "fifo", &["--pass-interval-s", "3"]);
+    let vs = outcome.vs_recorded.expect("a sacct dump records starts");
+    let s = &outcome.summary;
+    assert_eq!(s.recorded_starts_jobs, Some(vs.jobs as u64));
+    assert_eq!(s.recorded_starts_within_5s, Some(vs.within_5s as f64 / vs.jobs as f64));
+    assert_eq!((s.recorded_start_p50_s, s.recorded_start_p99_s), (Some(vs.p50_s as f64), Some(vs.p99_s as f64)));
+    let json = serde_json::to_value(s).unwrap();
+    assert_eq!(json["recorded_starts_jobs"], vs.jobs, "{json}");
+    let plain = RunSpec { jobs: 50, ..RunSpec::default() }.run().unwrap();
+    assert_eq!(plain.summary.recorded_starts_jobs, None, "the built-in workload records no starts");
+}

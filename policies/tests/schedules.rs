@@ -416,3 +416,20 @@ fn easy_backfill_lends_no_extra_gpus_ahead_of_a_head_that_needs_whole_nodes() {
     assert_eq!(first_gpus(&r, "h"), vec![4, 5, 6, 7, 8, 9, 10, 11]);
     assert_eq!(schedule_of(&r, "d"), (100, 600));
 }
+
+/// A job's wait for GPUs over its whole life counts the time it spent preempted, where the
+/// first-start delay stops at its first start. 1 GPU under priority: `low` (100 s) runs from
+/// 0; `high` (priority 5, 20 s) arrives at 10 and preempts it; `low` waits from 10 to 30, then
+/// runs its last 90 s (progress is never lost without checkpoint intervals) and ends at 120.
+/// `late` (1 s, in at 15) waits from 15 until `low` ends at 120.
+#[test]
+fn a_jobs_wait_counts_the_time_it_spent_preempted() {
+    let mut high = job("high", 10, 1, 20);
+    high.priority = 5;
+    let r = run("priority", cluster(&[(1, 1, "A")]), vec![job("low", 0, 1, 100), high, job("late", 15, 1, 1)]);
+    assert_eq!(schedule(&r), [("low".into(), 0, 120), ("high".into(), 10, 30), ("late".into(), 120, 121)]);
+    let waited: Vec<u64> = r.jobs.iter().map(|j| j.waited_ms / 1000).collect();
+    assert_eq!(waited, [20, 0, 105]);
+    let queued: Vec<u64> = r.jobs.iter().map(|j| j.first_start.unwrap().since(j.submit).as_ms() / 1000).collect();
+    assert_eq!(queued, [0, 0, 105], "the first-start delay misses low's 20 s preempted");
+}

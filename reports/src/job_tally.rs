@@ -19,6 +19,8 @@ pub(crate) struct JobTally {
     /// always started; the count is kept for the mean's exact definition).
     pub finished: u64,
     pub queue_ms: u128,
+    /// The finished jobs' waits for GPUs over their whole life, summed (ms).
+    pub wait_ms: u128,
     pub queued: u64,
     pub redo: u128,
     pub lag: u128,
@@ -75,6 +77,7 @@ impl JobTally {
 
     fn add_finished(&mut self, job: &JobRecord) {
         self.finished += 1;
+        self.wait_ms += u128::from(job.waited_ms);
         if let Some(end) = job.end {
             self.jct_ms.push(end.since(job.submit).as_ms());
         }

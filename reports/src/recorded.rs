@@ -58,6 +58,14 @@ impl StartDeviations {
         })
     }
 
+    /// Sets `summary`'s `recorded_start*` keys to these deviations.
+    pub fn fill_summary(&self, summary: &mut crate::Summary) {
+        summary.recorded_starts_jobs = Some(self.jobs as u64);
+        summary.recorded_starts_within_5s = Some(self.within_5s as f64 / self.jobs as f64);
+        summary.recorded_start_p50_s = Some(self.p50_s as f64);
+        summary.recorded_start_p99_s = Some(self.p99_s as f64);
+    }
+
     /// One line for the summary: "274 jobs: 16 in the same second, 263 within 5 s; p50 2 s, ...".
     pub fn line(&self) -> String {
         format!(

@@ -39,6 +39,10 @@ pub struct Summary {
     pub p95_jct_s: f64,
     pub p99_jct_s: f64,
     pub mean_queue_s: f64,
+    /// Finished jobs' mean wait for GPUs over their whole life: the time at least one of a
+    /// job's tasks could have been started and was not, preempted and retrying time included
+    /// (`mean_queue_s` counts only until the first start).
+    pub mean_wait_s: f64,
     pub makespan_s: f64,
     pub utilisation: f64,
     pub goodput: f64,
@@ -96,6 +100,14 @@ pub struct Summary {
     /// Of the starts of tasks that read a dataset, the share on nodes holding it (1 if none).
     pub data_locality: f64,
     pub littles_law_error: f64,
+    /// A trace that records when its jobs started (a Slurm dump): the jobs started both in
+    /// the replay and in the record, the share of them the replay started within 5 s of the
+    /// record, and |simulated - recorded start| at p50 and p99, seconds (nearest rank). `None`
+    /// for a trace that records no starts. See [`crate::recorded`].
+    pub recorded_starts_jobs: Option<u64>,
+    pub recorded_starts_within_5s: Option<f64>,
+    pub recorded_start_p50_s: Option<f64>,
+    pub recorded_start_p99_s: Option<f64>,
     pub events: u64,
     pub decision_points: u64,
     pub refused_decisions: u64,
@@ -137,6 +149,7 @@ impl Summary {
             p95_jct_s: percentile_s(jct_ms, 95),
             p99_jct_s: percentile_s(jct_ms, 99),
             mean_queue_s: if jobs.queued == 0 { 0.0 } else { jobs.queue_ms as f64 / jobs.queued as f64 / 1000.0 },
+            mean_wait_s: if jobs.finished == 0 { 0.0 } else { jobs.wait_ms as f64 / jobs.finished as f64 / 1000.0 },
             makespan_s: window_ms as f64 / 1000.0,
             utilisation: ratio(stats.allocated_mgpu_ms, capacity),
             goodput: ratio(stats.allocated_mgpu_ms - lost, capacity),
@@ -183,6 +196,10 @@ impl Summary {
             },
             dag_stretch_mean: mean_of(jobs.dag_rho_sum, jobs.dag_rho_jobs),
             littles_law_error: littles_law_error(stats.in_system_job_ms, jobs.sojourns_ms),
+            recorded_starts_jobs: None,
+            recorded_starts_within_5s: None,
+            recorded_start_p50_s: None,
+            recorded_start_p99_s: None,
             events: stats.events,
             decision_points: stats.decision_points,
             refused_decisions: stats.refused,

@@ -220,7 +220,8 @@ pub fn summary_table(s: &Summary) -> String {
                 human(s.p99_jct_s)
             ),
         ),
-        ("queueing delay mean", human(s.mean_queue_s)),
+        ("queueing delay mean (to first start)", human(s.mean_queue_s)),
+        ("waiting mean (preempted time included)", human(s.mean_wait_s)),
         ("makespan", human(s.makespan_s)),
         ("utilisation / goodput", format!("{:.1} % / {:.1} %", s.utilisation * 100.0, s.goodput * 100.0)),
         ("jobs per hour", format!("{:.2}", s.jobs_per_hour)),

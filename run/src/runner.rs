@@ -149,6 +149,9 @@ impl Runner {
         let vs_recorded = (!recorded_starts.is_empty())
             .then(|| reports::recorded::start_deviations(&result, &recorded_starts))
             .and_then(|deviations| reports::recorded::StartDeviations::of(deviations.values()));
+        if let Some(vs) = &vs_recorded {
+            vs.fill_summary(&mut summary);
+        }
         Ok(RunOutcome { result, summary, vs_recorded })
     }
 

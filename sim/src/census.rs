@@ -16,12 +16,19 @@ pub(crate) struct Census {
 }
 
 impl Census {
-    /// Moves `t` to `status`; the change in waiting tasks (-1, 0 or 1), for the caller's
-    /// per-queue levels.
-    pub(crate) fn set_status(&mut self, t: &mut TaskState, status: TaskStatus) -> i64 {
+    /// Moves `t` (of job `j`) to `status` at `now`; the change in waiting tasks (-1, 0 or 1),
+    /// for the caller's per-queue levels. The job's wait runs while any of its tasks waits.
+    pub(crate) fn set_status(&mut self, t: &mut TaskState, j: &mut JobState, status: TaskStatus, now: SimTime) -> i64 {
         let delta = i64::from(status.is_startable()) - i64::from(t.status.is_startable());
         t.status = status;
         self.waiting_tasks = self.waiting_tasks.checked_add_signed(delta).expect("waiting count below zero");
+        let before = j.waiting_tasks;
+        j.waiting_tasks = before.checked_add_signed(delta as i32).expect("a job's waiting count below zero");
+        match (before, j.waiting_tasks) {
+            (0, 1..) => j.wait_mark -= now.as_ms() as i64,
+            (1.., 0) => j.wait_mark += now.as_ms() as i64,
+            _ => {}
+        }
         delta
     }
 
@@ -53,6 +60,12 @@ impl Census {
         let waiting = tasks.iter().filter(|t| t.status.is_startable()).count() as u64;
         if waiting != self.waiting_tasks {
             return Err(format!("{waiting} waiting tasks, the counter says {}", self.waiting_tasks));
+        }
+        for (index, j) in jobs.iter().enumerate() {
+            let waiting = j.tasks().filter(|t| tasks[t.index()].status.is_startable()).count() as u32;
+            if waiting != j.waiting_tasks {
+                return Err(format!("job {index}: {waiting} waiting tasks, its counter says {}", j.waiting_tasks));
+            }
         }
         let in_system = jobs.iter().filter(|j| j.in_system()).count() as u64;
         if in_system != self.in_system {

@@ -15,6 +15,10 @@ pub struct JobRecord {
     pub queue: Option<crate::workload::Name>,
     pub submit: SimTime,
     pub first_start: Option<SimTime>,
+    /// The time at least one of its tasks could have been started and was not (queued,
+    /// preempted, retrying), up to its end (or the run's, if it did not end), in ms: the
+    /// wait `first_start - submit` counts only until the first start.
+    pub waited_ms: u64,
     /// When the job reached its final state (for unschedulable jobs: its arrival).
     pub end: Option<SimTime>,
     pub tasks: u32,

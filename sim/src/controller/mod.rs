@@ -729,7 +729,7 @@ impl Controller {
     /// Moves `task` to `status`, keeping the waiting-task counts (cluster and queue) true.
     fn set_status(&mut self, task: TaskId, status: TaskStatus) {
         let t = &mut self.tasks[task.index()];
-        let delta = self.census.set_status(t, status);
+        let delta = self.census.set_status(t, &mut self.jobs[t.job.index()], status, self.now);
         if delta != 0 {
             let queue = self.series_queue[t.job.index()] as usize;
             self.series.queue_change(queue, self.now, QueueDelta::Waiting(delta));
@@ -774,6 +774,8 @@ fn new_job_state(spec: &crate::workload::JobSpec, first_task: TaskId) -> JobStat
         failure: None,
         outcome: None,
         end: OptTime::NONE,
+        waiting_tasks: 0,
+        wait_mark: 0,
     }
 }
 

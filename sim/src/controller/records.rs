@@ -83,6 +83,7 @@ impl Controller {
             job: JobId::from_index(index),
             submit: spec.submit,
             first_start: sums.first_start,
+            waited_ms: state.waited_until(state.end.get().unwrap_or(self.now)).as_ms(),
             end: state.end.get(),
             tasks: state.task_count,
             gpus: spec.gpus(),
