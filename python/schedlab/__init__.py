@@ -13,9 +13,7 @@ with `decide(self, view, plan)`; see docs/python.md and python/examples/fifo.py.
 
 from __future__ import annotations
 
-import csv
 import inspect
-import io
 import itertools
 import json
 import os
@@ -26,20 +24,16 @@ import polars as pl
 
 from . import _native
 from ._native import Plan, PlanError, RunError, View
+from ._schema import SCHEMAS, read as _frame
 
-__all__ = ["simulate", "sweep", "read_trace", "Run", "Trace", "View", "Plan", "PlanError", "RunError"]
-
-# Columns that are names, never numbers, whatever they look like (`1`, `007`): in run tables
-# (where job_id and task_id are the trace's ids, job_index and task_index the numbers), and in
-# a canonical trace.
-_NAMES = ("job_id", "task_id", "depends_on", "gpu_indexes", "queue", "gpu_type", "policy", "spec", "trace", "digest", "reason")
-_TRACE_NAMES = _NAMES + ("dataset", "speeds")
+__all__ = ["simulate", "sweep", "read_trace", "Run", "Trace", "View", "Plan", "PlanError", "RunError", "SCHEMAS"]
 
 
 @dataclass(frozen=True)
 class Run:
     """One run's results: `summary` (summary.json as a dict), `jobs`, `tasks` and `timeseries`
-    (jobs.csv, tasks.csv, timeseries.csv as polars DataFrames; `.to_pandas()` for pandas),
+    (jobs.csv, tasks.csv, timeseries.csv as polars DataFrames typed by `SCHEMAS`, whatever the
+    run; `.to_pandas()` for pandas),
     `decisions` (decisions.csv, with `decisions=True`; else None), the digest of its
     decisions, and the trace importer's `notes` (what it left out or does not model)."""
 
@@ -62,15 +56,6 @@ class Trace:
     jobs: pl.DataFrame
     cluster: pl.DataFrame | None
     notes: list[str]
-
-
-def _frame(data: bytes, names: tuple[str, ...] = _NAMES) -> pl.DataFrame:
-    """A CSV written by schedlab's own writers, read with the `names` columns as strings."""
-    if not data:
-        return pl.DataFrame()
-    header = next(csv.reader([data.split(b"\n", 1)[0].decode()]))
-    names = {c: pl.String for c in names if c in header}
-    return pl.read_csv(io.BytesIO(data), schema_overrides=names, infer_schema_length=None)
 
 
 def _policy_name(policy: Any) -> str:
@@ -119,10 +104,10 @@ def simulate(
         out = _native.simulate(_spec(spec), policy, _policy_name(policy), force=force)
     return Run(
         summary=json.loads(out["summary"]),
-        jobs=_frame(out["jobs"]),
-        tasks=_frame(out["tasks"]),
-        timeseries=_frame(out["timeseries"]),
-        decisions=_frame(out["decisions"]) if out["decisions"] is not None else None,
+        jobs=_frame(out["jobs"], "jobs"),
+        tasks=_frame(out["tasks"], "tasks"),
+        timeseries=_frame(out["timeseries"], "timeseries"),
+        decisions=_frame(out["decisions"], "decisions") if out["decisions"] is not None else None,
         digest=out["digest"],
         notes=list(out["notes"]),
     )
@@ -145,7 +130,8 @@ def sweep(
     leaves out), or the grid of the `traces` x `policies` x `seeds` given, with `settings` for
     everything else (runs in that order: the last axis varies fastest). Policies are spec strings: a Python policy cannot run in parallel threads (the GIL
     would serialize it and one object would be shared by every run), so run those with
-    `simulate`. `force` lifts the limits `simulate`'s does, for every run."""
+    `simulate`. `force` lifts the limits `simulate`'s does, for every run. The table is typed
+    by `SCHEMAS["sweep"]`."""
     if runs is None:
         given = (("trace", traces), ("policy", policies), ("seed", seeds))
         axes = {key: list(values) for key, values in given if values is not None}
@@ -159,13 +145,13 @@ def sweep(
                 "one run at a time"
             )
         specs.append(_spec(run))
-    return _frame(_native.sweep(specs, threads, force=force))
+    return _frame(_native.sweep(specs, threads, force=force), "sweep")
 
 
 def read_trace(path: str | os.PathLike, format: str = "canonical") -> Trace:
     """Reads a trace with schedlab's importer for `format` (canonical, itp, philly, openb)."""
     out = _native.read_trace(os.fspath(path), format)
-    tasks = _frame(out["tasks"], _TRACE_NAMES)
+    tasks = _frame(out["tasks"], "trace_tasks")
     jobs = tasks.group_by("job_id", maintain_order=True).agg(
         pl.col("submit_s").first(),
         pl.col("queue").first(),
@@ -174,5 +160,6 @@ def read_trace(path: str | os.PathLike, format: str = "canonical") -> Trace:
         pl.col("gpus").sum(),
         (pl.col("gpus") * pl.col("duration_s")).sum().alias("gpu_s"),
     )
-    cluster = _frame(out["cluster"]) if out["cluster"] is not None else None
+    jobs = jobs.cast(dict(SCHEMAS["trace_jobs"]))  # pl.len() counts in polars' index type
+    cluster = _frame(out["cluster"], "cluster") if out["cluster"] is not None else None
     return Trace(tasks=tasks, jobs=jobs, cluster=cluster, notes=list(out["notes"]))
