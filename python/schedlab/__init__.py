@@ -28,6 +28,9 @@ from ._schema import SCHEMAS, read as _frame
 
 __all__ = ["simulate", "sweep", "read_trace", "Run", "Trace", "View", "Plan", "PlanError", "RunError", "SCHEMAS"]
 
+# The Rust crate's version (python/Cargo.toml), which maturin also gives the package's metadata.
+__version__: str = _native.__version__
+
 
 @dataclass(frozen=True)
 class Run:

@@ -130,6 +130,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(sweep, module)?)?;
     module.add_function(wrap_pyfunction!(read_trace, module)?)?;
     module.add_function(wrap_pyfunction!(sweep_schema, module)?)?;
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_class::<view::View>()?;
     module.add_class::<plan::PlanHandle>()?;
     module.add("PlanError", py.get_type::<PlanError>())?;
