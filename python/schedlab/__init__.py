@@ -17,6 +17,7 @@ import inspect
 import itertools
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -26,10 +27,19 @@ from . import _native
 from ._native import Plan, PlanError, RunError, View
 from ._schema import SCHEMAS, read as _frame
 
-__all__ = ["simulate", "sweep", "read_trace", "Run", "Trace", "View", "Plan", "PlanError", "RunError", "SCHEMAS"]
+__all__ = [
+    "simulate", "sweep", "read_trace", "Run", "Trace", "View", "Plan", "PlanError", "RunError", "SeedWarning",
+    "SCHEMAS",
+]  # fmt: skip
 
 # The Rust crate's version (python/Cargo.toml), which maturin also gives the package's metadata.
 __version__: str = _native.__version__
+
+
+class SeedWarning(UserWarning):
+    """A seed given that cannot change the run: no failure model or replayed failure history,
+    and a trace in place of the built-in synthetic workload (unless the policy draws random
+    numbers, runs that differ only in their seed are identical)."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +98,7 @@ def simulate(
     cluster: str | None = None,
     policy: Any = "fifo",
     failures: str | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     force: bool = False,
     **settings: Any,
 ) -> Run:
@@ -97,8 +107,18 @@ def simulate(
     RunSpec field. A time series of more than 100,000 buckets is refused, and so is an `out=`
     folder holding files no run writes, unless `force=True` (as `simulate --force`).
     Raises RunError for bad settings, a bad trace, or an exception in a Python policy's
-    `decide` (with its traceback)."""
+    `decide` (with its traceback). Warns (SeedWarning) when `seed` is given and cannot change
+    the run (a trace without a failure model, and a built-in policy)."""
     spec = dict(trace=trace, format=format, cluster=cluster, failures=failures, seed=seed, **settings)
+    # A Python policy may draw from `plan.random()`, which the seed feeds.
+    if seed is not None and isinstance(policy, str):
+        reason = _idle_seed_reason(_spec(dict(spec, policy=policy)))
+        if reason is not None:
+            warnings.warn(
+                f"seed={seed} changes nothing here unless the policy draws random numbers: {reason}",
+                SeedWarning,
+                stacklevel=2,
+            )
     if isinstance(policy, str):
         out = _native.simulate(_spec(dict(spec, policy=policy)), force=force)
     else:
@@ -133,22 +153,56 @@ def sweep(
     leaves out), or the grid of the `traces` x `policies` x `seeds` given, with `settings` for
     everything else (runs in that order: the last axis varies fastest). Policies are spec strings: a Python policy cannot run in parallel threads (the GIL
     would serialize it and one object would be shared by every run), so run those with
-    `simulate`. `force` lifts the limits `simulate`'s does, for every run. The table is typed
-    by `SCHEMAS["sweep"]`."""
+    `simulate`. `force` lifts the limits `simulate`'s does, for every run. Warns (SeedWarning)
+    when runs differ only in seeds that cannot change them. The table is typed by
+    `SCHEMAS["sweep"]`."""
     if runs is None:
         given = (("trace", traces), ("policy", policies), ("seed", seeds))
         axes = {key: list(values) for key, values in given if values is not None}
         runs = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
     specs = []
+    settings_of_runs = []
     for index, run in enumerate(runs):
         run = dict(settings, **run)
+        settings_of_runs.append(run)
         if not isinstance(run.get("policy", "fifo"), str):
             raise TypeError(
                 f"sweep run {index}: policy must be a spec string; a Python policy runs with simulate(), "
                 "one run at a time"
             )
         specs.append(_spec(run))
+    _warn_of_idle_seeds(settings_of_runs)
     return _frame(_native.sweep(specs, threads, force=force), "sweep")
+
+
+def _idle_seed_reason(spec: str) -> str | None:
+    """Why the seed of the run `spec` spells can change nothing, or None when it feeds
+    something or the settings are bad (the run itself then says what is wrong)."""
+    try:
+        return _native.idle_seed_reason(spec)
+    except RunError:
+        return None
+
+
+def _warn_of_idle_seeds(runs: list[dict[str, Any]]) -> None:
+    """Warns (SeedWarning) when some of `runs` differ only in their seed and that seed cannot
+    change them, as `schedlab sweep --seeds` does."""
+    seeds: dict[str, list[int]] = {}
+    for run in runs:
+        rest = {key: value for key, value in run.items() if key != "seed"}
+        seed = run.get("seed")
+        seeds.setdefault(_spec(rest), []).append(0 if seed is None else seed)
+    for rest, given in seeds.items():
+        reason = _idle_seed_reason(rest) if len(set(given)) > 1 else None
+        if reason is not None:
+            listed = ", ".join(str(seed) for seed in dict.fromkeys(given))
+            warnings.warn(
+                f"seeds {listed}: runs that differ only in their seed will be identical unless the policy draws "
+                f"random numbers: {reason}",
+                SeedWarning,
+                stacklevel=3,
+            )
+            return
 
 
 def read_trace(path: str | os.PathLike, format: str = "canonical") -> Trace:
