@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Python package's CI: builds it from source (pip install ./python: maturin, release) into
-# a fresh virtual environment and runs its tests (python/tests, pytest).
+# The Python package's CI: builds it from source (pip install ./python: maturin, release,
+# --locked to python/Cargo.lock) into a fresh virtual environment and runs its tests
+# (python/tests, pytest).
 #
 #   scripts/python-ci.sh [VENV_DIR]     default VENV_DIR: target/python-ci-venv
 #
@@ -17,7 +18,9 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 rm -rf "$venv"
 "${PYTHON:-python3}" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet "$root/python" pytest
+# --locked: python/Cargo.lock must be current (cargo refuses to rewrite it), so a lock gone
+# stale fails here instead of being rewritten by every `pip install ./python`.
+"$venv/bin/python" -m pip install --quiet --config-settings=maturin.build-args=--locked "$root/python" pytest
 
 # From the repository root, not python/: `import schedlab` must find the installed package
 # (with its compiled module), not the source folder python/schedlab.

@@ -13,12 +13,11 @@ with `decide(self, view, plan)`; see docs/python.md and python/examples/fifo.py.
 
 from __future__ import annotations
 
-import csv
 import inspect
-import io
 import itertools
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -26,20 +25,28 @@ import polars as pl
 
 from . import _native
 from ._native import Plan, PlanError, RunError, View
+from ._schema import SCHEMAS, read as _frame
 
-__all__ = ["simulate", "sweep", "read_trace", "Run", "Trace", "View", "Plan", "PlanError", "RunError"]
+__all__ = [
+    "simulate", "sweep", "read_trace", "Run", "Trace", "View", "Plan", "PlanError", "RunError", "SeedWarning",
+    "SCHEMAS",
+]  # fmt: skip
 
-# Columns that are names, never numbers, whatever they look like (`1`, `007`): in run tables
-# (where job_id and task_id are the trace's ids, job_index and task_index the numbers), and in
-# a canonical trace.
-_NAMES = ("job_id", "task_id", "depends_on", "gpu_indexes", "queue", "gpu_type", "policy", "spec", "trace", "digest", "reason")
-_TRACE_NAMES = _NAMES + ("dataset", "speeds")
+# The Rust crate's version (python/Cargo.toml), which maturin also gives the package's metadata.
+__version__: str = _native.__version__
+
+
+class SeedWarning(UserWarning):
+    """A seed given that cannot change the run: no failure model or replayed failure history,
+    and a trace in place of the built-in synthetic workload (unless the policy draws random
+    numbers, runs that differ only in their seed are identical)."""
 
 
 @dataclass(frozen=True)
 class Run:
     """One run's results: `summary` (summary.json as a dict), `jobs`, `tasks` and `timeseries`
-    (jobs.csv, tasks.csv, timeseries.csv as polars DataFrames; `.to_pandas()` for pandas),
+    (jobs.csv, tasks.csv, timeseries.csv as polars DataFrames typed by `SCHEMAS`, whatever the
+    run; `.to_pandas()` for pandas),
     `decisions` (decisions.csv, with `decisions=True`; else None), the digest of its
     decisions, and the trace importer's `notes` (what it left out or does not model)."""
 
@@ -62,15 +69,6 @@ class Trace:
     jobs: pl.DataFrame
     cluster: pl.DataFrame | None
     notes: list[str]
-
-
-def _frame(data: bytes, names: tuple[str, ...] = _NAMES) -> pl.DataFrame:
-    """A CSV written by schedlab's own writers, read with the `names` columns as strings."""
-    if not data:
-        return pl.DataFrame()
-    header = next(csv.reader([data.split(b"\n", 1)[0].decode()]))
-    names = {c: pl.String for c in names if c in header}
-    return pl.read_csv(io.BytesIO(data), schema_overrides=names, infer_schema_length=None)
 
 
 def _policy_name(policy: Any) -> str:
@@ -100,7 +98,7 @@ def simulate(
     cluster: str | None = None,
     policy: Any = "fifo",
     failures: str | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     force: bool = False,
     **settings: Any,
 ) -> Run:
@@ -109,8 +107,18 @@ def simulate(
     RunSpec field. A time series of more than 100,000 buckets is refused, and so is an `out=`
     folder holding files no run writes, unless `force=True` (as `simulate --force`).
     Raises RunError for bad settings, a bad trace, or an exception in a Python policy's
-    `decide` (with its traceback)."""
+    `decide` (with its traceback). Warns (SeedWarning) when `seed` is given and cannot change
+    the run (a trace without a failure model, and a built-in policy)."""
     spec = dict(trace=trace, format=format, cluster=cluster, failures=failures, seed=seed, **settings)
+    # A Python policy may draw from `plan.random()`, which the seed feeds.
+    if seed is not None and isinstance(policy, str):
+        reason = _idle_seed_reason(_spec(dict(spec, policy=policy)))
+        if reason is not None:
+            warnings.warn(
+                f"seed={seed} changes nothing here unless the policy draws random numbers: {reason}",
+                SeedWarning,
+                stacklevel=2,
+            )
     if isinstance(policy, str):
         out = _native.simulate(_spec(dict(spec, policy=policy)), force=force)
     else:
@@ -119,10 +127,10 @@ def simulate(
         out = _native.simulate(_spec(spec), policy, _policy_name(policy), force=force)
     return Run(
         summary=json.loads(out["summary"]),
-        jobs=_frame(out["jobs"]),
-        tasks=_frame(out["tasks"]),
-        timeseries=_frame(out["timeseries"]),
-        decisions=_frame(out["decisions"]) if out["decisions"] is not None else None,
+        jobs=_frame(out["jobs"], "jobs"),
+        tasks=_frame(out["tasks"], "tasks"),
+        timeseries=_frame(out["timeseries"], "timeseries"),
+        decisions=_frame(out["decisions"], "decisions") if out["decisions"] is not None else None,
         digest=out["digest"],
         notes=list(out["notes"]),
     )
@@ -145,27 +153,62 @@ def sweep(
     leaves out), or the grid of the `traces` x `policies` x `seeds` given, with `settings` for
     everything else (runs in that order: the last axis varies fastest). Policies are spec strings: a Python policy cannot run in parallel threads (the GIL
     would serialize it and one object would be shared by every run), so run those with
-    `simulate`. `force` lifts the limits `simulate`'s does, for every run."""
+    `simulate`. `force` lifts the limits `simulate`'s does, for every run. Warns (SeedWarning)
+    when runs differ only in seeds that cannot change them. The table is typed by
+    `SCHEMAS["sweep"]`."""
     if runs is None:
         given = (("trace", traces), ("policy", policies), ("seed", seeds))
         axes = {key: list(values) for key, values in given if values is not None}
         runs = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
     specs = []
+    settings_of_runs = []
     for index, run in enumerate(runs):
         run = dict(settings, **run)
+        settings_of_runs.append(run)
         if not isinstance(run.get("policy", "fifo"), str):
             raise TypeError(
                 f"sweep run {index}: policy must be a spec string; a Python policy runs with simulate(), "
                 "one run at a time"
             )
         specs.append(_spec(run))
-    return _frame(_native.sweep(specs, threads, force=force))
+    _warn_of_idle_seeds(settings_of_runs)
+    return _frame(_native.sweep(specs, threads, force=force), "sweep")
+
+
+def _idle_seed_reason(spec: str) -> str | None:
+    """Why the seed of the run `spec` spells can change nothing, or None when it feeds
+    something or the settings are bad (the run itself then says what is wrong)."""
+    try:
+        return _native.idle_seed_reason(spec)
+    except RunError:
+        return None
+
+
+def _warn_of_idle_seeds(runs: list[dict[str, Any]]) -> None:
+    """Warns (SeedWarning) when some of `runs` differ only in their seed and that seed cannot
+    change them, as `schedlab sweep --seeds` does."""
+    seeds: dict[str, list[int]] = {}
+    for run in runs:
+        rest = {key: value for key, value in run.items() if key != "seed"}
+        seed = run.get("seed")
+        seeds.setdefault(_spec(rest), []).append(0 if seed is None else seed)
+    for rest, given in seeds.items():
+        reason = _idle_seed_reason(rest) if len(set(given)) > 1 else None
+        if reason is not None:
+            listed = ", ".join(str(seed) for seed in dict.fromkeys(given))
+            warnings.warn(
+                f"seeds {listed}: runs that differ only in their seed will be identical unless the policy draws "
+                f"random numbers: {reason}",
+                SeedWarning,
+                stacklevel=3,
+            )
+            return
 
 
 def read_trace(path: str | os.PathLike, format: str = "canonical") -> Trace:
     """Reads a trace with schedlab's importer for `format` (canonical, itp, philly, openb)."""
     out = _native.read_trace(os.fspath(path), format)
-    tasks = _frame(out["tasks"], _TRACE_NAMES)
+    tasks = _frame(out["tasks"], "trace_tasks")
     jobs = tasks.group_by("job_id", maintain_order=True).agg(
         pl.col("submit_s").first(),
         pl.col("queue").first(),
@@ -174,5 +217,6 @@ def read_trace(path: str | os.PathLike, format: str = "canonical") -> Trace:
         pl.col("gpus").sum(),
         (pl.col("gpus") * pl.col("duration_s")).sum().alias("gpu_s"),
     )
-    cluster = _frame(out["cluster"]) if out["cluster"] is not None else None
+    jobs = jobs.cast(dict(SCHEMAS["trace_jobs"]))  # pl.len() counts in polars' index type
+    cluster = _frame(out["cluster"], "cluster") if out["cluster"] is not None else None
     return Trace(tasks=tasks, jobs=jobs, cluster=cluster, notes=list(out["notes"]))

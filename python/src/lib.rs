@@ -5,6 +5,7 @@ mod call;
 mod plan;
 mod policy;
 mod runs;
+mod schema;
 mod view;
 
 use policy::PyPolicy;
@@ -115,12 +116,34 @@ fn read_trace<'py>(py: Python<'py>, path: std::path::PathBuf, format: &str) -> P
     Ok(out)
 }
 
+/// Why `spec_json`'s seed can change nothing a built-in policy sees (in Python's keywords, as
+/// `RunSpec::idle_seed_reason` gives it in the CLI's flags), or None when it feeds something.
+#[pyfunction]
+fn idle_seed_reason(spec_json: &str) -> PyResult<Option<String>> {
+    let reason = runs::parse_spec(spec_json)?.idle_seed_reason();
+    Ok(reason.map(|r| {
+        r.replace("--failures events:", "failures=\"events:...\"")
+            .replace("--failures", "failures=")
+            .replace("--trace", "trace=")
+    }))
+}
+
+/// sweep.csv's columns with their types (`int`, `float`, `str`, `bool`), from the writer's
+/// header and the summary's fields.
+#[pyfunction]
+fn sweep_schema() -> PyResult<Vec<(String, &'static str)>> {
+    schema::sweep_schema().map_err(RunError::new_err)
+}
+
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     module.add_function(wrap_pyfunction!(simulate, module)?)?;
     module.add_function(wrap_pyfunction!(sweep, module)?)?;
     module.add_function(wrap_pyfunction!(read_trace, module)?)?;
+    module.add_function(wrap_pyfunction!(idle_seed_reason, module)?)?;
+    module.add_function(wrap_pyfunction!(sweep_schema, module)?)?;
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_class::<view::View>()?;
     module.add_class::<plan::PlanHandle>()?;
     module.add("PlanError", py.get_type::<PlanError>())?;

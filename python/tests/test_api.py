@@ -61,6 +61,7 @@ def test_a_policy_that_needs_estimates_is_refused_a_trace_without(small_trace):
         schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, policy=Estimating())
 
 
+@pytest.mark.filterwarnings("ignore::schedlab.SeedWarning")  # seeds that change nothing, on purpose
 def test_sweep_runs_the_grid_and_returns_one_row_per_run(small_trace):
     table = schedlab.sweep(traces=[small_trace], policies=["fifo", "sjf"], seeds=[0, 1], cluster=SMALL_CLUSTER, threads=2)
     assert table.columns[:4] == ["run", "trace", "spec", "seed"]
