@@ -18,9 +18,10 @@
 //!   (```` ```text expected stderr ````: on stderr), checked line by line: the text around the
 //!   numbers must be the same (a run of whitespace counts as one space), and each number the
 //!   same digits, or within the fence's `tolerance=2%` (of the page's value) or `tolerance=0.5`
-//!   (absolute); a line `...` skips printed lines up to the first with the next line's text (and,
-//!   last, the rest of the output), as for wall times; a disagreement names the page's line and
-//!   both values. Prose may stand between the command and its expected block;
+//!   (absolute); a line `...` skips printed lines up to the first place where the lines after it
+//!   (up to the next `...`) all have their text, and, last, the rest of the output, as for wall
+//!   times; a disagreement names the page's line and both values. Prose may stand between the
+//!   command and its expected block;
 //! - `DOCS_COMMANDS_FILE=slurm` runs only the pages whose path contains `slurm`.
 
 mod common;
@@ -383,65 +384,88 @@ fn agrees(page: &str, printed: &str, tolerance: Tolerance) -> bool {
     }
 }
 
+/// A line of an expected block: its line in the page, its text, its tokens.
+type ExpectedLine<'a> = (usize, &'a str, Vec<Token>);
+
 /// Where an expected block (its lines from `first_line` of the page) and what its command
 /// printed disagree: each disagreement with its line in the page.
 ///
 /// Line by line, in order: the text around the numbers must be the same (runs of whitespace
-/// count as one space), the numbers the same or within the tolerance. A line `...` skips any
-/// number of printed lines, up to the first that has the next expected line's text; without a
-/// `...` last, the output must end where the block does. A number that differs is reported and
-/// the comparison goes on; a line that differs in its text ends it.
+/// count as one space), the numbers the same or within the tolerance. A line `...` skips
+/// printed lines up to the first place where the lines after it, up to the next `...`, all have
+/// their expected text; without a `...` last, the output must end where the block does. A
+/// number that differs is reported and the comparison goes on; a line that differs in its text
+/// (or that no printed line matches) ends it.
 fn compare_output(expected: &str, first_line: usize, tolerance: Tolerance, printed: &str) -> Vec<(usize, String)> {
     let mut printed: Vec<&str> = printed.lines().collect();
     while printed.last().is_some_and(|l| l.trim().is_empty()) {
         printed.pop();
     }
+    let printed: Vec<(&str, Vec<Token>)> = printed.into_iter().map(|l| (l, tokens(l))).collect();
+    // The runs of expected lines between `...` lines: (after a `...`, its lines).
+    let mut groups: Vec<(bool, Vec<ExpectedLine>)> = vec![(false, Vec::new())];
+    for (index, want) in expected.lines().enumerate() {
+        if want.trim() == "..." {
+            groups.push((true, Vec::new()));
+        } else {
+            groups.last_mut().expect("a group").1.push((first_line + index, want, tokens(want)));
+        }
+    }
+    let open_end = groups.last().is_some_and(|(skip, lines)| *skip && lines.is_empty());
+    groups.retain(|(skip, lines)| !lines.is_empty() || !skip);
+    let end_line = first_line + expected.lines().count();
     let quote = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut problems = Vec::new();
-    let (mut next, mut skipping) = (0, false);
-    let expected: Vec<&str> = expected.lines().collect();
-    for (index, want) in expected.iter().enumerate() {
-        let line = first_line + index;
-        if want.trim() == "..." {
-            skipping = true;
-            continue;
-        }
-        let want_tokens = tokens(want);
-        let at = if skipping {
-            printed[next..].iter().position(|l| same_shape(&want_tokens, &tokens(l))).map(|k| next + k)
-        } else {
-            (next < printed.len()).then_some(next)
+    let mut next = 0;
+    let last = groups.len().saturating_sub(1);
+    for (index, (skip, lines)) in groups.iter().enumerate() {
+        let anchored = index == last && !open_end;
+        let fits = |at: usize| {
+            at + lines.len() <= printed.len()
+                && (!anchored || at + lines.len() == printed.len())
+                && lines.iter().zip(&printed[at..]).all(|(want, got)| same_shape(&want.2, &got.1))
         };
-        let Some(at) = at else {
+        let first_like = |from: usize| (from..printed.len()).find(|&at| same_shape(&lines[0].2, &printed[at].1));
+        let at = if *skip { (next..=printed.len()).find(|&at| fits(at)) } else { Some(next).filter(|&at| fits(at)) };
+        // Where no place fits, the lines are compared where the first of them matches, to
+        // name the first that does not.
+        let Some(at) = at.or_else(|| if *skip { first_like(next) } else { Some(next) }) else {
             let after = if next == 0 { "in the output".to_string() } else { format!("after output line {next}") };
-            let how = if skipping { format!("no line like it {after}") } else { format!("the output ended {after}") };
-            problems.push((line, format!("expected `{}`: {how}", quote(want))));
+            problems.push((lines[0].0, format!("expected `{}`: no line like it {after}", quote(lines[0].1))));
             return problems;
         };
-        let got_tokens = tokens(printed[at]);
-        if !same_shape(&want_tokens, &got_tokens) {
-            problems.push((
-                line,
-                format!("expected `{}`, printed `{}` (output line {})", quote(want), quote(printed[at]), at + 1),
-            ));
-            return problems;
-        }
-        for pair in want_tokens.iter().zip(&got_tokens) {
-            if let (Token::Number(page), Token::Number(got)) = pair
-                && !agrees(page, got, tolerance)
-            {
-                problems.push((
-                    line,
-                    format!("expected {page}, printed {got} (output line {}: `{}`)", at + 1, quote(printed[at])),
-                ));
+        for (k, (line, want, want_tokens)) in lines.iter().enumerate() {
+            let Some((got, got_tokens)) = printed.get(at + k) else {
+                let after =
+                    if at + k == 0 { "with no output".to_string() } else { format!("after output line {}", at + k) };
+                problems.push((*line, format!("expected `{}`: the output ended {after}", quote(want))));
+                return problems;
+            };
+            if !same_shape(want_tokens, got_tokens) {
+                let message =
+                    format!("expected `{}`, printed `{}` (output line {})", quote(want), quote(got), at + k + 1);
+                problems.push((*line, message));
+                return problems;
+            }
+            for pair in want_tokens.iter().zip(got_tokens) {
+                if let (Token::Number(page), Token::Number(number)) = pair
+                    && !agrees(page, number, tolerance)
+                {
+                    let message =
+                        format!("expected {page}, printed {number} (output line {}: `{}`)", at + k + 1, quote(got));
+                    problems.push((*line, message));
+                }
             }
         }
-        (next, skipping) = (at + 1, false);
+        next = at + lines.len();
     }
-    if !skipping && next < printed.len() {
-        let line = first_line + expected.len();
-        let extra = quote(printed[next]);
-        problems.push((line, format!("printed more than the block shows: `{extra}` (output line {}); end the block with `...` to skip the rest", next + 1)));
+    if !open_end && next < printed.len() {
+        let extra = quote(printed[next].0);
+        let message = format!(
+            "printed more than the block shows: `{extra}` (output line {}); end the block with `...` to skip the rest",
+            next + 1
+        );
+        problems.push((end_line, message));
     }
     problems
 }
@@ -685,6 +709,13 @@ fn dots_skip_printed_lines_up_to_the_next_expected_one() {
     assert_eq!(
         problems("policy fifo\n...\nmakespan 5.7 min\n...", Tolerance::Exact, printed),
         ["12: expected `makespan 5.7 min`: no line like it after output line 1"]
+    );
+    // A skip ends where all the lines up to the next `...` fit, not only the first of them.
+    let two_tables = "run metric\n--- ---\nnew run\nrun metric\n---- ------\ndigest 25d5\ndone 1 run\n";
+    let page = "...\nrun metric\n---- ------\ndigest 25d5\n...\ndone 2 run";
+    assert_eq!(
+        problems(page, Tolerance::Exact, two_tables),
+        ["15: expected 2, printed 1 (output line 7: `done 1 run`)"]
     );
     // Without `...` last, the lines after the block's last are an error.
     assert_eq!(problems("...\nevents 665", Tolerance::Exact, printed).len(), 1);
