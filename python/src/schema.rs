@@ -9,7 +9,8 @@ use serde_json::Value;
 /// `float`, `str` or `bool`. The run's own columns are `run` and `seed` (whole numbers) and
 /// `trace` and `spec` (text); the summary's are typed as `Summary` serializes: whole numbers,
 /// fractions, text, and `float` for an optional field (null in the default summary: every
-/// optional field of the summary is a number of seconds).
+/// optional field of the summary is a number, of seconds, a share or a count, and a float
+/// column holds its empty cells as null).
 pub fn sweep_schema() -> Result<Vec<(String, &'static str)>, String> {
     let summary =
         serde_json::to_value(reports::Summary::default()).map_err(|e| format!("the summary's fields: {e}"))?;
