@@ -906,3 +906,45 @@ fn a_sacct_replay_says_how_far_its_starts_are_from_slurms() {
     let out = schedlab(&["simulate", "--jobs", "20"]);
     assert!(!stdout(&out).contains("recorded starts"), "{}", stdout(&out));
 }
+
+/// A sacct dump of `rows` jobs, `running` of them still RUNNING (which cannot be replayed).
+fn sacct_dump(dir: &std::path::Path, rows: usize, running: usize) -> std::path::PathBuf {
+    let mut text = String::from("JobID|Submit|Start|End|State|AllocTRES\n");
+    for i in 0..rows {
+        let state = if i < running { "RUNNING" } else { "COMPLETED" };
+        let end = if i < running { "Unknown" } else { "2026-01-01T01:00:00" };
+        text.push_str(&format!("{}|2026-01-01T00:00:00|2026-01-01T00:10:00|{end}|{state}|gres/gpu=1\n", 10 + i));
+    }
+    let path = dir.join("sacct.txt");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn validate_says_ok_only_when_no_row_was_skipped() {
+    let dir = scratch("cli", "validate-skipped");
+    let path = sacct_dump(&dir, 4, 3);
+    let out = schedlab(&["trace", "validate", path.to_str().unwrap(), "--format", "sacct"]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{text}{err}");
+    assert!(!text.contains(": ok"), "{text}");
+    assert!(text.contains("3 of 4 rows skipped"), "{text}");
+    assert!(err.contains("skipped line 2: job 10 is RUNNING"), "{err}");
+    let clean = sacct_dump(&dir, 2, 0);
+    let out = schedlab(&["trace", "validate", clean.to_str().unwrap(), "--format", "sacct"]);
+    assert!(out.status.success() && stdout(&out).ends_with(": ok\n"), "{}{}", stdout(&out), stderr(&out));
+}
+
+#[test]
+fn a_trace_whose_every_row_was_skipped_says_why() {
+    let dir = scratch("cli", "all-skipped");
+    let path = sacct_dump(&dir, 2, 2);
+    for command in ["stats", "validate"] {
+        let out = schedlab(&["trace", command, path.to_str().unwrap(), "--format", "sacct"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(!err.contains("header but no rows"), "{err}");
+        assert!(err.contains("every one of its 2 rows was skipped"), "{err}");
+        assert!(err.contains("line 2: job 10 is RUNNING") && err.contains("line 3: job 11 is RUNNING"), "{err}");
+    }
+}

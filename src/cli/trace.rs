@@ -25,7 +25,8 @@ pub enum TraceCommand {
         #[arg(long, requires = "failures_out")]
         nodes: Option<PathBuf>,
     },
-    /// Check a trace and list its errors (file, line, field, what was expected).
+    /// Check a trace and list its errors (file, line, field, what was expected). Says `ok`
+    /// only when every row becomes a job; rows the import skipped are named and exit 1.
     Validate {
         #[command(flatten)]
         input: Input,
@@ -73,14 +74,30 @@ pub fn run(command: TraceCommand) -> CliResult {
             emit(format_args!("wrote {} jobs to {}\n", trace.workload.len(), out.display()))
         }
         TraceCommand::Validate { input } => {
-            let errors = traces::validate(&input.path, input.format.parse()?);
-            if errors.is_empty() {
-                return emit(format_args!("{}: ok\n", input.path.display()));
+            let checked = traces::check(&input.path, input.format.parse()?);
+            let path = input.path.display();
+            if !checked.errors.is_empty() {
+                for e in &checked.errors {
+                    eprintln!("{e}");
+                }
+                return Err(format!("{path}: {} error(s) shown", checked.errors.len()).into());
             }
-            for e in &errors {
-                eprintln!("{e}");
+            for note in &checked.notes {
+                super::print_note(&input.path, note);
             }
-            Err(format!("{}: {} error(s) shown", input.path.display(), errors.len()).into())
+            if checked.skipped == 0 {
+                return emit(format_args!("{path}: ok\n"));
+            }
+            // Readable, but not all of it would be replayed: not `ok`, and exit 1 (errors exit 2).
+            let plural = |n: usize| if n == 1 { "" } else { "s" };
+            emit(format_args!(
+                "{path}: {} of {} rows skipped (each named in the notes above); {} job{} to replay\n",
+                checked.skipped,
+                checked.rows,
+                checked.jobs,
+                plural(checked.jobs)
+            ))?;
+            std::process::exit(1)
         }
         TraceCommand::Stats { input } => {
             let trace = super::read_trace(&input.path, &input.format)?;

@@ -148,6 +148,42 @@ pub fn validate(path: &Path, format: Format) -> Vec<TraceError> {
     sink.into_errors()
 }
 
+/// What [`check`] found: the errors (as [`validate`]'s), and when there were none, the
+/// import's notes and how many of the file's rows it skipped (see [`Trace::notes`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Checked {
+    pub errors: Vec<TraceError>,
+    pub notes: Vec<String>,
+    /// Data rows the import read.
+    pub rows: u64,
+    /// Data rows that became no job (an unfinished sacct job, a CPU-only pod): named in the notes.
+    pub skipped: u64,
+    /// Jobs the trace replays as.
+    pub jobs: usize,
+}
+
+/// [`validate`], and for a trace without errors what its import left out: `trace validate`
+/// says `ok` only when nothing was skipped.
+pub fn check(path: &Path, format: Format) -> Checked {
+    let mut sink = Sink::new(MAX_ERRORS);
+    let mut counts = (0, 0);
+    let trace = if path.is_dir() {
+        load_into(path, format, &mut sink)
+    } else {
+        match open(path, &mut sink) {
+            Some((file, name)) => read_file_counting(file, &name, format, &mut sink, &mut counts),
+            None => None,
+        }
+    };
+    let errors = sink.into_errors();
+    match trace {
+        Some(trace) if errors.is_empty() => {
+            Checked { errors, jobs: trace.workload.len(), notes: trace.notes, rows: counts.0, skipped: counts.1 }
+        }
+        _ => Checked { errors, ..Checked::default() },
+    }
+}
+
 /// Reads one jobs file of `format` from any reader; `file` names it in errors. For tests,
 /// stdin and in-memory data; [`read_trace`] also gives the import's notes.
 pub fn read_workload<R: Read>(source: R, file: &str, format: Format) -> Result<Workload, TraceError> {
@@ -218,6 +254,18 @@ fn load_into(path: &Path, format: Format, sink: &mut Sink) -> Option<Trace> {
 
 /// The one reading path of every single-file format, for `load`, `validate` and the readers.
 fn read_file_into<R: Read>(source: R, file: &str, format: Format, sink: &mut Sink) -> Option<Trace> {
+    read_file_counting(source, file, format, sink, &mut (0, 0))
+}
+
+/// [`read_file_into`], setting `counts` to (rows read, rows skipped) where the format skips
+/// rows (openb, sacct); (0, 0) for the others, which read every row or fail.
+fn read_file_counting<R: Read>(
+    source: R,
+    file: &str,
+    format: Format,
+    sink: &mut Sink,
+    counts: &mut (u64, u64),
+) -> Option<Trace> {
     let none = std::collections::BTreeMap::new;
     let (workload, notes, recorded_starts) = match format {
         Format::Canonical => (canonical::read_jobs_into(source, file, sink)?, Vec::new(), none()),
@@ -225,10 +273,12 @@ fn read_file_into<R: Read>(source: R, file: &str, format: Format, sink: &mut Sin
         Format::Philly => (philly::read_philly_into(source, file, sink)?, Vec::new(), none()),
         Format::Openb => {
             let import = openb::read_openb_into(source, file, sink)?;
+            *counts = (import.report.pods, import.report.cpu_only);
             (import.workload, import.report.notes(), none())
         }
         Format::Sacct(clock) => {
             let import = sacct::read_sacct_into(source, file, clock, sink)?;
+            *counts = (import.report.rows, import.report.skipped.len() as u64);
             (import.workload, import.report.notes(), import.recorded_starts)
         }
     };

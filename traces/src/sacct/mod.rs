@@ -190,6 +190,19 @@ impl SacctReport {
 }
 
 impl SacctReport {
+    /// The error of a dump whose every job row was skipped: why, row by row (the first few).
+    fn nothing_left(&self) -> String {
+        let shown: Vec<String> =
+            self.skipped.iter().take(5).map(|(line, reason)| format!("line {line}: {reason}")).collect();
+        let more = self.skipped.len().saturating_sub(shown.len());
+        let more = if more > 0 { format!("; and {} more", grouped(more as u64)) } else { String::new() };
+        let rows = match self.rows {
+            1 => "its one row was".to_owned(),
+            n => format!("every one of its {} rows was", grouped(n)),
+        };
+        format!("no jobs: {rows} skipped ({}{more})", shown.join("; "))
+    }
+
     /// The note on [`SacctReport::elapsed_mismatch`]: which rows, and which time was trusted.
     fn elapsed_note(&self) -> String {
         let n = self.elapsed_mismatch.len();
@@ -313,6 +326,10 @@ pub(crate) fn read_sacct_into(
     report.node_failures = node_fail::node_failures(jobs.values().flatten());
     let recorded_starts = recorded_starts(&jobs);
     let specs = assemble(&order, jobs, &mut report);
+    if specs.is_empty() && !report.skipped.is_empty() && sink.is_empty() {
+        sink.push(TraceError::file(file, report.nothing_left()));
+        return None;
+    }
     let workload = finish(specs, file, sink)?;
     Some(SacctImport { workload, report, recorded_starts })
 }
