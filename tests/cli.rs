@@ -948,3 +948,49 @@ fn a_trace_whose_every_row_was_skipped_says_why() {
         assert!(err.contains("line 2: job 10 is RUNNING") && err.contains("line 3: job 11 is RUNNING"), "{err}");
     }
 }
+
+#[test]
+fn trace_and_cluster_commands_take_the_trace_as_simulate_does() {
+    let dir = scratch("cli", "trace-flag");
+    let jobs = dir.join("jobs.csv");
+    std::fs::write(&jobs, "job_id,submit_s,duration_s,gpus,queue\na,0,60,1,research\n").unwrap();
+    let path = jobs.to_str().unwrap();
+    for command in ["validate", "stats"] {
+        let flagged = schedlab(&["trace", command, "--trace", path]);
+        let positional = schedlab(&["trace", command, path]);
+        assert!(flagged.status.success(), "{}", stderr(&flagged));
+        assert_eq!(stdout(&flagged), stdout(&positional));
+        let both = schedlab(&["trace", command, path, "--trace", path]);
+        assert!(!both.status.success(), "{command}: a path given twice was taken");
+    }
+    let import = schedlab(&["trace", "import", "--trace", path, "--out", dir.join("out.csv").to_str().unwrap()]);
+    assert!(import.status.success(), "{}", stderr(&import));
+    let vc = dir.join("vc.csv");
+    std::fs::write(&vc, "vc,node num\nprod,1\n").unwrap();
+    let queues = schedlab(&[
+        "cluster",
+        "queues",
+        vc.to_str().unwrap(),
+        "--format",
+        "philly-vc",
+        "--trace",
+        path,
+        "--trace-format",
+        "canonical",
+    ]);
+    assert!(queues.status.success(), "{}", stderr(&queues));
+    assert!(stdout(&queues).contains("research"), "{}", stdout(&queues));
+    // The flags' earlier names keep working.
+    let old = schedlab(&[
+        "cluster",
+        "queues",
+        vc.to_str().unwrap(),
+        "--format",
+        "philly-vc",
+        "--jobs",
+        path,
+        "--jobs-format",
+        "canonical",
+    ]);
+    assert_eq!(stdout(&old), stdout(&queues), "{}", stderr(&old));
+}
