@@ -994,3 +994,25 @@ fn trace_and_cluster_commands_take_the_trace_as_simulate_does() {
     ]);
     assert_eq!(stdout(&old), stdout(&queues), "{}", stderr(&old));
 }
+
+#[test]
+fn a_file_or_spec_in_another_shape_gets_the_fix_named() {
+    let dir = scratch("cli", "other-shape");
+    // Philly's header read as canonical (the default --format): suggest --format philly.
+    let philly = dir.join("philly.csv");
+    std::fs::write(&philly, "timestamp,duration,num_gpus,gpu_time,cluster\n1,2,1,2,a\n").unwrap();
+    let out = schedlab(&["trace", "stats", philly.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert!(err.contains("--format philly"), "{err}");
+    assert!(!err.contains("known columns are"), "{err}");
+    // A sacct dump written with commas: say so, not that JobID is missing.
+    let comma = dir.join("sacct.txt");
+    std::fs::write(&comma, "JobID,Submit,Start,End,State,AllocTRES\n1,x,x,x,COMPLETED,gres/gpu=1\n").unwrap();
+    let out = schedlab(&["trace", "stats", comma.to_str().unwrap(), "--format", "sacct"]);
+    let err = stderr(&out);
+    assert!(err.contains("sacct.txt:1") && err.contains("not `|`-separated") && err.contains("--parsable2"), "{err}");
+    // Parameters in parentheses: suggest the brackets.
+    let out = schedlab(&["simulate", "--jobs", "10", "--policy", "sjf(duration=oracle)"]);
+    let err = stderr(&out);
+    assert!(err.contains("write `sjf[duration=oracle]`"), "{err}");
+}

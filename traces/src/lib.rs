@@ -114,6 +114,20 @@ impl FromStr for Format {
     }
 }
 
+/// The importer whose required columns a header has (a file read with the wrong
+/// `--format`): Philly, ITP or openb, or sacct for a `|`-separated header with `JobID`.
+pub(crate) fn format_of_header(header: &[String]) -> Option<Format> {
+    let has_all =
+        |known: &[rows::Column]| known.iter().filter(|c| c.required).all(|c| header.iter().any(|h| h == c.name));
+    if header.first().is_some_and(|h| h.split('|').any(|f| f == "JobID")) {
+        return Some(Format::Sacct(sacct::SacctClock::Naive));
+    }
+    [(Format::Philly, philly::KNOWN), (Format::Itp, itp::KNOWN), (Format::Openb, openb::KNOWN)]
+        .into_iter()
+        .find(|(_, known)| has_all(known))
+        .map(|(format, _)| format)
+}
+
 /// Everything a trace gives the simulator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trace {
