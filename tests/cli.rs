@@ -1016,3 +1016,22 @@ fn a_file_or_spec_in_another_shape_gets_the_fix_named() {
     let err = stderr(&out);
     assert!(err.contains("write `sjf[duration=oracle]`"), "{err}");
 }
+
+#[test]
+fn simulate_json_prints_the_summary_as_one_object() {
+    let dir = scratch("cli", "json");
+    let out = schedlab(&["simulate", "--jobs", "50", "--json", "--out", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("stdout is one JSON object");
+    let written = read_json(&dir.join("summary.json"));
+    assert_eq!(printed, written, "the printed summary is summary.json's");
+    assert!(printed.get("starts_vs_recorded").is_none());
+    assert!(stderr(&out).contains("wrote "), "{}", stderr(&out));
+    let sacct = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/tests/data/slurm/builtin-fast/sacct.txt");
+    let out = schedlab(&["simulate", "--trace", sacct, "--format", "sacct", "--cluster", "4x8", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("stdout is one JSON object");
+    assert_eq!(printed["starts_vs_recorded"]["jobs"], 291, "{printed}");
+    assert_eq!(printed["starts_vs_recorded"]["exact"], 10, "{printed}");
+    assert!(printed["digest"].is_string(), "{printed}");
+}
