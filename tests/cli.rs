@@ -1035,3 +1035,19 @@ fn simulate_json_prints_the_summary_as_one_object() {
     assert_eq!(printed["starts_vs_recorded"]["exact"], 10, "{printed}");
     assert!(printed["digest"].is_string(), "{printed}");
 }
+
+#[test]
+fn completions_are_printed_for_each_shell() {
+    for (shell, marker) in [("bash", "_schedlab()"), ("zsh", "#compdef schedlab"), ("fish", "complete -c schedlab")] {
+        let out = schedlab(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        let script = stdout(&out);
+        assert!(script.contains(marker), "{shell}: no `{marker}`");
+        // Every command and a flag of a nested one are offered.
+        assert!(script.contains("simulate") && script.contains("fit-failures"), "{shell}");
+        assert!(script.contains("trace-format"), "{shell}");
+    }
+    let out = schedlab(&["completions", "tcsh"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("bash"), "{}", stderr(&out));
+}
