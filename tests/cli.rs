@@ -906,3 +906,148 @@ fn a_sacct_replay_says_how_far_its_starts_are_from_slurms() {
     let out = schedlab(&["simulate", "--jobs", "20"]);
     assert!(!stdout(&out).contains("recorded starts"), "{}", stdout(&out));
 }
+
+/// A sacct dump of `rows` jobs, `running` of them still RUNNING (which cannot be replayed).
+fn sacct_dump(dir: &std::path::Path, rows: usize, running: usize) -> std::path::PathBuf {
+    let mut text = String::from("JobID|Submit|Start|End|State|AllocTRES\n");
+    for i in 0..rows {
+        let state = if i < running { "RUNNING" } else { "COMPLETED" };
+        let end = if i < running { "Unknown" } else { "2026-01-01T01:00:00" };
+        text.push_str(&format!("{}|2026-01-01T00:00:00|2026-01-01T00:10:00|{end}|{state}|gres/gpu=1\n", 10 + i));
+    }
+    let path = dir.join("sacct.txt");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn validate_says_ok_only_when_no_row_was_skipped() {
+    let dir = scratch("cli", "validate-skipped");
+    let path = sacct_dump(&dir, 4, 3);
+    let out = schedlab(&["trace", "validate", path.to_str().unwrap(), "--format", "sacct"]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{text}{err}");
+    assert!(!text.contains(": ok"), "{text}");
+    assert!(text.contains("3 of 4 rows skipped"), "{text}");
+    assert!(err.contains("skipped line 2: job 10 is RUNNING"), "{err}");
+    let clean = sacct_dump(&dir, 2, 0);
+    let out = schedlab(&["trace", "validate", clean.to_str().unwrap(), "--format", "sacct"]);
+    assert!(out.status.success() && stdout(&out).ends_with(": ok\n"), "{}{}", stdout(&out), stderr(&out));
+}
+
+#[test]
+fn a_trace_whose_every_row_was_skipped_says_why() {
+    let dir = scratch("cli", "all-skipped");
+    let path = sacct_dump(&dir, 2, 2);
+    for command in ["stats", "validate"] {
+        let out = schedlab(&["trace", command, path.to_str().unwrap(), "--format", "sacct"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(!err.contains("header but no rows"), "{err}");
+        assert!(err.contains("every one of its 2 rows was skipped"), "{err}");
+        assert!(err.contains("line 2: job 10 is RUNNING") && err.contains("line 3: job 11 is RUNNING"), "{err}");
+    }
+}
+
+#[test]
+fn trace_and_cluster_commands_take_the_trace_as_simulate_does() {
+    let dir = scratch("cli", "trace-flag");
+    let jobs = dir.join("jobs.csv");
+    std::fs::write(&jobs, "job_id,submit_s,duration_s,gpus,queue\na,0,60,1,research\n").unwrap();
+    let path = jobs.to_str().unwrap();
+    for command in ["validate", "stats"] {
+        let flagged = schedlab(&["trace", command, "--trace", path]);
+        let positional = schedlab(&["trace", command, path]);
+        assert!(flagged.status.success(), "{}", stderr(&flagged));
+        assert_eq!(stdout(&flagged), stdout(&positional));
+        let both = schedlab(&["trace", command, path, "--trace", path]);
+        assert!(!both.status.success(), "{command}: a path given twice was taken");
+    }
+    let import = schedlab(&["trace", "import", "--trace", path, "--out", dir.join("out.csv").to_str().unwrap()]);
+    assert!(import.status.success(), "{}", stderr(&import));
+    let vc = dir.join("vc.csv");
+    std::fs::write(&vc, "vc,node num\nprod,1\n").unwrap();
+    let queues = schedlab(&[
+        "cluster",
+        "queues",
+        vc.to_str().unwrap(),
+        "--format",
+        "philly-vc",
+        "--trace",
+        path,
+        "--trace-format",
+        "canonical",
+    ]);
+    assert!(queues.status.success(), "{}", stderr(&queues));
+    assert!(stdout(&queues).contains("research"), "{}", stdout(&queues));
+    // The flags' earlier names keep working.
+    let old = schedlab(&[
+        "cluster",
+        "queues",
+        vc.to_str().unwrap(),
+        "--format",
+        "philly-vc",
+        "--jobs",
+        path,
+        "--jobs-format",
+        "canonical",
+    ]);
+    assert_eq!(stdout(&old), stdout(&queues), "{}", stderr(&old));
+}
+
+#[test]
+fn a_file_or_spec_in_another_shape_gets_the_fix_named() {
+    let dir = scratch("cli", "other-shape");
+    // Philly's header read as canonical (the default --format): suggest --format philly.
+    let philly = dir.join("philly.csv");
+    std::fs::write(&philly, "timestamp,duration,num_gpus,gpu_time,cluster\n1,2,1,2,a\n").unwrap();
+    let out = schedlab(&["trace", "stats", philly.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert!(err.contains("--format philly"), "{err}");
+    assert!(!err.contains("known columns are"), "{err}");
+    // A sacct dump written with commas: say so, not that JobID is missing.
+    let comma = dir.join("sacct.txt");
+    std::fs::write(&comma, "JobID,Submit,Start,End,State,AllocTRES\n1,x,x,x,COMPLETED,gres/gpu=1\n").unwrap();
+    let out = schedlab(&["trace", "stats", comma.to_str().unwrap(), "--format", "sacct"]);
+    let err = stderr(&out);
+    assert!(err.contains("sacct.txt:1") && err.contains("not `|`-separated") && err.contains("--parsable2"), "{err}");
+    // Parameters in parentheses: suggest the brackets.
+    let out = schedlab(&["simulate", "--jobs", "10", "--policy", "sjf(duration=oracle)"]);
+    let err = stderr(&out);
+    assert!(err.contains("write `sjf[duration=oracle]`"), "{err}");
+}
+
+#[test]
+fn simulate_json_prints_the_summary_as_one_object() {
+    let dir = scratch("cli", "json");
+    let out = schedlab(&["simulate", "--jobs", "50", "--json", "--out", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("stdout is one JSON object");
+    let written = read_json(&dir.join("summary.json"));
+    assert_eq!(printed, written, "the printed summary is summary.json's");
+    assert!(printed.get("starts_vs_recorded").is_none());
+    assert!(stderr(&out).contains("wrote "), "{}", stderr(&out));
+    let sacct = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/tests/data/slurm/builtin-fast/sacct.txt");
+    let out = schedlab(&["simulate", "--trace", sacct, "--format", "sacct", "--cluster", "4x8", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("stdout is one JSON object");
+    assert_eq!(printed["starts_vs_recorded"]["jobs"], 291, "{printed}");
+    assert_eq!(printed["starts_vs_recorded"]["exact"], 10, "{printed}");
+    assert!(printed["digest"].is_string(), "{printed}");
+}
+
+#[test]
+fn completions_are_printed_for_each_shell() {
+    for (shell, marker) in [("bash", "_schedlab()"), ("zsh", "#compdef schedlab"), ("fish", "complete -c schedlab")] {
+        let out = schedlab(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        let script = stdout(&out);
+        assert!(script.contains(marker), "{shell}: no `{marker}`");
+        // Every command and a flag of a nested one are offered.
+        assert!(script.contains("simulate") && script.contains("fit-failures"), "{shell}");
+        assert!(script.contains("trace-format"), "{shell}");
+    }
+    let out = schedlab(&["completions", "tcsh"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("bash"), "{}", stderr(&out));
+}

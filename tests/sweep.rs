@@ -461,7 +461,7 @@ fn bad_seeds_shards_and_outputs_are_clear_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("run 1 ("), "{}", stderr(&out));
     let full = schedlab(&["sweep", "--jobs", "20", "--out", s(&dir)]);
-    assert!(stderr(&full).contains("is not empty"), "{}", stderr(&full));
+    assert!(stderr(&full).contains("which no sweep writes"), "{}", stderr(&full));
 }
 
 /// examples/slurm-sweep.sh, run the way Slurm runs it (one shard per array task, then the
@@ -578,4 +578,31 @@ fn the_sweep_table_prints_times_in_human_units() {
     let line = text.lines().find(|l| l.starts_with("jobs.csv")).unwrap_or_else(|| panic!("{text}"));
     let cells: Vec<&str> = line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
     assert_eq!(cells[3..6], ["2.8 min", "3.5 min", "99.0 s"], "{text}");
+}
+
+/// A sweep folder is reused as `simulate --out` reuses a run folder: an earlier sweep's files
+/// are replaced whole; a folder holding anything else is refused unless --force, which writes
+/// beside it and leaves it as it is.
+#[test]
+fn a_sweep_reuses_its_own_folder_and_force_writes_beside_other_files() {
+    let dir = scratch("sweep", "reuse");
+    let (reused, fresh) = (dir.join("reused"), dir.join("fresh"));
+    sweep(&reused, &[]);
+    let narrower = ["sweep", "--jobs", "200", "--load", "2", "--policy", "fifo", "--seeds", "0..2", "--out"];
+    let again = schedlab(&[&narrower[..], &[s(&reused)]].concat());
+    assert!(again.status.success(), "{}", stderr(&again));
+    let first = schedlab(&[&narrower[..], &[s(&fresh)]].concat());
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert_same_tree(&reused, &fresh);
+
+    std::fs::write(reused.join("notes.txt"), "mine").unwrap();
+    let refused = schedlab(&[&narrower[..], &[s(&reused)]].concat());
+    assert_eq!(refused.status.code(), Some(2));
+    let err = stderr(&refused);
+    assert!(err.contains("notes.txt, which no sweep writes") && err.contains("--force"), "{err}");
+    let forced = schedlab(&[&narrower[..], &[s(&reused), "--force"]].concat());
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert_eq!(std::fs::read_to_string(reused.join("notes.txt")).unwrap(), "mine");
+    std::fs::remove_file(reused.join("notes.txt")).unwrap();
+    assert_same_tree(&reused, &fresh);
 }

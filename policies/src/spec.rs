@@ -111,6 +111,16 @@ impl FromStr for PolicySpec {
             None => (spec, ""),
         };
         let name = name.trim();
+        if rest.is_empty()
+            && let Some(open) = name.find(['(', '{'])
+        {
+            // `sjf(duration=oracle)`: parameters in other brackets than the spec's.
+            let inner = name[open + 1..].trim_end_matches([')', '}']);
+            return Err(SpecError(format!(
+                "policy spec `{spec}`: parameters go in square brackets: write `{}[{inner}]`",
+                &name[..open]
+            )));
+        }
         check_word("policy name", name, spec)?;
         let mut parsed = PolicySpec { name: name.to_string(), params: BTreeMap::new() };
         for pair in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {

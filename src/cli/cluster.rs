@@ -49,11 +49,13 @@ pub enum ClusterCommand {
         borrow: bool,
         /// A trace whose jobs will run in these queues: each queue its jobs name that the file
         /// gives no quota is added uncapped (and said so on stderr), so every job has a queue.
-        #[arg(long)]
-        jobs: Option<PathBuf>,
-        /// Format of --jobs (canonical, itp, philly, openb, sacct).
-        #[arg(long, default_value = "canonical")]
-        jobs_format: String,
+        /// (Also spelled --jobs.)
+        #[arg(long, alias = "jobs", value_name = "PATH")]
+        trace: Option<PathBuf>,
+        /// Format of --trace, as simulate's --format (canonical, itp, philly, openb, sacct).
+        /// (Also spelled --jobs-format.)
+        #[arg(long, alias = "jobs-format", default_value = "canonical")]
+        trace_format: String,
         /// Write queues.csv here instead of standard output.
         #[arg(long, short)]
         out: Option<PathBuf>,
@@ -62,7 +64,7 @@ pub enum ClusterCommand {
 
 pub fn run(command: ClusterCommand) -> CliResult {
     match command {
-        ClusterCommand::Queues { path, format, gpus_per_node, date, borrow, jobs, jobs_format, out } => {
+        ClusterCommand::Queues { path, format, gpus_per_node, date, borrow, trace, trace_format, out } => {
             let name = path.display().to_string();
             let file = std::fs::File::open(&path).map_err(|e| format!("cannot read {name}: {e}"))?;
             let reader = std::io::BufReader::new(file);
@@ -71,8 +73,8 @@ pub fn run(command: ClusterCommand) -> CliResult {
                 "helios" => traces::read_helios_vc_csv(reader, &name, date.as_deref(), borrow)?,
                 other => return Err(format!("unknown queue format `{other}`; valid: philly-vc, helios").into()),
             };
-            if let Some(jobs) = jobs {
-                let trace = super::read_trace(&jobs, &jobs_format)?;
+            if let Some(jobs) = trace {
+                let trace = super::read_trace(&jobs, &trace_format)?;
                 let named: std::collections::BTreeSet<&str> =
                     trace.workload.jobs().iter().filter_map(|j| j.queue.as_deref()).collect();
                 for name in named {

@@ -70,7 +70,17 @@ pub fn run(args: MergeArgs) -> CliResult {
     let (parts, tables): (Vec<Part>, Vec<ShardTables>) =
         args.shards.iter().map(|d| load(d)).collect::<Result<Vec<_>, _>>()?.into_iter().unzip();
     let merged = run::many::merge(&parts, super::registry())?;
-    prepare_out(&args.out)?;
+    // New or empty: --out could be one of the shards, which a reuse would remove.
+    if let Ok(mut entries) = fs::read_dir(&args.out)
+        && entries.next().is_some()
+    {
+        return Err(format!(
+            "--out {} is not empty: a merge writes into a new or empty folder (remove it, or choose another)",
+            args.out.display()
+        )
+        .into());
+    }
+    prepare_out(&args.out, false)?;
     let planned = &merged.plan.runs;
     let mut rows = Vec::with_capacity(planned.len());
     let mut walls = Vec::with_capacity(planned.len());

@@ -53,6 +53,12 @@ enum Command {
     /// Live mode: a coordinator and node agents run real processes on real GPUs under a policy.
     #[command(subcommand)]
     Live(live::LiveCommand),
+    /// Print a completion script for SHELL: `schedlab completions bash >
+    /// ~/.local/share/bash-completion/completions/schedlab`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Writes `text` to standard output. A closed pipe (`schedlab trace stats ... | head`) ends
@@ -146,6 +152,11 @@ fn run() -> CliResult {
         Command::Trace(command) => trace::run(command),
         Command::Cluster(command) => cluster::run(command),
         Command::Live(command) => live::run(command, &typed),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "schedlab", &mut script);
+            emit(String::from_utf8_lossy(&script))
+        }
     }
 }
 

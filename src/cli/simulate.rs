@@ -23,6 +23,10 @@ pub struct SimulateArgs {
     /// Also write the decision log, decisions.csv, into --out.
     #[arg(long)]
     decisions: bool,
+    /// Print the summary as one JSON object on stdout (summary.json's fields, and
+    /// `starts_vs_recorded` when the trace records starts) instead of the table.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs one simulation; `typed` says which flags the user typed (rather than left default).
@@ -45,14 +49,35 @@ pub fn run(args: SimulateArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
     let keep = Keep { decisions: spec.decisions, series: spec.out.is_some() };
     let runner = super::runner().forced(args.force);
     let outcome = runner.run(&spec, keep)?;
-    emit(reports::summary_table(&outcome.summary))?;
-    if let Some(vs) = &outcome.vs_recorded {
-        emit(format_args!("{:<42} {}\n", "starts vs the trace's recorded starts", vs.line()))?;
+    if args.json {
+        emit(summary_json(&outcome)?)?;
+    } else {
+        emit(reports::summary_table(&outcome.summary))?;
+        if let Some(vs) = &outcome.vs_recorded {
+            emit(format_args!("{:<42} {}\n", "starts vs the trace's recorded starts", vs.line()))?;
+        }
     }
     if let Some(dir) = &spec.out {
         outcome.write(dir, spec.decisions)?;
-        emit(format_args!("wrote {}\n", dir.display()))?;
+        // With --json, stdout is the JSON object alone.
+        if args.json {
+            eprintln!("wrote {}", dir.display());
+        } else {
+            emit(format_args!("wrote {}\n", dir.display()))?;
+        }
     }
     super::leave_for_exit(outcome);
     Ok(())
+}
+
+/// `simulate --json`: summary.json's object, with `starts_vs_recorded` (the table's
+/// "starts vs the trace's recorded starts" line) when the trace records starts.
+fn summary_json(outcome: &run::RunOutcome) -> Result<String, serde_json::Error> {
+    let mut value = serde_json::to_value(&outcome.summary)?;
+    if let (Some(vs), Some(object)) = (&outcome.vs_recorded, value.as_object_mut()) {
+        object.insert("starts_vs_recorded".into(), serde_json::to_value(vs)?);
+    }
+    let mut text = serde_json::to_string_pretty(&value)?;
+    text.push('\n');
+    Ok(text)
 }

@@ -48,10 +48,11 @@ struct SweepOwnArgs {
     /// names is an error.
     #[arg(long, value_name = "KEY=V1|V2|...")]
     grid: Vec<String>,
-    /// Output folder (new or empty): runs/<run>-<trace>-<policy>-s<seed>/ per run (what
-    /// `simulate --out` writes, but no decisions.csv), sweep.csv (one row per run), sweep.json
-    /// (settings and runs) and wall.csv (wall-clock seconds per run, the one file that is not
-    /// deterministic).
+    /// Output folder: runs/<run>-<trace>-<policy>-s<seed>/ per run (what `simulate --out`
+    /// writes, but no decisions.csv), sweep.csv (one row per run), sweep.json (settings and
+    /// runs) and wall.csv (wall-clock seconds per run, the one file that is not
+    /// deterministic). A folder an earlier sweep wrote is replaced whole (its runs removed);
+    /// one holding files no sweep writes is refused unless --force.
     #[arg(long, short)]
     out: Option<PathBuf>,
     /// Runs at once (default: one per core). The outputs do not depend on it.
@@ -61,7 +62,8 @@ struct SweepOwnArgs {
     /// or a Kubernetes Indexed Job each; `schedlab merge` combines the N outputs.
     #[arg(long, value_name = "I/N", requires = "out")]
     shard: Option<String>,
-    /// Write time series of more than 100,000 buckets (--series-bucket-s), as simulate --force.
+    /// Write into an --out folder that holds files no sweep writes (they are left as they
+    /// are), and time series of more than 100,000 buckets (--series-bucket-s), as simulate --force.
     #[arg(long)]
     force: bool,
 }
@@ -136,7 +138,7 @@ pub fn run(args: SweepArgs) -> CliResult {
     let mine = plan.slice(shard);
     let out = args.own.out.as_deref();
     if let Some(out) = out {
-        prepare_out(out)?;
+        prepare_out(out, args.own.force)?;
     }
     let progress = progress_bar(mine.len());
     let tick = progress.clone();
@@ -196,19 +198,81 @@ fn warn_of_idle_seeds(args: &SweepArgs, settings: &SweepSettings) {
     }
 }
 
-/// Makes `dir` ready for a sweep: it must be new or empty, so no run of an earlier sweep is
-/// mistaken for one of this.
-pub(super) fn prepare_out(dir: &Path) -> Result<(), String> {
-    if let Ok(mut entries) = fs::read_dir(dir)
-        && entries.next().is_some()
-    {
+/// The files a sweep (or a merge) writes at the top of its folder, and `schedlab report`'s
+/// page of them; its runs are folders of `runs/`, each holding only a run's files.
+const SWEEP_FOLDER_FILES: [&str; 5] = ["sweep.csv", "sweep.json", "wall.csv", "sweep.parquet", "report.html"];
+
+/// Makes `dir` ready for a sweep, as `simulate --out` treats a run folder: a new folder, or
+/// one holding only an earlier sweep's files, which are removed (its runs too) so that no run
+/// of it is mistaken for one of this sweep; a folder holding anything else is refused unless
+/// `force`, which leaves those files as they are.
+pub(super) fn prepare_out(dir: &Path, force: bool) -> Result<(), String> {
+    let foreign = foreign_files(dir)?;
+    if !foreign.is_empty() && !force {
+        let shown = match foreign.len() {
+            1 => format!("{}, which no sweep writes", foreign[0]),
+            n if n <= 3 => format!("{}, which no sweep writes", foreign.join(", ")),
+            n => format!("{} and {} more files no sweep writes", foreign[..3].join(", "), n - 3),
+        };
+        let it = if foreign.len() == 1 { "it" } else { "them" };
         return Err(format!(
-            "--out {} is not empty: a sweep writes into a new or empty folder (remove it, or choose another)",
+            "--out {} holds {shown}: give a new folder, one that only a sweep wrote into, or --force to write \
+             beside {it}",
             dir.display()
         ));
     }
+    let remove = |path: &Path| match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {} (an earlier sweep's): {e}", path.display()))
+        }
+        _ => Ok(()),
+    };
+    for name in SWEEP_FOLDER_FILES {
+        remove(&dir.join(name))?;
+    }
     let runs = dir.join("runs");
+    for run in fs::read_dir(&runs).into_iter().flatten().filter_map(Result::ok).filter(|e| e.path().is_dir()) {
+        for name in run::RUN_FOLDER_FILES {
+            remove(&run.path().join(name))?;
+        }
+        // Empty now unless --force left another file there.
+        let _ = fs::remove_dir(run.path());
+    }
     fs::create_dir_all(&runs).map_err(|e| format!("cannot create {}: {e}", runs.display()))
+}
+
+/// What `dir` holds that no sweep writes (paths relative to it, sorted); empty for a missing folder.
+fn foreign_files(dir: &Path) -> Result<Vec<String>, String> {
+    let list = |dir: &Path| -> Result<Vec<(String, PathBuf)>, String> {
+        match fs::read_dir(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(format!("--out {}: cannot read the folder: {e}", dir.display())),
+            Ok(entries) => Ok(entries
+                .filter_map(Result::ok)
+                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                .collect()),
+        }
+    };
+    let mut foreign = Vec::new();
+    for (name, path) in list(dir)? {
+        if name == "runs" && path.is_dir() {
+            for (run, run_path) in list(&path)? {
+                if !run_path.is_dir() {
+                    foreign.push(format!("runs/{run}"));
+                    continue;
+                }
+                for (file, _) in list(&run_path)? {
+                    if !run::RUN_FOLDER_FILES.contains(&file.as_str()) {
+                        foreign.push(format!("runs/{run}/{file}"));
+                    }
+                }
+            }
+        } else if !SWEEP_FOLDER_FILES.contains(&name.as_str()) || path.is_dir() {
+            foreign.push(name);
+        }
+    }
+    foreign.sort();
+    Ok(foreign)
 }
 
 /// sweep.csv, sweep.json and wall.csv (and sweep.parquet when built with the polars

@@ -25,7 +25,8 @@ pub enum TraceCommand {
         #[arg(long, requires = "failures_out")]
         nodes: Option<PathBuf>,
     },
-    /// Check a trace and list its errors (file, line, field, what was expected).
+    /// Check a trace and list its errors (file, line, field, what was expected). Says `ok`
+    /// only when every row becomes a job; rows the import skipped are named and exit 1.
     Validate {
         #[command(flatten)]
         input: Input,
@@ -38,8 +39,8 @@ pub enum TraceCommand {
     /// Fit a Weibull/lognormal failure model to a failure trace; print the fit, its goodness
     /// and the `simulate --failures` spec that reproduces it.
     FitFailures {
-        /// The failure trace file.
-        path: PathBuf,
+        #[command(flatten)]
+        input: FailureInput,
         /// infinitehbd (fault_trace.json), titan (gc_full.csv) or alibaba2017 (server_event.csv).
         #[arg(long)]
         format: String,
@@ -47,19 +48,45 @@ pub enum TraceCommand {
 }
 
 #[derive(Args)]
+#[group(skip)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["path", "trace"])))]
 pub struct Input {
-    /// The trace file (or canonical trace directory).
-    path: PathBuf,
+    /// The trace file (or canonical trace directory); or --trace PATH.
+    #[arg(value_name = "PATH")]
+    path: Option<PathBuf>,
+    /// The trace, as simulate and sweep take it (the same as the PATH argument).
+    #[arg(long = "trace", value_name = "PATH")]
+    trace: Option<PathBuf>,
     /// canonical, itp, philly, openb or sacct (sacct[tz=Europe/Berlin] or sacct[tz=+02:00]
     /// for times written in a local time zone).
     #[arg(long, default_value = "canonical")]
     format: String,
 }
 
+/// `trace fit-failures`' failure trace, as an argument or --trace.
+#[derive(Args)]
+#[group(skip)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["path", "trace"])))]
+pub struct FailureInput {
+    /// The failure trace file; or --trace PATH.
+    #[arg(value_name = "PATH")]
+    path: Option<PathBuf>,
+    /// The failure trace (the same as the PATH argument).
+    #[arg(long = "trace", value_name = "PATH")]
+    trace: Option<PathBuf>,
+}
+
+impl Input {
+    /// The trace's path, given as the argument or as --trace (clap requires one).
+    fn path(&self) -> &std::path::Path {
+        self.path.as_deref().or(self.trace.as_deref()).expect("clap requires PATH or --trace")
+    }
+}
+
 pub fn run(command: TraceCommand) -> CliResult {
     match command {
         TraceCommand::Import { input, out, failures_out, nodes } => {
-            let trace = super::read_trace(&input.path, &input.format)?;
+            let trace = super::read_trace(input.path(), &input.format)?;
             if out.extension().is_some_and(|e| e == "csv") {
                 let file = File::create(&out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
                 traces::write_trace_jobs_csv(&trace.workload, BufWriter::new(file))?;
@@ -73,23 +100,40 @@ pub fn run(command: TraceCommand) -> CliResult {
             emit(format_args!("wrote {} jobs to {}\n", trace.workload.len(), out.display()))
         }
         TraceCommand::Validate { input } => {
-            let errors = traces::validate(&input.path, input.format.parse()?);
-            if errors.is_empty() {
-                return emit(format_args!("{}: ok\n", input.path.display()));
+            let checked = traces::check(input.path(), input.format.parse()?);
+            let path = input.path().display();
+            if !checked.errors.is_empty() {
+                for e in &checked.errors {
+                    eprintln!("{e}");
+                }
+                return Err(format!("{path}: {} error(s) shown", checked.errors.len()).into());
             }
-            for e in &errors {
-                eprintln!("{e}");
+            for note in &checked.notes {
+                super::print_note(input.path(), note);
             }
-            Err(format!("{}: {} error(s) shown", input.path.display(), errors.len()).into())
+            if checked.skipped == 0 {
+                return emit(format_args!("{path}: ok\n"));
+            }
+            // Readable, but not all of it would be replayed: not `ok`, and exit 1 (errors exit 2).
+            let plural = |n: usize| if n == 1 { "" } else { "s" };
+            emit(format_args!(
+                "{path}: {} of {} rows skipped (each named in the notes above); {} job{} to replay\n",
+                checked.skipped,
+                checked.rows,
+                checked.jobs,
+                plural(checked.jobs)
+            ))?;
+            std::process::exit(1)
         }
         TraceCommand::Stats { input } => {
-            let trace = super::read_trace(&input.path, &input.format)?;
+            let trace = super::read_trace(input.path(), &input.format)?;
             emit(traces::TraceStats::of(&trace.workload))?;
             super::leave_for_exit(trace);
             Ok(())
         }
-        TraceCommand::FitFailures { path, format } => {
-            let trace = traces::failures::load(&path, format.parse()?)?;
+        TraceCommand::FitFailures { input, format } => {
+            let path = input.path.as_deref().or(input.trace.as_deref()).expect("clap requires PATH or --trace");
+            let trace = traces::failures::load(path, format.parse()?)?;
             emit(traces::failures::fit(&trace))
         }
     }
@@ -100,7 +144,7 @@ fn write_node_failures(input: &Input, nodes: &std::path::Path, out: &std::path::
     let traces::Format::Sacct(clock) = input.format.parse::<traces::Format>()? else {
         return Err(format!("--failures-out reads NODE_FAIL jobs of --format sacct, not {}", input.format).into());
     };
-    let events = traces::sacct::load_failure_events(&input.path, clock, nodes)?;
+    let events = traces::sacct::load_failure_events(input.path(), clock, nodes)?;
     let file = File::create(out).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     traces::write_events_csv(&events, BufWriter::new(file))?;
     eprintln!("wrote {} node failures to {}", events.len(), out.display());

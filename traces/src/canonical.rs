@@ -104,7 +104,22 @@ pub fn read_jobs_csv<R: Read>(source: R, file: &str) -> Result<Workload, TraceEr
 /// The reading path shared by `load` (first error) and `validate` (many errors): bad rows are
 /// reported to `sink` and skipped; `None` when the file cannot be read on.
 pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<Workload> {
-    let (mut rows, c) = Rows::open_checked(source, file, KNOWN, Unknown::Refuse, sink)?;
+    let mut rows = sink.ok(Rows::open(source, file))?;
+    let c = match rows.columns(KNOWN, Unknown::Refuse) {
+        Ok(c) => c,
+        Err(e) => {
+            // Another format's header read as canonical (the default --format): name it.
+            let hint = crate::format_of_header(rows.header()).map(|format| {
+                rows.header_error(format!(
+                    "this header is {}'s, not the canonical format's: give --format {}",
+                    format,
+                    format.name()
+                ))
+            });
+            sink.push(hint.unwrap_or(e));
+            return None;
+        }
+    };
     let cols = Cols {
         job: c[0]?,
         task: c[1],

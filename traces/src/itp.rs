@@ -10,7 +10,7 @@ use crate::rows::{Column, Rows, Unknown};
 use sim::{JobSpec, SimDuration, SimTime, Workload};
 use std::io::Read;
 
-const KNOWN: &[Column] = &[
+pub(crate) const KNOWN: &[Column] = &[
     Column { name: "job_id", required: true },
     Column { name: "submission_time", required: true },
     Column { name: "duration", required: true },

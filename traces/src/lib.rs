@@ -114,6 +114,20 @@ impl FromStr for Format {
     }
 }
 
+/// The importer whose required columns a header has (a file read with the wrong
+/// `--format`): Philly, ITP or openb, or sacct for a `|`-separated header with `JobID`.
+pub(crate) fn format_of_header(header: &[String]) -> Option<Format> {
+    let has_all =
+        |known: &[rows::Column]| known.iter().filter(|c| c.required).all(|c| header.iter().any(|h| h == c.name));
+    if header.first().is_some_and(|h| h.split('|').any(|f| f == "JobID")) {
+        return Some(Format::Sacct(sacct::SacctClock::Naive));
+    }
+    [(Format::Philly, philly::KNOWN), (Format::Itp, itp::KNOWN), (Format::Openb, openb::KNOWN)]
+        .into_iter()
+        .find(|(_, known)| has_all(known))
+        .map(|(format, _)| format)
+}
+
 /// Everything a trace gives the simulator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trace {
@@ -146,6 +160,42 @@ pub fn validate(path: &Path, format: Format) -> Vec<TraceError> {
     let mut sink = Sink::new(MAX_ERRORS);
     load_into(path, format, &mut sink);
     sink.into_errors()
+}
+
+/// What [`check`] found: the errors (as [`validate`]'s), and when there were none, the
+/// import's notes and how many of the file's rows it skipped (see [`Trace::notes`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Checked {
+    pub errors: Vec<TraceError>,
+    pub notes: Vec<String>,
+    /// Data rows the import read.
+    pub rows: u64,
+    /// Data rows that became no job (an unfinished sacct job, a CPU-only pod): named in the notes.
+    pub skipped: u64,
+    /// Jobs the trace replays as.
+    pub jobs: usize,
+}
+
+/// [`validate`], and for a trace without errors what its import left out: `trace validate`
+/// says `ok` only when nothing was skipped.
+pub fn check(path: &Path, format: Format) -> Checked {
+    let mut sink = Sink::new(MAX_ERRORS);
+    let mut counts = (0, 0);
+    let trace = if path.is_dir() {
+        load_into(path, format, &mut sink)
+    } else {
+        match open(path, &mut sink) {
+            Some((file, name)) => read_file_counting(file, &name, format, &mut sink, &mut counts),
+            None => None,
+        }
+    };
+    let errors = sink.into_errors();
+    match trace {
+        Some(trace) if errors.is_empty() => {
+            Checked { errors, jobs: trace.workload.len(), notes: trace.notes, rows: counts.0, skipped: counts.1 }
+        }
+        _ => Checked { errors, ..Checked::default() },
+    }
 }
 
 /// Reads one jobs file of `format` from any reader; `file` names it in errors. For tests,
@@ -218,6 +268,18 @@ fn load_into(path: &Path, format: Format, sink: &mut Sink) -> Option<Trace> {
 
 /// The one reading path of every single-file format, for `load`, `validate` and the readers.
 fn read_file_into<R: Read>(source: R, file: &str, format: Format, sink: &mut Sink) -> Option<Trace> {
+    read_file_counting(source, file, format, sink, &mut (0, 0))
+}
+
+/// [`read_file_into`], setting `counts` to (rows read, rows skipped) where the format skips
+/// rows (openb, sacct); (0, 0) for the others, which read every row or fail.
+fn read_file_counting<R: Read>(
+    source: R,
+    file: &str,
+    format: Format,
+    sink: &mut Sink,
+    counts: &mut (u64, u64),
+) -> Option<Trace> {
     let none = std::collections::BTreeMap::new;
     let (workload, notes, recorded_starts) = match format {
         Format::Canonical => (canonical::read_jobs_into(source, file, sink)?, Vec::new(), none()),
@@ -225,10 +287,12 @@ fn read_file_into<R: Read>(source: R, file: &str, format: Format, sink: &mut Sin
         Format::Philly => (philly::read_philly_into(source, file, sink)?, Vec::new(), none()),
         Format::Openb => {
             let import = openb::read_openb_into(source, file, sink)?;
+            *counts = (import.report.pods, import.report.cpu_only);
             (import.workload, import.report.notes(), none())
         }
         Format::Sacct(clock) => {
             let import = sacct::read_sacct_into(source, file, clock, sink)?;
+            *counts = (import.report.rows, import.report.skipped.len() as u64);
             (import.workload, import.report.notes(), import.recorded_starts)
         }
     };

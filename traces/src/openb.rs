@@ -45,7 +45,7 @@ use crate::stats::grouped;
 use sim::{JobSpec, SimDuration, SimTime, Workload};
 use std::io::Read;
 
-const KNOWN: &[Column] = &[
+pub(crate) const KNOWN: &[Column] = &[
     Column { name: "name", required: true },
     Column { name: "num_gpu", required: true },
     Column { name: "gpu_milli", required: true },

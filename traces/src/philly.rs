@@ -16,7 +16,7 @@ use crate::timeparse::parse_datetime_ms;
 use sim::{JobSpec, SimDuration, SimTime, Workload};
 use std::io::Read;
 
-const KNOWN: &[Column] = &[
+pub(crate) const KNOWN: &[Column] = &[
     Column { name: "timestamp", required: true },
     Column { name: "duration", required: true },
     Column { name: "num_gpus", required: true },

@@ -243,7 +243,7 @@ impl<R: Read> Rows<R> {
         Ok(found)
     }
 
-    fn header_error(&self, message: String) -> TraceError {
+    pub(crate) fn header_error(&self, message: String) -> TraceError {
         TraceError::row(&self.file, self.header_line, message)
     }
 

@@ -83,3 +83,22 @@ fn a_fixed_offset_moves_every_time_of_the_real_dump() {
     // Job 1 was submitted at 20:22:02 on the dump's clock.
     assert_eq!(shifted.workload.jobs()[0].submit.0, utc("2026-12-01 18:22:02"));
 }
+
+#[test]
+fn a_naive_dump_across_a_change_trusts_elapsed_and_says_so() {
+    // A local-time dump (naive) of a 4-hour job across the spring change in Berlin: the
+    // clock reads 00:30 to 05:30 (5 hours), Slurm's own Elapsed 04:00:00. A job whose span
+    // agrees with its Elapsed is left as it is.
+    let text = "JobID|Submit|Start|End|Elapsed|State|AllocTRES\n\
+                dst|2026-03-29T00:00:00|2026-03-29T00:30:00|2026-03-29T05:30:00|04:00:00|COMPLETED|gres/gpu=1\n\
+                plain|2026-03-30T00:00:00|2026-03-30T00:30:00|2026-03-30T01:30:00|01:00:00|COMPLETED|gres/gpu=1\n";
+    let trace = read_trace(text.as_bytes(), "sacct.txt", Format::Sacct(Default::default())).unwrap();
+    let work = |name: &str| trace.workload.jobs().iter().find(|j| j.name == name).unwrap().tasks[0].work.0;
+    assert_eq!(work("dst"), 4 * 3_600_000);
+    assert_eq!(work("plain"), 3_600_000);
+    let note = trace.notes.iter().find(|n| n.contains("Elapsed")).expect("a note on the Elapsed mismatch");
+    assert!(note.starts_with("1 job's End - Start differs from its Elapsed by whole hours"), "{note}");
+    assert!(note.contains("line 2"), "{note}");
+    assert!(note.contains("work = Elapsed"), "{note}");
+    assert!(note.contains("sacct[tz="), "{note}");
+}

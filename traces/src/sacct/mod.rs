@@ -20,7 +20,8 @@
 //!   taken as a naive clock exactly as written, like Philly's: only differences matter to a
 //!   replay, so no time zone is assumed (a dump across a daylight-saving change should be
 //!   made with `TZ=UTC`, as scripts/slurm-dump.sh does). `Unknown` and `None` are "not
-//!   happened". Work is `End - Start` of the last attempt (at least 1 ms); `Eligible` later
+//!   happened". Work is `End - Start` of the last attempt (at least 1 ms), or its `Elapsed`
+//!   where the two differ by whole hours (a local clock's daylight-saving jump; noted); `Eligible` later
 //!   than `Submit` (a dependency, `--begin`, a held job) becomes the task's start window, so a
 //!   replay cannot start it before Slurm could.
 //! - **Estimate** is `Timelimit` (what Slurm's backfill uses); `UNLIMITED` is none.
@@ -69,12 +70,13 @@ const FIELDS: &[(&str, bool)] = &[
     ("Partition", false),
     ("Priority", false),
     ("NodeList", false),
+    ("Elapsed", false),
     ("Account", false),
     ("QOS", false),
     ("User", false),
 ];
 /// The first of [`FIELDS`] read only to be named as not modelled.
-const NOT_MODELLED_FROM: usize = 14;
+const NOT_MODELLED_FROM: usize = 15;
 
 /// An imported sacct dump: the jobs, and what the import did to get them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,6 +115,12 @@ pub struct SacctReport {
     /// Times in the hour a change back from summer time repeats, read as its first pass
     /// (with `tz=` a time zone name; see [`SacctClock`]).
     pub ambiguous_times: u64,
+    /// Rows whose `End - Start` differs from their `Elapsed` by whole hours (a local-time
+    /// dump across a daylight-saving change): (line, job, span on the clock, Elapsed), in
+    /// milliseconds. Their `End` is taken as `Start + Elapsed`.
+    pub elapsed_mismatch: Vec<(u64, String, u64, u64)>,
+    /// The clock the times were read on, for the notes.
+    pub clock: SacctClock,
     /// Rows that could not be used: (line, reason).
     pub skipped: Vec<(u64, String)>,
     /// Fields present that schedlab does not model.
@@ -168,6 +176,9 @@ impl SacctReport {
                 grouped(self.ambiguous_times)
             ));
         }
+        if !self.elapsed_mismatch.is_empty() {
+            notes.push(self.elapsed_note());
+        }
         for (line, reason) in &self.skipped {
             notes.push(format!("skipped line {line}: {reason}"));
         }
@@ -175,6 +186,52 @@ impl SacctReport {
             notes.push(format!("not modelled: {}", self.not_modelled.join(", ")));
         }
         notes
+    }
+}
+
+impl SacctReport {
+    /// The error of a dump whose every job row was skipped: why, row by row (the first few).
+    fn nothing_left(&self) -> String {
+        let shown: Vec<String> =
+            self.skipped.iter().take(5).map(|(line, reason)| format!("line {line}: {reason}")).collect();
+        let more = self.skipped.len().saturating_sub(shown.len());
+        let more = if more > 0 { format!("; and {} more", grouped(more as u64)) } else { String::new() };
+        let rows = match self.rows {
+            1 => "its one row was".to_owned(),
+            n => format!("every one of its {} rows was", grouped(n)),
+        };
+        format!("no jobs: {rows} skipped ({}{more})", shown.join("; "))
+    }
+
+    /// The note on [`SacctReport::elapsed_mismatch`]: which rows, and which time was trusted.
+    fn elapsed_note(&self) -> String {
+        let n = self.elapsed_mismatch.len();
+        let (whose, its) =
+            if n == 1 { ("1 job's", "its") } else { (&*format!("{} jobs'", grouped(n as u64)), "their") };
+        let hours = |ms: u64| {
+            let h = ms as f64 / 3_600_000.0;
+            if h.fract() == 0.0 { format!("{h} h") } else { format!("{h:.2} h") }
+        };
+        let shown: Vec<String> = self
+            .elapsed_mismatch
+            .iter()
+            .take(3)
+            .map(|(line, job, span, elapsed)| {
+                format!("line {line}: job {job}, {} on the clock, Elapsed {}", hours(*span), hours(*elapsed))
+            })
+            .collect();
+        let more = if n > 3 { format!(" and {} more", grouped(n as u64 - 3)) } else { String::new() };
+        let fix = match self.clock {
+            SacctClock::Naive => "the dump's times are local and cross a daylight-saving change: give its zone \
+                 (--format sacct[tz=Europe/Berlin]) or dump with TZ=UTC, so submit times are right too"
+                .to_owned(),
+            clock => format!("is tz={clock} the zone sacct ran in?"),
+        };
+        format!(
+            "{whose} End - Start differs from {its} Elapsed by whole hours ({}{more}): work = Elapsed, \
+             Slurm's own count (End read as Start + Elapsed); {fix}",
+            shown.join("; ")
+        )
     }
 }
 
@@ -236,7 +293,7 @@ pub(crate) fn read_sacct_into(
         }
     };
     let cols = Cols(sink.ok(table.columns(file, FIELDS, "sacct --format"))?);
-    let mut report = SacctReport { rows: table.rows.len() as u64, ..SacctReport::default() };
+    let mut report = SacctReport { rows: table.rows.len() as u64, clock, ..SacctReport::default() };
     report.not_modelled = FIELDS[NOT_MODELLED_FROM..]
         .iter()
         .zip(&cols.0[NOT_MODELLED_FROM..])
@@ -269,6 +326,10 @@ pub(crate) fn read_sacct_into(
     report.node_failures = node_fail::node_failures(jobs.values().flatten());
     let recorded_starts = recorded_starts(&jobs);
     let specs = assemble(&order, jobs, &mut report);
+    if specs.is_empty() && !report.skipped.is_empty() && sink.is_empty() {
+        sink.push(TraceError::file(file, report.nothing_left()));
+        return None;
+    }
     let workload = finish(specs, file, sink)?;
     Some(SacctImport { workload, report, recorded_starts })
 }
@@ -348,6 +409,16 @@ fn read_row(
     let priority_col = cols.at("Priority");
     let priority = row.number(priority_col)?.unwrap_or(0);
     let hosts = if never_held { Vec::new() } else { row.hosts(cols.at("NodeList"))? };
+    let mut end = time("End")?;
+    // Slurm counts Elapsed in its own (UTC) seconds; a local clock that jumped an hour
+    // between Start and End makes the span disagree by exactly that: Elapsed is trusted.
+    if let (Some(s), Some(e), Some(elapsed)) = (start, end, row.duration(cols.at("Elapsed"))?) {
+        let off = e.saturating_sub(s).abs_diff(elapsed);
+        if e >= s && off > 0 && off.is_multiple_of(3_600_000) {
+            report.elapsed_mismatch.push((row.line, id.to_owned(), e - s, elapsed));
+            end = Some(s + elapsed);
+        }
+    }
     let attempt = Attempt {
         line: row.line,
         name: name.to_owned(),
@@ -355,7 +426,7 @@ fn read_row(
         submit,
         eligible: time("Eligible")?,
         start,
-        end: time("End")?,
+        end,
         exit_code: exit_code(row, cols.at("ExitCode"))?,
         state,
         limit: row.duration(cols.at("Timelimit"))?,

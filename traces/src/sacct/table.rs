@@ -18,6 +18,19 @@ impl<'a> Table<'a> {
     pub fn split(text: &'a str, file: &str) -> Result<Table<'a>, Vec<TraceError>> {
         let mut lines = text.lines().enumerate().map(|(i, l)| (i as u64 + 1, l.trim_end_matches('\r')));
         let header: Vec<&str> = match lines.next() {
+            Some((_, line))
+                if !line.contains('|') && (line.contains(',') || line.split_whitespace().nth(1).is_some()) =>
+            {
+                let split = if line.contains(',') { "`,`-separated" } else { "padded with spaces" };
+                return Err(vec![TraceError::row(
+                    file,
+                    1,
+                    format!(
+                        "the header is not `|`-separated ({split}): schedlab reads the output of sacct \
+                         --parsable2 (sacctmgr --parsable2), which splits fields with `|`"
+                    ),
+                )]);
+            }
             Some((_, line)) if !line.trim().is_empty() => line.split('|').collect(),
             _ => return Err(vec![TraceError::file(file, "the file is empty; expected sacct's header line")]),
         };
