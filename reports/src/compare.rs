@@ -36,6 +36,8 @@ pub const METRICS: &[(&str, Better)] = &[
     ("jobs_finished", Better::Higher),
     ("jobs_unschedulable", Better::Lower),
     ("jobs_rejected", Better::Lower),
+    // Cancelled by the user (the trace's `cancel_s`, `live cancel`), not the policy.
+    ("jobs_cancelled", Better::Neither),
     ("jobs_failed", Better::Lower),
     ("jobs_unfinished", Better::Lower),
     ("mean_jct_s", Better::Lower),
