@@ -6,7 +6,7 @@
 use super::charts::{Bar, Chart, Edge, Plot, Series, XAxis, time_unit};
 use super::input::{Input, Run, Source};
 use super::stats::{cdf, estimate};
-use crate::compare::{Better, METRICS};
+use crate::compare::{self, Better, METRICS, Standing};
 use crate::tables::human;
 use std::collections::BTreeMap;
 
@@ -16,6 +16,8 @@ const CDF_POINTS: usize = 400;
 const SERIES_POINTS: usize = 600;
 /// Queues shown by name in a share chart; the rest are summed as `other`.
 const QUEUES_SHOWN: usize = 8;
+/// What a metric over finished jobs reads where none finished (the summary writes 0).
+pub const NO_JOB_FINISHED: &str = "no job finished";
 /// Tasks drawn in a Gantt chart.
 const GANTT_TASKS: usize = 40;
 
@@ -94,6 +96,12 @@ impl<'a> Group<'a> {
     /// The run its time-series charts show: the lowest seed (first in run order on ties).
     fn shown(&self) -> &'a Run {
         self.runs.iter().copied().min_by_key(|r| r.seed).expect("a group has a run")
+    }
+
+    /// The mean over its seeds of a summary key; None unless every run has it.
+    fn mean(&self, key: &str) -> Option<f64> {
+        let values: Option<Vec<f64>> = self.runs.iter().map(|r| r.metric(key)).collect();
+        values.map(|v| v.iter().sum::<f64>() / v.len() as f64)
     }
 
     fn seeds(&self) -> String {
@@ -251,6 +259,8 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
         header.extend(t.groups.iter().map(|g| format!("{} (n={})", g.spec, g.runs.len())));
         let mut rows = Vec::new();
         let mut all_zero = Vec::new();
+        // Each policy's jobs finished, mean over its seeds: ranked first on every metric.
+        let finished: Vec<Option<f64>> = t.groups.iter().map(|g| g.mean("jobs_finished")).collect();
         for (key, better) in keys {
             let estimates: Vec<_> = t
                 .groups
@@ -267,22 +277,28 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
                 all_zero.push(key);
                 continue;
             }
-            let means: Vec<f64> = estimates.iter().flatten().map(|e| e.mean).collect();
-            let best = match better {
-                Better::Lower => means.iter().copied().fold(f64::INFINITY, f64::min),
-                _ => means.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            };
+            // Bold: the best by the ranking rule (finished jobs first, then the metric).
+            let standings: Vec<Option<Standing>> = estimates
+                .iter()
+                .zip(&finished)
+                .map(|(e, f)| e.map(|e| Standing { finished: *f, value: e.mean }))
+                .collect();
+            let best = compare::best(better, &standings);
             let mut row = vec![Cell::text(format!("{key} ({})", better.as_str()))];
-            for e in &estimates {
+            for (i, e) in estimates.iter().enumerate() {
                 row.push(match e {
                     None => Cell::text("-"),
                     Some(e) => Cell {
-                        text: show_interval(key, e.mean, e.half_width),
+                        text: if finished[i] == Some(0.0) && compare::OVER_FINISHED.contains(&key) {
+                            NO_JOB_FINISHED.to_string()
+                        } else {
+                            show_interval(key, e.mean, e.half_width)
+                        },
                         key: Some(key.to_string()),
                         value: Some(format!("{}", e.mean)),
                         half_width: e.half_width.map(|h| format!("{h}")),
                         numeric: true,
-                        best: t.groups.len() > 1 && e.mean == best,
+                        best: t.groups.len() > 1 && best.contains(&i),
                     },
                 });
             }
@@ -290,8 +306,9 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
         }
         let mut foot = "Mean over seeds ± the half-width of its 95 % confidence interval (Student's t, n - 1 \
                         degrees of freedom); n = 1 shows the value alone, and so does a value that every \
-                        seed gave alike, marked deterministic. Bold: the best policy on that metric \
-                        (lower or higher is better, as the metric name says)."
+                        seed gave alike, marked deterministic. Bold: the best policy on that metric: \
+                        first the one that finished the most jobs, then lower or higher as the metric name \
+                        says; a policy that finished fewer jobs is never bold, nor one that finished none."
             .to_string();
         if !all_zero.is_empty() {
             foot.push_str(&format!(" Zero for every policy: {}.", all_zero.join(", ")));
@@ -815,7 +832,11 @@ fn runs_section(input: &Input) -> Section {
                 let raw = r.summary.get(key);
                 row.push(match raw {
                     Some(serde_json::Value::Number(n)) => Cell {
-                        text: n.as_f64().map_or(n.to_string(), |v| show(key, v)),
+                        text: if r.metric("jobs_finished") == Some(0.0) && compare::OVER_FINISHED.contains(&key) {
+                            NO_JOB_FINISHED.to_string()
+                        } else {
+                            n.as_f64().map_or(n.to_string(), |v| show(key, v))
+                        },
                         key: Some(key.to_string()),
                         value: Some(n.to_string()),
                         numeric: true,
@@ -924,6 +945,48 @@ mod tests {
         assert_eq!(departure(&prep, &report, Some("any")), Some(80.0), "never after the downstream started");
         let never = super::super::input::Task { first_start_s: None, ..task(0.0, 0.0) };
         assert_eq!(departure(&never, &report, None), None);
+    }
+
+    /// A sweep-like input: one run per (spec, summary), on one trace.
+    fn policies(runs: &[(&str, &[(&str, f64)])]) -> Input {
+        let runs = runs
+            .iter()
+            .map(|(spec, values)| Run {
+                dir: spec.to_string(),
+                trace: "t".into(),
+                spec: spec.to_string(),
+                seed: 0,
+                summary: values.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect(),
+                jobs: Vec::new(),
+                timeseries: None,
+                queue_timeseries: None,
+                tasks: None,
+            })
+            .collect();
+        Input { source: Source::Sweep, name: "s".into(), runs }
+    }
+
+    /// (text, bold) of each policy's cell in the summary row of `key`.
+    fn summary_cells(section: &Section, key: &str) -> Vec<(String, bool)> {
+        let Some(Item::Table(table)) = section.items.first() else { panic!("no table") };
+        let row = table.rows.iter().find(|r| r[1..].iter().any(|c| c.key.as_deref() == Some(key))).expect("a row");
+        row[1..].iter().map(|c| (c.text.clone(), c.best)).collect()
+    }
+
+    #[test]
+    fn a_run_that_finished_fewer_jobs_is_never_bold() {
+        let input = policies(&[
+            ("nop", &[("jobs_finished", 0.0), ("mean_jct_s", 0.0), ("preemptions", 0.0)]),
+            ("fast", &[("jobs_finished", 99.0), ("mean_jct_s", 10.0), ("preemptions", 0.0)]),
+            ("all", &[("jobs_finished", 100.0), ("mean_jct_s", 50.0), ("preemptions", 80_590.0)]),
+        ]);
+        let section = summary_section(&group(&input));
+        assert_eq!(
+            summary_cells(&section, "mean_jct_s"),
+            [("no job finished".to_string(), false), ("10.0 s".into(), false), ("50.0 s".into(), true)]
+        );
+        assert!(summary_cells(&section, "preemptions")[2].1, "finished jobs rank first, on every metric");
+        assert_eq!(summary_cells(&section, "jobs_finished")[2], ("100".to_string(), true));
     }
 
     #[test]
