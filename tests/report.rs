@@ -159,6 +159,13 @@ fn a_sweep_report_has_every_chart_and_no_network_reference() {
             assert!(svg.contains(text), "chart {title} lacks `{text}`");
         }
     }
+    // The page opens with the verdict: one line per question, before the summary tables.
+    let verdict = html.find("<section id=\"verdict\">").expect("a verdict section");
+    assert!(verdict < html.find("<section id=\"summary\">").expect("a summary section"), "the verdict comes first");
+    for question in ["Mean JCT: ", "Tail JCT (p99): ", "Waiting: ", "Utilisation: ", "Fairness: ", "Preemption cost: "]
+    {
+        assert!(html[verdict..].contains(&format!("<li>{question}")), "no verdict on {question}");
+    }
     // Self-contained: nothing that loads from anywhere.
     for needle in ["http://", "https://", "src=", "href=\"//", "@import", "@font-face", "url("] {
         assert!(!html.contains(needle), "the page contains `{needle}`");

@@ -28,6 +28,8 @@ pub enum Item {
     Table(Table),
     /// Something left out, and why.
     Note(String),
+    /// The verdict on one trace: a heading and its lines.
+    Verdict(String, Vec<String>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -204,7 +206,7 @@ pub fn build(input: &Input) -> Report {
         seeds.len(),
         plural(seeds.len())
     );
-    let mut sections = vec![summary_section(&traces)];
+    let mut sections = vec![verdict_section(&traces), summary_section(&traces)];
     sections.push(cdf_section(&traces, "jct", "Job completion time", |j| j.jct_s));
     sections.push(cdf_section(&traces, "queueing", "Queueing delay", |j| j.jct_s.and(j.queue_s)));
     sections.push(time_section(&traces));
@@ -246,6 +248,29 @@ fn show_interval(key: &str, mean: f64, half_width: Option<f64>) -> String {
         Some(0.0) => format!("{} (deterministic: one value)", show(key, mean)),
         Some(hw) if key == "utilisation" || key == "goodput" => format!("{:.2} ± {:.2} %", mean * 100.0, hw * 100.0),
         Some(hw) => format!("{} ± {}", show(key, mean), show(key, hw)),
+    }
+}
+
+fn verdict_section(traces: &[Trace<'_>]) -> Section {
+    let items = traces
+        .iter()
+        .map(|t| {
+            let policies: Vec<(&str, Vec<&Run>)> = t.groups.iter().map(|g| (g.spec, g.runs.clone())).collect();
+            Item::Verdict(t.title(), super::verdict::lines(&policies))
+        })
+        .collect();
+    Section {
+        id: "verdict".into(),
+        title: "Verdict".into(),
+        intro: format!(
+            "For each question, the best policy (means over its seeds), its margin over the runner-up, and what \
+             it costs. Policies are ranked first by jobs finished, then by the metric. A caveat names a cost \
+             where the winner has at least {}x the p99 JCT, mean JCT or fairness rho of another policy that \
+             finished jobs, or at least twice its preemptions and {} more.",
+            super::verdict::WORSE_RATIO,
+            super::verdict::MORE_PREEMPTIONS
+        ),
+        items,
     }
 }
 

@@ -31,6 +31,9 @@ th, td { padding: 5px 10px; border-bottom: 1px solid var(--rule); text-align: le
 th { background: var(--band); font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.best { font-weight: 700; }
+h3 { font-size: 16px; font-weight: 600; margin: 16px 0 6px; }
+ul.verdict { margin: 0 0 12px; padding-left: 20px; }
+ul.verdict li { margin: 3px 0; }
 tbody tr:nth-child(even) td { background: #fbfcfd; }
 .more-toggle + label { font-size: 13.5px; color: var(--muted); margin-left: 4px; }
 .more-toggle:not(:checked) + label + .table-wrap .more { display: none; }
@@ -130,6 +133,13 @@ pub fn render(report: &Report, svgs: &[String]) -> String {
                 Item::Table(table) => table_html(&mut out, table),
                 Item::Note(note) => {
                     let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));
+                }
+                Item::Verdict(heading, lines) => {
+                    let _ = writeln!(out, "<h3>{}</h3>\n<ul class=\"verdict\">", escape(heading));
+                    for line in lines {
+                        let _ = writeln!(out, "<li>{}</li>", escape(line));
+                    }
+                    out.push_str("</ul>\n");
                 }
             }
         }
