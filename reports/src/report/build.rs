@@ -214,7 +214,9 @@ pub fn build(input: &Input) -> Report {
     if let Some(section) = failure_section(&traces) {
         sections.push(section);
     }
-    sections.push(gantt_section(&traces));
+    if let Some(section) = gantt_section(&traces) {
+        sections.push(section);
+    }
     sections.push(runs_section(input));
     Report { title, subtitle, sections }
 }
@@ -223,18 +225,59 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// A summary value for display, by its key's unit.
+/// A summary key in words, for headers and row names; the unit is in the cells.
+pub fn label(key: &str) -> String {
+    let known = match key {
+        "jobs_finished" => "jobs finished",
+        "mean_jct_s" => "mean JCT",
+        "p50_jct_s" => "median JCT",
+        "p95_jct_s" => "p95 JCT",
+        "p99_jct_s" => "p99 JCT",
+        "mean_queue_s" => "mean queueing delay",
+        "mean_wait_s" => "mean wait",
+        "makespan_s" => "makespan",
+        "lost_gpu_hours" => "lost GPU-hours",
+        "ftf_rho_mean" => "finish-time fairness, mean rho",
+        "ftf_rho_max" => "finish-time fairness, max rho",
+        "queue_fairness_jain" => "queue fairness (Jain)",
+        "ettr_mean" => "ETTR, mean",
+        "ettr_gpu_weighted" => "ETTR, GPU-weighted",
+        "littles_law_error" => "Little's-law error",
+        _ => "",
+    };
+    if !known.is_empty() {
+        return known.to_string();
+    }
+    let stem = key.strip_suffix("_s").unwrap_or(key);
+    let words: Vec<String> = stem
+        .split('_')
+        .map(|w| match w {
+            "gpu" => "GPU".to_string(),
+            "jct" => "JCT".to_string(),
+            "dag" => "DAG".to_string(),
+            "h" => "(h)".to_string(),
+            w => w.to_string(),
+        })
+        .collect();
+    words.join(" ").replace("GPU hours", "GPU-hours")
+}
+
+/// A summary value for display, by its key's unit: times in s, min, h or d; shares in %;
+/// GPU-time in GPU-h; counts with thousands separators; ratios (rho, stretch) past 10,000 in
+/// scientific notation (3.17e9).
 fn show(key: &str, v: f64) -> String {
-    if key == "utilisation" || key == "goodput" {
+    if key == "utilisation" || key == "goodput" || key == "data_locality" {
         format!("{:.2} %", v * 100.0)
     } else if key.ends_with("_s") {
         human(v)
     } else if key.ends_with("_hours") {
-        format!("{v:.1}")
-    } else if key == "littles_law_error" {
+        format!("{v:.1} GPU-h")
+    } else if key.ends_with("_h") {
+        format!("{v:.1} h")
+    } else if key == "littles_law_error" || v.abs() >= 1e4 && (key.contains("rho") || key.contains("stretch")) {
         format!("{v:.2e}")
     } else if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
+        super::verdict::count(v)
     } else {
         format!("{v:.2}")
     }
@@ -309,7 +352,7 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
                 .map(|(e, f)| e.map(|e| Standing { finished: *f, value: e.mean }))
                 .collect();
             let best = compare::best(better, &standings);
-            let mut row = vec![Cell::text(format!("{key} ({})", better.as_str()))];
+            let mut row = vec![Cell::text(format!("{} ({})", label(key), better.as_str()))];
             for (i, e) in estimates.iter().enumerate() {
                 row.push(match e {
                     None => Cell::text("-"),
@@ -601,7 +644,7 @@ fn share_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, rows: &[super::input::Qu
             title: format!("GPU share per queue · {} · {}", t.name, g.spec),
             x_label: time_label(&series),
             y_label: y_label.into(),
-            plot: Plot::Stacked { series },
+            plot: Plot::Stacked { y_max: capacity.is_some().then_some(100.0), series },
         },
         format!(
             "Time-average allocated GPUs per queue, stacked{}; seed {}.{}",
@@ -699,7 +742,9 @@ fn failure_section(traces: &[Trace<'_>]) -> Option<Section> {
     })
 }
 
-fn gantt_section(traces: &[Trace<'_>]) -> Section {
+/// The DAG section: only where a trace has DAG jobs (or may have: a folder without tasks.csv
+/// whose summary.json does not say `dag_jobs` is 0).
+fn gantt_section(traces: &[Trace<'_>]) -> Option<Section> {
     let mut items = Vec::new();
     for t in traces {
         let Some(g) = t.groups.first() else { continue };
@@ -707,32 +752,29 @@ fn gantt_section(traces: &[Trace<'_>]) -> Section {
         let Some(tasks) = &run.tasks else {
             // `simulate` writes tasks.csv only when some job has several tasks, so a missing
             // file is normal for a run without DAG jobs: summary.json's `dag_jobs` tells that
-            // case (nothing to re-run) from a folder written before tasks.csv existed.
-            let note = if run.metric("dag_jobs") == Some(0.0) {
-                format!("{}: no DAG jobs (jobs of several dependent tasks) in {}.", t.name, run.dir)
-            } else {
-                format!(
+            // case (nothing to show) from a folder written before tasks.csv existed.
+            if run.metric("dag_jobs") != Some(0.0) {
+                items.push(Item::Note(format!(
                     "{}: the Gantt chart of a DAG job left out: no tasks.csv in the run folder {} (written by \
                      `schedlab simulate --out` and `schedlab sweep` from this version on; re-run to get it).",
                     t.name, run.dir
-                )
-            };
-            items.push(Item::Note(note));
+                )));
+            }
             continue;
         };
-        match gantt_chart(t, g, run, tasks) {
-            Some(item) => items.push(item),
-            None => items
-                .push(Item::Note(format!("{}: no DAG jobs (jobs of several dependent tasks) in {}.", t.name, run.dir))),
-        }
+        // None: no job with dependent tasks; nothing to show.
+        items.extend(gantt_chart(t, g, run, tasks));
     }
-    Section {
+    if items.is_empty() {
+        return None;
+    }
+    Some(Section {
         id: "dag".into(),
         title: "DAG jobs".into(),
         intro: "The tasks of the largest DAG job of each trace, from the first policy's run with its lowest seed."
             .into(),
         items,
-    }
+    })
 }
 
 fn gantt_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, tasks: &[super::input::Task]) -> Option<Item> {
@@ -842,7 +884,7 @@ fn runs_section(input: &Input) -> Section {
         "digest",
     ];
     let mut header: Vec<String> = ["run", "trace", "policy", "seed"].map(str::to_string).to_vec();
-    header.extend(KEYS.iter().map(|k| k.to_string()));
+    header.extend(KEYS.iter().map(|k| label(k)));
     let rows = input
         .runs
         .iter()
@@ -930,16 +972,15 @@ mod tests {
 
     #[test]
     fn no_tasks_csv_without_dag_jobs_is_not_a_reason_to_re_run() {
-        // simulate writes no tasks.csv when no job has several tasks: the note says there are
-        // no DAG jobs, not that the folder is old.
+        // simulate writes no tasks.csv when no job has several tasks: no section then, and
+        // no note that the folder is old.
         let input = run_without_tasks_csv(Some(0));
-        let section = gantt_section(&group(&input));
-        assert_eq!(notes(&section), ["run: no DAG jobs (jobs of several dependent tasks) in run."]);
+        assert_eq!(gantt_section(&group(&input)), None, "no DAG jobs: no DAG section");
         // DAG jobs counted but no tasks.csv (an older folder, or the file removed), or a
         // summary.json older than `dag_jobs`: the file is missing, and re-running writes it.
         for dag_jobs in [Some(2), None] {
             let input = run_without_tasks_csv(dag_jobs);
-            let section = gantt_section(&group(&input));
+            let section = gantt_section(&group(&input)).expect("a section for the note");
             let notes = notes(&section);
             assert_eq!(notes.len(), 1, "{dag_jobs:?}");
             assert!(
@@ -1020,5 +1061,12 @@ mod tests {
         assert_eq!(show_interval("mean_jct_s", 60.0, None), "60.0 s");
         assert_eq!(show_interval("preemptions", 3.0, Some(0.5)), "3 ± 0.50");
         assert_eq!(show_interval("preemptions", 3.0, Some(0.0)), "3 (deterministic: one value)");
+        assert_eq!(show("preemptions", 80_590.0), "80,590");
+        assert_eq!(show("ftf_rho_max", 3_172_668_001.0), "3.17e9");
+        assert_eq!(show("ftf_rho_max", 12.5), "12.50");
+        assert_eq!(show("lost_gpu_hours", 12.26), "12.3 GPU-h");
+        assert_eq!(label("mean_jct_s"), "mean JCT");
+        assert_eq!(label("lost_redo_gpu_hours"), "lost redo GPU-hours");
+        assert_eq!(label("no_spare_h"), "no spare (h)");
     }
 }
