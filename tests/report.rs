@@ -159,6 +159,13 @@ fn a_sweep_report_has_every_chart_and_no_network_reference() {
             assert!(svg.contains(text), "chart {title} lacks `{text}`");
         }
     }
+    // The page opens with the verdict: one line per question, before the summary tables.
+    let verdict = html.find("<section id=\"verdict\">").expect("a verdict section");
+    assert!(verdict < html.find("<section id=\"summary\">").expect("a summary section"), "the verdict comes first");
+    for question in ["Mean JCT: ", "Tail JCT (p99): ", "Waiting: ", "Utilisation: ", "Fairness: ", "Preemption cost: "]
+    {
+        assert!(html[verdict..].contains(&format!("<li>{question}")), "no verdict on {question}");
+    }
     // Self-contained: nothing that loads from anywhere.
     for needle in ["http://", "https://", "src=", "href=\"//", "@import", "@font-face", "url("] {
         assert!(!html.contains(needle), "the page contains `{needle}`");
@@ -190,7 +197,7 @@ fn numbers_in_the_page_equal_summary_json() {
     assert_eq!(checked, 4 * 9);
     // The summary table: mean over seeds and its Student-t half-width, recomputed here.
     for (spec, jcts) in per_policy {
-        let summary_row = row_values(&html, "summary-built-in-synthetic", "mean_jct_s (lower)");
+        let summary_row = row_values(&html, "summary-built-in-synthetic", "mean JCT (lower)");
         let column = if spec == "fifo" { 0 } else { 1 };
         let (key, mean, half_width) = &summary_row[column];
         assert_eq!(key, "mean_jct_s");
@@ -249,11 +256,11 @@ fn a_run_folder_without_the_newer_files_gets_notes_not_a_crash() {
         assert!(html.contains(&format!("no {file} in the run folder")), "no note about {file}");
     }
     // The built-in workload has no DAG jobs, so simulate writes no tasks.csv at all: its
-    // absence is no reason to re-run, and the note says there is nothing to draw.
-    assert!(html.contains("run: no DAG jobs (jobs of several dependent tasks) in run."), "no note about DAG jobs");
+    // absence is no reason to re-run, and there is no DAG section to say there is nothing.
+    assert!(!html.contains("<section id=\"dag\">"), "a DAG section without DAG jobs");
     assert!(!html.contains("no tasks.csv"), "a note blames a tasks.csv that simulate never writes here");
     // The single run's summary table: the value, no interval.
-    let values = row_values(&html, "summary-run", "mean_jct_s (lower)");
+    let values = row_values(&html, "summary-run", "mean JCT (lower)");
     let summary = read_json(&run.join("summary.json"));
     assert_eq!(values[0].1.parse::<f64>().unwrap(), summary["mean_jct_s"].as_f64().unwrap());
     assert_eq!(values[0].2, None);

@@ -3,6 +3,10 @@
 //!
 //! Better means lower for times, lost GPU-time, failed or unfinished jobs, preemptions and
 //! the Little's-law error; higher for utilisation, goodput, jobs per hour and finished jobs.
+//! Finished jobs rank first, on every metric: a run that finished fewer jobs is never better
+//! than one that finished more, whatever the metric says (its JCT is over fewer jobs, and a
+//! run that finished none reads 0 s), and a run that finished none is never better at all
+//! (see `rank`).
 //! Metrics that describe the input rather than the policy (cluster size, jobs, hardware
 //! failures, events, allocated GPU-hours) have no better side: a change there reads
 //! `changed`. Text values (the digest, the policy spec) are `same` or `different`.
@@ -13,6 +17,7 @@
 //! policy's seeds on each side.
 
 use crate::sweep::{RUN_COLUMNS, SweepTable};
+use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -36,7 +41,7 @@ pub const METRICS: &[(&str, Better)] = &[
     ("jobs_finished", Better::Higher),
     ("jobs_unschedulable", Better::Lower),
     ("jobs_rejected", Better::Lower),
-    // The users' doing, not the policy's.
+    // Cancelled by the user (the trace's `cancel_s`, `live cancel`), not the policy.
     ("jobs_cancelled", Better::Neither),
     ("jobs_failed", Better::Lower),
     ("jobs_unfinished", Better::Lower),
@@ -113,6 +118,60 @@ impl std::str::FromStr for Better {
             _ => Err(format!("expected lower|higher|either, got `{s}`")),
         }
     }
+}
+
+/// Metrics over finished jobs only: with none finished they mean nothing (a summary writes 0).
+pub const OVER_FINISHED: &[&str] = &[
+    "mean_jct_s",
+    "p50_jct_s",
+    "p95_jct_s",
+    "p99_jct_s",
+    "mean_queue_s",
+    "mean_wait_s",
+    "ftf_rho_mean",
+    "ftf_rho_max",
+    "dag_stretch_mean",
+];
+
+/// One run (or one policy's mean over seeds) on one metric, as ranked: its finished jobs
+/// (None where its summary predates `jobs_finished`) and its value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Standing {
+    pub finished: Option<f64>,
+    pub value: f64,
+}
+
+/// The ranking rule, the one used by `compare`, the report's bold and its verdict: Greater
+/// when `a` ranks above `b`. Jobs finished first, more is better, on every metric; then the
+/// metric in its direction. Where neither finished a job, neither ranks above the other
+/// (Equal). None for a metric with no better side, or a value that is not a number.
+pub fn rank(better: Better, a: Standing, b: Standing) -> Option<Ordering> {
+    if !matches!(better, Better::Lower | Better::Higher) {
+        return None;
+    }
+    if let (Some(fa), Some(fb)) = (a.finished, b.finished) {
+        if fa != fb {
+            return fa.partial_cmp(&fb);
+        }
+        if fa == 0.0 {
+            return Some(Ordering::Equal);
+        }
+    }
+    let order = a.value.partial_cmp(&b.value)?;
+    Some(if better == Better::Lower { order.reverse() } else { order })
+}
+
+/// The positions of the best of `standings` (None: no value) by `rank`: those no other ranks
+/// above, several on a tie. Empty when nothing ranks (no better side), and a run that finished
+/// no job is never among them.
+pub fn best(better: Better, standings: &[Option<Standing>]) -> Vec<usize> {
+    let present: Vec<(usize, Standing)> = standings.iter().enumerate().filter_map(|(i, s)| Some((i, (*s)?))).collect();
+    present
+        .iter()
+        .filter(|(_, s)| s.finished != Some(0.0) && !s.value.is_nan())
+        .filter(|(_, s)| present.iter().all(|(_, o)| rank(better, *o, *s).is_some_and(|r| r != Ordering::Greater)))
+        .map(|(i, _)| *i)
+        .collect()
 }
 
 /// Never compared: wall-clock time.
@@ -251,15 +310,21 @@ impl Row {
     }
 }
 
-fn verdict(key: &str, a: &Value, b: &Value) -> Verdict {
+/// `key` compared, A and B having finished `finished` jobs (see `rank`).
+fn verdict(key: &str, a: &Value, b: &Value, finished: (Option<f64>, Option<f64>)) -> Verdict {
     match (a, b) {
         _ if a == b => Verdict::Same,
         (Value::Absent, _) | (_, Value::Absent) => Verdict::Missing,
         (Value::Number(x), Value::Number(y)) => match direction(key) {
-            Better::Lower if y < x => Verdict::BBetter,
-            Better::Lower => Verdict::ABetter,
-            Better::Higher if y > x => Verdict::BBetter,
-            Better::Higher => Verdict::ABetter,
+            better @ (Better::Lower | Better::Higher) => {
+                let (a, b) =
+                    (Standing { finished: finished.0, value: *x }, Standing { finished: finished.1, value: *y });
+                match rank(better, a, b) {
+                    Some(Ordering::Greater) => Verdict::ABetter,
+                    Some(Ordering::Less) => Verdict::BBetter,
+                    _ => Verdict::Changed,
+                }
+            }
             Better::Neither => Verdict::Changed,
             Better::Identity => Verdict::Different,
         },
@@ -267,15 +332,24 @@ fn verdict(key: &str, a: &Value, b: &Value) -> Verdict {
     }
 }
 
-/// Every metric of A, then those only B has, compared.
+/// A number of `metrics`, if it has one under `key`.
+fn number_of(metrics: &Metrics, key: &str) -> Option<f64> {
+    match metrics.get(key) {
+        Some(Value::Number(n)) => Some(*n),
+        _ => None,
+    }
+}
+
+/// Every metric of A, then those only B has, compared (finished jobs first, see `rank`).
 pub fn compare(a: &Metrics, b: &Metrics) -> Vec<Row> {
+    let finished = (number_of(a, "jobs_finished"), number_of(b, "jobs_finished"));
     let mut keys: Vec<&str> = a.0.iter().map(|(k, _)| k.as_str()).collect();
     keys.extend(b.0.iter().map(|(k, _)| k.as_str()).filter(|k| a.get(k).is_none()));
     keys.into_iter()
         .map(|key| {
             let a = a.get(key).cloned().unwrap_or(Value::Absent);
             let b = b.get(key).cloned().unwrap_or(Value::Absent);
-            Row { metric: key.to_string(), verdict: verdict(key, &a, &b), a, b }
+            Row { metric: key.to_string(), verdict: verdict(key, &a, &b, finished), a, b }
         })
         .collect()
 }
@@ -304,7 +378,29 @@ fn number(n: f64) -> String {
 
 /// The table: metric, A, B, change, change %, better. With `only_changed`, rows that are the
 /// same on both sides are left out.
+/// Where finished jobs differ, a first line says so: they decide every metric.
 pub fn render_rows(rows: &[Row], only_changed: bool) -> String {
+    let finished = rows.iter().find(|r| r.metric == "jobs_finished");
+    let (done_a, done_b) = match finished {
+        Some(Row { a: Value::Number(a), b: Value::Number(b), .. }) => (Some(*a), Some(*b)),
+        _ => (None, None),
+    };
+    let mut out = String::new();
+    if let (Some(a), Some(b)) = (done_a, done_b)
+        && a != b
+    {
+        let _ = writeln!(
+            out,
+            "A finished {} jobs, B {}: jobs finished rank first, so {} is better on every metric with a better side.",
+            number(a),
+            number(b),
+            if a > b { "A" } else { "B" }
+        );
+    }
+    // A metric over finished jobs of a side that finished none is not a value.
+    let shown = |value: &Value, done: Option<f64>, key: &str| {
+        if done == Some(0.0) && OVER_FINISHED.contains(&key) { "no job finished".to_string() } else { value.show() }
+    };
     let mut lines = vec![["metric", "A", "B", "change", "change %", "better"].map(str::to_string)];
     for row in rows.iter().filter(|r| !only_changed || r.verdict != Verdict::Same) {
         let change =
@@ -314,10 +410,16 @@ pub fn render_rows(rows: &[Row], only_changed: bool) -> String {
             (None, Some(_)) => "n/a".to_string(),
             (None, None) => String::new(),
         };
-        lines.push([row.metric.clone(), row.a.show(), row.b.show(), change, percent, row.verdict.as_str().to_string()]);
+        lines.push([
+            row.metric.clone(),
+            shown(&row.a, done_a, &row.metric),
+            shown(&row.b, done_b, &row.metric),
+            change,
+            percent,
+            row.verdict.as_str().to_string(),
+        ]);
     }
     let widths: Vec<usize> = (0..6).map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0)).collect();
-    let mut out = String::new();
     for line in &lines {
         // Names and text left, numbers right.
         let _ = writeln!(
@@ -341,9 +443,10 @@ pub fn render_rows(rows: &[Row], only_changed: bool) -> String {
 
 /// What `better` means, for the foot of a printed comparison.
 pub const LEGEND: &str = "\
-better: lower JCT, queueing, makespan, lost GPU-hours, failed or unfinished jobs, preemptions, Little's-law error;
-        higher utilisation, goodput, jobs per hour, finished jobs; `changed`: no better side (the input: cluster,
-        jobs, hardware failures, events); `different`: text (digest, policy spec).
+better: first more finished jobs, on every metric (fewer finished is never better; none finished never wins);
+        then lower JCT, queueing, makespan, lost GPU-hours, failed or unfinished jobs, preemptions, Little's-law
+        error; higher utilisation, goodput, jobs per hour; `changed`: no better side (the input: cluster, jobs,
+        hardware failures, events; or neither side finished a job); `different`: text (digest, policy spec).
 change = B - A; change % = (B - A) / |A|.";
 
 /// One run of a sweep, as its sweep.csv row gives it.
@@ -717,6 +820,39 @@ mod tests {
             table.lines().any(|l| l.starts_with("mean_jct_s") && l.contains("-20.00%") && l.ends_with(" B")),
             "{table}"
         );
+    }
+
+    #[test]
+    fn jobs_finished_rank_first_on_every_metric() {
+        // B finished nothing, so its JCT and queueing read 0: it is still never better.
+        let a = metrics(&[("jobs_finished", n(100.0)), ("mean_jct_s", n(500.0)), ("preemptions", n(9000.0))]);
+        let b = metrics(&[("jobs_finished", n(0.0)), ("mean_jct_s", n(0.0)), ("preemptions", n(0.0))]);
+        let rows = compare(&a, &b);
+        let verdicts: Vec<Verdict> = rows.iter().map(|r| r.verdict).collect();
+        assert_eq!(verdicts, [Verdict::ABetter, Verdict::ABetter, Verdict::ABetter]);
+        let table = render_rows(&rows, false);
+        assert!(table.contains("no job finished"), "{table}");
+        assert!(table.starts_with("A finished 100 jobs, B 0"), "{table}");
+        // Fewer finished but better on the metric: still ranked below.
+        let c = metrics(&[("jobs_finished", n(99.0)), ("mean_jct_s", n(10.0))]);
+        assert_eq!(row(&compare(&a, &c), "mean_jct_s").verdict, Verdict::ABetter);
+        // Equal finished: the metric decides; none finished on either side: neither wins.
+        let d = metrics(&[("jobs_finished", n(100.0)), ("mean_jct_s", n(10.0))]);
+        assert_eq!(row(&compare(&a, &d), "mean_jct_s").verdict, Verdict::BBetter);
+        let e = metrics(&[("jobs_finished", n(0.0)), ("mean_jct_s", n(5.0))]);
+        assert_eq!(row(&compare(&b, &e), "mean_jct_s").verdict, Verdict::Changed);
+    }
+
+    #[test]
+    fn the_best_of_several_never_finished_fewer_jobs() {
+        let s = |finished: f64, value: f64| Some(Standing { finished: Some(finished), value });
+        // The run that started nothing (0 finished, JCT 0) and the one with fewer finished lose.
+        assert_eq!(best(Better::Lower, &[s(0.0, 0.0), s(90.0, 1.0), s(100.0, 50.0), s(100.0, 60.0)]), [2]);
+        assert_eq!(best(Better::Higher, &[s(100.0, 0.5), None, s(100.0, 0.5)]), [0, 2], "ties share it");
+        assert!(best(Better::Lower, &[s(0.0, 0.0), s(0.0, 0.0)]).is_empty(), "nothing finished: no winner");
+        assert!(best(Better::Neither, &[s(1.0, 0.0), s(2.0, 0.0)]).is_empty());
+        let old = |value: f64| Some(Standing { finished: None, value });
+        assert_eq!(best(Better::Lower, &[old(3.0), old(2.0)]), [1], "no jobs_finished: the metric alone");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use super::charts::{Bar, Chart, Edge, Plot, Series, XAxis, time_unit};
 use super::input::{Input, Run, Source};
 use super::stats::{cdf, estimate};
-use crate::compare::{Better, METRICS};
+use crate::compare::{self, Better, METRICS, Standing};
 use crate::tables::human;
 use std::collections::BTreeMap;
 
@@ -16,6 +16,8 @@ const CDF_POINTS: usize = 400;
 const SERIES_POINTS: usize = 600;
 /// Queues shown by name in a share chart; the rest are summed as `other`.
 const QUEUES_SHOWN: usize = 8;
+/// What a metric over finished jobs reads where none finished (the summary writes 0).
+pub const NO_JOB_FINISHED: &str = "no job finished";
 /// Tasks drawn in a Gantt chart.
 const GANTT_TASKS: usize = 40;
 
@@ -26,6 +28,8 @@ pub enum Item {
     Table(Table),
     /// Something left out, and why.
     Note(String),
+    /// The verdict on one trace: a heading and its lines.
+    Verdict(String, Vec<String>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -94,6 +98,12 @@ impl<'a> Group<'a> {
     /// The run its time-series charts show: the lowest seed (first in run order on ties).
     fn shown(&self) -> &'a Run {
         self.runs.iter().copied().min_by_key(|r| r.seed).expect("a group has a run")
+    }
+
+    /// The mean over its seeds of a summary key; None unless every run has it.
+    fn mean(&self, key: &str) -> Option<f64> {
+        let values: Option<Vec<f64>> = self.runs.iter().map(|r| r.metric(key)).collect();
+        values.map(|v| v.iter().sum::<f64>() / v.len() as f64)
     }
 
     fn seeds(&self) -> String {
@@ -196,7 +206,7 @@ pub fn build(input: &Input) -> Report {
         seeds.len(),
         plural(seeds.len())
     );
-    let mut sections = vec![summary_section(&traces)];
+    let mut sections = vec![verdict_section(&traces), summary_section(&traces)];
     sections.push(cdf_section(&traces, "jct", "Job completion time", |j| j.jct_s));
     sections.push(cdf_section(&traces, "queueing", "Queueing delay", |j| j.jct_s.and(j.queue_s)));
     sections.push(time_section(&traces));
@@ -204,7 +214,9 @@ pub fn build(input: &Input) -> Report {
     if let Some(section) = failure_section(&traces) {
         sections.push(section);
     }
-    sections.push(gantt_section(&traces));
+    if let Some(section) = gantt_section(&traces) {
+        sections.push(section);
+    }
     sections.push(runs_section(input));
     Report { title, subtitle, sections }
 }
@@ -213,18 +225,59 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// A summary value for display, by its key's unit.
+/// A summary key in words, for headers and row names; the unit is in the cells.
+pub fn label(key: &str) -> String {
+    let known = match key {
+        "jobs_finished" => "jobs finished",
+        "mean_jct_s" => "mean JCT",
+        "p50_jct_s" => "median JCT",
+        "p95_jct_s" => "p95 JCT",
+        "p99_jct_s" => "p99 JCT",
+        "mean_queue_s" => "mean queueing delay",
+        "mean_wait_s" => "mean wait",
+        "makespan_s" => "makespan",
+        "lost_gpu_hours" => "lost GPU-hours",
+        "ftf_rho_mean" => "finish-time fairness, mean rho",
+        "ftf_rho_max" => "finish-time fairness, max rho",
+        "queue_fairness_jain" => "queue fairness (Jain)",
+        "ettr_mean" => "ETTR, mean",
+        "ettr_gpu_weighted" => "ETTR, GPU-weighted",
+        "littles_law_error" => "Little's-law error",
+        _ => "",
+    };
+    if !known.is_empty() {
+        return known.to_string();
+    }
+    let stem = key.strip_suffix("_s").unwrap_or(key);
+    let words: Vec<String> = stem
+        .split('_')
+        .map(|w| match w {
+            "gpu" => "GPU".to_string(),
+            "jct" => "JCT".to_string(),
+            "dag" => "DAG".to_string(),
+            "h" => "(h)".to_string(),
+            w => w.to_string(),
+        })
+        .collect();
+    words.join(" ").replace("GPU hours", "GPU-hours")
+}
+
+/// A summary value for display, by its key's unit: times in s, min, h or d; shares in %;
+/// GPU-time in GPU-h; counts with thousands separators; ratios (rho, stretch) past 10,000 in
+/// scientific notation (3.17e9).
 fn show(key: &str, v: f64) -> String {
-    if key == "utilisation" || key == "goodput" {
+    if key == "utilisation" || key == "goodput" || key == "data_locality" {
         format!("{:.2} %", v * 100.0)
     } else if key.ends_with("_s") {
         human(v)
     } else if key.ends_with("_hours") {
-        format!("{v:.1}")
-    } else if key == "littles_law_error" {
+        format!("{v:.1} GPU-h")
+    } else if key.ends_with("_h") {
+        format!("{v:.1} h")
+    } else if key == "littles_law_error" || v.abs() >= 1e4 && (key.contains("rho") || key.contains("stretch")) {
         format!("{v:.2e}")
     } else if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
+        super::verdict::count(v)
     } else {
         format!("{v:.2}")
     }
@@ -241,6 +294,29 @@ fn show_interval(key: &str, mean: f64, half_width: Option<f64>) -> String {
     }
 }
 
+fn verdict_section(traces: &[Trace<'_>]) -> Section {
+    let items = traces
+        .iter()
+        .map(|t| {
+            let policies: Vec<(&str, Vec<&Run>)> = t.groups.iter().map(|g| (g.spec, g.runs.clone())).collect();
+            Item::Verdict(t.title(), super::verdict::lines(&policies))
+        })
+        .collect();
+    Section {
+        id: "verdict".into(),
+        title: "Verdict".into(),
+        intro: format!(
+            "For each question, the best policy (means over its seeds), its margin over the runner-up, and what \
+             it costs. Policies are ranked first by jobs finished, then by the metric. A caveat names a cost \
+             where the winner has at least {}x the p99 JCT, mean JCT or fairness rho of another policy that \
+             finished jobs, or at least twice its preemptions and {} more.",
+            super::verdict::WORSE_RATIO,
+            super::verdict::MORE_PREEMPTIONS
+        ),
+        items,
+    }
+}
+
 fn summary_section(traces: &[Trace<'_>]) -> Section {
     let mut items = Vec::new();
     for t in traces {
@@ -251,6 +327,8 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
         header.extend(t.groups.iter().map(|g| format!("{} (n={})", g.spec, g.runs.len())));
         let mut rows = Vec::new();
         let mut all_zero = Vec::new();
+        // Each policy's jobs finished, mean over its seeds: ranked first on every metric.
+        let finished: Vec<Option<f64>> = t.groups.iter().map(|g| g.mean("jobs_finished")).collect();
         for (key, better) in keys {
             let estimates: Vec<_> = t
                 .groups
@@ -267,22 +345,28 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
                 all_zero.push(key);
                 continue;
             }
-            let means: Vec<f64> = estimates.iter().flatten().map(|e| e.mean).collect();
-            let best = match better {
-                Better::Lower => means.iter().copied().fold(f64::INFINITY, f64::min),
-                _ => means.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            };
-            let mut row = vec![Cell::text(format!("{key} ({})", better.as_str()))];
-            for e in &estimates {
+            // Bold: the best by the ranking rule (finished jobs first, then the metric).
+            let standings: Vec<Option<Standing>> = estimates
+                .iter()
+                .zip(&finished)
+                .map(|(e, f)| e.map(|e| Standing { finished: *f, value: e.mean }))
+                .collect();
+            let best = compare::best(better, &standings);
+            let mut row = vec![Cell::text(format!("{} ({})", label(key), better.as_str()))];
+            for (i, e) in estimates.iter().enumerate() {
                 row.push(match e {
                     None => Cell::text("-"),
                     Some(e) => Cell {
-                        text: show_interval(key, e.mean, e.half_width),
+                        text: if finished[i] == Some(0.0) && compare::OVER_FINISHED.contains(&key) {
+                            NO_JOB_FINISHED.to_string()
+                        } else {
+                            show_interval(key, e.mean, e.half_width)
+                        },
                         key: Some(key.to_string()),
                         value: Some(format!("{}", e.mean)),
                         half_width: e.half_width.map(|h| format!("{h}")),
                         numeric: true,
-                        best: t.groups.len() > 1 && e.mean == best,
+                        best: t.groups.len() > 1 && best.contains(&i),
                     },
                 });
             }
@@ -290,8 +374,9 @@ fn summary_section(traces: &[Trace<'_>]) -> Section {
         }
         let mut foot = "Mean over seeds ± the half-width of its 95 % confidence interval (Student's t, n - 1 \
                         degrees of freedom); n = 1 shows the value alone, and so does a value that every \
-                        seed gave alike, marked deterministic. Bold: the best policy on that metric \
-                        (lower or higher is better, as the metric name says)."
+                        seed gave alike, marked deterministic. Bold: the best policy on that metric: \
+                        first the one that finished the most jobs, then lower or higher as the metric name \
+                        says; a policy that finished fewer jobs is never bold, nor one that finished none."
             .to_string();
         if !all_zero.is_empty() {
             foot.push_str(&format!(" Zero for every policy: {}.", all_zero.join(", ")));
@@ -559,7 +644,7 @@ fn share_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, rows: &[super::input::Qu
             title: format!("GPU share per queue · {} · {}", t.name, g.spec),
             x_label: time_label(&series),
             y_label: y_label.into(),
-            plot: Plot::Stacked { series },
+            plot: Plot::Stacked { y_max: capacity.is_some().then_some(100.0), series },
         },
         format!(
             "Time-average allocated GPUs per queue, stacked{}; seed {}.{}",
@@ -657,7 +742,9 @@ fn failure_section(traces: &[Trace<'_>]) -> Option<Section> {
     })
 }
 
-fn gantt_section(traces: &[Trace<'_>]) -> Section {
+/// The DAG section: only where a trace has DAG jobs (or may have: a folder without tasks.csv
+/// whose summary.json does not say `dag_jobs` is 0).
+fn gantt_section(traces: &[Trace<'_>]) -> Option<Section> {
     let mut items = Vec::new();
     for t in traces {
         let Some(g) = t.groups.first() else { continue };
@@ -665,32 +752,29 @@ fn gantt_section(traces: &[Trace<'_>]) -> Section {
         let Some(tasks) = &run.tasks else {
             // `simulate` writes tasks.csv only when some job has several tasks, so a missing
             // file is normal for a run without DAG jobs: summary.json's `dag_jobs` tells that
-            // case (nothing to re-run) from a folder written before tasks.csv existed.
-            let note = if run.metric("dag_jobs") == Some(0.0) {
-                format!("{}: no DAG jobs (jobs of several dependent tasks) in {}.", t.name, run.dir)
-            } else {
-                format!(
+            // case (nothing to show) from a folder written before tasks.csv existed.
+            if run.metric("dag_jobs") != Some(0.0) {
+                items.push(Item::Note(format!(
                     "{}: the Gantt chart of a DAG job left out: no tasks.csv in the run folder {} (written by \
                      `schedlab simulate --out` and `schedlab sweep` from this version on; re-run to get it).",
                     t.name, run.dir
-                )
-            };
-            items.push(Item::Note(note));
+                )));
+            }
             continue;
         };
-        match gantt_chart(t, g, run, tasks) {
-            Some(item) => items.push(item),
-            None => items
-                .push(Item::Note(format!("{}: no DAG jobs (jobs of several dependent tasks) in {}.", t.name, run.dir))),
-        }
+        // None: no job with dependent tasks; nothing to show.
+        items.extend(gantt_chart(t, g, run, tasks));
     }
-    Section {
+    if items.is_empty() {
+        return None;
+    }
+    Some(Section {
         id: "dag".into(),
         title: "DAG jobs".into(),
         intro: "The tasks of the largest DAG job of each trace, from the first policy's run with its lowest seed."
             .into(),
         items,
-    }
+    })
 }
 
 fn gantt_chart(t: &Trace<'_>, g: &Group<'_>, run: &Run, tasks: &[super::input::Task]) -> Option<Item> {
@@ -800,7 +884,7 @@ fn runs_section(input: &Input) -> Section {
         "digest",
     ];
     let mut header: Vec<String> = ["run", "trace", "policy", "seed"].map(str::to_string).to_vec();
-    header.extend(KEYS.iter().map(|k| k.to_string()));
+    header.extend(KEYS.iter().map(|k| label(k)));
     let rows = input
         .runs
         .iter()
@@ -815,7 +899,11 @@ fn runs_section(input: &Input) -> Section {
                 let raw = r.summary.get(key);
                 row.push(match raw {
                     Some(serde_json::Value::Number(n)) => Cell {
-                        text: n.as_f64().map_or(n.to_string(), |v| show(key, v)),
+                        text: if r.metric("jobs_finished") == Some(0.0) && compare::OVER_FINISHED.contains(&key) {
+                            NO_JOB_FINISHED.to_string()
+                        } else {
+                            n.as_f64().map_or(n.to_string(), |v| show(key, v))
+                        },
                         key: Some(key.to_string()),
                         value: Some(n.to_string()),
                         numeric: true,
@@ -884,16 +972,15 @@ mod tests {
 
     #[test]
     fn no_tasks_csv_without_dag_jobs_is_not_a_reason_to_re_run() {
-        // simulate writes no tasks.csv when no job has several tasks: the note says there are
-        // no DAG jobs, not that the folder is old.
+        // simulate writes no tasks.csv when no job has several tasks: no section then, and
+        // no note that the folder is old.
         let input = run_without_tasks_csv(Some(0));
-        let section = gantt_section(&group(&input));
-        assert_eq!(notes(&section), ["run: no DAG jobs (jobs of several dependent tasks) in run."]);
+        assert_eq!(gantt_section(&group(&input)), None, "no DAG jobs: no DAG section");
         // DAG jobs counted but no tasks.csv (an older folder, or the file removed), or a
         // summary.json older than `dag_jobs`: the file is missing, and re-running writes it.
         for dag_jobs in [Some(2), None] {
             let input = run_without_tasks_csv(dag_jobs);
-            let section = gantt_section(&group(&input));
+            let section = gantt_section(&group(&input)).expect("a section for the note");
             let notes = notes(&section);
             assert_eq!(notes.len(), 1, "{dag_jobs:?}");
             assert!(
@@ -926,11 +1013,60 @@ mod tests {
         assert_eq!(departure(&never, &report, None), None);
     }
 
+    /// A sweep-like input: one run per (spec, summary), on one trace.
+    fn policies(runs: &[(&str, &[(&str, f64)])]) -> Input {
+        let runs = runs
+            .iter()
+            .map(|(spec, values)| Run {
+                dir: spec.to_string(),
+                trace: "t".into(),
+                spec: spec.to_string(),
+                seed: 0,
+                summary: values.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect(),
+                jobs: Vec::new(),
+                timeseries: None,
+                queue_timeseries: None,
+                tasks: None,
+            })
+            .collect();
+        Input { source: Source::Sweep, name: "s".into(), runs }
+    }
+
+    /// (text, bold) of each policy's cell in the summary row of `key`.
+    fn summary_cells(section: &Section, key: &str) -> Vec<(String, bool)> {
+        let Some(Item::Table(table)) = section.items.first() else { panic!("no table") };
+        let row = table.rows.iter().find(|r| r[1..].iter().any(|c| c.key.as_deref() == Some(key))).expect("a row");
+        row[1..].iter().map(|c| (c.text.clone(), c.best)).collect()
+    }
+
+    #[test]
+    fn a_run_that_finished_fewer_jobs_is_never_bold() {
+        let input = policies(&[
+            ("nop", &[("jobs_finished", 0.0), ("mean_jct_s", 0.0), ("preemptions", 0.0)]),
+            ("fast", &[("jobs_finished", 99.0), ("mean_jct_s", 10.0), ("preemptions", 0.0)]),
+            ("all", &[("jobs_finished", 100.0), ("mean_jct_s", 50.0), ("preemptions", 80_590.0)]),
+        ]);
+        let section = summary_section(&group(&input));
+        assert_eq!(
+            summary_cells(&section, "mean_jct_s"),
+            [("no job finished".to_string(), false), ("10.0 s".into(), false), ("50.0 s".into(), true)]
+        );
+        assert!(summary_cells(&section, "preemptions")[2].1, "finished jobs rank first, on every metric");
+        assert_eq!(summary_cells(&section, "jobs_finished")[2], ("100".to_string(), true));
+    }
+
     #[test]
     fn intervals_read_in_units() {
         assert_eq!(show_interval("utilisation", 0.5, Some(0.01)), "50.00 ± 1.00 %");
         assert_eq!(show_interval("mean_jct_s", 60.0, None), "60.0 s");
         assert_eq!(show_interval("preemptions", 3.0, Some(0.5)), "3 ± 0.50");
         assert_eq!(show_interval("preemptions", 3.0, Some(0.0)), "3 (deterministic: one value)");
+        assert_eq!(show("preemptions", 80_590.0), "80,590");
+        assert_eq!(show("ftf_rho_max", 3_172_668_001.0), "3.17e9");
+        assert_eq!(show("ftf_rho_max", 12.5), "12.50");
+        assert_eq!(show("lost_gpu_hours", 12.26), "12.3 GPU-h");
+        assert_eq!(label("mean_jct_s"), "mean JCT");
+        assert_eq!(label("lost_redo_gpu_hours"), "lost redo GPU-hours");
+        assert_eq!(label("no_spare_h"), "no spare (h)");
     }
 }

@@ -104,8 +104,9 @@ pub enum Plot {
     /// Lines on shared axes; `y_max` fixes the top of the y axis (1 for a CDF); `counts`: the
     /// y values are counts, ticked at whole numbers only.
     Lines { x: XAxis, y_max: Option<f64>, counts: bool, series: Vec<Series> },
-    /// Layers stacked bottom to top (each layer's y added to those below).
-    Stacked { series: Vec<Series> },
+    /// Layers stacked bottom to top (each layer's y added to those below); `y_max` fixes the
+    /// top of the y axis (100 for shares in %) unless the stack goes past it.
+    Stacked { y_max: Option<f64>, series: Vec<Series> },
     /// Bars top to bottom, with dependency lines.
     Gantt { bars: Vec<Bar>, edges: Vec<Edge>, states: Vec<String> },
 }
@@ -122,12 +123,19 @@ pub struct Chart {
 }
 
 impl Chart {
-    /// Pixel size: Gantt charts grow with their rows.
+    /// Pixel size: Gantt charts grow with their rows; stacked charts (one per policy) are small
+    /// multiples, two to a row on the page.
     pub fn size(&self) -> (u32, u32) {
         match &self.plot {
             Plot::Gantt { bars, .. } => (900, (150 + 26 * bars.len() as u32).min(1400)),
+            Plot::Stacked { .. } => (640, 400),
             _ => (900, 460),
         }
+    }
+
+    /// Whether the page shows it as one of small multiples (half the width).
+    pub fn small(&self) -> bool {
+        matches!(self.plot, Plot::Stacked { .. })
     }
 
     /// The chart as an SVG document.
@@ -193,7 +201,7 @@ impl Chart {
             .y_label_area_size(px(if matches!(self.plot, Plot::Gantt { .. }) { 150.0 } else { 66.0 }));
         match &self.plot {
             Plot::Lines { x, y_max, counts, series } => self.lines(builder, x, *y_max, *counts, series, scale),
-            Plot::Stacked { series } => self.stacked(builder, series, scale),
+            Plot::Stacked { y_max, series } => self.stacked(builder, *y_max, series, scale),
             Plot::Gantt { bars, edges, states } => self.gantt(builder, bars, edges, states, scale),
         }
     }
@@ -267,6 +275,7 @@ impl Chart {
     fn stacked<DB: DrawingBackend>(
         &self,
         mut builder: ChartBuilder<'_, '_, DB>,
+        y_max: Option<f64>,
         series: &[Series],
         scale: f64,
     ) -> Result<(), String> {
@@ -283,7 +292,12 @@ impl Chart {
         let lo = lo.min(0.0);
         let (unit, _) = time_unit(hi - lo);
         let hi = if hi > lo { hi } else { lo + unit };
-        let top = nice_top(extent(lower.iter().copied()).1);
+        let data_top = extent(lower.iter().copied()).1;
+        let top = match y_max {
+            // A share's axis ends at 100 %, but never cuts the stack off.
+            Some(max) if data_top <= max + 1e-6 => max,
+            _ => nice_top(data_top),
+        };
         let mut chart = builder.build_cartesian_2d(0.0..(hi - lo) / unit, 0.0..top).map_err(|e| self.error(e))?;
         chart
             .configure_mesh()
@@ -389,7 +403,7 @@ impl Chart {
         match &self.plot {
             Plot::Lines { series, .. } if series.len() > 1 => Legend { entries: named(series), swatch: Swatch::Line },
             Plot::Lines { .. } => Legend { entries: Vec::new(), swatch: Swatch::Line },
-            Plot::Stacked { series } => Legend { entries: named(series), swatch: Swatch::Block },
+            Plot::Stacked { series, .. } => Legend { entries: named(series), swatch: Swatch::Block },
             Plot::Gantt { states, .. } => {
                 Legend { entries: states.iter().map(|s| (s.clone(), state_color(s))).collect(), swatch: Swatch::Block }
             }
@@ -561,6 +575,27 @@ mod tests {
         assert_eq!(png, chart.png().unwrap());
     }
 
+    /// Shares of the cluster stop at 100 %: the axis never runs on to 120 %.
+    #[test]
+    fn a_share_axis_ends_at_100() {
+        let share = |y_max| Chart {
+            id: "s".into(),
+            title: "share".into(),
+            x_label: "t".into(),
+            y_label: "%".into(),
+            plot: Plot::Stacked {
+                y_max,
+                series: vec![
+                    Series { name: "a".into(), points: vec![(0.0, 60.0), (3600.0, 50.0)] },
+                    Series { name: "b".into(), points: vec![(0.0, 40.0), (3600.0, 50.0)] },
+                ],
+            },
+        };
+        let capped = share(Some(100.0)).svg().unwrap();
+        assert!(capped.contains(">\n100\n<") && !capped.contains(">\n120\n<"), "{capped}");
+        assert!(share(None).svg().unwrap().contains(">\n120\n<"), "uncapped, a full cluster tops out past 100");
+    }
+
     #[test]
     fn stacked_and_gantt_draw() {
         let stacked = Chart {
@@ -569,6 +604,7 @@ mod tests {
             x_label: "t".into(),
             y_label: "GPUs".into(),
             plot: Plot::Stacked {
+                y_max: None,
                 series: vec![
                     Series { name: "a".into(), points: vec![(0.0, 1.0), (3600.0, 2.0)] },
                     Series { name: "b".into(), points: vec![(0.0, 3.0), (3600.0, 1.0)] },
@@ -635,6 +671,7 @@ mod tests {
             x_label: "t".into(),
             y_label: "GPUs".into(),
             plot: Plot::Stacked {
+                y_max: None,
                 series: vec![
                     Series { name: "research".into(), points: vec![(0.0, 1.0), (3600.0, 2.0), (7200.0, 8.0)] },
                     Series { name: "production".into(), points: vec![(0.0, 3.0), (3600.0, 1.0), (7200.0, 8.0)] },
@@ -644,7 +681,7 @@ mod tests {
         for chart in [six_cdfs(), stacked] {
             let svg = chart.svg().unwrap();
             let names: Vec<String> = match &chart.plot {
-                Plot::Lines { series, .. } | Plot::Stacked { series } => {
+                Plot::Lines { series, .. } | Plot::Stacked { series, .. } => {
                     series.iter().map(|s| s.name.clone()).collect()
                 }
                 Plot::Gantt { .. } => unreachable!(),

@@ -22,6 +22,8 @@ h2 { font-size: 19px; font-weight: 600; border-bottom: 2px solid var(--accent); 
 figure.chart { margin: 20px 0 28px; }
 figure.chart svg { display: block; max-width: 100%; height: auto; border: 1px solid var(--rule); border-radius: 4px; }
 figure.chart svg text { font-family: "DejaVu Sans", Verdana, Arial, sans-serif; }
+.multiples { display: grid; grid-template-columns: 1fr 1fr; gap: 0 20px; }
+.multiples figure.chart { margin: 12px 0 16px; }
 figcaption { color: var(--muted); font-size: 13.5px; margin-top: 6px; }
 .note { background: #fff8e6; border-left: 4px solid #edc948; padding: 8px 12px; font-size: 14px; }
 .table-wrap { overflow-x: auto; margin: 14px 0 24px; }
@@ -31,6 +33,9 @@ th, td { padding: 5px 10px; border-bottom: 1px solid var(--rule); text-align: le
 th { background: var(--band); font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.best { font-weight: 700; }
+h3 { font-size: 16px; font-weight: 600; margin: 16px 0 6px; }
+ul.verdict { margin: 0 0 12px; padding-left: 20px; }
+ul.verdict li { margin: 3px 0; }
 tbody tr:nth-child(even) td { background: #fbfcfd; }
 .more-toggle + label { font-size: 13.5px; color: var(--muted); margin-left: 4px; }
 .more-toggle:not(:checked) + label + .table-wrap .more { display: none; }
@@ -59,6 +64,7 @@ const CHECK: &str = r#"
   marker.setAttribute("data-rendered", rendered.join(" "));
   marker.setAttribute("data-missing", missing.join(" "));
   marker.setAttribute("data-status", missing.length === 0 ? "ok" : "missing");
+  marker.setAttribute("data-height", String(document.documentElement.scrollHeight));
 })();
 "#;
 
@@ -114,7 +120,14 @@ pub fn render(report: &Report, svgs: &[String]) -> String {
         if s.items.is_empty() {
             out.push_str("<p class=\"note\">Nothing to show here for these runs.</p>\n");
         }
+        // Consecutive small charts (one per policy) share rows, two to a row.
+        let mut in_multiples = false;
         for item in &s.items {
+            let small = matches!(item, Item::Chart(c, _) if c.small());
+            if small != in_multiples {
+                out.push_str(if small { "<div class=\"multiples\">\n" } else { "</div>\n" });
+                in_multiples = small;
+            }
             match item {
                 Item::Chart(chart, caption) => {
                     let text = svg.next().map(String::as_str).unwrap_or("");
@@ -131,7 +144,17 @@ pub fn render(report: &Report, svgs: &[String]) -> String {
                 Item::Note(note) => {
                     let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));
                 }
+                Item::Verdict(heading, lines) => {
+                    let _ = writeln!(out, "<h3>{}</h3>\n<ul class=\"verdict\">", escape(heading));
+                    for line in lines {
+                        let _ = writeln!(out, "<li>{}</li>", escape(line));
+                    }
+                    out.push_str("</ul>\n");
+                }
             }
+        }
+        if in_multiples {
+            out.push_str("</div>\n");
         }
         out.push_str("</section>\n");
     }

@@ -4,6 +4,7 @@
 //! - `input`: reading the folders (errors name file, line and field);
 //! - `stats`: CDFs and Student-t confidence intervals;
 //! - `build`: which charts and tables a report holds, and the notes for what it leaves out;
+//! - `verdict`: the report's opening lines, which policy wins what, by how much, at what cost;
 //! - `charts`: drawing a chart with plotters (embedded font, byte-identical output);
 //! - `html`: the page.
 
@@ -15,6 +16,7 @@ pub mod input;
 mod interruptions;
 mod legend;
 pub mod stats;
+pub mod verdict;
 
 pub use build::{Report, build};
 pub use input::load;
