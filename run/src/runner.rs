@@ -39,6 +39,7 @@ pub struct RunOutcome {
 }
 
 type NoteSink = Box<dyn Fn(&Path, &str) + Send + Sync>;
+type ProgressSink = Box<dyn Fn(sim::RunProgress) + Send + Sync>;
 type RecordedStarts = BTreeMap<String, sim::SimTime>;
 
 /// Runs RunSpecs. Hands the notes of each trace it reads (what its importer skipped or does
@@ -53,6 +54,8 @@ pub struct Runner {
     spelling: crate::Spelling,
     traces: Mutex<BTreeMap<(PathBuf, traces::Format), traces::Trace>>,
     notes: NoteSink,
+    /// Told how far each run has got (see [`sim::Engine::run_with_progress`]).
+    progress: Option<ProgressSink>,
 }
 
 impl Default for Runner {
@@ -71,6 +74,7 @@ impl Runner {
             spelling: crate::Spelling::Cli,
             traces: Mutex::default(),
             notes: Box::new(|_, _| {}),
+            progress: None,
         }
     }
 
@@ -104,6 +108,13 @@ impl Runner {
     /// Gives the notes of each trace read to `sink` (the command line prints them on stderr).
     pub fn with_notes(mut self, sink: impl Fn(&Path, &str) + Send + Sync + 'static) -> Runner {
         self.notes = Box::new(sink);
+        self
+    }
+
+    /// Tells `sink` how far each run has got: jobs arrived of the workload's, now and then and
+    /// once at the end (the command line draws a bar on a terminal).
+    pub fn with_progress(mut self, sink: impl Fn(sim::RunProgress) + Send + Sync + 'static) -> Runner {
+        self.progress = Some(Box::new(sink));
         self
     }
 
@@ -142,7 +153,8 @@ impl Runner {
             crate::series_limit::check(spec, scenario.workload.jobs(), limit, self.spelling)?;
         }
         let started = Instant::now();
-        let result = sim::simulate(scenario, policy, config)?;
+        let report = |p: sim::RunProgress| self.progress.iter().for_each(|sink| sink(p));
+        let result = sim::Engine::new(scenario, policy, config)?.run_with_progress(policy, &mut { report });
         let mut summary = reports::Summary::of(&result);
         summary.wall_s = Some(started.elapsed().as_secs_f64());
         // Only a trace that records starts (sacct) pays for the comparison.

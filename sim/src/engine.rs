@@ -59,6 +59,17 @@ pub struct Engine {
     passes: Option<Passes>,
 }
 
+/// How often (in timestamps applied) [`Engine::run_with_progress`] reports: rare enough to
+/// cost nothing (a million-job run applies about two million).
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// How far a run has got: jobs arrived of the workload's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunProgress {
+    pub arrived: usize,
+    pub jobs: usize,
+}
+
 /// Stale completions are purged once there are this many, and they are half the queue.
 const PURGE_AT_LEAST: usize = 1024;
 
@@ -110,8 +121,23 @@ impl Engine {
     }
 
     /// Runs to the end (virtual clock) and returns the run's records.
-    pub fn run(mut self, policy: &mut dyn Policy) -> RunResult {
-        while self.step(policy) {}
+    pub fn run(self, policy: &mut dyn Policy) -> RunResult {
+        self.run_with_progress(policy, &mut |_| {})
+    }
+
+    /// [`Engine::run`], telling `progress` how many jobs have arrived of how many, every
+    /// [`PROGRESS_EVERY`] timestamps and once at the end. What it shows, and when, is the
+    /// caller's: the engine reads no clock.
+    pub fn run_with_progress(mut self, policy: &mut dyn Policy, progress: &mut dyn FnMut(RunProgress)) -> RunResult {
+        let jobs = self.controller.workload().len();
+        let mut steps = 0u64;
+        while self.step(policy) {
+            steps += 1;
+            if steps.is_multiple_of(PROGRESS_EVERY) {
+                progress(RunProgress { arrived: self.next_arrival, jobs });
+            }
+        }
+        progress(RunProgress { arrived: jobs, jobs });
         let fed = self.hardware.covered_until();
         self.controller.finish_with_feed(fed)
     }

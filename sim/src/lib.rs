@@ -45,7 +45,7 @@ pub use cluster::{Cluster, ClusterError, ClusterSpec, Node, Pool, PoolMask, Pool
 pub use controller::{Controller, ControllerConfig, Effect, RetireRule};
 pub use data::{Dataset, DatasetSpec, Datasets};
 pub use deps::Timer;
-pub use engine::{Engine, simulate};
+pub use engine::{Engine, PROGRESS_EVERY, RunProgress, simulate};
 pub use failure::{ClusterEvent, FailureConfig};
 pub use hardware::HardwareFeed;
 pub use ids::{GpuId, JobId, NodeId, PoolId, TaskId};

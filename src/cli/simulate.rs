@@ -3,6 +3,7 @@
 use super::{CliResult, emit};
 use clap::Args;
 use run::{Keep, RunSpec};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -47,7 +48,10 @@ pub fn run(args: SimulateArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
     }
     // The time series is integrated only when it will be written.
     let keep = Keep { decisions: spec.decisions, series: spec.out.is_some() };
-    let runner = super::runner().forced(args.force);
+    let mut runner = super::runner().forced(args.force);
+    if std::io::stderr().is_terminal() {
+        runner = runner.with_progress(progress_bar());
+    }
     let outcome = runner.run(&spec, keep)?;
     if args.json {
         emit(summary_json(&outcome)?)?;
@@ -80,4 +84,19 @@ fn summary_json(outcome: &run::RunOutcome) -> Result<String, serde_json::Error> 
     let mut text = serde_json::to_string_pretty(&value)?;
     text.push('\n');
     Ok(text)
+}
+
+/// A bar on stderr for a run long enough to report before its end (a million jobs take about
+/// a second): jobs arrived of the workload's; cleared when the run ends.
+fn progress_bar() -> impl Fn(sim::RunProgress) + Send + Sync {
+    let style = indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} jobs arrived ({elapsed})")
+        .expect("a valid template");
+    let bar = indicatif::ProgressBar::new(0).with_style(style);
+    move |p: sim::RunProgress| {
+        bar.set_length(p.jobs as u64);
+        bar.set_position(p.arrived as u64);
+        if p.arrived == p.jobs {
+            bar.finish_and_clear();
+        }
+    }
 }
