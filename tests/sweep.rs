@@ -606,3 +606,25 @@ fn a_sweep_reuses_its_own_folder_and_force_writes_beside_other_files() {
     std::fs::remove_file(reused.join("notes.txt")).unwrap();
     assert_same_tree(&reused, &fresh);
 }
+
+/// One sweep over traces of different clusters: each trace names its own after `@`, and each
+/// run is on its trace's cluster (one sweep, one report, not one per trace).
+#[test]
+fn a_sweep_runs_each_trace_on_the_cluster_it_names() {
+    let dir = scratch("sweep", "own-clusters");
+    let trace = head_of_line_trace(&dir);
+    let small = format!("{}@1x4:V100", s(&trace));
+    let large = format!("{}@2x4:V100", s(&trace));
+    let out = dir.join("out");
+    let args = ["sweep", "--trace", &small, "--trace", &large, "--policy", "fifo", "--out", s(&out)];
+    let result = schedlab(&args);
+    assert!(result.status.success(), "{}", stderr(&result));
+    let gpus: Vec<u64> = run_dirs(&out)
+        .iter()
+        .map(|run| read_json(&out.join(run).join("summary.json"))["cluster_gpus"].as_u64().unwrap())
+        .collect();
+    assert_eq!(gpus, [4, 8]);
+    let both = schedlab(&["sweep", "--trace", &small, "--cluster", "4x8", "--policy", "fifo"]);
+    assert!(!both.status.success());
+    assert!(stderr(&both).contains("its own cluster (after `@`) and --cluster"), "{}", stderr(&both));
+}

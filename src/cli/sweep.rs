@@ -131,8 +131,9 @@ pub fn run(args: SweepArgs) -> CliResult {
     let shard = args.own.shard.as_deref().map(parse_shard).transpose()?;
     let plan = Plan::new(settings, super::registry())?;
     for trace in &plan.settings.traces {
-        if !Path::new(trace).exists() {
-            return Err(format!("--trace {trace}: no such file or directory").into());
+        let path = run::many::trace_and_cluster(trace).0;
+        if !Path::new(path).exists() {
+            return Err(format!("--trace {path}: no such file or directory").into());
         }
     }
     let mine = plan.slice(shard);

@@ -33,6 +33,6 @@ mod shard;
 
 pub use execute::{Done, Executor, Failed};
 pub use merge::{Merged, Part, merge};
-pub use plan::{MAX_RUNS, Plan, shared_settings};
+pub use plan::{MAX_RUNS, Plan, shared_settings, trace_and_cluster};
 pub use regress::RegressSpec;
 pub use shard::VERSION;

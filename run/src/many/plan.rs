@@ -36,7 +36,19 @@ impl Plan {
     /// given (the decision log never: a sweep writes none).
     pub fn spec(&self, base: &RunSpec, run: &SweepRun, folder: Option<&Path>) -> Result<RunSpec, String> {
         let mut spec = base.clone();
-        spec.trace = (!self.settings.traces.is_empty()).then(|| PathBuf::from(&run.trace));
+        if !self.settings.traces.is_empty() {
+            let (path, cluster) = trace_and_cluster(&run.trace);
+            spec.trace = Some(PathBuf::from(path));
+            if let Some(cluster) = cluster {
+                if base.cluster.is_some() {
+                    return Err(format!(
+                        "--trace {}: its own cluster (after `@`) and --cluster: give one or the other",
+                        run.trace
+                    ));
+                }
+                spec.cluster = Some(cluster.to_string());
+            }
+        }
         spec.policy = run.spec.parse().map_err(|e| format!("run {}: {e}", run.run))?;
         spec.seed = run.seed;
         for (key, value) in &run.settings {
@@ -100,6 +112,18 @@ fn plan_runs(settings: &SweepSettings, registry: &Registry) -> Result<Vec<SweepR
     Ok(runs)
 }
 
+/// A sweep's trace as given: its path, and the cluster it runs on when it names its own
+/// (`PATH@CLUSTER`, a shorthand or a cluster.csv: a sweep over traces of different
+/// clusters). Split at the last `@`, unless the whole text is a file or folder that exists.
+pub fn trace_and_cluster(trace: &str) -> (&str, Option<&str>) {
+    match trace.rsplit_once('@') {
+        Some((path, cluster)) if !path.is_empty() && !cluster.is_empty() && !Path::new(trace).exists() => {
+            (path, Some(cluster))
+        }
+        _ => (trace, None),
+    }
+}
+
 /// Each trace as given and the slug of its file stem; the built-in workload without traces.
 fn trace_slugs(traces: &[String]) -> Vec<(&str, String)> {
     if traces.is_empty() {
@@ -107,7 +131,10 @@ fn trace_slugs(traces: &[String]) -> Vec<(&str, String)> {
     }
     traces
         .iter()
-        .map(|t| (t.as_str(), slug(&Path::new(t).file_stem().map_or(t.into(), |s| s.to_string_lossy()))))
+        .map(|t| {
+            let path = trace_and_cluster(t).0;
+            (t.as_str(), slug(&Path::new(path).file_stem().map_or(path.into(), |s| s.to_string_lossy())))
+        })
         .collect()
 }
 
@@ -150,6 +177,30 @@ mod tests {
         assert_eq!(runs[1].dir, "runs/001-philly-fifo_skip_true-s4");
         assert_eq!((runs[2].spec.as_str(), runs[2].seed), ("sjf", 3));
         assert_eq!(runs[7].dir, "runs/007-trace-dir-sjf-s4");
+    }
+
+    /// A sweep over traces of different clusters: each trace names its own after `@`.
+    #[test]
+    fn each_trace_may_name_its_own_cluster() {
+        let traces = ["a/philly.csv@60x8:V100", "b/cluster04.csv@clusters/itp.csv", "c/trace-dir"];
+        let plan = Plan::new(settings(&traces, &["fifo"], &[], &[0]), &Registry::builtin()).unwrap();
+        let specs: Vec<RunSpec> = plan.runs.iter().map(|r| plan.spec(&RunSpec::default(), r, None).unwrap()).collect();
+        let got: Vec<(String, Option<String>)> =
+            specs.iter().map(|s| (s.trace.as_ref().unwrap().display().to_string(), s.cluster.clone())).collect();
+        assert_eq!(
+            got,
+            [
+                ("a/philly.csv".to_string(), Some("60x8:V100".to_string())),
+                ("b/cluster04.csv".to_string(), Some("clusters/itp.csv".to_string())),
+                ("c/trace-dir".to_string(), None),
+            ]
+        );
+        let dirs: Vec<&str> = plan.runs.iter().map(|r| r.dir.as_str()).collect();
+        assert_eq!(dirs, ["runs/000-philly-fifo-s0", "runs/001-cluster04-fifo-s0", "runs/002-trace-dir-fifo-s0"]);
+        let both = RunSpec { cluster: Some("4x8".into()), ..RunSpec::default() };
+        let e = plan.spec(&both, &plan.runs[0], None).unwrap_err();
+        assert!(e.contains("its own cluster (after `@`) and --cluster"), "{e}");
+        assert_eq!(plan.spec(&both, &plan.runs[2], None).unwrap().cluster.as_deref(), Some("4x8"));
     }
 
     #[test]
