@@ -26,7 +26,7 @@
 //! job); a restart applies the whole journal once ([`Driver::replay`]).
 
 use crate::config::LiveConfig;
-use crate::tally::{LIVE_STATES, Tally};
+use crate::tally::{Tally, live_states};
 use crate::wire::{Assignment, JobRequest, Refusal};
 use run::Setup;
 use serde::{Deserialize, Serialize};
@@ -511,7 +511,7 @@ impl Driver {
     /// How many jobs are in each state (every state named, 0 included): at the cost of the
     /// running tasks, the rest being kept as it changes.
     pub fn job_counts(&self) -> BTreeMap<JobStatus, u64> {
-        let mut counts: BTreeMap<JobStatus, u64> = LIVE_STATES.iter().map(|&s| (s, 0)).collect();
+        let mut counts: BTreeMap<JobStatus, u64> = live_states().map(|s| (s, 0)).collect();
         counts.extend(self.tally.ended().iter().map(|(&s, &n)| (s, n)));
         let running: BTreeSet<usize> = self
             .running_tasks()

@@ -13,15 +13,9 @@ use std::collections::BTreeMap;
 
 /// Every state a live job can be in, in the order `GET /metrics` lists them: all but
 /// `unfinished`, a run's word for what its end left (a session has no end).
-pub const LIVE_STATES: [JobStatus; 7] = [
-    JobStatus::Waiting,
-    JobStatus::Running,
-    JobStatus::Succeeded,
-    JobStatus::Failed,
-    JobStatus::Cancelled,
-    JobStatus::Rejected,
-    JobStatus::Unschedulable,
-];
+pub fn live_states() -> impl Iterator<Item = JobStatus> {
+    JobStatus::ALL.into_iter().filter(|&s| s != JobStatus::Unfinished)
+}
 
 #[derive(Debug, Default, Clone)]
 pub struct Tally {
