@@ -43,6 +43,15 @@ fn stall(addr: &str, token: &str, path: &str, body: &[u8]) -> Stalled {
 }
 
 impl Stalled {
+    /// Whether the coordinator has answered (refused it: a place of its token was taken, say
+    /// by an earlier call whose connection had not yet closed) or closed it, rather than held it.
+    fn answered(&self) -> bool {
+        self.stream.set_nonblocking(true).unwrap();
+        let answered = !matches!(self.stream.peek(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+        self.stream.set_nonblocking(false).unwrap();
+        answered
+    }
+
     /// Sends the rest of the body; the answer's status code and body.
     fn finish(mut self) -> (u16, String) {
         self.stream.write_all(&self.rest).unwrap();
@@ -279,8 +288,14 @@ fn one_tokens_connections_cannot_take_another_tokens_places() {
     // ...and an agent is served all the same.
     assert_ne!(status_of(&agent("n0"), "/v1/agents/n0/assignments?generation=0"), 503);
     // One agent's places full: it is refused, another agent is served.
-    let n0: Vec<Stalled> = (0..2).map(|_| stall(&addr, &agent("n0"), "/v1/agents/heartbeat", &job(9))).collect();
+    // The call just made may hold its place a moment after its answer: a stall refused for
+    // it is made again until both hold theirs.
+    let n0_stall = || stall(&addr, &agent("n0"), "/v1/agents/heartbeat", &job(9));
+    let mut n0: Vec<Stalled> = (0..2).map(|_| n0_stall()).collect();
     wait_for(20, "agent n0's places to fill", || {
+        for s in n0.iter_mut().filter(|s| s.answered()) {
+            *s = n0_stall();
+        }
         (status_of(&agent("n0"), "/v1/agents/n0/assignments?generation=0") == 503).then_some(())
     });
     assert_ne!(status_of(&agent("n1"), "/v1/agents/n1/assignments?generation=0"), 503);
