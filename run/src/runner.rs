@@ -153,8 +153,8 @@ impl Runner {
             crate::series_limit::check(spec, scenario.workload.jobs(), limit, self.spelling)?;
         }
         let started = Instant::now();
-        let report = |p: sim::RunProgress| self.progress.iter().for_each(|sink| sink(p));
-        let result = sim::Engine::new(scenario, policy, config)?.run_with_progress(policy, &mut { report });
+        let mut report = |p: sim::RunProgress| self.progress.iter().for_each(|sink| sink(p));
+        let result = sim::Engine::new(scenario, policy, config)?.run_with_progress(policy, &mut report);
         let mut summary = reports::Summary::of(&result);
         summary.wall_s = Some(started.elapsed().as_secs_f64());
         // Only a trace that records starts (sacct) pays for the comparison.

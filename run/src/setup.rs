@@ -41,8 +41,8 @@ impl Setup {
         let config = spec.controller_config()?;
         let queue_defaults = QueueDefaults::of(&spec)?;
         let built = Cluster::new(&cluster)?;
-        let placed_queues = Queues::new(&queues, &built).map_err(|e| RunError::new(e.to_string()))?;
-        let placed_datasets = Datasets::new(&datasets, &built).map_err(|e| RunError::new(e.to_string()))?;
+        let placed_queues = Queues::new(&queues, &built)?;
+        let placed_datasets = Datasets::new(&datasets, &built)?;
         Ok(Setup {
             spec,
             config,
