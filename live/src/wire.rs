@@ -271,6 +271,8 @@ impl JobRequest {
             deadline_ms: seconds_ms(&owner, "deadline_s", self.deadline_s.as_ref())?,
             priority: self.priority,
             cancel_ms: None,
+            // The API takes no owner: live mode has no fair share by account.
+            ..traces::JobFields::default()
         };
         let spec = job.build(tasks.into()).map_err(|e| {
             let sent = match e.field {

@@ -69,6 +69,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
                 deadline: sim::OptDuration::NONE,
                 cancel: sim::OptTime::NONE,
                 priority: 0,
+                owner: None,
                 tasks: specs.into(),
             }
         })

@@ -108,6 +108,7 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                 deadline: sim::OptDuration::NONE,
                 cancel: sim::OptTime::NONE,
                 priority: 0,
+                owner: None,
                 tasks,
             }
         })

@@ -116,6 +116,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
             deadline: deadline.into(),
             priority: 0,
             cancel: sim::OptTime::NONE,
+            owner: None,
             tasks: tasks.into(),
         }
     })

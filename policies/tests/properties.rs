@@ -70,6 +70,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
             deadline: sim::OptDuration::NONE,
             priority: 0,
             cancel: sim::OptTime::NONE,
+            owner: None,
             tasks: tasks.into(),
         }
     })
@@ -896,6 +897,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
             deadline: sim::OptDuration::NONE,
             cancel: sim::OptTime::NONE,
             priority: 0,
+            owner: None,
             tasks: [t.clone()].into(),
         })
         .collect();

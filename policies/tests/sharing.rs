@@ -119,6 +119,7 @@ mod properties {
                         deadline: sim::OptDuration::NONE,
                         cancel: sim::OptTime::NONE,
                         priority: 0,
+                        owner: None,
                         tasks: [t].into(),
                     }
                 })

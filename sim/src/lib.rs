@@ -61,6 +61,6 @@ pub use state::{JobState, Losses, OptIndex, TaskState, TaskStatus};
 pub use time::{OptDuration, OptMs, OptTime, SimDuration, SimTime};
 pub use view::{Change, ClusterView, DurationSource};
 pub use workload::{
-    CANCELLED_BY_THE_USER, DepKind, Dependency, Deps, JobSpec, Name, TaskOptions, TaskSpec, Tasks, Window, Workload,
-    WorkloadError, gpu_share,
+    CANCELLED_BY_THE_USER, DepKind, Dependency, Deps, JobSpec, Name, Owner, TaskOptions, TaskSpec, Tasks, Window,
+    Workload, WorkloadError, gpu_share,
 };

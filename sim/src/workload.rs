@@ -216,7 +216,19 @@ pub struct JobSpec {
     /// When the user cancels the job (at or after `submit`): whatever of it has not ended
     /// then stops, and it ends rejected with [`CANCELLED_BY_THE_USER`].
     pub cancel: OptTime,
+    /// Who submitted the job, under which account and QOS, if the trace says: what Slurm's
+    /// fair share and QOS limits are kept by. Boxed: most traces name none.
+    pub owner: Option<Box<Owner>>,
     pub tasks: Tasks,
+}
+
+/// A job's submitter as a batch scheduler accounts for it (Slurm's association and QOS). An
+/// empty field is not given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Owner {
+    pub account: Name,
+    pub user: Name,
+    pub qos: Name,
 }
 
 /// The reason a cancelled job ends with, in simulation and in live mode alike.
@@ -232,6 +244,7 @@ impl JobSpec {
             deadline: OptDuration::NONE,
             cancel: OptTime::NONE,
             priority: 0,
+            owner: None,
             tasks: [TaskSpec::new("0", gpus, work)].into(),
         }
     }
@@ -439,8 +452,9 @@ mod tests {
     #[test]
     fn a_job_of_one_task_holds_it_inline() {
         // 120 bytes and a 144-byte allocation for its task before; then 232 bytes while its
-        // deadline and cancel were `Option`s (16 bytes each) and its task 128 bytes.
-        assert!(std::mem::size_of::<JobSpec>() <= 176, "{}", std::mem::size_of::<JobSpec>());
+        // deadline and cancel were `Option`s (16 bytes each) and its task 128 bytes; 176
+        // before its owner (8 bytes: a box, absent in most traces).
+        assert!(std::mem::size_of::<JobSpec>() <= 184, "{}", std::mem::size_of::<JobSpec>());
         let mut job = JobSpec::single("j", SimTime(0), 1, SimDuration(1000));
         assert!(!job.tasks.spilled());
         job.tasks.push(TaskSpec::new("1", 2, SimDuration(1000)));

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
-pub const JOB_COLUMNS: [&str; 23] = [
+pub const JOB_COLUMNS: [&str; 26] = [
     "job_id",
     "task_id",
     "submit_s",
@@ -41,6 +41,9 @@ pub const JOB_COLUMNS: [&str; 23] = [
     "cancel_s",
     "exit_code",
     "checkpoint_cost_s",
+    "account",
+    "user",
+    "qos",
 ];
 
 const KNOWN: &[Column] = &[
@@ -67,6 +70,9 @@ const KNOWN: &[Column] = &[
     Column { name: "cancel_s", required: false },
     Column { name: "exit_code", required: false },
     Column { name: "checkpoint_cost_s", required: false },
+    Column { name: "account", required: false },
+    Column { name: "user", required: false },
+    Column { name: "qos", required: false },
 ];
 
 /// Column indexes in the file at hand (`None`: the optional column is absent).
@@ -94,6 +100,9 @@ struct Cols {
     cancel: Option<usize>,
     exit_code: Option<usize>,
     checkpoint_cost: Option<usize>,
+    account: Option<usize>,
+    user: Option<usize>,
+    qos: Option<usize>,
 }
 
 /// Reads a canonical `jobs.csv` from `source`; `file` names it in errors.
@@ -144,6 +153,9 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
         cancel: c[20],
         exit_code: c[21],
         checkpoint_cost: c[22],
+        account: c[23],
+        user: c[24],
+        qos: c[25],
     };
     let mut builder = Builder::default();
     rows.parse_all(sink, |row| builder.add(row, &cols))?;
@@ -199,7 +211,18 @@ impl Builder {
         let not_after_ms = row.opt_seconds_ms(cols.not_after)?;
         let dataset = row.opt_text(cols.dataset)?;
         let speeds = row.opt_text(cols.speeds)?;
-        let job = JobFields { name: job_id, submit_ms, queue: filled(queue), deadline_ms, priority, cancel_ms };
+        let (account, user, qos) = (row.opt_text(cols.account)?, row.opt_text(cols.user)?, row.opt_text(cols.qos)?);
+        let job = JobFields {
+            name: job_id,
+            submit_ms,
+            queue: filled(queue),
+            deadline_ms,
+            priority,
+            cancel_ms,
+            account,
+            user,
+            qos,
+        };
         job.check().map_err(|e| refused(row, cols, e))?;
 
         let continues = self.jobs.last().is_some_and(|j| same_text(&j.name, job_id));
@@ -233,6 +256,14 @@ impl Builder {
             }
             if job.cancel.get().map(SimTime::as_ms) != cancel_ms {
                 return Err(conflict(row, job_id, "cancel_s", first));
+            }
+            let owner = job.owner.as_deref().cloned().unwrap_or_default();
+            for (field, ours, theirs) in
+                [("account", &owner.account, account), ("user", &owner.user, user), ("qos", &owner.qos, qos)]
+            {
+                if ours.as_str() != theirs {
+                    return Err(conflict(row, job_id, field, first));
+                }
             }
         }
         let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
@@ -494,6 +525,7 @@ pub fn write_trace_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(),
     writer.write_record(JOB_COLUMNS).map_err(io_error)?;
     for job in workload.jobs() {
         let submit = format_seconds(job.submit.as_ms());
+        let owner = job.owner.as_deref().cloned().unwrap_or_default();
         for task in &job.tasks {
             let work = format_seconds(task.work.as_ms());
             let gpus = task.gpus.to_string();
@@ -525,6 +557,9 @@ pub fn write_trace_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(),
                     &job.cancel.get().map(|t| format_seconds(t.as_ms())).unwrap_or_default(),
                     &task.exit_code.to_string(),
                     &seconds(task.options().checkpoint_cost),
+                    owner.account.as_str(),
+                    owner.user.as_str(),
+                    owner.qos.as_str(),
                 ])
                 .map_err(io_error)?;
         }
@@ -677,6 +712,23 @@ mod tests {
     }
 
     #[test]
+    fn the_owner_columns_are_read_kept_per_job_and_written_back() {
+        let text = "job_id,task_id,submit_s,duration_s,gpus,account,user,qos\n\
+                    a,0,0,1,1,physics,ann,normal\na,1,0,1,1,physics,ann,normal\nb,0,1,1,1,,bob,\nc,0,2,1,1,,,\n";
+        let w = read(text).unwrap();
+        let owner = |i: usize| w.jobs()[i].owner.as_deref().cloned();
+        let ann = sim::Owner { account: "physics".into(), user: "ann".into(), qos: "normal".into() };
+        assert_eq!(owner(0), Some(ann));
+        assert_eq!(owner(1), Some(sim::Owner { user: "bob".into(), ..sim::Owner::default() }));
+        assert_eq!(owner(2), None, "no owner field given: no owner");
+        let mut out = Vec::new();
+        write_trace_jobs_csv(&w, &mut out).unwrap();
+        assert_eq!(read_jobs_csv(out.as_slice(), "out.csv").unwrap(), w);
+        let e = err("job_id,submit_s,duration_s,gpus,user\nj,0,1,1,ann\nj,0,1,1,bob\n");
+        assert!(e.starts_with("jobs.csv:3: job `j`: `user` differs"), "{e}");
+    }
+
+    #[test]
     fn minimal_file_gives_single_task_jobs() {
         let w = read("job_id,submit_s,duration_s,gpus\nb,10,60.5,2\na,5,1,1\n").unwrap();
         assert_eq!(w.len(), 2);
@@ -780,12 +832,12 @@ mod tests {
     fn writer_output_is_readable_and_exact() {
         let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli,gpu_type,single_node,gpus_per_node,estimate_s,\
                     queue,checkpoint_s,restart_overhead_s,deadline_s,priority,depends_on,not_before_s,not_after_s,dataset,\
-                    speeds,cancel_s,exit_code,checkpoint_cost_s\n\
-                    \"a,b\",0,0.5,600,1,,,false,,,,,,,0,,,,,,,0,\n\
-                    j,ps,1,0.001,1,250,A100,true,,7.250,q,0,30,86400,-3,w:failure,5,,imagenet,A100=2.5,90,0,0\n\
-                    j,w,1,2,8,,,false,4,,q,1800.500,0,86400,-3,,,100.250,,A100=3;V100=0.125,90,-9,45.500\n\
-                    k,a,2,10,1,,,false,,,,,,,0,,,,,,,137,\n\
-                    k,b,2,10,4,,,true,4,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,,,0,\n";
+                    speeds,cancel_s,exit_code,checkpoint_cost_s,account,user,qos\n\
+                    \"a,b\",0,0.5,600,1,,,false,,,,,,,0,,,,,,,0,,,,\n\
+                    j,ps,1,0.001,1,250,A100,true,,7.250,q,0,30,86400,-3,w:failure,5,,imagenet,A100=2.5,90,0,0,lab,ann,\n\
+                    j,w,1,2,8,,,false,4,,q,1800.500,0,86400,-3,,,100.250,,A100=3;V100=0.125,90,-9,45.500,lab,ann,\n\
+                    k,a,2,10,1,,,false,,,,,,,0,,,,,,,137,,,,high\n\
+                    k,b,2,10,4,,,true,4,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,,,0,,,,high\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_trace_jobs_csv(&w, &mut out).unwrap();

@@ -253,6 +253,10 @@ pub struct JobFields<'a> {
     pub priority: i32,
     /// In trace time.
     pub cancel_ms: Option<u64>,
+    /// The submitter's account, user and QOS; empty: not given.
+    pub account: &'a str,
+    pub user: &'a str,
+    pub qos: &'a str,
 }
 
 impl JobFields<'_> {
@@ -288,7 +292,18 @@ impl JobFields<'_> {
             deadline: self.deadline_ms.map(SimDuration).into(),
             priority: self.priority,
             cancel: self.cancel_ms.map(SimTime).into(),
+            owner: self.owner(),
             tasks,
+        })
+    }
+}
+
+impl JobFields<'_> {
+    /// The job's [`sim::Owner`], when any of its fields is given.
+    fn owner(&self) -> Option<Box<sim::Owner>> {
+        let given = !(self.account.is_empty() && self.user.is_empty() && self.qos.is_empty());
+        given.then(|| {
+            Box::new(sim::Owner { account: self.account.into(), user: self.user.into(), qos: self.qos.into() })
         })
     }
 }

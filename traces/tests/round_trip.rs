@@ -156,6 +156,16 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
                     deadline: deadline.map(SimDuration).into(),
                     cancel: cancel_after.map(|after| SimTime(submit.saturating_add(after).min(MAX_MS))).into(),
                     priority,
+                    // Some jobs with an owner, some with only a user, most without.
+                    owner: match index % 4 {
+                        0 => Some(Box::new(sim::Owner {
+                            account: format!("acct{}", index % 3).into(),
+                            user: format!("user{index}").into(),
+                            qos: "normal".into(),
+                        })),
+                        1 => Some(Box::new(sim::Owner { user: "solo".into(), ..sim::Owner::default() })),
+                        _ => None,
+                    },
                     tasks: tasks.into(),
                 }
             })

@@ -33,7 +33,10 @@ fn builtin_dump_jobs_steps_and_states() {
     let failed: Vec<(&str, u64)> = r.failed.iter().map(|(s, n)| (s.as_str(), *n)).collect();
     assert_eq!(failed, [("FAILED", 12), ("TIMEOUT", 1)]);
     assert!(r.skipped.is_empty(), "{:?}", r.skipped);
-    assert_eq!(r.not_modelled, ["Account", "QOS", "User"]);
+    assert_eq!(r.owner_fields, ["Account", "QOS", "User"]);
+    // Every job was submitted by root under account root and QOS normal (the script's).
+    let root = sim::Owner { account: "root".into(), user: "root".into(), qos: "normal".into() };
+    assert!(import.workload.jobs().iter().all(|j| j.owner.as_deref() == Some(&root)));
 }
 
 #[test]

@@ -37,7 +37,7 @@
 //!   `gres/gpu:TYPE` in `ReqTRES` (the user asked for a type) is the task's GPU type. `NNodes`
 //!   1 is a single-node task, more is a gang over nodes with an even share on each node
 //!   (`gpus_per_node`, as Slurm gives each node the same `--gres`) when the total divides evenly. `Partition` is the queue; `Priority`
-//!   (unsigned 32-bit) becomes the job's priority shifted down by 2^31, which keeps its order. `Account`, `QOS`, `User` are not modelled (named in the notes).
+//!   (unsigned 32-bit) becomes the job's priority shifted down by 2^31, which keeps its order. `Account`, `User` and `QOS` are the job's owner ([`sim::Owner`]), read by the `slurm` policy only.
 
 mod clock;
 mod node_fail;
@@ -75,8 +75,8 @@ const FIELDS: &[(&str, bool)] = &[
     ("QOS", false),
     ("User", false),
 ];
-/// The first of [`FIELDS`] read only to be named as not modelled.
-const NOT_MODELLED_FROM: usize = 15;
+/// The first of [`FIELDS`] that names the job's owner ([`sim::Owner`]).
+const OWNER_FROM: usize = 15;
 
 /// An imported sacct dump: the jobs, and what the import did to get them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,8 +123,9 @@ pub struct SacctReport {
     pub clock: SacctClock,
     /// Rows that could not be used: (line, reason).
     pub skipped: Vec<(u64, String)>,
-    /// Fields present that schedlab does not model.
-    pub not_modelled: Vec<&'static str>,
+    /// The owner fields present (`Account`, `QOS`, `User`): read into each job's owner, which
+    /// only the `slurm` policy (fair share, QOS) reads.
+    pub owner_fields: Vec<&'static str>,
     /// The node failures that `NODE_FAIL` attempts record, by time then node (see
     /// [`node_fail`]); [`failure_events`] numbers them on a cluster.
     pub node_failures: Vec<NodeFailure>,
@@ -182,8 +183,11 @@ impl SacctReport {
         for (line, reason) in &self.skipped {
             notes.push(format!("skipped line {line}: {reason}"));
         }
-        if !self.not_modelled.is_empty() {
-            notes.push(format!("not modelled: {}", self.not_modelled.join(", ")));
+        if !self.owner_fields.is_empty() {
+            notes.push(format!(
+                "read for the `slurm` policy's fair share and QOS only (other policies ignore them): {}",
+                self.owner_fields.join(", ")
+            ));
         }
         notes
     }
@@ -273,6 +277,7 @@ struct Attempt {
     nodes: u64,
     partition: String,
     priority: i32,
+    owner: Option<Box<sim::Owner>>,
     /// `NodeList` expanded; empty when it held no node (or the field is absent).
     hosts: Vec<String>,
 }
@@ -294,12 +299,8 @@ pub(crate) fn read_sacct_into(
     };
     let cols = Cols(sink.ok(table.columns(file, FIELDS, "sacct --format"))?);
     let mut report = SacctReport { rows: table.rows.len() as u64, clock, ..SacctReport::default() };
-    report.not_modelled = FIELDS[NOT_MODELLED_FROM..]
-        .iter()
-        .zip(&cols.0[NOT_MODELLED_FROM..])
-        .filter(|(_, c)| c.is_some())
-        .map(|(f, _)| f.0)
-        .collect();
+    report.owner_fields =
+        FIELDS[OWNER_FROM..].iter().zip(&cols.0[OWNER_FROM..]).filter(|(_, c)| c.is_some()).map(|(f, _)| f.0).collect();
     // Attempts by (job, component), in file order: the last is the one replayed.
     let mut jobs: BTreeMap<(String, u32), Vec<Attempt>> = BTreeMap::new();
     let mut order: Vec<(String, u32)> = Vec::new();
@@ -435,10 +436,18 @@ fn read_row(
         nodes: row.number(cols.at("NNodes"))?.unwrap_or(1),
         partition: row.get(cols.at("Partition")).to_owned(),
         priority: slurm_priority(priority).ok_or_else(|| row.error(priority_col, "a priority up to 4294967295"))?,
+        owner: owner_of(&row, &cols),
         hosts,
     };
     report.ambiguous_times += ambiguous.get();
     Ok(Some(attempt))
+}
+
+/// The job's account, user and QOS, when the dump has any of them.
+fn owner_of(row: &Row<'_, '_>, cols: &Cols) -> Option<Box<sim::Owner>> {
+    let [account, qos, user] = ["Account", "QOS", "User"].map(|f| row.get(cols.at(f)));
+    let given = !(account.is_empty() && user.is_empty() && qos.is_empty());
+    given.then(|| Box::new(sim::Owner { account: account.into(), user: user.into(), qos: qos.into() }))
 }
 
 /// Slurm's unsigned 32-bit priority shifted down by 2^31 into schedlab's signed one: the
@@ -513,6 +522,7 @@ fn assemble(
         job.cancel = cancel.into();
         job.queue = (!last.partition.is_empty()).then(|| last.partition.as_str().into());
         job.priority = last.priority;
+        job.owner = last.owner.clone();
         report.jobs += 1;
         report.array_tasks += u64::from(last.name.contains('_'));
         by_name.insert(last.name.clone(), specs.len());
