@@ -1,10 +1,11 @@
 //! schedlab against a real Slurm: the workloads scripts/slurm-dump.sh ran on Slurm 22.05
 //! (traces/tests/data/slurm/, see its README) replayed from their own sacct dumps, each job's
 //! start compared with the start Slurm recorded. docs/slurm.md has the table and explains the
-//! deviations; the bounds here are the ones it documents.
+//! deviations; the bounds here are the ones it documents. The figures are
+//! `reports::recorded`'s, which `simulate`'s summary line and `schedlab compare-starts` print.
 //! `cargo test --test slurm_fidelity -- --nocapture` prints the table.
 
-use reports::recorded::{StartDeviations, start_deviations};
+use reports::recorded::{StartDeviations, is_array_task, start_deviations};
 use schedlab::RunSpec;
 use sim::SimTime;
 use std::collections::BTreeMap;
@@ -63,8 +64,9 @@ fn errors(devs: &BTreeMap<String, i64>) -> StartDeviations {
     StartDeviations::of(devs.values()).expect("jobs to compare")
 }
 
+/// `devs` without array tasks, as `compare-starts --exclude-arrays` leaves them out.
 fn without_arrays(devs: BTreeMap<String, i64>) -> BTreeMap<String, i64> {
-    devs.into_iter().filter(|(name, _)| !name.contains('_')).collect()
+    devs.into_iter().filter(|(name, _)| !is_array_task(name)).collect()
 }
 
 fn row(label: &str, e: &StartDeviations) {

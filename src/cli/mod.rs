@@ -2,6 +2,7 @@
 
 mod cluster;
 mod compare;
+mod compare_starts;
 mod live;
 mod merge;
 mod policies;
@@ -37,6 +38,9 @@ enum Command {
     Merge(merge::MergeArgs),
     /// Two runs or sweeps side by side: deltas, and which is better on each metric.
     Compare(compare::CompareArgs),
+    /// A replay's starts against those its trace recorded (a Slurm sacct dump): the
+    /// distribution of the deviations, by sign, the jobs furthest off; --csv every job.
+    CompareStarts(Box<compare_starts::CompareStartsArgs>),
     /// Run a fixed sweep and compare every metric with a committed baseline (CI regression).
     Regress(regress::RegressArgs),
     /// One self-contained HTML report (inline SVG charts) of a run or sweep folder; --png/--svg files.
@@ -146,6 +150,7 @@ fn run() -> CliResult {
         Command::Sweep(args) => sweep::run(*args),
         Command::Merge(args) => merge::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::CompareStarts(args) => compare_starts::run(*args, &typed),
         Command::Regress(args) => regress::run(args),
         Command::Report(args) => report::run(args),
         Command::Policies => policies::run(),

@@ -87,6 +87,12 @@ impl Format {
             Format::Sacct(_) => "sacct",
         }
     }
+
+    /// Whether traces of this format record when each job started ([`Trace::recorded_starts`]),
+    /// which a replay's starts can be compared with: only Slurm accounting does.
+    pub fn records_starts(self) -> bool {
+        matches!(self, Format::Sacct(_))
+    }
 }
 
 impl fmt::Display for Format {
@@ -296,6 +302,7 @@ fn read_file_counting<R: Read>(
             (import.workload, import.report.notes(), import.recorded_starts)
         }
     };
+    debug_assert!(format.records_starts() || recorded_starts.is_empty(), "Format::records_starts is out of date");
     let (cluster, events, queues, datasets) = (None, Vec::new(), Vec::new(), Vec::new());
     Some(Trace { workload, cluster, events, queues, datasets, notes, recorded_starts })
 }

@@ -33,7 +33,8 @@
 //!   as its cancel time; an empty `AllocTRES` or `NodeList` `None assigned` says it never ran). `RUNNING`, `PENDING` and other
 //!   unfinished states cannot be replayed: the row is skipped and named (line, reason) in the
 //!   notes, as are rows without GPUs.
-//! - **GPUs** are `gres/gpu` of `AllocTRES` (of `ReqTRES` for a job that never started); a
+//! - **GPUs** are `gres/gpu` of `AllocTRES` (of `ReqTRES` for a job that never started), or
+//!   the sum of its `gres/gpu:TYPE` counts where it has no `gres/gpu` (typed GPUs only); a
 //!   `gres/gpu:TYPE` in `ReqTRES` (the user asked for a type) is the task's GPU type. `NNodes`
 //!   1 is a single-node task, more is a gang over nodes with an even share on each node
 //!   (`gpus_per_node`, as Slurm gives each node the same `--gres`) when the total divides evenly. `Partition` is the queue; `Priority`
@@ -49,7 +50,7 @@ use crate::stats::grouped;
 use sim::{JobSpec, SimDuration, SimTime, TaskSpec, Window, Workload};
 use std::collections::BTreeMap;
 use std::io::Read;
-use table::{Row, Table, tres_count, tres_gpu_type};
+use table::{Row, Table, tres_gpu_type, tres_gpu_types, tres_gpus};
 
 pub use clock::{Instant, SacctClock};
 pub use node_fail::{NodeFailure, failure_events, load_failure_events};
@@ -112,6 +113,10 @@ pub struct SacctReport {
     pub failed: BTreeMap<String, u64>,
     /// Jobs whose start window is their `Eligible` time (dependency, `--begin`).
     pub eligible_later: u64,
+    /// Rows whose `ReqTRES` names GPUs of more than one type, which one task cannot ask for:
+    /// (line, job, the types joined by `+`). Replayed on their GPU count of any type; the note
+    /// names each job once.
+    pub mixed_gpu_types: Vec<(u64, String, String)>,
     /// Times in the hour a change back from summer time repeats, read as its first pass
     /// (with `tz=` a time zone name; see [`SacctClock`]).
     pub ambiguous_times: u64,
@@ -171,6 +176,9 @@ impl SacctReport {
                 jobs(self.eligible_later)
             ));
         }
+        if !self.mixed_gpu_types.is_empty() {
+            notes.push(self.mixed_gpu_types_note());
+        }
         if self.ambiguous_times > 0 {
             notes.push(format!(
                 "{} times fell in the hour repeated by a change back from summer time: read as its first pass",
@@ -205,6 +213,24 @@ impl SacctReport {
             n => format!("every one of its {} rows was", grouped(n)),
         };
         format!("no jobs: {rows} skipped ({}{more})", shown.join("; "))
+    }
+
+    /// The note on [`SacctReport::mixed_gpu_types`]: which jobs, and what the replay gives them.
+    fn mixed_gpu_types_note(&self) -> String {
+        // A requeued job has a row per attempt: each job is named once, at its first row.
+        let mut seen = std::collections::BTreeSet::new();
+        let firsts: Vec<_> = self.mixed_gpu_types.iter().filter(|(_, job, _)| seen.insert(job.as_str())).collect();
+        let n = firsts.len();
+        let shown: Vec<String> =
+            firsts.iter().take(3).map(|(line, job, types)| format!("line {line}: job {job}, {types}")).collect();
+        let more = if n > 3 { format!(" and {} more", grouped(n as u64 - 3)) } else { String::new() };
+        let (jobs, each) =
+            if n == 1 { ("1 job".to_owned(), "it") } else { (format!("{} jobs", grouped(n as u64)), "each") };
+        format!(
+            "{jobs} asked for GPUs of more than one type in ReqTRES ({}{more}), and a schedlab task has one GPU \
+             type: {each} is replayed on its GPU count of any type",
+            shown.join("; ")
+        )
     }
 
     /// The note on [`SacctReport::elapsed_mismatch`]: which rows, and which time was trusted.
@@ -400,10 +426,13 @@ fn read_row(
     let start = if never_held { None } else { time("Start")? };
     let tres_col = if start.is_some() && alloc_col.is_some() { alloc_col } else { cols.at("ReqTRES") };
     let tres = row.get(tres_col);
-    let gpus = tres_count(tres, "gres/gpu").unwrap_or(0);
+    let gpus = tres_gpus(tres);
     if gpus == 0 {
         report.skipped.push((row.line, format!("job {id} has no gres/gpu in its TRES: schedlab schedules GPUs")));
         return Ok(None);
+    }
+    if let types @ [_, _, ..] = &tres_gpu_types(row.get(cols.at("ReqTRES")))[..] {
+        report.mixed_gpu_types.push((row.line, id.to_owned(), types.join("+")));
     }
     let submit_col = cols.at("Submit");
     let submit = time("Submit")?.ok_or_else(|| row.error(submit_col, "the time the job was submitted"))?;

@@ -192,6 +192,38 @@ pub(super) fn tres_gpu_type(tres: &str) -> Option<&str> {
     types.next().is_none().then_some(first)
 }
 
+/// The GPUs of a TRES list: its `gres/gpu=N` where it has one (`billing=2,gres/gpu:a100=2,gres/gpu=2`:
+/// 2), else the sum of its typed counts (`gres/gpu:a100=2,gres/gpu:v100=1`: 3), which is all a
+/// site whose `AccountingStorageTRES` lists only typed GPUs writes; 0 for none. A `gres/gpu=`
+/// that is not a count is none, as is a typed list with one entry that is not.
+pub(super) fn tres_gpus(tres: &str) -> u64 {
+    if let Some(gpus) = tres_count(tres, "gres/gpu") {
+        return gpus;
+    }
+    let mut sum = 0u64;
+    for (key, value) in tres.split(',').filter_map(|item| item.split_once('=')) {
+        if key == "gres/gpu" {
+            return 0;
+        }
+        if key.starts_with("gres/gpu:") {
+            let Some(gpus) = whole(value) else { return 0 };
+            sum += gpus;
+        }
+    }
+    sum
+}
+
+/// The distinct GPU types a TRES list names (`gres/gpu:TYPE=N`), in the order first named.
+pub(super) fn tres_gpu_types(tres: &str) -> Vec<&str> {
+    let mut types: Vec<&str> = Vec::new();
+    for ty in tres.split(',').filter_map(|item| item.split_once('=')?.0.strip_prefix("gres/gpu:")) {
+        if !types.contains(&ty) {
+            types.push(ty);
+        }
+    }
+    types
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,5 +255,24 @@ mod tests {
         assert_eq!(tres_gpu_type(tres), Some("a100"));
         assert_eq!(tres_gpu_type("gres/gpu=2"), None);
         assert_eq!(tres_gpu_type("gres/gpu:a100=1,gres/gpu:v100=1"), None);
+    }
+
+    #[test]
+    fn gpus_are_the_untyped_count_else_the_sum_of_the_typed() {
+        // Both forms: the untyped count, whatever the typed ones say.
+        assert_eq!(tres_gpus("billing=2,cpu=2,gres/gpu:a100=2,gres/gpu=2,node=1"), 2);
+        assert_eq!(tres_gpus("gres/gpu:a100=8,gres/gpu:v100=8,gres/gpu=16"), 16);
+        assert_eq!(tres_gpus("gres/gpu=3,gres/gpu:a100=1"), 3);
+        // Typed only (AccountingStorageTRES=gres/gpu:a100,...): the typed counts summed.
+        assert_eq!(tres_gpus("billing=4,cpu=4,gres/gpu:a100=2,node=1"), 2);
+        assert_eq!(tres_gpus("gres/gpu:a100=1,gres/gpu:v100=3"), 4);
+        // None, or not a count: no GPUs (the row is skipped and named).
+        assert_eq!(tres_gpus("cpu=1,node=1"), 0);
+        assert_eq!(tres_gpus(""), 0);
+        assert_eq!(tres_gpus("gres/gpu=-2,gres/gpu:a100=2"), 0);
+        assert_eq!(tres_gpus("gres/gpu:a100=2,gres/gpu:v100=x"), 0);
+        assert_eq!(tres_gpus("gres/gpumem=40G,cpu=1"), 0);
+        assert_eq!(tres_gpu_types("gres/gpu:a100=1,gres/gpu=2,gres/gpu:v100=1,gres/gpu:a100=1"), ["a100", "v100"]);
+        assert!(tres_gpu_types("gres/gpu=2").is_empty());
     }
 }
