@@ -37,6 +37,7 @@ mod registry;
 pub mod running;
 mod shape_tasks;
 mod sjf;
+mod slurm;
 mod spec;
 mod srtf;
 mod themis;

@@ -10,7 +10,7 @@
 use crate::params::{ParamInfo, Params, SpecError};
 use crate::spec::PolicySpec;
 use crate::{
-    critical_path, drf, easy_backfill, fair_share, fifo, priority, sjf, srtf, themis, tiresias, weighted_score,
+    critical_path, drf, easy_backfill, fair_share, fifo, priority, sjf, slurm, srtf, themis, tiresias, weighted_score,
 };
 use sim::Policy;
 use std::borrow::Cow;
@@ -115,6 +115,12 @@ pub const POLICIES: &[PolicyInfo] = &[
         "fifo with a reservation for the blocked head; later tasks start if they do not delay it",
         easy_backfill::PARAMS,
         |p| Ok(Box::new(easy_backfill::EasyBackfill::new(p)?)),
+    ),
+    builtin(
+        "slurm",
+        "Slurm 22.05's scheduler: multifactor or basic priority, main passes and backfill on Slurm's cadence",
+        slurm::PARAMS,
+        |p| Ok(Box::new(slurm::Slurm::new(p)?)),
     ),
     builtin(
         "fair-share",

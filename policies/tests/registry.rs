@@ -30,11 +30,12 @@ fn build_error(registry: &Registry, text: &str) -> String {
     }
 }
 
-const BUILTINS: [&str; 11] = [
+const BUILTINS: [&str; 12] = [
     "fifo",
     "sjf",
     "srtf",
     "easy-backfill",
+    "slurm",
     "fair-share",
     "drf",
     "critical-path",
@@ -45,7 +46,7 @@ const BUILTINS: [&str; 11] = [
 ];
 
 #[test]
-fn builtin_lists_the_eleven_policies_in_order_and_not_the_test_aids() {
+fn builtin_lists_the_twelve_policies_in_order_and_not_the_test_aids() {
     let registry = Registry::builtin();
     let names: Vec<&str> = registry.policies().map(|p| &*p.name).collect();
     assert_eq!(names, BUILTINS);
@@ -112,7 +113,7 @@ fn an_added_policy_gets_its_keys_and_refuses_the_rest() {
     // Listed after the built-ins, without a declared list; the built-ins are unchanged.
     let last = registry.policies().last().unwrap();
     assert_eq!((&*last.name, last.declares_params(), last.params.len()), ("mine", false, 0));
-    assert_eq!(registry.policies().count(), 12);
+    assert_eq!(registry.policies().count(), 13);
     assert_eq!(registry.build(&spec("fifo")).unwrap().name(), "fifo[skip=false,placement=pack,avoid_failed_h=0]");
 }
 

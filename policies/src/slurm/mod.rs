@@ -1,0 +1,440 @@
+//! `slurm`: Slurm 22.05's own scheduler as a policy, so that a replay of a Slurm cluster's
+//! history starts jobs when that Slurm did, and other policies' numbers read as what would
+//! have changed. Modelled on Slurm's source (`src/slurmctld/job_scheduler.c`,
+//! `controller.c`, `src/plugins/sched/backfill/backfill.c`,
+//! `src/plugins/priority/multifactor/`); docs/slurm.md says what is and is not modelled.
+//!
+//! - **When it decides.** slurmctld's background loop runs once a second from its start
+//!   (`started_s`). A submission or a job's end only asks for a main pass, which that loop
+//!   runs at most every `batch_sched_delay`; every `sched_interval` it runs one over the whole
+//!   queue. Backfill runs every `bf_interval` while anything changed since its last pass. A
+//!   job whose dependency or begin time was met is seen by the next pass of any kind: its
+//!   recorded eligibility is the time of that pass, so one runs then.
+//! - **Main pass.** Pending jobs by partition tier (the queue's priority), priority, submit
+//!   time and id; at most `default_queue_depth` + 1 looked at, all on the periodic pass. A job
+//!   that cannot start blocks its partition: no later job of it starts in this pass, and its
+//!   nodes are hidden from every other partition.
+//! - **Backfill.** In the same order, each job (up to `bf_max_job_test`) is given the earliest
+//!   start the plan of the future allows, from running jobs' time limits: it starts now if
+//!   that is now, else it reserves whole nodes from then on ([`space::Space`]).
+//! - **Nodes.** As select/cons_tres chooses them ([`nodes`]). Each task is one Slurm job
+//!   (a heterogeneous job's components are placed one by one: the core has no job-level gang
+//!   yet, and the tasks of a DAG job must not wait for each other).
+
+mod backfill;
+mod config;
+mod fairshare;
+mod nodes;
+mod priority;
+mod space;
+
+pub use config::PARAMS;
+
+use crate::params::{Params, SpecError};
+use config::SlurmConfig;
+use nodes::{Ask, Nodes, Parts};
+use priority::{JobFacts, Priorities};
+use sim::{Change, ClusterView, JobId, NodeId, Plan, Policy, SimDuration, SimTime, TaskId};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub struct Slurm {
+    name: String,
+    config: SlurmConfig,
+    clocks: Option<Clocks>,
+    priorities: Option<Priorities>,
+    /// Jobs with tasks waiting to start, and when each became eligible.
+    pending: BTreeMap<JobId, SimTime>,
+    /// What each job is charged and ranked by, while it waits or runs.
+    facts: BTreeMap<JobId, JobFacts>,
+    running: BTreeMap<TaskId, Running>,
+    /// When submissions and ends ask for a main pass (Slurm's `job_sched_cnt`): an end asks
+    /// once its nodes are back (`--release-latency-s` later: Slurm's COMPLETING state).
+    requests: BTreeSet<SimTime>,
+    /// A job became eligible now: Slurm noticed it in a pass, so a pass runs now.
+    pass_now: bool,
+    /// Something changed since the last backfill pass (Slurm's `_more_work`).
+    changed_since_backfill: bool,
+    /// The wake-up last asked for.
+    woken_at: Option<SimTime>,
+}
+
+/// slurmctld's clocks: when each kind of pass last ran.
+#[derive(Debug, Clone, Copy)]
+struct Clocks {
+    started: SimTime,
+    last_sched: SimTime,
+    last_backfill: SimTime,
+    next_calc: SimTime,
+}
+
+/// A task this policy started: its job, where, and when Slurm expects it to end (its start
+/// plus its time limit).
+#[derive(Debug, Clone)]
+struct Running {
+    job: JobId,
+    parts: Vec<(NodeId, u32)>,
+    start: SimTime,
+    expected_end: SimTime,
+}
+
+/// What one placement starts: a waiting task (the list leaves room for a job-level gang),
+/// each with its shape.
+struct Candidate {
+    job: JobId,
+    tasks: Vec<(TaskId, Ask)>,
+    partition: String,
+    /// How long it asks for (its time limit, the task's estimate), for backfill; `None`: no
+    /// limit (Slurm's INFINITE), planned to the end of the backfill window.
+    limit: Option<SimDuration>,
+}
+
+impl Slurm {
+    pub fn new(params: &Params) -> Result<Slurm, SpecError> {
+        let config = SlurmConfig::from_params(params)?;
+        Ok(Slurm {
+            name: config::canonical_name(params),
+            config,
+            clocks: None,
+            priorities: None,
+            pending: BTreeMap::new(),
+            facts: BTreeMap::new(),
+            running: BTreeMap::new(),
+            requests: BTreeSet::new(),
+            pass_now: false,
+            changed_since_backfill: false,
+            woken_at: None,
+        })
+    }
+
+    fn start_clocks(&mut self, view: &ClusterView<'_>) -> Clocks {
+        let now = view.now();
+        let started = self.config.started.map_or(now, SimTime::from_secs);
+        // The backfill and priority threads start their clocks about a second after slurmctld
+        // (in the fair-share dumps, the first backfill pass falls `bf_interval` + 1 s after
+        // BOOT_TIME, and sprio's ages are those of calculations 1 s after each period).
+        let threads = started + SimDuration::from_secs(1);
+        let clocks = Clocks { started, last_sched: started, last_backfill: threads, next_calc: threads };
+        let nodes = view.cluster().nodes();
+        let cpus: u32 = nodes.iter().map(|n| self.config.node_cpus.unwrap_or(n.gpu_count)).sum();
+        self.priorities = Some(Priorities::new(&self.config, nodes.len() as u32, cpus));
+        *self.clocks.insert(clocks)
+    }
+
+    /// Applies what happened since the last call: arrivals and eligibility, ends, requeues.
+    fn observe(&mut self, view: &ClusterView<'_>) {
+        let now = view.now();
+        self.changed_since_backfill |= !view.changes().is_empty();
+        for change in view.changes() {
+            match *change {
+                Change::TaskReady(task) => {
+                    let job = view.task(task).job;
+                    if view.job_spec(job).submit == now {
+                        self.requests.insert(now);
+                    } else {
+                        self.pass_now = true;
+                    }
+                    self.wait(view, job, now);
+                }
+                Change::TaskPreempted(task) => {
+                    self.stopped(task, now);
+                    self.wait(view, view.task(task).job, now);
+                    self.requests.insert(now);
+                }
+                Change::TaskFailed(task) | Change::TaskFinished(task) => {
+                    self.stopped(task, now);
+                    if view.task(task).status.is_startable() {
+                        self.wait(view, view.task(task).job, now);
+                    }
+                    self.requests.insert(now + view.release_latency());
+                }
+                Change::TaskStarted(_) => {}
+                Change::JobEnded(job) => {
+                    let stopped: Vec<TaskId> =
+                        self.running.iter().filter(|(_, r)| r.job == job).map(|(&t, _)| t).collect();
+                    if !stopped.is_empty() {
+                        self.requests.insert(now + view.release_latency());
+                    }
+                    stopped.into_iter().for_each(|t| self.stopped(t, now));
+                    self.pending.remove(&job);
+                    self.facts.remove(&job);
+                    if let Some(p) = self.priorities.as_mut() {
+                        p.forget(job);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `job` has a task waiting: it is pending, eligible from now if it was not already.
+    fn wait(&mut self, view: &ClusterView<'_>, job: JobId, now: SimTime) {
+        if self.pending.contains_key(&job) {
+            return;
+        }
+        self.pending.insert(job, now);
+        if !self.facts.contains_key(&job) {
+            let facts = JobFacts::of(view, job, now);
+            if let Some(p) = self.priorities.as_mut() {
+                p.submitted(&self.config, job, &facts);
+            }
+            self.facts.insert(job, facts);
+        }
+    }
+
+    /// A task stopped at `now`: its job is charged for the time it ran.
+    fn stopped(&mut self, task: TaskId, now: SimTime) {
+        let Some(run) = self.running.remove(&task) else { return };
+        if let (Some(p), Some(facts)) = (self.priorities.as_mut(), self.facts.get(&run.job)) {
+            p.charge(&self.config, facts, run.start, now);
+        }
+    }
+
+    /// Priority calculations due by `now` (`PriorityCalcPeriod`).
+    fn recalculate(&mut self, now: SimTime, clocks: &mut Clocks) {
+        let Some(p) = self.priorities.as_mut() else { return };
+        while clocks.next_calc <= now {
+            let at = clocks.next_calc;
+            let running = self.running.values().filter_map(|r| Some((self.facts.get(&r.job)?, r.start)));
+            let pending = self.pending.keys().filter_map(|&j| Some((j, self.facts.get(&j)?)));
+            p.recalculate(&self.config, at, running, pending);
+            clocks.next_calc = at + self.config.calc_period;
+        }
+    }
+
+    /// The pending jobs that can start, in Slurm's queue order: partition tier, priority,
+    /// submit time, id.
+    fn queue(&mut self, view: &ClusterView<'_>, plan: &Plan<'_>) -> Vec<Candidate> {
+        let mut out = Vec::new();
+        let mut gone = Vec::new();
+        for &job in self.pending.keys() {
+            let mut waiting =
+                view.job(job).tasks().filter(|&t| view.task(t).status.is_startable() && !plan.is_decided(t));
+            let partition = view.job_spec(job).queue.as_deref().unwrap_or("");
+            let mut any = false;
+            for task in waiting.by_ref() {
+                any = true;
+                let s = view.task(task);
+                let ask = Ask::of(s.gpus.max(1), s.per_node());
+                let tasks = vec![(task, ask)];
+                out.push(Candidate { job, tasks, partition: partition.to_string(), limit: s.estimate.get() });
+            }
+            if !any {
+                gone.push(job);
+            }
+        }
+        gone.into_iter().for_each(|j| {
+            self.pending.remove(&j);
+        });
+        let tier = |c: &Candidate| view.queue_of(c.job).map_or(0, |q| view.queues().get(q).priority);
+        let priority = |c: &Candidate| self.priorities.as_ref().map_or(1, |p| p.of(c.job));
+        out.sort_by_key(|c| {
+            let task = c.tasks.first().map(|t| t.0);
+            (std::cmp::Reverse(tier(c)), std::cmp::Reverse(priority(c)), view.job_spec(c.job).submit, c.job, task)
+        });
+        out
+    }
+
+    /// Free GPUs and CPUs of every node now.
+    fn nodes(&self, view: &ClusterView<'_>, plan: &Plan<'_>) -> Nodes {
+        let cluster = view.cluster();
+        let mut cpus: Vec<u32> = cluster.nodes().iter().map(|n| self.config.node_cpus.unwrap_or(n.gpu_count)).collect();
+        for run in self.running.values() {
+            for &(node, _) in &run.parts {
+                cpus[node.index()] = cpus[node.index()].saturating_sub(1);
+            }
+        }
+        let gpus = cluster.nodes().iter().map(|n| plan.free().on_node(n.id)).collect();
+        let pools = cluster.nodes().iter().map(|n| n.pool.0).collect();
+        Nodes { gpus, cpus, pools }
+    }
+
+    /// The nodes a job may use: those of its tasks' pools (its partition and GPU type).
+    fn allowed(view: &ClusterView<'_>, candidate: &Candidate) -> Vec<bool> {
+        let cluster = view.cluster();
+        let mut allowed = vec![false; cluster.nodes().len()];
+        for &(task, _) in &candidate.tasks {
+            for pool in view.task(task).pools.iter() {
+                cluster.pool(pool).nodes().for_each(|n| allowed[n.index()] = true);
+            }
+        }
+        allowed
+    }
+
+    /// Starts every waiting task of `candidate` on the nodes chosen for it, or none.
+    fn start(
+        &mut self,
+        view: &ClusterView<'_>,
+        plan: &mut Plan<'_>,
+        nodes: &mut Nodes,
+        candidate: &Candidate,
+        parts: Vec<Parts>,
+    ) -> bool {
+        if !candidate.tasks.iter().all(|&(t, _)| plan.quota_allows(t)) {
+            return false;
+        }
+        let savepoint = plan.savepoint();
+        let now = view.now();
+        let mut started = Vec::new();
+        for (&(task, _), task_parts) in candidate.tasks.iter().zip(&parts) {
+            let mut gpus = crate::placement::GpuList::new();
+            for &(node, count) in task_parts {
+                plan.free().take_from(node, count, &mut gpus);
+            }
+            if plan.start(task, &gpus).is_err() {
+                plan.rollback(savepoint);
+                return false;
+            }
+            started.push(task);
+        }
+        for (task, task_parts) in started.into_iter().zip(parts) {
+            nodes.take(&task_parts);
+            let limit = view.task(task).estimate.get();
+            let expected_end = limit.map_or(SimTime(u64::MAX / 2), |l| now + l);
+            self.running.insert(task, Running { job: candidate.job, parts: task_parts, start: now, expected_end });
+        }
+        true
+    }
+
+    /// One main pass: jobs in order, each partition stopping at its first job that cannot
+    /// start; `full`: the whole queue, else `default_queue_depth` + 1 jobs.
+    fn main_pass(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, full: bool) {
+        let queue = self.queue(view, plan);
+        let mut nodes = self.nodes(view, plan);
+        let mut visible = vec![true; nodes.gpus.len()];
+        let mut blocked: Vec<&str> = Vec::new();
+        for (depth, candidate) in queue.iter().enumerate() {
+            if !full && depth > self.config.default_queue_depth {
+                break;
+            }
+            if blocked.contains(&candidate.partition.as_str()) {
+                continue;
+            }
+            let allowed = Self::allowed(view, candidate);
+            let usable: Vec<bool> = allowed.iter().zip(&visible).map(|(a, v)| *a && *v).collect();
+            if !candidate.tasks.iter().all(|&(t, _)| plan.quota_allows(t)) {
+                continue; // a QOS or quota limit holds it back without blocking its partition
+            }
+            let started = select_all(&nodes, &candidate.tasks, &usable)
+                .is_some_and(|parts| self.start(view, plan, &mut nodes, candidate, parts));
+            if !started {
+                blocked.push(candidate.partition.as_str());
+                for (v, a) in visible.iter_mut().zip(&allowed) {
+                    *v &= !a;
+                }
+            }
+        }
+    }
+
+    /// A main pass at `now` answered every request made by then.
+    fn answered(&mut self, now: SimTime) {
+        self.requests = self.requests.split_off(&(now + SimDuration(1)));
+    }
+
+    /// When to be called next: the next pass of any kind that is due with jobs waiting.
+    fn next_wake(&self, now: SimTime, clocks: &Clocks, running: bool) -> Option<SimTime> {
+        let waiting = !self.pending.is_empty();
+        let mut next: Vec<SimTime> = Vec::new();
+        if let Some(&asked) = self.requests.first() {
+            let gate = clocks.last_sched + self.config.batch_sched_delay;
+            next.push(tick_at_or_after(clocks.started, gate.max(asked).max(now)));
+        }
+        // Periodic passes only while something runs: with nothing running, nothing changes
+        // that a pass asked for by the next change would not see (a decision point that starts
+        // nothing while nothing runs ends the run's wake-ups). A priority calculation is
+        // caught up at the next pass.
+        if waiting && running {
+            next.push(next_full_pass(clocks.started, self.config.sched_interval, now));
+        }
+        if self.config.backfill && running {
+            next.push(clocks.last_backfill + self.config.bf_interval);
+        }
+        next.into_iter().filter(|&t| t > now).min()
+    }
+}
+
+/// Places every task of a job on a copy of `nodes`; `None` if one does not fit.
+fn select_all(nodes: &Nodes, tasks: &[(TaskId, Ask)], allowed: &[bool]) -> Option<Vec<Parts>> {
+    let mut left = nodes.clone();
+    let mut all = Vec::with_capacity(tasks.len());
+    for (_, ask) in tasks {
+        let parts = left.select(ask, allowed)?;
+        left.take(&parts);
+        all.push(parts);
+    }
+    Some(all)
+}
+
+/// The first whole second of slurmctld's loop at or after `t`.
+fn tick_at_or_after(started: SimTime, t: SimTime) -> SimTime {
+    let since = t.as_ms().saturating_sub(started.as_ms());
+    SimTime(started.as_ms() + since).max(t)
+}
+
+fn on_tick(started: SimTime, now: SimTime) -> bool {
+    now >= started
+}
+
+/// The last periodic full pass at or before `now` (`None`: none yet or they are off).
+fn last_full_pass(started: SimTime, interval: SimDuration, now: SimTime) -> Option<SimTime> {
+    let every = interval.as_ms();
+    (every > 0 && now > started).then(|| SimTime(started.as_ms() + (now.as_ms() - started.as_ms()) / every * every))
+}
+
+fn next_full_pass(started: SimTime, interval: SimDuration, now: SimTime) -> SimTime {
+    let every = interval.as_ms();
+    if every == 0 {
+        return SimTime(u64::MAX / 2);
+    }
+    let since = now.as_ms().saturating_sub(started.as_ms());
+    SimTime(started.as_ms() + (since / every + 1) * every)
+}
+
+impl Policy for Slurm {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn decide(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
+        let now = view.now();
+        let mut clocks = match self.clocks {
+            Some(c) => c,
+            None => self.start_clocks(view),
+        };
+        // Called with nothing to observe and not at a wake-up of its own: the hardware changed
+        // (a node came back), which asks for a pass as a node's registration does in Slurm.
+        if view.changes().is_empty() && self.woken_at != Some(now) {
+            self.requests.insert(now);
+        }
+        self.observe(view);
+        self.recalculate(now, &mut clocks);
+        if on_tick(clocks.started, now) {
+            let full = last_full_pass(clocks.started, self.config.sched_interval, now);
+            let asked = self.requests.first().is_some_and(|&at| at <= now);
+            if full == Some(now) {
+                self.main_pass(view, plan, true);
+                clocks.last_sched = now;
+                self.answered(now);
+            } else {
+                clocks.last_sched = clocks.last_sched.max(full.unwrap_or(SimTime::ZERO));
+                if asked && now >= clocks.last_sched + self.config.batch_sched_delay {
+                    self.main_pass(view, plan, false);
+                    clocks.last_sched = now;
+                    self.answered(now);
+                } else if self.pass_now {
+                    self.main_pass(view, plan, false);
+                }
+            }
+            self.pass_now = false;
+        }
+        let backfill_due = now >= clocks.last_backfill + self.config.bf_interval;
+        if self.config.backfill && backfill_due && self.changed_since_backfill {
+            self.backfill_pass(view, plan);
+            clocks.last_backfill = now;
+            self.changed_since_backfill = false;
+        }
+        self.clocks = Some(clocks);
+        self.woken_at = self.next_wake(now, &clocks, !self.running.is_empty());
+        if let Some(at) = self.woken_at {
+            plan.wake_at(at).expect("a wake-up after now");
+        }
+    }
+}
