@@ -1051,3 +1051,45 @@ fn completions_are_printed_for_each_shell() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("bash"), "{}", stderr(&out));
 }
+
+#[test]
+fn slurm_cluster_import_writes_the_slurm_policy_spec() {
+    let dir = scratch("cli", "slurm-policy");
+    let dump = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/tests/data/slurm/fairshare-classic");
+    let file = |name: &str| format!("{dump}/{name}");
+    let (policy, queues) = (dir.join("policy.txt"), dir.join("queues.csv"));
+    let (conf, config, assoc, qos) = (file("slurm.conf"), file("config.txt"), file("assoc.txt"), file("qos.txt"));
+    #[rustfmt::skip]
+    let out = schedlab(&[
+        "cluster", "import", &conf, "--format", "slurm", "--config", &config, "--assoc", &assoc, "--qos", &qos,
+        "--policy-out", policy.to_str().unwrap(), "--queues-out", queues.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let written = std::fs::read_to_string(&policy).unwrap();
+    assert_eq!(written.lines().count(), 1, "{written}");
+    let written = written.trim_end();
+    // The same spec on stderr, as a note line.
+    assert!(stderr(&out).lines().any(|l| l == format!("policy: {written}")), "{}", stderr(&out));
+    // A spec `--policy` reads, printed back the same (keys sorted, one text per spec).
+    let spec: schedlab::PolicySpec = written.parse().unwrap();
+    assert_eq!(spec.to_string(), written);
+    assert_eq!(spec.name(), "slurm");
+    // fairshare-classic/'s slurm.conf and config.txt: NO_FAIR_TREE, bf_interval=10,
+    // bf_max_job_test=50, BOOT_TIME 2026-12-05T06:49:29.
+    for (key, value) in
+        [("fair_tree", "false"), ("bf_interval", "10"), ("bf_max_job_test", "50"), ("started_s", "1796453369")]
+    {
+        assert_eq!(spec.param(key), Some(value), "{key} in {written}");
+    }
+    assert!(spec.param("sched").is_none(), "sched/backfill is the default: {written}");
+    // PriorityTier (not set: Slurm's 1) is the queues' priority column.
+    let csv = std::fs::read_to_string(&queues).unwrap();
+    assert_eq!(
+        csv,
+        "queue,pools,max_gpus,max_running_jobs,priority,weight,borrow\nmain,,,,1,1,false\nurgent,v100-8,,,1,1,false\n"
+    );
+    // Slurm's files are for --format slurm only.
+    let out = schedlab(&["cluster", "import", &conf, "--format", "pai", "--config", &config]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--config is for --format slurm (Slurm's files), not pai"), "{}", stderr(&out));
+}

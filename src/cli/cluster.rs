@@ -25,9 +25,22 @@ pub enum ClusterCommand {
         #[arg(long)]
         queues_out: Option<PathBuf>,
         /// slurm: `sacctmgr show qos --parsable2` output; a partition's QOS GrpTRES gres/gpu
-        /// and GrpJobs become its queue's max_gpus and max_running_jobs.
+        /// and GrpJobs become its queue's max_gpus and max_running_jobs, the QOS priorities
+        /// go into the policy spec.
         #[arg(long)]
         qos: Option<PathBuf>,
+        /// slurm: `scontrol show config` output, for the policy spec: its settings are taken
+        /// over slurm.conf's, and its BOOT_TIME gives started_s.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// slurm: `sacctmgr show assoc --parsable2` output: the accounts' and users' shares,
+        /// for the policy spec.
+        #[arg(long)]
+        assoc: Option<PathBuf>,
+        /// slurm: write the spec of the `slurm` policy that schedules as this cluster's
+        /// slurmctld is configured to (one line; it is also printed on stderr as `policy: ...`).
+        #[arg(long)]
+        policy_out: Option<PathBuf>,
     },
     /// Build queues with quotas from virtual-cluster sizes, printed as queues.csv
     /// (traces/FORMAT.md): Philly's philly_vc.csv (node quota per VC) or Helios's
@@ -101,14 +114,26 @@ pub fn run(command: ClusterCommand) -> CliResult {
                 None => emit(String::from_utf8_lossy(&csv)),
             }
         }
-        ClusterCommand::Import { path, format, out, queues_out, qos } => {
+        ClusterCommand::Import { path, format, out, queues_out, qos, config, assoc, policy_out } => {
             let format: traces::InventoryFormat = format.parse()?;
-            let import = match qos {
-                Some(qos) if format == traces::InventoryFormat::Slurm => {
-                    traces::inventory::load_slurm_cluster(&path, &qos)?
+            let import = if format == traces::InventoryFormat::Slurm {
+                let paths = traces::inventory::SlurmPaths {
+                    qos: qos.as_deref(),
+                    config: config.as_deref(),
+                    assoc: assoc.as_deref(),
+                };
+                traces::inventory::load_slurm_import(&path, paths)?
+            } else {
+                let slurm_only = [
+                    ("--qos", qos.is_some()),
+                    ("--config", config.is_some()),
+                    ("--assoc", assoc.is_some()),
+                    ("--policy-out", policy_out.is_some()),
+                ];
+                if let Some((flag, _)) = slurm_only.into_iter().find(|(_, given)| *given) {
+                    return Err(format!("{flag} is for --format slurm (Slurm's files), not {format}").into());
                 }
-                Some(_) => return Err(format!("--qos is Slurm's QOS list, for --format slurm, not {format}").into()),
-                None => traces::load_inventory(&path, format)?,
+                traces::load_inventory(&path, format)?
             };
             if let Some(queues_out) = queues_out {
                 let mut csv = Vec::new();
@@ -121,6 +146,14 @@ pub fn run(command: ClusterCommand) -> CliResult {
             // The report (summary, skipped machines, columns not modelled) goes to stderr, so
             // that standard output is the cluster.csv alone.
             eprint!("{}", import.report);
+            if let Some(policy) = &import.policy {
+                eprintln!("policy: {policy}");
+                if let Some(policy_out) = policy_out {
+                    std::fs::write(&policy_out, format!("{policy}\n"))
+                        .map_err(|e| format!("cannot write {}: {e}", policy_out.display()))?;
+                    eprintln!("wrote the policy spec to {}", policy_out.display());
+                }
+            }
             match out {
                 Some(out) => {
                     std::fs::write(&out, &csv).map_err(|e| format!("cannot write {}: {e}", out.display()))?;

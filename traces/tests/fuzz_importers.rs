@@ -19,7 +19,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 use traces::TraceError;
-use traces::inventory::{read_sacctmgr_qos, read_slurm_cluster, read_slurm_nodes};
+use traces::inventory::{
+    SlurmFiles, read_sacctmgr_assoc, read_sacctmgr_qos, read_slurm_cluster, read_slurm_import, read_slurm_nodes,
+};
 use traces::sacct::{SacctClock, read_sacct_on};
 use traces::{read_datasets_csv, read_helios_vc_csv, read_philly_vc_csv, read_queues_csv};
 
@@ -90,7 +92,16 @@ fn slurm_samples() -> Vec<(String, String)> {
         if !dir.is_dir() {
             continue;
         }
-        for file in ["nodes.txt", "partitions.txt", "slurm.conf", "qos.txt", "sacct.txt", "gres.conf"] {
+        for file in [
+            "nodes.txt",
+            "partitions.txt",
+            "slurm.conf",
+            "qos.txt",
+            "sacct.txt",
+            "gres.conf",
+            "config.txt",
+            "assoc.txt",
+        ] {
             if let Ok(text) = std::fs::read_to_string(dir.join(file)) {
                 // The first 80 lines: damage lands near enough to matter, the reads stay fast.
                 let head: String = text.split_inclusive('\n').take(80).collect();
@@ -139,6 +150,13 @@ fn read_all(input: &[u8]) -> Result<(), TestCaseError> {
         Ok(qos) => check(read_slurm_cluster(input, "nodes.txt", Some(&qos)), input)?,
         Err(e) => check_error(&e, input)?,
     }
+    let assoc = read_sacctmgr_assoc(&text, "assoc.txt");
+    if let Err(e) = &assoc {
+        check_error(e, input)?;
+    }
+    // The same text as slurm.conf, as scontrol show config and (where it reads) as the associations.
+    let files = SlurmFiles { config: Some((&text, "config.txt")), assoc: assoc.as_ref().ok(), qos: None };
+    check(read_slurm_import(input, "slurm.conf", files), input)?;
     for clock in [SacctClock::Naive, SacctClock::Offset(-5 * 3600), SacctClock::Zone("Europe/Berlin")] {
         check(read_sacct_on(input, "sacct.txt", clock), input)?;
     }

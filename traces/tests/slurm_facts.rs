@@ -137,3 +137,91 @@ fn the_partition_qos_caps_its_queue() {
         scontrol.report.notes.contains(&"partition debug takes QOS debug8's limits: 8 GPUs, 4 running jobs".to_owned())
     );
 }
+
+/// The `slurm` policy spec of a fair-share dump, from its slurm.conf with `scontrol show
+/// config`, the associations and the QOS list.
+fn fairshare_import(run: &str) -> traces::ClusterImport {
+    let (config, assoc, qos) = (data(run, "config.txt"), data(run, "assoc.txt"), data(run, "qos.txt"));
+    let paths = traces::inventory::SlurmPaths { qos: Some(&qos), config: Some(&config), assoc: Some(&assoc) };
+    traces::inventory::load_slurm_import(&data(run, "slurm.conf"), paths).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Written out by hand from fairshare-tree/'s files:
+/// - slurm.conf: `PriorityType=priority/multifactor`; `PriorityWeightAge=10000`,
+///   `...Fairshare=100000`, `...JobSize=10000`, `...Partition=20000` (`...QOS=0`, the default);
+///   `PriorityDecayHalfLife=0:10:00` (600 s), `PriorityCalcPeriod=1` (minutes: 60 s),
+///   `PriorityMaxAge=0:20:00` (1200 s); no PriorityFlags (Fair Tree, the default);
+///   `SchedulerType=sched/backfill` and no SchedulerParameters (defaults); every node `CPUs=16`;
+///   partitions `main` (`PriorityJobFactor=1`) and `urgent` (`4`), both
+///   `TRESBillingWeights=GRES/gpu=1.0` (billing=gpu);
+/// - config.txt says the same (`PriorityCalcPeriod = 00:01:00`, `SchedulerParameters = (null)`,
+///   `PriorityFlags = ` empty) and `BOOT_TIME = 2026-12-05T06:49:10`: 1796453350 (`date -u -d
+///   2026-12-05T06:49:10 +%s`);
+/// - assoc.txt: accounts alpha 50, beta 30, gamma 20; users al 1, ann 3 (alpha), ben 1, bo 1
+///   (beta), gil 1, guy 2 (gamma); root's own user association root.root 1 (the account root
+///   is skipped);
+/// - qos.txt: `normal` with Priority 0 only, so no qos_priorities.
+const FAIRSHARE_TREE_SPEC: &str = "slurm[billing=gpu,calc_period=60,decay_half_life=600,max_age=1200,node_cpus=16,\
+     partition_factors=main:1/urgent:4,priority=multifactor,shares=alpha:50/alpha.al:1/alpha.ann:3/beta:30/\
+     beta.ben:1/beta.bo:1/gamma:20/gamma.gil:1/gamma.guy:2/root.root:1,started_s=1796453350,weight_age=10000,\
+     weight_fairshare=100000,weight_jobsize=10000,weight_partition=20000]";
+
+#[test]
+fn fairshare_tree_dump_gives_its_slurm_policy_spec() {
+    let import = fairshare_import("fairshare-tree");
+    assert_eq!(import.policy.as_deref(), Some(FAIRSHARE_TREE_SPEC));
+    // slurm.conf and config.txt agree: no note says one was taken over the other.
+    let notes = &import.report.notes;
+    assert!(!notes.iter().any(|n| n.contains("what slurmctld ran with")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.ends_with("assoc.txt has no ParentName column: every account is taken to be root's child (sacctmgr show assoc format=...,ParentName shows the tree)")), "{notes:?}");
+    // Neither partition sets PriorityTier: Slurm's 1 for both queues.
+    let tiers: Vec<(&str, i32)> = import.queues.iter().map(|q| (q.name.as_str(), q.priority)).collect();
+    assert_eq!(tiers, [("main", 1), ("urgent", 1)]);
+    // scontrol's nodes and partitions (CPUTot=16, PriorityJobFactor, TRESBillingWeights) give
+    // the same spec as slurm.conf.
+    let listing = [data("fairshare-tree", "nodes.txt"), data("fairshare-tree", "partitions.txt")]
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .concat();
+    let config = std::fs::read_to_string(data("fairshare-tree", "config.txt")).unwrap();
+    let assoc = std::fs::read_to_string(data("fairshare-tree", "assoc.txt")).unwrap();
+    let assoc = traces::inventory::read_sacctmgr_assoc(&assoc, "assoc.txt").unwrap();
+    let qos = std::fs::read_to_string(data("fairshare-tree", "qos.txt")).unwrap();
+    let qos = traces::inventory::read_sacctmgr_qos(&qos, "qos.txt").unwrap();
+    let files =
+        traces::inventory::SlurmFiles { qos: Some(&qos), config: Some((&config, "config.txt")), assoc: Some(&assoc) };
+    let scontrol = traces::inventory::read_slurm_import(listing.as_bytes(), "cluster.txt", files).unwrap();
+    assert_eq!(scontrol.policy.as_deref(), Some(FAIRSHARE_TREE_SPEC));
+}
+
+#[test]
+fn fairshare_classic_dump_gives_its_slurm_policy_spec() {
+    // As fairshare-tree/, but `SchedulerParameters=bf_interval=10,bf_max_job_test=50`,
+    // `PriorityFlags=NO_FAIR_TREE` (in both slurm.conf and config.txt), and BOOT_TIME
+    // 2026-12-05T06:49:29 (1796453369).
+    let import = fairshare_import("fairshare-classic");
+    assert_eq!(
+        import.policy.as_deref(),
+        Some(
+            "slurm[bf_interval=10,bf_max_job_test=50,billing=gpu,calc_period=60,decay_half_life=600,\
+             fair_tree=false,max_age=1200,node_cpus=16,partition_factors=main:1/urgent:4,priority=multifactor,\
+             shares=alpha:50/alpha.al:1/alpha.ann:3/beta:30/beta.ben:1/beta.bo:1/gamma:20/gamma.gil:1/\
+             gamma.guy:2/root.root:1,started_s=1796453369,weight_age=10000,weight_fairshare=100000,\
+             weight_jobsize=10000,weight_partition=20000]"
+        )
+    );
+    assert!(!import.report.notes.iter().any(|n| n.contains("what slurmctld ran with")), "{:?}", import.report.notes);
+}
+
+#[test]
+fn older_dumps_give_their_slurm_policy_spec() {
+    // backfill/: sched/backfill, priority/basic, no SchedulerParameters: Slurm's defaults but
+    // for the nodes' CPUs=16 (8 GPUs each), so node_cpus=16. builtin/: sched/builtin.
+    // builtin-fast/: also SchedulerParameters=batch_sched_delay=0.
+    let spec = |run: &str| load_inventory(&data(run, "slurm.conf"), InventoryFormat::Slurm).unwrap().policy;
+    assert_eq!(spec("backfill").as_deref(), Some("slurm[node_cpus=16]"));
+    assert_eq!(spec("builtin").as_deref(), Some("slurm[node_cpus=16,sched=builtin]"));
+    assert_eq!(spec("builtin-fast").as_deref(), Some("slurm[batch_sched_delay=0,node_cpus=16,sched=builtin]"));
+    // scontrol's node list says the same of the nodes (CPUTot=16).
+    let nodes = load_inventory(&data("backfill", "nodes.txt"), InventoryFormat::Slurm).unwrap();
+    assert_eq!(nodes.policy.as_deref(), Some("slurm[node_cpus=16]"));
+}

@@ -16,15 +16,21 @@ mod openb;
 mod pai;
 mod philly;
 mod slurm;
+mod slurm_assoc;
 mod slurm_partitions;
 mod slurm_qos;
+mod slurm_sched;
 mod spot;
 
 pub use hostlist::expand_hostlist;
 pub use openb::read_openb_nodes;
 pub use pai::read_pai_machines;
 pub use philly::read_philly_machines;
-pub use slurm::{load_slurm_cluster, read_slurm_cluster, read_slurm_nodes};
+pub use slurm::{
+    SlurmFiles, SlurmPaths, load_slurm_cluster, load_slurm_import, read_slurm_cluster, read_slurm_import,
+    read_slurm_nodes,
+};
+pub use slurm_assoc::{AssocShares, read_sacctmgr_assoc};
 pub use slurm_qos::{QosLimits, read_sacctmgr_qos};
 pub use spot::read_spot_nodes;
 
@@ -120,6 +126,9 @@ pub struct ClusterImport {
     /// The nodes' names by node id (pools in order, each pool's nodes in file order), for
     /// inventories whose other files name nodes (Slurm: sacct's `NodeList`); empty otherwise.
     pub node_names: Vec<String>,
+    /// The spec of the policy that schedules as the inventory's scheduler is configured to
+    /// (Slurm: `slurm[...]`, see `slurm_sched`); `None` for inventories that say nothing of it.
+    pub policy: Option<String>,
 }
 
 /// Machines of one GPU model in an inventory (all of them, skipped ones included).
@@ -404,7 +413,7 @@ impl Tally {
             not_modelled,
             notes: Vec::new(),
         };
-        Ok(ClusterImport { spec, report, queues: Vec::new(), node_names: Vec::new() })
+        Ok(ClusterImport { spec, report, queues: Vec::new(), node_names: Vec::new(), policy: None })
     }
 }
 

@@ -7,6 +7,11 @@
 //! A partition's QOS (`QOS=` in slurm.conf, `QoS=` in scontrol) limits all its jobs together:
 //! with the QOS table (`sacctmgr show qos`), its `GrpTRES` `gres/gpu` becomes the queue's
 //! `max_gpus` and its `GrpJobs` the queue's `max_running_jobs`.
+//!
+//! A partition's `PriorityTier` (Slurm's default 1) becomes its queue's `priority`: Slurm
+//! considers the jobs of a higher tier first, as priority-aware policies serve a higher queue
+//! first. Its `PriorityJobFactor` and `TRESBillingWeights` are kept for the `slurm` policy's
+//! spec ([`super::slurm_sched`]).
 
 use super::{ClusterImport, QosLimits, expand_hostlist};
 use crate::error::TraceError;
@@ -18,6 +23,9 @@ pub(super) struct SlurmNode {
     pub name: String,
     pub pool: Option<String>,
     pub partitions: Vec<String>,
+    pub gpus: u32,
+    /// `CPUs=` (slurm.conf) or `CPUTot=` (scontrol); `None`: the line gives neither.
+    pub cpus: Option<u32>,
 }
 
 /// A partition as read.
@@ -29,7 +37,16 @@ pub(super) struct Partition {
     pub nodes: Option<Vec<String>>,
     pub qos: Option<String>,
     pub default: bool,
+    /// `PriorityJobFactor`; `None`: not given (Slurm's default 1).
+    pub job_factor: Option<u32>,
+    /// `PriorityTier`; `None`: not given (Slurm's default 1).
+    pub tier: Option<u16>,
+    /// `TRESBillingWeights` as written; `None`: not given or `(null)`.
+    pub billing: Option<String>,
 }
+
+/// Slurm's `PriorityTier` of a partition that gives none.
+pub(super) const SLURM_DEFAULT_TIER: u16 = 1;
 
 /// A `PartitionName=NAME` line's partition; `get` finds a key's value on the line.
 pub(super) fn partition<'a>(
@@ -47,7 +64,17 @@ pub(super) fn partition<'a>(
     };
     let qos = get("QOS").filter(|q| !q.is_empty() && *q != "N/A").map(str::to_owned);
     let default = get("Default").is_some_and(|d| d.eq_ignore_ascii_case("YES"));
-    Ok(Partition { name: name.to_owned(), line, nodes, qos, default })
+    let number = |key: &str, most: u32| -> Result<Option<u32>, TraceError> {
+        let Some(text) = get(key) else { return Ok(None) };
+        match text.parse::<u32>() {
+            Ok(n) if n <= most => Ok(Some(n)),
+            _ => Err(TraceError::field(file, line, key, format!("a whole number from 0 to {most}"), text)),
+        }
+    };
+    let job_factor = number("PriorityJobFactor", u32::from(u16::MAX))?;
+    let tier = number("PriorityTier", u32::from(u16::MAX))?.and_then(|t| u16::try_from(t).ok());
+    let billing = get("TRESBillingWeights").filter(|b| !b.is_empty() && *b != "(null)").map(str::to_owned);
+    Ok(Partition { name: name.to_owned(), line, nodes, qos, default, job_factor, tier, billing })
 }
 
 /// The partitions scontrol's node lines name (`Partitions=`), by name.
@@ -66,6 +93,9 @@ pub(super) fn from_node_lines(nodes: &[SlurmNode]) -> Vec<Partition> {
             nodes: Some(nodes),
             qos: None,
             default: false,
+            job_factor: None,
+            tier: None,
+            billing: None,
         })
         .collect()
 }
@@ -112,6 +142,7 @@ pub(super) fn partition_queues(
             }
         }
         let mut queue = sim::QueueSpec::new(name.as_str());
+        queue.priority = i32::from(partition.tier.unwrap_or(SLURM_DEFAULT_TIER));
         if pools.keys().copied().collect::<BTreeSet<&str>>() != all {
             queue.pools = pools.keys().map(|p| (*p).to_owned()).collect();
         }

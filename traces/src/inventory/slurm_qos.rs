@@ -1,7 +1,9 @@
 //! Slurm's QOS limits: `sacctmgr show qos --parsable2`, a `|`-separated header then one QOS per
 //! line. Columns read, by name: `Name`, `GrpTRES` (the limits on everything the QOS's jobs run
-//! at once: its `gres/gpu=N` is a GPU cap) and `GrpJobs` (jobs running at once). Every other
-//! column (`Priority`, `Preempt`, `MaxTRESPU`, `MaxWall`, ...) is not modelled.
+//! at once: its `gres/gpu=N` is a GPU cap) and `GrpJobs` (jobs running at once); for the `slurm`
+//! policy's spec ([`super::slurm_sched`]) also `Priority` (the QOS factor's input) and
+//! `UsageFactor` (named when it is not 1). Every other column (`Preempt`, `MaxTRESPU`,
+//! `MaxWall`, ...) is not modelled.
 //!
 //! A **partition QOS** (slurm.conf's `PartitionName=... QOS=NAME`) limits the partition's jobs
 //! all together, which is what a schedlab queue's `max_gpus` and `max_running_jobs` are;
@@ -19,9 +21,21 @@ pub struct QosLimits {
     pub max_gpus: Option<u32>,
     /// `GrpJobs`; `None`: no limit.
     pub max_running_jobs: Option<u32>,
+    /// `Priority` (empty or no such column: 0).
+    pub priority: u32,
+    /// `UsageFactor` as written; `None`: empty or no such column (Slurm's 1).
+    pub usage_factor: Option<String>,
 }
 
-const FIELDS: &[(&str, bool)] = &[("Name", true), ("GrpTRES", true), ("GrpJobs", false)];
+impl QosLimits {
+    /// A QOS with no limits, priority 0 and usage factor 1.
+    pub fn new(name: impl Into<String>) -> QosLimits {
+        QosLimits { name: name.into(), max_gpus: None, max_running_jobs: None, priority: 0, usage_factor: None }
+    }
+}
+
+const FIELDS: &[(&str, bool)] =
+    &[("Name", true), ("GrpTRES", true), ("GrpJobs", false), ("Priority", false), ("UsageFactor", false)];
 
 /// Reads `sacctmgr show qos --parsable2` output; `file` names it in errors.
 pub fn read_sacctmgr_qos(text: &str, file: &str) -> Result<Vec<QosLimits>, TraceError> {
@@ -46,7 +60,13 @@ pub fn read_sacctmgr_qos(text: &str, file: &str) -> Result<Vec<QosLimits>, Trace
             .number(cols[2])?
             .map(|n| u32::try_from(n).map_err(|_| row.error(cols[2], "a job count up to 4294967295")))
             .transpose()?;
-        limits.push(QosLimits { name: name.to_owned(), max_gpus, max_running_jobs });
+        let priority = row
+            .number(cols[3])?
+            .map(|n| u32::try_from(n).map_err(|_| row.error(cols[3], "a priority up to 4294967295")))
+            .transpose()?
+            .unwrap_or(0);
+        let usage_factor = Some(row.get(cols[4])).filter(|u| !u.is_empty()).map(str::to_owned);
+        limits.push(QosLimits { name: name.to_owned(), max_gpus, max_running_jobs, priority, usage_factor });
     }
     Ok(limits)
 }
@@ -57,14 +77,14 @@ mod tests {
 
     #[test]
     fn grp_tres_gpus_and_grp_jobs_are_read() {
-        let text = "Name|Priority|GrpTRES|GrpJobs|MaxTRESPU\nnormal|0|||\n\
-                    debug8|10|cpu=64,gres/gpu=8|4|gres/gpu=2\n";
+        let text = "Name|Priority|GrpTRES|GrpJobs|MaxTRESPU|UsageFactor\nnormal|0||||1.000000\n\
+                    debug8|10|cpu=64,gres/gpu=8|4|gres/gpu=2|\n";
         let limits = read_sacctmgr_qos(text, "qos.txt").unwrap();
         assert_eq!(
             limits,
             [
-                QosLimits { name: "normal".into(), max_gpus: None, max_running_jobs: None },
-                QosLimits { name: "debug8".into(), max_gpus: Some(8), max_running_jobs: Some(4) },
+                QosLimits { usage_factor: Some("1.000000".into()), ..QosLimits::new("normal") },
+                QosLimits { max_gpus: Some(8), max_running_jobs: Some(4), priority: 10, ..QosLimits::new("debug8") },
             ]
         );
         let e = |t: &str| read_sacctmgr_qos(t, "qos.txt").unwrap_err().to_string();
@@ -78,6 +98,11 @@ mod tests {
             e("Name|GrpTRES|GrpJobs\nx||many\n"),
             "qos.txt:2: field `GrpJobs`: expected a whole number, got \"many\""
         );
+        assert_eq!(
+            e("Name|GrpTRES|Priority\nx||-1\n"),
+            "qos.txt:2: field `Priority`: expected a whole number, got \"-1\""
+        );
+        assert!(e("Name|GrpTRES|Priority\nx||4294967296\n").contains("expected a priority up to 4294967295"));
         assert!(
             e("Name|Priority\nx|1\n").starts_with("qos.txt:1: the header has no field `GrpTRES`"),
             "{}",

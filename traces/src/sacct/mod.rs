@@ -465,7 +465,7 @@ fn read_row(
         nodes: row.number(cols.at("NNodes"))?.unwrap_or(1),
         partition: row.get(cols.at("Partition")).to_owned(),
         priority: slurm_priority(priority).ok_or_else(|| row.error(priority_col, "a priority up to 4294967295"))?,
-        owner: owner_of(&row, &cols),
+        owner: owner_of(row, cols),
         hosts,
     };
     report.ambiguous_times += ambiguous.get();
