@@ -24,13 +24,15 @@ impl Slurm {
         let mut nodes = self.nodes(view, plan);
         let mut space = Space::new(now, self.config.bf_resolution, self.config.bf_window, nodes.gpus.len());
         let (mut tested, mut per_user, mut per_part) = (0, BTreeMap::new(), BTreeMap::new());
+        let mut allowed = super::Allowed::default();
+        let mut ending = self.ending();
         for candidate in &queue {
             if tested >= self.config.bf_max_job_test {
                 break;
             }
             let user = self.facts.get(&candidate.job).map(|f| f.assoc.1.clone()).unwrap_or_default();
             if over(&mut per_user, user, self.config.bf_max_job_user)
-                || over(&mut per_part, candidate.partition.clone(), self.config.bf_max_job_part)
+                || over(&mut per_part, candidate.partition.to_string(), self.config.bf_max_job_part)
             {
                 continue;
             }
@@ -38,11 +40,23 @@ impl Slurm {
                 continue;
             }
             tested += 1;
-            self.plan_one(view, plan, &mut nodes, &mut space, candidate);
+            let own = allowed.of(view, candidate);
+            if self.plan_one(view, plan, &mut nodes, &mut space, candidate, &own, &ending) {
+                ending = self.ending();
+            }
         }
     }
 
-    /// Starts `candidate` now or reserves its earliest start in `space`.
+    /// The running tasks by the end their time limits give, with where they run.
+    fn ending(&self) -> Vec<(SimTime, Parts)> {
+        let mut ending: Vec<(SimTime, Parts)> =
+            self.running.values().map(|r| (r.expected_end, r.parts.clone())).collect();
+        ending.sort_by_key(|(end, parts)| (*end, parts.first().map(|p| p.0)));
+        ending
+    }
+
+    /// Starts `candidate` now (true) or reserves its earliest start in `space`.
+    #[allow(clippy::too_many_arguments)]
     fn plan_one(
         &mut self,
         view: &ClusterView<'_>,
@@ -50,34 +64,34 @@ impl Slurm {
         nodes: &mut Nodes,
         space: &mut Space,
         candidate: &Candidate,
-    ) {
+        allowed: &[bool],
+        ending: &[(SimTime, Parts)],
+    ) -> bool {
         let now = view.now();
         let limit = candidate.limit.unwrap_or(self.config.bf_window);
-        let allowed = Self::allowed(view, candidate);
         let mut from = now;
         // Each try starts later: at most one per slot of the plan.
         for _ in 0..1_000 {
-            let mut usable = allowed.clone();
+            let mut usable = allowed.to_vec();
             let later = space.restrict(from, from + limit, &mut usable);
-            let Some((start, parts)) = self.will_run(now, from, nodes, candidate, &usable) else {
+            let Some((start, parts)) = will_run(now, from, nodes, ending, candidate, &usable) else {
                 match later {
                     Some(t) if t > from => {
                         from = t;
                         continue;
                     }
-                    _ => return,
+                    _ => return false,
                 }
             };
             if start <= now {
-                self.start(view, plan, nodes, candidate, parts);
-                return;
+                return self.start(view, plan, nodes, candidate, parts);
             }
             if let Some(t) = later.filter(|&t| start > t && t > from) {
                 from = t;
                 continue;
             }
             if start > now + self.config.bf_window {
-                return;
+                return false;
             }
             let whole: Vec<NodeId> = parts.iter().flatten().map(|&(n, _)| n).collect();
             let (begin, end) = (space.round_down(start), space.round_down(start + limit));
@@ -87,58 +101,53 @@ impl Slurm {
                     from = start;
                     continue;
                 }
-                return;
+                return false;
             }
             space.reserve(&whole, begin, end);
-            return;
+            return false;
         }
+        false
     }
+}
 
-    /// The earliest start at or after `from` of `candidate` on the `usable` nodes and where,
-    /// by Slurm's will-run test; `None`: not even once every running job there has ended.
-    fn will_run(
-        &self,
-        now: SimTime,
-        from: SimTime,
-        nodes: &Nodes,
-        candidate: &Candidate,
-        usable: &[bool],
-    ) -> Option<(SimTime, Vec<Parts>)> {
-        let mut ending: Vec<(SimTime, &[(NodeId, u32)])> = self
-            .running
-            .values()
-            .filter(|r| r.parts.iter().any(|&(n, _)| usable[n.index()]))
-            .map(|r| (r.expected_end, r.parts.as_slice()))
-            .collect();
-        ending.sort_by_key(|&(end, parts)| (end, parts.first().map(|p| p.0)));
-        // A later try sees the jobs that end by then gone.
-        let mut freed = nodes.clone();
-        let mut next = 0;
-        while from > now && next < ending.len() && ending[next].0 <= from {
-            freed.give(ending[next].1);
-            next += 1;
+/// The earliest start at or after `from` of `candidate` on the `usable` nodes and where, by
+/// Slurm's will-run test over the running tasks `ending` (by their limits' ends); `None`: not
+/// even once every running task there has ended.
+fn will_run(
+    now: SimTime,
+    from: SimTime,
+    nodes: &Nodes,
+    ending: &[(SimTime, Parts)],
+    candidate: &Candidate,
+    usable: &[bool],
+) -> Option<(SimTime, Vec<Parts>)> {
+    let on_usable = |parts: &Parts| parts.iter().any(|&(n, _)| usable[n.index()]);
+    let mut ending = ending.iter().filter(|(_, parts)| on_usable(parts)).peekable();
+    // A later try sees the jobs that end by then gone.
+    let mut freed = nodes.clone();
+    while let Some((_, parts)) = ending.next_if(|(end, _)| from > now && *end <= from) {
+        freed.give(parts);
+    }
+    if let Some(parts) = select_all(&freed, &candidate.tasks, usable) {
+        return Some((from, parts));
+    }
+    let first = ending.peek()?.0.as_ms();
+    let anchor = first + (GROUP - first % GROUP);
+    let mut window = GROUP;
+    loop {
+        let mut last_end = None;
+        while let Some((end, parts)) = ending.next_if(|(end, _)| end.as_ms() <= anchor.saturating_add(window)) {
+            freed.give(parts);
+            last_end = Some(*end);
         }
-        if let Some(parts) = select_all(&freed, &candidate.tasks, usable) {
-            return Some((from, parts));
+        window = window.saturating_mul(2);
+        if let Some(end) = last_end
+            && let Some(parts) = select_all(&freed, &candidate.tasks, usable)
+        {
+            let start = if end <= now { now + SimDuration::from_secs(1) } else { end };
+            return Some((start.max(from), parts));
         }
-        let first = ending.get(next)?.0.as_ms();
-        let anchor = first + (GROUP - first % GROUP);
-        let mut window = GROUP;
-        while next < ending.len() {
-            let mut last_end = None;
-            while next < ending.len() && ending[next].0.as_ms() <= anchor.saturating_add(window) {
-                freed.give(ending[next].1);
-                last_end = Some(ending[next].0);
-                next += 1;
-            }
-            window = window.saturating_mul(2);
-            let Some(end) = last_end else { continue };
-            if let Some(parts) = select_all(&freed, &candidate.tasks, usable) {
-                let start = if end <= now { now + SimDuration::from_secs(1) } else { end };
-                return Some((start.max(from), parts));
-            }
-        }
-        None
+        ending.peek()?;
     }
 }
 

@@ -56,6 +56,13 @@ pub struct Slurm {
     changed_since_backfill: bool,
     /// The wake-up last asked for.
     woken_at: Option<SimTime>,
+    /// Counts the changes to the queue's order: a task joined it, or priorities changed.
+    epoch: u64,
+    /// The queue in order as of `epoch`.
+    order: Option<(u64, Vec<Candidate>)>,
+    /// The free GPUs (their generation) and `epoch` a main pass (full or not) that started
+    /// nothing saw: the same again would start nothing again.
+    idle_pass: [Option<(u64, u64)>; 2],
 }
 
 /// slurmctld's clocks: when each kind of pass last ran.
@@ -79,10 +86,11 @@ struct Running {
 
 /// What one placement starts: a waiting task (the list leaves room for a job-level gang),
 /// each with its shape.
+#[derive(Debug, Clone)]
 struct Candidate {
     job: JobId,
     tasks: Vec<(TaskId, Ask)>,
-    partition: String,
+    partition: sim::Name,
     /// How long it asks for (its time limit, the task's estimate), for backfill; `None`: no
     /// limit (Slurm's INFINITE), planned to the end of the backfill window.
     limit: Option<SimDuration>,
@@ -103,6 +111,9 @@ impl Slurm {
             pass_now: false,
             changed_since_backfill: false,
             woken_at: None,
+            epoch: 0,
+            order: None,
+            idle_pass: [None, None],
         })
     }
 
@@ -167,6 +178,7 @@ impl Slurm {
 
     /// `job` has a task waiting: it is pending, eligible from now if it was not already.
     fn wait(&mut self, view: &ClusterView<'_>, job: JobId, now: SimTime) {
+        self.epoch += 1;
         if self.pending.contains_key(&job) {
             return;
         }
@@ -196,28 +208,33 @@ impl Slurm {
             let running = self.running.values().filter_map(|r| Some((self.facts.get(&r.job)?, r.start)));
             let pending = self.pending.keys().filter_map(|&j| Some((j, self.facts.get(&j)?)));
             p.recalculate(&self.config, at, running, pending);
+            self.epoch += 1;
             clocks.next_calc = at + self.config.calc_period;
         }
     }
 
     /// The pending jobs that can start, in Slurm's queue order: partition tier, priority,
-    /// submit time, id.
+    /// submit time, id. The order is kept from one pass to the next until a task joins the
+    /// queue or priorities change (`epoch`); started tasks are dropped as it is read.
     fn queue(&mut self, view: &ClusterView<'_>, plan: &Plan<'_>) -> Vec<Candidate> {
+        let waiting = |c: &Candidate| view.task(c.tasks[0].0).status.is_startable() && !plan.is_decided(c.tasks[0].0);
+        if let Some((epoch, order)) = &self.order
+            && *epoch == self.epoch
+        {
+            return order.iter().filter(|c| waiting(c)).cloned().collect();
+        }
         let mut out = Vec::new();
         let mut gone = Vec::new();
         for &job in self.pending.keys() {
-            let mut waiting =
-                view.job(job).tasks().filter(|&t| view.task(t).status.is_startable() && !plan.is_decided(t));
-            let partition = view.job_spec(job).queue.as_deref().unwrap_or("");
-            let mut any = false;
-            for task in waiting.by_ref() {
-                any = true;
+            let spec = view.job_spec(job);
+            let partition = spec.queue.clone().unwrap_or_default();
+            let before = out.len();
+            for task in view.job(job).tasks().filter(|&t| view.task(t).status.is_startable() && !plan.is_decided(t)) {
                 let s = view.task(task);
-                let ask = Ask::of(s.gpus.max(1), s.per_node());
-                let tasks = vec![(task, ask)];
-                out.push(Candidate { job, tasks, partition: partition.to_string(), limit: s.estimate.get() });
+                let tasks = vec![(task, Ask::of(s.gpus.max(1), s.per_node()))];
+                out.push(Candidate { job, tasks, partition: partition.clone(), limit: s.estimate.get() });
             }
-            if !any {
+            if out.len() == before {
                 gone.push(job);
             }
         }
@@ -226,10 +243,16 @@ impl Slurm {
         });
         let tier = |c: &Candidate| view.queue_of(c.job).map_or(0, |q| view.queues().get(q).priority);
         let priority = |c: &Candidate| self.priorities.as_ref().map_or(1, |p| p.of(c.job));
-        out.sort_by_key(|c| {
-            let task = c.tasks.first().map(|t| t.0);
-            (std::cmp::Reverse(tier(c)), std::cmp::Reverse(priority(c)), view.job_spec(c.job).submit, c.job, task)
+        out.sort_by_cached_key(|c| {
+            (
+                std::cmp::Reverse(tier(c)),
+                std::cmp::Reverse(priority(c)),
+                view.job_spec(c.job).submit,
+                c.job,
+                c.tasks[0].0,
+            )
         });
+        self.order = Some((self.epoch, out.clone()));
         out
     }
 
@@ -245,18 +268,6 @@ impl Slurm {
         let gpus = cluster.nodes().iter().map(|n| plan.free().on_node(n.id)).collect();
         let pools = cluster.nodes().iter().map(|n| n.pool.0).collect();
         Nodes { gpus, cpus, pools }
-    }
-
-    /// The nodes a job may use: those of its tasks' pools (its partition and GPU type).
-    fn allowed(view: &ClusterView<'_>, candidate: &Candidate) -> Vec<bool> {
-        let cluster = view.cluster();
-        let mut allowed = vec![false; cluster.nodes().len()];
-        for &(task, _) in &candidate.tasks {
-            for pool in view.task(task).pools.iter() {
-                cluster.pool(pool).nodes().for_each(|n| allowed[n.index()] = true);
-            }
-        }
-        allowed
     }
 
     /// Starts every waiting task of `candidate` on the nodes chosen for it, or none.
@@ -297,10 +308,17 @@ impl Slurm {
     /// One main pass: jobs in order, each partition stopping at its first job that cannot
     /// start; `full`: the whole queue, else `default_queue_depth` + 1 jobs.
     fn main_pass(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, full: bool) {
+        let seen = Some((plan.free().generation(), self.epoch));
+        if self.idle_pass[usize::from(full)] == seen {
+            return; // nothing was freed and nothing joined the queue since it started nothing
+        }
         let queue = self.queue(view, plan);
         let mut nodes = self.nodes(view, plan);
         let mut visible = vec![true; nodes.gpus.len()];
+        let mut usable = visible.clone();
         let mut blocked: Vec<&str> = Vec::new();
+        let mut allowed = Allowed::default();
+        let mut started_any = false;
         for (depth, candidate) in queue.iter().enumerate() {
             if !full && depth > self.config.default_queue_depth {
                 break;
@@ -308,20 +326,20 @@ impl Slurm {
             if blocked.contains(&candidate.partition.as_str()) {
                 continue;
             }
-            let allowed = Self::allowed(view, candidate);
-            let usable: Vec<bool> = allowed.iter().zip(&visible).map(|(a, v)| *a && *v).collect();
             if !candidate.tasks.iter().all(|&(t, _)| plan.quota_allows(t)) {
                 continue; // a QOS or quota limit holds it back without blocking its partition
             }
+            let own = allowed.of(view, candidate);
+            usable.iter_mut().zip(own.iter().zip(&visible)).for_each(|(u, (a, v))| *u = *a && *v);
             let started = select_all(&nodes, &candidate.tasks, &usable)
                 .is_some_and(|parts| self.start(view, plan, &mut nodes, candidate, parts));
+            started_any |= started;
             if !started {
                 blocked.push(candidate.partition.as_str());
-                for (v, a) in visible.iter_mut().zip(&allowed) {
-                    *v &= !a;
-                }
+                visible.iter_mut().zip(own.iter()).for_each(|(v, a)| *v &= !a);
             }
         }
+        self.idle_pass[usize::from(full)] = if started_any { None } else { seen };
     }
 
     /// A main pass at `now` answered every request made by then.
@@ -351,8 +369,34 @@ impl Slurm {
     }
 }
 
+/// The nodes a job may use, those of its tasks' pools (its partition and GPU type), worked
+/// out once per set of pools in a pass.
+#[derive(Default)]
+struct Allowed(BTreeMap<u64, std::rc::Rc<Vec<bool>>>);
+
+impl Allowed {
+    fn of(&mut self, view: &ClusterView<'_>, candidate: &Candidate) -> std::rc::Rc<Vec<bool>> {
+        let masks: Vec<sim::PoolMask> = candidate.tasks.iter().map(|&(t, _)| view.task(t).pools).collect();
+        let key = masks.iter().fold(0, |k, m| k | m.0);
+        let cluster = view.cluster();
+        self.0
+            .entry(key)
+            .or_insert_with(|| {
+                let mut allowed = vec![false; cluster.nodes().len()];
+                for pool in masks.iter().flat_map(|m| m.iter()) {
+                    cluster.pool(pool).nodes().for_each(|n| allowed[n.index()] = true);
+                }
+                std::rc::Rc::new(allowed)
+            })
+            .clone()
+    }
+}
+
 /// Places every task of a job on a copy of `nodes`; `None` if one does not fit.
 fn select_all(nodes: &Nodes, tasks: &[(TaskId, Ask)], allowed: &[bool]) -> Option<Vec<Parts>> {
+    if let [(_, ask)] = tasks {
+        return nodes.select(ask, allowed).map(|parts| vec![parts]);
+    }
     let mut left = nodes.clone();
     let mut all = Vec::with_capacity(tasks.len());
     for (_, ask) in tasks {
