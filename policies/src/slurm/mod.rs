@@ -4,9 +4,10 @@
 //! `controller.c`, `src/plugins/sched/backfill/backfill.c`,
 //! `src/plugins/priority/multifactor/`); docs/slurm.md says what is and is not modelled.
 //!
-//! - **When it decides.** slurmctld's background loop runs once a second from its start
-//!   (`started_s`). A submission or a job's end only asks for a main pass, which that loop
-//!   runs at most every `batch_sched_delay`; every `sched_interval` it runs one over the whole
+//! - **When it decides.** slurmctld's clocks count from its start (`started_s`). A
+//!   submission or a job's end only asks for a main pass, which its background loop runs at
+//!   most every `batch_sched_delay` (the loop's one-second beat is not modelled: at whole-
+//!   second trace times its phase is unknowable, and a fixed phase fitted the dumps worse); every `sched_interval` it runs one over the whole
 //!   queue. Backfill runs every `bf_interval` while anything changed since its last pass. A
 //!   job whose dependency or begin time was met is seen by the next pass of any kind: its
 //!   recorded eligibility is the time of that pass, so one runs then.
@@ -353,7 +354,7 @@ impl Slurm {
         let mut next: Vec<SimTime> = Vec::new();
         if let Some(&asked) = self.requests.first() {
             let gate = clocks.last_sched + self.config.batch_sched_delay;
-            next.push(tick_at_or_after(clocks.started, gate.max(asked).max(now)));
+            next.push(gate.max(asked).max(now).max(clocks.started));
         }
         // Periodic passes only while something runs: with nothing running, nothing changes
         // that a pass asked for by the next change would not see (a decision point that starts
@@ -407,16 +408,6 @@ fn select_all(nodes: &Nodes, tasks: &[(TaskId, Ask)], allowed: &[bool]) -> Optio
     Some(all)
 }
 
-/// The first whole second of slurmctld's loop at or after `t`.
-fn tick_at_or_after(started: SimTime, t: SimTime) -> SimTime {
-    let since = t.as_ms().saturating_sub(started.as_ms());
-    SimTime(started.as_ms() + since).max(t)
-}
-
-fn on_tick(started: SimTime, now: SimTime) -> bool {
-    now >= started
-}
-
 /// The last periodic full pass at or before `now` (`None`: none yet or they are off).
 fn last_full_pass(started: SimTime, interval: SimDuration, now: SimTime) -> Option<SimTime> {
     let every = interval.as_ms();
@@ -450,7 +441,7 @@ impl Policy for Slurm {
         }
         self.observe(view);
         self.recalculate(now, &mut clocks);
-        if on_tick(clocks.started, now) {
+        if now >= clocks.started {
             let full = last_full_pass(clocks.started, self.config.sched_interval, now);
             let asked = self.requests.first().is_some_and(|&at| at <= now);
             if full == Some(now) {
