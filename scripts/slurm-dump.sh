@@ -45,6 +45,15 @@
 # --parsable2), sshare.txt (sshare -a -l --parsable2 at the end), sshare-series.txt and
 # sprio-series.txt (sshare -a -l and sprio of every pending job, once a minute while jobs
 # remain; first column the UTC time of the snapshot).
+#
+# SLURM_DUMP_PROFILE=live starts the Slurm that `live serve --executor slurm` drives
+# (docs/slurm-executor.md): 4 nodes n1..n4 with gpu:8 each, partition `gpu` (default; every
+# job entering it is held by live/slurm/job_submit.lua, JobSubmitPlugins=lua), partition
+# `batch` (same nodes, not held: what Slurm schedules itself), JobRequeue=0, PreemptType=none,
+# priority/basic, accounting in slurmdbd. It runs no workload: SLURM_DUMP_RUN (a command, run
+# with bash -c while the daemons are up, with SLURM_CONF, SLURM_STATE and SLURM_DUMP_OUT set)
+# does the work, and its exit status is the script's. SLURM_DUMP_RUN works with every profile
+# (instead of the workload and the dump).
 set -euo pipefail
 
 OUT=${1:?usage: slurm-dump.sh OUT_DIR [builtin|backfill] [SEED] [SCHEDULER_PARAMETERS]}
@@ -53,7 +62,7 @@ SEED=${3:-17}
 # slurm.conf's SchedulerParameters, such as batch_sched_delay=0 (empty: Slurm's defaults).
 SCHED_PARAMS=${4:-}
 PROFILE=${SLURM_DUMP_PROFILE:-}
-case $PROFILE in "" | fairshare) ;; *) echo "SLURM_DUMP_PROFILE must be unset or fairshare, got $PROFILE" >&2; exit 2 ;; esac
+case $PROFILE in "" | fairshare | live) ;; *) echo "SLURM_DUMP_PROFILE must be unset, fairshare or live, got $PROFILE" >&2; exit 2 ;; esac
 FAIRSHARE=${SLURM_DUMP_FAIRSHARE:-tree}
 case $FAIRSHARE in tree | classic) ;; *) echo "SLURM_DUMP_FAIRSHARE must be tree or classic, got $FAIRSHARE" >&2; exit 2 ;; esac
 # Every port is the default one plus (PORT_BASE - 16800).
@@ -63,6 +72,9 @@ if [[ $PROFILE == fairshare ]]; then
     STATE=${SLURM_STATE:-/tmp/schedlab-slurm-fairshare-$PORT_BASE}
     NODES=8
     JOBS=${SLURM_DUMP_JOBS:-1000}
+elif [[ $PROFILE == live ]]; then
+    STATE=${SLURM_STATE:-/tmp/schedlab-slurm-live-$PORT_BASE}
+    NODES=4
 else
     STATE=${SLURM_STATE:-/tmp/schedlab-slurm-$SCHED}
     NODES=4
@@ -200,6 +212,8 @@ AutoDetect=off
 NodeName=n[1-4] Name=gpu Type=a100 File=$STATE/dev/gpu[0-7]
 NodeName=n[5-8] Name=gpu Type=v100 File=$STATE/dev/gpu[0-7]
 EOF
+    elif [[ $PROFILE == live ]]; then
+        write_live_config "$host"
     else
         cat >>"$STATE/etc/slurm.conf" <<EOF
 PriorityType=priority/basic
@@ -240,6 +254,36 @@ StoragePass=schedlab
 StorageLoc=slurm_acct_db
 EOF
     chmod 600 "$STATE/etc/slurmdbd.conf"
+}
+
+# The live profile: partition `gpu` is schedlab's (held at submission by job_submit.lua,
+# never requeued by Slurm itself, no preemption by Slurm), `batch` is Slurm's own.
+write_live_config() {
+    local host=$1 n
+    cp live/slurm/job_submit.lua "$STATE/etc/job_submit.lua"
+    cat >>"$STATE/etc/slurm.conf" <<EOF
+PriorityType=priority/basic
+JobSubmitPlugins=lua
+JobRequeue=0
+PreemptType=preempt/none
+GresTypes=gpu
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=$DBD_PORT
+AccountingStoragePass=$STATE/munge.socket
+AccountingStorageTRES=gres/gpu
+EOF
+    for ((n = 1; n <= NODES; n++)); do
+        echo "NodeName=n$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$((PORT_BASE + 200 + n)) CPUs=16 RealMemory=4000 Gres=gpu:8 State=UNKNOWN" >>"$STATE/etc/slurm.conf"
+    done
+    cat >>"$STATE/etc/slurm.conf" <<EOF
+PartitionName=gpu Nodes=n[1-$NODES] Default=YES MaxTime=60 State=UP
+PartitionName=batch Nodes=n[1-$NODES] MaxTime=60 State=UP
+EOF
+    cat >"$STATE/etc/gres.conf" <<EOF
+AutoDetect=off
+NodeName=n[1-$NODES] Name=gpu File=$STATE/dev/gpu[0-7]
+EOF
 }
 
 start_daemons() {
@@ -476,7 +520,12 @@ main() {
     chmod 400 "$STATE/munge.key"
     write_configs
     start_daemons
-    if [[ $PROFILE == fairshare ]]; then
+    if [[ -n ${SLURM_DUMP_RUN:-} ]]; then
+        local status=0
+        SLURM_STATE=$STATE SLURM_DUMP_OUT=$OUT bash -c "$SLURM_DUMP_RUN" || status=$?
+        echo "slurm-dump: SLURM_DUMP_RUN exited with $status after $((SECONDS - started)) s" >&2
+        return $status
+    elif [[ $PROFILE == fairshare ]]; then
         run_workload_fairshare
     else
         run_workload
