@@ -173,6 +173,7 @@ impl InProcess {
             tls: None,
             http: limits,
             registry: policies::Registry::builtin(),
+            slurm: None,
         };
         let stop = Arc::new(AtomicBool::new(false));
         let (done, served) = std::sync::mpsc::channel();

@@ -91,6 +91,25 @@ pub struct Submission {
     pub cancelled_at: Option<SimTime>,
 }
 
+/// A running attempt and its GPUs (see [`Driver::placements`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub task: TaskId,
+    pub attempt: u32,
+    pub submission: usize,
+    /// (node, slot) of each of its GPUs, sorted.
+    pub gpus: Vec<(u32, u32)>,
+}
+
+impl Placement {
+    /// Its nodes, in order, each once.
+    pub fn nodes(&self) -> Vec<u32> {
+        let mut nodes: Vec<u32> = self.gpus.iter().map(|&(n, _)| n).collect();
+        nodes.dedup();
+        nodes
+    }
+}
+
 pub struct Driver {
     config: LiveConfig,
     /// `config` read: the cluster, its queues and datasets, the Controller's settings.
@@ -528,6 +547,30 @@ impl Driver {
     /// completion times in seconds, their count).
     pub fn tally(&self) -> &Tally {
         &self.tally
+    }
+
+    /// Every running attempt (stalled ones aside: see [`Driver::assignments`]) and where it
+    /// runs: what an executor that launches whole jobs (Slurm) carries out.
+    pub fn placements(&self) -> Vec<Placement> {
+        let mut out = Vec::new();
+        for task in self.running_tasks() {
+            let state = self.controller().task(task);
+            if state.status != TaskStatus::Running || state.stalled_since.is_some() {
+                continue;
+            }
+            let mut gpus: Vec<(u32, u32)> = state
+                .placed
+                .iter()
+                .map(|&g| {
+                    let n = self.cluster().node_of(g);
+                    (n.0, g.0 - self.cluster().node(n).first_gpu.0)
+                })
+                .collect();
+            gpus.sort_unstable();
+            let (submission, _) = self.task_origin[task.index()];
+            out.push(Placement { task, attempt: state.attempt, submission, gpus });
+        }
+        out
     }
 
     /// What `node` must run now: every running attempt with GPUs on it.

@@ -14,5 +14,6 @@ pub mod driver;
 pub mod lock;
 pub mod net;
 pub mod signals;
+pub mod slurm;
 pub mod tally;
 pub mod wire;

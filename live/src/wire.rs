@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `POST /v1/jobs`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobRequest {
     /// Unique among the coordinator's jobs; letters, digits, `-`, `_`, `.`.
@@ -20,6 +20,15 @@ pub struct JobRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_s: Option<serde_json::Number>,
     pub tasks: Vec<TaskRequest>,
+    /// Who the job is charged to (the trace's `account`, `user`, `qos`: what fair-share
+    /// policies such as `slurm` read). The API's own submissions leave them empty; the Slurm
+    /// executor fills them from Slurm's job.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub account: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub user: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub qos: String,
 }
 
 fn is_zero(n: &i32) -> bool {
@@ -87,7 +96,7 @@ fn one() -> u32 {
 impl JobRequest {
     /// A job of `tasks`, with every job option at its default.
     pub fn new(name: impl Into<String>, tasks: Vec<TaskRequest>) -> JobRequest {
-        JobRequest { name: name.into(), queue: None, priority: 0, deadline_s: None, tasks }
+        JobRequest { name: name.into(), queue: None, priority: 0, deadline_s: None, tasks, ..Default::default() }
     }
 }
 
@@ -231,6 +240,11 @@ impl JobRequest {
         if let Some(q) = &self.queue {
             check_name("queue", q)?;
         }
+        for (what, name) in [("account", &self.account), ("user", &self.user), ("qos", &self.qos)] {
+            if !name.is_empty() {
+                check_name(what, name)?;
+            }
+        }
         if self.tasks.is_empty() {
             return Err(Refusal::bad(format!("job `{}` has no tasks", self.name)));
         }
@@ -271,7 +285,9 @@ impl JobRequest {
             deadline_ms: seconds_ms(&owner, "deadline_s", self.deadline_s.as_ref())?,
             priority: self.priority,
             cancel_ms: None,
-            // The API takes no owner: live mode has no fair share by account.
+            account: &self.account,
+            user: &self.user,
+            qos: &self.qos,
             ..traces::JobFields::default()
         };
         let spec = job.build(tasks.into()).map_err(|e| {

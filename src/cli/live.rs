@@ -104,8 +104,29 @@ pub struct ServeArgs {
     /// CA in this PEM file, or its connection ends in the handshake; implies --tls.
     #[arg(long, value_name = "FILE")]
     tls_client_ca: Option<PathBuf>,
+    /// Who launches the jobs: `agents` (schedlab's own, `live agent` on each node) or `slurm`
+    /// (Slurm does, on the nodes of --partition; jobs are sbatch'ed there and enter held:
+    /// docs/slurm-executor.md). With slurm the cluster is Slurm's: give no --cluster.
+    #[arg(long, value_enum, default_value = "agents")]
+    executor: Executor,
+    /// The Slurm partition schedlab schedules (--executor slurm).
+    #[arg(long, default_value = "gpu")]
+    partition: String,
+    /// Seconds between readings of Slurm (squeue, sinfo) (--executor slurm).
+    #[arg(long, default_value = "1")]
+    slurm_poll_s: Seconds,
+    /// Seconds a released job may stay pending in Slurm before it is held again and placed
+    /// anew (--executor slurm).
+    #[arg(long, default_value = "30")]
+    start_deadline_s: Seconds,
     #[arg(long)]
     quiet: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Executor {
+    Agents,
+    Slurm,
 }
 
 #[derive(Args)]
@@ -433,6 +454,11 @@ fn run_serve(a: ServeArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
             ..live::net::http::Limits::default()
         },
         registry: super::registry().clone(),
+        slurm: (a.executor == Executor::Slurm).then(|| live::slurm::SlurmOptions {
+            partition: a.partition.clone(),
+            poll: wall(a.slurm_poll_s).max(Duration::from_millis(100)),
+            start_deadline: wall(a.start_deadline_s),
+        }),
     };
     eprintln!("schedlab live: state in {}, API token in {}", a.state.display(), a.state.join("token").display());
     if let Some(TlsOptions { certificate: TlsSetup::SelfSigned { names }, .. }) = &options.tls {

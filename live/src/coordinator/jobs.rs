@@ -9,6 +9,15 @@ use serde_json::{Value, json};
 impl Coordinator {
     /// `POST /v1/jobs`: a job admitted (or refused, 400, with the reason) and journaled.
     pub(crate) fn submit(&mut self, job: JobRequest) -> Result<(u16, Value), Refusal> {
+        if let Some(executor) = &self.executor {
+            return Err(Refusal::new(
+                409,
+                format!(
+                    "this coordinator schedules Slurm partition `{}`: submit with sbatch there",
+                    executor.options.partition
+                ),
+            ));
+        }
         let spec = self.driver.check_submission(&job)?;
         super::admission::check_queue(&job, !self.driver.config().queues.trim().is_empty())?;
         if let Some(reason) = super::admission::never_fits(self.driver.cluster(), &spec) {

@@ -30,6 +30,7 @@ mod journal;
 pub mod metrics;
 mod replay;
 pub mod settings;
+mod slurm_step;
 pub mod store;
 mod views;
 
@@ -77,6 +78,8 @@ pub struct ServeOptions {
     pub http: Limits,
     /// The policies the session's policy is built from (a program's own among them).
     pub registry: policies::Registry,
+    /// Slurm launches the jobs of this partition (`--executor slurm`); None: agents do.
+    pub slurm: Option<crate::slurm::SlurmOptions>,
 }
 
 /// `live serve --tls`: the coordinator's certificate, and whom it asks for one.
@@ -143,14 +146,22 @@ pub struct Coordinator {
     /// Wall time spent per batch applied (for the live-mode rows of docs/performance.md).
     pub apply_time: Duration,
     pub batches_applied: u64,
+    /// The Slurm executor, when Slurm launches the jobs (`--executor slurm`).
+    executor: Option<crate::slurm::SlurmExecutor>,
+    /// When Slurm is read next.
+    next_poll: Option<Instant>,
 }
 
 impl Coordinator {
     /// Binds the socket, locks (or creates) the state directory, replays its journal. In this
     /// order, so that a second coordinator on a directory in use, or one whose address is
     /// taken, is refused before it writes anything (the directory, the token included).
-    pub fn open(options: ServeOptions) -> Result<Coordinator, String> {
+    pub fn open(mut options: ServeOptions) -> Result<Coordinator, String> {
         let existing = StateLock::try_existing(&options.state_dir)?;
+        let slurm = match options.slurm.clone() {
+            Some(o) => Some(slurm_step::open_executor(o, &mut options.settings, &options.state_dir)?),
+            None => None,
+        };
         if options.settings.cluster.is_none() && !Store::exists(&options.state_dir) {
             return Err(format!(
                 "{}: no coordinator state here; a new state directory needs --cluster",
@@ -183,6 +194,7 @@ impl Coordinator {
         let generation = store.next_generation()?;
         let (driver, base_ms) = journal::replay(&mut store, config, &options.registry)?;
         let agents = store.agents()?.into_iter().map(|a| (a.name.clone(), a)).collect();
+        let runs = store.slurm_runs()?;
         let tls = start_tls(&options, &listener, public)?;
         let coordinator = Coordinator {
             _lock: lock,
@@ -207,7 +219,15 @@ impl Coordinator {
             quiet: options.quiet,
             apply_time: Duration::ZERO,
             batches_applied: 0,
+            executor: None,
+            next_poll: None,
         };
+        let mut coordinator = coordinator;
+        if let Some((mut executor, names)) = slurm {
+            coordinator.adopt_slurm_nodes(&names)?;
+            executor.load_runs(runs);
+            coordinator.executor = Some(executor);
+        }
         let addr = coordinator.addr();
         std::fs::write(coordinator.state_dir.join("addr"), format!("{addr}\n"))
             .map_err(|e| format!("{}: {e}", coordinator.state_dir.display()))?;
@@ -269,6 +289,7 @@ impl Coordinator {
                 Err(RecvTimeoutError::Disconnected) => return Err("HTTP server: its receiver thread ended".into()),
             }
             self.commit_due();
+            self.slurm_step();
             self.journal_step();
         }
         let why = crate::signals::received().unwrap_or("asked to");

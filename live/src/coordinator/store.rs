@@ -15,6 +15,7 @@ use crate::config::LiveConfig;
 use crate::driver::Batch;
 use crate::wire::GpuInfo;
 use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -69,7 +70,9 @@ impl Store {
              CREATE TABLE IF NOT EXISTS agents (name TEXT PRIMARY KEY, node INTEGER NOT NULL UNIQUE,
                  addr TEXT NOT NULL, gpus TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS refusals (id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL,
-                 who TEXT NOT NULL, reason TEXT NOT NULL);",
+                 who TEXT NOT NULL, reason TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS slurm_runs (job INTEGER NOT NULL, attempt INTEGER NOT NULL,
+                 restarts INTEGER NOT NULL, PRIMARY KEY (job, attempt));",
         )
         .map_err(sql)?;
         let notes = Connection::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -117,6 +120,47 @@ impl Store {
         let text = serde_json::to_string(config).map_err(|e| e.to_string())?;
         self.db
             .execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('config', ?1)", params![text])
+            .map_err(sql)?;
+        Ok(())
+    }
+
+    /// The Slurm executor's run records: (Slurm job, attempt) -> the requeue count of the
+    /// Slurm run that carries the attempt (see `crate::slurm::executor`).
+    pub fn slurm_runs(&self) -> Result<BTreeMap<(u64, u32), u32>, String> {
+        let mut statement = self.db.prepare("SELECT job, attempt, restarts FROM slurm_runs").map_err(sql)?;
+        let rows = statement
+            .query_map([], |r| {
+                Ok(((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u32), r.get::<_, i64>(2)? as u32))
+            })
+            .map_err(sql)?;
+        rows.collect::<Result<_, _>>().map_err(sql)
+    }
+
+    /// Records, durably, that `attempt` of Slurm job `job` is its run `restarts`.
+    pub fn put_slurm_run(&self, job: u64, attempt: u32, restarts: u32) -> Result<(), String> {
+        self.db
+            .execute(
+                "INSERT OR REPLACE INTO slurm_runs (job, attempt, restarts) VALUES (?1, ?2, ?3)",
+                params![job as i64, attempt as i64, restarts as i64],
+            )
+            .map_err(sql)?;
+        Ok(())
+    }
+
+    /// The Slurm node names of the cluster this directory was made for (node id order).
+    pub fn slurm_nodes(&self) -> Result<Option<Vec<String>>, String> {
+        let text: Option<String> = self
+            .db
+            .query_row("SELECT value FROM meta WHERE key = 'slurm_nodes'", [], |r| r.get(0))
+            .optional()
+            .map_err(sql)?;
+        text.map(|t| serde_json::from_str(&t).map_err(|e| format!("slurm_nodes: {e}"))).transpose()
+    }
+
+    pub fn set_slurm_nodes(&self, names: &[String]) -> Result<(), String> {
+        let text = serde_json::to_string(names).map_err(|e| e.to_string())?;
+        self.db
+            .execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('slurm_nodes', ?1)", params![text])
             .map_err(sql)?;
         Ok(())
     }

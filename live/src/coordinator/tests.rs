@@ -39,6 +39,7 @@ fn options(dir: &Path, app_xids: Option<Vec<u64>>) -> ServeOptions {
         tls: None,
         http: crate::net::http::Limits::default(),
         registry: policies::Registry::builtin(),
+        slurm: None,
     }
 }
 

@@ -38,6 +38,7 @@ pub fn serve_options(dir: &Path) -> ServeOptions {
         tls: None,
         http: schedlab_live::net::http::Limits::default(),
         registry: policies::Registry::builtin(),
+        slurm: None,
     }
 }
 

@@ -1,0 +1,319 @@
+//! The Slurm executor's two steps, around each batch the coordinator journals and applies:
+//! [`SlurmExecutor::observe`] turns what Slurm reports into the batch's inputs (nodes in
+//! service beat, held jobs arrive, runs that ended exit, a node failure under a run is a node
+//! failure), and [`SlurmExecutor::act`] carries out what the engine decided (pin and release
+//! a start, requeue held what it stopped, hold a start Slurm did not make in time and give
+//! the attempt back to the engine as a failure).
+//!
+//! Runs and attempts. Each time Slurm runs a job, the run has its own requeue count
+//! (`restart_cnt`), and schedlab records which attempt of the engine's task each run is, in
+//! the coordinator's store, *before* it acts (`record`). That record is the fence: an exit
+//! counts only for the run of the task's latest attempt, a requeue is issued only while the
+//! run to stop is still the counted one, and after a crash the executor reads the records
+//! and Slurm's counts to tell what it did from what it was about to do. So a restarted
+//! coordinator releases no attempt twice and never runs one as two Slurm runs.
+
+use super::ctl::Slurm;
+use super::mapping::{job_id, job_name, request};
+use super::report::{End, Phase, SlurmJob};
+use crate::driver::{Driver, Input, Placement};
+use sim::TaskStatus;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+/// `live serve --executor slurm`'s settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlurmOptions {
+    /// The partition schedlab schedules (its jobs held by job_submit.lua).
+    pub partition: String,
+    /// How often Slurm is asked (squeue, sinfo).
+    pub poll: Duration,
+    /// How long a released job may stay pending before it is held again and its attempt
+    /// given back to the engine.
+    pub start_deadline: Duration,
+}
+
+impl Default for SlurmOptions {
+    fn default() -> SlurmOptions {
+        SlurmOptions { partition: "gpu".into(), poll: Duration::from_secs(1), start_deadline: Duration::from_secs(30) }
+    }
+}
+
+pub struct SlurmExecutor {
+    slurm: Box<dyn Slurm + Send>,
+    pub options: SlurmOptions,
+    /// Slurm's node names by node id.
+    nodes: Vec<String>,
+    /// (job, attempt) -> the restart count of the Slurm run that carries it (the store's
+    /// records, read at start-up).
+    runs: BTreeMap<(u64, u32), u32>,
+    /// Attempts released and not yet seen running: when.
+    released: BTreeMap<(u64, u32), Instant>,
+    /// Jobs refused (said once; they stay held).
+    refused: BTreeSet<u64>,
+    /// Jobs found running without schedlab's release (said once).
+    escaped: BTreeSet<u64>,
+    /// The partition's jobs as last seen.
+    jobs: BTreeMap<u64, SlurmJob>,
+    /// Inputs for the next batch (attempts Slurm did not start in time).
+    carry: Vec<Input>,
+    /// What to log.
+    messages: Vec<String>,
+}
+
+impl SlurmExecutor {
+    pub fn new(slurm: Box<dyn Slurm + Send>, options: SlurmOptions, nodes: Vec<String>) -> SlurmExecutor {
+        SlurmExecutor {
+            slurm,
+            options,
+            nodes,
+            runs: BTreeMap::new(),
+            released: BTreeMap::new(),
+            refused: BTreeSet::new(),
+            escaped: BTreeSet::new(),
+            jobs: BTreeMap::new(),
+            carry: Vec::new(),
+            messages: Vec::new(),
+        }
+    }
+
+    /// The run records of a state directory (see the module's doc).
+    pub fn load_runs(&mut self, runs: BTreeMap<(u64, u32), u32>) {
+        self.runs = runs;
+    }
+
+    /// What happened since the last call, to log.
+    pub fn take_messages(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.messages)
+    }
+
+    /// Jobs refused, with the partition's jobs as last seen (for the views).
+    pub fn refused(&self) -> impl Iterator<Item = u64> + '_ {
+        self.refused.iter().copied()
+    }
+
+    /// The inputs of the next batch: Slurm's nodes and jobs, read now.
+    pub fn observe(&mut self, driver: &Driver) -> Result<Vec<Input>, String> {
+        let nodes = self.slurm.nodes()?;
+        let jobs = self.slurm.jobs(&self.options.partition)?;
+        let mut inputs = std::mem::take(&mut self.carry);
+        let in_service: BTreeSet<&str> =
+            nodes.iter().filter(|n| !n.out_of_service()).map(|n| n.name.as_str()).collect();
+        let half_beat = driver.config().run.heartbeat_s.0.as_ms() / 2;
+        for (node, name) in self.nodes.iter().enumerate() {
+            let due = driver.last_beat(node as u32).is_none_or(|b| driver.now().as_ms() >= b.as_ms() + half_beat);
+            if in_service.contains(name.as_str()) && due {
+                inputs.push(Input::Beat { node: node as u32 });
+            }
+        }
+        let mut failed_nodes = BTreeSet::new();
+        for job in jobs {
+            match driver.find(&job_name(job.job_id)) {
+                None => self.newcomer(driver, &job, &mut inputs),
+                Some(s) => self.known(driver, s, &job, &mut inputs, &mut failed_nodes),
+            }
+            self.jobs.insert(job.job_id, job);
+        }
+        inputs.extend(failed_nodes.into_iter().map(|node| Input::NodeRestarted { node }));
+        Ok(inputs)
+    }
+
+    /// A job of the partition the engine does not know yet.
+    fn newcomer(&mut self, driver: &Driver, job: &SlurmJob, inputs: &mut Vec<Input>) {
+        let id = job.job_id;
+        match job.phase() {
+            Phase::Held if !self.refused.contains(&id) && job.dependency.is_empty() => {
+                let checked = request(job).and_then(|r| {
+                    let spec = driver.check_submission(&r).map_err(|e| e.reason)?;
+                    match crate::coordinator::admission::never_fits(driver.cluster(), &spec) {
+                        Some(why) => Err(why),
+                        None => Ok(r),
+                    }
+                });
+                match checked {
+                    Ok(r) => inputs.push(Input::submit(r)),
+                    Err(why) => {
+                        self.refused.insert(id);
+                        self.messages.push(format!("Slurm job {id} refused, it stays held: {why}"));
+                    }
+                }
+            }
+            Phase::Released => self.hold_escaped(id),
+            Phase::Running if self.escaped.insert(id) => {
+                self.messages.push(format!("Slurm job {id} runs without schedlab's release (check job_submit.lua)"));
+            }
+            _ => {}
+        }
+    }
+
+    /// A job released by someone else: held again (only schedlab starts the partition's jobs).
+    fn hold_escaped(&mut self, id: u64) {
+        match self.slurm.hold(id) {
+            Ok(()) => self.messages.push(format!("Slurm job {id} was released outside schedlab: held again")),
+            Err(e) => self.messages.push(format!("Slurm job {id} was released outside schedlab, cannot hold it: {e}")),
+        }
+    }
+
+    /// A job the engine knows: the end of its counted run becomes the engine's.
+    fn known(
+        &mut self,
+        driver: &Driver,
+        s: usize,
+        job: &SlurmJob,
+        inputs: &mut Vec<Input>,
+        failed_nodes: &mut BTreeSet<u32>,
+    ) {
+        let Phase::Ended(end) = job.phase() else { return };
+        let Some(task) = driver.submissions()[s].task_ids[0] else { return };
+        let state = driver.controller().task(task);
+        let counted = state.status == TaskStatus::Running
+            && self.runs.get(&(job.job_id, state.attempt)) == Some(&job.restart_cnt)
+            && job.start_time != 0;
+        match end {
+            End::Cancelled if !driver.job_state(s).is_final() => inputs.push(Input::Cancel { job: s as u32 }),
+            End::Exited(code) if counted => inputs.push(Input::Exit { task: task.0, attempt: state.attempt, code }),
+            End::NodeFailed if counted => failed_nodes.extend(self.node_ids(&job.nodes)),
+            _ => {}
+        }
+    }
+
+    /// The node ids of a Slurm host list (names not in the cluster left out).
+    fn node_ids(&self, list: &str) -> Vec<u32> {
+        let names = traces::inventory::expand_hostlist(list).unwrap_or_default();
+        names.iter().filter_map(|n| self.nodes.iter().position(|m| m == n)).map(|i| i as u32).collect()
+    }
+
+    /// Carries out the engine's decisions (after the batch `observe` gave was applied).
+    /// `record(job, attempt, restart_cnt)` stores which run carries an attempt; it is called
+    /// before the command that makes the run, and nothing is done when it fails.
+    pub fn act(&mut self, driver: &Driver, now: Instant, record: &mut dyn FnMut(u64, u32, u32) -> Result<(), String>) {
+        let mut acted = BTreeSet::new();
+        for p in driver.placements() {
+            let Some(id) = job_id(&driver.submissions()[p.submission].request.name) else { continue };
+            let Some(job) = self.jobs.get(&id).cloned() else { continue };
+            acted.insert(id);
+            if let Err(e) = self.carry_out(&p, id, &job, now, record) {
+                self.messages.push(format!("Slurm job {id}, attempt {}: {e}", p.attempt));
+            }
+        }
+        self.stop_what_the_engine_stopped(driver, &acted);
+    }
+
+    /// One running attempt: started in Slurm, confirmed, or given back.
+    fn carry_out(
+        &mut self,
+        p: &Placement,
+        id: u64,
+        job: &SlurmJob,
+        now: Instant,
+        record: &mut dyn FnMut(u64, u32, u32) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let key = (id, p.attempt);
+        let names: Vec<String> = p.nodes().iter().map(|&n| self.nodes[n as usize].clone()).collect();
+        let Some(&run) = self.runs.get(&key) else {
+            // This attempt has no run yet: the next one of the job's.
+            let run = match job.phase() {
+                Phase::Held | Phase::Released => job.restart_cnt,
+                Phase::Running | Phase::Ended(_) => job.restart_cnt + 1,
+                Phase::Completing => return Ok(()),
+            };
+            record(id, p.attempt, run)?;
+            self.runs.insert(key, run);
+            return self.launch(key, job, run, &names, now);
+        };
+        if job.restart_cnt + 1 == run && matches!(job.phase(), Phase::Running | Phase::Ended(_)) {
+            // The requeue that makes its run did not happen (its count did not move).
+            return self.slurm.requeue_held(id);
+        }
+        if job.restart_cnt != run {
+            return Ok(());
+        }
+        match job.phase() {
+            Phase::Held if !self.released.contains_key(&key) => self.launch(key, job, run, &names, now),
+            Phase::Held | Phase::Released => self.check_deadline(p, key, job, now),
+            Phase::Running => {
+                if self.released.remove(&key).is_some() {
+                    let ran_on = traces::inventory::expand_hostlist(&job.nodes).unwrap_or_default();
+                    if ran_on != names {
+                        self.messages.push(format!(
+                            "Slurm job {id} started on {} but schedlab placed it on {}",
+                            ran_on.join(","),
+                            names.join(",")
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Makes run `run` of the job carry the attempt: requeued held first if an earlier run
+    /// holds the job, else pinned and released.
+    fn launch(
+        &mut self,
+        key: (u64, u32),
+        job: &SlurmJob,
+        run: u32,
+        nodes: &[String],
+        now: Instant,
+    ) -> Result<(), String> {
+        if job.restart_cnt < run {
+            return self.slurm.requeue_held(key.0);
+        }
+        if job.phase() == Phase::Released {
+            // Released without schedlab (a pin must come first): held, pinned on the next turn.
+            return self.slurm.hold(key.0);
+        }
+        self.slurm.pin_and_release(key.0, nodes)?;
+        self.released.insert(key, now);
+        self.messages.push(format!("Slurm job {} released on {} (attempt {})", key.0, nodes.join(","), key.1));
+        Ok(())
+    }
+
+    /// A released attempt Slurm has not started within the deadline: held again, and given
+    /// back to the engine as the failure of one of its GPUs (repaired at once), so that the
+    /// policy places it anew. Only once the hold took: a job that started meanwhile runs.
+    fn check_deadline(&mut self, p: &Placement, key: (u64, u32), job: &SlurmJob, now: Instant) -> Result<(), String> {
+        let Some(&at) = self.released.get(&key) else { return Ok(()) };
+        if now.duration_since(at) < self.options.start_deadline {
+            return Ok(());
+        }
+        if job.phase() == Phase::Released {
+            self.slurm.hold(key.0)?;
+        }
+        self.released.remove(&key);
+        let (node, slot) = p.gpus[0];
+        let what = format!(
+            "Slurm did not start job {} within {:?} ({})",
+            key.0, self.options.start_deadline, job.state_reason
+        );
+        self.messages.push(what.clone());
+        self.carry.push(Input::GpuFail { node, slot, what });
+        self.carry.push(Input::GpuRepair { node, slot });
+        Ok(())
+    }
+
+    /// Runs the engine no longer counts (it preempted the attempt, failed it, or ended the
+    /// job): stopped in Slurm, requeued held; a release not yet taken, held.
+    fn stop_what_the_engine_stopped(&mut self, driver: &Driver, acted: &BTreeSet<u64>) {
+        let ours: Vec<(u64, Phase)> = self
+            .jobs
+            .values()
+            .filter(|j| !acted.contains(&j.job_id) && driver.find(&job_name(j.job_id)).is_some())
+            .filter(|j| self.runs.iter().any(|(&(id, _), &run)| id == j.job_id && run == j.restart_cnt))
+            .map(|j| (j.job_id, j.phase()))
+            .collect();
+        for (id, phase) in ours {
+            let done = match phase {
+                Phase::Running => self.slurm.requeue_held(id).map(|()| "requeued held"),
+                Phase::Released => self.slurm.hold(id).map(|()| "held"),
+                _ => continue,
+            };
+            match done {
+                Ok(what) => self.messages.push(format!("Slurm job {id} stopped by schedlab: {what}")),
+                Err(e) => self.messages.push(format!("Slurm job {id}: cannot stop it: {e}")),
+            }
+        }
+    }
+}
