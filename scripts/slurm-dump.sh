@@ -49,7 +49,7 @@
 # SLURM_DUMP_PROFILE=live starts the Slurm that `live serve --executor slurm` drives
 # (docs/slurm-executor.md): 4 nodes n1..n4 with gpu:8 each, partition `gpu` (default; every
 # job entering it is held by live/slurm/job_submit.lua, JobSubmitPlugins=lua), partition
-# `batch` (same nodes, not held: what Slurm schedules itself), JobRequeue=0, PreemptType=none,
+# `batch` (same nodes, not held: what Slurm schedules itself), PreemptType=none,
 # priority/basic, accounting in slurmdbd. It runs no workload: SLURM_DUMP_RUN (a command, run
 # with bash -c while the daemons are up, with SLURM_CONF, SLURM_STATE and SLURM_DUMP_OUT set)
 # does the work, and its exit status is the script's. SLURM_DUMP_RUN works with every profile
@@ -257,14 +257,13 @@ EOF
 }
 
 # The live profile: partition `gpu` is schedlab's (held at submission by job_submit.lua,
-# never requeued by Slurm itself, no preemption by Slurm), `batch` is Slurm's own.
+# no preemption by Slurm), `batch` is Slurm's own.
 write_live_config() {
     local host=$1 n
     cp live/slurm/job_submit.lua "$STATE/etc/job_submit.lua"
     cat >>"$STATE/etc/slurm.conf" <<EOF
 PriorityType=priority/basic
 JobSubmitPlugins=lua
-JobRequeue=0
 PreemptType=preempt/none
 GresTypes=gpu
 AccountingStorageType=accounting_storage/slurmdbd

@@ -6,7 +6,7 @@ WAIT_HELD: only an operator, schedlab's account, can release it). schedlab pins 
 the nodes its policy chose (ReqNodeList, NumNodes) and releases it; Slurm then starts it.
 
   - A submission to the driven partition, or with no partition while it is the default one,
-    is held.
+    is held, and made requeueable (schedlab stops a run with `scontrol requeuehold`).
   - A submission naming several partitions, one of them driven, is refused: schedlab must be
     the only one that can start it.
   - `sbatch -H` (a user hold, which its user could release) is refused in the driven
@@ -55,6 +55,10 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 		return slurm.ERROR
 	end
 	job_desc.priority = 0
+	-- Requeueable, so that schedlab can stop a run (scontrol requeuehold) and start the job
+	-- again. A run its node's failure ends is requeued by Slurm with a begin time 20 minutes
+	-- ahead (the launch credential's lifetime): schedlab holds it long before.
+	job_desc.requeue = 1
 	return slurm.SUCCESS
 end
 
@@ -80,6 +84,7 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
 	end
 	if driven and job_rec.partition ~= DRIVEN then
 		job_desc.priority = 0
+		job_desc.requeue = 1
 	end
 	return slurm.SUCCESS
 end

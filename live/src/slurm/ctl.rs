@@ -59,7 +59,9 @@ impl Slurm for Commands {
         let id = format!("JobId={job}");
         let list = format!("ReqNodeList={}", nodes.join(","));
         let count = format!("NumNodes={}", nodes.len());
-        run("scontrol", &["update", &id, &list, &count, "ExcNodeList="])?;
+        // StartTime: a requeued job's begin time is 20 minutes ahead (Slurm's credential
+        // lifetime); schedlab's start is now.
+        run("scontrol", &["update", &id, &list, &count, "ExcNodeList=", "StartTime=now"])?;
         run("scontrol", &["release", &job.to_string()]).map(drop)
     }
 
@@ -91,12 +93,6 @@ pub fn config_problems(config: &BTreeMap<String, String>) -> Vec<String> {
             get("JobSubmitPlugins")
         ));
     }
-    if get("JobRequeue") != "0" {
-        problems.push(format!(
-            "JobRequeue is `{}`: it must be 0, or Slurm requeues a job after a node failure and starts it again itself",
-            get("JobRequeue")
-        ));
-    }
     let preempt = get("PreemptType");
     if !preempt.is_empty() && preempt != "preempt/none" {
         problems.push(format!(
@@ -112,14 +108,14 @@ mod tests {
 
     #[test]
     fn config_lines_are_read_and_checked() {
-        let text = "Configuration data as of 2026-12-05T10:00:00\nJobRequeue              = 1\nJobSubmitPlugins        = lua\nPreemptType             = preempt/none\n\nSlurmctld(primary) at x is UP\n";
+        let text = "Configuration data as of 2026-12-05T10:00:00\nJobSubmitPlugins        = lua\nPreemptType             = preempt/partition_prio\n\nSlurmctld(primary) at x is UP\n";
         let config = parse_config(text);
-        assert_eq!(config["JobRequeue"], "1");
+        assert_eq!(config["PreemptType"], "preempt/partition_prio");
         let problems = config_problems(&config);
         assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(problems[0].starts_with("JobRequeue is `1`"));
+        assert!(problems[0].starts_with("PreemptType is `preempt/partition_prio`"));
         let mut fixed = config.clone();
-        fixed.insert("JobRequeue".into(), "0".into());
+        fixed.insert("PreemptType".into(), "preempt/none".into());
         assert!(config_problems(&fixed).is_empty());
         fixed.insert("JobSubmitPlugins".into(), "(null)".into());
         assert!(config_problems(&fixed)[0].starts_with("JobSubmitPlugins"));

@@ -163,18 +163,34 @@ impl SlurmExecutor {
         inputs: &mut Vec<Input>,
         failed_nodes: &mut BTreeSet<u32>,
     ) {
-        let Phase::Ended(end) = job.phase() else { return };
         let Some(task) = driver.submissions()[s].task_ids[0] else { return };
         let state = driver.controller().task(task);
-        let counted = state.status == TaskStatus::Running
-            && self.runs.get(&(job.job_id, state.attempt)) == Some(&job.restart_cnt)
-            && job.start_time != 0;
+        let run = self.runs.get(&(job.job_id, state.attempt)).copied();
+        let running = state.status == TaskStatus::Running;
+        if running && run.is_some_and(|r| job.restart_cnt > r) && !matches!(job.phase(), Phase::Ended(_)) {
+            // Slurm requeued the run itself (its node failed, or an admin asked): over.
+            self.run_lost(driver, task, state.attempt, job, inputs);
+            return;
+        }
+        let Phase::Ended(end) = job.phase() else { return };
+        let counted = running && run == Some(job.restart_cnt) && job.start_time != 0;
         match end {
             End::Cancelled if !driver.job_state(s).is_final() => inputs.push(Input::Cancel { job: s as u32 }),
             End::Exited(code) if counted => inputs.push(Input::Exit { task: task.0, attempt: state.attempt, code }),
             End::NodeFailed if counted => failed_nodes.extend(self.node_ids(&job.nodes)),
             _ => {}
         }
+    }
+
+    /// The attempt whose run Slurm ended on its own: given back to the engine as the failure
+    /// of one of its GPUs, repaired at once (the task runs again as a new attempt).
+    fn run_lost(&mut self, driver: &Driver, task: sim::TaskId, attempt: u32, job: &SlurmJob, inputs: &mut Vec<Input>) {
+        let Some(p) = driver.placements().into_iter().find(|p| p.task == task && p.attempt == attempt) else { return };
+        let (node, slot) = p.gpus[0];
+        let what = format!("Slurm requeued job {} itself ({})", job.job_id, job.state_reason);
+        self.messages.push(what.clone());
+        inputs.push(Input::GpuFail { node, slot, what });
+        inputs.push(Input::GpuRepair { node, slot });
     }
 
     /// The node ids of a Slurm host list (names not in the cluster left out).
@@ -297,16 +313,20 @@ impl SlurmExecutor {
     /// Runs the engine no longer counts (it preempted the attempt, failed it, or ended the
     /// job): stopped in Slurm, requeued held; a release not yet taken, held.
     fn stop_what_the_engine_stopped(&mut self, driver: &Driver, acted: &BTreeSet<u64>) {
-        let ours: Vec<(u64, Phase)> = self
+        let ours: Vec<(u64, Phase, bool)> = self
             .jobs
             .values()
             .filter(|j| !acted.contains(&j.job_id) && driver.find(&job_name(j.job_id)).is_some())
-            .filter(|j| self.runs.iter().any(|(&(id, _), &run)| id == j.job_id && run == j.restart_cnt))
-            .map(|j| (j.job_id, j.phase()))
+            .map(|j| {
+                let counted = self.runs.iter().any(|(&(id, _), &run)| id == j.job_id && run == j.restart_cnt);
+                (j.job_id, j.phase(), counted)
+            })
             .collect();
-        for (id, phase) in ours {
+        for (id, phase, counted) in ours {
             let done = match phase {
-                Phase::Running => self.slurm.requeue_held(id).map(|()| "requeued held"),
+                Phase::Running if counted => self.slurm.requeue_held(id).map(|()| "requeued held"),
+                // Released by schedlab for an attempt since stopped, or requeued by Slurm
+                // itself (a begin time 20 minutes ahead, not held): only schedlab starts it.
                 Phase::Released => self.slurm.hold(id).map(|()| "held"),
                 _ => continue,
             };

@@ -56,9 +56,6 @@ pub fn request(job: &SlurmJob) -> Result<JobRequest, String> {
     if job.array_job_id != 0 {
         return Err("an array job (each element is released on its own; submit the elements as jobs)".into());
     }
-    if job.requeue {
-        return Err("submitted with --requeue: Slurm would requeue it after a node failure and start it itself (submit with --no-requeue)".into());
-    }
     let nodes = job.node_count.max(1);
     let (per_node, gpu_type) = match (job.gpus_per_node(), per_job_gpus(job)) {
         (Some(g), _) => g,
@@ -135,7 +132,6 @@ mod tests {
         };
         assert!(refused(&|j| j.het_job_id = 3).starts_with("a heterogeneous job"));
         assert!(refused(&|j| j.array_job_id = 3).starts_with("an array job"));
-        assert!(refused(&|j| j.requeue = true).starts_with("submitted with --requeue"));
         assert!(refused(&|j| j.tres_per_node.clear()).starts_with("it asks for no GPU"));
         let per_job = |j: &mut SlurmJob| {
             j.tres_per_node.clear();
