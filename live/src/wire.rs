@@ -288,7 +288,6 @@ impl JobRequest {
             account: &self.account,
             user: &self.user,
             qos: &self.qos,
-            ..traces::JobFields::default()
         };
         let spec = job.build(tasks.into()).map_err(|e| {
             let sent = match e.field {

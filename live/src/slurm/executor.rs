@@ -55,8 +55,10 @@ pub struct SlurmExecutor {
     escaped: BTreeSet<u64>,
     /// The partition's jobs as last seen.
     jobs: BTreeMap<u64, SlurmJob>,
-    /// Inputs for the next batch (attempts Slurm did not start in time).
-    carry: Vec<Input>,
+    /// Attempts to give back to the engine in the next batch, each as the failure of one of
+    /// its GPUs (node, slot), repaired at once: released ones Slurm did not start in time,
+    /// runs Slurm requeued itself.
+    give_back: Vec<(u32, u32, String)>,
     /// What to log.
     messages: Vec<String>,
 }
@@ -72,7 +74,7 @@ impl SlurmExecutor {
             refused: BTreeSet::new(),
             escaped: BTreeSet::new(),
             jobs: BTreeMap::new(),
-            carry: Vec::new(),
+            give_back: Vec::new(),
             messages: Vec::new(),
         }
     }
@@ -96,16 +98,8 @@ impl SlurmExecutor {
     pub fn observe(&mut self, driver: &Driver) -> Result<Vec<Input>, String> {
         let nodes = self.slurm.nodes()?;
         let jobs = self.slurm.jobs(&self.options.partition)?;
-        let mut inputs = std::mem::take(&mut self.carry);
-        let in_service: BTreeSet<&str> =
-            nodes.iter().filter(|n| !n.out_of_service()).map(|n| n.name.as_str()).collect();
-        let half_beat = driver.config().run.heartbeat_s.0.as_ms() / 2;
-        for (node, name) in self.nodes.iter().enumerate() {
-            let due = driver.last_beat(node as u32).is_none_or(|b| driver.now().as_ms() >= b.as_ms() + half_beat);
-            if in_service.contains(name.as_str()) && due {
-                inputs.push(Input::Beat { node: node as u32 });
-            }
-        }
+        let mut inputs = Vec::new();
+        let going_out = self.node_inputs(driver, &nodes, &mut inputs);
         let mut failed_nodes = BTreeSet::new();
         for job in jobs {
             match driver.find(&job_name(job.job_id)) {
@@ -115,7 +109,51 @@ impl SlurmExecutor {
             self.jobs.insert(job.job_id, job);
         }
         inputs.extend(failed_nodes.into_iter().map(|node| Input::NodeRestarted { node }));
+        // A GPU given back is repaired in the same batch, which would also end the outage of
+        // a node going out now: its going out ends the attempt anyway.
+        for (node, slot, what) in std::mem::take(&mut self.give_back) {
+            if !going_out.contains(&node) {
+                inputs.push(Input::GpuFail { node, slot, what });
+                inputs.push(Input::GpuRepair { node, slot });
+            }
+        }
         Ok(inputs)
+    }
+
+    /// Slurm's nodes for the engine. Slurm is their health's authority: every node it lists
+    /// beats (every half heartbeat interval), and a node it takes out of service (down,
+    /// drained, not responding) has its GPUs taken out in the engine until Slurm puts it back
+    /// (a GPU failure per slot, then its repair: what the session's trace writes). Compared
+    /// with what the engine holds now, so a restarted coordinator neither repeats nor misses one.
+    /// Returns the nodes taken out now.
+    fn node_inputs(
+        &self,
+        driver: &Driver,
+        nodes: &[super::report::SlurmNode],
+        inputs: &mut Vec<Input>,
+    ) -> BTreeSet<u32> {
+        let mut going_out = BTreeSet::new();
+        let half_beat = driver.config().run.heartbeat_s.0.as_ms() / 2;
+        for (id, name) in self.nodes.iter().enumerate() {
+            let id = id as u32;
+            let Some(node) = nodes.iter().find(|n| &n.name == name) else { continue };
+            if driver.last_beat(id).is_none_or(|b| driver.now().as_ms() >= b.as_ms() + half_beat) {
+                inputs.push(Input::Beat { node: id });
+            }
+            let gpus = driver.cluster().node(sim::NodeId(id)).gpu_count;
+            let engine_out = driver.gpu_out(driver.cluster().node(sim::NodeId(id)).first_gpu);
+            match (node.out_of_service(), engine_out) {
+                (true, false) => {
+                    let reason: String = node.reason.chars().take(100).collect();
+                    let what = format!("Slurm: node {name} {} {reason}", node.state);
+                    inputs.extend((0..gpus).map(|slot| Input::GpuFail { node: id, slot, what: what.clone() }));
+                    going_out.insert(id);
+                }
+                (false, true) => inputs.extend((0..gpus).map(|slot| Input::GpuRepair { node: id, slot })),
+                _ => {}
+            }
+        }
+        going_out
     }
 
     /// A job of the partition the engine does not know yet.
@@ -169,7 +207,7 @@ impl SlurmExecutor {
         let running = state.status == TaskStatus::Running;
         if running && run.is_some_and(|r| job.restart_cnt > r) && !matches!(job.phase(), Phase::Ended(_)) {
             // Slurm requeued the run itself (its node failed, or an admin asked): over.
-            self.run_lost(driver, task, state.attempt, job, inputs);
+            self.run_lost(driver, task, state.attempt, job);
             return;
         }
         let Phase::Ended(end) = job.phase() else { return };
@@ -184,13 +222,12 @@ impl SlurmExecutor {
 
     /// The attempt whose run Slurm ended on its own: given back to the engine as the failure
     /// of one of its GPUs, repaired at once (the task runs again as a new attempt).
-    fn run_lost(&mut self, driver: &Driver, task: sim::TaskId, attempt: u32, job: &SlurmJob, inputs: &mut Vec<Input>) {
+    fn run_lost(&mut self, driver: &Driver, task: sim::TaskId, attempt: u32, job: &SlurmJob) {
         let Some(p) = driver.placements().into_iter().find(|p| p.task == task && p.attempt == attempt) else { return };
         let (node, slot) = p.gpus[0];
         let what = format!("Slurm requeued job {} itself ({})", job.job_id, job.state_reason);
         self.messages.push(what.clone());
-        inputs.push(Input::GpuFail { node, slot, what });
-        inputs.push(Input::GpuRepair { node, slot });
+        self.give_back.push((node, slot, what));
     }
 
     /// The node ids of a Slurm host list (names not in the cluster left out).
@@ -305,8 +342,7 @@ impl SlurmExecutor {
             key.0, self.options.start_deadline, job.state_reason
         );
         self.messages.push(what.clone());
-        self.carry.push(Input::GpuFail { node, slot, what });
-        self.carry.push(Input::GpuRepair { node, slot });
+        self.give_back.push((node, slot, what));
         Ok(())
     }
 

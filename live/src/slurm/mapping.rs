@@ -149,6 +149,7 @@ mod tests {
             state_flags: vec![],
             gres: gres.into(),
             partitions: vec![part.into()],
+            reason: String::new(),
         };
         let nodes = [
             node("a1", "gpu:a100:8", "gpu"),

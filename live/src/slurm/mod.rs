@@ -17,3 +17,6 @@ pub mod report;
 
 pub use ctl::{Commands, Slurm};
 pub use executor::{SlurmExecutor, SlurmOptions};
+
+#[cfg(test)]
+mod tests;

@@ -74,6 +74,9 @@ pub struct SlurmNode {
     pub gres: String,
     #[serde(default)]
     pub partitions: Vec<String>,
+    /// Why it is out of service, as the admin or Slurm wrote it (for the log only).
+    #[serde(default)]
+    pub reason: String,
 }
 
 #[derive(Deserialize)]
@@ -241,6 +244,7 @@ mod tests {
             state_flags: flags.iter().map(|f| f.to_string()).collect(),
             gres: "gpu:8".into(),
             partitions: vec![],
+            reason: String::new(),
         };
         assert!(!node("idle", &[]).out_of_service());
         assert!(!node("mixed", &[]).out_of_service());
