@@ -138,6 +138,18 @@ impl Runner {
         self.run_parts(spec, Some(trace), policy.as_mut(), keep)
     }
 
+    /// [`Runner::run_trace`] under `policy` instead of the one `spec` names (a forecast's,
+    /// which wraps the spec's policy).
+    pub fn run_trace_with_policy(
+        &self,
+        spec: &RunSpec,
+        trace: traces::Trace,
+        policy: &mut dyn Policy,
+        keep: Keep,
+    ) -> Result<RunOutcome, RunError> {
+        self.run_parts(spec, Some(trace), policy, keep)
+    }
+
     fn run_parts(
         &self,
         spec: &RunSpec,

@@ -119,6 +119,10 @@ pub struct ServeArgs {
     /// anew (--executor slurm).
     #[arg(long, default_value = "30")]
     start_deadline_s: Seconds,
+    /// Shadow mode (--executor slurm): change nothing in Slurm, which schedules the partition
+    /// itself; mirror it, and forecast and compare under --policy (`live status --forecast`).
+    #[arg(long)]
+    shadow: bool,
     #[arg(long)]
     quiet: bool,
 }
@@ -249,6 +253,10 @@ pub struct StatusArgs {
     /// Show the decision log instead.
     #[arg(long)]
     decisions: bool,
+    /// Show the forecast instead (--executor slurm): each pending job's start under the
+    /// policy and, in shadow mode, Slurm against the policy since the shadow started.
+    #[arg(long)]
+    forecast: bool,
     /// Print the API's JSON as is.
     #[arg(long)]
     json: bool,
@@ -458,6 +466,7 @@ fn run_serve(a: ServeArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
             partition: a.partition.clone(),
             poll: wall(a.slurm_poll_s).max(Duration::from_millis(100)),
             start_deadline: wall(a.start_deadline_s),
+            shadow: a.shadow,
         }),
     };
     eprintln!("schedlab live: state in {}, API token in {}", a.state.display(), a.state.join("token").display());
@@ -568,6 +577,8 @@ fn run_status(a: StatusArgs) -> CliResult {
         "/v1/cluster".to_string()
     } else if a.decisions {
         "/v1/decisions".to_string()
+    } else if a.forecast {
+        "/v1/forecast".to_string()
     } else if let Some(job) = &a.job {
         format!("/v1/jobs/{job}")
     } else {
@@ -587,6 +598,9 @@ fn run_status(a: StatusArgs) -> CliResult {
         other => other.to_string(),
     };
     let mut out = String::new();
+    if a.forecast {
+        return emit(forecast_text(&v));
+    }
     if a.cluster {
         out += &format!("policy {}, now {} s\n", s(&v["policy"]), s(&v["now_s"]));
         for n in v["nodes"].as_array().into_iter().flatten() {
@@ -652,4 +666,42 @@ fn run_status(a: StatusArgs) -> CliResult {
         }
     }
     emit(out)
+}
+
+/// `live status --forecast`: the forecast as a table (Unix times as seconds from now), then
+/// the shadow's comparison when there is one.
+fn forecast_text(v: &Value) -> String {
+    let f = &v["forecast"];
+    let now = f["now_unix"].as_u64().unwrap_or(0);
+    let mut out = format!(
+        "forecast under {} ({} pending jobs)\n",
+        f["policy"].as_str().unwrap_or("?"),
+        f["jobs"].as_array().map_or(0, Vec::len)
+    );
+    out += &format!("{:>10}  {:>10}  {:>12}\n", "job", "waited s", "starts in s");
+    for j in f["jobs"].as_array().into_iter().flatten() {
+        let waited = now.saturating_sub(j["submit_unix"].as_u64().unwrap_or(now));
+        let starts = j["start_unix"].as_u64().map_or("never".to_string(), |s| s.saturating_sub(now).to_string());
+        out += &format!("{:>10}  {:>10}  {:>12}\n", j["job"].as_u64().unwrap_or(0), waited, starts);
+    }
+    let c = &v["comparison"];
+    if c.is_object() {
+        let n = |k: &str| c[k].as_f64().unwrap_or(0.0);
+        out += &format!(
+            "since the shadow started ({} jobs): mean wait Slurm {:.1} s, {} {:.1} s; GPU-hours Slurm {:.2}, policy {:.2}\n",
+            c["jobs"],
+            n("slurm_mean_wait_s"),
+            c["policy"].as_str().unwrap_or("?"),
+            n("policy_mean_wait_s"),
+            n("slurm_gpu_hours"),
+            n("policy_gpu_hours")
+        );
+        for d in c["differ"].as_array().into_iter().flatten() {
+            out += &format!(
+                "  job {}: Slurm started it at {}, the policy at {}\n",
+                d["job"], d["slurm_start_unix"], d["policy_start_unix"]
+            );
+        }
+    }
+    out
 }

@@ -154,7 +154,51 @@ impl Coordinator {
             "The session's clock: time the coordinator has run, over its restarts.",
             [(vec![], self.driver.now().as_ms() as f64 / 1000.0)],
         );
+        if let Ok(v) = self.forecast_json() {
+            forecast_families(&mut e, &v);
+        }
         e.into_text()
+    }
+}
+
+/// With the Slurm executor: the forecast (a simulation, run by each scrape: its cost is the
+/// partition's jobs') and, in shadow mode, Slurm against the policy.
+fn forecast_families(e: &mut Exposition, v: &Value) {
+    let f = &v["forecast"];
+    let now = f["now_unix"].as_u64().unwrap_or(0);
+    let jobs = f["jobs"].as_array().cloned().unwrap_or_default();
+    let waits: Vec<f64> =
+        jobs.iter().filter_map(|j| j["start_unix"].as_u64()).map(|s| s.saturating_sub(now) as f64).collect();
+    e.family(
+        "schedlab_forecast_pending_jobs",
+        "gauge",
+        "Pending jobs of the Slurm partition.",
+        [(vec![], jobs.len() as f64)],
+    );
+    e.family(
+        "schedlab_forecast_start_seconds_max",
+        "gauge",
+        "The latest forecast start of a pending job under the policy, seconds from now.",
+        [(vec![], waits.iter().copied().fold(0.0, f64::max))],
+    );
+    let c = &v["comparison"];
+    if c.is_object() {
+        let by = |k: &str| {
+            [("slurm", format!("slurm_{k}")), ("policy", format!("policy_{k}"))]
+                .map(|(who, key)| (vec![("scheduler", who.to_string())], c[key.as_str()].as_f64().unwrap_or(0.0)))
+        };
+        e.family(
+            "schedlab_shadow_mean_wait_seconds",
+            "gauge",
+            "Mean wait of the jobs since the shadow started: Slurm's, and the policy's in simulation.",
+            by("mean_wait_s"),
+        );
+        e.family(
+            "schedlab_shadow_gpu_hours",
+            "gauge",
+            "GPU-hours run since the shadow started, by now.",
+            by("gpu_hours"),
+        );
     }
 }
 

@@ -150,6 +150,8 @@ pub struct Coordinator {
     executor: Option<crate::slurm::SlurmExecutor>,
     /// When Slurm is read next.
     next_poll: Option<Instant>,
+    /// The policies the session's policy is built from (forecasts build it again).
+    registry: policies::Registry,
 }
 
 impl Coordinator {
@@ -221,6 +223,7 @@ impl Coordinator {
             batches_applied: 0,
             executor: None,
             next_poll: None,
+            registry: options.registry.clone(),
         };
         let mut coordinator = coordinator;
         if let Some((mut executor, names)) = slurm {

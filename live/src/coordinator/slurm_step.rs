@@ -6,7 +6,8 @@
 use super::Coordinator;
 use super::settings::Given;
 use super::store::Store;
-use crate::slurm::{Commands, Slurm, SlurmExecutor, SlurmOptions, ctl, mapping};
+use crate::slurm::{Commands, Slurm, SlurmExecutor, SlurmOptions, ctl, mapping, shadow};
+use crate::wire::Refusal;
 use std::path::Path;
 use std::time::Instant;
 
@@ -18,7 +19,7 @@ pub(super) fn open_executor(
     dir: &Path,
 ) -> Result<(SlurmExecutor, Vec<String>), String> {
     let mut slurm = Commands;
-    let problems = ctl::config_problems(&slurm.config()?);
+    let problems = if options.shadow { Vec::new() } else { ctl::config_problems(&slurm.config()?) };
     if !problems.is_empty() {
         return Err(format!(
             "Slurm is not set up for schedlab to schedule partition `{}` (docs/slurm-executor.md):\n  {}",
@@ -40,6 +41,27 @@ pub(super) fn open_executor(
 }
 
 impl Coordinator {
+    /// `GET /v1/forecast`: each pending job's start under the session's policy from the
+    /// partition's state now and, in shadow mode, Slurm against the policy since the start
+    /// (see [`crate::slurm::shadow`]).
+    pub(crate) fn forecast_json(&self) -> Result<serde_json::Value, Refusal> {
+        let Some(executor) = &self.executor else {
+            return Err(Refusal::new(409, "forecasts need --executor slurm (the partition's state is Slurm's)"));
+        };
+        let run = &self.driver.config().run;
+        let cluster = self.driver.cluster_spec();
+        let now = crate::slurm::executor::unix_now();
+        let names = executor.node_names();
+        let fail = |e: String| Refusal::new(500, format!("the forecast failed: {e}"));
+        let forecast = shadow::forecast(&executor.mirror, cluster, names, &executor.out, now, run, &self.registry)
+            .map_err(fail)?;
+        let comparison = match executor.options.shadow {
+            true => Some(shadow::compare(&executor.mirror, cluster, now, run, &self.registry).map_err(fail)?),
+            false => None,
+        };
+        Ok(serde_json::json!({ "forecast": forecast, "comparison": comparison }))
+    }
+
     /// The node names a state directory was made for must be Slurm's now: node ids are
     /// positions in that list, in the journal and in every record.
     pub(super) fn adopt_slurm_nodes(&mut self, names: &[String]) -> Result<(), String> {

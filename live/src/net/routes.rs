@@ -77,6 +77,7 @@ pub(crate) static ROUTES: &[Route] = &[
     route(Get, "/v1/jobs/{job}", User, |c, r| ok(c.job_json(c.find_job(r.param("job"))?))),
     route(Post, "/v1/jobs/{job}/cancel", User, |c, r| c.cancel(r.param("job")).map(json)),
     route(Get, "/v1/cluster", User, |c, _| ok(c.cluster_json())),
+    route(Get, "/v1/forecast", User, |c, _| ok(c.forecast_json()?)),
     route(Post, "/v1/gpus/{uuid}/return", User, |c, r| c.return_gpu(r.param("uuid")).map(json)),
     route(Get, "/v1/decisions", User, |c, r| ok(c.decisions_json(r.query_u64("after"), r.query_u64("limit")))),
     route(Get, "/metrics", User, |c, _| Ok(Answer::text(CONTENT_TYPE, c.metrics_text()))),

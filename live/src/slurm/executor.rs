@@ -31,11 +31,18 @@ pub struct SlurmOptions {
     /// How long a released job may stay pending before it is held again and its attempt
     /// given back to the engine.
     pub start_deadline: Duration,
+    /// Change nothing in Slurm: mirror the partition, forecast, compare ([`super::shadow`]).
+    pub shadow: bool,
 }
 
 impl Default for SlurmOptions {
     fn default() -> SlurmOptions {
-        SlurmOptions { partition: "gpu".into(), poll: Duration::from_secs(1), start_deadline: Duration::from_secs(30) }
+        SlurmOptions {
+            partition: "gpu".into(),
+            poll: Duration::from_secs(1),
+            start_deadline: Duration::from_secs(30),
+            shadow: false,
+        }
     }
 }
 
@@ -61,6 +68,10 @@ pub struct SlurmExecutor {
     give_back: Vec<(u32, u32, String)>,
     /// What to log.
     messages: Vec<String>,
+    /// Every job of the partition seen since the start, as last reported (forecasts).
+    pub mirror: super::shadow::Mirror,
+    /// The nodes Slurm has out of service now (node ids).
+    pub out: BTreeSet<u32>,
 }
 
 impl SlurmExecutor {
@@ -76,7 +87,14 @@ impl SlurmExecutor {
             jobs: BTreeMap::new(),
             give_back: Vec::new(),
             messages: Vec::new(),
+            mirror: super::shadow::Mirror::new(unix_now()),
+            out: BTreeSet::new(),
         }
+    }
+
+    /// Slurm's node names by node id.
+    pub fn node_names(&self) -> &[String] {
+        &self.nodes
     }
 
     /// The run records of a state directory (see the module's doc).
@@ -100,6 +118,17 @@ impl SlurmExecutor {
         let jobs = self.slurm.jobs(&self.options.partition)?;
         let mut inputs = Vec::new();
         let going_out = self.node_inputs(driver, &nodes, &mut inputs);
+        self.out = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, name)| nodes.iter().find(|n| &n.name == *name).is_none_or(|n| n.out_of_service()))
+            .map(|(i, _)| i as u32)
+            .collect();
+        self.mirror.update(&jobs);
+        if self.options.shadow {
+            return Ok(inputs);
+        }
         let mut failed_nodes = BTreeSet::new();
         for job in jobs {
             match driver.find(&job_name(job.job_id)) {
@@ -240,6 +269,9 @@ impl SlurmExecutor {
     /// `record(job, attempt, restart_cnt)` stores which run carries an attempt; it is called
     /// before the command that makes the run, and nothing is done when it fails.
     pub fn act(&mut self, driver: &Driver, now: Instant, record: &mut dyn FnMut(u64, u32, u32) -> Result<(), String>) {
+        if self.options.shadow {
+            return;
+        }
         let mut acted = BTreeSet::new();
         for p in driver.placements() {
             let Some(id) = job_id(&driver.submissions()[p.submission].request.name) else { continue };
@@ -372,4 +404,9 @@ impl SlurmExecutor {
             }
         }
     }
+}
+
+/// Unix seconds now (the mirror's times are Slurm's).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }

@@ -14,6 +14,7 @@ pub mod ctl;
 pub mod executor;
 pub mod mapping;
 pub mod report;
+pub mod shadow;
 
 pub use ctl::{Commands, Slurm};
 pub use executor::{SlurmExecutor, SlurmOptions};
