@@ -152,6 +152,8 @@ pub struct Coordinator {
     next_poll: Option<Instant>,
     /// The policies the session's policy is built from (forecasts build it again).
     registry: policies::Registry,
+    /// Forecasts, computed off this thread (`--executor slurm`).
+    forecaster: crate::slurm::forecaster::Forecaster,
 }
 
 impl Coordinator {
@@ -224,6 +226,7 @@ impl Coordinator {
             executor: None,
             next_poll: None,
             registry: options.registry.clone(),
+            forecaster: Default::default(),
         };
         let mut coordinator = coordinator;
         if let Some((mut executor, names)) = slurm {

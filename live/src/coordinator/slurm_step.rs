@@ -6,7 +6,7 @@
 use super::Coordinator;
 use super::settings::Given;
 use super::store::Store;
-use crate::slurm::{Commands, Slurm, SlurmExecutor, SlurmOptions, ctl, mapping, shadow};
+use crate::slurm::{Commands, Slurm, SlurmExecutor, SlurmOptions, ctl, forecaster, mapping};
 use crate::wire::Refusal;
 use std::path::Path;
 use std::time::Instant;
@@ -41,25 +41,33 @@ pub(super) fn open_executor(
 }
 
 impl Coordinator {
-    /// `GET /v1/forecast`: each pending job's start under the session's policy from the
-    /// partition's state now and, in shadow mode, Slurm against the policy since the start
-    /// (see [`crate::slurm::shadow`]).
+    /// `GET /v1/forecast`: the last forecast finished ([`crate::slurm::forecaster`]): each
+    /// pending job's start under the session's policy from the partition's state then and, in
+    /// shadow mode, Slurm against the policy since the start (see [`crate::slurm::shadow`]).
     pub(crate) fn forecast_json(&self) -> Result<serde_json::Value, Refusal> {
-        let Some(executor) = &self.executor else {
+        if self.executor.is_none() {
             return Err(Refusal::new(409, "forecasts need --executor slurm (the partition's state is Slurm's)"));
-        };
-        let run = &self.driver.config().run;
-        let cluster = self.driver.cluster_spec();
-        let now = crate::slurm::executor::unix_now();
-        let names = executor.node_names();
-        let fail = |e: String| Refusal::new(500, format!("the forecast failed: {e}"));
-        let forecast = shadow::forecast(&executor.mirror, cluster, names, &executor.out, now, run, &self.registry)
-            .map_err(fail)?;
-        let comparison = match executor.options.shadow {
-            true => Some(shadow::compare(&executor.mirror, cluster, now, run, &self.registry).map_err(fail)?),
-            false => None,
-        };
-        Ok(serde_json::json!({ "forecast": forecast, "comparison": comparison }))
+        }
+        match self.forecaster.last() {
+            None => Err(Refusal::new(503, "the first forecast is still being computed: ask again shortly")),
+            Some(result) => result.map_err(|e| Refusal::new(500, format!("the last forecast failed: {e}"))),
+        }
+    }
+
+    /// Starts the next forecast when the last is a poll (at least 5 s) old.
+    fn forecast_step(&mut self, executor: &SlurmExecutor) {
+        let every = executor.options.poll.max(std::time::Duration::from_secs(5));
+        let (driver, registry) = (&self.driver, &self.registry);
+        self.forecaster.step(every, || forecaster::Inputs {
+            mirror: executor.mirror.clone(),
+            cluster: driver.cluster_spec().clone(),
+            names: executor.node_names().to_vec(),
+            out: executor.out.clone(),
+            now_unix: crate::slurm::executor::unix_now(),
+            run: driver.config().run.clone(),
+            registry: registry.clone(),
+            compare: executor.options.shadow,
+        });
     }
 
     /// The node names a state directory was made for must be Slurm's now: node ids are
@@ -100,6 +108,7 @@ impl Coordinator {
         for message in executor.take_messages() {
             self.log(message);
         }
+        self.forecast_step(&executor);
         self.executor = Some(executor);
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod ctl;
 pub mod executor;
+pub mod forecaster;
 pub mod mapping;
 pub mod report;
 pub mod shadow;

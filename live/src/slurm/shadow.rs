@@ -64,7 +64,7 @@ pub struct Differ {
 }
 
 /// What the shadow has seen: every job of the partition since it started, as last reported.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Mirror {
     pub since_unix: u64,
     pub jobs: BTreeMap<u64, SlurmJob>,
