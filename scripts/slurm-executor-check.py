@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Slurm executor against a real Slurm (docs/slurm-executor.md, "Checked in CI").
 
-Run by scripts/slurm-executor-ci.sh inside the live profile of scripts/slurm-dump.sh (4 nodes
+Run by scripts/slurm-live-ci.sh inside the live profile of scripts/slurm-dump.sh (4 nodes
 n1..n4 with gpu:8, partition `gpu` held by live/slurm/job_submit.lua), with SLURM_CONF set and
 $SCHEDLAB the binary. Two sessions, each a coordinator `live serve --executor slurm`:
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that a sweep run as a Slurm job array (scripts/slurm-sweep.sh) merges into the very
-# bytes of the same sweep run locally. Run by scripts/slurm-sweep-ci.sh inside a live Slurm
+# bytes of the same sweep run locally. Run by scripts/slurm-live-ci.sh inside a live Slurm
 # (scripts/slurm-dump.sh, SLURM_DUMP_PROFILE=live, SLURM_DUMP_RUN); works against any Slurm
 # whose nodes share this file system.
 #

@@ -149,38 +149,36 @@ impl Store {
 
     /// The Slurm node names of the cluster this directory was made for (node id order).
     pub fn slurm_nodes(&self) -> Result<Option<Vec<String>>, String> {
-        let text: Option<String> = self
-            .db
-            .query_row("SELECT value FROM meta WHERE key = 'slurm_nodes'", [], |r| r.get(0))
-            .optional()
-            .map_err(sql)?;
-        text.map(|t| serde_json::from_str(&t).map_err(|e| format!("slurm_nodes: {e}"))).transpose()
+        self.meta_json("slurm_nodes")
     }
 
     pub fn set_slurm_nodes(&self, names: &[String]) -> Result<(), String> {
-        let text = serde_json::to_string(names).map_err(|e| e.to_string())?;
-        self.db
-            .execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('slurm_nodes', ?1)", params![text])
-            .map_err(sql)?;
-        Ok(())
+        self.set_meta_json("slurm_nodes", names)
     }
 
     /// The XIDs the coordinator treats as application errors; None for a directory created
     /// before the setting existed (or not yet given one).
     pub fn app_xids(&self) -> Result<Option<Vec<u64>>, String> {
-        let text: Option<String> = self
-            .db
-            .query_row("SELECT value FROM meta WHERE key = 'app_xids'", [], |r| r.get(0))
-            .optional()
-            .map_err(sql)?;
-        text.map(|t| serde_json::from_str(&t).map_err(|e| format!("state database: bad app_xids: {e}"))).transpose()
+        self.meta_json("app_xids")
     }
 
     pub fn set_app_xids(&self, xids: &[u64]) -> Result<(), String> {
-        let text = serde_json::to_string(xids).map_err(|e| e.to_string())?;
-        self.db
-            .execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('app_xids', ?1)", params![text])
+        self.set_meta_json("app_xids", xids)
+    }
+
+    /// A setting kept as JSON under `key` in `meta`; None when it was never set.
+    fn meta_json<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>, String> {
+        let text: Option<String> = self
+            .db
+            .query_row("SELECT value FROM meta WHERE key = ?1", params![key], |r| r.get(0))
+            .optional()
             .map_err(sql)?;
+        text.map(|t| serde_json::from_str(&t).map_err(|e| format!("state database: bad {key}: {e}"))).transpose()
+    }
+
+    fn set_meta_json<T: serde::Serialize + ?Sized>(&self, key: &str, value: &T) -> Result<(), String> {
+        let text = serde_json::to_string(value).map_err(|e| e.to_string())?;
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", params![key, text]).map_err(sql)?;
         Ok(())
     }
 

@@ -14,7 +14,7 @@
 //! coordinator releases no attempt twice and never runs one as two Slurm runs.
 
 use super::ctl::Slurm;
-use super::mapping::{job_id, job_name, request};
+use super::mapping::{job_id, job_name, node_ids, request};
 use super::report::{End, Phase, SlurmJob};
 use crate::driver::{Driver, Input, Placement};
 use sim::TaskStatus;
@@ -60,15 +60,14 @@ pub struct SlurmExecutor {
     refused: BTreeSet<u64>,
     /// Jobs found running without schedlab's release (said once).
     escaped: BTreeSet<u64>,
-    /// The partition's jobs as last seen.
-    jobs: BTreeMap<u64, SlurmJob>,
     /// Attempts to give back to the engine in the next batch, each as the failure of one of
     /// its GPUs (node, slot), repaired at once: released ones Slurm did not start in time,
     /// runs Slurm requeued itself.
     give_back: Vec<(u32, u32, String)>,
     /// What to log.
     messages: Vec<String>,
-    /// Every job of the partition seen since the start, as last reported (forecasts).
+    /// Every job of the partition seen since the start, as last reported (what `act` reads,
+    /// and what forecasts start from).
     pub mirror: super::shadow::Mirror,
     /// The nodes Slurm has out of service now (node ids).
     pub out: BTreeSet<u32>,
@@ -84,7 +83,6 @@ impl SlurmExecutor {
             released: BTreeMap::new(),
             refused: BTreeSet::new(),
             escaped: BTreeSet::new(),
-            jobs: BTreeMap::new(),
             give_back: Vec::new(),
             messages: Vec::new(),
             mirror: super::shadow::Mirror::new(unix_now()),
@@ -107,24 +105,12 @@ impl SlurmExecutor {
         std::mem::take(&mut self.messages)
     }
 
-    /// Jobs refused, with the partition's jobs as last seen (for the views).
-    pub fn refused(&self) -> impl Iterator<Item = u64> + '_ {
-        self.refused.iter().copied()
-    }
-
     /// The inputs of the next batch: Slurm's nodes and jobs, read now.
     pub fn observe(&mut self, driver: &Driver) -> Result<Vec<Input>, String> {
         let nodes = self.slurm.nodes()?;
         let jobs = self.slurm.jobs(&self.options.partition)?;
         let mut inputs = Vec::new();
         let going_out = self.node_inputs(driver, &nodes, &mut inputs);
-        self.out = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, name)| nodes.iter().find(|n| &n.name == *name).is_none_or(|n| n.out_of_service()))
-            .map(|(i, _)| i as u32)
-            .collect();
         self.mirror.update(&jobs);
         if self.options.shadow {
             return Ok(inputs);
@@ -135,7 +121,6 @@ impl SlurmExecutor {
                 None => self.newcomer(driver, &job, &mut inputs),
                 Some(s) => self.known(driver, s, &job, &mut inputs, &mut failed_nodes),
             }
-            self.jobs.insert(job.job_id, job);
         }
         inputs.extend(failed_nodes.into_iter().map(|node| Input::NodeRestarted { node }));
         // A GPU given back is repaired in the same batch, which would also end the outage of
@@ -154,18 +139,27 @@ impl SlurmExecutor {
     /// drained, not responding) has its GPUs taken out in the engine until Slurm puts it back
     /// (a GPU failure per slot, then its repair: what the session's trace writes). Compared
     /// with what the engine holds now, so a restarted coordinator neither repeats nor misses one.
-    /// Returns the nodes taken out now.
+    /// Keeps the nodes out of service (a node Slurm no longer lists among them) in `out`, and
+    /// returns those taken out now.
     fn node_inputs(
-        &self,
+        &mut self,
         driver: &Driver,
         nodes: &[super::report::SlurmNode],
         inputs: &mut Vec<Input>,
     ) -> BTreeSet<u32> {
+        let by_name: BTreeMap<&str, &super::report::SlurmNode> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
         let mut going_out = BTreeSet::new();
+        self.out.clear();
         let half_beat = driver.config().run.heartbeat_s.0.as_ms() / 2;
         for (id, name) in self.nodes.iter().enumerate() {
             let id = id as u32;
-            let Some(node) = nodes.iter().find(|n| &n.name == name) else { continue };
+            let Some(node) = by_name.get(name.as_str()) else {
+                self.out.insert(id);
+                continue;
+            };
+            if node.out_of_service() {
+                self.out.insert(id);
+            }
             if driver.last_beat(id).is_none_or(|b| driver.now().as_ms() >= b.as_ms() + half_beat) {
                 inputs.push(Input::Beat { node: id });
             }
@@ -244,7 +238,7 @@ impl SlurmExecutor {
         match end {
             End::Cancelled if !driver.job_state(s).is_final() => inputs.push(Input::Cancel { job: s as u32 }),
             End::Exited(code) if counted => inputs.push(Input::Exit { task: task.0, attempt: state.attempt, code }),
-            End::NodeFailed if counted => failed_nodes.extend(self.node_ids(&job.nodes)),
+            End::NodeFailed if counted => failed_nodes.extend(node_ids(&job.nodes, &self.nodes)),
             _ => {}
         }
     }
@@ -259,12 +253,6 @@ impl SlurmExecutor {
         self.give_back.push((node, slot, what));
     }
 
-    /// The node ids of a Slurm host list (names not in the cluster left out).
-    fn node_ids(&self, list: &str) -> Vec<u32> {
-        let names = traces::inventory::expand_hostlist(list).unwrap_or_default();
-        names.iter().filter_map(|n| self.nodes.iter().position(|m| m == n)).map(|i| i as u32).collect()
-    }
-
     /// Carries out the engine's decisions (after the batch `observe` gave was applied).
     /// `record(job, attempt, restart_cnt)` stores which run carries an attempt; it is called
     /// before the command that makes the run, and nothing is done when it fails.
@@ -275,7 +263,7 @@ impl SlurmExecutor {
         let mut acted = BTreeSet::new();
         for p in driver.placements() {
             let Some(id) = job_id(&driver.submissions()[p.submission].request.name) else { continue };
-            let Some(job) = self.jobs.get(&id).cloned() else { continue };
+            let Some(job) = self.mirror.jobs.get(&id).cloned() else { continue };
             acted.insert(id);
             if let Err(e) = self.carry_out(&p, id, &job, now, record) {
                 self.messages.push(format!("Slurm job {id}, attempt {}: {e}", p.attempt));
@@ -381,12 +369,16 @@ impl SlurmExecutor {
     /// Runs the engine no longer counts (it preempted the attempt, failed it, or ended the
     /// job): stopped in Slurm, requeued held; a release not yet taken, held.
     fn stop_what_the_engine_stopped(&mut self, driver: &Driver, acted: &BTreeSet<u64>) {
+        // Only jobs that hold or may take nodes: the mirror keeps every job ever seen.
         let ours: Vec<(u64, Phase, bool)> = self
+            .mirror
             .jobs
             .values()
+            .filter(|j| matches!(j.phase(), Phase::Running | Phase::Released))
             .filter(|j| !acted.contains(&j.job_id) && driver.find(&job_name(j.job_id)).is_some())
             .map(|j| {
-                let counted = self.runs.iter().any(|(&(id, _), &run)| id == j.job_id && run == j.restart_cnt);
+                let runs = self.runs.range((j.job_id, 0)..=(j.job_id, u32::MAX));
+                let counted = runs.into_iter().any(|(_, &run)| run == j.restart_cnt);
                 (j.job_id, j.phase(), counted)
             })
             .collect();

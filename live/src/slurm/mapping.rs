@@ -17,6 +17,18 @@ pub fn job_id(name: &str) -> Option<u64> {
     name.strip_prefix("slurm-")?.parse().ok()
 }
 
+/// The node ids of a Slurm host list, given the nodes' names by id (names not among them
+/// left out).
+pub fn node_ids(list: &str, names: &[String]) -> Vec<u32> {
+    let listed = traces::inventory::expand_hostlist(list).unwrap_or_default();
+    listed.iter().filter_map(|n| names.iter().position(|m| m == n)).map(|i| i as u32).collect()
+}
+
+/// A job's time limit in seconds; None for none (a limit past a year is Slurm's "unlimited").
+pub fn limit_s(job: &SlurmJob) -> Option<u64> {
+    job.time_limit.filter(|&m| m > 0 && m < 525_600).map(|m| m * 60)
+}
+
 /// The partition's nodes as a cluster: one pool per (GPU type, GPUs per node), in order of
 /// first appearance; the nodes' names by node id. Nodes without GPUs are left out (the
 /// engine schedules GPUs); a partition with none is an error.
@@ -76,8 +88,7 @@ pub fn request(job: &SlurmJob) -> Result<JobRequest, String> {
     if let Some(t) = &gpu_type {
         plain("GPU type", t)?;
     }
-    // A limit past a year is Slurm's "unlimited": no estimate then.
-    let estimate_s = job.time_limit.filter(|&m| m > 0 && m < 525_600).map(|m| serde_json::Number::from(m * 60));
+    let estimate_s = limit_s(job).map(serde_json::Number::from);
     let task = TaskRequest {
         gpus: per_node * nodes,
         gpu_type,

@@ -54,8 +54,6 @@ pub struct SlurmJob {
     #[serde(default)]
     pub dependency: String,
     #[serde(default)]
-    pub requeue: bool,
-    #[serde(default)]
     pub array_job_id: u64,
     #[serde(default)]
     pub het_job_id: u64,

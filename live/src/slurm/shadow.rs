@@ -14,7 +14,7 @@
 //! A simulation from a snapshot, not a replay of the session: its cost is that of the jobs
 //! in the partition now (docs/performance.md, the forecast row).
 
-use super::mapping::{job_name, request};
+use super::mapping::{job_name, node_ids, request};
 use super::report::{Phase, SlurmJob};
 use run::{Keep, RunSpec, Runner};
 use serde::Serialize;
@@ -105,7 +105,7 @@ pub fn forecast(
     let origin = pending.first().map_or(now_unix, |j| j.submit_time).min(now_unix) - 1;
     let at = |unix: u64| SimTime(unix.saturating_sub(origin) * 1000);
     let now = at(now_unix);
-    let first_gpu = first_gpus(cluster);
+    let layout = gpu_layout(cluster);
     let mut used = vec![0u32; names.len()];
     let mut specs = Vec::new();
     let mut pins = Vec::new();
@@ -118,7 +118,7 @@ pub fn forecast(
         let mut gpus = Vec::new();
         for &node in &nodes {
             for _ in 0..per_node {
-                gpus.push(sim::GpuId(first_gpu[node as usize] + used[node as usize]));
+                gpus.push(sim::GpuId(layout[node as usize].0 + used[node as usize]));
                 used[node as usize] += 1;
             }
         }
@@ -131,7 +131,7 @@ pub fn forecast(
     }
     let mut events = Vec::new();
     for &node in out {
-        for gpu in used[node as usize]..gpus_of(cluster, node) {
+        for gpu in used[node as usize]..layout[node as usize].1 {
             events.push(ClusterEvent::GpuFail { time: SimTime::ZERO, node: NodeId(node), gpu, repair: None });
         }
     }
@@ -186,17 +186,18 @@ impl sim::Policy for Pinned {
     }
 }
 
-/// Each node's first GPU id (nodes in pool order).
-fn first_gpus(cluster: &ClusterSpec) -> Vec<u32> {
-    let mut first = Vec::new();
+/// Each node's first GPU id and GPU count (nodes in pool order, as `sim::Cluster` numbers
+/// them).
+fn gpu_layout(cluster: &ClusterSpec) -> Vec<(u32, u32)> {
+    let mut layout = Vec::new();
     let mut next = 0;
     for p in &cluster.pools {
         for _ in 0..p.nodes {
-            first.push(next);
+            layout.push((next, p.gpus_per_node));
             next += p.gpus_per_node;
         }
     }
-    first
+    layout
 }
 
 /// Slurm against `run`'s policy on the jobs submitted since the shadow started.
@@ -289,8 +290,9 @@ fn counts(j: &SlurmJob) -> bool {
     request(j).is_ok() && !(j.phase() == Phase::Ended(super::report::End::Cancelled) && j.start_time == 0)
 }
 
+/// The run time a forecast gives a job: its time limit, or [`NO_LIMIT_S`].
 fn limit_s(j: &SlurmJob) -> u64 {
-    j.time_limit.filter(|&m| m > 0 && m < 525_600).map_or(NO_LIMIT_S, |m| m * 60)
+    super::mapping::limit_s(j).unwrap_or(NO_LIMIT_S)
 }
 
 /// The job as the simulator's, its work its time limit (its estimate too), starting no
@@ -299,24 +301,7 @@ fn job_spec(j: &SlurmJob, submit: SimTime, not_before_s: Option<u64>) -> Result<
     let mut r = request(j)?;
     r.tasks[0].estimate_s = Some(serde_json::Number::from(limit_s(j)));
     r.tasks[0].not_before_s = not_before_s.filter(|&s| s > 0).map(serde_json::Number::from);
-    r.name = job_name(j.job_id);
     r.to_spec(submit, SimDuration(limit_s(j) * 1000)).map_err(|e| e.reason)
-}
-
-fn node_ids(list: &str, names: &[String]) -> Vec<u32> {
-    let listed = traces::inventory::expand_hostlist(list).unwrap_or_default();
-    listed.iter().filter_map(|n| names.iter().position(|m| m == n)).map(|i| i as u32).collect()
-}
-
-fn gpus_of(cluster: &ClusterSpec, node: u32) -> u32 {
-    let mut first = 0;
-    for p in &cluster.pools {
-        if node < first + p.nodes {
-            return p.gpus_per_node;
-        }
-        first += p.nodes;
-    }
-    0
 }
 
 /// One simulation of `jobs` (in order: their ids are their positions) on the cluster.

@@ -238,3 +238,33 @@ fn a_restarted_executor_releases_what_it_recorded_but_never_released_and_nothing
     assert_eq!(s.poll(2, &mut runs).1, ["release 10 on n1"]);
     assert_eq!(s.poll(3, &mut runs).1, Vec::<String>::new());
 }
+
+#[test]
+fn a_run_lost_with_its_node_is_the_nodes_outage_and_no_repair() {
+    let fake = fake_cluster();
+    let mut s = Session::new(&fake);
+    let mut runs = BTreeMap::new();
+    fake.add_job(11, 1, 8);
+    assert_eq!(s.poll(1, &mut runs).1, ["release 11 on n1"]);
+    fake.set(11, "RUNNING", "n1", 0);
+    s.poll(2, &mut runs);
+    // In one poll n1 goes down and drained, and Slurm requeues the run itself (pending, a begin
+    // time ahead, not held). n1's GPUs go out; the run's attempt is not also given back as a
+    // GPU failure repaired at once, which would end the outage of that GPU in the same batch.
+    fake.0.lock().unwrap().nodes[0].state = "down".into();
+    {
+        let mut state = fake.0.lock().unwrap();
+        let j = state.jobs.get_mut(&11).unwrap();
+        j.job_state = "PENDING".into();
+        j.state_reason = "BeginTime".into();
+        j.restart_cnt = 1;
+    }
+    let (inputs, commands) = s.poll(3, &mut runs);
+    let out: Vec<String> = (0..8).map(|slot| format!("gpu_fail 0/{slot}")).collect();
+    assert_eq!(names(&inputs), out);
+    // The engine placed attempt 2 on n2: its run is the requeued one (restart 1), released
+    // only once held.
+    assert_eq!(commands, ["hold 11"]);
+    assert_eq!(s.poll(4, &mut runs).1, ["release 11 on n2"]);
+    assert_eq!(runs.get(&(11, 2)), Some(&1));
+}
