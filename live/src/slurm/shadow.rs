@@ -348,15 +348,23 @@ mod tests {
     }
 
     fn starts(policy: &str) -> Vec<(u64, Option<u64>)> {
-        let mut mirror = Mirror::new(900);
         // A: n1's 8 GPUs since 1000, limit 3 min (to 1180). B: a node, 1 min. C: both nodes,
         // 1 min. D: 4 GPUs, 1 min. Now 1030.
-        mirror.update(&[
-            job(1, 1, 8, 3, 990, "n1", 1000),
-            job(2, 1, 8, 1, 1010, "", 0),
-            job(3, 2, 8, 1, 1020, "", 0),
-            job(4, 1, 4, 1, 1025, "", 0),
-        ]);
+        forecast_at_1030(
+            policy,
+            &[
+                job(1, 1, 8, 3, 990, "n1", 1000),
+                job(2, 1, 8, 1, 1010, "", 0),
+                job(3, 2, 8, 1, 1020, "", 0),
+                job(4, 1, 4, 1, 1025, "", 0),
+            ],
+        )
+    }
+
+    /// The forecast at 1030 under `policy` of `jobs` on two nodes of 8 GPUs, n1 and n2.
+    fn forecast_at_1030(policy: &str, jobs: &[SlurmJob]) -> Vec<(u64, Option<u64>)> {
+        let mut mirror = Mirror::new(900);
+        mirror.update(jobs);
         let cluster = traces::parse_cluster_shorthand("2x8:gpu").unwrap();
         let names = vec!["n1".to_string(), "n2".to_string()];
         let run = RunSpec { policy: policy.parse().unwrap(), ..RunSpec::default() };
@@ -371,6 +379,24 @@ mod tests {
         assert_eq!(starts("fifo"), [(2, Some(1030)), (3, Some(1180)), (4, Some(1240))]);
         // easy-backfill: D fits before C's reservation, on n2 once B ends (1090 + 60 <= 1180).
         assert_eq!(starts("easy-backfill[duration=estimate]"), [(2, Some(1030)), (3, Some(1180)), (4, Some(1090))]);
+    }
+
+    /// The `slurm` policy plans with the ends of the jobs Slurm runs, which it did not start
+    /// itself. R holds 4 of n1's GPUs until 1180; on n2, S holds 4 until 2200 and T 4 until
+    /// 1120. A (a whole node, 2 min) can only have n1, at 1180: backfill reserves it there.
+    /// When T ends, B (4 GPUs, 10 min) fits on n1 or n2; n1 would still hold it at 1180, so it
+    /// takes n2. Blind to R's end, A had no reservation, B took n1 (the lower of two equal
+    /// nodes), and A waited for B's end.
+    #[test]
+    fn the_slurm_policy_reserves_behind_the_jobs_slurm_runs() {
+        let jobs = [
+            job(1, 1, 4, 3, 990, "n1", 1000),
+            job(2, 1, 4, 20, 990, "n2", 1000),
+            job(5, 1, 4, 2, 990, "n2", 1000),
+            job(3, 1, 8, 2, 1010, "", 0),
+            job(4, 1, 4, 10, 1020, "", 0),
+        ];
+        assert_eq!(forecast_at_1030("slurm", &jobs), [(3, Some(1180)), (4, Some(1120))]);
     }
 
     #[test]

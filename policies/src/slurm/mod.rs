@@ -159,7 +159,7 @@ impl Slurm {
                     }
                     self.requests.insert(now + view.release_latency());
                 }
-                Change::TaskStarted(_) => {}
+                Change::TaskStarted(task) => self.started_elsewhere(view, task),
                 Change::JobEnded(job) => {
                     let stopped: Vec<TaskId> =
                         self.running.iter().filter(|(_, r)| r.job == job).map(|(&t, _)| t).collect();
@@ -191,6 +191,23 @@ impl Slurm {
             }
             self.facts.insert(job, facts);
         }
+    }
+
+    /// A task another planner started (a forecast pins the jobs Slurm runs before the policy's
+    /// first decision): it runs where it was put, and backfill plans with its time limit as
+    /// for the tasks this policy starts. A task this policy started is already known.
+    fn started_elsewhere(&mut self, view: &ClusterView<'_>, task: TaskId) {
+        if self.running.contains_key(&task) {
+            return;
+        }
+        let t = view.task(task);
+        let mut on_node: BTreeMap<NodeId, u32> = BTreeMap::new();
+        for &gpu in &t.placed {
+            *on_node.entry(view.cluster().node_of(gpu)).or_default() += 1;
+        }
+        let parts: Parts = on_node.into_iter().collect();
+        let expected_end = t.estimate.get().map_or(SimTime(u64::MAX / 2), |l| t.run_start + l);
+        self.running.insert(task, Running { job: t.job, parts, start: t.run_start, expected_end });
     }
 
     /// A task stopped at `now`: its job is charged for the time it ran.
