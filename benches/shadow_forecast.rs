@@ -8,14 +8,20 @@
 //! `shadow::forecast` from that state under one built-in policy: the simulation forward from
 //! now (the running jobs pinned where they run, until their limits end; the pending ones run
 //! for their limits). Building the state is outside the timed part.
+//!
+//! `SCHEDLAB_SHADOW_NODES` and `SCHEDLAB_SHADOW_PENDING` scale it down for a quicker look;
+//! `cargo bench --bench shadow_forecast -- slurm` runs one policy.
 
 use live::slurm::report::SlurmJob;
 use live::slurm::shadow::{Mirror, forecast};
 use run::RunSpec;
 use std::collections::BTreeSet;
 
-const NODES: u32 = 2000;
-const PENDING: u64 = 10_000;
+/// 2,000 nodes and 10,000 pending jobs unless the environment says otherwise.
+fn scale() -> (u32, u64) {
+    let read = |key: &str, default: u64| std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    (read("SCHEDLAB_SHADOW_NODES", 2000) as u32, read("SCHEDLAB_SHADOW_PENDING", 10_000))
+}
 const NOW: u64 = 1_800_000_000;
 
 fn main() {
@@ -63,16 +69,17 @@ fn job(id: u64, gpus: u32, minutes: u64, submit: u64, on: Option<(String, u64)>)
 /// The partition: running jobs packed onto the nodes in order until 90 % of the GPUs are
 /// held, then the pending queue.
 fn state() -> (Mirror, sim::ClusterSpec, Vec<String>) {
+    let (nodes, pending) = scale();
     let mut rng = Draws(34);
     let shapes = [1, 1, 2, 4, 8, 8, 16];
-    let names: Vec<String> = (1..=NODES).map(|n| format!("n{n}")).collect();
-    let mut free = vec![8u32; NODES as usize];
+    let names: Vec<String> = (1..=nodes).map(|n| format!("n{n}")).collect();
+    let mut free = vec![8u32; nodes as usize];
     let mut jobs = Vec::new();
     let mut id = 1;
     let mut node = 0usize;
-    let target = (NODES * 8) as f64 * 0.9;
+    let target = (nodes * 8) as f64 * 0.9;
     let mut held = 0.0;
-    while held < target && node + 1 < NODES as usize {
+    while held < target && node + 1 < nodes as usize {
         let gpus = shapes[rng.random_range(0..shapes.len() as u64) as usize];
         let minutes = rng.random_range(10..=120);
         let start = NOW - rng.random_range(0..minutes * 60);
@@ -94,14 +101,14 @@ fn state() -> (Mirror, sim::ClusterSpec, Vec<String>) {
         held += gpus as f64;
         id += 1;
     }
-    for _ in 0..PENDING {
+    for _ in 0..pending {
         let gpus = shapes[rng.random_range(0..shapes.len() as u64) as usize];
         jobs.push(job(id, gpus, rng.random_range(10..=120), NOW - rng.random_range(0..3600), None));
         id += 1;
     }
     let mut mirror = Mirror::new(NOW - 3600);
     mirror.update(&jobs);
-    let cluster = traces::parse_cluster_shorthand(&format!("{NODES}x8:gpu")).expect("a cluster");
+    let cluster = traces::parse_cluster_shorthand(&format!("{nodes}x8:gpu")).expect("a cluster");
     (mirror, cluster, names)
 }
 
@@ -129,7 +136,7 @@ fn forecast_10k_pending_2000_nodes(bencher: divan::Bencher, policy: &str) {
     let registry = policies::Registry::builtin();
     bencher.bench_local(|| {
         let f = forecast(&mirror, &cluster, &names, &BTreeSet::new(), NOW, &run, &registry).expect("a forecast");
-        assert_eq!(f.jobs.len() as u64, PENDING);
+        assert_eq!(f.jobs.len() as u64, scale().1);
         f
     });
 }

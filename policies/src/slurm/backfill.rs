@@ -8,7 +8,8 @@
 //! later group's window twice the last) until the job fits, and it starts at the end of the
 //! last job taken. Estimates are as coarse as Slurm's.
 
-use super::nodes::{Nodes, Parts};
+use super::node_set::NodeSet;
+use super::nodes::{Ask, Nodes, Parts};
 use super::space::Space;
 use super::{Candidate, Slurm, select_all};
 use sim::{ClusterView, NodeId, Plan, SimDuration, SimTime};
@@ -16,6 +17,14 @@ use std::collections::BTreeMap;
 
 /// The first group of running jobs taken away ends within this of the next multiple of it.
 const GROUP: u64 = 30_000;
+
+/// The running tasks as backfill plans with them: by the ends their limits give.
+struct Ending {
+    jobs: Vec<(SimTime, Parts)>,
+    /// The nodes once every one has ended: a job with no room there never has any (most tries
+    /// of a long queue), and is told so without a walk through the running tasks.
+    all_ended: Nodes,
+}
 
 impl Slurm {
     pub(super) fn backfill_pass(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
@@ -25,7 +34,7 @@ impl Slurm {
         let mut space = Space::new(now, self.config.bf_resolution, self.config.bf_window, nodes.gpus.len());
         let (mut tested, mut per_user, mut per_part) = (0, BTreeMap::new(), BTreeMap::new());
         let mut allowed = super::Allowed::default();
-        let mut ending = self.ending();
+        let mut ending = self.ending(&nodes);
         for candidate in &queue {
             if tested >= self.config.bf_max_job_test {
                 break;
@@ -42,17 +51,20 @@ impl Slurm {
             tested += 1;
             let own = allowed.of(view, candidate);
             if self.plan_one(view, plan, &mut nodes, &mut space, candidate, &own, &ending) {
-                ending = self.ending();
+                ending = self.ending(&nodes);
             }
         }
     }
 
-    /// The running tasks by the end their time limits give, with where they run.
-    fn ending(&self) -> Vec<(SimTime, Parts)> {
-        let mut ending: Vec<(SimTime, Parts)> =
+    /// The running tasks by the end their time limits give, with where they run, and `nodes`
+    /// as they will be once all have ended.
+    fn ending(&self, nodes: &Nodes) -> Ending {
+        let mut jobs: Vec<(SimTime, Parts)> =
             self.running.values().map(|r| (r.expected_end, r.parts.clone())).collect();
-        ending.sort_by_key(|(end, parts)| (*end, parts.first().map(|p| p.0)));
-        ending
+        jobs.sort_by_key(|(end, parts)| (*end, parts.first().map(|p| p.0)));
+        let mut all_ended = nodes.clone();
+        jobs.iter().for_each(|(_, parts)| all_ended.give(parts));
+        Ending { jobs, all_ended }
     }
 
     /// Starts `candidate` now (true) or reserves its earliest start in `space`.
@@ -64,17 +76,24 @@ impl Slurm {
         nodes: &mut Nodes,
         space: &mut Space,
         candidate: &Candidate,
-        allowed: &[bool],
-        ending: &[(SimTime, Parts)],
+        allowed: &NodeSet,
+        ending: &Ending,
     ) -> bool {
         let now = view.now();
         let limit = candidate.limit.unwrap_or(self.config.bf_window);
         let mut from = now;
+        let (mut usable, mut given) = (allowed.clone(), Vec::new());
         // Each try starts later: at most one per slot of the plan.
         for _ in 0..1_000 {
-            let mut usable = allowed.to_vec();
+            usable.copy_from(allowed);
             let later = space.restrict(from, from + limit, &mut usable);
-            let Some((start, parts)) = will_run(now, from, nodes, ending, candidate, &usable) else {
+            let tried = if Room::of(&ending.all_ended, candidate, &usable).any() {
+                will_run(now, from, nodes, &ending.jobs, candidate, &usable, &mut given)
+            } else {
+                None
+            };
+            given.drain(..).for_each(|i| nodes.take(&ending.jobs[i].1));
+            let Some((start, parts)) = tried else {
                 match later {
                     Some(t) if t > from => {
                         from = t;
@@ -112,42 +131,108 @@ impl Slurm {
 
 /// The earliest start at or after `from` of `candidate` on the `usable` nodes and where, by
 /// Slurm's will-run test over the running tasks `ending` (by their limits' ends); `None`: not
-/// even once every running task there has ended.
+/// even once every running task there has ended. The tasks it takes away are given back to
+/// `nodes` and their places in `ending` listed in `given`, for the caller to take again (an
+/// undo costs what was given, where a copy of the nodes at every try cost them all).
 fn will_run(
     now: SimTime,
     from: SimTime,
-    nodes: &Nodes,
+    nodes: &mut Nodes,
     ending: &[(SimTime, Parts)],
     candidate: &Candidate,
-    usable: &[bool],
+    usable: &NodeSet,
+    given: &mut Vec<usize>,
 ) -> Option<(SimTime, Vec<Parts>)> {
-    let on_usable = |parts: &Parts| parts.iter().any(|&(n, _)| usable[n.index()]);
-    let mut ending = ending.iter().filter(|(_, parts)| on_usable(parts)).peekable();
+    let on_usable = |parts: &Parts| parts.iter().any(|&(n, _)| usable.contains(n.index()));
+    let mut ending = ending.iter().enumerate().filter(|(_, (_, parts))| on_usable(parts)).peekable();
     // A later try sees the jobs that end by then gone.
-    let mut freed = nodes.clone();
-    while let Some((_, parts)) = ending.next_if(|(end, _)| from > now && *end <= from) {
-        freed.give(parts);
+    while let Some((i, (_, parts))) = ending.next_if(|(_, (end, _))| from > now && *end <= from) {
+        nodes.give(parts);
+        given.push(i);
     }
-    if let Some(parts) = select_all(&freed, &candidate.tasks, usable) {
+    let mut room = Room::of(nodes, candidate, usable);
+    if room.any()
+        && let Some(parts) = select_all(nodes, &candidate.tasks, usable)
+    {
         return Some((from, parts));
     }
-    let first = ending.peek()?.0.as_ms();
+    let first = ending.peek()?.1.0.as_ms();
     let anchor = first + (GROUP - first % GROUP);
     let mut window = GROUP;
     loop {
         let mut last_end = None;
-        while let Some((end, parts)) = ending.next_if(|(end, _)| end.as_ms() <= anchor.saturating_add(window)) {
-            freed.give(parts);
+        while let Some((i, (end, parts))) = ending.next_if(|(_, (end, _))| end.as_ms() <= anchor.saturating_add(window))
+        {
+            room.give(nodes, parts, usable);
+            given.push(i);
             last_end = Some(*end);
         }
         window = window.saturating_mul(2);
         if let Some(end) = last_end
-            && let Some(parts) = select_all(&freed, &candidate.tasks, usable)
+            && room.any()
+            && let Some(parts) = select_all(nodes, &candidate.tasks, usable)
         {
             let start = if end <= now { now + SimDuration::from_secs(1) } else { end };
             return Some((start.max(from), parts));
         }
         ending.peek()?;
+    }
+}
+
+/// Whether a one-task job can have room on the usable nodes (`Nodes::has_room`), kept up to
+/// date as running tasks are taken away, so that the will-run test chooses nodes only once
+/// they can hold it: the nodes that fit one share of it and their free GPUs, counted over the
+/// nodes that change. A job of several tasks is always tried.
+enum Room {
+    One { ask: Ask, fitting: u32, gpus: u32 },
+    Several,
+}
+
+impl Room {
+    fn of(nodes: &Nodes, candidate: &Candidate, usable: &NodeSet) -> Room {
+        let [(_, ask)] = candidate.tasks[..] else { return Room::Several };
+        let mut room = Room::One { ask, fitting: 0, gpus: 0 };
+        usable.iter().for_each(|n| room.count(nodes, n, true));
+        room
+    }
+
+    fn any(&self) -> bool {
+        match *self {
+            Room::One { ask, fitting, gpus } => fitting >= ask.nodes || (ask.spread && gpus >= ask.per_node),
+            Room::Several => true,
+        }
+    }
+
+    /// Gives `parts` back to `nodes`, counting the usable nodes among them anew.
+    fn give(&mut self, nodes: &mut Nodes, parts: &Parts, usable: &NodeSet) {
+        for &part in parts {
+            let node = part.0.index();
+            let counted = usable.contains(node);
+            if counted {
+                self.count(nodes, node, false);
+            }
+            nodes.give(&[part]);
+            if counted {
+                self.count(nodes, node, true);
+            }
+        }
+    }
+
+    /// Adds (or takes away) what `node` offers the job.
+    fn count(&mut self, nodes: &Nodes, node: usize, add: bool) {
+        let Room::One { ask, fitting, gpus } = self else { return };
+        let (fits, free) = if nodes.cpus[node] >= 1 {
+            (u32::from(nodes.gpus[node] >= ask.per_node), nodes.gpus[node])
+        } else {
+            (0, 0)
+        };
+        if add {
+            *fitting += fits;
+            *gpus += free;
+        } else {
+            *fitting -= fits;
+            *gpus -= free;
+        }
     }
 }
 

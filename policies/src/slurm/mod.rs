@@ -25,6 +25,7 @@
 mod backfill;
 mod config;
 mod fairshare;
+mod node_set;
 mod nodes;
 mod priority;
 mod space;
@@ -33,6 +34,7 @@ pub use config::PARAMS;
 
 use crate::params::{Params, SpecError};
 use config::SlurmConfig;
+use node_set::NodeSet;
 use nodes::{Ask, Nodes, Parts};
 use priority::{JobFacts, Priorities};
 use sim::{Change, ClusterView, JobId, NodeId, Plan, Policy, SimDuration, SimTime, TaskId};
@@ -332,7 +334,7 @@ impl Slurm {
         }
         let queue = self.queue(view, plan);
         let mut nodes = self.nodes(view, plan);
-        let mut visible = vec![true; nodes.gpus.len()];
+        let mut visible = NodeSet::full(nodes.gpus.len());
         let mut usable = visible.clone();
         let mut blocked: Vec<&str> = Vec::new();
         let mut allowed = Allowed::default();
@@ -348,13 +350,14 @@ impl Slurm {
                 continue; // a QOS or quota limit holds it back without blocking its partition
             }
             let own = allowed.of(view, candidate);
-            usable.iter_mut().zip(own.iter().zip(&visible)).for_each(|(u, (a, v))| *u = *a && *v);
+            usable.copy_from(&own);
+            usable.intersect(&visible);
             let started = select_all(&nodes, &candidate.tasks, &usable)
                 .is_some_and(|parts| self.start(view, plan, &mut nodes, candidate, parts));
             started_any |= started;
             if !started {
                 blocked.push(candidate.partition.as_str());
-                visible.iter_mut().zip(own.iter()).for_each(|(v, a)| *v &= !a);
+                visible.subtract(&own);
             }
         }
         self.idle_pass[usize::from(full)] = if started_any { None } else { seen };
@@ -390,19 +393,19 @@ impl Slurm {
 /// The nodes a job may use, those of its tasks' pools (its partition and GPU type), worked
 /// out once per set of pools in a pass.
 #[derive(Default)]
-struct Allowed(BTreeMap<u64, std::rc::Rc<Vec<bool>>>);
+struct Allowed(BTreeMap<u64, std::rc::Rc<NodeSet>>);
 
 impl Allowed {
-    fn of(&mut self, view: &ClusterView<'_>, candidate: &Candidate) -> std::rc::Rc<Vec<bool>> {
+    fn of(&mut self, view: &ClusterView<'_>, candidate: &Candidate) -> std::rc::Rc<NodeSet> {
         let masks: Vec<sim::PoolMask> = candidate.tasks.iter().map(|&(t, _)| view.task(t).pools).collect();
         let key = masks.iter().fold(0, |k, m| k | m.0);
         let cluster = view.cluster();
         self.0
             .entry(key)
             .or_insert_with(|| {
-                let mut allowed = vec![false; cluster.nodes().len()];
+                let mut allowed = NodeSet::empty(cluster.nodes().len());
                 for pool in masks.iter().flat_map(|m| m.iter()) {
-                    cluster.pool(pool).nodes().for_each(|n| allowed[n.index()] = true);
+                    cluster.pool(pool).nodes().for_each(|n| allowed.insert(n.index()));
                 }
                 std::rc::Rc::new(allowed)
             })
@@ -411,7 +414,7 @@ impl Allowed {
 }
 
 /// Places every task of a job on a copy of `nodes`; `None` if one does not fit.
-fn select_all(nodes: &Nodes, tasks: &[(TaskId, Ask)], allowed: &[bool]) -> Option<Vec<Parts>> {
+fn select_all(nodes: &Nodes, tasks: &[(TaskId, Ask)], allowed: &NodeSet) -> Option<Vec<Parts>> {
     if let [(_, ask)] = tasks {
         return nodes.select(ask, allowed).map(|parts| vec![parts]);
     }

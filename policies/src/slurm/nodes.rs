@@ -7,6 +7,7 @@
 //! Here a node's order is its id (`cluster import` numbers Slurm's nodes in its order), and
 //! each node of a job holds one CPU of it (a batch job of one task per node).
 
+use super::node_set::NodeSet;
 use sim::NodeId;
 
 /// Where one task goes: each node and the GPUs it gives.
@@ -45,7 +46,7 @@ impl Nodes {
     /// The nodes Slurm picks for `ask` among those `allowed`; `None`: it does not fit. A gang
     /// that Slurm would spread over two pools (two GPU types: schedlab's gangs stay in one)
     /// takes the first pool that holds it.
-    pub fn select(&self, ask: &Ask, allowed: &[bool]) -> Option<Parts> {
+    pub fn select(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
         let parts = self.select_among(ask, allowed)?;
         let pool = |&(n, _): &(NodeId, u32)| self.pools[n.index()];
         if parts.iter().all(|p| pool(p) == pool(&parts[0])) {
@@ -54,12 +55,31 @@ impl Nodes {
         let mut pools: Vec<u32> = self.pools.clone();
         pools.dedup();
         pools.into_iter().find_map(|p| {
-            let within: Vec<bool> = allowed.iter().zip(&self.pools).map(|(&a, &q)| a && q == p).collect();
+            let mut within = allowed.clone();
+            self.pools.iter().enumerate().filter(|&(_, &q)| q != p).for_each(|(n, _)| within.remove(n));
             self.select_among(ask, &within)
         })
     }
 
-    fn select_among(&self, ask: &Ask, allowed: &[bool]) -> Option<Parts> {
+    /// Whether [`Nodes::select_among`] finds room for `ask`, counted without choosing: backfill
+    /// asks far more often than a job fits, and choosing walks blocks of nodes.
+    pub fn has_room(&self, ask: &Ask, allowed: &NodeSet) -> bool {
+        let mut fitting = 0;
+        let mut gpus = 0;
+        for n in allowed.iter().filter(|&n| self.cpus[n] >= 1) {
+            fitting += u32::from(self.gpus[n] >= ask.per_node);
+            gpus += self.gpus[n];
+            if fitting >= ask.nodes || (ask.spread && gpus >= ask.per_node) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn select_among(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
+        if !self.has_room(ask, allowed) {
+            return None;
+        }
         let on_nodes = self.on_nodes(ask, allowed);
         if ask.spread && on_nodes.is_none() {
             return self.spread(ask.per_node, allowed);
@@ -67,8 +87,8 @@ impl Nodes {
         on_nodes
     }
 
-    fn on_nodes(&self, ask: &Ask, allowed: &[bool]) -> Option<Parts> {
-        let fits = |n: usize| allowed[n] && self.gpus[n] >= ask.per_node && self.cpus[n] >= 1;
+    fn on_nodes(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
+        let fits = |n: usize| allowed.contains(n) && self.gpus[n] >= ask.per_node && self.cpus[n] >= 1;
         let mut taken = vec![false; self.gpus.len()];
         let mut chosen = Vec::with_capacity(ask.nodes as usize);
         let mut left = ask.nodes;
@@ -92,10 +112,10 @@ impl Nodes {
     }
 
     /// `total` GPUs from the allowed nodes in order, as many from each as it has free.
-    fn spread(&self, total: u32, allowed: &[bool]) -> Option<Parts> {
+    fn spread(&self, total: u32, allowed: &NodeSet) -> Option<Parts> {
         let mut left = total;
         let mut chosen = Vec::new();
-        for n in (0..self.gpus.len()).filter(|&n| allowed[n] && self.gpus[n] > 0 && self.cpus[n] > 0) {
+        for n in allowed.iter().filter(|&n| self.gpus[n] > 0 && self.cpus[n] > 0) {
             let take = self.gpus[n].min(left);
             chosen.push((NodeId(n as u32), take));
             left -= take;
@@ -168,6 +188,12 @@ mod tests {
         Nodes { gpus: gpus.to_vec(), cpus: cpus.to_vec(), pools: vec![0; gpus.len()] }
     }
 
+    fn set(members: &[usize]) -> NodeSet {
+        let mut set = NodeSet::empty(4);
+        members.iter().for_each(|&n| set.insert(n));
+        set
+    }
+
     fn picked(parts: Option<Parts>) -> Vec<u32> {
         parts.unwrap_or_default().into_iter().map(|(n, _)| n.0).collect()
     }
@@ -177,10 +203,10 @@ mod tests {
     #[test]
     fn a_one_node_job_takes_the_node_with_the_fewest_free_cpus() {
         let n = nodes(&[0, 4, 4, 4], &[16, 15, 15, 14]);
-        assert_eq!(picked(n.select(&Ask::of(1, Some(1)), &[true; 4])), [3]);
+        assert_eq!(picked(n.select(&Ask::of(1, Some(1)), &NodeSet::full(4))), [3]);
         // Equal CPUs: the lowest node.
         let n = nodes(&[8, 8, 8, 8], &[16, 16, 16, 16]);
-        assert_eq!(picked(n.select(&Ask::of(1, Some(1)), &[true; 4])), [0]);
+        assert_eq!(picked(n.select(&Ask::of(1, Some(1)), &NodeSet::full(4))), [0]);
     }
 
     /// Node 1 cannot take the job, so blocks are {0} (16 CPUs) and {2, 3} (32): the first
@@ -188,13 +214,13 @@ mod tests {
     #[test]
     fn the_first_block_wins_unless_a_later_one_has_fewer_free_cpus() {
         let n = nodes(&[8, 0, 8, 8], &[16, 16, 16, 16]);
-        assert_eq!(picked(n.select(&Ask::of(4, Some(4)), &[true; 4])), [0]);
+        assert_eq!(picked(n.select(&Ask::of(4, Some(4)), &NodeSet::full(4))), [0]);
         let n = nodes(&[8, 0, 8, 8], &[16, 16, 6, 16]);
         // {2, 3} has 22 CPUs, more than {0}'s 16: still node 0.
-        assert_eq!(picked(n.select(&Ask::of(4, Some(4)), &[true; 4])), [0]);
+        assert_eq!(picked(n.select(&Ask::of(4, Some(4)), &NodeSet::full(4))), [0]);
         let n = nodes(&[8, 0, 8, 8], &[16, 16, 6, 4]);
         // {2, 3} has 10: it wins, and in it node 3 (4 CPUs).
-        assert_eq!(picked(n.select(&Ask::of(4, Some(4)), &[true; 4])), [3]);
+        assert_eq!(picked(n.select(&Ask::of(4, Some(4)), &NodeSet::full(4))), [3]);
     }
 
     /// `-N 2 --gres=gpu:4`: nodes in order within the block that holds two; the dump's job 34
@@ -202,11 +228,11 @@ mod tests {
     #[test]
     fn a_two_node_job_takes_nodes_in_order_across_blocks_if_it_must() {
         let n = nodes(&[2, 6, 2, 6], &[16, 16, 16, 16]);
-        assert_eq!(picked(n.select(&Ask::of(12, Some(6)), &[true; 4])), [1, 3]);
+        assert_eq!(picked(n.select(&Ask::of(12, Some(6)), &NodeSet::full(4))), [1, 3]);
         let n = nodes(&[8, 8, 8, 8], &[16, 16, 16, 16]);
-        assert_eq!(picked(n.select(&Ask::of(16, Some(8)), &[true; 4])), [0, 1]);
-        assert_eq!(picked(n.select(&Ask::of(16, Some(8)), &[false, true, false, true])), [1, 3]);
-        assert_eq!(n.select(&Ask::of(24, Some(8)), &[true, false, false, true]), None);
+        assert_eq!(picked(n.select(&Ask::of(16, Some(8)), &NodeSet::full(4))), [0, 1]);
+        assert_eq!(picked(n.select(&Ask::of(16, Some(8)), &set(&[1, 3]))), [1, 3]);
+        assert_eq!(n.select(&Ask::of(24, Some(8)), &set(&[0, 3])), None);
     }
 
     /// Pools {0, 1} and {2, 3}: nodes 1 and 2 would be Slurm's pair, but they are of two pools;
@@ -214,6 +240,27 @@ mod tests {
     #[test]
     fn a_gang_stays_in_one_pool() {
         let n = Nodes { gpus: vec![0, 8, 8, 8], cpus: vec![16; 4], pools: vec![0, 0, 1, 1] };
-        assert_eq!(picked(n.select(&Ask::of(16, Some(8)), &[true; 4])), [2, 3]);
+        assert_eq!(picked(n.select(&Ask::of(16, Some(8)), &NodeSet::full(4))), [2, 3]);
+    }
+
+    proptest::proptest! {
+        /// The count that spares backfill a choice says yes exactly when a choice is found.
+        #[test]
+        fn has_room_says_whether_a_choice_is_found(
+            free in proptest::collection::vec((0u32..=8, 0u32..=2), 1..40),
+            allowed_bits in proptest::collection::vec(proptest::bool::ANY, 40),
+            gpus in 1u32..=24,
+            per_node in proptest::option::of(1u32..=8),
+        ) {
+            let n = Nodes {
+                gpus: free.iter().map(|f| f.0).collect(),
+                cpus: free.iter().map(|f| f.1).collect(),
+                pools: vec![0; free.len()],
+            };
+            let mut allowed = NodeSet::empty(free.len());
+            (0..free.len()).filter(|&i| allowed_bits[i]).for_each(|i| allowed.insert(i));
+            let ask = Ask::of(gpus, per_node);
+            proptest::prop_assert_eq!(n.has_room(&ask, &allowed), n.on_nodes(&ask, &allowed).is_some() || (ask.spread && n.spread(ask.per_node, &allowed).is_some()));
+        }
     }
 }
