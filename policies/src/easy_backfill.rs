@@ -91,6 +91,20 @@ impl EasyBackfill {
         self.running.insert_started(view, task, gpus, self.source);
     }
 
+    /// Backfills `task` with the other waiting tasks of its co-start job, all or none, when
+    /// every one of them ends (its GPUs back) by `shadow`: so none can delay the head, wherever
+    /// they go. Started tasks' GPUs lent from the reservation's extra are not needed then.
+    fn backfill_together(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId, shadow: SimTime) {
+        let latency = view.release_latency();
+        let job = view.task(task).job;
+        if !plan.waiting_tasks(job).all(|t| view.expected_end_if_started(t, self.source) + latency <= shadow) {
+            return;
+        }
+        if let Placed::Started(gpus) = place_and_start(view, plan, self.placer, &mut self.waiting, task) {
+            self.running.insert_started(view, task, &gpus, self.source);
+        }
+    }
+
     /// The soonest reservation for `head` over its eligible pools, by GPU count. A head whose
     /// shape fixes its GPUs per node (single-node, whole nodes) gets no extra GPUs to lend:
     /// counts per pool do not say which nodes it will need, and a backfill on the "extra"
@@ -210,6 +224,10 @@ impl Policy for EasyBackfill {
             }
             if self.no_room.len() <= shape_index {
                 self.no_room.resize(shape_index + 1, false);
+            }
+            if plan.co_starts(task) {
+                self.backfill_together(view, plan, task, reservation.shadow);
+                continue;
             }
             let shape = self.waiting.shape(shape_index);
             // Cheap checks before placement, the cheapest first: most candidates fail them
