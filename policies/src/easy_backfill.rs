@@ -101,7 +101,25 @@ impl EasyBackfill {
             return;
         }
         if let Placed::Started(gpus) = place_and_start(view, plan, self.placer, &mut self.waiting, task) {
-            self.running.insert_started(view, task, &gpus, self.source);
+            self.index_started(view, plan, task, &gpus);
+        }
+    }
+
+    /// Indexes `task`, just started on `gpus`, and the other tasks of its job this plan
+    /// started with it (a co-start job's), so a reservation made later in this decision
+    /// counts the GPUs they give back.
+    fn index_started(&mut self, view: &ClusterView<'_>, plan: &Plan<'_>, task: TaskId, gpus: &[sim::GpuId]) {
+        self.running.insert_started(view, task, gpus, self.source);
+        if !plan.co_starts(task) {
+            return;
+        }
+        let job = view.task(task).job;
+        for decision in plan.decisions() {
+            if let sim::Decision::Start { task: other, gpus } = decision
+                && view.task(*other).job == job
+            {
+                self.running.insert_started(view, *other, gpus, self.source);
+            }
         }
     }
 
@@ -201,7 +219,7 @@ impl Policy for EasyBackfill {
         let head = loop {
             let Some((_, head)) = self.waiting.head() else { return };
             match place_and_start(view, plan, self.placer, &mut self.waiting, head) {
-                Placed::Started(gpus) => self.running.insert_started(view, head, &gpus, source),
+                Placed::Started(gpus) => self.index_started(view, plan, head, &gpus),
                 Placed::Parked => {}
                 Placed::NoRoom => break head,
             }
