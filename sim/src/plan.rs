@@ -300,6 +300,7 @@ impl<'a> Plan<'a> {
 
     /// Starts `task` on exactly `gpus`: all of them free, one pool of an allowed type, one node
     /// if the task asks for it. All or nothing.
+    ///
     /// A task of a co-start job is refused: its job's tasks start in one
     /// [`Plan::start_together`].
     pub fn start(&mut self, task: TaskId, gpus: &[GpuId]) -> Result<(), PlanError> {
