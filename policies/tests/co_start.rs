@@ -5,7 +5,7 @@
 mod common;
 
 use common::random::{PoolDesc, arb_pools, arb_submit_ms, arb_work_ms, build_cluster};
-use common::{ALL_SPECS, cluster, job, run};
+use common::{ALL_SPECS, cluster, gpu_fail, job, run, run_with_events};
 use proptest::prelude::*;
 use sim::{ControllerConfig, DecisionKind, JobSpec, RunResult, Scenario, SimDuration, SimTime, TaskSpec, Workload};
 
@@ -76,6 +76,26 @@ fn a_het_job_that_fits_starts_whole_at_once() {
         let starts = task_starts(&r);
         assert_eq!(starts[0].2, starts[1].2, "{spec}: {starts:?}");
         assert!(starts[0].2.is_some(), "{spec}: {starts:?}");
+    }
+}
+
+/// 2 nodes x 4 GPUs; het b (4 + 4 GPUs, 100 s) starts whole at 0, one component per node. A
+/// GPU of node 1 fails at 30 s for 60 s: that component fails and retries alone once it is
+/// back (a failure stops only the tasks on the broken hardware), started by itself as its
+/// job's one waiting task.
+/// Every policy finishes b; its components first start together (at 0, or at 3 s under
+/// slurm's batch_sched_delay).
+#[test]
+fn a_het_job_component_that_fails_retries_alone() {
+    for spec in ALL_SPECS {
+        let jobs = with_estimates(vec![het_job("b", 0, &[4, 4], 100)]);
+        let events = vec![gpu_fail(1, 0, 30, 60)];
+        let r = run_with_events(spec, cluster(&[(2, 4, "A")]), jobs, events, ControllerConfig::default());
+        assert_eq!(r.jobs[0].outcome, Some(sim::JobOutcome::Succeeded), "{spec}");
+        let starts = task_starts(&r);
+        assert!(starts[0].2.is_some() && starts[0].2 == starts[1].2, "{spec}: {starts:?}");
+        let failures: u32 = r.tasks.iter().map(|t| t.failures).sum();
+        assert_eq!(failures, 1, "{spec}");
     }
 }
 

@@ -289,7 +289,8 @@ impl Slurm {
         let savepoint = plan.savepoint();
         let now = view.now();
         let mut started = Vec::new();
-        let together = candidate.tasks.len() > 1;
+        // A co-start job's candidate, even of one task (the one left to retry after a failure).
+        let together = plan.co_starts(candidate.tasks[0].0);
         if together && !start_together(plan, candidate, &parts) {
             return false;
         }
