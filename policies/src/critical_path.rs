@@ -27,7 +27,7 @@
 
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::Placer;
-use crate::tracking::{Placed, place_and_start, reclaim_for_head, sync_waiting};
+use crate::tracking::{Aside, Placed, pass_over, place_and_start, put_back, reclaim_for_head, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{ClusterView, DepKind, DurationSource, JobId, Plan, Policy, TaskId};
 
@@ -123,10 +123,14 @@ impl Policy for CriticalPath {
         let mut waiting = std::mem::take(&mut self.waiting);
         sync_waiting(view, &mut waiting, |t| self.key(view, t));
         self.waiting = waiting;
+        let mut aside = Aside::new();
         while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
             let placed = place_and_start(view, plan, self.placer, &mut self.waiting, task);
-            assert!(placed != Placed::NoRoom, "a task whose shape fits has a placement");
+            if placed == Placed::NoRoom && !pass_over(plan, &mut self.waiting, task, &mut aside) {
+                unreachable!("a task whose shape fits has a placement");
+            }
         }
+        put_back(&mut self.waiting, aside);
         reclaim_for_head(view, plan, self.placer, &mut self.waiting);
     }
 }

@@ -91,6 +91,38 @@ impl EasyBackfill {
         self.running.insert_started(view, task, gpus, self.source);
     }
 
+    /// Backfills `task` with the other waiting tasks of its co-start job, all or none, when
+    /// every one of them ends (its GPUs back) by `shadow`: so none can delay the head, wherever
+    /// they go. Started tasks' GPUs lent from the reservation's extra are not needed then.
+    fn backfill_together(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId, shadow: SimTime) {
+        let latency = view.release_latency();
+        let job = view.task(task).job;
+        if !plan.waiting_tasks(job).all(|t| view.expected_end_if_started(t, self.source) + latency <= shadow) {
+            return;
+        }
+        if let Placed::Started(gpus) = place_and_start(view, plan, self.placer, &mut self.waiting, task) {
+            self.index_started(view, plan, task, &gpus);
+        }
+    }
+
+    /// Indexes `task`, just started on `gpus`, and the other tasks of its job this plan
+    /// started with it (a co-start job's), so a reservation made later in this decision
+    /// counts the GPUs they give back.
+    fn index_started(&mut self, view: &ClusterView<'_>, plan: &Plan<'_>, task: TaskId, gpus: &[sim::GpuId]) {
+        self.running.insert_started(view, task, gpus, self.source);
+        if !plan.co_starts(task) {
+            return;
+        }
+        let job = view.task(task).job;
+        for decision in plan.decisions() {
+            if let sim::Decision::Start { task: other, gpus } = decision
+                && view.task(*other).job == job
+            {
+                self.running.insert_started(view, *other, gpus, self.source);
+            }
+        }
+    }
+
     /// The soonest reservation for `head` over its eligible pools, by GPU count. A head whose
     /// shape fixes its GPUs per node (single-node, whole nodes) gets no extra GPUs to lend:
     /// counts per pool do not say which nodes it will need, and a backfill on the "extra"
@@ -187,7 +219,7 @@ impl Policy for EasyBackfill {
         let head = loop {
             let Some((_, head)) = self.waiting.head() else { return };
             match place_and_start(view, plan, self.placer, &mut self.waiting, head) {
-                Placed::Started(gpus) => self.running.insert_started(view, head, &gpus, source),
+                Placed::Started(gpus) => self.index_started(view, plan, head, &gpus),
                 Placed::Parked => {}
                 Placed::NoRoom => break head,
             }
@@ -210,6 +242,10 @@ impl Policy for EasyBackfill {
             }
             if self.no_room.len() <= shape_index {
                 self.no_room.resize(shape_index + 1, false);
+            }
+            if plan.co_starts(task) {
+                self.backfill_together(view, plan, task, reservation.shadow);
+                continue;
             }
             let shape = self.waiting.shape(shape_index);
             // Cheap checks before placement, the cheapest first: most candidates fail them

@@ -14,7 +14,7 @@
 
 use crate::params::{AVOID_FAILED, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::Placer;
-use crate::tracking::{Placed, place_and_start, reclaim_for_head, sync_waiting};
+use crate::tracking::{Aside, Placed, pass_over, place_and_start, put_back, reclaim_for_head, sync_waiting};
 use crate::wait_queue::WaitQueue;
 use sim::{ClusterView, Plan, Policy, SimDuration, TaskId};
 
@@ -100,9 +100,11 @@ impl Policy for Fifo {
                 return;
             }
         }
+        let mut aside = Aside::new();
         loop {
             let next = if self.skip { self.waiting.first_fitting(plan.free()) } else { self.waiting.head() };
             let Some((_, task)) = next else {
+                put_back(&mut self.waiting, aside);
                 if self.skip {
                     reclaim_for_head(view, plan, self.placer, &mut self.waiting);
                 }
@@ -113,6 +115,10 @@ impl Policy for Fifo {
                 return; // the head still finds no room: nothing was freed since it looked
             }
             if place_and_start(view, plan, self.placer, &mut self.waiting, task) == Placed::NoRoom {
+                if self.skip && pass_over(plan, &mut self.waiting, task, &mut aside) {
+                    continue; // its job does not fit: the tasks behind it may
+                }
+                put_back(&mut self.waiting, aside);
                 self.blocked = blocked;
                 return; // strict: the head waits for GPUs, and so does everyone behind it
             }

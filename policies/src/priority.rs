@@ -20,7 +20,7 @@
 use crate::id_table::IdTable;
 use crate::params::{AVOID_FAILED, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{Placer, Shape};
-use crate::tracking::{Placed, place_and_start, sync_waiting};
+use crate::tracking::{Aside, Placed, pass_over, place_and_start, put_back, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{Change, ClusterView, Plan, Policy, PoolId, SimDuration, TaskId, TaskStatus};
 use std::collections::BTreeSet;
@@ -154,10 +154,14 @@ impl Policy for Priority {
                 break;
             }
         }
+        let mut aside = Aside::new();
         while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
-            if place_and_start(view, plan, self.placer, &mut self.waiting, task) == Placed::NoRoom {
+            if place_and_start(view, plan, self.placer, &mut self.waiting, task) == Placed::NoRoom
+                && !pass_over(plan, &mut self.waiting, task, &mut aside)
+            {
                 break; // unreachable: a shape that fits has a placement
             }
         }
+        put_back(&mut self.waiting, aside);
     }
 }

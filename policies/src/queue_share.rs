@@ -219,6 +219,7 @@ impl PerQueue {
             order = (0..n).filter(|&i| measured[i].is_some()).collect();
             order.sort_by(|&a, &b| Self::before(view, &measured, a, b));
         }
+        let mut aside = crate::tracking::Aside::new();
         while something_fits && let Some(&i) = order.first() {
             order.remove(0);
             let Some((_, task)) = self.waits[i].first_fitting(plan.free()) else {
@@ -226,7 +227,15 @@ impl PerQueue {
             };
             let from = plan.decisions().len();
             let placed = self.start(view, plan, placer, i, task);
-            assert!(placed != Placed::NoRoom, "a task whose shape fits has a placement");
+            if placed == Placed::NoRoom {
+                // A co-start task fits alone, not with its job: passed over for this pass.
+                assert!(plan.co_starts(task), "a task whose shape fits has a placement");
+                aside.extend(self.waits[i].take(task));
+                self.all.remove(task);
+                order.insert(0, i);
+                something_fits = self.all.first_fitting(plan.free()).is_some();
+                continue;
+            }
             shares.note(view, plan, from);
             measured[i] = self.measure(view, plan, shares, i);
             if measured[i].is_some() {
@@ -234,6 +243,9 @@ impl PerQueue {
                 order.insert(at, i);
             }
             something_fits = self.all.first_fitting(plan.free()).is_some();
+        }
+        for (task, key, _) in aside {
+            self.insert(view, task, key);
         }
         // The neediest queue whose head is entitled to reclaim borrowed GPUs gets its chance.
         if !view.queues().iter().any(|(q, _)| plan.borrowing(q)) {

@@ -7,7 +7,7 @@
 
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::Placer;
-use crate::tracking::{Placed, place_and_start, reclaim_for_head, sync_waiting};
+use crate::tracking::{Aside, Placed, pass_over, place_and_start, put_back, reclaim_for_head, sync_waiting};
 use crate::wait_queue::WaitQueue;
 use sim::{ClusterView, DurationSource, Plan, Policy};
 
@@ -45,10 +45,14 @@ impl Policy for Sjf {
     fn decide(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
         let source = self.source;
         sync_waiting(view, &mut self.waiting, |t| view.expected_duration(t, source).as_ms());
+        let mut aside = Aside::new();
         while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
             let placed = place_and_start(view, plan, self.placer, &mut self.waiting, task);
-            assert!(placed != Placed::NoRoom, "a task whose shape fits has a placement");
+            if placed == Placed::NoRoom && !pass_over(plan, &mut self.waiting, task, &mut aside) {
+                unreachable!("a task whose shape fits has a placement");
+            }
         }
+        put_back(&mut self.waiting, aside);
         reclaim_for_head(view, plan, self.placer, &mut self.waiting);
     }
 }

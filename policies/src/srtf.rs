@@ -16,7 +16,7 @@
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape, nothing_fits};
 use crate::running::RunningIndex;
-use crate::tracking::{Placed, place_and_start, sync_waiting};
+use crate::tracking::{Aside, Placed, pass_over, place_and_start, put_back, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{ClusterView, DurationSource, Plan, Policy, SimDuration, TaskId};
 
@@ -135,12 +135,16 @@ impl Policy for Srtf {
                 break;
             }
         }
+        let mut aside = Aside::new();
         while !nothing_fits(view.cluster(), plan.free())
             && let Some((_, task)) = self.waiting.first_fitting(plan.free())
         {
-            if self.try_start(view, plan, task) == Placed::NoRoom {
+            if self.try_start(view, plan, task) == Placed::NoRoom
+                && !pass_over(plan, &mut self.waiting, task, &mut aside)
+            {
                 break; // unreachable: a shape that fits has a placement
             }
         }
+        put_back(&mut self.waiting, aside);
     }
 }

@@ -67,7 +67,7 @@ use crate::lazy_heap::LazyHeap;
 use crate::params::{AVOID_FAILED, List, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{Placer, Shape, nothing_fits};
 use crate::reason::{push_decimal, push_thousandths};
-use crate::tracking::{Placed, place_and_start};
+use crate::tracking::{Aside, Placed, pass_over, place_and_start, put_back};
 use crate::wait_queue::WaitQueue;
 use sim::{
     Change, ClusterView, JobId, JobOutcome, OptTime, Plan, Policy, PoolId, SimDuration, SimTime, TaskId, TaskStatus,
@@ -829,12 +829,21 @@ impl Policy for Tiresias {
                 break;
             }
         }
+        let mut aside = Vec::new();
         while !nothing_fits(view.cluster(), plan.free())
-            && let Some((_, task)) = self.first(|q| q.first_fitting(plan.free()).map(|(_, t)| t))
+            && let Some((level, task)) = self.first(|q| q.first_fitting(plan.free()).map(|(_, t)| t))
         {
             if self.try_start(view, plan, task) == Placed::NoRoom {
-                break; // unreachable: a shape that fits has a placement
+                // A co-start task fits alone, not with its job: passed over for this pass.
+                let mut passed = Aside::new();
+                if !pass_over(plan, &mut self.queues[level], task, &mut passed) {
+                    break; // unreachable: a shape that fits has a placement
+                }
+                aside.push((level, passed));
             }
+        }
+        for (level, passed) in aside {
+            put_back(&mut self.queues[level], passed);
         }
         self.refresh_touched(view);
         if self.queues.iter().any(|q| q.head().is_some()) {

@@ -56,7 +56,8 @@ pub fn sync_waiting(view: &ClusterView<'_>, queue: &mut WaitQueue, mut key: impl
 
 /// Places `task` with `placer` on the GPUs free now and starts it, taking it off `waiting`.
 /// A task its queue's quota holds back is parked. A task within its queue's GPU cap that does
-/// not fit may reclaim GPUs other queues borrowed (`crate::quota::reclaim`).
+/// not fit may reclaim GPUs other queues borrowed (`crate::quota::reclaim`). A task of a
+/// co-start job starts with its job's other waiting tasks or not at all ([`start_together`]).
 pub fn place_and_start(
     view: &ClusterView<'_>,
     plan: &mut Plan<'_>,
@@ -64,6 +65,9 @@ pub fn place_and_start(
     waiting: &mut WaitQueue,
     task: TaskId,
 ) -> Placed {
+    if plan.co_starts(task) {
+        return start_together(view, plan, placer, waiting, task);
+    }
     start_where(plan, waiting, task, |plan, gpus| {
         let shape = Shape::of(view.task(task));
         // A placement exists exactly when the shape fits (`Placer::place`), and a gang that
@@ -77,7 +81,8 @@ pub fn place_and_start(
 }
 
 /// As `place_and_start`, on `gpus` the policy already chose among those free now (a data-local
-/// placement it scored the task by), reclaiming nothing.
+/// placement it scored the task by), reclaiming nothing. Not for a task of a co-start job
+/// (the plan refuses its lone start): those go through `place_and_start`.
 pub fn start_on(plan: &mut Plan<'_>, waiting: &mut WaitQueue, task: TaskId, gpus: GpuList) -> Placed {
     start_where(plan, waiting, task, |_, chosen| {
         *chosen = gpus;
@@ -107,6 +112,76 @@ fn start_where(
     plan.start(task, &gpus).expect("placement chose free GPUs of an eligible pool, within quota");
     waiting.remove(task);
     Placed::Started(gpus)
+}
+
+/// Starts `task` and every other waiting task of its co-start job in one decision, each placed
+/// with `placer` on the GPUs the ones before it left free (`Plan::start_together_with`), and
+/// takes them all off `waiting`; if one does not fit, none starts and it is no room for
+/// `task`. A quota that holds back `task` (or the job as a whole) parks `task`. Reclaims no
+/// borrowed GPUs: a reclaim sized for one task does not make room for a whole job.
+pub fn start_together(
+    view: &ClusterView<'_>,
+    plan: &mut Plan<'_>,
+    placer: Placer,
+    waiting: &mut WaitQueue,
+    task: TaskId,
+) -> Placed {
+    let job = view.task(task).job;
+    if plan.is_decided(task) {
+        // Started already, with its job, from another of the policy's queues.
+        waiting.remove(task);
+        return Placed::NoRoom;
+    }
+    let park = |waiting: &mut WaitQueue, plan: &Plan<'_>| match plan.queue_of_task(task) {
+        Some(queue) => {
+            waiting.park(task, queue);
+            Placed::Parked
+        }
+        None => Placed::NoRoom,
+    };
+    if !plan.quota_allows(task) {
+        return park(waiting, plan);
+    }
+    let mut own = GpuList::new();
+    let started = plan.start_together_with(job, |t, free, gpus| {
+        let shape = Shape::of(view.task(t));
+        let placed = shape.fits(free) && placer.place_into(shape, view, free, gpus);
+        if placed && t == task {
+            own.clone_from(gpus);
+        }
+        placed
+    });
+    match started {
+        Ok(true) => {
+            view.job(job).tasks().for_each(|t| waiting.remove(t));
+            Placed::Started(own)
+        }
+        Err(sim::PlanError::Quota { .. }) => park(waiting, plan),
+        // A placement chose free GPUs of the task's pools, so only a quota refuses one.
+        Ok(false) | Err(_) => Placed::NoRoom,
+    }
+}
+
+/// Tasks a fill pass set aside for the rest of one decision (see [`pass_over`]).
+pub type Aside = Vec<(TaskId, Key, Shape)>;
+
+/// For a pass over the waiting tasks that fit (`first_fitting`), when `task` found no room:
+/// a task of a co-start job fits alone but not with its job, so it is taken off `waiting`
+/// into `aside` (put back with [`put_back`] after the pass) and the pass goes on (`true`).
+/// For any other task the pass ends (`false`): a shape that fits has a placement.
+pub fn pass_over(plan: &Plan<'_>, waiting: &mut WaitQueue, task: TaskId, aside: &mut Aside) -> bool {
+    if !plan.co_starts(task) {
+        return false;
+    }
+    aside.extend(waiting.take(task));
+    true
+}
+
+/// Puts the tasks a pass set aside back in `waiting`, in their places.
+pub fn put_back(waiting: &mut WaitQueue, aside: Aside) {
+    for (task, key, shape) in aside {
+        waiting.insert(task, key, shape);
+    }
 }
 
 /// For policies whose passes only try tasks that fit: the first waiting task in their order,

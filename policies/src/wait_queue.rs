@@ -126,6 +126,15 @@ impl WaitQueue {
         }
     }
 
+    /// Takes `task` out if queued (not parked), with what puts it back in its place
+    /// (`insert`).
+    pub fn take(&mut self, task: TaskId) -> Option<(TaskId, Key, Shape)> {
+        let (key, index) = self.entry.get(task)?;
+        let shape = self.shapes[index];
+        self.remove(task);
+        Some((task, key, shape))
+    }
+
     /// Removes `task` if queued or parked.
     #[inline]
     pub fn remove(&mut self, task: TaskId) {

@@ -194,8 +194,11 @@ impl Policy for WeightedScore {
         // its queue's quota holds back is parked and does not block).
         while let Some((key, shape, task, locality)) = self.pick(view, plan) {
             let placed = match locality {
-                Locality::Local(gpus) => start_on(plan, &mut self.waiting, task, gpus),
-                Locality::Anywhere => place_and_start(view, plan, self.placer, &mut self.waiting, task),
+                Locality::Local(gpus) if !plan.co_starts(task) => start_on(plan, &mut self.waiting, task, gpus),
+                // A co-start job's tasks are placed together, each where the placer puts it.
+                Locality::Local(_) | Locality::Anywhere => {
+                    place_and_start(view, plan, self.placer, &mut self.waiting, task)
+                }
                 Locality::WaitForData => {
                     self.waiting.remove(task);
                     passed_over.push((task, key, shape));

@@ -70,6 +70,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
                 cancel: sim::OptTime::NONE,
                 priority: 0,
                 owner: None,
+                co_start: false,
                 tasks: specs.into(),
             }
         })

@@ -109,6 +109,7 @@ fn workload(seed: u64) -> Vec<JobSpec> {
                 cancel: sim::OptTime::NONE,
                 priority: 0,
                 owner: None,
+                co_start: false,
                 tasks,
             }
         })

@@ -117,6 +117,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
             priority: 0,
             cancel: sim::OptTime::NONE,
             owner: None,
+            co_start: false,
             tasks: tasks.into(),
         }
     })

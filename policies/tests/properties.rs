@@ -71,6 +71,7 @@ fn arb_job() -> impl Strategy<Value = JobSpec> {
             priority: 0,
             cancel: sim::OptTime::NONE,
             owner: None,
+            co_start: false,
             tasks: tasks.into(),
         }
     })
@@ -910,6 +911,7 @@ fn the_unschedulable_oracle_matches_hand_computed_cases() {
             cancel: sim::OptTime::NONE,
             priority: 0,
             owner: None,
+            co_start: false,
             tasks: [t.clone()].into(),
         })
         .collect();

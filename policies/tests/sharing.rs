@@ -120,6 +120,7 @@ mod properties {
                         cancel: sim::OptTime::NONE,
                         priority: 0,
                         owner: None,
+                        co_start: false,
                         tasks: [t].into(),
                     }
                 })

@@ -57,6 +57,22 @@ impl PlanHandle {
         })
     }
 
+    /// Starts several tasks of one job at once, each on its GPUs, all or none: how the tasks
+    /// of a co-start job (`view.job_co_start(job)`) start, every waiting one named.
+    fn start_together(&self, starts: Vec<(u32, Vec<u32>)>) -> PyResult<()> {
+        self.call.with(|view, plan| {
+            let mut tasks = Vec::with_capacity(starts.len());
+            for (task_id, gpus) in &starts {
+                tasks.push((checked_task(view, *task_id)?, gpus.iter().copied().map(GpuId).collect::<Vec<_>>()));
+            }
+            let named: Vec<(sim::TaskId, &[GpuId])> = tasks.iter().map(|(t, g)| (*t, g.as_slice())).collect();
+            plan.start_together(&named).map_err(|e| {
+                let subject = named.iter().map(|&(t, _)| describe_task(view, t)).collect::<Vec<_>>().join(", ");
+                refused("start_together", subject, e)
+            })
+        })
+    }
+
     /// Preempts a running task (`reason` goes to the decision log).
     #[pyo3(signature = (task_id, reason = String::new()))]
     fn preempt(&self, task_id: u32, reason: String) -> PyResult<()> {

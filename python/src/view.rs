@@ -183,6 +183,11 @@ impl View {
         self.call.with(|view, _| Ok(view.job_spec(checked_job(view, job_id)?).priority))
     }
 
+    /// Whether the job's tasks start together (a co-start job: `plan.start_together`).
+    fn job_co_start(&self, job_id: u32) -> PyResult<bool> {
+        self.call.with(|view, _| Ok(view.job_spec(checked_job(view, job_id)?).co_start))
+    }
+
     /// The job's queue name in the trace, if any.
     fn job_queue(&self, job_id: u32) -> PyResult<Option<String>> {
         self.call.with(|view, _| Ok(view.job_spec(checked_job(view, job_id)?).queue.as_ref().map(|q| q.to_string())))

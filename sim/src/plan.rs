@@ -6,7 +6,7 @@
 
 #![deny(missing_docs)]
 
-use crate::alloc::{FreeGpus, WHOLE_GPU_MILLI};
+use crate::alloc::{FreeGpus, GpuList, WHOLE_GPU_MILLI};
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId, PoolId, TaskId};
 use crate::quota::{QueueId, Queues, QuotaUsage};
@@ -97,6 +97,22 @@ pub enum PlanError {
         /// Now.
         now: SimTime,
     },
+    /// A lone start of a task whose job starts its tasks together (`JobSpec::co_start`):
+    /// they start in one [`Plan::start_together`], or none does.
+    CoStart {
+        /// The task.
+        task: TaskId,
+        /// Its job.
+        job: JobId,
+    },
+    /// A [`Plan::start_together`] that leaves out a waiting task of its co-start job, or
+    /// names a task of another job, or none at all.
+    NotTogether {
+        /// The job of the first task named.
+        job: Option<JobId>,
+        /// The task left out or of another job.
+        task: Option<TaskId>,
+    },
     /// A start its queue's quota does not allow.
     Quota {
         /// The task.
@@ -143,6 +159,17 @@ impl fmt::Display for PlanError {
                 write!(f, "wake_at({at}) is not after now ({now})")
             }
             PlanError::Quota { task, breach } => write!(f, "{task} cannot start: {breach}"),
+            PlanError::CoStart { task, job } => {
+                write!(f, "{task} cannot start alone: {job} starts all its tasks together (start_together)")
+            }
+            PlanError::NotTogether { job: None, .. } => write!(f, "start_together names no task"),
+            PlanError::NotTogether { job: Some(job), task } => match task {
+                Some(task) => write!(
+                    f,
+                    "start_together of {job} leaves out or adds {task}: a co-start job's waiting tasks start all at once"
+                ),
+                None => write!(f, "start_together of {job}: the tasks named are not its waiting tasks"),
+            },
         }
     }
 }
@@ -187,6 +214,9 @@ pub(crate) enum Mark {
     Preempted,
     Rejected,
 }
+
+/// A co-start job's waiting tasks, listed before they start (a Slurm het job has a few).
+type TaskList = smallvec::SmallVec<[TaskId; 4]>;
 
 /// A position in the plan to roll back to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,17 +300,120 @@ impl<'a> Plan<'a> {
 
     /// Starts `task` on exactly `gpus`: all of them free, one pool of an allowed type, one node
     /// if the task asks for it. All or nothing.
+    ///
+    /// A task of a co-start job is refused: its job's tasks start in one
+    /// [`Plan::start_together`].
     pub fn start(&mut self, task: TaskId, gpus: &[GpuId]) -> Result<(), PlanError> {
-        if let Err(refused) = self.check_and_take(task, gpus) {
+        if let Some(t) = self.tasks.get(task.index())
+            && self.jobs[t.job.index()].co_start
+        {
             self.refused += 1;
-            return Err(refused);
+            return Err(PlanError::CoStart { task, job: t.job });
         }
+        self.start_part(task, gpus).inspect_err(|_| self.refused += 1)
+    }
+
+    /// A start checked, taken and recorded, without the co-start rule (a part of a
+    /// together-start, or a lone task); nothing changes when it is refused.
+    fn start_part(&mut self, task: TaskId, gpus: &[GpuId]) -> Result<(), PlanError> {
+        self.check_and_take(task, gpus)?;
         self.count(task, true);
         self.marks[task.index()] = Mark::Started;
         let mut list = self.spare_lists.pop().unwrap_or_default();
         list.extend(gpus.iter().copied());
         self.decisions.push(Decision::Start { task, gpus: list });
         Ok(())
+    }
+
+    /// Whether `task` waits to start as of this plan: startable and undecided, or preempted
+    /// by this plan (a co-start job's preempted tasks restart together).
+    fn waits_here(&self, task: TaskId) -> bool {
+        match self.marks[task.index()] {
+            Mark::None => self.tasks[task.index()].status.is_startable(),
+            Mark::Preempted => true,
+            Mark::Started | Mark::Rejected => false,
+        }
+    }
+
+    /// The tasks of `job` waiting to start as of this plan, in id order: what a
+    /// [`Plan::start_together`] of a co-start job must name.
+    pub fn waiting_tasks(&self, job: JobId) -> impl Iterator<Item = TaskId> + '_ {
+        self.jobs[job.index()].tasks().filter(move |&t| self.waits_here(t))
+    }
+
+    /// Whether `task`'s job starts its tasks together (`JobSpec::co_start`).
+    pub fn co_starts(&self, task: TaskId) -> bool {
+        self.tasks.get(task.index()).is_some_and(|t| self.jobs[t.job.index()].co_start)
+    }
+
+    /// Starts several tasks of one job at once, each on its GPUs and each checked as
+    /// [`Plan::start`] checks it: all of them or none (a refusal leaves the plan as it was).
+    /// For a co-start job it must name every task of the job waiting to start
+    /// ([`Plan::waiting_tasks`]), in any order; for another job, any of its tasks.
+    pub fn start_together(&mut self, starts: &[(TaskId, &[GpuId])]) -> Result<(), PlanError> {
+        let result = self.check_together(starts).and_then(|()| {
+            let savepoint = self.savepoint();
+            starts
+                .iter()
+                .try_for_each(|&(task, gpus)| self.start_part(task, gpus))
+                .inspect_err(|_| self.rollback(savepoint))
+        });
+        result.inspect_err(|_| self.refused += 1)
+    }
+
+    /// The tasks of a together-start: one job's, and for a co-start job exactly its waiting
+    /// ones (each once: a second start of one is refused as decided).
+    fn check_together(&self, starts: &[(TaskId, &[GpuId])]) -> Result<(), PlanError> {
+        let &(first, _) = starts.first().ok_or(PlanError::NotTogether { job: None, task: None })?;
+        let t = self
+            .tasks
+            .get(first.index())
+            .ok_or(PlanError::NotStartable { task: first, status: TaskStatus::Pending })?;
+        let job = t.job;
+        let stranger = starts.iter().find(|&&(task, _)| self.tasks.get(task.index()).is_none_or(|t| t.job != job));
+        if let Some(&(task, _)) = stranger {
+            return Err(PlanError::NotTogether { job: Some(job), task: Some(task) });
+        }
+        if !self.jobs[job.index()].co_start {
+            return Ok(());
+        }
+        let left_out = self.waiting_tasks(job).find(|w| !starts.iter().any(|&(task, _)| task == *w));
+        if let Some(task) = left_out {
+            return Err(PlanError::NotTogether { job: Some(job), task: Some(task) });
+        }
+        Ok(())
+    }
+
+    /// Starts every task of `job` waiting to start ([`Plan::waiting_tasks`], in id order),
+    /// each on the GPUs `place` puts in the list it is given (empty), seeing the free GPUs
+    /// after the tasks before it took theirs: all of them or none. `Ok(false)`: `place` found
+    /// no room for one (nothing started); `Err`: a start was refused (nothing started).
+    /// What a policy that places task by task calls for a co-start job.
+    pub fn start_together_with(
+        &mut self,
+        job: JobId,
+        mut place: impl FnMut(TaskId, &FreeGpus, &mut GpuList) -> bool,
+    ) -> Result<bool, PlanError> {
+        let tasks: TaskList = self.waiting_tasks(job).collect();
+        if tasks.is_empty() {
+            self.refused += 1;
+            return Err(PlanError::NotTogether { job: Some(job), task: None });
+        }
+        let savepoint = self.savepoint();
+        let mut gpus = GpuList::new();
+        for task in tasks {
+            gpus.clear();
+            if !place(task, self.free, &mut gpus) {
+                self.rollback(savepoint);
+                return Ok(false);
+            }
+            if let Err(refused) = self.start_part(task, &gpus) {
+                self.rollback(savepoint);
+                self.refused += 1;
+                return Err(refused);
+            }
+        }
+        Ok(true)
     }
 
     /// Checks a start and takes its GPUs (a share of each, for a share of one GPU); nothing is
@@ -368,7 +501,9 @@ impl<'a> Plan<'a> {
 
     /// Preempts a running task: its GPUs are free for the rest of this plan, and it waits to
     /// restart from where it was (paying the restart overhead when it does, which may be later
-    /// in this same plan, on other GPUs).
+    /// in this same plan, on other GPUs). A task of a co-start job takes its job's other
+    /// running tasks with it (before it, in the decision log), as Slurm requeues a
+    /// heterogeneous job whole; they restart together.
     pub fn preempt(&mut self, task: TaskId) -> Result<(), PlanError> {
         self.preempt_for(task, String::new())
     }
@@ -385,12 +520,29 @@ impl<'a> Plan<'a> {
             self.refused += 1;
             return Err(PlanError::NotRunning { task, status });
         }
+        let reason = reason.into();
+        let job = self.tasks[task.index()].job;
+        if self.jobs[job.index()].co_start {
+            // Slurm requeues a heterogeneous job whole: its other running tasks stop with it,
+            // and all of them restart together.
+            let siblings = self.jobs[job.index()].tasks().filter(|&t| {
+                t != task && self.marks[t.index()] == Mark::None && self.tasks[t.index()].status == TaskStatus::Running
+            });
+            for sibling in siblings.collect::<TaskList>() {
+                self.take_back(sibling, reason.clone());
+            }
+        }
+        self.take_back(task, reason);
+        Ok(())
+    }
+
+    /// Preempts a running task this plan has not decided on.
+    fn take_back(&mut self, task: TaskId, reason: String) {
         // A running task's GPUs are usable (an invariant), so they go back to the free set.
         self.give_back(task, &self.tasks[task.index()].placed);
         self.count(task, false);
         self.marks[task.index()] = Mark::Preempted;
-        self.decisions.push(Decision::Preempt { task, reason: reason.into() });
-        Ok(())
+        self.decisions.push(Decision::Preempt { task, reason });
     }
 
     /// Rejects a waiting job: it ends `rejected` with `reason`, shown in the job table.

@@ -303,6 +303,9 @@ pub struct JobState {
     pub first_task: TaskId,
     pub task_count: u32,
     pub arrived: bool,
+    /// Its tasks start together or not at all (`JobSpec::co_start`): the plan refuses a
+    /// lone start of one.
+    pub co_start: bool,
     /// Tasks not yet in a final state.
     pub open_tasks: u32,
     /// The first task failure no task of the job handles (with an `on failure` dependency):

@@ -219,6 +219,11 @@ pub struct JobSpec {
     /// Who submitted the job, under which account and QOS, if the trace says: what Slurm's
     /// fair share and QOS limits are kept by. Boxed: most traces name none.
     pub owner: Option<Box<Owner>>,
+    /// All its tasks start at the same instant, in one decision, or none does (Slurm's
+    /// heterogeneous jobs: every component starts together). A policy starts them with
+    /// `Plan::start_together`; so they wait on nothing inside the job (no DAG, and one start
+    /// window shared by all of them or none).
+    pub co_start: bool,
     pub tasks: Tasks,
 }
 
@@ -245,6 +250,7 @@ impl JobSpec {
             cancel: OptTime::NONE,
             priority: 0,
             owner: None,
+            co_start: false,
             tasks: [TaskSpec::new("0", gpus, work)].into(),
         }
     }
@@ -425,7 +431,25 @@ fn check_job(job: &JobSpec) -> Result<(), WorkloadError> {
             job.name, job.submit
         )));
     }
+    check_co_start(job)?;
     crate::dag::check_job(job)?;
+    Ok(())
+}
+
+/// A co-start job's tasks all become startable together: one waiting on another (a DAG), or
+/// on a start window the others do not share, would never start with the rest.
+fn check_co_start(job: &JobSpec) -> Result<(), WorkloadError> {
+    if !job.co_start {
+        return Ok(());
+    }
+    let window = job.tasks[0].options().window;
+    if let Some(t) = job.tasks.iter().find(|t| !t.deps.is_empty() || t.options().window != window) {
+        return Err(WorkloadError(format!(
+            "job `{}` starts its tasks together (co_start), so its task `{}` may not wait on another task \
+             of it, nor have a start window of its own (all its tasks share one window or none)",
+            job.name, t.name
+        )));
+    }
     Ok(())
 }
 

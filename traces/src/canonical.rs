@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
 /// The columns of `jobs.csv`, in the order the writer puts them.
-pub const JOB_COLUMNS: [&str; 26] = [
+pub const JOB_COLUMNS: [&str; 27] = [
     "job_id",
     "task_id",
     "submit_s",
@@ -44,6 +44,7 @@ pub const JOB_COLUMNS: [&str; 26] = [
     "account",
     "user",
     "qos",
+    "co_start",
 ];
 
 const KNOWN: &[Column] = &[
@@ -73,6 +74,7 @@ const KNOWN: &[Column] = &[
     Column { name: "account", required: false },
     Column { name: "user", required: false },
     Column { name: "qos", required: false },
+    Column { name: "co_start", required: false },
 ];
 
 /// Column indexes in the file at hand (`None`: the optional column is absent).
@@ -103,6 +105,7 @@ struct Cols {
     account: Option<usize>,
     user: Option<usize>,
     qos: Option<usize>,
+    co_start: Option<usize>,
 }
 
 /// Reads a canonical `jobs.csv` from `source`; `file` names it in errors.
@@ -156,6 +159,7 @@ pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) ->
         account: c[23],
         user: c[24],
         qos: c[25],
+        co_start: c[26],
     };
     let mut builder = Builder::default();
     rows.parse_all(sink, |row| builder.add(row, &cols))?;
@@ -191,7 +195,7 @@ impl Builder {
         let submit_ms = row.seconds_ms(cols.submit)?;
         let work_ms = row.positive_seconds_ms(cols.duration)?;
         let gpus = parse_gpus(row, cols.gpus)?;
-        let single_node = parse_single_node(row, cols.single_node)?;
+        let single_node = parse_flag(row, cols.single_node)?;
         let gpu_milli = parse_opt_u32(row, cols.gpu_milli, || GPU_MILLI_EXPECTED.to_owned())?;
         let gpus_per_node =
             parse_opt_u32(row, cols.gpus_per_node, || gpus_per_node_expected(gpus, gpu_milli.is_some(), single_node))?;
@@ -212,6 +216,7 @@ impl Builder {
         let dataset = row.opt_text(cols.dataset)?;
         let speeds = row.opt_text(cols.speeds)?;
         let (account, user, qos) = (row.opt_text(cols.account)?, row.opt_text(cols.user)?, row.opt_text(cols.qos)?);
+        let co_start = parse_flag(row, cols.co_start)?;
         let job = JobFields {
             name: job_id,
             submit_ms,
@@ -256,6 +261,9 @@ impl Builder {
             }
             if job.cancel.get().map(SimTime::as_ms) != cancel_ms {
                 return Err(conflict(row, job_id, "cancel_s", first));
+            }
+            if job.co_start != co_start {
+                return Err(conflict(row, job_id, "co_start", first));
             }
             let owner = job.owner.as_deref().cloned().unwrap_or_default();
             for (field, ours, theirs) in
@@ -317,7 +325,9 @@ impl Builder {
                 }
                 self.first_line.push(row.line);
                 self.last_may_depend = has_window;
-                self.jobs.push(job.build([task].into()).map_err(|e| refused(row, cols, e))?);
+                let mut spec = job.build([task].into()).map_err(|e| refused(row, cols, e))?;
+                spec.co_start = co_start;
+                self.jobs.push(spec);
             }
         }
         Ok(())
@@ -489,8 +499,8 @@ fn parse_integer_text(row: &Row<'_>, column: usize, expected: &str) -> FieldResu
     text.parse().map_err(|_| row.field_error(column, expected, text))
 }
 
-/// `true`/`false` (any case), `1`/`0`, or empty (false).
-fn parse_single_node(row: &Row<'_>, column: Option<usize>) -> FieldResult<bool> {
+/// `true`/`false` (any case), `1`/`0`, or empty (false): `single_node`, `co_start`.
+fn parse_flag(row: &Row<'_>, column: Option<usize>) -> FieldResult<bool> {
     let Some(column) = column else {
         return Ok(false);
     };
@@ -512,7 +522,7 @@ pub(crate) fn format_seconds(ms: u64) -> String {
     if ms.is_multiple_of(1000) { (ms / 1000).to_string() } else { format!("{}.{:03}", ms / 1000, ms % 1000) }
 }
 
-/// Writes `workload` as the canonical trace's input `jobs.csv` (all twenty-three
+/// Writes `workload` as the canonical trace's input `jobs.csv` (all twenty-seven
 /// [`JOB_COLUMNS`], one row per task, jobs in workload order); a run's per-job output table,
 /// also named `jobs.csv`, is `reports::write_job_records_csv`'s. Refuses, before writing
 /// anything, a workload that would not read back identically: duplicate or empty job/task
@@ -560,6 +570,7 @@ pub fn write_trace_jobs_csv<W: Write>(workload: &Workload, out: W) -> Result<(),
                     owner.account.as_str(),
                     owner.user.as_str(),
                     owner.qos.as_str(),
+                    if job.co_start { "true" } else { "false" },
                 ])
                 .map_err(io_error)?;
         }
@@ -832,12 +843,12 @@ mod tests {
     fn writer_output_is_readable_and_exact() {
         let text = "job_id,task_id,submit_s,duration_s,gpus,gpu_milli,gpu_type,single_node,gpus_per_node,estimate_s,\
                     queue,checkpoint_s,restart_overhead_s,deadline_s,priority,depends_on,not_before_s,not_after_s,dataset,\
-                    speeds,cancel_s,exit_code,checkpoint_cost_s,account,user,qos\n\
-                    \"a,b\",0,0.5,600,1,,,false,,,,,,,0,,,,,,,0,,,,\n\
-                    j,ps,1,0.001,1,250,A100,true,,7.250,q,0,30,86400,-3,w:failure,5,,imagenet,A100=2.5,90,0,0,lab,ann,\n\
-                    j,w,1,2,8,,,false,4,,q,1800.500,0,86400,-3,,,100.250,,A100=3;V100=0.125,90,-9,45.500,lab,ann,\n\
-                    k,a,2,10,1,,,false,,,,,,,0,,,,,,,137,,,,high\n\
-                    k,b,2,10,4,,,true,4,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,,,0,,,,high\n";
+                    speeds,cancel_s,exit_code,checkpoint_cost_s,account,user,qos,co_start\n\
+                    \"a,b\",0,0.5,600,1,,,false,,,,,,,0,,,,,,,0,,,,,false\n\
+                    j,ps,1,0.001,1,250,A100,true,,7.250,q,0,30,86400,-3,w:failure,5,,imagenet,A100=2.5,90,0,0,lab,ann,,false\n\
+                    j,w,1,2,8,,,false,4,,q,1800.500,0,86400,-3,,,100.250,,A100=3;V100=0.125,90,-9,45.500,lab,ann,,false\n\
+                    k,a,2,10,1,,,false,,,,,,,0,,,,,,,137,,,,high,false\n\
+                    k,b,2,10,4,,,true,4,,,,,,0,a;a:any;a:data=2.500;a:checkpoint=3,,,,,,0,,,,high,false\n";
         let w = read(text).unwrap();
         let mut out = Vec::new();
         write_trace_jobs_csv(&w, &mut out).unwrap();

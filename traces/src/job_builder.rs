@@ -293,6 +293,8 @@ impl JobFields<'_> {
             priority: self.priority,
             cancel: self.cancel_ms.map(SimTime).into(),
             owner: self.owner(),
+            // A job-level rule a reader sets after building (canonical's `co_start` column).
+            co_start: false,
             tasks,
         })
     }

@@ -149,6 +149,10 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
                     task.options_mut().window.not_after =
                         task.options().window.not_after.map(|t| t.max(SimTime(submit)));
                 }
+                // Some jobs start their tasks together, where nothing inside the job waits.
+                let window = tasks.first().map(|t| t.options().window);
+                let co_start =
+                    index % 5 == 2 && tasks.iter().all(|t| t.deps.is_empty() && Some(t.options().window) == window);
                 JobSpec {
                     name: format!("{n}#{index}").into(),
                     submit: SimTime(submit),
@@ -166,6 +170,7 @@ fn job(index: usize) -> impl Strategy<Value = JobSpec> {
                         1 => Some(Box::new(sim::Owner { user: "solo".into(), ..sim::Owner::default() })),
                         _ => None,
                     },
+                    co_start,
                     tasks: tasks.into(),
                 }
             })

@@ -19,8 +19,8 @@
 //!   start the plan of the future allows, from running jobs' time limits: it starts now if
 //!   that is now, else it reserves whole nodes from then on ([`space::Space`]).
 //! - **Nodes.** As select/cons_tres chooses them ([`nodes`]). Each task is one Slurm job
-//!   (a heterogeneous job's components are placed one by one: the core has no job-level gang
-//!   yet, and the tasks of a DAG job must not wait for each other).
+//!   (a heterogeneous job's components start together, one candidate placed whole; the
+//!   tasks of a DAG job must not wait for each other).
 
 mod backfill;
 mod config;
@@ -254,6 +254,9 @@ impl Slurm {
                 let tasks = vec![(task, Ask::of(s.gpus.max(1), s.per_node()))];
                 out.push(Candidate { job, tasks, partition: partition.clone(), limit: s.estimate.get() });
             }
+            if spec.co_start && out.len() > before + 1 {
+                together(&mut out, before);
+            }
             if out.len() == before {
                 gone.push(job);
             }
@@ -305,7 +308,13 @@ impl Slurm {
         let savepoint = plan.savepoint();
         let now = view.now();
         let mut started = Vec::new();
-        for (&(task, _), task_parts) in candidate.tasks.iter().zip(&parts) {
+        // A co-start job's candidate, even of one task (the one left to retry after a failure).
+        let together = plan.co_starts(candidate.tasks[0].0);
+        if together && !start_together(plan, candidate, &parts) {
+            return false;
+        }
+        started.extend(candidate.tasks.iter().map(|&(t, _)| t).filter(|_| together));
+        for (&(task, _), task_parts) in candidate.tasks.iter().zip(&parts).filter(|_| !together) {
             let mut gpus = crate::placement::GpuList::new();
             for &(node, count) in task_parts {
                 plan.free().take_from(node, count, &mut gpus);
@@ -411,6 +420,26 @@ impl Allowed {
             })
             .clone()
     }
+}
+
+/// Merges a co-start (heterogeneous) job's candidates, `out[from..]`, into one: its
+/// components start together, and it asks for the longest of their time limits.
+fn together(out: &mut Vec<Candidate>, from: usize) {
+    let parts = out.split_off(from);
+    let limit = parts.iter().try_fold(SimDuration::ZERO, |longest, c| Some(longest.max(c.limit?)));
+    let tasks = parts.iter().flat_map(|c| c.tasks.iter().copied()).collect();
+    let first = parts.into_iter().next().expect("two candidates or more");
+    out.push(Candidate { tasks, limit, ..first });
+}
+
+/// Starts every task of a co-start `candidate` on its `parts` at once, or none.
+fn start_together(plan: &mut Plan<'_>, candidate: &Candidate, parts: &[Parts]) -> bool {
+    let started = plan.start_together_with(candidate.job, |task, free, gpus| {
+        let Some(i) = candidate.tasks.iter().position(|&(t, _)| t == task) else { return false };
+        parts[i].iter().for_each(|&(node, count)| free.take_from(node, count, gpus));
+        true
+    });
+    started == Ok(true)
 }
 
 /// Places every task of a job on a copy of `nodes`; `None` if one does not fit.

@@ -770,6 +770,7 @@ fn new_job_state(spec: &crate::workload::JobSpec, first_task: TaskId) -> JobStat
         first_task,
         task_count: spec.tasks.len() as u32,
         arrived: false,
+        co_start: spec.co_start,
         open_tasks: spec.tasks.len() as u32,
         failure: None,
         outcome: None,

@@ -544,6 +544,9 @@ fn assemble(
             if job.tasks.len() == 2 {
                 report.het_jobs += 1;
             }
+            // Slurm starts a het job's components together, once all of them are eligible.
+            job.co_start = true;
+            share_window(job);
             continue;
         }
         let mut job = JobSpec::single(last.name.clone(), SimTime(first_submit), 1, SimDuration(1));
@@ -558,6 +561,18 @@ fn assemble(
         specs.push(job);
     }
     specs
+}
+
+/// Gives every task of a het job the latest of its components' eligibility times (as Slurm
+/// waits for every component's), so that they become startable together.
+fn share_window(job: &mut JobSpec) {
+    let latest = job.tasks.iter().filter_map(|t| t.options().window.not_before).max();
+    if latest.is_none() {
+        return; // none waits: no options to allocate
+    }
+    for task in job.tasks.iter_mut() {
+        task.options_mut().window = Window { not_before: latest, not_after: None };
+    }
 }
 
 /// GPUs on each node of a gang over `nodes` nodes: Slurm gives each node the same `--gres`
