@@ -28,7 +28,10 @@ fn dump(run: &str) -> PathBuf {
 
 /// The cluster, queues and `slurm` spec `cluster import` derives from the dump `run`.
 fn imported(run: &str) -> (PathBuf, PathBuf, String) {
-    let (d, out) = (dump(run), scratch("slurm_policy_fidelity", run));
+    // Tests run at once, and a scratch folder is emptied when made: one folder per import.
+    static IMPORTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let nth = IMPORTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (d, out) = (dump(run), scratch("slurm_policy_fidelity", &format!("{run}-{nth}")));
     let (cluster, queues, spec) = (out.join("cluster.csv"), out.join("queues.csv"), out.join("policy.txt"));
     let mut args: Vec<String> = ["cluster", "import", "--format", "slurm", "--out", "--queues-out", "--policy-out"]
         .iter()

@@ -103,3 +103,77 @@ fn fair_share_orders_by_decayed_usage() {
     let decayed = run(&spec(10), &[(1, 1, "A")], &[], jobs);
     assert_eq!(schedule(&decayed), sched(&[("x1", 10, 110), ("y1", 110, 140), ("x2", 140, 150), ("y2", 150, 160)]));
 }
+
+fn with_qos(mut j: JobSpec, user: &str, qos: &str) -> JobSpec {
+    j.owner = Some(Box::new(Owner { account: "A".into(), user: user.into(), qos: qos.into() }));
+    j
+}
+
+/// Two nodes of 4 GPUs, A (partition p1) and B (p2); QOS `small` may hold 4 GPUs in all,
+/// across partitions. a (p1, small, 3 GPUs) runs 10-20. At the pass at 13, b (p2, small, 2
+/// GPUs) would take small to 5: it stays pending, and p2 is not blocked by it: c (p2, no
+/// limit) and d (p2, small, 1 GPU: small at 4) start. Their ends at 18 pass over b again
+/// (a still runs); a's end at 20 asks for a pass, at 21 (18 + batch_sched_delay): b starts.
+/// Without the limit b starts at 13 beside c and d.
+#[test]
+fn a_qos_limits_its_jobs_across_partitions_without_blocking_them() {
+    let queue = |name: &str, pool: &str| QueueSpec { pools: vec![pool.to_string()], ..QueueSpec::new(name) };
+    let queues = [queue("p1", "A"), queue("p2", "B")];
+    let jobs = vec![
+        with_qos(in_partition(job_est("a", 10, 3, 10, 20), "p1"), "x", "small"),
+        with_qos(in_partition(job_est("b", 11, 2, 5, 10), "p2"), "x", "small"),
+        with_qos(in_partition(job_est("c", 12, 1, 5, 10), "p2"), "x", "normal"),
+        with_qos(in_partition(job_est("d", 12, 1, 5, 10), "p2"), "x", "small"),
+    ];
+    let pools = [(1, 4, "A"), (1, 4, "B")];
+    let limited = run("slurm[sched=builtin,started_s=0,qos_grp_gpus=small:4]", &pools, &queues, jobs.clone());
+    assert_eq!(schedule(&limited), sched(&[("a", 10, 20), ("b", 21, 26), ("c", 13, 18), ("d", 13, 18)]));
+    let free = run("slurm[sched=builtin,started_s=0]", &pools, &queues, jobs);
+    assert_eq!(schedule(&free), sched(&[("a", 10, 20), ("b", 13, 18), ("c", 13, 18), ("d", 13, 18)]));
+}
+
+/// One node of 8 GPUs; QOS `q` lets each user run one job, or hold 2 GPUs. x1 (x, 1 GPU) runs
+/// 10-20; at the pass at 13 x2 (x) waits for it, y1 (y) starts. y1's end asks for a pass at
+/// 18, so x1's end at 20 gets the next at 21: x2 starts. With 2 GPUs per user instead, x2 (2
+/// GPUs) waits the same way and y1 does not.
+#[test]
+fn a_qos_limits_each_users_jobs_and_gpus() {
+    let jobs = |x2_gpus: u32| {
+        vec![
+            with_qos(job_est("x1", 10, 1, 10, 20), "x", "q"),
+            with_qos(job_est("x2", 11, x2_gpus, 5, 10), "x", "q"),
+            with_qos(job_est("y1", 12, 1, 5, 10), "y", "q"),
+        ]
+    };
+    let expected = sched(&[("x1", 10, 20), ("x2", 21, 26), ("y1", 13, 18)]);
+    let one_job = run("slurm[sched=builtin,started_s=0,qos_max_jobs_per_user=q:1]", &[(1, 8, "A")], &[], jobs(1));
+    assert_eq!(schedule(&one_job), expected);
+    let two_gpus = run("slurm[sched=builtin,started_s=0,qos_max_gpus_per_user=q:2]", &[(1, 8, "A")], &[], jobs(2));
+    assert_eq!(schedule(&two_gpus), expected);
+    let free = run("slurm[sched=builtin,started_s=0]", &[(1, 8, "A")], &[], jobs(2));
+    assert_eq!(schedule(&free), sched(&[("x1", 10, 20), ("x2", 13, 18), ("y1", 13, 18)]));
+}
+
+/// One node of 4 GPUs, backfill every 5 s testing 2 jobs. a (QOS q, 3 GPUs, limit 20) runs
+/// 10-20; h (4 GPUs) blocks the partition, and the pass at 15 reserves the node for it from
+/// 30. q (QOS q, 1 GPU) is over its QOS's limit while a runs. Over q's GPU limit (3), it is
+/// tested but neither starts nor reserves, and the pass's second test is spent: c (1 GPU,
+/// limit 10, which would end before h's reservation) is not tried. Over a job-count limit
+/// (1 job), q is passed over before it counts, and c backfills at 15. Without a limit, q
+/// itself backfills at 15 and c is not tried.
+#[test]
+fn backfill_counts_a_job_over_a_qos_gpu_limit_as_tested_and_one_over_a_job_limit_not() {
+    let jobs = vec![
+        with_qos(job_est("a", 10, 3, 10, 20), "x", "q"),
+        with_qos(job_est("h", 11, 4, 5, 10), "x", "normal"),
+        with_qos(job_est("q", 12, 1, 5, 10), "x", "q"),
+        with_qos(job_est("c", 13, 1, 5, 10), "x", "normal"),
+    ];
+    let spec = |limit: &str| format!("slurm[bf_interval=5,bf_resolution=1,bf_max_job_test=2,started_s=0{limit}]");
+    let gpu_limit = run(&spec(",qos_grp_gpus=q:3"), &[(1, 4, "A")], &[], jobs.clone());
+    assert_eq!(schedule(&gpu_limit), sched(&[("a", 10, 20), ("h", 20, 25), ("q", 25, 30), ("c", 25, 30)]));
+    let job_limit = run(&spec(",qos_grp_jobs=q:1"), &[(1, 4, "A")], &[], jobs.clone());
+    assert_eq!(schedule(&job_limit), sched(&[("a", 10, 20), ("h", 20, 25), ("q", 25, 30), ("c", 15, 20)]));
+    let free = run(&spec(""), &[(1, 4, "A")], &[], jobs);
+    assert_eq!(schedule(&free), sched(&[("a", 10, 20), ("h", 20, 25), ("q", 15, 20), ("c", 25, 30)]));
+}

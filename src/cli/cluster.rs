@@ -25,8 +25,8 @@ pub enum ClusterCommand {
         #[arg(long)]
         queues_out: Option<PathBuf>,
         /// slurm: `sacctmgr show qos --parsable2` output; a partition's QOS GrpTRES gres/gpu
-        /// and GrpJobs become its queue's max_gpus and max_running_jobs, the QOS priorities
-        /// go into the policy spec.
+        /// and GrpJobs become its queue's max_gpus and max_running_jobs; the QOS priorities
+        /// and the limits each QOS puts on the jobs that name it go into the policy spec.
         #[arg(long)]
         qos: Option<PathBuf>,
         /// slurm: `scontrol show config` output, for the policy spec: its settings are taken

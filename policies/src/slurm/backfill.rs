@@ -10,6 +10,7 @@
 
 use super::node_set::NodeSet;
 use super::nodes::{Ask, Nodes, Parts};
+use super::qos::Over;
 use super::space::Space;
 use super::{Candidate, Slurm, select_all};
 use sim::{ClusterView, NodeId, Plan, SimDuration, SimTime};
@@ -45,10 +46,14 @@ impl Slurm {
             {
                 continue;
             }
-            if !candidate.tasks.iter().all(|&(t, _)| plan.quota_allows(t)) {
+            let over = self.qos_over(candidate);
+            if !candidate.tasks.iter().all(|&(t, _)| plan.quota_allows(t)) || over == Over::Jobs {
                 continue;
             }
             tested += 1;
+            if over == Over::Gpus {
+                continue; // tested, but no start and no reservation: its start is unknown
+            }
             let own = allowed.of(view, candidate);
             if self.plan_one(view, plan, &mut nodes, &mut space, candidate, &own, &ending) {
                 ending = self.ending(&nodes);

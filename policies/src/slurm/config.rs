@@ -3,6 +3,7 @@
 //! configuration it stands for. `schedlab cluster import --format slurm` prints the spec of a
 //! slurm.conf.
 
+use super::qos::QosLimits;
 use crate::params::{ParamInfo, Params, SpecError};
 use sim::SimDuration;
 use std::collections::BTreeMap;
@@ -53,6 +54,8 @@ pub struct SlurmConfig {
     pub billing: Billing,
     pub partition_factors: BTreeMap<String, u32>,
     pub qos_priorities: BTreeMap<String, u32>,
+    /// The limits of each QOS on the jobs that name it.
+    pub qos_limits: BTreeMap<String, QosLimits>,
     /// Fairshare of accounts (`account`) and user associations (`account.user`).
     pub shares: BTreeMap<String, u32>,
     /// CPUs of each node; `None`: as many as it has GPUs.
@@ -144,6 +147,20 @@ pub const PARAMS: &[ParamInfo] = &[
     param("partition_factors", NAMED, "", "PriorityJobFactor of each partition (queue); others 1"),
     param("qos_priorities", NAMED, "", "Priority of each QOS; others 0"),
     param(
+        "qos_grp_gpus",
+        NAMED,
+        "",
+        "GrpTRES gres/gpu of each QOS: GPUs all running jobs that name it may hold, across partitions",
+    ),
+    param("qos_grp_jobs", NAMED, "", "GrpJobs of each QOS: jobs that name it running at once, across partitions"),
+    param(
+        "qos_max_gpus_per_user",
+        NAMED,
+        "",
+        "MaxTRESPU gres/gpu of each QOS: GPUs one user's running jobs that name it may hold",
+    ),
+    param("qos_max_jobs_per_user", NAMED, "", "MaxJobsPU of each QOS: one user's jobs that name it running at once"),
+    param(
         "shares",
         "account:N/account.user:N/... (empty: none)",
         "",
@@ -226,6 +243,12 @@ impl SlurmConfig {
             billing,
             partition_factors: named("partition_factors")?,
             qos_priorities: named("qos_priorities")?,
+            qos_limits: QosLimits::of_each(
+                named("qos_grp_gpus")?,
+                named("qos_grp_jobs")?,
+                named("qos_max_gpus_per_user")?,
+                named("qos_max_jobs_per_user")?,
+            ),
             shares: named("shares")?,
             node_cpus,
         })

@@ -18,6 +18,8 @@
 //! - **Backfill.** In the same order, each job (up to `bf_max_job_test`) is given the earliest
 //!   start the plan of the future allows, from running jobs' time limits: it starts now if
 //!   that is now, else it reserves whole nodes from then on ([`space::Space`]).
+//! - **QOS limits.** A job whose QOS's limits (GPUs or jobs, all together or per user) its
+//!   start would pass stays pending and blocks nothing ([`qos`]).
 //! - **Nodes.** As select/cons_tres chooses them ([`nodes`]). Each task is one Slurm job
 //!   (a heterogeneous job's components start together, one candidate placed whole; the
 //!   tasks of a DAG job must not wait for each other).
@@ -28,6 +30,7 @@ mod fairshare;
 mod node_set;
 mod nodes;
 mod priority;
+mod qos;
 mod space;
 
 pub use config::PARAMS;
@@ -37,6 +40,7 @@ use config::SlurmConfig;
 use node_set::NodeSet;
 use nodes::{Ask, Nodes, Parts};
 use priority::{JobFacts, Priorities};
+use qos::{Over, QosUsage};
 use sim::{Change, ClusterView, JobId, NodeId, Plan, Policy, SimDuration, SimTime, TaskId};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -50,6 +54,8 @@ pub struct Slurm {
     /// What each job is charged and ranked by, while it waits or runs.
     facts: BTreeMap<JobId, JobFacts>,
     running: BTreeMap<TaskId, Running>,
+    /// What the running jobs of each QOS with limits hold.
+    qos_usage: QosUsage,
     /// When submissions and ends ask for a main pass (Slurm's `job_sched_cnt`): an end asks
     /// once its nodes are back (`--release-latency-s` later: Slurm's COMPLETING state).
     requests: BTreeSet<SimTime>,
@@ -87,6 +93,12 @@ struct Running {
     expected_end: SimTime,
 }
 
+impl Running {
+    fn gpus(&self) -> u32 {
+        self.parts.iter().map(|&(_, gpus)| gpus).sum()
+    }
+}
+
 /// What one placement starts: a waiting task (the list leaves room for a job-level gang),
 /// each with its shape.
 #[derive(Debug, Clone)]
@@ -110,6 +122,7 @@ impl Slurm {
             pending: BTreeMap::new(),
             facts: BTreeMap::new(),
             running: BTreeMap::new(),
+            qos_usage: QosUsage::default(),
             requests: BTreeSet::new(),
             pass_now: false,
             changed_since_backfill: false,
@@ -209,12 +222,33 @@ impl Slurm {
         }
         let parts: Parts = on_node.into_iter().collect();
         let expected_end = t.estimate.get().map_or(SimTime(u64::MAX / 2), |l| t.run_start + l);
-        self.running.insert(task, Running { job: t.job, parts, start: t.run_start, expected_end });
+        // Its job may never have been seen waiting (started at its arrival): its QOS and
+        // owner count it all the same.
+        self.facts.entry(t.job).or_insert_with(|| JobFacts::of(view, t.job, t.run_start));
+        self.ran(task, Running { job: t.job, parts, start: t.run_start, expected_end });
+    }
+
+    /// `task` runs as `run`: backfill plans with its end, and its QOS counts it.
+    fn ran(&mut self, task: TaskId, run: Running) {
+        if let Some(facts) = self.facts.get(&run.job) {
+            self.qos_usage.count(&self.config.qos_limits, facts, run.gpus(), true);
+        }
+        self.running.insert(task, run);
+    }
+
+    /// Which QOS limit `candidate` would pass if it started now.
+    fn qos_over(&self, candidate: &Candidate) -> Over {
+        let Some(facts) = self.facts.get(&candidate.job) else { return Over::Nothing };
+        let gpus = candidate.tasks.iter().map(|&(_, ask)| ask.gpus()).sum();
+        self.qos_usage.check(&self.config.qos_limits, facts, candidate.tasks.len() as u32, gpus)
     }
 
     /// A task stopped at `now`: its job is charged for the time it ran.
     fn stopped(&mut self, task: TaskId, now: SimTime) {
         let Some(run) = self.running.remove(&task) else { return };
+        if let Some(facts) = self.facts.get(&run.job) {
+            self.qos_usage.count(&self.config.qos_limits, facts, run.gpus(), false);
+        }
         if let (Some(p), Some(facts)) = (self.priorities.as_mut(), self.facts.get(&run.job)) {
             p.charge(&self.config, facts, run.start, now);
         }
@@ -329,7 +363,7 @@ impl Slurm {
             nodes.take(&task_parts);
             let limit = view.task(task).estimate.get();
             let expected_end = limit.map_or(SimTime(u64::MAX / 2), |l| now + l);
-            self.running.insert(task, Running { job: candidate.job, parts: task_parts, start: now, expected_end });
+            self.ran(task, Running { job: candidate.job, parts: task_parts, start: now, expected_end });
         }
         true
     }
@@ -355,7 +389,8 @@ impl Slurm {
             if blocked.contains(&candidate.partition.as_str()) {
                 continue;
             }
-            if !candidate.tasks.iter().all(|&(t, _)| plan.quota_allows(t)) {
+            if !candidate.tasks.iter().all(|&(t, _)| plan.quota_allows(t)) || self.qos_over(candidate) != Over::Nothing
+            {
                 continue; // a QOS or quota limit holds it back without blocking its partition
             }
             let own = allowed.of(view, candidate);

@@ -23,6 +23,11 @@ pub struct Ask {
 }
 
 impl Ask {
+    /// The GPUs it asks for in all.
+    pub fn gpus(&self) -> u32 {
+        if self.spread { self.per_node } else { self.nodes * self.per_node }
+    }
+
     /// The shape of a task of `gpus` GPUs, split `per_node` on each node (all on one node when
     /// `per_node` is `gpus`), or with no fixed split.
     pub fn of(gpus: u32, per_node: Option<u32>) -> Ask {

@@ -459,7 +459,8 @@ mod tests {
             [
                 "partition debug takes QOS debug8's limits: 8 GPUs, 4 running jobs",
                 "partition gone names QOS missing, which the QOS list does not have: no cap",
-                "QOS big limits the jobs that ask for it, across partitions: not modelled (queues are partitions)",
+                "QOS big limits the jobs that ask for it, across partitions: only the `slurm` policy's spec \
+                 (--policy-out) carries that; queues are partitions",
             ]
         );
         let nodes_only = read_slurm_cluster("NodeName=n1 Gres=gpu:8 Partitions=p\n".as_bytes(), "n.txt", Some(&qos));

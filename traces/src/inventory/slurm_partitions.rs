@@ -187,10 +187,14 @@ pub(super) fn apply_qos(import: &mut ClusterImport, partitions: &[Partition], qo
             )),
         }
     }
-    for limits in qos.iter().filter(|q| q.max_gpus.is_some() || q.max_running_jobs.is_some()) {
+    let limits_jobs = |q: &&QosLimits| {
+        [q.max_gpus, q.max_running_jobs, q.max_gpus_per_user, q.max_jobs_per_user].iter().any(Option::is_some)
+    };
+    for limits in qos.iter().filter(limits_jobs) {
         if !partitions.iter().any(|p| p.qos.as_deref() == Some(limits.name.as_str())) {
             notes.push(format!(
-                "QOS {} limits the jobs that ask for it, across partitions: not modelled (queues are partitions)",
+                "QOS {} limits the jobs that ask for it, across partitions: only the `slurm` policy's spec \
+                 (--policy-out) carries that; queues are partitions",
                 limits.name
             ));
         }

@@ -33,7 +33,7 @@ use crate::timeparse::parse_datetime_ms;
 use std::collections::BTreeMap;
 
 /// The policy's parameters and their defaults (Slurm 22.05's).
-const DEFAULTS: [(&str, &str); 27] = [
+const DEFAULTS: [(&str, &str); 31] = [
     ("batch_sched_delay", "3"),
     ("bf_interval", "30"),
     ("bf_max_job_part", "0"),
@@ -51,6 +51,10 @@ const DEFAULTS: [(&str, &str); 27] = [
     ("node_cpus", "gpus"),
     ("partition_factors", ""),
     ("priority", "basic"),
+    ("qos_grp_gpus", ""),
+    ("qos_grp_jobs", ""),
+    ("qos_max_gpus_per_user", ""),
+    ("qos_max_jobs_per_user", ""),
     ("qos_priorities", ""),
     ("sched", "backfill"),
     ("sched_interval", "60"),
@@ -218,6 +222,7 @@ pub(super) fn policy_spec(input: &SchedInput<'_>) -> Result<(String, Vec<String>
     t.partitions(input.partitions, input.partition_lines);
     t.node_cpus(input.nodes);
     t.qos(input.qos);
+    t.qos_limits(input.qos);
     t.shares(input.shares);
     t.fair_share_accounting();
     Ok((t.spec(), t.notes))
@@ -544,6 +549,53 @@ impl Translation {
         self.set("qos_priorities", name_list(list), None);
     }
 
+    /// The limits each QOS puts on the jobs that name it, across partitions: Slurm enforces
+    /// them only when `AccountingStorageEnforce` has `limits` (or `safe`, `all`).
+    fn qos_limits(&mut self, qos: Option<&[QosLimits]>) {
+        let Some(qos) = qos else { return };
+        type Field = fn(&QosLimits) -> Option<u32>;
+        let keys: [(&'static str, Field); 4] = [
+            ("qos_grp_gpus", |q| q.max_gpus),
+            ("qos_grp_jobs", |q| q.max_running_jobs),
+            ("qos_max_gpus_per_user", |q| q.max_gpus_per_user),
+            ("qos_max_jobs_per_user", |q| q.max_jobs_per_user),
+        ];
+        let limited: Vec<&QosLimits> = qos.iter().filter(|q| keys.iter().any(|(_, f)| f(q).is_some())).collect();
+        if limited.is_empty() {
+            return;
+        }
+        if !self.enforces_limits() {
+            let names: Vec<&str> = limited.iter().map(|q| q.name.as_str()).collect();
+            self.notes.push(format!(
+                "QOS {}: limits left out, as this Slurm does not enforce them (AccountingStorageEnforce has no `limits`)",
+                names.join(", ")
+            ));
+            return;
+        }
+        for (key, field) in keys {
+            let mut list: Vec<(&str, u32)> = Vec::new();
+            for q in &limited {
+                match field(q) {
+                    Some(_) if q.name.contains(SPEC_SYNTAX) || q.name.contains(char::is_whitespace) => self
+                        .notes
+                        .push(format!("QOS {}: its name cannot be written in {key}; its limit is left out", q.name)),
+                    Some(limit) => list.push((&q.name, limit)),
+                    None => {}
+                }
+            }
+            if !list.is_empty() {
+                self.set(key, name_list(list), None);
+            }
+        }
+    }
+
+    /// Whether `AccountingStorageEnforce` has `limits` (or `safe`, `all`), which makes Slurm
+    /// count usage whole and enforce association and QOS limits.
+    fn enforces_limits(&self) -> bool {
+        let enforce = self.enforce.as_deref().unwrap_or_default();
+        enforce.split(',').any(|e| ["limits", "safe", "all"].iter().any(|l| e.trim().eq_ignore_ascii_case(l)))
+    }
+
     /// `shares`: every association, sorted.
     fn shares(&mut self, shares: Option<&[(String, u32)]>) {
         match shares {
@@ -567,10 +619,8 @@ impl Translation {
         if self.get("priority") != "multifactor" || self.get("weight_fairshare") == "0" {
             return;
         }
-        let enforce = self.enforce.clone().unwrap_or_default();
-        let limits =
-            enforce.split(',').any(|e| ["limits", "safe", "all"].iter().any(|l| e.trim().eq_ignore_ascii_case(l)));
-        if !limits {
+        if !self.enforces_limits() {
+            let enforce = self.enforce.clone().unwrap_or_default();
             let given = if enforce.is_empty() { "(none)" } else { enforce.as_str() };
             self.notes.push(format!(
                 "AccountingStorageEnforce={given} has no `limits`: Slurm 22.05 then counts a job's usage only up \
@@ -963,5 +1013,35 @@ mod tests {
         let (spec, notes) = policy_spec(&SchedInput { qos: Some(&zero), shares: None, ..input }).unwrap();
         assert_eq!(spec, "slurm[priority=multifactor,weight_fairshare=1]");
         assert!(notes.iter().any(|n| n.starts_with("no associations (--assoc")));
+    }
+
+    /// A QOS's limits on the jobs that name it reach the spec when Slurm enforces them, and
+    /// are named and left out when it does not.
+    #[test]
+    fn qos_limits_across_partitions() {
+        let qos = [
+            QosLimits { max_gpus: Some(16), max_jobs_per_user: Some(2), ..QosLimits::new("small") },
+            QosLimits { max_running_jobs: Some(4), max_gpus_per_user: Some(8), ..QosLimits::new("big") },
+            QosLimits::new("normal"),
+        ];
+        let enforced = settings("AccountingStorageEnforce=associations,limits\n");
+        let input = SchedInput {
+            settings: &enforced,
+            partitions: &[],
+            partition_lines: true,
+            nodes: &[],
+            qos: Some(&qos),
+            shares: None,
+            config: None,
+        };
+        let (spec, _) = policy_spec(&input).unwrap();
+        assert_eq!(
+            spec,
+            "slurm[qos_grp_gpus=small:16,qos_grp_jobs=big:4,qos_max_gpus_per_user=big:8,qos_max_jobs_per_user=small:2]"
+        );
+        let none = settings("AccountingStorageEnforce=associations\n");
+        let (spec, notes) = policy_spec(&SchedInput { settings: &none, ..input }).unwrap();
+        assert_eq!(spec, "slurm");
+        assert!(notes.iter().any(|n| n.starts_with("QOS small, big: limits left out")), "{notes:?}");
     }
 }
