@@ -84,38 +84,60 @@ impl Slurm {
         allowed: &NodeSet,
         ending: &Ending,
     ) -> bool {
-        let now = view.now();
+        let mut ended = Ended { count: 0, fits: Fits::of(nodes, &ending.all_ended, candidate) };
+        let now_on = self.earliest(view.now(), nodes, space, candidate, allowed, ending, &mut ended);
+        ending.jobs[..ended.count].iter().for_each(|(_, parts)| nodes.take(parts));
+        now_on.is_some_and(|parts| self.start(view, plan, nodes, candidate, parts))
+    }
+
+    /// Tries `candidate` from now, one slot of the plan later each time, until it starts now
+    /// (where, returned), reserves its start in `space`, or cannot (`None` both).
+    #[allow(clippy::too_many_arguments)]
+    fn earliest(
+        &self,
+        now: SimTime,
+        nodes: &mut Nodes,
+        space: &mut Space,
+        candidate: &Candidate,
+        allowed: &NodeSet,
+        ending: &Ending,
+        ended: &mut Ended,
+    ) -> Option<Vec<Parts>> {
         let limit = candidate.limit.unwrap_or(self.config.bf_window);
         let mut from = now;
         let (mut usable, mut given) = (allowed.clone(), Vec::new());
         // Each try starts later: at most one per slot of the plan.
         for _ in 0..1_000 {
+            if from > now {
+                ended.give_up_to(from, nodes, &ending.jobs);
+            }
             usable.copy_from(allowed);
-            let later = space.restrict(from, from + limit, &mut usable);
-            let tried = if Room::of(&ending.all_ended, candidate, &usable).any() {
-                will_run(now, from, nodes, &ending.jobs, candidate, &usable, &mut given)
+            let later = space.restrict(from, from + limit, &mut usable).filter(|&t| t > from);
+            let fits = ended.fits.as_ref();
+            let tried = if Room::of(&ending.all_ended, candidate, &usable, fits.map(|f| &f.ended)).any() {
+                let running = &ending.jobs[ended.count..];
+                will_run(now, from, later, nodes, running, candidate, &usable, fits.map(|f| &f.now), &mut given)
             } else {
-                None
+                WillRun::Never
             };
-            given.drain(..).for_each(|i| nodes.take(&ending.jobs[i].1));
-            let Some((start, parts)) = tried else {
-                match later {
-                    Some(t) if t > from => {
-                        from = t;
-                        continue;
-                    }
-                    _ => return false,
+            given.drain(..).for_each(|i| nodes.take(&ending.jobs[ended.count + i].1));
+            let (start, parts) = match (tried, later) {
+                (WillRun::At(start, parts), _) => (start, parts),
+                (_, Some(t)) => {
+                    from = t;
+                    continue;
                 }
+                (_, None) => return None,
             };
             if start <= now {
-                return self.start(view, plan, nodes, candidate, parts);
+                return Some(parts);
             }
-            if let Some(t) = later.filter(|&t| start > t && t > from) {
+            if let Some(t) = later.filter(|&t| start > t) {
                 from = t;
                 continue;
             }
             if start > now + self.config.bf_window {
-                return false;
+                return None;
             }
             let whole: Vec<NodeId> = parts.iter().flatten().map(|&(n, _)| n).collect();
             let (begin, end) = (space.round_down(start), space.round_down(start + limit));
@@ -125,49 +147,88 @@ impl Slurm {
                     from = start;
                     continue;
                 }
-                return false;
+                return None;
             }
             space.reserve(&whole, begin, end);
-            return false;
+            return None;
         }
-        false
+        None
     }
 }
 
+/// The running tasks whose limits end by a try's start, given back to the nodes while one job
+/// is planned (its tries only move later, so they stay given until it is done), and the nodes
+/// that can take one share of it kept up to date with them.
+struct Ended {
+    /// The first `count` of the running tasks by end.
+    count: usize,
+    fits: Option<Fits>,
+}
+
+impl Ended {
+    /// Gives back every task that ends by `from`.
+    fn give_up_to(&mut self, from: SimTime, nodes: &mut Nodes, running: &[(SimTime, Parts)]) {
+        while let Some((end, parts)) = running.get(self.count)
+            && *end <= from
+        {
+            nodes.give(parts);
+            if let Some(fits) = self.fits.as_mut() {
+                parts.iter().for_each(|&(node, _)| fits.recount(nodes, node.index()));
+            }
+            self.count += 1;
+        }
+    }
+}
+
+/// What the will-run test found for a job.
+enum WillRun {
+    /// It starts then, there.
+    At(SimTime, Vec<Parts>),
+    /// Not before the plan's next slot (`beyond`): the caller tries again from there, so
+    /// where it would go is not worked out.
+    Beyond,
+    /// Not even once every running task on its nodes has ended.
+    Never,
+}
+
 /// The earliest start at or after `from` of `candidate` on the `usable` nodes and where, by
-/// Slurm's will-run test over the running tasks `ending` (by their limits' ends); `None`: not
-/// even once every running task there has ended. The tasks it takes away are given back to
-/// `nodes` and their places in `ending` listed in `given`, for the caller to take again (an
-/// undo costs what was given, where a copy of the nodes at every try cost them all).
+/// Slurm's will-run test over the running tasks `ending` (by their limits' ends), or that it
+/// starts after `beyond` or never. The tasks it takes away are given back to `nodes` and their
+/// places in `ending` listed in `given`, for the caller to take again (an undo costs what was
+/// given, where a copy of the nodes at every try cost them all). `fits_now`: the nodes that
+/// can take one share of a one-task job now ([`Fits`]).
+#[allow(clippy::too_many_arguments)]
 fn will_run(
     now: SimTime,
     from: SimTime,
+    beyond: Option<SimTime>,
     nodes: &mut Nodes,
     ending: &[(SimTime, Parts)],
     candidate: &Candidate,
     usable: &NodeSet,
+    fits_now: Option<&NodeSet>,
     given: &mut Vec<usize>,
-) -> Option<(SimTime, Vec<Parts>)> {
+) -> WillRun {
     let on_usable = |parts: &Parts| parts.iter().any(|&(n, _)| usable.contains(n.index()));
     let mut ending = ending.iter().enumerate().filter(|(_, (_, parts))| on_usable(parts)).peekable();
-    // A later try sees the jobs that end by then gone.
-    while let Some((i, (_, parts))) = ending.next_if(|(_, (end, _))| from > now && *end <= from) {
-        nodes.give(parts);
-        given.push(i);
-    }
-    let mut room = Room::of(nodes, candidate, usable);
+    // The tasks that end by a later try's start are already given back (`Ended`).
+    let mut room = Room::of(nodes, candidate, usable, fits_now);
     if room.any()
         && let Some(parts) = select_all(nodes, &candidate.tasks, usable)
     {
-        return Some((from, parts));
+        return WillRun::At(from, parts);
     }
-    let first = ending.peek()?.1.0.as_ms();
+    let Some(first) = ending.peek().map(|(_, (end, _))| end.as_ms()) else { return WillRun::Never };
     let anchor = first + (GROUP - first % GROUP);
     let mut window = GROUP;
     loop {
         let mut last_end = None;
         while let Some((i, (end, parts))) = ending.next_if(|(_, (end, _))| end.as_ms() <= anchor.saturating_add(window))
         {
+            // Whatever group it fits after ends this late or later.
+            if beyond.is_some_and(|b| *end > b) {
+                return WillRun::Beyond;
+            }
             room.give(nodes, parts, usable);
             given.push(i);
             last_end = Some(*end);
@@ -175,27 +236,65 @@ fn will_run(
         window = window.saturating_mul(2);
         if let Some(end) = last_end
             && room.any()
-            && let Some(parts) = select_all(nodes, &candidate.tasks, usable)
         {
-            let start = if end <= now { now + SimDuration::from_secs(1) } else { end };
-            return Some((start.max(from), parts));
+            let start = if end <= now { now + SimDuration::from_secs(1) } else { end }.max(from);
+            // Room is needed for a choice to be found, so the choice could only start later.
+            if beyond.is_some_and(|b| start > b) {
+                return WillRun::Beyond;
+            }
+            if let Some(parts) = select_all(nodes, &candidate.tasks, usable) {
+                return WillRun::At(start, parts);
+            }
         }
-        ending.peek()?;
+        if ending.peek().is_none() {
+            return WillRun::Never;
+        }
+    }
+}
+
+/// The nodes that can take one share of a one-task job with a fixed split, now and once every
+/// running task has ended: worked out once per job, so that each try of it counts its usable
+/// nodes among them a word at a time.
+struct Fits {
+    ask: Ask,
+    now: NodeSet,
+    ended: NodeSet,
+}
+
+impl Fits {
+    fn of(nodes: &Nodes, all_ended: &Nodes, candidate: &Candidate) -> Option<Fits> {
+        let [(_, ask)] = candidate.tasks[..] else { return None };
+        (!ask.spread).then(|| Fits { ask, now: nodes.fitting(&ask), ended: all_ended.fitting(&ask) })
+    }
+
+    /// `node` changed in `nodes`.
+    fn recount(&mut self, nodes: &Nodes, node: usize) {
+        if nodes.cpus[node] >= 1 && nodes.gpus[node] >= self.ask.per_node {
+            self.now.insert(node);
+        } else {
+            self.now.remove(node);
+        }
     }
 }
 
 /// Whether a one-task job can have room on the usable nodes (`Nodes::has_room`), kept up to
 /// date as running tasks are taken away, so that the will-run test chooses nodes only once
-/// they can hold it: the nodes that fit one share of it and their free GPUs, counted over the
-/// nodes that change. A job of several tasks is always tried.
+/// they can hold it: the nodes that fit one share of it and (for a task of no fixed split)
+/// their free GPUs, counted over the nodes that change. A job of several tasks is always
+/// tried.
 enum Room {
     One { ask: Ask, fitting: u32, gpus: u32 },
     Several,
 }
 
 impl Room {
-    fn of(nodes: &Nodes, candidate: &Candidate, usable: &NodeSet) -> Room {
+    /// The room on `usable` nodes of `nodes`; `fits`: those of them that take one share, when
+    /// known ([`Fits`]).
+    fn of(nodes: &Nodes, candidate: &Candidate, usable: &NodeSet, fits: Option<&NodeSet>) -> Room {
         let [(_, ask)] = candidate.tasks[..] else { return Room::Several };
+        if let Some(fits) = fits {
+            return Room::One { ask, fitting: usable.count_common(fits), gpus: 0 };
+        }
         let mut room = Room::One { ask, fitting: 0, gpus: 0 };
         usable.iter().for_each(|n| room.count(nodes, n, true));
         room
@@ -226,11 +325,9 @@ impl Room {
     /// Adds (or takes away) what `node` offers the job.
     fn count(&mut self, nodes: &Nodes, node: usize, add: bool) {
         let Room::One { ask, fitting, gpus } = self else { return };
-        let (fits, free) = if nodes.cpus[node] >= 1 {
-            (u32::from(nodes.gpus[node] >= ask.per_node), nodes.gpus[node])
-        } else {
-            (0, 0)
-        };
+        let cpu = nodes.cpus[node] >= 1;
+        let fits = u32::from(cpu && nodes.gpus[node] >= ask.per_node);
+        let free = if cpu && ask.spread { nodes.gpus[node] } else { 0 };
         if add {
             *fitting += fits;
             *gpus += free;

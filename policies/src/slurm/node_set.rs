@@ -43,6 +43,11 @@ impl NodeSet {
         self.words.iter_mut().zip(&other.words).for_each(|(a, b)| *a &= !b);
     }
 
+    /// How many nodes are in both sets.
+    pub fn count_common(&self, other: &NodeSet) -> u32 {
+        self.words.iter().zip(&other.words).map(|(a, b)| (a & b).count_ones()).sum()
+    }
+
     /// Becomes `other`, keeping its own allocation.
     pub fn copy_from(&mut self, other: &NodeSet) {
         self.words.copy_from_slice(&other.words);
@@ -80,5 +85,6 @@ mod tests {
         let mut c = NodeSet::full(70);
         c.subtract(&a);
         assert_eq!(c.iter().count(), 68);
+        assert_eq!((c.count_common(&b), c.count_common(&NodeSet::full(70))), (1, 68));
     }
 }

@@ -66,6 +66,13 @@ impl Nodes {
         })
     }
 
+    /// The nodes that can take one share of `ask`: a free CPU and `per_node` free GPUs.
+    pub fn fitting(&self, ask: &Ask) -> NodeSet {
+        let mut set = NodeSet::empty(self.gpus.len());
+        (0..self.gpus.len()).filter(|&n| self.cpus[n] >= 1 && self.gpus[n] >= ask.per_node).for_each(|n| set.insert(n));
+        set
+    }
+
     /// Whether [`Nodes::select_among`] finds room for `ask`, counted without choosing: backfill
     /// asks far more often than a job fits, and choosing walks blocks of nodes.
     pub fn has_room(&self, ask: &Ask, allowed: &NodeSet) -> bool {

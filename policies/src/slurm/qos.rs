@@ -30,7 +30,8 @@ impl QosLimits {
         user_jobs: BTreeMap<String, u32>,
     ) -> BTreeMap<String, QosLimits> {
         let mut each: BTreeMap<String, QosLimits> = BTreeMap::new();
-        let lists: [(BTreeMap<String, u32>, fn(&mut QosLimits) -> &mut Option<u32>); 4] = [
+        type Field = fn(&mut QosLimits) -> &mut Option<u32>;
+        let lists: [(BTreeMap<String, u32>, Field); 4] = [
             (grp_gpus, |l| &mut l.grp_gpus),
             (grp_jobs, |l| &mut l.grp_jobs),
             (user_gpus, |l| &mut l.user_gpus),

@@ -141,6 +141,7 @@ pub const ALL_SPECS: &[&str] = &[
     "slurm[sched=builtin,batch_sched_delay=0]",
     "slurm[bf_interval=5,bf_max_job_test=3,default_queue_depth=2,bf_max_job_user=2,bf_max_job_part=2]",
     "slurm[priority=multifactor,started_s=5,sched_interval=20,bf_resolution=10,bf_window=10,max_age=100,weight_partition=50,weight_qos=10,partition_factors=q0:2/q1:1,qos_priorities=normal:1,shares=a:2/a.u:3,node_cpus=4]",
+    "slurm[qos_grp_gpus=normal:8,qos_grp_jobs=normal:4,qos_max_gpus_per_user=normal:4,qos_max_jobs_per_user=normal:2]",
     "slurm[priority=multifactor,weight_fairshare=1000,weight_age=100,weight_jobsize=100,fair_tree=false,billing=gpu,favor_small=true,calc_period=30,decay_half_life=60]",
 ];
 
