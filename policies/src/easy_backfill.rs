@@ -123,12 +123,19 @@ impl EasyBackfill {
         }
     }
 
-    /// The soonest reservation for `head` over its eligible pools, by GPU count. A head whose
+    /// The soonest reservation for `head` over its eligible pools, by GPU count (its job's,
+    /// for a co-start head). A head whose
     /// shape fixes its GPUs per node (single-node, whole nodes) gets no extra GPUs to lend:
     /// counts per pool do not say which nodes it will need, and a backfill on the "extra"
     /// GPUs could take the very node it waits for.
     fn reserve(&self, view: &ClusterView<'_>, plan: &Plan<'_>, head: TaskId) -> Option<Reservation> {
-        let need = view.task(head).gpus;
+        // A co-start head starts with its job's other waiting tasks: it needs all their GPUs
+        // (counted in its pools, as though its job were one gang there).
+        let need = if plan.co_starts(head) {
+            plan.waiting_tasks(view.task(head).job).map(|t| view.task(t).gpus).sum()
+        } else {
+            view.task(head).gpus
+        };
         let node_shaped = view.task(head).gpus_per_node.is_some();
         Shape::of(view.task(head))
             .pools

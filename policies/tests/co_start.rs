@@ -211,3 +211,23 @@ proptest! {
         }
     }
 }
+
+/// easy-backfill reserves for a blocked co-start head what its whole job needs. 2 nodes x 4
+/// GPUs. r1 (4 GPUs, 100 s) and r2 (2 GPUs, 300 s) run from 0. h, a het job of 4 + 4 GPUs
+/// (50 s) submitted at 1, needs all 8: blocked, its reservation is at 300 (r2's end) with no
+/// GPU to spare. b (2 GPUs, 1,000 s) at 2 would run past 300: it waits; h runs 300-350, b
+/// from 350. Reserving for h's first task alone (4 GPUs, at r1's end with 2 to spare) let b
+/// take the spare 2 at once, and h waited until b's end at 1,002.
+#[test]
+fn easy_backfill_reserves_for_a_co_start_heads_whole_job() {
+    let timed = |name: &str, submit: u64, gpus: u32, work: u64| {
+        let mut j = job(name, submit, gpus, work);
+        j.tasks[0].estimate = SimDuration::from_secs(work).into();
+        j
+    };
+    let jobs =
+        vec![timed("r1", 0, 4, 100), timed("r2", 0, 2, 300), het_job("h", 1, &[4, 4], 50), timed("b", 2, 2, 1000)];
+    let r = run("easy-backfill[duration=estimate]", cluster(&[(2, 4, "A")]), jobs);
+    let starts: Vec<Option<u64>> = r.jobs.iter().map(|j| j.first_start.map(|s| s.as_ms() / 1000)).collect();
+    assert_eq!(starts, [Some(0), Some(0), Some(300), Some(350)]);
+}
