@@ -49,7 +49,7 @@ SCHEMAS: dict[str, pl.Schema] = {
         "single_node": B, "gpus_per_node": I, "estimate_s": F, "queue": S, "checkpoint_s": F,
         "restart_overhead_s": F, "deadline_s": F, "priority": I, "depends_on": S, "not_before_s": F,
         "not_after_s": F, "dataset": S, "speeds": S, "cancel_s": F, "exit_code": I, "checkpoint_cost_s": F,
-        "account": S, "user": S, "qos": S,
+        "account": S, "user": S, "qos": S, "co_start": B,
     }),  # fmt: skip
     # read_trace's one row per job, made from its tasks (schedlab/__init__.py).
     "trace_jobs": pl.Schema({"job_id": S, "submit_s": F, "queue": S, "priority": I, "tasks": I, "gpus": I, "gpu_s": F}),

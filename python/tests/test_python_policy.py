@@ -139,3 +139,40 @@ def test_the_policys_random_stream_follows_the_seed(small_trace):
     assert all(0 <= x < 1 for x in first) and len(set(first)) == len(first)
     assert draws(0) == first
     assert draws(1) != first
+
+
+# A het job: two 2-GPU components that must start together (`co_start`), on 2x4 GPUs.
+HET_JOBS = """job_id,task_id,submit_s,duration_s,gpus,co_start
+h,0,0,100,2,true
+h,1,0,100,2,true
+"""
+
+
+class Together:
+    """Tries a lone start of the het job's first task (refused), then starts both at once on
+    GPUs of its own choosing, one component on each node."""
+
+    def __init__(self):
+        self.error = None
+        self.co_start = None
+
+    def decide(self, view, plan):
+        if self.co_start is not None:
+            return
+        self.co_start = view.job_co_start(0)
+        try:
+            plan.start(0, [0, 1])
+        except schedlab.PlanError as error:
+            self.error = str(error)
+        plan.start_together([(0, [0, 1]), (1, [4, 5])])
+
+
+def test_a_co_start_jobs_tasks_start_together_and_never_alone(tmp_path):
+    trace = tmp_path / "jobs.csv"
+    trace.write_text(HET_JOBS)
+    policy = Together()
+    run = schedlab.simulate(trace=trace, cluster=SMALL_CLUSTER, policy=policy)
+    assert policy.co_start is True
+    assert policy.error is not None and policy.error.startswith('plan.start(t0 (job "h", task "0"))')
+    assert run.tasks["first_start_s"].to_list() == [0.0, 0.0]
+    assert run.jobs["end_s"].to_list() == [100.0]
