@@ -304,11 +304,9 @@ impl<'a> Plan<'a> {
     /// A task of a co-start job is refused: its job's tasks start in one
     /// [`Plan::start_together`].
     pub fn start(&mut self, task: TaskId, gpus: &[GpuId]) -> Result<(), PlanError> {
-        if let Some(t) = self.tasks.get(task.index())
-            && self.jobs[t.job.index()].co_start
-        {
+        if self.co_starts(task) {
             self.refused += 1;
-            return Err(PlanError::CoStart { task, job: t.job });
+            return Err(PlanError::CoStart { task, job: self.tasks[task.index()].job });
         }
         self.start_part(task, gpus).inspect_err(|_| self.refused += 1)
     }

@@ -46,12 +46,12 @@ impl Slurm {
             {
                 continue;
             }
-            let over = self.qos_over(candidate);
-            if !candidate.tasks.iter().all(|&(t, _)| plan.quota_allows(t)) || over == Over::Jobs {
+            let qos = self.qos_over(candidate);
+            if !candidate.tasks.iter().all(|&(t, _)| plan.quota_allows(t)) || qos == Over::Jobs {
                 continue;
             }
             tested += 1;
-            if over == Over::Gpus {
+            if qos == Over::Gpus {
                 continue; // tested, but no start and no reservation: its start is unknown
             }
             let own = allowed.of(view, candidate);
@@ -269,7 +269,7 @@ impl Fits {
 
     /// `node` changed in `nodes`.
     fn recount(&mut self, nodes: &Nodes, node: usize) {
-        if nodes.cpus[node] >= 1 && nodes.gpus[node] >= self.ask.per_node {
+        if nodes.takes_share(node, &self.ask) {
             self.now.insert(node);
         } else {
             self.now.remove(node);
@@ -302,7 +302,7 @@ impl Room {
 
     fn any(&self) -> bool {
         match *self {
-            Room::One { ask, fitting, gpus } => fitting >= ask.nodes || (ask.spread && gpus >= ask.per_node),
+            Room::One { ask, fitting, gpus } => ask.has_room_in(fitting, gpus),
             Room::Several => true,
         }
     }
@@ -325,9 +325,8 @@ impl Room {
     /// Adds (or takes away) what `node` offers the job.
     fn count(&mut self, nodes: &Nodes, node: usize, add: bool) {
         let Room::One { ask, fitting, gpus } = self else { return };
-        let cpu = nodes.cpus[node] >= 1;
-        let fits = u32::from(cpu && nodes.gpus[node] >= ask.per_node);
-        let free = if cpu && ask.spread { nodes.gpus[node] } else { 0 };
+        let fits = u32::from(nodes.takes_share(node, ask));
+        let free = if nodes.cpus[node] >= 1 && ask.spread { nodes.gpus[node] } else { 0 };
         if add {
             *fitting += fits;
             *gpus += free;

@@ -28,6 +28,12 @@ impl Ask {
         if self.spread { self.per_node } else { self.nodes * self.per_node }
     }
 
+    /// Whether `fitting` usable nodes that each take one share ([`Nodes::takes_share`]), with
+    /// `gpus` free GPUs on the usable nodes with a free CPU, make room for it.
+    pub fn has_room_in(&self, fitting: u32, gpus: u32) -> bool {
+        fitting >= self.nodes || (self.spread && gpus >= self.per_node)
+    }
+
     /// The shape of a task of `gpus` GPUs, split `per_node` on each node (all on one node when
     /// `per_node` is `gpus`), or with no fixed split.
     pub fn of(gpus: u32, per_node: Option<u32>) -> Ask {
@@ -69,8 +75,13 @@ impl Nodes {
     /// The nodes that can take one share of `ask`: a free CPU and `per_node` free GPUs.
     pub fn fitting(&self, ask: &Ask) -> NodeSet {
         let mut set = NodeSet::empty(self.gpus.len());
-        (0..self.gpus.len()).filter(|&n| self.cpus[n] >= 1 && self.gpus[n] >= ask.per_node).for_each(|n| set.insert(n));
+        (0..self.gpus.len()).filter(|&n| self.takes_share(n, ask)).for_each(|n| set.insert(n));
         set
+    }
+
+    /// Whether `node` can take one share of `ask`: a free CPU and `per_node` free GPUs.
+    pub fn takes_share(&self, node: usize, ask: &Ask) -> bool {
+        self.cpus[node] >= 1 && self.gpus[node] >= ask.per_node
     }
 
     /// Whether [`Nodes::select_among`] finds room for `ask`, counted without choosing: backfill
@@ -79,9 +90,9 @@ impl Nodes {
         let mut fitting = 0;
         let mut gpus = 0;
         for n in allowed.iter().filter(|&n| self.cpus[n] >= 1) {
-            fitting += u32::from(self.gpus[n] >= ask.per_node);
+            fitting += u32::from(self.takes_share(n, ask));
             gpus += self.gpus[n];
-            if fitting >= ask.nodes || (ask.spread && gpus >= ask.per_node) {
+            if ask.has_room_in(fitting, gpus) {
                 return true;
             }
         }
@@ -100,7 +111,7 @@ impl Nodes {
     }
 
     fn on_nodes(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
-        let fits = |n: usize| allowed.contains(n) && self.gpus[n] >= ask.per_node && self.cpus[n] >= 1;
+        let fits = |n: usize| allowed.contains(n) && self.takes_share(n, ask);
         let mut taken = vec![false; self.gpus.len()];
         let mut chosen = Vec::with_capacity(ask.nodes as usize);
         let mut left = ask.nodes;
@@ -256,6 +267,9 @@ mod tests {
     }
 
     proptest::proptest! {
+        // No regression files: the crate's tests share one folder; a failure prints its case.
+        #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
+
         /// The count that spares backfill a choice says yes exactly when a choice is found.
         #[test]
         fn has_room_says_whether_a_choice_is_found(
