@@ -161,6 +161,8 @@ fn a_node_that_fails_too_often_is_retired() {
     )
     .with_events(vec![fail(100, 50), fail(1_000, 100)])
     .expect("valid events");
+    // A policy keeps the state of its run: the second run gets its own.
+    let mut policy = policies::build("fifo").expect("fifo");
     let result = sim::simulate(scenario, policy.as_mut(), ControllerConfig::default()).expect("runs");
     assert_eq!(result.jobs[1].end, Some(SimTime::from_secs(10_030)));
     assert_eq!(result.stats.retired_nodes, 0);

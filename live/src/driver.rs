@@ -405,7 +405,7 @@ impl Driver {
             self.tally.settle(s, self.job_state(s));
             let job = self.controller().job(JobId::from_index(s));
             if let (Some(JobOutcome::Succeeded), Some(end)) = (&job.outcome, job.end.get()) {
-                let submit = self.controller().workload().jobs()[s].submit;
+                let submit = self.controller().job_spec(JobId::from_index(s)).submit;
                 self.tally.succeeded(s, end.since(submit).as_ms());
             }
         }
@@ -616,7 +616,7 @@ impl Driver {
     /// `rejected` (by the policy) or `unschedulable`.
     pub fn job_state(&self, s: usize) -> JobStatus {
         let outcome = Some(self.unit_of(s))
-            .filter(|&u| u < self.controller().workload().len())
+            .filter(|&u| u < self.controller().jobs_admitted())
             .and_then(|u| self.controller().job(JobId::from_index(u)).outcome.as_ref());
         if let Some(outcome) = outcome {
             return outcome.status();
@@ -655,7 +655,7 @@ impl Driver {
             .map(|(u, unit)| {
                 let mut spec = unit.spec.clone();
                 spec.cancel = self.submissions[unit.submission].cancelled_at.into();
-                if u < self.controller().workload().len() {
+                if u < self.controller().jobs_admitted() {
                     let first = self.controller().job(JobId::from_index(u)).first_task;
                     for (k, t) in spec.tasks.iter_mut().enumerate() {
                         let id = TaskId(first.0 + k as u32);

@@ -10,3 +10,8 @@ use sim::Workload;
 pub fn workload(gpus: u32, spec: &RunSpec) -> Result<Workload, traces::TraceError> {
     traces::SynthConfig::for_load(spec.jobs, gpus, spec.load, spec.seed).generate()
 }
+
+/// [`workload`]'s jobs drawn one at a time (a streamed run's).
+pub fn jobs(gpus: u32, spec: &RunSpec) -> Result<traces::synth::SynthJobs, traces::TraceError> {
+    traces::SynthConfig::for_load(spec.jobs, gpus, spec.load, spec.seed).jobs()
+}

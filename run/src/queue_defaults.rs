@@ -3,7 +3,7 @@
 
 use crate::per_queue::to_map;
 use crate::{RunSpec, Seconds};
-use sim::{JobSpec, Workload};
+use sim::{JobSpec, WorkloadShape};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The three per-queue settings of a RunSpec, read (a queue given twice refused).
@@ -31,8 +31,8 @@ impl QueueDefaults {
 
     /// Refuses a queue named in a setting that no job of `workload` uses: a typo would
     /// otherwise change nothing, silently.
-    pub fn check_used(&self, workload: &Workload) -> Result<(), String> {
-        let queues: BTreeSet<&str> = workload.jobs().iter().filter_map(|j| j.queue.as_deref()).collect();
+    pub fn check_used(&self, workload: &WorkloadShape) -> Result<(), String> {
+        let queues: BTreeSet<&str> = workload.queues().collect();
         let named = self.checkpoints.keys().chain(self.overheads.keys()).chain(self.costs.keys());
         match named.into_iter().find(|q| !queues.contains(q.as_str())) {
             None => Ok(()),

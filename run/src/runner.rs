@@ -118,6 +118,19 @@ impl Runner {
         self
     }
 
+    /// The most time-series buckets a run may write (`None`: no limit).
+    pub(crate) fn series_limit(&self) -> Option<u64> {
+        self.series_limit
+    }
+    /// How errors spell the settings.
+    pub(crate) fn spelling_used(&self) -> crate::Spelling {
+        self.spelling
+    }
+    /// Tells the progress sink, if any, how far a run has got.
+    pub(crate) fn report_progress(&self, progress: sim::RunProgress) {
+        self.progress.iter().for_each(|sink| sink(progress));
+    }
+
     /// Runs `spec` under the policy it names.
     pub fn run(&self, spec: &RunSpec, keep: Keep) -> Result<RunOutcome, RunError> {
         let mut policy = spec.build_policy(&self.registry)?;
@@ -162,10 +175,10 @@ impl Runner {
         config.record_decisions = keep.decisions;
         config.record_series = keep.series;
         if let (true, Some(limit)) = (keep.series, self.series_limit) {
-            crate::series_limit::check(spec, scenario.workload.jobs(), limit, self.spelling)?;
+            crate::series_limit::check(spec, scenario.workload.shape().submit_span(), limit, self.spelling)?;
         }
         let started = Instant::now();
-        let mut report = |p: sim::RunProgress| self.progress.iter().for_each(|sink| sink(p));
+        let mut report = |p: sim::RunProgress| self.report_progress(p);
         let result = sim::Engine::new(scenario, policy, config)?.run_with_progress(policy, &mut report);
         let mut summary = reports::Summary::of(&result);
         summary.wall_s = Some(started.elapsed().as_secs_f64());
@@ -189,7 +202,7 @@ impl Runner {
         let recorded_starts = trace.as_mut().map(|t| std::mem::take(&mut t.recorded_starts)).unwrap_or_default();
         let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
         let cluster_spec = choose_cluster(spec, trace_cluster, self.spelling)?;
-        let (workload, mut events, trace_queues, trace_datasets) = match trace {
+        let (workload, events, trace_queues, trace_datasets) = match trace {
             Some(trace) => (Some(trace.workload), trace.events, trace.queues, trace.datasets),
             None => (None, Vec::new(), Vec::new(), Vec::new()),
         };
@@ -206,15 +219,8 @@ impl Runner {
             Some(workload) => workload,
             None => builtin::workload(setup.cluster().gpu_count(), spec)?,
         };
-        let mut feed = None;
-        if let Some(text) = &spec.failures {
-            let failures: traces::FailureSpec = text.parse()?;
-            let start = workload.jobs().first().map_or(sim::SimTime::ZERO, |j| j.submit);
-            match failures.resolve(setup.cluster(), start, spec.seed)? {
-                traces::Failures::Events(fixed) => events.extend(fixed),
-                traces::Failures::Feed(f) => feed = Some(f),
-            }
-        }
+        let start = workload.jobs().first().map_or(sim::SimTime::ZERO, |j| j.submit);
+        let (events, feed) = resolve_failures(spec, &setup, start, events)?;
         let scenario = setup.scenario(workload, events, feed)?;
         Ok((setup, scenario, recorded_starts))
     }
@@ -244,10 +250,30 @@ impl Runner {
     }
 }
 
+/// `events` with `spec`'s failures (`--failures`) on the setup's cluster added: drawn up
+/// front (a fixed history) or as the run goes (a model's feed), from `start`, the first
+/// submission.
+pub(crate) fn resolve_failures(
+    spec: &RunSpec,
+    setup: &Setup,
+    start: sim::SimTime,
+    mut events: Vec<sim::ClusterEvent>,
+) -> Result<(Vec<sim::ClusterEvent>, Option<Box<dyn sim::HardwareFeed>>), RunError> {
+    let Some(text) = &spec.failures else { return Ok((events, None)) };
+    let failures: traces::FailureSpec = text.parse()?;
+    Ok(match failures.resolve(setup.cluster(), start, spec.seed)? {
+        traces::Failures::Events(fixed) => {
+            events.extend(fixed);
+            (events, None)
+        }
+        traces::Failures::Feed(feed) => (events, Some(feed)),
+    })
+}
+
 /// The cluster of `spec`: its --cluster (a file or a shorthand), else the trace's, else the
 /// built-in one (only without a trace: a trace that does not describe its cluster needs one).
 /// Errors spell the setting as `spelling` does.
-fn choose_cluster(
+pub(crate) fn choose_cluster(
     spec: &RunSpec,
     from_trace: Option<ClusterSpec>,
     spelling: crate::Spelling,

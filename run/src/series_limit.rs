@@ -2,22 +2,22 @@
 //! months would write gigabytes of CSV and hold as much in memory.
 
 use crate::{RunError, RunSpec, Spelling};
-use sim::JobSpec;
+use sim::SimTime;
 
 /// The most time-series buckets a run writes unless told otherwise (`simulate --force`):
 /// about 8 MB of timeseries.csv, and as much again per queue in queue_timeseries.csv.
 pub const MAX_SERIES_BUCKETS: u64 = 100_000;
 
-/// Refuses `spec`'s `series_bucket_s` when the submissions of `jobs` (in submit order) alone
+/// Refuses `spec`'s `series_bucket_s` when the submissions (their first and last: `span`) alone
 /// span more than `limit` buckets, saying how many and the narrowest bucket within the limit.
 /// (The run may go on past its last submission, so this is a lower bound.) Without an
 /// explicit width the simulator picks one giving at most 500 buckets. The error spells the
 /// settings as `spelling` does.
-pub fn check(spec: &RunSpec, jobs: &[JobSpec], limit: u64, spelling: Spelling) -> Result<(), RunError> {
-    let (Some(width_s), Some(first), Some(last)) = (spec.series_bucket_s, jobs.first(), jobs.last()) else {
+pub fn check(spec: &RunSpec, span: Option<(SimTime, SimTime)>, limit: u64, spelling: Spelling) -> Result<(), RunError> {
+    let (Some(width_s), Some((first, last))) = (spec.series_bucket_s, span) else {
         return Ok(());
     };
-    let span_ms = last.submit.as_ms() - first.submit.as_ms();
+    let span_ms = last.since(first).as_ms();
     let buckets = |width_s: u64| span_ms / width_s.saturating_mul(1000) + 1;
     if buckets(width_s) <= limit {
         return Ok(());

@@ -11,7 +11,7 @@ use crate::{RunError, RunSpec};
 use policies::Registry;
 use sim::{
     Cluster, ClusterEvent, ClusterSpec, Controller, ControllerConfig, DatasetSpec, Datasets, HardwareFeed, JobSpec,
-    Policy, QueueSpec, Queues, Scenario, Workload,
+    Policy, QueueSpec, Queues, Scenario, Workload, WorkloadShape,
 };
 
 /// A RunSpec and what its files hold, checked: every setting valid, the queues and datasets
@@ -105,7 +105,7 @@ impl Setup {
         if self.queue_defaults.is_empty() && !consolidation::applies(&self.spec) {
             return Ok(workload);
         }
-        self.queue_defaults.check_used(&workload)?;
+        self.queue_defaults.check_used(workload.shape())?;
         let mut jobs = workload.into_jobs();
         jobs.iter_mut().for_each(|job| self.shape_job(job));
         Ok(Workload::new(jobs)?)
@@ -120,10 +120,37 @@ impl Setup {
         feed: Option<Box<dyn HardwareFeed>>,
     ) -> Result<Scenario, RunError> {
         let workload = self.shape(workload)?;
-        let scenario = Scenario::new(self.cluster.clone(), workload)
-            .with_events(events)?
-            .with_queues(&self.queue_specs)?
-            .with_datasets(&self.dataset_specs)?;
+        self.with_hardware(Scenario::new(self.cluster.clone(), workload), events, feed)
+    }
+
+    /// A per-queue setting for a queue no job of a workload of `shape` is in is refused (what
+    /// [`Setup::shape`] checks of a workload in memory).
+    pub fn check_queue_settings_used(&self, shape: &WorkloadShape) -> Result<(), RunError> {
+        Ok(self.queue_defaults.check_used(shape)?)
+    }
+
+    /// The virtual clock's run of jobs read as it goes: `jobs` (each shaped by
+    /// [`Setup::shape_job`] and counted into `shape`, which a pass over them gathered and
+    /// checked), with hardware `events` and the failure `feed`.
+    pub fn streamed_scenario(
+        &self,
+        shape: WorkloadShape,
+        jobs: sim::JobFeed,
+        events: Vec<ClusterEvent>,
+        feed: Option<Box<dyn HardwareFeed>>,
+    ) -> Result<Scenario, RunError> {
+        self.with_hardware(Scenario::streamed(self.cluster.clone(), shape, jobs), events, feed)
+    }
+
+    /// `scenario` with this setup's queues and datasets, hardware `events` and failure `feed`.
+    fn with_hardware(
+        &self,
+        scenario: Scenario,
+        events: Vec<ClusterEvent>,
+        feed: Option<Box<dyn HardwareFeed>>,
+    ) -> Result<Scenario, RunError> {
+        let scenario =
+            scenario.with_events(events)?.with_queues(&self.queue_specs)?.with_datasets(&self.dataset_specs)?;
         Ok(match feed {
             Some(feed) => scenario.with_feed(feed),
             None => scenario,

@@ -4,6 +4,7 @@
 //! [`Census::check`] recounts both from the tables.
 
 use crate::job_status::JobOutcome;
+use crate::resident::Resident;
 use crate::state::{JobState, TaskState, TaskStatus};
 use crate::time::SimTime;
 
@@ -56,18 +57,18 @@ impl Census {
     }
 
     /// Recounts both from the tables.
-    pub(crate) fn check(&self, tasks: &[TaskState], jobs: &[JobState]) -> Result<(), String> {
-        let waiting = tasks.iter().filter(|t| t.status.is_startable()).count() as u64;
+    pub(crate) fn check(&self, tasks: &Resident<TaskState>, jobs: &Resident<JobState>) -> Result<(), String> {
+        let waiting = tasks.iter().filter(|(_, t)| t.status.is_startable()).count() as u64;
         if waiting != self.waiting_tasks {
             return Err(format!("{waiting} waiting tasks, the counter says {}", self.waiting_tasks));
         }
-        for (index, j) in jobs.iter().enumerate() {
+        for (index, j) in jobs.iter() {
             let waiting = j.tasks().filter(|t| tasks[t.index()].status.is_startable()).count() as u32;
             if waiting != j.waiting_tasks {
                 return Err(format!("job {index}: {waiting} waiting tasks, its counter says {}", j.waiting_tasks));
             }
         }
-        let in_system = jobs.iter().filter(|j| j.in_system()).count() as u64;
+        let in_system = jobs.iter().filter(|(_, j)| j.in_system()).count() as u64;
         if in_system != self.in_system {
             return Err(format!("{in_system} jobs in the system, the counter says {}", self.in_system));
         }

@@ -6,7 +6,7 @@
 use crate::cluster::{Cluster, ClusterError};
 use crate::ids::NodeId;
 use crate::time::SimDuration;
-use crate::workload::Workload;
+use crate::workload::{JobSpec, Workload};
 use std::collections::BTreeSet;
 
 /// One dataset as the user describes it.
@@ -68,27 +68,28 @@ impl Datasets {
 
     /// Each task's dataset index, in task order; an error names a task reading a dataset no
     /// node holds. All `None` when there are no datasets.
-    pub fn assign(&self, workload: &Workload) -> Result<Vec<Option<u32>>, String> {
-        if self.is_empty() {
-            return Ok(vec![None; workload.task_count()]); // dataset names are only labels
-        }
-        let mut out = Vec::with_capacity(workload.task_count());
-        for job in workload.jobs() {
-            for task in &job.tasks {
-                let index = match (&task.options().dataset, self.is_empty()) {
-                    (Some(name), false) => Some(self.find(name).ok_or_else(|| {
-                        let names: Vec<&str> = self.datasets.iter().map(|d| d.name.as_str()).collect();
-                        format!(
-                            "job `{}` task `{}` reads dataset `{name}`, which the cluster does not define (it has {})",
-                            job.name,
-                            task.name,
-                            names.join(", ")
-                        )
-                    })?),
-                    _ => None,
-                };
-                out.push(index);
-            }
+    pub fn assign(&self, workload: &Workload) -> Result<(), String> {
+        workload.jobs().iter().try_for_each(|job| self.of_job(job).map(drop))
+    }
+
+    /// Each task's dataset of `job` (all `None` when the run defines none: dataset names are
+    /// then only labels); an error names a task reading a dataset not defined.
+    pub fn of_job(&self, job: &JobSpec) -> Result<Vec<Option<u32>>, String> {
+        let mut out = Vec::with_capacity(job.tasks.len());
+        for task in &job.tasks {
+            let index = match (&task.options().dataset, self.is_empty()) {
+                (Some(name), false) => Some(self.find(name).ok_or_else(|| {
+                    let names: Vec<&str> = self.datasets.iter().map(|d| d.name.as_str()).collect();
+                    format!(
+                        "job `{}` task `{}` reads dataset `{name}`, which the cluster does not define (it has {})",
+                        job.name,
+                        task.name,
+                        names.join(", ")
+                    )
+                })?),
+                _ => None,
+            };
+            out.push(index);
         }
         Ok(out)
     }

@@ -6,7 +6,7 @@
 use crate::ids::TaskId;
 use crate::state::TaskStatus;
 use crate::time::SimDuration;
-use crate::workload::{DepKind, JobSpec, Workload};
+use crate::workload::{DepKind, JobSpec};
 use std::collections::BTreeMap;
 
 /// Something the Controller asked its driver to tell it about at a given time.
@@ -57,21 +57,6 @@ struct Watch {
 }
 
 impl Dag {
-    /// `checkpoint(task)`: the task's effective checkpoint interval (the engine has refused a
-    /// `checkpoint` dependency on a task that checkpoints continuously).
-    pub(crate) fn new(workload: &Workload, checkpoint: impl Fn(TaskId) -> SimDuration) -> Dag {
-        let mut dag = Dag::default();
-        if !workload.has_dags() {
-            return dag;
-        }
-        let mut first = 0u32;
-        for job in workload.jobs() {
-            dag.add_job(job, TaskId(first), &checkpoint);
-            first += job.tasks.len() as u32;
-        }
-        dag
-    }
-
     /// Adds the edges of `job`, whose first task is `first` (a job's edges stay inside it).
     pub(crate) fn add_job(&mut self, job: &JobSpec, first: TaskId, checkpoint: impl Fn(TaskId) -> SimDuration) {
         let id = |index: usize| TaskId(first.0 + index as u32);
@@ -100,6 +85,16 @@ impl Dag {
                 watch.points_ms.sort_unstable();
                 watch.points_ms.dedup();
             }
+        }
+    }
+
+    /// Forgets `task` (its job has left a streamed run). A job's edges stay inside it, so
+    /// with all of its tasks gone nothing names them.
+    pub(crate) fn let_go(&mut self, task: TaskId) {
+        if !self.edges.is_empty() || !self.dependents.is_empty() {
+            self.edges.remove(&task);
+            self.dependents.remove(&task);
+            self.watched.remove(&task);
         }
     }
 

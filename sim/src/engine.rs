@@ -18,8 +18,10 @@ use crate::passes::{PassDue, Passes};
 use crate::policy::Policy;
 use crate::record::RunResult;
 use crate::scenario::{Scenario, SimError};
+use crate::sink::{Collect, RecordSink};
 use crate::time::{SimTime, earliest};
 use crate::wall::Reported;
+use crate::workload::JobSpec;
 
 /// Which clock drives the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +46,13 @@ pub struct Engine {
     pub(crate) observer: Observer,
     pub(crate) hardware: Hardware,
     pub(crate) queue: EventQueue,
+    /// The next job to arrive (admitted or still in the feed).
     pub(crate) next_arrival: usize,
+    /// Virtual clock: the jobs not yet admitted, in arrival order, and the next of them.
+    feed: JobFeed,
+    next_in_feed: Option<JobSpec>,
+    /// What the feed failed with (a streamed trace that could not be read on): the run stops.
+    feed_error: Option<String>,
     effects: Vec<Effect>,
     pub(crate) clock: Clock,
     /// The horizon: the last submission plus `ControllerConfig::horizon` (virtual clock).
@@ -70,6 +78,33 @@ pub struct RunProgress {
     pub jobs: usize,
 }
 
+/// Where a run's jobs come from, in arrival order: a workload's, or a trace read as the run
+/// goes (checked beforehand: an error is one of reading it, such as a file changed since).
+pub type JobFeed = Box<dyn Iterator<Item = Result<JobSpec, String>> + Send>;
+
+/// A workload's jobs given one by one, the memory of those given handed back as they go (a
+/// `Vec`'s own iterator keeps all of it to the end): reversed once, popped from the back,
+/// shrunk each time it halves.
+struct Draining(Vec<JobSpec>);
+
+impl Draining {
+    fn new(mut jobs: Vec<JobSpec>) -> Draining {
+        jobs.reverse();
+        Draining(jobs)
+    }
+}
+
+impl Iterator for Draining {
+    type Item = Result<JobSpec, String>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let job = self.0.pop()?;
+        if self.0.len() < self.0.capacity() / 2 && self.0.capacity() > 4096 {
+            self.0.shrink_to_fit();
+        }
+        Some(Ok(job))
+    }
+}
+
 /// Stale completions are purged once there are this many, and they are half the queue.
 const PURGE_AT_LEAST: usize = 1024;
 
@@ -80,24 +115,21 @@ impl Engine {
     pub fn new(scenario: Scenario, policy: &dyn Policy, config: ControllerConfig) -> Result<Engine, SimError> {
         scenario.check(policy, &config)?;
         let (failures, horizon, retire) = (config.failures, config.horizon, config.retire);
-        let Scenario { cluster, workload, events, feed, queues, datasets } = scenario;
-        let controller = Controller::new(cluster, workload, policy.name(), config)
+        let Scenario { cluster, workload, stream, events, feed, queues, datasets } = scenario;
+        let (shape, jobs): (_, JobFeed) = match stream {
+            Some((shape, jobs)) => (shape, jobs),
+            None => (workload.shape().clone(), Box::new(Draining::new(workload.into_jobs()))),
+        };
+        let controller = Controller::expecting(cluster, &shape, policy.name(), config)
             .with_queues(queues)
             .and_then(|c| c.with_datasets(datasets))
             .map_err(SimError::BadQueue)?;
-        let mut queue = EventQueue::default();
-        let cancelled = if controller.workload().has_cancels() { controller.workload().jobs() } else { &[] };
-        for (index, job) in cancelled.iter().enumerate() {
-            if let Some(at) = job.cancel.get() {
-                queue.push(at, Event::Cancel(JobId::from_index(index)));
-            }
-        }
-        let stop_after = controller.workload().jobs().last().map(|j| j.submit.saturating_add(horizon));
         let observer = Observer::new(&controller, &events, failures, retire);
         let mut engine = Engine::around(controller, observer, Clock::Virtual);
         engine.hardware = Hardware::new(events, feed);
-        engine.queue = queue;
-        engine.stop_after = stop_after;
+        engine.stop_after = shape.submit_span().map(|(_, last)| last.saturating_add(horizon));
+        engine.feed = jobs;
+        engine.take_from_feed();
         Ok(engine)
     }
 
@@ -110,6 +142,9 @@ impl Engine {
             hardware: Hardware::default(),
             queue: EventQueue::default(),
             next_arrival: 0,
+            feed: Box::new(std::iter::empty()),
+            next_in_feed: None,
+            feed_error: None,
             effects: Vec::new(),
             clock,
             stop_after: None,
@@ -128,18 +163,37 @@ impl Engine {
     /// [`Engine::run`], telling `progress` how many jobs have arrived of how many, every
     /// [`PROGRESS_EVERY`] timestamps and once at the end. What it shows, and when, is the
     /// caller's: the engine reads no clock.
-    pub fn run_with_progress(mut self, policy: &mut dyn Policy, progress: &mut dyn FnMut(RunProgress)) -> RunResult {
-        let jobs = self.controller.workload().len();
+    pub fn run_with_progress(self, policy: &mut dyn Policy, progress: &mut dyn FnMut(RunProgress)) -> RunResult {
+        let mut records = Collect::default();
+        let end = self.run_into(policy, &mut records, progress).expect("a workload in memory reads without error");
+        records.into_result(end)
+    }
+
+    /// Runs to the end (virtual clock), handing each record to `sink` as soon as it is final
+    /// (see [`RecordSink`] for the order) and letting each job go once recorded: the run holds
+    /// the jobs from the oldest in the system to the newest arrived, not the whole workload.
+    /// The result's records are left empty. An error: the job feed failed (the run stopped).
+    pub fn run_into(
+        mut self,
+        policy: &mut dyn Policy,
+        sink: &mut dyn RecordSink,
+        progress: &mut dyn FnMut(RunProgress),
+    ) -> Result<RunResult, SimError> {
+        let jobs = self.controller.shape().jobs();
         let mut steps = 0u64;
         while self.step(policy) {
+            self.controller.hand_over(sink);
             steps += 1;
             if steps.is_multiple_of(PROGRESS_EVERY) {
                 progress(RunProgress { arrived: self.next_arrival, jobs });
             }
         }
+        if let Some(error) = self.feed_error {
+            return Err(SimError::Feed(error));
+        }
         progress(RunProgress { arrived: jobs, jobs });
         let fed = self.hardware.covered_until();
-        self.controller.finish_with_feed(fed)
+        Ok(self.controller.finish_with_feed_into(fed, sink))
     }
 
     /// The Controller the engine drives.
@@ -147,8 +201,44 @@ impl Engine {
         &self.controller
     }
 
-    fn next_arrival_time(&self) -> Option<SimTime> {
-        self.controller.workload().jobs().get(self.next_arrival).map(|j| j.submit)
+    pub(crate) fn next_arrival_time(&self) -> Option<SimTime> {
+        if self.next_arrival < self.controller.jobs_admitted() {
+            return Some(self.controller.job_spec(JobId::from_index(self.next_arrival)).submit);
+        }
+        self.next_in_feed.as_ref().map(|j| j.submit)
+    }
+
+    /// Reads the feed's next job, if any; a feed error ends the feed.
+    fn take_from_feed(&mut self) {
+        self.next_in_feed = match self.feed.next() {
+            Some(Ok(job)) => Some(job),
+            Some(Err(error)) => {
+                self.feed_error = Some(error);
+                None
+            }
+            None => None,
+        };
+    }
+
+    /// Admits the feed's jobs submitted at `now`, before anything of `now` applies (their
+    /// cancels are then queued like every other event of `now`).
+    fn admit_due(&mut self, now: SimTime) {
+        while let Some(job) = self.next_in_feed.take_if(|j| j.submit == now) {
+            let resolved = self.controller.queue_of(&job).and_then(|q| Ok((q, self.controller.datasets_of(&job)?)));
+            let (queue, datasets) = match resolved {
+                Ok(resolved) => resolved,
+                Err(error) => {
+                    self.feed_error = Some(error);
+                    return;
+                }
+            };
+            let cancel = job.cancel.get();
+            let id = self.controller.admit(job, queue, datasets);
+            if let Some(at) = cancel {
+                self.queue.push(at, Event::Cancel(id));
+            }
+            self.take_from_feed();
+        }
     }
 
     /// Applies the next timestamp's events and decides (virtual clock). Returns false when the
@@ -156,7 +246,7 @@ impl Engine {
     /// nothing measured), nothing is left to happen, or the next event is past the horizon
     /// (what has not ended is reported unfinished).
     fn step(&mut self, policy: &mut dyn Policy) -> bool {
-        if self.next_arrival_time().is_none() && !self.controller.has_jobs_in_system() {
+        if self.feed_error.is_some() || (self.next_arrival_time().is_none() && !self.controller.has_jobs_in_system()) {
             return false;
         }
         let Some(now) = self.next_time() else {
@@ -175,6 +265,7 @@ impl Engine {
     /// scheduler observes of it, completions and timers, arrivals, cancels, wake-ups; the
     /// policy decides once if anything happened.
     pub(crate) fn apply_timestamp(&mut self, now: SimTime, policy: &mut dyn Policy) {
+        self.admit_due(now);
         self.controller.advance_to(now);
         if self.clock == Clock::Wall {
             self.extend_overruns(now);
@@ -311,9 +402,11 @@ impl Engine {
         let mut latest = self.purged_until;
         self.queue.retain(|key, event| {
             let Event::TaskFinished { task, attempt } = *event else { return true };
-            let t = controller.task(task);
-            // An ended attempt never runs again: a restart is a new attempt.
-            let live = t.attempt == attempt && t.status == crate::state::TaskStatus::Running;
+            // An ended attempt never runs again: a restart is a new attempt. (A task let go
+            // with its job runs no more.)
+            let live = controller
+                .resident_task(task)
+                .is_some_and(|t| t.attempt == attempt && t.status == crate::state::TaskStatus::Running);
             if !live {
                 latest = latest.max(Some(key.time));
             }

@@ -28,6 +28,7 @@ pub mod policy;
 pub mod quota;
 pub mod record;
 mod release;
+pub mod resident;
 pub mod rng;
 mod scenario;
 pub mod series;
@@ -46,7 +47,7 @@ pub use cluster::{Cluster, ClusterError, ClusterSpec, Node, Pool, PoolMask, Pool
 pub use controller::{Controller, ControllerConfig, Effect, RetireRule};
 pub use data::{Dataset, DatasetSpec, Datasets};
 pub use deps::Timer;
-pub use engine::{Engine, PROGRESS_EVERY, RunProgress, simulate};
+pub use engine::{Engine, JobFeed, PROGRESS_EVERY, RunProgress, simulate};
 pub use failure::{ClusterEvent, FailureConfig};
 pub use hardware::HardwareFeed;
 pub use ids::{GpuId, JobId, NodeId, PoolId, TaskId};
@@ -64,5 +65,5 @@ pub use time::{OptDuration, OptMs, OptTime, SimDuration, SimTime};
 pub use view::{Change, ClusterView, DurationSource};
 pub use workload::{
     CANCELLED_BY_THE_USER, DepKind, Dependency, Deps, JobSpec, Name, Owner, TaskOptions, TaskSpec, Tasks, Window,
-    Workload, WorkloadError, gpu_share,
+    Workload, WorkloadError, WorkloadShape, gpu_share,
 };

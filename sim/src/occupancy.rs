@@ -9,6 +9,7 @@
 
 use crate::alloc::WHOLE_GPU_MILLI;
 use crate::ids::{GpuId, TaskId};
+use crate::resident::Resident;
 use crate::state::{TaskState, TaskStatus};
 use crate::time::SimTime;
 use std::collections::BTreeMap;
@@ -64,7 +65,7 @@ impl Occupancy {
     }
 
     /// The tasks on `gpu` (its broken hardware) stop making progress now.
-    pub(crate) fn stall_holders(&mut self, gpu: GpuId, tasks: &mut [TaskState], now: SimTime) {
+    pub(crate) fn stall_holders(&mut self, gpu: GpuId, tasks: &mut Resident<TaskState>, now: SimTime) {
         let sharers = self.sharers.get(&gpu).into_iter().flatten();
         for &task in self.owner[gpu.index()].iter().chain(sharers) {
             stall(&mut self.stalled_mgpus, &mut tasks[task.index()], now);
@@ -132,9 +133,9 @@ impl Occupancy {
     /// Recounts from `tasks`: the counts equal the running tasks' sums; a task holds GPUs
     /// exactly while it runs, and only then is stalled; every GPU a task holds names it, and
     /// every GPU naming a task is one it holds (whole for an owner, a share for a sharer).
-    pub(crate) fn check(&self, tasks: &[TaskState]) -> Result<(), String> {
+    pub(crate) fn check(&self, tasks: &Resident<TaskState>) -> Result<(), String> {
         let (mut running, mut allocated, mut stalled) = (0u32, 0u64, 0u64);
-        for (index, t) in tasks.iter().enumerate() {
+        for (index, t) in tasks.iter() {
             let task = TaskId::from_index(index);
             let running_now = t.status == TaskStatus::Running;
             if t.stalled_since.is_some() {
@@ -168,15 +169,17 @@ impl Occupancy {
     /// O(GPUs + tasks): owned GPUs are counted per task, where asking each owner whether it
     /// holds the GPU would cost O(gang) per GPU; with `check`'s other half (each GPU a task
     /// holds names it), equal counts mean each GPU naming a task is one it holds.
-    fn check_names(&self, tasks: &[TaskState]) -> Result<(), String> {
-        let mut owned = vec![0usize; tasks.len()];
+    fn check_names(&self, tasks: &Resident<TaskState>) -> Result<(), String> {
+        // Counted by task id from the oldest task held.
+        let base = tasks.first();
+        let mut owned = vec![0usize; tasks.held()];
         for (index, owner) in self.owner.iter().enumerate() {
             let gpu = GpuId::from_index(index);
             match (owner, self.sharers.get(&gpu)) {
                 (Some(_), Some(_)) => return Err(format!("{gpu} has an owner and sharers")),
                 (Some(task), None) => {
                     let t = &tasks[task.index()];
-                    owned[task.index()] += 1;
+                    owned[task.index() - base] += 1;
                     if t.status != TaskStatus::Running || t.milli != WHOLE_GPU_MILLI {
                         return Err(format!("{gpu} names {task} as owner, which does not hold it whole"));
                     }
@@ -190,8 +193,12 @@ impl Occupancy {
             }
         }
         let whole = |t: &TaskState| t.status == TaskStatus::Running && t.milli == WHOLE_GPU_MILLI;
-        if let Some((index, t)) = tasks.iter().enumerate().find(|(i, t)| whole(t) && owned[*i] != t.placed.len()) {
-            return Err(format!("task t{index} holds {} GPUs but {} name it as owner", t.placed.len(), owned[index]));
+        if let Some((index, t)) = tasks.iter().find(|(i, t)| whole(t) && owned[*i - base] != t.placed.len()) {
+            return Err(format!(
+                "task t{index} holds {} GPUs but {} name it as owner",
+                t.placed.len(),
+                owned[index - base]
+            ));
         }
         Ok(())
     }

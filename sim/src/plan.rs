@@ -10,6 +10,7 @@ use crate::alloc::{FreeGpus, GpuList, WHOLE_GPU_MILLI};
 use crate::cluster::Cluster;
 use crate::ids::{GpuId, JobId, PoolId, TaskId};
 use crate::quota::{QueueId, Queues, QuotaUsage};
+use crate::resident::Resident;
 use crate::rng::StreamRng;
 use crate::state::{JobState, TaskState, TaskStatus};
 use crate::time::SimTime;
@@ -228,10 +229,10 @@ pub struct Savepoint(usize);
 pub struct Plan<'a> {
     pub(crate) now: SimTime,
     pub(crate) cluster: &'a Cluster,
-    pub(crate) jobs: &'a [JobState],
-    pub(crate) tasks: &'a [TaskState],
+    pub(crate) jobs: &'a Resident<JobState>,
+    pub(crate) tasks: &'a Resident<TaskState>,
     pub(crate) free: &'a mut FreeGpus,
-    pub(crate) marks: &'a mut [Mark],
+    pub(crate) marks: &'a mut Resident<Mark>,
     pub(crate) queues: &'a Queues,
     /// Each job's queue (`None` without queues).
     pub(crate) job_queue: &'a crate::quota::JobQueues,
@@ -439,7 +440,7 @@ impl<'a> Plan<'a> {
     /// The checks of a start that look at the task and the gang's first GPU: the task's state
     /// and quota, the gang's size, the first GPU's pool (the gang's pool, returned).
     fn check_task(&self, task: TaskId, gpus: &[GpuId]) -> Result<(&'a TaskState, PoolId), PlanError> {
-        let tasks: &'a [TaskState] = self.tasks;
+        let tasks: &'a Resident<TaskState> = self.tasks;
         let t = tasks.get(task.index()).ok_or(PlanError::NotStartable { task, status: TaskStatus::Pending })?;
         // A task preempted by this very plan may start again elsewhere (a migration): it
         // restarts from its progress and pays the restart overhead, as after any preemption.

@@ -9,8 +9,9 @@
 
 use crate::cluster::{Cluster, ClusterError, PoolMask};
 use crate::ids::{JobId, TaskId};
+use crate::resident::Resident;
 use crate::state::TaskState;
-use crate::workload::Workload;
+use crate::workload::{JobSpec, Workload};
 use std::fmt;
 
 /// One queue as the user describes it.
@@ -132,42 +133,47 @@ impl Queues {
     /// Each job's queue: the one it names; a job that names none goes to the first queue (the
     /// default, as Slurm's default partition). `None` for every job when there are no queues.
     /// A job naming a queue that does not exist is an error.
-    pub(crate) fn assign(&self, workload: &Workload) -> Result<JobQueues, String> {
+    pub(crate) fn assign(&self, workload: &Workload) -> Result<(), String> {
+        workload.jobs().iter().try_for_each(|job| self.queue_of(job).map(drop))
+    }
+
+    /// [`Queues::assign`] for one job.
+    pub fn queue_of(&self, job: &JobSpec) -> Result<Option<QueueId>, String> {
         if self.is_empty() {
-            return Ok(JobQueues::default());
+            return Ok(None);
         }
-        workload
-            .jobs()
-            .iter()
-            .map(|job| match job.queue.as_deref() {
-                None => Ok(QueueId(0)),
-                Some(name) => self.find(name).ok_or_else(|| {
-                    let names: Vec<&str> = self.queues.iter().map(|q| q.name.as_str()).collect();
-                    format!(
-                        "job `{}` is in queue `{name}`, which the cluster does not define (it has {})",
-                        job.name,
-                        names.join(", ")
-                    )
-                }),
-            })
-            .collect::<Result<_, _>>()
-            .map(JobQueues)
+        match job.queue.as_deref() {
+            None => Ok(Some(QueueId(0))),
+            Some(name) => self.find(name).map(Some).ok_or_else(|| {
+                let names: Vec<&str> = self.queues.iter().map(|q| q.name.as_str()).collect();
+                format!(
+                    "job `{}` is in queue `{name}`, which the cluster does not define (it has {})",
+                    job.name,
+                    names.join(", ")
+                )
+            }),
+        }
     }
 }
 
-/// Each job's queue, as [`Queues::assign`] gives them: nothing held when there are no queues
-/// (every job's is then `None`), and every job's otherwise.
+/// Each job's queue, as [`Queues::queue_of`] gives them: nothing held when there are no queues
+/// (every job's is then `None`), and every resident job's otherwise.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct JobQueues(Vec<QueueId>);
+pub(crate) struct JobQueues(Resident<QueueId>);
 
 impl JobQueues {
     pub(crate) fn of(&self, job: JobId) -> Option<QueueId> {
-        debug_assert!(self.0.is_empty() || job.index() < self.0.len(), "{job} has no queue entry");
         self.0.get(job.index()).copied()
     }
-    /// The next job's (live mode: a job joins the run).
-    pub(crate) fn push(&mut self, queue: Option<QueueId>) {
-        self.0.extend(queue);
+    /// The next job's.
+    pub(crate) fn push(&mut self, queue: QueueId) {
+        self.0.push(queue);
+    }
+    /// Lets the oldest job's go (a streamed run letting the job go).
+    pub(crate) fn let_go(&mut self) {
+        if self.0.held() > 0 {
+            self.0.let_go();
+        }
     }
 }
 
@@ -203,7 +209,7 @@ impl fmt::Display for QuotaBreach {
 #[derive(Debug, Clone, Default)]
 pub struct QuotaUsage {
     /// Each job's running tasks; empty when there are no queues (nothing reads it then).
-    job_running_tasks: Vec<u32>,
+    job_running_tasks: Resident<u32>,
     used_mgpus: Vec<u64>,
     running_jobs: Vec<u32>,
 }
@@ -211,15 +217,19 @@ pub struct QuotaUsage {
 impl QuotaUsage {
     /// Room for one more job's count (live mode: a job joins the run), as for every job when
     /// it has a queue: the same condition as `JobQueues::push`.
-    pub(crate) fn add_job(&mut self, queue: Option<QueueId>) {
-        if queue.is_some() {
-            self.job_running_tasks.push(0);
+    pub(crate) fn add_job(&mut self) {
+        self.job_running_tasks.push(0);
+    }
+    /// Lets the oldest job's count go (a streamed run letting the job go).
+    pub(crate) fn let_go(&mut self) {
+        if self.job_running_tasks.held() > 0 {
+            self.job_running_tasks.let_go();
         }
     }
 
-    pub(crate) fn new(queues: &Queues, jobs: usize) -> QuotaUsage {
+    pub(crate) fn new(queues: &Queues) -> QuotaUsage {
         QuotaUsage {
-            job_running_tasks: if queues.is_empty() { Vec::new() } else { vec![0; jobs] },
+            job_running_tasks: Resident::default(),
             used_mgpus: vec![0; queues.len()],
             running_jobs: vec![0; queues.len()],
         }
@@ -290,17 +300,18 @@ impl QuotaUsage {
     /// Recounts usage from the running tasks: `None` when it agrees, else what differs.
     pub(crate) fn recount_differs(
         &self,
-        tasks: &[TaskState],
+        tasks: &Resident<TaskState>,
         job_queue: &JobQueues,
         running: impl Fn(TaskId) -> bool,
     ) -> Option<String> {
         let mut again = QuotaUsage {
-            job_running_tasks: vec![0; self.job_running_tasks.len()],
+            job_running_tasks: self.job_running_tasks.clone(),
             used_mgpus: vec![0; self.used_mgpus.len()],
             running_jobs: vec![0; self.running_jobs.len()],
         };
-        for (i, t) in tasks.iter().enumerate() {
-            if running(TaskId(i as u32)) {
+        again.job_running_tasks.values_mut().for_each(|n| *n = 0);
+        for (i, t) in tasks.iter() {
+            if running(TaskId::from_index(i)) {
                 again.start(job_queue.of(t.job), t);
             }
         }

@@ -120,6 +120,10 @@ pub struct RunStats {
     /// detections, explicit heartbeats); stale completions of preempted or failed attempts are
     /// skipped and not counted.
     pub events: u64,
+    /// The most jobs the run held at once (a streamed run's memory: from the oldest job in the
+    /// system to the newest arrived; see `resident.rs`). Not in the summary: it describes the
+    /// simulator, not the cluster.
+    pub peak_jobs_held: u64,
     pub decision_points: u64,
     pub starts: u64,
     pub preemptions: u64,

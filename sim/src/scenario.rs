@@ -7,7 +7,7 @@ use crate::failure::ClusterEvent;
 use crate::hardware::HardwareFeed;
 use crate::policy::Policy;
 use crate::quota::{QueueSpec, Queues};
-use crate::workload::Workload;
+use crate::workload::{Workload, WorkloadShape};
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +21,8 @@ pub enum SimError {
     /// A queue or dataset definition, or a job's queue or dataset, that does not fit the
     /// cluster.
     BadQueue(String),
+    /// A streamed run's jobs could not be read on (the trace changed since it was checked).
+    Feed(String),
     /// A run setting that does not fit the cluster (more spare nodes than a pool has).
     BadConfig(String),
 }
@@ -35,7 +37,9 @@ impl fmt::Display for SimError {
             ),
             SimError::BadEvent { index, problem } => write!(f, "cluster event {index}: {problem}"),
             SimError::BadDependency { job, problem } => write!(f, "job `{job}`: {problem}"),
-            SimError::BadQueue(problem) | SimError::BadConfig(problem) => f.write_str(problem),
+            SimError::BadQueue(problem) | SimError::BadConfig(problem) | SimError::Feed(problem) => {
+                f.write_str(problem)
+            }
         }
     }
 }
@@ -45,14 +49,29 @@ impl std::error::Error for SimError {}
 /// What one run simulates: a cluster, the jobs submitted to it, and what happens to its
 /// hardware: fixed events (failures, repairs, heartbeats) and a feed of failures drawn as the
 /// run goes (both empty for a cluster that never fails).
-#[derive(Debug)]
 pub struct Scenario {
     pub cluster: Cluster,
+    /// The jobs, held in memory; empty for a streamed run (see [`Scenario::streamed`]).
     pub workload: Workload,
+    /// A streamed run's jobs: the workload's shape, gathered beforehand, and the feed that
+    /// gives its jobs in arrival order as the run reaches them.
+    pub(crate) stream: Option<(WorkloadShape, crate::engine::JobFeed)>,
     pub(crate) events: Vec<ClusterEvent>,
     pub(crate) feed: Option<Box<dyn HardwareFeed>>,
     pub(crate) queues: Queues,
     pub(crate) datasets: crate::data::Datasets,
+}
+
+impl fmt::Debug for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scenario")
+            .field("cluster", &self.cluster)
+            .field("workload", &self.workload)
+            .field("streamed", &self.stream.as_ref().map(|(shape, _)| shape))
+            .field("events", &self.events.len())
+            .field("queues", &self.queues)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Scenario {
@@ -60,11 +79,37 @@ impl Scenario {
         Scenario {
             cluster,
             workload,
+            stream: None,
             events: Vec::new(),
             feed: None,
             queues: Queues::default(),
             datasets: crate::data::Datasets::default(),
         }
+    }
+
+    /// A run whose jobs are read as it goes: `jobs` gives them in arrival order, each already
+    /// counted into `shape` and checked ([`Scenario::check_job`], with the queues and
+    /// datasets this scenario will have) by a pass over the same jobs before the run.
+    pub fn streamed(cluster: Cluster, shape: WorkloadShape, jobs: crate::engine::JobFeed) -> Scenario {
+        Scenario { stream: Some((shape, jobs)), ..Scenario::new(cluster, Workload::default()) }
+    }
+
+    /// What the run refuses of one job, as it refuses it of a workload in memory: a job
+    /// without an estimate under a policy that reads them, a `checkpoint=N` dependency on a task
+    /// that never checkpoints, a queue or a dataset this scenario does not define.
+    pub fn check_job(
+        &self,
+        job: &crate::workload::JobSpec,
+        policy: &dyn Policy,
+        config: &ControllerConfig,
+    ) -> Result<(), SimError> {
+        if policy.needs_estimates() && job.tasks.iter().any(|t| t.estimate.is_none()) {
+            return Err(SimError::MissingEstimate { policy: policy.name().to_string(), job: job.name.to_string() });
+        }
+        check_job_checkpoints(job, config.checkpoint)?;
+        self.queues.queue_of(job).map_err(SimError::BadQueue)?;
+        self.datasets.of_job(job).map_err(SimError::BadQueue)?;
+        Ok(())
     }
 
     /// Adds queues with quotas (checked against the cluster and the jobs' queue names).

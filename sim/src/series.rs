@@ -9,7 +9,7 @@
 //! the first arrival; buckets are `[origin + k * width, origin + (k + 1) * width)`.
 
 use crate::time::{SimDuration, SimTime};
-use crate::workload::Workload;
+use crate::workload::WorkloadShape;
 
 /// Bucket widths a reader can take in at a glance, in seconds: 1 min up to 1 week.
 const NICE_WIDTHS_S: [u64; 16] =
@@ -17,12 +17,8 @@ const NICE_WIDTHS_S: [u64; 16] =
 
 /// The smallest nice width giving at most 500 buckets over the workload's submit span, so a
 /// chart has enough points and a million-job run stays small.
-pub fn auto_width(workload: &Workload) -> SimDuration {
-    let jobs = workload.jobs();
-    let span_ms = match (jobs.first(), jobs.last()) {
-        (Some(first), Some(last)) => last.submit.since(first.submit).as_ms(),
-        _ => 0,
-    };
+pub fn auto_width(workload: &WorkloadShape) -> SimDuration {
+    let span_ms = workload.submit_span().map_or(0, |(first, last)| last.since(first).as_ms());
     let width_s = NICE_WIDTHS_S.iter().copied().find(|w| span_ms / (w * 1000) < 500).unwrap_or(1_209_600);
     SimDuration::from_secs(width_s)
 }

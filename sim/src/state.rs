@@ -320,6 +320,9 @@ pub struct JobState {
     /// while none waits; the wait before the current stretch minus its start while one does
     /// (so that it costs one word per job, not two: see [`JobState::waited_until`]).
     pub wait_mark: i64,
+    /// The policy has been told it ended (a decision's changes held `JobEnded`): a streamed
+    /// run may let it go once every job before it has gone.
+    pub(crate) told_ended: bool,
 }
 
 impl JobState {

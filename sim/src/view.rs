@@ -9,9 +9,10 @@ use crate::cluster::Cluster;
 use crate::health::Health;
 use crate::ids::{JobId, NodeId, TaskId};
 use crate::quota::{QueueId, Queues};
+use crate::resident::Resident;
 use crate::state::{JobState, TaskState, TaskStatus};
 use crate::time::{SimDuration, SimTime};
-use crate::workload::{JobSpec, Workload};
+use crate::workload::JobSpec;
 use std::collections::BTreeSet;
 
 /// One thing that changed since the policy's previous call, in the order it happened.
@@ -58,9 +59,9 @@ pub struct ClusterView<'a> {
     pub(crate) now: SimTime,
     pub(crate) changes: &'a [Change],
     pub(crate) cluster: &'a Cluster,
-    pub(crate) workload: &'a Workload,
-    pub(crate) jobs: &'a [JobState],
-    pub(crate) tasks: &'a [TaskState],
+    pub(crate) specs: &'a Resident<JobSpec>,
+    pub(crate) jobs: &'a Resident<JobState>,
+    pub(crate) tasks: &'a Resident<TaskState>,
     pub(crate) health: &'a Health,
     pub(crate) failures_seen: &'a BTreeSet<(SimTime, NodeId)>,
     pub(crate) queues: &'a Queues,
@@ -106,7 +107,7 @@ impl<'a> ClusterView<'a> {
     }
     /// The job as submitted (name, submit time, priority, tasks and their DAG).
     pub fn job_spec(&self, job: JobId) -> &'a JobSpec {
-        &self.workload.jobs()[job.index()]
+        &self.specs[job.index()]
     }
     /// The cluster's queues and their quotas (what each queue uses now, including this
     /// decision's tentative starts and preemptions, is `Plan::quota`).
@@ -162,9 +163,10 @@ impl<'a> ClusterView<'a> {
     pub fn failures_seen_since(&self, since: SimTime) -> impl Iterator<Item = NodeId> + 'a {
         self.failures_seen.range((since, NodeId(0))..).map(|&(_, node)| node)
     }
-    /// How many tasks the run has (task ids are `0..task_count`).
+    /// How many tasks have joined the run so far (task ids are `0..task_count`; a streamed
+    /// run admits jobs as they are submitted).
     pub fn task_count(&self) -> usize {
-        self.tasks.len()
+        self.tasks.end()
     }
 
     /// The task's whole duration as `source` knows it. With `Estimate`, a task without an

@@ -69,7 +69,7 @@ impl Engine {
     /// The earliest time something falls due, if anything is scheduled (the wall clock has no
     /// hardware feed: its hardware is pushed).
     pub fn next_due(&self) -> Option<SimTime> {
-        let arrival = self.controller.workload().jobs().get(self.next_arrival).map(|j| j.submit);
+        let arrival = self.next_arrival_time();
         [self.queue.peek_key().map(|k| k.time), arrival, self.hardware.peek_fixed_time()].into_iter().flatten().min()
     }
 

@@ -279,45 +279,98 @@ impl std::error::Error for WorkloadError {}
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Workload {
     jobs: Vec<JobSpec>,
-    census: Census,
+    shape: WorkloadShape,
 }
 
-/// What a run's setup asks about every job, counted as jobs join: each question asked of the
-/// specs instead is a pass over all of them (at 20k jobs, 3.5 MB out of the core's cache),
-/// and a run's setup asked half a dozen.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Census {
+/// What a run must know of its whole workload before it starts, counted as jobs join, so that
+/// a streamed run learns it in one pass without holding the jobs: how many jobs and tasks,
+/// the span of submissions (the time series' bucket width), the queue names (its columns) and
+/// what kinds of job there are. Each question asked of the specs instead is a pass over all of
+/// them (at 20k jobs, 3.5 MB out of the core's cache), and a run's setup asked half a dozen.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkloadShape {
+    jobs: usize,
     tasks: usize,
     /// Some task waits on another (a DAG job).
     dependencies: bool,
     /// Some job has a cancel time.
     cancels: bool,
-    /// Some job names a queue.
-    queues: bool,
     /// Some job has several tasks.
     several_tasks: bool,
+    first_submit: Option<SimTime>,
+    last_submit: Option<SimTime>,
+    /// The queues jobs name, in name order.
+    queues: std::collections::BTreeSet<Name>,
 }
 
-impl Census {
+impl WorkloadShape {
+    /// Counts `job`, the next in arrival order, after checking it as [`Workload::new`] checks
+    /// each job; an error names a job submitted before the last one counted.
+    pub fn add(&mut self, job: &JobSpec) -> Result<(), WorkloadError> {
+        check_job(job)?;
+        if let Some(last) = self.last_submit.filter(|&last| job.submit < last) {
+            return Err(WorkloadError(format!(
+                "job `{}` is submitted at {}, before the job before it at {last}: jobs join in submit order",
+                job.name, job.submit
+            )));
+        }
+        self.count(job);
+        Ok(())
+    }
+
     fn count(&mut self, job: &JobSpec) {
+        self.jobs += 1;
         self.tasks += job.tasks.len();
         self.dependencies |= job.tasks.iter().any(|t| !t.deps.is_empty());
         self.cancels |= job.cancel.is_some();
-        self.queues |= job.queue.is_some();
         self.several_tasks |= job.tasks.len() > 1;
+        self.first_submit = self.first_submit.or(Some(job.submit));
+        self.last_submit = Some(self.last_submit.map_or(job.submit, |last| last.max(job.submit)));
+        if let Some(queue) = &job.queue
+            && !self.queues.contains(queue)
+        {
+            self.queues.insert(queue.clone());
+        }
+    }
+
+    pub fn jobs(&self) -> usize {
+        self.jobs
+    }
+    pub fn tasks(&self) -> usize {
+        self.tasks
+    }
+    /// Whether some task waits on another (some job is a DAG).
+    pub fn has_dags(&self) -> bool {
+        self.dependencies
+    }
+    pub fn has_cancels(&self) -> bool {
+        self.cancels
+    }
+    pub fn has_jobs_of_several_tasks(&self) -> bool {
+        self.several_tasks
+    }
+    /// The first and the last submission, if any job was counted.
+    pub fn submit_span(&self) -> Option<(SimTime, SimTime)> {
+        self.first_submit.zip(self.last_submit)
+    }
+    /// The queues jobs name, in name order.
+    pub fn queues(&self) -> impl Iterator<Item = &str> {
+        self.queues.iter().map(|q| q.as_str())
     }
 }
 
 impl Workload {
     pub fn new(mut jobs: Vec<JobSpec>) -> Result<Workload, WorkloadError> {
-        let mut census = Census::default();
         for job in &jobs {
             check_job(job)?;
-            census.count(job);
         }
         // Stable: equal submit times keep the caller's order.
         jobs.sort_by_key(|j| j.submit);
-        Ok(Workload { jobs, census })
+        let mut shape = WorkloadShape::default();
+        for job in &jobs {
+            shape.count(job);
+        }
+        Ok(Workload { jobs, shape })
     }
     /// Appends `job`, which is submitted no earlier than every job already here (live mode:
     /// a job submitted now), checked as [`Workload::new`] checks each job.
@@ -329,9 +382,13 @@ impl Workload {
                 job.name, job.submit, last.name, last.submit
             )));
         }
-        self.census.count(&job);
+        self.shape.count(&job);
         self.jobs.push(job);
         Ok(())
+    }
+    /// What a run must know of the whole workload before it starts.
+    pub fn shape(&self) -> &WorkloadShape {
+        &self.shape
     }
     pub fn jobs(&self) -> &[JobSpec] {
         &self.jobs
@@ -341,24 +398,24 @@ impl Workload {
         self.jobs
     }
     pub fn task_count(&self) -> usize {
-        self.census.tasks
+        self.shape.tasks
     }
     /// Whether some task waits on another (some job is a DAG). Start windows are not counted,
     /// unlike [`JobSpec::has_dependencies`].
     pub fn has_dags(&self) -> bool {
-        self.census.dependencies
+        self.shape.dependencies
     }
     /// Whether some job has a cancel time.
     pub fn has_cancels(&self) -> bool {
-        self.census.cancels
+        self.shape.cancels
     }
     /// Whether some job names a queue.
     pub fn has_queues(&self) -> bool {
-        self.census.queues
+        !self.shape.queues.is_empty()
     }
     /// Whether some job has several tasks.
     pub fn has_jobs_of_several_tasks(&self) -> bool {
-        self.census.several_tasks
+        self.shape.several_tasks
     }
     pub fn is_empty(&self) -> bool {
         self.jobs.is_empty()

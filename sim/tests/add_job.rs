@@ -127,5 +127,5 @@ fn a_job_that_cannot_join_is_refused_and_nothing_changes() {
     c.advance_to(SimTime(20_000));
     let e = c.add_job(job("past", 15, 1, 1, None)).unwrap_err();
     assert_eq!(e, "job `past` is submitted at 15.000s, before now (20.000s)");
-    assert_eq!((c.workload().len(), c.workload().task_count()), (1, 1));
+    assert_eq!((c.shape().jobs(), c.shape().tasks(), c.jobs_admitted()), (1, 1, 1));
 }

@@ -116,42 +116,77 @@ impl SynthConfig {
 
     /// Draws the workload. Same settings and seed give the identical workload on every run.
     pub fn generate(&self) -> Result<Workload, TraceError> {
-        self.check()?;
-        let mut rng = sim::rng::stream(self.seed, "synth");
-        let too_much = |e: &dyn std::fmt::Display| TraceError::value("synthetic workload settings", e.to_string());
-        let gaps = Exp::new(self.arrival_rate_per_hour / 3600.0).map_err(|e| too_much(&e))?;
-        let durations = LogNormal::new(self.duration_median_s.ln(), self.duration_sigma).map_err(|e| too_much(&e))?;
-        let noise = LogNormal::new(0.0, self.estimate_sigma.unwrap_or(0.0)).map_err(|e| too_much(&e))?;
-        let total_weight: f64 = self.gpu_mix.iter().map(|m| m.1).sum();
-        let max_ms = MAX_SECONDS * 1000;
-        let mut submit_ms: u64 = 0;
         let mut jobs = Vec::with_capacity(self.jobs);
-        for index in 0..self.jobs {
-            // Same draws in the same order for every job, whether or not estimates are kept,
-            // so switching estimates off changes nothing else.
-            let gap_s: f64 = gaps.sample(&mut rng);
-            let duration_s: f64 = durations.sample(&mut rng);
-            let pick: f64 = rng.random::<f64>() * total_weight;
-            let factor: f64 = noise.sample(&mut rng);
-
-            submit_ms = submit_ms.saturating_add(to_ms(gap_s));
-            if submit_ms > max_ms {
-                return Err(TraceError::value(
-                    "synthetic workload settings",
-                    format!("arrivals run past {MAX_SECONDS} s; raise the arrival rate or lower the job count"),
-                ));
-            }
-            let work_ms = to_ms(duration_s.min(self.duration_cap_s)).max(1_000);
-            let gpus = choose(&self.gpu_mix, pick);
-            let mut job =
-                JobSpec::single(numbered("synth-", index as u64), SimTime(submit_ms), gpus, SimDuration(work_ms));
-            if self.estimate_sigma.is_some() {
-                let estimate_ms = to_ms(work_ms as f64 / 1000.0 * factor).clamp(1_000, max_ms);
-                job.tasks[0].estimate = SimDuration(estimate_ms).into();
-            }
-            jobs.push(job);
+        for job in self.jobs()? {
+            jobs.push(job?);
         }
         Workload::new(jobs).map_err(|e| TraceError::value("synthetic workload", e.0))
+    }
+
+    /// The workload's jobs drawn one at a time, in submission order, holding nothing of those
+    /// drawn (a streamed run's): the same jobs as [`SynthConfig::generate`]'s.
+    pub fn jobs(&self) -> Result<SynthJobs, TraceError> {
+        self.check()?;
+        let too_much = |e: &dyn std::fmt::Display| TraceError::value("synthetic workload settings", e.to_string());
+        Ok(SynthJobs {
+            rng: sim::rng::stream(self.seed, "synth"),
+            gaps: Exp::new(self.arrival_rate_per_hour / 3600.0).map_err(|e| too_much(&e))?,
+            durations: LogNormal::new(self.duration_median_s.ln(), self.duration_sigma).map_err(|e| too_much(&e))?,
+            noise: LogNormal::new(0.0, self.estimate_sigma.unwrap_or(0.0)).map_err(|e| too_much(&e))?,
+            total_weight: self.gpu_mix.iter().map(|m| m.1).sum(),
+            config: self.clone(),
+            index: 0,
+            submit_ms: 0,
+        })
+    }
+}
+
+/// The synthetic workload's jobs, drawn as they are asked for (see [`SynthConfig::jobs`]).
+pub struct SynthJobs {
+    config: SynthConfig,
+    rng: sim::rng::StreamRng,
+    gaps: Exp<f64>,
+    durations: LogNormal<f64>,
+    noise: LogNormal<f64>,
+    total_weight: f64,
+    index: usize,
+    submit_ms: u64,
+}
+
+impl Iterator for SynthJobs {
+    type Item = Result<JobSpec, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.index == self.config.jobs {
+            return None;
+        }
+        let index = self.index;
+        self.index += 1;
+        // Same draws in the same order for every job, whether or not estimates are kept,
+        // so switching estimates off changes nothing else.
+        let rng = &mut self.rng;
+        let gap_s: f64 = self.gaps.sample(rng);
+        let duration_s: f64 = self.durations.sample(rng);
+        let pick: f64 = rng.random::<f64>() * self.total_weight;
+        let factor: f64 = self.noise.sample(rng);
+        let max_ms = MAX_SECONDS * 1000;
+        self.submit_ms = self.submit_ms.saturating_add(to_ms(gap_s));
+        if self.submit_ms > max_ms {
+            self.index = self.config.jobs; // nothing after the error
+            return Some(Err(TraceError::value(
+                "synthetic workload settings",
+                format!("arrivals run past {MAX_SECONDS} s; raise the arrival rate or lower the job count"),
+            )));
+        }
+        let work_ms = to_ms(duration_s.min(self.config.duration_cap_s)).max(1_000);
+        let gpus = choose(&self.config.gpu_mix, pick);
+        let mut job =
+            JobSpec::single(numbered("synth-", index as u64), SimTime(self.submit_ms), gpus, SimDuration(work_ms));
+        if self.config.estimate_sigma.is_some() {
+            let estimate_ms = to_ms(work_ms as f64 / 1000.0 * factor).clamp(1_000, max_ms);
+            job.tasks[0].estimate = SimDuration(estimate_ms).into();
+        }
+        Some(Ok(job))
     }
 }
 

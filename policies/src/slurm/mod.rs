@@ -151,6 +151,7 @@ impl Slurm {
     fn observe(&mut self, view: &ClusterView<'_>) {
         let now = view.now();
         self.changed_since_backfill |= !view.changes().is_empty();
+        let mut ended = std::collections::BTreeSet::new();
         for change in view.changes() {
             match *change {
                 Change::TaskReady(task) => {
@@ -187,8 +188,14 @@ impl Slurm {
                     if let Some(p) = self.priorities.as_mut() {
                         p.forget(job);
                     }
+                    ended.insert(job);
                 }
             }
+        }
+        // The queue order kept between passes drops ended jobs now: a streamed run lets a job
+        // go once the policy has been told it ended, and nothing may read it after.
+        if let Some((_, order)) = self.order.as_mut().filter(|_| !ended.is_empty()) {
+            order.retain(|c| !ended.contains(&c.job));
         }
     }
 

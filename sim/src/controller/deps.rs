@@ -44,7 +44,10 @@ impl Controller {
     /// Applies a timer the driver was asked for. Returns whether anything changed.
     pub fn timer_fired(&mut self, timer: Timer) -> bool {
         self.stats.events += 1;
+        let gone = |task: TaskId| self.tasks.get(task.index()).is_none();
         match timer {
+            // The task's job ended and a streamed run let it go: nothing of it changes now.
+            Timer::Opens(task) | Timer::Closes(task) | Timer::Progress { task, .. } if gone(task) => false,
             Timer::Opens(task) => self.try_ready(task),
             Timer::Closes(task) => self.close_window(task),
             Timer::Progress { task, attempt } => self.progress_point(task, attempt),
@@ -61,7 +64,7 @@ impl Controller {
     fn spec_of(&self, task: TaskId) -> &crate::workload::TaskSpec {
         let job = self.tasks[task.index()].job;
         let first = self.jobs[job.index()].first_task;
-        &self.workload.jobs()[job.index()].tasks[(task.0 - first.0) as usize]
+        &self.specs[job.index()].tasks[(task.0 - first.0) as usize]
     }
 
     /// Makes `task` ready if it is pending, met every dependency and its window is open.
@@ -100,7 +103,7 @@ impl Controller {
     pub(crate) fn task_failed_for_good(&mut self, task: TaskId, reason: String) {
         self.set_status(task, TaskStatus::Failed);
         let job = self.tasks[task.index()].job;
-        if self.workload.jobs()[job.index()].tasks.iter().any(|t| !t.deps.is_empty()) {
+        if self.specs[job.index()].tasks.iter().any(|t| !t.deps.is_empty()) {
             self.task_ended(task, Some(reason));
         } else {
             self.fail_job(job, reason);

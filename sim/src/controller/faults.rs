@@ -192,7 +192,7 @@ impl Controller {
     fn retry_budget(&self, task: TaskId) -> u32 {
         let max = self.config.failures.max_retries;
         let t = &self.tasks[task.index()];
-        let spec = &self.workload.jobs()[t.job.index()];
+        let spec = &self.specs[t.job.index()];
         let Some(deadline) = spec.deadline.get() else { return max };
         let mean_attempt_ms = t.attempts_ms() / u64::from(t.attempt.max(1));
         if mean_attempt_ms == 0 {

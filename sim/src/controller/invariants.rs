@@ -93,7 +93,7 @@ impl Controller {
 
     /// Running gangs are whole, inside one allowed pool, on usable GPUs, on one node when asked.
     fn check_placements(&self) -> Result<(), String> {
-        for (index, t) in self.tasks.iter().enumerate() {
+        for (index, t) in self.tasks.iter() {
             if t.status != TaskStatus::Running {
                 continue;
             }
@@ -122,7 +122,8 @@ impl Controller {
     /// The allocated-GPU integral equals the GPU-time the tasks say they held (each task's
     /// ended attempts split into productive and lost time by construction: `close_attempt`).
     fn check_gpu_time_conserved(&self) -> Result<(), String> {
-        let held: u128 = self.tasks.iter().map(|t| u128::from(t.mgpu_ms_at(self.now))).sum();
+        let held: u128 =
+            self.gone_mgpu_ms + self.tasks.iter().map(|(_, t)| u128::from(t.mgpu_ms_at(self.now))).sum::<u128>();
         if held != self.stats.allocated_mgpu_ms {
             return Err(format!(
                 "GPU-time not conserved: tasks held {held} GPU-ms, the cluster integral is {}",

@@ -27,16 +27,17 @@ use crate::job_status::JobOutcome;
 use crate::occupancy::Occupancy;
 use crate::plan::{Decision, Mark, Plan};
 use crate::policy::Policy;
+use crate::quota::QueueId;
 use crate::quota::{Queues, QuotaUsage};
 use crate::record::{DecisionKind, DecisionRecord, RunStats};
+use crate::resident::Resident;
 use crate::rng::{StreamRng, stream};
 use crate::series::{Levels, QueueDelta, Series};
 use crate::speeds::SpeedProfiles;
 use crate::state::{JobState, Losses, OptIndex, TaskState, TaskStatus};
 use crate::time::{OptTime, SimDuration, SimTime};
 use crate::view::{Change, ClusterView};
-use crate::workload::Workload;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::workload::{JobSpec, Workload, WorkloadShape};
 use thin_vec::ThinVec;
 
 /// What a committed plan asks the driver to do.
@@ -57,9 +58,13 @@ pub enum Effect {
 pub struct Controller {
     config: ControllerConfig,
     cluster: Cluster,
-    workload: Workload,
-    jobs: Vec<JobState>,
-    tasks: Vec<TaskState>,
+    /// What the run knows of its whole workload (which may still be arriving).
+    shape: WorkloadShape,
+    /// The jobs as submitted, their states and their tasks', from the oldest job a streamed
+    /// run still holds to the newest admitted (see `resident.rs`).
+    specs: Resident<JobSpec>,
+    jobs: Resident<JobState>,
+    tasks: Resident<TaskState>,
     free: FreeGpus,
     /// What is broken (truth) and what the scheduler knows is unusable.
     health: Health,
@@ -67,7 +72,7 @@ pub struct Controller {
     occupancy: Occupancy,
     /// Tasks waiting, jobs in the system.
     census: Census,
-    marks: Vec<Mark>,
+    marks: Resident<Mark>,
     /// The plan's decision list, kept between decision points so that deciding allocates
     /// nothing in steady state.
     decision_buf: Vec<Decision>,
@@ -78,7 +83,7 @@ pub struct Controller {
     changes: Vec<Change>,
     now: SimTime,
     /// Each job's queue, as an index into the series' queue names.
-    series_queue: Vec<u32>,
+    series_queue: Resident<u32>,
     /// Each job's queue with quotas (none held when the cluster defines no queues).
     job_queue: crate::quota::JobQueues,
     series: Series,
@@ -97,43 +102,56 @@ pub struct Controller {
     spares: crate::spares::Spares,
     /// GPUs let go of and not yet back in the free pool (the release latency).
     releases: crate::release::Releases,
+    /// The GPU-time the tasks of jobs let go held (what the invariants' sum over the tasks
+    /// held misses).
+    gone_mgpu_ms: u128,
 }
 
 impl Controller {
+    /// A Controller with every job of `workload` admitted (live mode, and runs driven by
+    /// hand); a streamed run starts from [`Controller::expecting`] and admits jobs as they come.
     pub fn new(cluster: Cluster, workload: Workload, policy_name: &str, config: ControllerConfig) -> Controller {
+        let mut controller = Controller::expecting(cluster, workload.shape(), policy_name, config);
+        for spec in workload.into_jobs() {
+            controller.admit(spec, None, Vec::new());
+        }
+        controller
+    }
+
+    /// A Controller for a workload of `shape`, with no job admitted yet.
+    pub fn expecting(
+        cluster: Cluster,
+        shape: &WorkloadShape,
+        policy_name: &str,
+        config: ControllerConfig,
+    ) -> Controller {
         let spare_nodes = config.spare_nodes;
-        let mut controller = Controller::without_spares(cluster, workload, policy_name, config);
+        let mut controller = Controller::without_spares(cluster, shape, policy_name, config);
         if spare_nodes > 0 {
             controller.reserve_spares(spare_nodes);
         }
         controller
     }
 
-    fn without_spares(cluster: Cluster, workload: Workload, policy_name: &str, config: ControllerConfig) -> Controller {
-        let mut speed_profiles = SpeedProfiles::default();
-        let mut jobs = Vec::with_capacity(workload.len());
-        let mut tasks = Vec::with_capacity(workload.task_count());
-        for (index, spec) in workload.jobs().iter().enumerate() {
-            let job = JobId::from_index(index);
-            jobs.push(new_job_state(spec, TaskId::from_index(tasks.len())));
-            for t in &spec.tasks {
-                tasks.push(new_task_state(t, job, &cluster, &config, &mut speed_profiles));
-            }
-        }
+    fn without_spares(
+        cluster: Cluster,
+        shape: &WorkloadShape,
+        policy_name: &str,
+        config: ControllerConfig,
+    ) -> Controller {
         let stats = RunStats { cluster_gpus: cluster.gpu_count(), ..RunStats::default() };
-        let (queues, series_queue) = queue_index(&workload);
-        let dag = Dag::new(&workload, |t| tasks[t.index()].checkpoint);
-        let width = config.series_bucket.unwrap_or_else(|| crate::series::auto_width(&workload));
+        let queues = std::iter::once("-").chain(shape.queues()).map(str::to_string).collect();
+        let width = config.series_bucket.unwrap_or_else(|| crate::series::auto_width(shape));
         let series = Series::new(width, queues);
         Controller {
             series: if config.record_series { series } else { series.off() },
-            dag,
-            quota: QuotaUsage::new(&Queues::default(), workload.len()),
+            dag: Dag::default(),
+            quota: QuotaUsage::new(&Queues::default()),
             queues: Queues::default(),
             datasets: crate::data::Datasets::default(),
-            speed_profiles,
+            speed_profiles: SpeedProfiles::default(),
             timers: Vec::new(),
-            series_queue,
+            series_queue: Resident::default(),
             job_queue: Default::default(),
             rng: stream(config.seed, &format!("policy:{policy_name}")),
             policy_name: policy_name.to_string(),
@@ -141,7 +159,7 @@ impl Controller {
             health: Health::new(&cluster),
             occupancy: Occupancy::new(cluster.gpu_count()),
             census: Census::default(),
-            marks: vec![Mark::None; tasks.len()],
+            marks: Resident::default(),
             decision_buf: Vec::new(),
             spare_lists: Vec::new(),
             changes: Vec::new(),
@@ -154,27 +172,81 @@ impl Controller {
             releases: crate::release::Releases::new(config.release_latency, cluster.gpu_count()),
             config,
             cluster,
-            workload,
-            jobs,
-            tasks,
+            shape: shape.clone(),
+            specs: Resident::default(),
+            jobs: Resident::default(),
+            tasks: Resident::default(),
+            gone_mgpu_ms: 0,
         }
     }
 
     /// Puts jobs in `queues` (resolved against this cluster): each task may then run only in
-    /// its queue's pools, within its queue's quota. Call before anything arrives. An error
-    /// names a job whose queue is not defined.
+    /// its queue's pools, within its queue's quota. Call before anything arrives; jobs
+    /// admitted later are resolved as they are ([`Controller::queue_of`]). An error names a
+    /// job whose queue is not defined.
     pub fn with_queues(mut self, queues: Queues) -> Result<Controller, String> {
         assert!(self.stats.first_submit.is_none(), "queues are set before the run starts");
-        let job_queue = queues.assign(&self.workload)?;
-        for t in &mut self.tasks {
-            if let Some(q) = job_queue.of(t.job) {
-                t.pools = t.pools.and(queues.get(q).pools);
-            }
-        }
-        self.quota = QuotaUsage::new(&queues, self.workload.len());
-        self.job_queue = job_queue;
+        self.quota = QuotaUsage::new(&queues);
         self.queues = queues;
+        if self.queues.is_empty() {
+            return Ok(self);
+        }
+        for (index, spec) in self.specs.iter() {
+            let q = self.queues.queue_of(spec)?.unwrap_or(QueueId(0));
+            for t in self.jobs[index].tasks() {
+                let task = &mut self.tasks[t.index()];
+                task.pools = task.pools.and(self.queues.get(q).pools);
+            }
+            self.job_queue.push(q);
+            self.quota.add_job();
+        }
         Ok(self)
+    }
+
+    /// The queue with quotas `spec` runs in; an error names a queue this run does not define.
+    pub fn queue_of(&self, spec: &JobSpec) -> Result<Option<QueueId>, String> {
+        self.queues.queue_of(spec)
+    }
+
+    /// Each task's dataset of `spec`; an error names a dataset this run does not define.
+    pub fn datasets_of(&self, spec: &JobSpec) -> Result<Vec<Option<u32>>, String> {
+        self.datasets.of_job(spec)
+    }
+
+    /// Admits `spec`, the next job in arrival order, already checked (its queue and its tasks'
+    /// datasets resolved: `datasets` empty when the run has none); returns its id. Its arrival
+    /// is the driver's to signal ([`Controller::job_arrived`]).
+    pub(crate) fn admit(&mut self, spec: JobSpec, queue: Option<QueueId>, datasets: Vec<Option<u32>>) -> JobId {
+        let job = JobId::from_index(self.jobs.end());
+        let first = TaskId::from_index(self.tasks.end());
+        self.jobs.push(new_job_state(&spec, first));
+        for (i, t) in spec.tasks.iter().enumerate() {
+            let mut state = new_task_state(t, job, &self.cluster, &self.config, &mut self.speed_profiles);
+            if let Some(q) = queue {
+                state.pools = state.pools.and(self.queues.get(q).pools);
+            }
+            state.dataset = datasets.get(i).copied().flatten().into();
+            self.tasks.push(state);
+            self.marks.push(Mark::None);
+        }
+        let series_queue = match spec.queue.as_deref() {
+            Some(q) => {
+                let levels = self.levels();
+                self.series.queue_index(q, &levels)
+            }
+            None => 0,
+        };
+        self.series_queue.push(series_queue);
+        if !self.queues.is_empty() {
+            self.job_queue.push(queue.unwrap_or(QueueId(0)));
+            self.quota.add_job();
+        }
+        if spec.tasks.iter().any(|t| !t.deps.is_empty()) {
+            let tasks = &self.tasks;
+            self.dag.add_job(&spec, first, |t| tasks[t.index()].checkpoint);
+        }
+        self.specs.push(spec);
+        job
     }
 
     /// Live mode: `spec`, submitted now or later (after every job already here), joins the run
@@ -183,35 +255,23 @@ impl Controller {
     /// history. Its id is returned; its arrival is still the driver's to signal
     /// (`job_arrived`). An error (and nothing changed) for a job that is invalid, submitted
     /// before now or before the last job, or naming a queue or dataset this run lacks.
-    pub fn add_job(&mut self, spec: crate::workload::JobSpec) -> Result<JobId, String> {
+    pub fn add_job(&mut self, spec: JobSpec) -> Result<JobId, String> {
         if spec.submit < self.now {
             return Err(format!("job `{}` is submitted at {}, before now ({})", spec.name, spec.submit, self.now));
         }
-        // The same checks as for a whole workload, on this one job.
-        let alone = Workload::new(vec![spec.clone()]).map_err(|e| e.to_string())?;
-        let queue = self.queues.assign(&alone)?.of(JobId::from_index(0));
-        let datasets = self.datasets.assign(&alone)?;
-        self.workload.push(spec).map_err(|e| e.to_string())?;
-        let job = JobId::from_index(self.jobs.len());
-        let spec = &self.workload.jobs()[job.index()];
-        let first = TaskId::from_index(self.tasks.len());
-        self.jobs.push(new_job_state(spec, first));
-        for (t, dataset) in spec.tasks.iter().zip(datasets) {
-            let mut state = new_task_state(t, job, &self.cluster, &self.config, &mut self.speed_profiles);
-            if let Some(q) = queue {
-                state.pools = state.pools.and(self.queues.get(q).pools);
-            }
-            state.dataset = dataset.into();
-            self.tasks.push(state);
-            self.marks.push(Mark::None);
+        let mut shape = self.shape.clone();
+        shape.add(&spec).map_err(|e| e.to_string())?;
+        if let Some(last) = self.specs.iter().next_back().map(|(_, last)| last).filter(|last| spec.submit < last.submit)
+        {
+            return Err(format!(
+                "job `{}` is submitted at {}, before job `{}` at {}: jobs join in submit order",
+                spec.name, spec.submit, last.name, last.submit
+            ));
         }
-        let levels = self.levels();
-        self.series_queue.push(spec.queue.as_deref().map_or(0, |q| self.series.queue_index(q, &levels)));
-        self.job_queue.push(queue);
-        self.quota.add_job(queue);
-        let tasks = &self.tasks;
-        self.dag.add_job(spec, first, |t| tasks[t.index()].checkpoint);
-        Ok(job)
+        let queue = self.queue_of(&spec)?;
+        let datasets = self.datasets_of(&spec)?;
+        self.shape = shape;
+        Ok(self.admit(spec, queue, datasets))
     }
 
     /// Puts datasets on nodes: a task reading one and started away from it pays its transfer.
@@ -221,8 +281,10 @@ impl Controller {
         if datasets.is_empty() && self.datasets.is_empty() {
             return Ok(self); // dataset names are only labels: every task's stays unset
         }
-        for (t, dataset) in self.tasks.iter_mut().zip(datasets.assign(&self.workload)?) {
-            t.dataset = dataset.into();
+        for (index, spec) in self.specs.iter() {
+            for (t, dataset) in self.jobs[index].tasks().zip(datasets.of_job(spec)?) {
+                self.tasks[t.index()].dataset = dataset.into();
+            }
         }
         self.datasets = datasets;
         Ok(self)
@@ -234,8 +296,22 @@ impl Controller {
     pub fn cluster(&self) -> &Cluster {
         &self.cluster
     }
-    pub fn workload(&self) -> &Workload {
-        &self.workload
+    /// What the run knows of its whole workload.
+    pub fn shape(&self) -> &WorkloadShape {
+        &self.shape
+    }
+    /// A resident job as submitted.
+    pub fn job_spec(&self, job: JobId) -> &JobSpec {
+        &self.specs[job.index()]
+    }
+    /// One past the newest job admitted: job ids are `0..jobs_admitted()`.
+    pub fn jobs_admitted(&self) -> usize {
+        self.specs.end()
+    }
+    /// The jobs whose state the Controller holds: from the oldest a streamed run has not let
+    /// go to the newest admitted (what its memory follows).
+    pub fn jobs_held(&self) -> usize {
+        self.specs.held()
     }
     /// What is broken (truth) and what the scheduler may use (what it knows).
     pub fn health(&self) -> &Health {
@@ -243,6 +319,10 @@ impl Controller {
     }
     pub fn task(&self, task: TaskId) -> &TaskState {
         &self.tasks[task.index()]
+    }
+    /// The task's state, unless a streamed run has let its job go.
+    pub fn resident_task(&self, task: TaskId) -> Option<&TaskState> {
+        self.tasks.get(task.index())
     }
     pub fn running_tasks(&self) -> u32 {
         self.occupancy.running_tasks()
@@ -319,7 +399,7 @@ impl Controller {
 
     /// Why `job` can never run on this cluster, if it cannot.
     fn unschedulable_reason(&self, job: JobId) -> Option<String> {
-        let spec = &self.workload.jobs()[job.index()];
+        let spec = &self.specs[job.index()];
         for (t, task_spec) in self.jobs[job.index()].tasks().zip(&spec.tasks) {
             let task = &self.tasks[t.index()];
             if let Some(q) = self.job_queue.of(job) {
@@ -355,7 +435,7 @@ impl Controller {
     /// Applies the completion of `task`'s attempt `attempt`. Returns false (and changes nothing)
     /// when the event is stale: the attempt was preempted after the event was scheduled.
     pub fn task_finished(&mut self, task: TaskId, attempt: u32) -> bool {
-        let t = &self.tasks[task.index()];
+        let Some(t) = self.tasks.get(task.index()) else { return false }; // its job has gone
         // Stale: preempted or failed since, or stalled on broken hardware (no progress).
         if t.status != TaskStatus::Running || t.attempt != attempt || t.stalled_since.is_some() {
             return false;
@@ -489,7 +569,7 @@ impl Controller {
             now: self.now,
             changes: &self.changes,
             cluster: &self.cluster,
-            workload: &self.workload,
+            specs: &self.specs,
             jobs: &self.jobs,
             tasks: &self.tasks,
             health: &self.health,
@@ -519,6 +599,11 @@ impl Controller {
         policy.decide(&view, &mut plan);
         let mut decisions = std::mem::take(&mut plan.decisions);
         self.stats.refused += plan.refused;
+        for change in &self.changes {
+            if let Change::JobEnded(job) = *change {
+                self.jobs[job.index()].told_ended = true;
+            }
+        }
         self.changes.clear();
         let mut committed = 0;
         for decision in decisions.drain(..) {
@@ -699,7 +784,7 @@ impl Controller {
     /// attempts end now (their GPUs return), its waiting tasks never run, and it ends
     /// cancelled. False (nothing changed) when the job has not arrived or has already ended.
     pub fn cancel_job(&mut self, job: JobId) -> bool {
-        let j = &self.jobs[job.index()];
+        let Some(j) = self.jobs.get(job.index()) else { return false }; // ended and gone
         if !j.arrived || j.outcome.is_some() {
             return false;
         }
@@ -745,20 +830,6 @@ impl Controller {
     }
 }
 
-/// The workload's queue names ("-" first, for jobs without one, then sorted) and each job's
-/// index into them.
-fn queue_index(workload: &Workload) -> (Vec<String>, Vec<u32>) {
-    if !workload.has_queues() {
-        return (vec!["-".to_string()], vec![0; workload.len()]);
-    }
-    let named: BTreeSet<&str> = workload.jobs().iter().filter_map(|j| j.queue.as_deref()).collect();
-    let mut names = vec!["-".to_string()];
-    names.extend(named.iter().map(|q| q.to_string()));
-    let index: BTreeMap<&str, u32> = named.iter().enumerate().map(|(i, &q)| (q, i as u32 + 1)).collect();
-    let job_queue = workload.jobs().iter().map(|j| j.queue.as_deref().map_or(0, |q| index[q])).collect();
-    (names, job_queue)
-}
-
 /// Why a task whose program exited with `code` failed, in live mode and in its replay alike.
 pub fn exited_with(code: i32) -> String {
     format!("its process exited with code {code}")
@@ -777,6 +848,7 @@ fn new_job_state(spec: &crate::workload::JobSpec, first_task: TaskId) -> JobStat
         end: OptTime::NONE,
         waiting_tasks: 0,
         wait_mark: 0,
+        told_ended: false,
     }
 }
 

@@ -1,32 +1,46 @@
-//! The end of a run: each job's record (and each task's, for jobs of several tasks), built
-//! from the last job back so that the run's state shrinks as the records grow, and the
-//! counters and digest.
+//! A run's records: each job's (and each task's, for jobs of several tasks) built once the job
+//! can change no more, handed to a [`RecordSink`] in job order; the decision log with the
+//! names it needs; and at the end, the counters and digest.
 
 use super::Controller;
 use crate::ids::JobId;
 use crate::record::{JobRecord, RunResult, TaskRecord};
+use crate::sink::{Collect, RecordSink};
 use crate::state::{JobState, Losses, TaskStatus};
 use crate::time::{SimTime, earliest};
 use crate::workload::JobSpec;
-use std::collections::VecDeque;
-
-/// How many jobs' records [`Controller::finish`] builds between handing back the memory of
-/// the state they were built from.
-const SHRINK_EVERY: usize = 1 << 16;
 
 impl Controller {
     /// Ends a simulated run: [`Self::finish`], with the span its failure feed covered
     /// (`Some(None)`: the feed went on to the run's end; `None`: no feed).
-    pub fn finish_with_feed(mut self, fed: Option<Option<SimTime>>) -> RunResult {
+    pub fn finish_with_feed(self, fed: Option<Option<SimTime>>) -> RunResult {
+        let mut records = Collect::default();
+        let end = self.finish_with_feed_into(fed, &mut records);
+        records.into_result(end)
+    }
+
+    /// [`Self::finish_with_feed`], the records handed to `sink` (the result's left empty).
+    pub fn finish_with_feed_into(mut self, fed: Option<Option<SimTime>>, sink: &mut dyn RecordSink) -> RunResult {
         let end = self.now;
         self.stats.failures_until = fed.map(|until| until.map_or(end, |t| t.min(end)));
-        self.finish()
+        self.finish_into(sink)
     }
 
     /// Ends the run: per-job records, counters and the digest.
-    pub fn finish(mut self) -> RunResult {
-        let tasks = self.task_records();
-        let jobs = self.job_records();
+    pub fn finish(self) -> RunResult {
+        let mut records = Collect::default();
+        let end = self.finish_into(&mut records);
+        records.into_result(end)
+    }
+
+    /// Ends the run: the decision log and every job's record not yet handed over go to `sink`
+    /// (each job still held, ended or not, in order), then the counters and digest.
+    pub fn finish_into(mut self, sink: &mut dyn RecordSink) -> RunResult {
+        self.stats.peak_jobs_held = self.stats.peak_jobs_held.max(self.specs.held() as u64);
+        self.hand_over_decisions(sink);
+        while self.specs.held() > 0 {
+            self.hand_over_front(sink);
+        }
         let levels = self.levels();
         let mut series = self.series;
         series.finish(&levels, self.now);
@@ -36,45 +50,65 @@ impl Controller {
         RunResult {
             policy: self.policy_name,
             seed: self.config.seed,
-            jobs,
-            tasks,
+            jobs: Vec::new(),
+            tasks: Vec::new(),
             queues: self.queues.iter().map(|(_, q)| q.clone()).collect(),
             stats,
-            decisions: self.decision_log,
+            decisions: Vec::new(),
             health_series: self.faults.into_samples(),
             series,
         }
     }
 
-    /// Every job's record, built from the last job back so that the run's per-job and per-task
-    /// state and the specs shrink as the records grow (their memory returned every
-    /// [`SHRINK_EVERY`] jobs): at a million jobs, records built beside them would add a third
-    /// to the run's peak memory. Names and queues move from the specs: no copy of any name.
-    fn job_records(&mut self) -> Vec<JobRecord> {
-        let mut specs = std::mem::take(&mut self.workload).into_jobs();
-        // Filled from its back, so that the records come out in job order with no reversal
-        // (swapping every record once cost about 3 % of the engine bench's wall time).
-        let mut records = VecDeque::with_capacity(specs.len());
-        while let (Some(spec), Some(state)) = (specs.last_mut(), self.jobs.pop()) {
-            records.push_front(self.job_record(self.jobs.len(), &state, spec));
-            // Dropped where it lies: popping a spec would copy it whole first.
-            specs.truncate(self.jobs.len());
-            self.tasks.truncate(state.first_task.index());
-            if specs.len().is_multiple_of(SHRINK_EVERY) {
-                specs.shrink_to_fit();
-                self.jobs.shrink_to_fit();
-                self.tasks.shrink_to_fit();
-            }
+    /// A streamed run, between timestamps: the decision log so far goes to `sink`, then the
+    /// oldest jobs, as long as each has ended and the policy has been told so (it may read an
+    /// ended job until then): their records go to `sink` and the run lets them go.
+    pub fn hand_over(&mut self, sink: &mut dyn RecordSink) {
+        self.stats.peak_jobs_held = self.stats.peak_jobs_held.max(self.specs.held() as u64);
+        self.hand_over_decisions(sink);
+        while self.jobs.front().is_some_and(|j| j.told_ended) {
+            self.hand_over_front(sink);
         }
-        // O(1) when the records fill the buffer from its start (the capacity asked for), else
-        // one move of them to it.
-        Vec::from(records)
     }
 
-    /// The record of job `index`, its name and queue taken from its spec (which is dropped
-    /// next). Built in one piece from locals: a record filled in after it is built is copied
-    /// whole more often.
-    fn job_record(&self, index: usize, state: &JobState, spec: &mut JobSpec) -> JobRecord {
+    fn hand_over_decisions(&mut self, sink: &mut dyn RecordSink) {
+        for d in self.decision_log.drain(..) {
+            let spec = &self.specs[d.job.index()];
+            let first = self.jobs[d.job.index()].first_task;
+            let task_name = match d.task {
+                Some(t) if spec.tasks.len() > 1 => Some(spec.tasks[(t.0 - first.0) as usize].name.as_str()),
+                _ => None,
+            };
+            sink.decision(d, spec.name.as_str(), task_name);
+        }
+    }
+
+    /// The oldest job held: its record (and its tasks') to `sink`, then every room lets it go.
+    fn hand_over_front(&mut self, sink: &mut dyn RecordSink) {
+        let index = self.specs.first();
+        let state = &self.jobs[index];
+        let spec = &self.specs[index];
+        let job = self.job_record(index, state, spec);
+        self.gone_mgpu_ms += u128::from(job.mgpu_ms);
+        let tasks = if self.shape.has_jobs_of_several_tasks() { self.task_records(state, spec) } else { Vec::new() };
+        sink.job(job, tasks);
+        let state = &self.jobs[index];
+        let after = state.first_task.index() + state.task_count as usize;
+        for t in state.tasks() {
+            self.dag.let_go(t);
+        }
+        self.tasks.let_go_before(after);
+        self.marks.let_go_before(after);
+        self.specs.let_go();
+        self.jobs.let_go();
+        self.series_queue.let_go();
+        self.job_queue.let_go();
+        self.quota.let_go();
+    }
+
+    /// The record of job `index`. Built in one piece from locals: a record filled in after it
+    /// is built is copied whole more often.
+    fn job_record(&self, index: usize, state: &JobState, spec: &JobSpec) -> JobRecord {
         let sums = self.task_sums(state);
         let critical_path_ms = self.critical_path_ms(state, spec);
         let unfinished_reason = self.unfinished_reason(state, spec);
@@ -101,8 +135,8 @@ impl Controller {
             unfinished_reason,
             critical_path_ms,
             alone_ms,
-            name: std::mem::take(&mut spec.name),
-            queue: spec.queue.take(),
+            name: spec.name.clone(),
+            queue: spec.queue.clone(),
         }
     }
 
@@ -142,33 +176,27 @@ impl Controller {
         Some(crate::dag::schedule(spec, duration, lag).length_ms)
     }
 
-    /// Records of the tasks of jobs with several tasks.
-    fn task_records(&self) -> Vec<TaskRecord> {
-        let mut records = Vec::new();
-        if !self.workload.has_jobs_of_several_tasks() {
-            return records;
+    /// The records of a job's tasks when it has several (none for a job of one task).
+    fn task_records(&self, state: &JobState, spec: &JobSpec) -> Vec<TaskRecord> {
+        if spec.tasks.len() < 2 {
+            return Vec::new();
         }
-        for (state, spec) in self.jobs.iter().zip(self.workload.jobs()) {
-            if spec.tasks.len() < 2 {
-                continue;
+        let record = |(task, t_spec): (crate::ids::TaskId, &crate::workload::TaskSpec)| {
+            let t = &self.tasks[task.index()];
+            TaskRecord {
+                task,
+                job: t.job,
+                name: t_spec.name.clone(),
+                status: t.status,
+                gpus: t.gpus,
+                first_start: t.first_start.get(),
+                finish: t.finish.get(),
+                preemptions: t.preemptions,
+                failures: t.failures,
+                deps: t_spec.deps.to_vec(),
             }
-            for (task, t_spec) in state.tasks().zip(&spec.tasks) {
-                let t = &self.tasks[task.index()];
-                records.push(TaskRecord {
-                    task,
-                    job: t.job,
-                    name: t_spec.name.clone(),
-                    status: t.status,
-                    gpus: t.gpus,
-                    first_start: t.first_start.get(),
-                    finish: t.finish.get(),
-                    preemptions: t.preemptions,
-                    failures: t.failures,
-                    deps: t_spec.deps.to_vec(),
-                });
-            }
-        }
-        records
+        };
+        state.tasks().zip(&spec.tasks).map(record).collect()
     }
 }
 
