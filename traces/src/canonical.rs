@@ -248,13 +248,7 @@ struct Builder {
 
 impl Default for Builder {
     fn default() -> Builder {
-        Builder {
-            current: None,
-            first_line: 0,
-            seen: Some(NameIndex::new()),
-            deps: Vec::new(),
-            last_may_depend: false,
-        }
+        Builder { current: None, first_line: 0, seen: Some(NameIndex::new()), deps: Vec::new(), last_may_depend: false }
     }
 }
 

@@ -104,7 +104,8 @@ impl PhillyRows {
 
     /// The job of a record [`PhillyRows::parse`] made.
     pub(crate) fn job(&self, p: &Parsed) -> JobSpec {
-        let mut job = JobSpec::single(numbered("philly-", p.line), SimTime(p.submit_ms), p.gpus, SimDuration(p.work_ms));
+        let mut job =
+            JobSpec::single(numbered("philly-", p.line), SimTime(p.submit_ms), p.gpus, SimDuration(p.work_ms));
         job.queue = self.queue_names.get(p.queue as usize).cloned();
         job
     }

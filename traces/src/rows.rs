@@ -200,13 +200,7 @@ impl<R: Read> Rows<R> {
     /// Reads on in a file [`Rows::open`] read before, from a record's first byte: `source`
     /// starts there, on line `line`, and `header` is the file's ([`Rows::shared_header`]).
     /// Reads `chunk` bytes at a time.
-    pub(crate) fn resume(
-        source: R,
-        file: &str,
-        header: std::sync::Arc<[String]>,
-        line: u64,
-        chunk: usize,
-    ) -> Rows<R> {
+    pub(crate) fn resume(source: R, file: &str, header: std::sync::Arc<[String]>, line: u64, chunk: usize) -> Rows<R> {
         Rows {
             input: Input::QuoteFree(QuoteFree::starting_at(source, line, chunk)),
             file: file.to_owned(),
