@@ -9,7 +9,12 @@
 //! - `canonical`: a jobs.csv of 100,000 synthetic jobs with estimates and 8 queues, written by
 //!   the canonical writer (every one of its 23 columns).
 //!
-//! The first three need ../shared/traces beside the checkout; without it each prints SKIPPED.
+//! And streamed (`traces::stream_jobs`, issue 36), each job made and dropped in turn:
+//! - `itp_streamed`, `canonical_streamed`: the same bytes in memory, `Order::Sorted`;
+//! - `philly_streamed_sort`: philly.csv from its path (the page cache after the first sample),
+//!   `Order::Sort`, as the file is unsorted.
+//!
+//! The shared traces need ../shared/traces beside the checkout; without it each prints SKIPPED.
 
 use divan::counter::BytesCount;
 use std::path::PathBuf;
@@ -83,4 +88,38 @@ fn canonical_bytes() -> &'static [u8] {
 #[divan::bench(sample_count = 20, sample_size = 1)]
 fn canonical(bencher: divan::Bencher) {
     bench_parse(bencher, canonical_bytes(), Format::Canonical);
+}
+
+/// Streams `bytes` as `format` in submit order once per iteration, dropping each job.
+fn bench_stream(bencher: divan::Bencher, bytes: &'static [u8], format: Format) {
+    bencher.counter(BytesCount::new(bytes.len())).bench(|| {
+        let stream = traces::stream_sorted(divan::black_box(bytes), "bench.csv", format).expect("the trace streams");
+        stream.map(|job| job.expect("the trace parses")).count()
+    });
+}
+
+#[divan::bench(sample_count = 50, sample_size = 1)]
+fn itp_streamed(bencher: divan::Bencher) {
+    static BYTES: OnceLock<Option<Vec<u8>>> = OnceLock::new();
+    if let Some(bytes) = BYTES.get_or_init(|| shared("microsoft-itp-elasticflow/cluster04.csv")) {
+        bench_stream(bencher, bytes, Format::Itp);
+    }
+}
+
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn canonical_streamed(bencher: divan::Bencher) {
+    bench_stream(bencher, canonical_bytes(), Format::Canonical);
+}
+
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn philly_streamed_sort(bencher: divan::Bencher) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/philly-pollux/philly.csv");
+    let Ok(size) = std::fs::metadata(&path).map(|m| m.len()) else {
+        eprintln!("SKIPPED: {} not found", path.display());
+        return;
+    };
+    bencher.counter(BytesCount::new(size as usize)).bench(|| {
+        let stream = traces::stream_jobs(&path, Format::Philly, traces::Order::Sort).expect("the trace streams");
+        stream.map(|job| job.expect("the trace parses")).count()
+    });
 }

@@ -78,6 +78,7 @@ const KNOWN: &[Column] = &[
 ];
 
 /// Column indexes in the file at hand (`None`: the optional column is absent).
+#[derive(Clone)]
 struct Cols {
     job: usize,
     task: Option<usize>,
@@ -117,68 +118,125 @@ pub fn read_jobs_csv<R: Read>(source: R, file: &str) -> Result<Workload, TraceEr
 /// reported to `sink` and skipped; `None` when the file cannot be read on.
 pub(crate) fn read_jobs_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<Workload> {
     let mut rows = sink.ok(Rows::open(source, file))?;
-    let c = match rows.columns(KNOWN, Unknown::Refuse) {
-        Ok(c) => c,
+    let cols = sink.ok(Cols::of(&rows))?;
+    let mut builder = Builder::default();
+    let mut jobs = Vec::new();
+    rows.parse_all(sink, |row| {
+        jobs.extend(builder.add(row, &cols)?);
+        Ok(())
+    })?;
+    match builder.finish(rows.file()) {
+        Ok(last) => jobs.extend(last),
         Err(e) => {
-            // Another format's header read as canonical (the default --format): name it.
-            let hint = crate::format_of_header(rows.header()).map(|format| {
-                rows.header_error(format!(
-                    "this header is {}'s, not the canonical format's: give --format {}",
-                    format,
-                    format.name()
-                ))
-            });
-            sink.push(hint.unwrap_or(e));
+            sink.push(e);
             return None;
         }
-    };
-    let cols = Cols {
-        job: c[0]?,
-        task: c[1],
-        submit: c[2]?,
-        duration: c[3]?,
-        gpus: c[4]?,
-        gpu_milli: c[5],
-        gpu_type: c[6],
-        single_node: c[7],
-        gpus_per_node: c[8],
-        estimate: c[9],
-        queue: c[10],
-        checkpoint: c[11],
-        restart_overhead: c[12],
-        deadline: c[13],
-        priority: c[14],
-        depends_on: c[15],
-        not_before: c[16],
-        not_after: c[17],
-        dataset: c[18],
-        speeds: c[19],
-        cancel: c[20],
-        exit_code: c[21],
-        checkpoint_cost: c[22],
-        account: c[23],
-        user: c[24],
-        qos: c[25],
-        co_start: c[26],
-    };
-    let mut builder = Builder::default();
-    rows.parse_all(sink, |row| builder.add(row, &cols))?;
-    if let Err(e) = builder.close_job(rows.file()) {
-        sink.push(e);
-        return None;
     }
-    finish(builder.jobs, rows.file(), sink)
+    finish(jobs, rows.file(), sink)
 }
 
-/// Jobs as they are assembled from consecutive rows.
-#[derive(Default)]
+impl Cols {
+    /// The columns of the file `rows` reads, from its header; an error names a header that
+    /// is another format's.
+    fn of<R: Read>(rows: &Rows<R>) -> Result<Cols, TraceError> {
+        let c = match rows.columns(KNOWN, Unknown::Refuse) {
+            Ok(c) => c,
+            Err(e) => {
+                // Another format's header read as canonical (the default --format): name it.
+                let hint = crate::format_of_header(rows.header()).map(|format| {
+                    rows.header_error(format!(
+                        "this header is {}'s, not the canonical format's: give --format {}",
+                        format,
+                        format.name()
+                    ))
+                });
+                return Err(hint.unwrap_or(e));
+            }
+        };
+        let required = |i: usize| c[i].ok_or_else(|| rows.header_error(format!("no column `{}`", KNOWN[i].name)));
+        Ok(Cols {
+            job: required(0)?,
+            task: c[1],
+            submit: required(2)?,
+            duration: required(3)?,
+            gpus: required(4)?,
+            gpu_milli: c[5],
+            gpu_type: c[6],
+            single_node: c[7],
+            gpus_per_node: c[8],
+            estimate: c[9],
+            queue: c[10],
+            checkpoint: c[11],
+            restart_overhead: c[12],
+            deadline: c[13],
+            priority: c[14],
+            depends_on: c[15],
+            not_before: c[16],
+            not_after: c[17],
+            dataset: c[18],
+            speeds: c[19],
+            cancel: c[20],
+            exit_code: c[21],
+            checkpoint_cost: c[22],
+            account: c[23],
+            user: c[24],
+            qos: c[25],
+            co_start: c[26],
+        })
+    }
+}
+
+/// The one parser of `jobs.csv` rows, for the whole-file reader and the stream: the header's
+/// columns and the job the rows are building.
+pub(crate) struct CanonicalRows {
+    cols: Cols,
+    builder: Builder,
+}
+
+impl CanonicalRows {
+    /// The parser of the file `rows` reads, from its header.
+    pub(crate) fn new<R: Read>(rows: &Rows<R>) -> Result<CanonicalRows, TraceError> {
+        Ok(CanonicalRows { cols: Cols::of(rows)?, builder: Builder::default() })
+    }
+
+    /// The same parser for rows read again from a job's first row, after this one read them:
+    /// without the check that each job id is new (each is, and the ids it holds would be
+    /// the file's).
+    pub(crate) fn rereading(&self) -> CanonicalRows {
+        CanonicalRows { cols: self.cols.clone(), builder: Builder { seen: None, ..Builder::default() } }
+    }
+
+    /// The column of the submit time.
+    pub(crate) fn submit_column(&self) -> usize {
+        self.cols.submit
+    }
+
+    /// Reads one row: the job it closed, if it starts another (see [`Builder::add`]).
+    pub(crate) fn add(&mut self, row: &Row<'_>) -> Result<Option<JobSpec>, TraceError> {
+        self.builder.add(row, &self.cols)
+    }
+
+    /// The submit time of the job the rows are building, if its first row is `line`: the
+    /// row read last started it.
+    pub(crate) fn started_at(&self, line: u64) -> Option<u64> {
+        self.builder.current.as_ref().filter(|_| self.builder.first_line == line).map(|job| job.submit.as_ms())
+    }
+
+    /// The last job, closed, at the end of the rows.
+    pub(crate) fn finish(&mut self, file: &str) -> Result<Option<JobSpec>, TraceError> {
+        self.builder.finish(file)
+    }
+}
+
+/// Jobs as they are assembled from consecutive rows, one at a time.
 struct Builder {
-    jobs: Vec<JobSpec>,
-    /// Line of each job's first row, to name it when a later row contradicts it.
-    first_line: Vec<u64>,
+    /// The job the rows are building: the last one started.
+    current: Option<JobSpec>,
+    /// Line of its first row, to name it when a later row contradicts it.
+    first_line: u64,
     /// Every job id seen so far with its first line, so a job that reappears after another
-    /// job is caught.
-    seen: NameIndex,
+    /// job is caught. `None`: rows read again, checked the first time.
+    seen: Option<NameIndex>,
     /// The current job's `depends_on` fields, resolved when its last row has been read (a
     /// task may name a task on a later row): (task index, line, column, text).
     deps: Vec<(usize, u64, usize, String)>,
@@ -188,8 +246,17 @@ struct Builder {
     last_may_depend: bool,
 }
 
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder { current: None, first_line: 0, seen: Some(NameIndex::new()), deps: Vec::new(), last_may_depend: false }
+    }
+}
+
 impl Builder {
-    fn add(&mut self, row: &Row<'_>, cols: &Cols) -> Result<(), TraceError> {
+    /// Reads one row into the current job, or starts a new job with it: then the job before
+    /// (closed, its dependencies resolved and checked) is returned. A row with an error
+    /// changes nothing but what it says (see `dependency_errors_come_as_jobs_close`).
+    fn add(&mut self, row: &Row<'_>, cols: &Cols) -> Result<Option<JobSpec>, TraceError> {
         // The cells' syntax here; which values a job may hold, the job builder's.
         let job_id = row.name_field(cols.job, "a job id")?;
         let submit_ms = row.seconds_ms(cols.submit)?;
@@ -230,11 +297,11 @@ impl Builder {
         };
         job.check().map_err(|e| refused(row, cols, e))?;
 
-        let continues = self.jobs.last().is_some_and(|j| same_text(&j.name, job_id));
+        let continues = self.current.as_ref().is_some_and(|j| same_text(&j.name, job_id));
         // Hashed once, for the look-up here and the insertion of a new job below.
-        let hash = (!continues).then(|| self.seen.hash(job_id));
-        if let Some(hash) = hash
-            && let Some(first_line) = self.seen.get_hashed(hash, job_id)
+        let hash = self.seen.as_ref().filter(|_| !continues).map(|seen| seen.hash(job_id));
+        if let (Some(hash), Some(seen)) = (hash, &self.seen)
+            && let Some(first_line) = seen.get_hashed(hash, job_id)
         {
             return Err(TraceError::row(
                 row.file(),
@@ -245,8 +312,8 @@ impl Builder {
                 ),
             ));
         }
-        if let (true, Some(job)) = (continues, self.jobs.last()) {
-            let first = self.first_line.last().copied().unwrap_or(0);
+        if let (true, Some(job)) = (continues, &self.current) {
+            let first = self.first_line;
             if job.submit.as_ms() != submit_ms {
                 return Err(conflict(row, job_id, "submit_s", first));
             }
@@ -274,7 +341,7 @@ impl Builder {
                 }
             }
         }
-        let position = if continues { self.jobs.last().map_or(0, |j| j.tasks.len()) } else { 0 };
+        let position = if continues { self.current.as_ref().map_or(0, |j| j.tasks.len()) } else { 0 };
         // An empty task id is the task's 0-based position in its job: "0" for one-row jobs.
         // The writer writes that "0" out: made as a constant, not from the text.
         let task_name = match task_id {
@@ -309,7 +376,7 @@ impl Builder {
         if let (false, Some(column)) = (depends_on.is_empty(), cols.depends_on) {
             self.deps.push((position, row.line, column, depends_on.to_owned()));
         }
-        match self.jobs.last_mut() {
+        match &mut self.current {
             Some(job) if continues => {
                 if job.tasks.iter().any(|t| t.name == task.name) {
                     let e = duplicate_task(job_id);
@@ -317,20 +384,27 @@ impl Builder {
                 }
                 job.tasks.push(task);
                 self.last_may_depend |= has_window;
+                Ok(None)
             }
             _ => {
-                match hash {
-                    Some(hash) => self.seen.insert_new(hash, job_id, row.line),
-                    None => self.seen.insert(job_id, row.line),
+                match (hash, &mut self.seen) {
+                    (Some(hash), Some(seen)) => seen.insert_new(hash, job_id, row.line),
+                    (None, Some(seen)) => seen.insert(job_id, row.line),
+                    (_, None) => {}
                 }
-                self.first_line.push(row.line);
+                self.first_line = row.line;
                 self.last_may_depend = has_window;
                 let mut spec = job.build([task].into()).map_err(|e| refused(row, cols, e))?;
                 spec.co_start = co_start;
-                self.jobs.push(spec);
+                Ok(self.current.replace(spec))
             }
         }
-        Ok(())
+    }
+
+    /// The last job, closed, at the end of the rows.
+    fn finish(&mut self, file: &str) -> Result<Option<JobSpec>, TraceError> {
+        self.close_job(file)?;
+        Ok(self.current.take())
     }
 }
 
@@ -351,7 +425,8 @@ impl Builder {
     fn close_dag_job(&mut self, file: &str) -> Result<(), TraceError> {
         let deps = std::mem::take(&mut self.deps);
         self.last_may_depend |= !deps.is_empty();
-        let (Some(job), Some(&first_line)) = (self.jobs.last_mut(), self.first_line.last()) else { return Ok(()) };
+        let first_line = self.first_line;
+        let Some(job) = self.current.as_mut() else { return Ok(()) };
         if !deps.is_empty() {
             // Each task found by name once per job, whatever its size.
             let resolver = DepResolver::new(&job.tasks);

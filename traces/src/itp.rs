@@ -6,7 +6,7 @@
 
 use crate::error::{Sink, TraceError, first_error};
 use crate::names::NameIndex;
-use crate::rows::{Column, Rows, Unknown};
+use crate::rows::{Column, Row, Rows, Unknown};
 use sim::{JobSpec, SimDuration, SimTime, Workload};
 use std::io::Read;
 
@@ -24,20 +24,56 @@ pub fn read_itp_csv<R: Read>(source: R, file: &str) -> Result<Workload, TraceErr
 
 pub(crate) fn read_itp_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<Workload> {
     let (mut rows, c) = Rows::open_checked(source, file, KNOWN, Unknown::Ignore, sink)?;
-    let (id_col, submit_col, duration_col, gpus_col) = (c[0]?, c[1]?, c[2]?, c[3]?);
-    // Job ids are the names reports show; two jobs with one id could not be told apart.
-    let mut first_line = NameIndex::new();
-    let jobs = rows.parse_all(sink, |row| {
-        let id = row.name_field(id_col, "a job id")?;
-        let submit_ms = row.seconds_ms(submit_col)?;
-        let work_ms = row.positive_seconds_ms(duration_col)?;
-        let gpus = row.gpus(gpus_col)?;
-        if let Some(first) = first_line.insert_if_new(id, row.line) {
-            return Err(row.error(id_col, format!("a job id not used before (line {first} has it)"), id));
+    let mut itp = ItpRows::new(&c)?;
+    let jobs = rows.parse_all(sink, |row| itp.parse(row))?;
+    finish(jobs, rows.file(), sink)
+}
+
+/// The one parser of ITP rows, for the whole-file reader and the stream: a row becomes a job.
+pub(crate) struct ItpRows {
+    id_col: usize,
+    submit_col: usize,
+    duration_col: usize,
+    gpus_col: usize,
+    /// Job ids are the names reports show; two jobs with one id could not be told apart:
+    /// the line of each id's row. `None`: rows read again, checked the first time.
+    first_line: Option<NameIndex>,
+}
+
+impl ItpRows {
+    /// The parser for a header whose [`KNOWN`] columns are `c` (`None` if one is missing).
+    pub(crate) fn new(c: &[Option<usize>]) -> Option<ItpRows> {
+        Some(ItpRows {
+            id_col: (*c.first()?)?,
+            submit_col: (*c.get(1)?)?,
+            duration_col: (*c.get(2)?)?,
+            gpus_col: (*c.get(3)?)?,
+            first_line: Some(NameIndex::new()),
+        })
+    }
+
+    /// The same parser for rows read again, after this one read them: without the check
+    /// that each id is new (each is, and the ids it holds would be the file's).
+    pub(crate) fn rereading(&self) -> ItpRows {
+        ItpRows { first_line: None, ..*self }
+    }
+
+    /// The column of the submit time.
+    pub(crate) fn submit_column(&self) -> usize {
+        self.submit_col
+    }
+
+    /// Reads one row.
+    pub(crate) fn parse(&mut self, row: &Row<'_>) -> Result<JobSpec, TraceError> {
+        let id = row.name_field(self.id_col, "a job id")?;
+        let submit_ms = row.seconds_ms(self.submit_col)?;
+        let work_ms = row.positive_seconds_ms(self.duration_col)?;
+        let gpus = row.gpus(self.gpus_col)?;
+        if let Some(first) = self.first_line.as_mut().and_then(|seen| seen.insert_if_new(id, row.line)) {
+            return Err(row.error(self.id_col, format!("a job id not used before (line {first} has it)"), id));
         }
         Ok(JobSpec::single(id, SimTime(submit_ms), gpus, SimDuration(work_ms)))
-    })?;
-    finish(jobs, rows.file(), sink)
+    }
 }
 
 /// The end every jobs reader shares (canonical, ITP, Philly): at least one job, then the

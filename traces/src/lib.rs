@@ -27,6 +27,7 @@ mod quote_free;
 mod rows;
 pub mod sacct;
 pub mod stats;
+pub mod stream;
 pub mod synth;
 pub mod timeparse;
 
@@ -44,6 +45,7 @@ pub use philly::read_philly_csv;
 pub use queues::{load_queues_file, read_helios_vc_csv, read_philly_vc_csv, read_queues_csv, write_queues_csv};
 pub use sacct::{NodeFailure, SacctImport, SacctReport, read_sacct};
 pub use stats::{DurationSummary, TraceStats};
+pub use stream::{JobStream, Order, stream_jobs, stream_sorted};
 pub use synth::SynthConfig;
 pub use timeparse::{parse_datetime_ms, parse_seconds_ms};
 

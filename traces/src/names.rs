@@ -100,11 +100,6 @@ impl NameIndex {
         }
     }
 
-    /// How many distinct names there are (ids are `0..len`).
-    pub(crate) fn len(&self) -> usize {
-        self.entries.len()
-    }
-
     /// Stores `value` for `name`, replacing any value it had.
     pub(crate) fn insert(&mut self, name: &str, value: u64) {
         let id = self.intern(name);

@@ -11,7 +11,7 @@
 use crate::error::{Sink, TraceError, first_error};
 use crate::itp::{finish, stable_order};
 use crate::names::{NameIndex, numbered};
-use crate::rows::{Column, Rows, Unknown};
+use crate::rows::{Column, Row, Rows, Unknown};
 use crate::timeparse::parse_datetime_ms;
 use sim::{JobSpec, SimDuration, SimTime, Workload};
 use std::io::Read;
@@ -31,53 +31,93 @@ pub fn read_philly_csv<R: Read>(source: R, file: &str) -> Result<Workload, Trace
 
 pub(crate) fn read_philly_into<R: Read>(source: R, file: &str, sink: &mut Sink) -> Option<Workload> {
     let (mut rows, c) = Rows::open_checked(source, file, KNOWN, Unknown::Ignore, sink)?;
-    let (time_col, duration_col, gpus_col, gpu_time_col, vc_col) = (c[0]?, c[1]?, c[2]?, c[3]?, c[4]?);
-    let mut queues = NameIndex::new();
-    let parsed = rows.parse_all(sink, |row| {
-        let text = row.text(time_col)?;
-        let submit_ms = parse_datetime_ms(text).map_err(|e| row.error(time_col, e.0, text))?;
-        let work_ms = row.positive_seconds_ms(duration_col)?;
-        let gpus = row.gpus(gpus_col)?;
+    let mut philly = PhillyRows::new(&c)?;
+    let parsed = rows.parse_all(sink, |row| philly.parse(row))?;
+    // Rows are not in time order. Sorting these small records first and making the jobs in
+    // submit order lays the jobs' memory out in the order everything after reads it.
+    let order = stable_order(parsed.iter().map(|p| p.submit_ms));
+    let jobs: Vec<JobSpec> = order.iter().filter_map(|&i| parsed.get(i)).map(|p| philly.job(p)).collect();
+    finish(jobs, rows.file(), sink)
+}
+
+/// The one parser of Philly rows, for the whole-file reader and the stream: a row becomes a
+/// [`Parsed`] record, a record a job.
+pub(crate) struct PhillyRows {
+    time_col: usize,
+    duration_col: usize,
+    gpus_col: usize,
+    gpu_time_col: usize,
+    vc_col: usize,
+    queues: NameIndex,
+    /// Each queue's name made once, by id: a job's is a copy (inline for a VC hash).
+    queue_names: Vec<sim::Name>,
+}
+
+impl PhillyRows {
+    /// The parser for a header whose [`KNOWN`] columns are `c` (`None` if one is missing).
+    pub(crate) fn new(c: &[Option<usize>]) -> Option<PhillyRows> {
+        Some(PhillyRows {
+            time_col: (*c.first()?)?,
+            duration_col: (*c.get(1)?)?,
+            gpus_col: (*c.get(2)?)?,
+            gpu_time_col: (*c.get(3)?)?,
+            vc_col: (*c.get(4)?)?,
+            queues: NameIndex::new(),
+            queue_names: Vec::new(),
+        })
+    }
+
+    /// The column of the submit time.
+    pub(crate) fn submit_column(&self) -> usize {
+        self.time_col
+    }
+
+    /// Reads one row.
+    pub(crate) fn parse(&mut self, row: &Row<'_>) -> Result<Parsed, TraceError> {
+        let text = row.text(self.time_col)?;
+        let submit_ms = parse_datetime_ms(text).map_err(|e| row.error(self.time_col, e.0, text))?;
+        let work_ms = row.positive_seconds_ms(self.duration_col)?;
+        let gpus = row.gpus(self.gpus_col)?;
         // The file states gpu_time = duration x num_gpus; a row where that fails is
         // corrupt, and we cannot tell which of the fields is wrong.
-        let gpu_ms = row.seconds_ms(gpu_time_col)?;
+        let gpu_ms = row.seconds_ms(self.gpu_time_col)?;
         let expected_ms = u128::from(work_ms) * u128::from(gpus);
         // Each value was rounded to the millisecond once, so allow that much per GPU.
         if u128::from(gpu_ms).abs_diff(expected_ms) > u128::from(gpus) {
             return Err(row.error(
-                gpu_time_col,
+                self.gpu_time_col,
                 format!(
                     "duration x num_gpus = {} GPU-seconds",
                     crate::canonical::format_seconds(u64::try_from(expected_ms).unwrap_or(u64::MAX))
                 ),
-                row.text(gpu_time_col)?,
+                row.text(self.gpu_time_col)?,
             ));
         }
-        let vc = row.name_field(vc_col, "a virtual-cluster id such as 6214e9")?;
-        Ok(Parsed { submit_ms, work_ms, gpus, queue: queues.intern(vc), line: row.line })
-    })?;
-    // Rows are not in time order. Sorting these small records first and making the jobs in
-    // submit order lays the jobs' memory out in the order everything after reads it.
-    let order = stable_order(parsed.iter().map(|p| p.submit_ms));
-    // Each queue's name made once: a job's is a copy (inline for a VC hash).
-    let queue_names: Vec<sim::Name> = (0..queues.len()).map(|id| queues.name(id).into()).collect();
-    let mut jobs = Vec::with_capacity(order.len());
-    for p in order.iter().filter_map(|&i| parsed.get(i)) {
+        let vc = row.name_field(self.vc_col, "a virtual-cluster id such as 6214e9")?;
+        let id = self.queues.intern(vc);
+        if id == self.queue_names.len() {
+            self.queue_names.push(vc.into());
+        }
+        let queue = u32::try_from(id).map_err(|_| row.error(self.vc_col, "at most 2^32 distinct clusters", vc))?;
+        Ok(Parsed { submit_ms, work_ms, gpus, queue, line: row.line })
+    }
+
+    /// The job of a record [`PhillyRows::parse`] made.
+    pub(crate) fn job(&self, p: &Parsed) -> JobSpec {
         let mut job =
             JobSpec::single(numbered("philly-", p.line), SimTime(p.submit_ms), p.gpus, SimDuration(p.work_ms));
-        job.queue = queue_names.get(p.queue).cloned();
-        jobs.push(job);
+        job.queue = self.queue_names.get(p.queue as usize).cloned();
+        job
     }
-    finish(jobs, rows.file(), sink)
 }
 
-/// One row as read, before it becomes a job.
-struct Parsed {
-    submit_ms: u64,
+/// One row as read, before it becomes a job: 32 bytes.
+pub(crate) struct Parsed {
+    pub(crate) submit_ms: u64,
     work_ms: u64,
     gpus: u32,
     /// The virtual cluster's id in the reader's [`NameIndex`].
-    queue: usize,
+    queue: u32,
     line: u64,
 }
 

@@ -117,6 +117,10 @@ pub(crate) struct QuoteFree<R> {
     /// The current record: its length and its fields' [`Fields`] starts, from its start.
     record_len: usize,
     starts: Vec<usize>,
+    /// Bytes of the source before `buf[0]` (dropped by refills), for a record's offset.
+    consumed: u64,
+    /// Bytes read from the source at a time.
+    chunk: usize,
 }
 
 /// The read buffer: text when all of it is UTF-8 (checked once a read, so that a record is
@@ -205,17 +209,35 @@ impl<'a> Fields<'a> {
 
 impl<R: Read> QuoteFree<R> {
     pub(crate) fn new(source: R) -> QuoteFree<R> {
+        QuoteFree::starting_at(source, 1, CHUNK)
+    }
+
+    /// A reader of `source`, whose first byte is on line `line`, reading `chunk` bytes at a
+    /// time (a small chunk for a reader that reads a few rows after a seek).
+    pub(crate) fn starting_at(source: R, line: u64, chunk: usize) -> QuoteFree<R> {
         QuoteFree {
             source,
             buf: Buffer::Bytes(Vec::new()),
             filled: 0,
             at: 0,
             eof: false,
-            line: 1,
+            line,
             after_cr: false,
             record_len: 0,
             starts: Vec::new(),
+            consumed: 0,
+            chunk: chunk.max(1),
         }
+    }
+
+    /// The offset in the source of the current record's first byte (after [`Step::Record`]).
+    pub(crate) fn record_start(&self) -> u64 {
+        self.consumed + self.at.saturating_sub(self.record_len) as u64
+    }
+
+    /// The offset in the source of what [`QuoteFree::into_rest`] gives (after [`Step::Quote`]).
+    pub(crate) fn rest_start(&self) -> u64 {
+        self.consumed + self.at as u64
     }
 
     /// Moves to the next record.
@@ -315,15 +337,17 @@ impl<R: Read> QuoteFree<R> {
             return Ok(false);
         }
         let mut buf = std::mem::replace(&mut self.buf, Buffer::Bytes(Vec::new())).into_bytes();
+        self.consumed += self.at as u64;
         buf.copy_within(self.at..self.filled, 0);
         self.filled -= self.at;
         self.at = 0;
         let len = self.filled;
-        if buf.len() < len + CHUNK {
-            buf.resize(len + CHUNK, 0);
+        let chunk = self.chunk;
+        if buf.len() < len + chunk {
+            buf.resize(len + chunk, 0);
         }
-        let read = self.source.read(&mut buf[len..len + CHUNK]);
-        self.filled = len + (*read.as_ref().unwrap_or(&0)).min(CHUNK);
+        let read = self.source.read(&mut buf[len..len + chunk]);
+        self.filled = len + (*read.as_ref().unwrap_or(&0)).min(chunk);
         // One check of the whole buffer, rather than one per record.
         self.buf = match String::from_utf8(buf) {
             Ok(text) => Buffer::Text(text),

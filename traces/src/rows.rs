@@ -30,7 +30,8 @@ pub(crate) enum Unknown {
 pub(crate) struct Rows<R: Read> {
     input: Input<R>,
     file: String,
-    header: Vec<String>,
+    /// Shared with the readers [`Rows::resume`] makes on the same file.
+    header: std::sync::Arc<[String]>,
     header_line: u64,
     /// Set after an IO error or at the end: the csv reader may repeat an IO error forever.
     done: bool,
@@ -49,6 +50,9 @@ enum Input<R: Read> {
 /// The csv reader, on the rest of the input from the first record with a quote.
 struct Quoted<R: Read> {
     reader: csv::Reader<LineTracker<Chain<Cursor<Vec<u8>>, R>>>,
+    /// The offset in the source of the rest this reader reads, and of its record's first byte.
+    base: u64,
+    record_start: u64,
     record: ByteRecord,
     /// The record's fields unquoted, laid out as the fast reader lays out a record (each
     /// ended by a `,`, and the start of each, see [`Fields`]): rows read fields one way,
@@ -72,7 +76,7 @@ impl<R: Read> Input<R> {
     /// The csv reader from the start of `source`, for tests that compare the two readers.
     #[cfg(test)]
     fn csv_only(source: R) -> Input<R> {
-        Input::Csv(Box::new(Quoted::new(Cursor::new(Vec::new()).chain(source), 1)))
+        Input::Csv(Box::new(Quoted::new(Cursor::new(Vec::new()).chain(source), 1, 0)))
     }
 
     /// Inlined into [`Rows::next_row`], its one caller per row.
@@ -85,7 +89,8 @@ impl<R: Read> Input<R> {
                 Step::Error(e) => return Next::Error(TraceError::io(file, e.to_string())),
                 Step::Quote(line) => {
                     if let Input::QuoteFree(fast) = std::mem::replace(self, Input::Switching) {
-                        *self = Input::Csv(Box::new(Quoted::new(fast.into_rest(), line)));
+                        let base = fast.rest_start();
+                        *self = Input::Csv(Box::new(Quoted::new(fast.into_rest(), line, base)));
                     }
                 }
             }
@@ -93,6 +98,16 @@ impl<R: Read> Input<R> {
         match self {
             Input::Csv(quoted) => quoted.next(file),
             Input::QuoteFree(_) | Input::Switching => Next::End,
+        }
+    }
+
+    /// The offset in the source of the current record's first byte.
+    #[inline(always)]
+    fn record_offset(&self) -> u64 {
+        match self {
+            Input::QuoteFree(fast) => fast.record_start(),
+            Input::Csv(quoted) => quoted.base + quoted.record_start,
+            Input::Switching => 0,
         }
     }
 
@@ -108,14 +123,15 @@ impl<R: Read> Input<R> {
 }
 
 impl<R: Read> Quoted<R> {
-    /// The csv reader on `rest`, whose first byte is on line `line`.
-    fn new(rest: Chain<Cursor<Vec<u8>>, R>, line: u64) -> Quoted<R> {
+    /// The csv reader on `rest`, whose first byte is on line `line` and at offset `base` of
+    /// the source.
+    fn new(rest: Chain<Cursor<Vec<u8>>, R>, line: u64, base: u64) -> Quoted<R> {
         let reader = csv::ReaderBuilder::new()
             .has_headers(false)
             // Row lengths are checked here, so the error can name the line and both counts.
             .flexible(true)
             .from_reader(LineTracker::new(rest, line));
-        Quoted { reader, record: ByteRecord::new(), bytes: Vec::new(), starts: Vec::new() }
+        Quoted { reader, base, record_start: 0, record: ByteRecord::new(), bytes: Vec::new(), starts: Vec::new() }
     }
 
     /// The current record's fields.
@@ -140,7 +156,9 @@ impl<R: Read> Quoted<R> {
             Ok(true) => {
                 self.lay_out();
                 let byte = self.record.position().map_or(0, |p| p.byte());
-                Next::Record(self.reader.get_mut().line_at(byte))
+                let (line, start) = self.reader.get_mut().line_at(byte);
+                self.record_start = start;
+                Next::Record(line)
             }
             Ok(false) => Next::End,
             Err(e) => Next::Error(csv_error(file, &e)),
@@ -156,25 +174,46 @@ impl<R: Read> Rows<R> {
 
     fn open_from(input: Input<R>, file: &str) -> Result<Rows<R>, TraceError> {
         let mut rows =
-            Rows { input, file: file.to_owned(), header: Vec::new(), header_line: 1, done: false, headerless: false };
+            Rows { input, file: file.to_owned(), header: [].into(), header_line: 1, done: false, headerless: false };
         let line = match rows.input.next(file) {
             Next::Record(line) => line,
             Next::End => return Err(TraceError::file(file, "the file is empty; expected a header line")),
             Next::Error(e) => return Err(e),
         };
         rows.header_line = line;
+        let mut header = Vec::new();
         let fields = rows.input.fields();
         for (index, raw) in (0..fields.len()).map(|i| fields.get(i).unwrap_or_default()).enumerate() {
             // A UTF-8 byte-order mark (spreadsheet exports) is not part of the first name.
             let raw = if index == 0 { raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw) } else { raw };
             match std::str::from_utf8(raw) {
-                Ok(name) => rows.header.push(name.to_owned()),
+                Ok(name) => header.push(name.to_owned()),
                 Err(_) => {
                     return Err(TraceError::row(file, line, format!("header column {} is not UTF-8 text", index + 1)));
                 }
             }
         }
+        rows.header = header.into();
         Ok(rows)
+    }
+
+    /// Reads on in a file [`Rows::open`] read before, from a record's first byte: `source`
+    /// starts there, on line `line`, and `header` is the file's ([`Rows::shared_header`]).
+    /// Reads `chunk` bytes at a time.
+    pub(crate) fn resume(source: R, file: &str, header: std::sync::Arc<[String]>, line: u64, chunk: usize) -> Rows<R> {
+        Rows {
+            input: Input::QuoteFree(QuoteFree::starting_at(source, line, chunk)),
+            file: file.to_owned(),
+            header,
+            header_line: 1,
+            done: false,
+            headerless: false,
+        }
+    }
+
+    /// The header, shared, for [`Rows::resume`].
+    pub(crate) fn shared_header(&self) -> std::sync::Arc<[String]> {
+        self.header.clone()
     }
 
     /// Starts reading a file that has no header line (Alibaba's 2017 tables): `names` are its
@@ -183,7 +222,7 @@ impl<R: Read> Rows<R> {
         Rows {
             input: Input::new(source),
             file: file.to_owned(),
-            header: names.iter().map(|n| (*n).to_owned()).collect(),
+            header: names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>().into(),
             header_line: 0,
             done: false,
             headerless: true,
@@ -282,7 +321,8 @@ impl<R: Read> Rows<R> {
                 format!("{cause}expected {} fields {what}, got {}", self.header.len(), fields.len()),
             )));
         }
-        Some(Ok(Row { line, fields, file: &self.file, header: &self.header }))
+        let offset = self.input.record_offset();
+        Some(Ok(Row { line, offset, fields, file: &self.file, header: &self.header }))
     }
 
     /// Turns every remaining data row into a `T` with `parse`, in file order. A bad row (its
@@ -379,7 +419,8 @@ impl<R> LineTracker<R> {
 
     /// The line of the first byte at or after `byte` that is not a line-end byte: the csv
     /// reader's record position may point at the `\n` of a CRLF or at skipped blank lines.
-    fn line_at(&mut self, byte: u64) -> u64 {
+    /// Also gives that byte's offset.
+    fn line_at(&mut self, byte: u64) -> (u64, u64) {
         let from = usize::try_from(byte.max(self.counted_to).saturating_sub(self.window_start)).unwrap_or(usize::MAX);
         let mut at = from.min(self.window.len());
         // Count what lies between the last counted point and the record's first byte.
@@ -390,12 +431,13 @@ impl<R> LineTracker<R> {
             at += 1;
         }
         self.counted_to = self.window_start + at as u64;
+        let start = self.counted_to;
         // Forget what is counted once it is a good share of the window: no per-record memmove.
         if at > 64 * 1024 && at > self.window.len() / 2 {
             self.window.drain(..at);
             self.window_start += at as u64;
         }
-        self.count.breaks + self.first_line
+        (self.count.breaks + self.first_line, start)
     }
 }
 
@@ -422,6 +464,8 @@ pub(crate) type FieldResult<T> = Result<T, Box<TraceError>>;
 /// One data row; fields are borrowed from the reader's reused buffer.
 pub(crate) struct Row<'a> {
     pub line: u64,
+    /// The offset in the file of the row's first byte.
+    pub offset: u64,
     fields: Fields<'a>,
     file: &'a str,
     header: &'a [String],
