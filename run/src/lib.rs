@@ -27,7 +27,7 @@ mod series_limit;
 mod setup;
 mod spec;
 mod spelling;
-// mod stream;
+mod stream;
 pub mod text;
 
 pub use grid::GRID_KEYS;
