@@ -255,11 +255,12 @@ pub fn summary_table(s: &Summary) -> String {
         (
             "JCT mean / p50 / p95 / p99",
             format!(
-                "{} / {} / {} / {}",
+                "{} / {} / {} / {}{}",
                 human(s.mean_jct_s),
                 human(s.p50_jct_s),
                 human(s.p95_jct_s),
-                human(s.p99_jct_s)
+                human(s.p99_jct_s),
+                s.jct_percentiles.as_ref().map(|how| format!(" (percentiles: {how})")).unwrap_or_default()
             ),
         ),
         ("queueing delay mean (to first start)", human(s.mean_queue_s)),
