@@ -1,8 +1,10 @@
-//! The per-job half of the summary, gathered in one pass over the job records: at a million
-//! jobs every pass reads hundreds of megabytes, so the summary reads them once. Sums of floats
-//! run in job order, as the metric definitions in `summary.rs` state them.
+//! The per-job half of the summary, gathered in one pass over the job records, fed one at a
+//! time in job order (a streamed run's records are never all in memory; at a million jobs
+//! every pass reads hundreds of megabytes, so the summary reads them once). Sums of floats run
+//! in job order, as the metric definitions in `summary.rs` state them.
 
 use crate::fairness::rho;
+use crate::percentiles::Percentiles;
 use crate::training::{ettr, interruptions, span_ms};
 use sim::{JobOutcome, JobRecord, SimTime};
 
@@ -13,8 +15,9 @@ pub(crate) struct JobTally {
     pub cancelled: u64,
     pub failed: u64,
     pub unfinished: u64,
-    /// JCTs of the succeeded jobs, ms, sorted.
-    pub jct_ms: Vec<u64>,
+    /// JCTs of the succeeded jobs, ms (for percentiles), and their sum.
+    pub jct: Percentiles,
+    pub jct_sum_ms: u128,
     /// Succeeded jobs, and of them the queueing delays summed and counted (a succeeded job
     /// always started; the count is kept for the mean's exact definition).
     pub finished: u64,
@@ -37,21 +40,30 @@ pub(crate) struct JobTally {
     pub dag_jobs: u64,
     pub dag_rho_sum: f64,
     pub dag_rho_jobs: u64,
-    /// Sum of the jobs' times in the system (an unfinished job's until `last_event`), ms.
-    pub sojourns_ms: u128,
+    /// Sum of the times in the system of the jobs with an end, ms; the jobs without one and
+    /// the sum of their submission times, for [`JobTally::sojourns_ms`].
+    ended_sojourns_ms: u128,
+    endless: u64,
+    endless_submits_ms: u128,
 }
 
 impl JobTally {
-    pub fn of(jobs: &[JobRecord], last_event: SimTime) -> JobTally {
-        let mut t = JobTally { jct_ms: Vec::with_capacity(jobs.len()), ..JobTally::default() };
-        for job in jobs {
-            t.add(job, last_event);
-        }
-        t.jct_ms.sort_unstable();
-        t
+    /// An empty tally whose JCT percentiles are exact up to `cap` values.
+    pub fn new(cap: usize) -> JobTally {
+        JobTally { jct: Percentiles::with_cap(cap), ..JobTally::default() }
     }
 
-    fn add(&mut self, job: &JobRecord, last_event: SimTime) {
+    /// Sum of the jobs' times in the system, a job without an end (unfinished) counting until
+    /// `last_event`, ms. `last_event` is the run's last event, at or after every submission
+    /// (each arrival is an event), so this is the sum of `end.unwrap_or(last_event) - submit`
+    /// over the jobs, though it learns `last_event` only after the last job.
+    pub fn sojourns_ms(&self, last_event: SimTime) -> u128 {
+        let endless_until_last = u128::from(self.endless) * u128::from(last_event.as_ms());
+        debug_assert!(endless_until_last >= self.endless_submits_ms, "a job submitted after the run's last event");
+        self.ended_sojourns_ms + endless_until_last.saturating_sub(self.endless_submits_ms)
+    }
+
+    pub fn add(&mut self, job: &JobRecord) {
         match &job.outcome {
             Some(JobOutcome::Succeeded) => self.add_finished(job),
             Some(JobOutcome::Unschedulable(_)) => self.unschedulable += 1,
@@ -72,14 +84,22 @@ impl JobTally {
         }
         self.interruptions += u64::from(interruptions(job));
         self.dag_jobs += u64::from(job.critical_path_ms.is_some());
-        self.sojourns_ms += u128::from(job.end.unwrap_or(last_event).since(job.submit).as_ms());
+        match job.end {
+            Some(end) => self.ended_sojourns_ms += u128::from(end.since(job.submit).as_ms()),
+            None => {
+                self.endless += 1;
+                self.endless_submits_ms += u128::from(job.submit.as_ms());
+            }
+        }
     }
 
     fn add_finished(&mut self, job: &JobRecord) {
         self.finished += 1;
         self.wait_ms += u128::from(job.waited_ms);
         if let Some(end) = job.end {
-            self.jct_ms.push(end.since(job.submit).as_ms());
+            let jct = end.since(job.submit).as_ms();
+            self.jct.add(jct);
+            self.jct_sum_ms += u128::from(jct);
         }
         if let Some(start) = job.first_start {
             self.queue_ms += u128::from(start.since(job.submit).as_ms());

@@ -13,9 +13,11 @@
 //! arrivals x mean time in system from the job records: |L - lambda W| / L; any value above
 //! rounding noise means the accounting is broken.
 
+use crate::fairness::{QueueShare, QueueTally, jain_index};
 use crate::job_tally::{JobTally, mean_of};
+use crate::percentiles::{EXACT_CAP, SKETCH_METHOD};
 use serde::Serialize;
-use sim::RunResult;
+use sim::{DecisionRecord, JobRecord, Queue, RecordSink, RunResult, TaskRecord};
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Summary {
@@ -38,6 +40,11 @@ pub struct Summary {
     pub p50_jct_s: f64,
     pub p95_jct_s: f64,
     pub p99_jct_s: f64,
+    /// How the JCT percentiles (these and queue_metrics.csv's) were computed when not exactly:
+    /// [`SKETCH_METHOD`] past [`EXACT_CAP`] succeeded jobs (see [`crate::percentiles`]).
+    /// Absent from summary.json (and `None`) when they are exact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jct_percentiles: Option<String>,
     pub mean_queue_s: f64,
     /// Finished jobs' mean wait for GPUs over their whole life: the time at least one of a
     /// job's tasks could have been started and was not, preempted and retrying time included
@@ -117,95 +124,161 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The summary of a run with its records: [`SummaryBuilder`] fed `run.jobs`.
     pub fn of(run: &RunResult) -> Summary {
-        let stats = &run.stats;
-        let jobs = JobTally::of(&run.jobs, stats.last_event);
-        let window_ms = match (stats.first_submit, stats.last_end) {
-            (Some(first), Some(last)) => last.since(first).as_ms(),
-            _ => 0,
-        };
-        // Healthy capacity in milli-GPU-ms, the unit of every GPU-time the simulator keeps:
-        // broken, retired and reserved (spare) GPUs are not capacity.
-        let out_of_service = u128::from(stats.broken_gpu_ms + stats.retired_gpu_ms + stats.reserved_gpu_ms);
-        let capacity = (u128::from(stats.cluster_gpus) * u128::from(window_ms)).saturating_sub(out_of_service) * 1000;
-        let (redo, lag, overhead, checkpointing) = (jobs.redo, jobs.lag, jobs.overhead, jobs.checkpointing);
-        let lost = redo + lag + overhead + checkpointing;
-        let since_first = |t: sim::SimTime| t.since(stats.first_submit.unwrap_or(sim::SimTime::ZERO)).as_secs_f64();
-        let jct_ms = &jobs.jct_ms;
-        let interruptions = jobs.interruptions;
-        Summary {
-            policy: run.policy.clone(),
-            seed: run.seed,
-            cluster_gpus: stats.cluster_gpus,
-            jobs: run.jobs.len() as u64,
-            jobs_finished: jobs.finished,
-            jobs_unschedulable: jobs.unschedulable,
-            jobs_rejected: jobs.rejected,
-            jobs_cancelled: jobs.cancelled,
-            jobs_failed: jobs.failed,
-            jobs_unfinished: jobs.unfinished,
-            mean_jct_s: mean_s(jct_ms),
-            p50_jct_s: percentile_s(jct_ms, 50),
-            p95_jct_s: percentile_s(jct_ms, 95),
-            p99_jct_s: percentile_s(jct_ms, 99),
-            mean_queue_s: if jobs.queued == 0 { 0.0 } else { jobs.queue_ms as f64 / jobs.queued as f64 / 1000.0 },
-            mean_wait_s: if jobs.finished == 0 { 0.0 } else { jobs.wait_ms as f64 / jobs.finished as f64 / 1000.0 },
-            makespan_s: window_ms as f64 / 1000.0,
-            utilisation: ratio(stats.allocated_mgpu_ms, capacity),
-            goodput: ratio(stats.allocated_mgpu_ms - lost, capacity),
-            jobs_per_hour: if window_ms == 0 { 0.0 } else { jobs.finished as f64 * 3_600_000.0 / window_ms as f64 },
-            gpu_hours: hours(stats.allocated_mgpu_ms),
-            preemptions: stats.preemptions,
-            lost_gpu_hours: hours(lost),
-            lost_redo_gpu_hours: hours(redo),
-            lost_detection_gpu_hours: hours(lag),
-            lost_overhead_gpu_hours: hours(overhead),
-            lost_checkpoint_gpu_hours: hours(checkpointing),
-            failures: stats.failures,
-            task_failures: stats.task_failures,
-            retries: stats.retries,
-            mean_detection_lag_s: if stats.detections == 0 {
-                0.0
-            } else {
-                stats.detection_lag_ms as f64 / stats.detections as f64 / 1000.0
-            },
-            failed_gpu_hours: hours(u128::from(stats.broken_gpu_ms) * 1000),
-            failures_span_s: stats.failures_until.map(since_first),
-            horizon_stop_s: stats.horizon_reached.map(since_first),
-            ettr_mean: mean_of(jobs.ettr_sum, jobs.ettr_jobs),
-            ettr_gpu_weighted: if jobs.held == 0 { 0.0 } else { jobs.productive as f64 / jobs.held as f64 },
-            interruptions,
-            interruptions_per_day: if window_ms == 0 {
-                0.0
-            } else {
-                interruptions as f64 * 86_400_000.0 / window_ms as f64
-            },
-            spare_swaps: stats.spare_swaps,
-            restarts_without_spare: stats.restarts_without_spare,
-            no_spare_h: stats.no_spare_ms as f64 / 3_600_000.0,
-            reserved_gpu_hours: hours(u128::from(stats.reserved_gpu_ms) * 1000),
-            retired_nodes: stats.retired_nodes,
-            retired_gpu_hours: hours(u128::from(stats.retired_gpu_ms) * 1000),
-            queue_fairness_jain: crate::fairness::queue_jain_index(run),
-            ftf_rho_mean: mean_of(jobs.rho_sum, jobs.rho_jobs),
-            ftf_rho_max: jobs.rho_max,
-            dag_jobs: jobs.dag_jobs,
-            data_locality: {
-                let starts = stats.local_starts + stats.remote_starts;
-                if starts == 0 { 1.0 } else { stats.local_starts as f64 / starts as f64 }
-            },
-            dag_stretch_mean: mean_of(jobs.dag_rho_sum, jobs.dag_rho_jobs),
-            littles_law_error: littles_law_error(stats.in_system_job_ms, jobs.sojourns_ms),
-            recorded_starts_jobs: None,
-            recorded_starts_within_5s: None,
-            recorded_start_p50_s: None,
-            recorded_start_p99_s: None,
-            events: stats.events,
-            decision_points: stats.decision_points,
-            refused_decisions: stats.refused,
-            digest: stats.digest.clone(),
-            wall_s: None,
-        }
+        let mut builder = SummaryBuilder::new(&run.queues);
+        run.jobs.iter().for_each(|job| builder.add(job));
+        builder.finish(run)
+    }
+}
+
+/// A run's summary and queue metrics gathered in one pass over its job records, fed one at a
+/// time in job order (as a streamed run hands them to a [`RecordSink`]), then finished with
+/// the run's end (its records may be empty: only its policy, seed, queues and stats are read).
+/// The result is the same, bit for bit, however the records came: float sums run in job order.
+#[derive(Debug)]
+pub struct SummaryBuilder {
+    jobs: JobTally,
+    queues: QueueTally,
+    count: u64,
+}
+
+impl SummaryBuilder {
+    /// For a run on a cluster with these queues (`RunResult::queues`; a streamed run's come
+    /// from its scenario, `Scenario::queues`): a job without a queue counts in the first.
+    pub fn new<'q>(queues: impl IntoIterator<Item = &'q Queue>) -> SummaryBuilder {
+        SummaryBuilder::with_cap(queues, EXACT_CAP)
+    }
+
+    /// As [`SummaryBuilder::new`], the percentiles exact up to `cap` JCTs (tests).
+    pub fn with_cap<'q>(queues: impl IntoIterator<Item = &'q Queue>, cap: usize) -> SummaryBuilder {
+        SummaryBuilder { jobs: JobTally::new(cap), queues: QueueTally::new(queues, cap), count: 0 }
+    }
+
+    /// The next job's record, in job order.
+    pub fn add(&mut self, job: &JobRecord) {
+        self.jobs.add(job);
+        self.queues.add(job);
+        self.count += 1;
+    }
+
+    /// The summary.
+    pub fn finish(self, run: &RunResult) -> Summary {
+        self.finish_with_queues(run).0
+    }
+
+    /// The summary and the per-queue shares (`fairness::write_queue_shares_csv`).
+    ///
+    /// Panics if `run`'s queues are not the ones given to [`SummaryBuilder::new`].
+    pub fn finish_with_queues(self, run: &RunResult) -> (Summary, Vec<QueueShare>) {
+        assert_eq!(
+            self.queues.default_queue(),
+            run.queues.first().map(|q| q.name.as_str()),
+            "the summary was built for other queues than the run's"
+        );
+        let SummaryBuilder { jobs, queues, count } = self;
+        let shares = queues.finish();
+        let summary = summarise(run, jobs, count, jain_index(&shares));
+        (summary, shares)
+    }
+}
+
+impl RecordSink for SummaryBuilder {
+    fn decision(&mut self, _decision: DecisionRecord, _job_name: &str, _task_name: Option<&str>) {}
+    fn job(&mut self, job: JobRecord, _tasks: Vec<TaskRecord>) {
+        self.add(&job);
+    }
+}
+
+/// The summary of `run`'s end and its jobs' tally.
+fn summarise(run: &RunResult, mut jobs: JobTally, count: u64, queue_fairness_jain: f64) -> Summary {
+    let stats = &run.stats;
+    let window_ms = match (stats.first_submit, stats.last_end) {
+        (Some(first), Some(last)) => last.since(first).as_ms(),
+        _ => 0,
+    };
+    // Healthy capacity in milli-GPU-ms, the unit of every GPU-time the simulator keeps:
+    // broken, retired and reserved (spare) GPUs are not capacity.
+    let out_of_service = u128::from(stats.broken_gpu_ms + stats.retired_gpu_ms + stats.reserved_gpu_ms);
+    let capacity = (u128::from(stats.cluster_gpus) * u128::from(window_ms)).saturating_sub(out_of_service) * 1000;
+    let (redo, lag, overhead, checkpointing) = (jobs.redo, jobs.lag, jobs.overhead, jobs.checkpointing);
+    let lost = redo + lag + overhead + checkpointing;
+    let since_first = |t: sim::SimTime| t.since(stats.first_submit.unwrap_or(sim::SimTime::ZERO)).as_secs_f64();
+    let jct_count = jobs.jct.len();
+    let interruptions = jobs.interruptions;
+    Summary {
+        policy: run.policy.clone(),
+        seed: run.seed,
+        cluster_gpus: stats.cluster_gpus,
+        jobs: count,
+        jobs_finished: jobs.finished,
+        jobs_unschedulable: jobs.unschedulable,
+        jobs_rejected: jobs.rejected,
+        jobs_cancelled: jobs.cancelled,
+        jobs_failed: jobs.failed,
+        jobs_unfinished: jobs.unfinished,
+        mean_jct_s: if jct_count == 0 { 0.0 } else { jobs.jct_sum_ms as f64 / jct_count as f64 / 1000.0 },
+        p50_jct_s: jobs.jct.percentile_s(50),
+        p95_jct_s: jobs.jct.percentile_s(95),
+        p99_jct_s: jobs.jct.percentile_s(99),
+        jct_percentiles: (!jobs.jct.is_exact()).then(|| SKETCH_METHOD.to_string()),
+        mean_queue_s: if jobs.queued == 0 { 0.0 } else { jobs.queue_ms as f64 / jobs.queued as f64 / 1000.0 },
+        mean_wait_s: if jobs.finished == 0 { 0.0 } else { jobs.wait_ms as f64 / jobs.finished as f64 / 1000.0 },
+        makespan_s: window_ms as f64 / 1000.0,
+        utilisation: ratio(stats.allocated_mgpu_ms, capacity),
+        goodput: ratio(stats.allocated_mgpu_ms - lost, capacity),
+        jobs_per_hour: if window_ms == 0 { 0.0 } else { jobs.finished as f64 * 3_600_000.0 / window_ms as f64 },
+        gpu_hours: hours(stats.allocated_mgpu_ms),
+        preemptions: stats.preemptions,
+        lost_gpu_hours: hours(lost),
+        lost_redo_gpu_hours: hours(redo),
+        lost_detection_gpu_hours: hours(lag),
+        lost_overhead_gpu_hours: hours(overhead),
+        lost_checkpoint_gpu_hours: hours(checkpointing),
+        failures: stats.failures,
+        task_failures: stats.task_failures,
+        retries: stats.retries,
+        mean_detection_lag_s: if stats.detections == 0 {
+            0.0
+        } else {
+            stats.detection_lag_ms as f64 / stats.detections as f64 / 1000.0
+        },
+        failed_gpu_hours: hours(u128::from(stats.broken_gpu_ms) * 1000),
+        failures_span_s: stats.failures_until.map(since_first),
+        horizon_stop_s: stats.horizon_reached.map(since_first),
+        ettr_mean: mean_of(jobs.ettr_sum, jobs.ettr_jobs),
+        ettr_gpu_weighted: if jobs.held == 0 { 0.0 } else { jobs.productive as f64 / jobs.held as f64 },
+        interruptions,
+        interruptions_per_day: if window_ms == 0 {
+            0.0
+        } else {
+            interruptions as f64 * 86_400_000.0 / window_ms as f64
+        },
+        spare_swaps: stats.spare_swaps,
+        restarts_without_spare: stats.restarts_without_spare,
+        no_spare_h: stats.no_spare_ms as f64 / 3_600_000.0,
+        reserved_gpu_hours: hours(u128::from(stats.reserved_gpu_ms) * 1000),
+        retired_nodes: stats.retired_nodes,
+        retired_gpu_hours: hours(u128::from(stats.retired_gpu_ms) * 1000),
+        queue_fairness_jain,
+        ftf_rho_mean: mean_of(jobs.rho_sum, jobs.rho_jobs),
+        ftf_rho_max: jobs.rho_max,
+        dag_jobs: jobs.dag_jobs,
+        data_locality: {
+            let starts = stats.local_starts + stats.remote_starts;
+            if starts == 0 { 1.0 } else { stats.local_starts as f64 / starts as f64 }
+        },
+        dag_stretch_mean: mean_of(jobs.dag_rho_sum, jobs.dag_rho_jobs),
+        littles_law_error: littles_law_error(stats.in_system_job_ms, jobs.sojourns_ms(stats.last_event)),
+        recorded_starts_jobs: None,
+        recorded_starts_within_5s: None,
+        recorded_start_p50_s: None,
+        recorded_start_p99_s: None,
+        events: stats.events,
+        decision_points: stats.decision_points,
+        refused_decisions: stats.refused,
+        digest: stats.digest.clone(),
+        wall_s: None,
     }
 }
 
@@ -226,14 +299,6 @@ pub fn hours(mgpu_ms: u128) -> f64 {
 
 fn ratio(numerator: u128, denominator: u128) -> f64 {
     if denominator == 0 { 0.0 } else { numerator as f64 / denominator as f64 }
-}
-
-fn mean_s(values_ms: &[u64]) -> f64 {
-    if values_ms.is_empty() {
-        return 0.0;
-    }
-    let total: u128 = values_ms.iter().map(|&v| u128::from(v)).sum();
-    total as f64 / values_ms.len() as f64 / 1000.0
 }
 
 /// Nearest-rank percentile of sorted values, in seconds; 0 for no values.

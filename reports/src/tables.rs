@@ -4,20 +4,13 @@
 //! ids as given, `job_index` and `task_index` the simulator's numbers (jobs in (submit, file)
 //! order, tasks in job order).
 
+use crate::csv_row::{CsvOut, Row};
 use crate::summary::{Summary, hours};
-use sim::{RunResult, SimTime};
+use sim::{DecisionRecord, JobRecord, RunResult, SimTime, TaskRecord};
 use std::io::{self, Write};
 
 fn secs(t: SimTime) -> String {
     format!("{}.{:03}", t.as_ms() / 1000, t.as_ms() % 1000)
-}
-
-fn opt_secs(t: Option<SimTime>) -> String {
-    t.map(secs).unwrap_or_default()
-}
-
-fn span_secs(from: SimTime, to: Option<SimTime>) -> String {
-    to.map(|to| secs(SimTime(to.since(from).as_ms()))).unwrap_or_default()
 }
 
 /// Every lost GPU-time of a job: redone, detection lag, restart overhead, checkpoint writing.
@@ -25,155 +18,204 @@ fn lost_mgpu_ms(j: &sim::JobRecord) -> u64 {
     j.lost_redo_mgpu_ms + j.lost_lag_mgpu_ms + j.lost_overhead_mgpu_ms + j.lost_checkpoint_mgpu_ms
 }
 
+/// jobs.csv's columns.
+pub(crate) const JOB_COLUMNS: [&str; 22] = [
+    "job_id",
+    "job_index",
+    "queue",
+    "submit_s",
+    "first_start_s",
+    "end_s",
+    "jct_s",
+    "queue_s",
+    "run_s",
+    "tasks",
+    "gpus",
+    "preemptions",
+    "failures",
+    "retries",
+    "gpu_hours",
+    "lost_gpu_hours",
+    "state",
+    "reason",
+    "critical_path_s",
+    "ettr",
+    "interruptions",
+    "mtbi_s",
+];
+
+/// tasks.csv's columns.
+pub(crate) const TASK_COLUMNS: [&str; 9] =
+    ["job_id", "task_id", "job_index", "task_index", "state", "first_start_s", "finish_s", "gpus", "depends_on"];
+
+/// decisions.csv's columns.
+pub(crate) const DECISION_COLUMNS: [&str; 9] =
+    ["time_s", "kind", "job_id", "task_id", "job_index", "task_index", "gpu_indexes", "detail", "policy"];
+
+/// GPU-hours with 6 decimals: `hours(mgpu_ms)` is `mgpu_ms / 3600` millionths of an hour.
+fn gpu_hours(row: &mut Row, mgpu_ms: u64) {
+    row.fixed(u128::from(mgpu_ms), 3600, 6, || hours(u128::from(mgpu_ms)));
+}
+
+/// jobs.csv's row of one job: the one format of it, for the whole-run and the streaming writer.
+pub(crate) fn job_row(buf: &mut Vec<u8>, j: &JobRecord) {
+    let mut row = Row(buf);
+    row.text(&j.name);
+    row.int(j.job.0);
+    row.text(j.queue.as_deref().unwrap_or(""));
+    row.secs(j.submit.as_ms());
+    row.opt_secs(j.first_start);
+    row.opt_secs(j.end);
+    // jct_s (succeeded jobs), queue_s, run_s.
+    match j.outcome == Some(sim::JobOutcome::Succeeded) {
+        true => row.span(j.submit, j.end),
+        false => row.empty(),
+    }
+    match j.first_start {
+        Some(start) => {
+            row.span(j.submit, Some(start));
+            row.span(start, j.end);
+        }
+        None => {
+            row.empty();
+            row.empty();
+        }
+    }
+    row.int(j.tasks);
+    row.int(j.gpus);
+    row.int(j.preemptions);
+    row.int(j.failures);
+    row.int(j.retries);
+    gpu_hours(&mut row, j.mgpu_ms);
+    gpu_hours(&mut row, lost_mgpu_ms(j));
+    row.text(sim::JobStatus::at_end(j.outcome.as_ref()).as_str());
+    row.text(j.outcome.as_ref().map_or(j.unfinished_reason.as_deref().unwrap_or(""), |o| o.reason()));
+    match j.critical_path_ms {
+        Some(ms) => row.secs(ms),
+        None => row.empty(),
+    }
+    // ETTR (`training::ettr`): productive / (span x mgpus), 6 decimals.
+    let span = crate::training::span_ms(j);
+    match span.map(|span| u128::from(span) * u128::from(j.mgpus)).filter(|&d| d > 0) {
+        Some(denominator) => {
+            let productive = u128::from(j.productive_mgpu_ms) * 1_000_000;
+            row.fixed(productive, denominator, 6, || crate::training::ettr(j).expect("a span"));
+        }
+        None => row.empty(),
+    }
+    let interruptions = crate::training::interruptions(j);
+    row.int(interruptions);
+    // MTBI (`training::mtbi_s`): span / 1000 / interruptions, 3 decimals.
+    match span.filter(|_| interruptions > 0) {
+        Some(span) => row.fixed(u128::from(span), u128::from(interruptions), 3, || {
+            crate::training::mtbi_s(j).expect("interrupted, with a span")
+        }),
+        None => row.empty(),
+    }
+    row.end();
+}
+
+/// tasks.csv's rows of one job's tasks (all of them, in task order: `depends_on` names the
+/// upstream tasks among them): the one format of them, for both writers.
+pub(crate) fn task_rows(buf: &mut Vec<u8>, job_name: &str, tasks: &[TaskRecord]) {
+    for t in tasks {
+        let mut row = Row(buf);
+        row.text(job_name);
+        row.text(&t.name);
+        row.int(t.job.0);
+        row.int(t.task.0);
+        row.text(t.status.as_str());
+        row.opt_secs(t.first_start);
+        row.opt_secs(t.finish);
+        row.int(t.gpus);
+        let start = row.raw().len();
+        for (i, d) in t.deps.iter().enumerate() {
+            let out = row.raw();
+            if i > 0 {
+                out.push(b';');
+            }
+            out.extend_from_slice(tasks[d.upstream].name.as_bytes());
+            if d.kind != sim::DepKind::Success {
+                out.push(b':');
+                out.extend_from_slice(d.kind.spelling().as_bytes());
+            }
+        }
+        row.end_text(start);
+        row.end();
+    }
+}
+
+/// decisions.csv's row of one decision: the one format of it, for both writers.
+pub(crate) fn decision_row(
+    buf: &mut Vec<u8>,
+    d: &DecisionRecord,
+    job_name: &str,
+    task_name: Option<&str>,
+    policy: &str,
+) {
+    let mut row = Row(buf);
+    row.secs(d.time.as_ms());
+    row.text(d.kind.as_str());
+    row.text(job_name);
+    row.text(task_name.unwrap_or_default());
+    row.int(d.job.0);
+    row.opt_int(d.task.map(|t| t.0));
+    let out = row.raw();
+    for (i, g) in d.gpus.iter().enumerate() {
+        if i > 0 {
+            out.push(b' ');
+        }
+        crate::csv_row::push_u64(out, u64::from(g.0));
+    }
+    row.empty();
+    row.text(&d.detail);
+    row.text(policy);
+    row.end();
+}
+
 /// A run's per-job table, the job records the run directory's `jobs.csv` holds (a run's
 /// output; the canonical trace's input `jobs.csv`, a schema of its own, is
 /// `traces::write_trace_jobs_csv`'s). Times in seconds with millisecond precision; empty where
-/// not applicable.
+/// not applicable. One row per job in job order (see [`crate::RecordFiles`], which writes the
+/// same bytes as a run streams its records).
 pub fn write_job_records_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
-    let mut w = csv::Writer::from_writer(out);
-    w.write_record([
-        "job_id",
-        "job_index",
-        "queue",
-        "submit_s",
-        "first_start_s",
-        "end_s",
-        "jct_s",
-        "queue_s",
-        "run_s",
-        "tasks",
-        "gpus",
-        "preemptions",
-        "failures",
-        "retries",
-        "gpu_hours",
-        "lost_gpu_hours",
-        "state",
-        "reason",
-        "critical_path_s",
-        "ettr",
-        "interruptions",
-        "mtbi_s",
-    ])?;
+    let mut table = CsvOut::new(out, &JOB_COLUMNS);
     for j in &run.jobs {
-        let succeeded = j.outcome == Some(sim::JobOutcome::Succeeded);
-        let jct = if succeeded { span_secs(j.submit, j.end) } else { String::new() };
-        let queue = j.first_start.map(|s| span_secs(j.submit, Some(s))).unwrap_or_default();
-        let run_s = j.first_start.map(|s| span_secs(s, j.end)).unwrap_or_default();
-        let state = sim::JobStatus::at_end(j.outcome.as_ref()).as_str();
-        let reason = j.outcome.as_ref().map_or(j.unfinished_reason.as_deref().unwrap_or(""), |o| o.reason());
-        w.write_record([
-            j.name.as_str(),
-            &j.job.0.to_string(),
-            j.queue.as_deref().unwrap_or(""),
-            &secs(j.submit),
-            &opt_secs(j.first_start),
-            &opt_secs(j.end),
-            &jct,
-            &queue,
-            &run_s,
-            &j.tasks.to_string(),
-            &j.gpus.to_string(),
-            &j.preemptions.to_string(),
-            &j.failures.to_string(),
-            &j.retries.to_string(),
-            &format!("{:.6}", hours(u128::from(j.mgpu_ms))),
-            &format!("{:.6}", hours(u128::from(lost_mgpu_ms(j)))),
-            state,
-            reason,
-            &j.critical_path_ms.map(|ms| secs(SimTime(ms))).unwrap_or_default(),
-            &crate::training::ettr(j).map(|e| format!("{e:.6}")).unwrap_or_default(),
-            &crate::training::interruptions(j).to_string(),
-            &crate::training::mtbi_s(j).map(|s| format!("{s:.3}")).unwrap_or_default(),
-        ])?;
+        job_row(table.buf(), j);
+        table.done()?;
     }
-    w.flush()
+    table.finish().map(drop)
 }
 
 /// Per-task table of jobs with several tasks (DAG jobs and gangs): what a Gantt chart is
 /// drawn from. `depends_on` lists the upstream tasks as the trace's `depends_on` spells them
-/// (`name` or `name:kind`), `;`-separated.
+/// (`name` or `name:kind`), `;`-separated. Rows in task order (so jobs in job order).
 pub fn write_tasks_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
-    let mut w = csv::Writer::from_writer(out);
-    w.write_record([
-        "job_id",
-        "task_id",
-        "job_index",
-        "task_index",
-        "state",
-        "first_start_s",
-        "finish_s",
-        "gpus",
-        "depends_on",
-    ])?;
-    let mut first_of_job = 0;
-    for (i, t) in run.tasks.iter().enumerate() {
-        if i == 0 || run.tasks[i - 1].job != t.job {
-            first_of_job = i;
-        }
-        let deps: Vec<String> = t
-            .deps
-            .iter()
-            .map(|d| {
-                let upstream = &run.tasks[first_of_job + d.upstream].name;
-                match d.kind {
-                    sim::DepKind::Success => upstream.to_string(),
-                    kind => format!("{upstream}:{}", kind.spelling()),
-                }
-            })
-            .collect();
-        w.write_record([
-            run.jobs[t.job.index()].name.as_str(),
-            t.name.as_str(),
-            &t.job.0.to_string(),
-            &t.task.0.to_string(),
-            t.status.as_str(),
-            &opt_secs(t.first_start),
-            &opt_secs(t.finish),
-            &t.gpus.to_string(),
-            &deps.join(";"),
-        ])?;
+    let mut table = CsvOut::new(out, &TASK_COLUMNS);
+    for tasks in run.tasks.chunk_by(|a, b| a.job == b.job) {
+        task_rows(table.buf(), &run.jobs[tasks[0].job.index()].name, tasks);
+        table.done()?;
     }
-    w.flush()
+    table.finish().map(drop)
 }
 
 /// The decision log: one row per start, preemption, completion, rejection or unschedulable job,
 /// each naming the policy that made it (a log read on its own, or several runs' logs
 /// concatenated, still says whose decisions they are). `task_id` is the trace's task id for
 /// the tasks of jobs with several (tasks.csv's), empty for a job of one task (its rows join
-/// jobs.csv on `job_id`); `gpu_indexes` are the GPUs' numbers, space-separated.
+/// jobs.csv on `job_id`); `gpu_indexes` are the GPUs' numbers, space-separated. Rows in the
+/// log's order.
 pub fn write_decisions_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
-    let mut w = csv::Writer::from_writer(out);
-    w.write_record([
-        "time_s",
-        "kind",
-        "job_id",
-        "task_id",
-        "job_index",
-        "task_index",
-        "gpu_indexes",
-        "detail",
-        "policy",
-    ])?;
+    let mut table = CsvOut::new(out, &DECISION_COLUMNS);
     for d in &run.decisions {
-        let gpus: Vec<String> = d.gpus.iter().map(|g| g.0.to_string()).collect();
-        let task_id = d.task.and_then(|task| {
+        let task_name = d.task.and_then(|task| {
             let at = run.tasks.binary_search_by_key(&task, |t| t.task).ok()?;
             Some(run.tasks[at].name.as_str())
         });
-        w.write_record([
-            secs(d.time).as_str(),
-            d.kind.as_str(),
-            run.jobs[d.job.index()].name.as_str(),
-            task_id.unwrap_or_default(),
-            &d.job.0.to_string(),
-            &d.task.map(|t| t.0.to_string()).unwrap_or_default(),
-            &gpus.join(" "),
-            &d.detail,
-            &run.policy,
-        ])?;
+        decision_row(table.buf(), d, &run.jobs[d.job.index()].name, task_name, &run.policy);
+        table.done()?;
     }
-    w.flush()
+    table.finish().map(drop)
 }
 
 /// Broken (ground truth) and unusable (known to the scheduler) GPUs over time: one row per
@@ -213,11 +255,12 @@ pub fn summary_table(s: &Summary) -> String {
         (
             "JCT mean / p50 / p95 / p99",
             format!(
-                "{} / {} / {} / {}",
+                "{} / {} / {} / {}{}",
                 human(s.mean_jct_s),
                 human(s.p50_jct_s),
                 human(s.p95_jct_s),
-                human(s.p99_jct_s)
+                human(s.p99_jct_s),
+                s.jct_percentiles.as_ref().map(|how| format!(" (percentiles: {how})")).unwrap_or_default()
             ),
         ),
         ("queueing delay mean (to first start)", human(s.mean_queue_s)),
