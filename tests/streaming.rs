@@ -43,7 +43,8 @@ fn same_both_ways(name: &str, spec: &RunSpec, order: traces::Order) {
     let streamed = || {
         let mut policy = spec.build_policy(runner.registry()).expect("a policy");
         let mut records = Collect::default();
-        let end = runner.run_streamed(spec, policy.as_mut(), Keep::ALL, order, &mut records).expect("runs streamed");
+        let setup = runner.streamed_setup(spec).expect("a setup");
+        let end = runner.run_streamed(&setup, policy.as_mut(), Keep::ALL, order, &mut records).expect("runs streamed");
         let result = records.into_result(end);
         let summary = reports::Summary::of(&result);
         RunOutcome { result, summary, vs_recorded: None }
@@ -130,14 +131,15 @@ fn an_unsorted_trace_is_refused_by_file_line_and_times_unless_sorted() {
     let runner = Runner::default();
     let mut policy = spec.build_policy(runner.registry()).expect("a policy");
     let mut records = Collect::default();
+    let setup = runner.streamed_setup(&spec).expect("a setup");
     let error = runner
-        .run_streamed(&spec, policy.as_mut(), Keep::SUMMARY, traces::Order::Sorted, &mut records)
+        .run_streamed(&setup, policy.as_mut(), Keep::SUMMARY, traces::Order::Sorted, &mut records)
         .expect_err("refused")
         .to_string();
     assert!(error.contains("jobs.csv:3"), "{error}");
     assert!(error.contains("submitted at 5") && error.contains("10"), "{error}");
     assert!(records.jobs.is_empty(), "nothing ran");
-    let end = runner.run_streamed(&spec, policy.as_mut(), Keep::SUMMARY, traces::Order::Sort, &mut records);
+    let end = runner.run_streamed(&setup, policy.as_mut(), Keep::SUMMARY, traces::Order::Sort, &mut records);
     let names: Vec<&str> = records.jobs.iter().map(|r| r.name.as_str()).collect();
     assert_eq!((end.is_ok(), names), (true, vec!["b", "a", "c"]));
 }

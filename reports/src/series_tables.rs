@@ -59,7 +59,7 @@ pub fn write_queue_timeseries_csv(run: &RunResult, out: impl Write) -> io::Resul
     w.write_record(crate::report::input::QUEUE_TIMESERIES_COLUMNS)?;
     // Named queues come from the workload's jobs; "-" (no queue) is written only when a job
     // has no queue, so that a trace where every job names one has no empty rows.
-    let skip = usize::from(run.jobs.iter().all(|j| j.queue.is_some()));
+    let skip = usize::from(!run.series.has_jobs_without_queue());
     let queues = run.series.queues();
     for (index, (start, end)) in spans(run).into_iter().enumerate() {
         let span = end - start;

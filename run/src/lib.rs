@@ -31,7 +31,7 @@ mod stream;
 pub mod text;
 
 pub use grid::GRID_KEYS;
-pub use outputs::{RUN_FOLDER_FILES, check_run_folder};
+pub use outputs::{RUN_FOLDER_FILES, check_run_folder, write_streamed_rest};
 pub use per_queue::QueueSeconds;
 pub use runner::{Keep, RunOutcome, Runner};
 pub use seconds::{Hours, Seconds};

@@ -83,6 +83,30 @@ impl RunOutcome {
     }
 }
 
+/// A streamed run's files besides those written as it went (jobs.csv, tasks.csv and
+/// decisions.csv: [`reports::RecordFiles`]): summary.json, timeseries.csv, queue_metrics.csv
+/// (from `shares`, gathered with the summary), queue_timeseries.csv, and gpu_health.csv when
+/// hardware failed (else an earlier run's is removed, as is its report.html).
+pub fn write_streamed_rest(
+    dir: &Path,
+    summary: &reports::Summary,
+    end: &sim::RunResult,
+    shares: &[reports::fairness::QueueShare],
+) -> Result<(), String> {
+    let files: [(&str, bool, &Writer); 5] = [
+        ("summary.json", true, &|w| reports::write_summary_json(summary, w)),
+        ("timeseries.csv", true, &|w| reports::write_timeseries_csv(end, w)),
+        ("queue_metrics.csv", true, &|w| reports::fairness::write_queue_shares_csv(shares, w)),
+        ("queue_timeseries.csv", true, &|w| reports::write_queue_timeseries_csv(end, w)),
+        ("gpu_health.csv", !end.health_series.is_empty(), &|w| reports::write_gpu_health_csv(end, w)),
+    ];
+    remove_if_present(&dir.join("report.html"))?;
+    for (name, wanted, write) in files {
+        if wanted { write_file(dir, name, write)? } else { remove_if_present(&dir.join(name))? }
+    }
+    Ok(())
+}
+
 /// Writes one file of a run into the writer it is given.
 type Writer<'a> = dyn Fn(&mut dyn Write) -> io::Result<()> + 'a;
 

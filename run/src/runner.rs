@@ -41,6 +41,7 @@ pub struct RunOutcome {
 type NoteSink = Box<dyn Fn(&Path, &str) + Send + Sync>;
 type ProgressSink = Box<dyn Fn(sim::RunProgress) + Send + Sync>;
 type RecordedStarts = BTreeMap<String, sim::SimTime>;
+type FailureFeed = Box<dyn sim::HardwareFeed>;
 
 /// Runs RunSpecs. Hands the notes of each trace it reads (what its importer skipped or does
 /// not model) to a sink, and may keep the traces it read for later runs (a sweep reads each
@@ -258,7 +259,7 @@ pub(crate) fn resolve_failures(
     setup: &Setup,
     start: sim::SimTime,
     mut events: Vec<sim::ClusterEvent>,
-) -> Result<(Vec<sim::ClusterEvent>, Option<Box<dyn sim::HardwareFeed>>), RunError> {
+) -> Result<(Vec<sim::ClusterEvent>, Option<FailureFeed>), RunError> {
     let Some(text) = &spec.failures else { return Ok((events, None)) };
     let failures: traces::FailureSpec = text.parse()?;
     Ok(match failures.resolve(setup.cluster(), start, spec.seed)? {

@@ -19,19 +19,19 @@ impl Runner {
     /// of a format read whole (sacct, openb), is refused with what to do instead.
     pub fn run_streamed(
         &self,
-        spec: &RunSpec,
+        setup: &Setup,
         policy: &mut dyn Policy,
         keep: Keep,
         order: traces::Order,
         sink: &mut dyn RecordSink,
     ) -> Result<RunResult, RunError> {
-        let setup = self.streamed_setup(spec)?;
+        let spec = setup.spec();
         let mut config = setup.config();
         config.record_decisions = keep.decisions;
         config.record_series = keep.series;
         let checker = setup.scenario(Workload::default(), Vec::new(), None)?;
         let mut shape = WorkloadShape::default();
-        for job in open_jobs(spec, &setup, order)? {
+        for job in open_jobs(spec, setup, order)? {
             let job = job?;
             checker.check_job(&job, policy, &config)?;
             shape.add(&job)?;
@@ -41,16 +41,16 @@ impl Runner {
             crate::series_limit::check(spec, shape.submit_span(), limit, self.spelling_used())?;
         }
         let start = shape.submit_span().map_or(sim::SimTime::ZERO, |(first, _)| first);
-        let (events, feed) = crate::runner::resolve_failures(spec, &setup, start, Vec::new())?;
-        let jobs = open_jobs(spec, &setup, order)?.map(|job| job.map_err(|e| e.to_string()));
+        let (events, feed) = crate::runner::resolve_failures(spec, setup, start, Vec::new())?;
+        let jobs = open_jobs(spec, setup, order)?.map(|job| job.map_err(|e| e.to_string()));
         let scenario = setup.streamed_scenario(shape, Box::new(jobs), events, feed)?;
         let mut report = |p: sim::RunProgress| self.report_progress(p);
         Ok(sim::Engine::new(scenario, policy, config)?.run_into(policy, sink, &mut report)?)
     }
 
-    /// The setup of a streamed run: a trace of jobs alone describes no cluster, queues or
-    /// datasets, so they come from the run's settings (or the built-in cluster).
-    fn streamed_setup(&self, spec: &RunSpec) -> Result<Setup, RunError> {
+    /// The setup of a streamed run of `spec`: a trace of jobs alone describes no cluster,
+    /// queues or datasets, so they come from the run's settings (or the built-in cluster).
+    pub fn streamed_setup(&self, spec: &RunSpec) -> Result<Setup, RunError> {
         if let Some(path) = spec.trace.as_deref().filter(|p| p.is_dir()) {
             return Err(RunError::new(format!(
                 "{}: a trace folder is read whole; stream its jobs.csv, with its cluster, queues and datasets \

@@ -134,6 +134,8 @@ pub struct Series {
     /// `queue_change` test it inline, so that a run with the series off pays a branch per
     /// change (several per event), not a call.
     recording: bool,
+    /// Some job of the run has no queue (its rows are the "-" queue's).
+    unqueued: bool,
     /// One queue: every task is in it, so its levels are the cluster's (the Controller
     /// changes both together) and so are its integrals. They are copied from the cluster's
     /// when a second queue joins or the run ends, instead of integrated a change at a time
@@ -164,7 +166,16 @@ impl Series {
             queue_buckets: Vec::new(),
             current: Current::default(),
             recording: true,
+            unqueued: false,
         }
+    }
+
+    /// Some job of the run has no queue: written as the "-" queue's rows.
+    pub fn has_jobs_without_queue(&self) -> bool {
+        self.unqueued
+    }
+    pub(crate) fn note_job_without_queue(&mut self) {
+        self.unqueued = true;
     }
 
     /// The same series, recording nothing: every bucket table stays empty.

@@ -234,7 +234,10 @@ impl Controller {
                 let levels = self.levels();
                 self.series.queue_index(q, &levels)
             }
-            None => 0,
+            None => {
+                self.series.note_job_without_queue();
+                0
+            }
         };
         self.series_queue.push(series_queue);
         if !self.queues.is_empty() {
@@ -259,8 +262,6 @@ impl Controller {
         if spec.submit < self.now {
             return Err(format!("job `{}` is submitted at {}, before now ({})", spec.name, spec.submit, self.now));
         }
-        let mut shape = self.shape.clone();
-        shape.add(&spec).map_err(|e| e.to_string())?;
         if let Some(last) = self.specs.iter().next_back().map(|(_, last)| last).filter(|last| spec.submit < last.submit)
         {
             return Err(format!(
@@ -268,6 +269,8 @@ impl Controller {
                 spec.name, spec.submit, last.name, last.submit
             ));
         }
+        let mut shape = self.shape.clone();
+        shape.add(&spec).map_err(|e| e.to_string())?;
         let queue = self.queue_of(&spec)?;
         let datasets = self.datasets_of(&spec)?;
         self.shape = shape;
