@@ -15,24 +15,21 @@ pub struct View {
 
 /// The task `id`, or Python's IndexError naming the ids there are.
 pub(crate) fn checked_task(view: &ClusterView<'_>, id: u32) -> PyResult<TaskId> {
-    if (id as usize) < view.task_count() {
+    let held = view.tasks_held();
+    if held.contains(&(id as usize)) {
         Ok(TaskId(id))
     } else {
-        Err(PyIndexError::new_err(format!("no task {id}: task ids are 0..{}", view.task_count())))
+        Err(PyIndexError::new_err(format!("no task {id}: the tasks in the run are {}..{}", held.start, held.end)))
     }
 }
 
 /// The job `id`, or Python's IndexError naming the ids there are.
 pub(crate) fn checked_job(view: &ClusterView<'_>, id: u32) -> PyResult<JobId> {
-    let jobs = job_count(view);
-    if id < jobs { Ok(JobId(id)) } else { Err(PyIndexError::new_err(format!("no job {id}: job ids are 0..{jobs}"))) }
-}
-
-/// Jobs are numbered densely and each has a task, so the last task's job is the last job.
-fn job_count(view: &ClusterView<'_>) -> u32 {
-    match view.task_count() {
-        0 => 0,
-        n => view.task(TaskId(n as u32 - 1)).job.0 + 1,
+    let held = view.jobs_held();
+    if held.contains(&(id as usize)) {
+        Ok(JobId(id))
+    } else {
+        Err(PyIndexError::new_err(format!("no job {id}: the jobs in the run are {}..{}", held.start, held.end)))
     }
 }
 
@@ -104,7 +101,7 @@ impl View {
 
     #[getter]
     fn job_count(&self) -> PyResult<u32> {
-        self.call.with(|view, _| Ok(job_count(view)))
+        self.call.with(|view, _| Ok(view.jobs_held().end as u32))
     }
 
     #[getter]

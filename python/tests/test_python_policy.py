@@ -110,7 +110,7 @@ def test_a_bad_id_is_an_index_error_naming_the_range(small_trace):
         def decide(self, view, plan):
             view.task_gpus(4)
 
-    with pytest.raises(schedlab.RunError, match=r"IndexError: no task 4: task ids are 0\.\.4"):
+    with pytest.raises(schedlab.RunError, match=r"IndexError: no task 4: the tasks in the run are 0\.\.1"):
         schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, policy=BadId())
 
 

@@ -163,6 +163,15 @@ impl<'a> ClusterView<'a> {
     pub fn failures_seen_since(&self, since: SimTime) -> impl Iterator<Item = NodeId> + 'a {
         self.failures_seen.range((since, NodeId(0))..).map(|&(_, node)| node)
     }
+    /// The task ids in the run now: those of jobs that have joined and not been let go (a job
+    /// leaves once it has ended and a decision has told the policy so).
+    pub fn tasks_held(&self) -> std::ops::Range<usize> {
+        self.tasks.first()..self.tasks.end()
+    }
+    /// The job ids in the run now (see [`ClusterView::tasks_held`]).
+    pub fn jobs_held(&self) -> std::ops::Range<usize> {
+        self.jobs.first()..self.jobs.end()
+    }
     /// How many tasks have joined the run so far (task ids are `0..task_count`; a streamed
     /// run admits jobs as they are submitted).
     pub fn task_count(&self) -> usize {
