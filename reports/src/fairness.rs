@@ -34,7 +34,7 @@ pub struct QueueShare {
 
 /// Per-queue shares, in queue name order ("-": jobs without a queue).
 pub fn queue_shares(run: &RunResult) -> Vec<QueueShare> {
-    let mut tally = QueueTally::new(&run.queues, EXACT_CAP);
+    let mut tally = QueueTally::new(&run.queues, true, EXACT_CAP);
     run.jobs.iter().for_each(|job| tally.add(job));
     tally.finish()
 }
@@ -84,6 +84,10 @@ impl QueueSums {
 pub(crate) struct QueueTally {
     default: Option<String>,
     queues: BTreeMap<String, QueueSums>,
+    /// Whether the JCTs are kept for each queue's p95 (queue_metrics.csv): the summary alone
+    /// needs only the queues' GPU-time (Jain's index), and a second copy of every JCT, sorted
+    /// again, was a tenth of a run's instructions.
+    keep_jcts: bool,
     cap: usize,
     /// JCTs kept exactly so far, over all queues; whether they were all sketched.
     exact: usize,
@@ -91,8 +95,9 @@ pub(crate) struct QueueTally {
 }
 
 impl QueueTally {
-    pub(crate) fn new<'q>(queues: impl IntoIterator<Item = &'q Queue>, cap: usize) -> QueueTally {
-        let mut tally = QueueTally { default: None, queues: BTreeMap::new(), cap, exact: 0, sketched: false };
+    pub(crate) fn new<'q>(queues: impl IntoIterator<Item = &'q Queue>, keep_jcts: bool, cap: usize) -> QueueTally {
+        let mut tally =
+            QueueTally { default: None, queues: BTreeMap::new(), keep_jcts, cap, exact: 0, sketched: false };
         for q in queues {
             tally.default.get_or_insert_with(|| q.name.clone());
             tally.queues.insert(q.name.clone(), QueueSums::new(q.weight, q.max_mgpus.map(|m| m / 1000)));
@@ -108,7 +113,7 @@ impl QueueTally {
     pub(crate) fn add(&mut self, job: &JobRecord) {
         let name = job.queue.as_deref().or(self.default.as_deref()).unwrap_or("-");
         let jct = jct_ms(job);
-        if jct.is_some() && !self.sketched {
+        if jct.is_some() && self.keep_jcts && !self.sketched {
             if self.exact == self.cap {
                 self.queues.values_mut().for_each(|s| s.jct.to_sketch());
                 self.sketched = true;
@@ -128,7 +133,9 @@ impl QueueTally {
         s.mgpu_ms += u128::from(job.mgpu_ms);
         if let Some(jct) = jct {
             s.finished += 1;
-            s.jct.add(jct);
+            if self.keep_jcts {
+                s.jct.add(jct);
+            }
             s.jct_sum_ms += jct;
             s.queue_ms += job.first_start.map_or(0, |t| t.since(job.submit).as_ms());
             s.rho_sum += rho(job).unwrap_or(1.0);

@@ -147,12 +147,18 @@ impl SummaryBuilder {
     /// For a run on a cluster with these queues (`RunResult::queues`; a streamed run's come
     /// from its scenario, `Scenario::queues`): a job without a queue counts in the first.
     pub fn new<'q>(queues: impl IntoIterator<Item = &'q Queue>) -> SummaryBuilder {
+        SummaryBuilder { jobs: JobTally::new(EXACT_CAP), queues: QueueTally::new(queues, false, EXACT_CAP), count: 0 }
+    }
+
+    /// As [`SummaryBuilder::new`], also gathering each queue's metrics for queue_metrics.csv
+    /// ([`SummaryBuilder::finish_with_queues`]).
+    pub fn with_queue_metrics<'q>(queues: impl IntoIterator<Item = &'q Queue>) -> SummaryBuilder {
         SummaryBuilder::with_cap(queues, EXACT_CAP)
     }
 
-    /// As [`SummaryBuilder::new`], the percentiles exact up to `cap` JCTs (tests).
+    /// As [`SummaryBuilder::with_queue_metrics`], the percentiles exact up to `cap` JCTs (tests).
     pub fn with_cap<'q>(queues: impl IntoIterator<Item = &'q Queue>, cap: usize) -> SummaryBuilder {
-        SummaryBuilder { jobs: JobTally::new(cap), queues: QueueTally::new(queues, cap), count: 0 }
+        SummaryBuilder { jobs: JobTally::new(cap), queues: QueueTally::new(queues, true, cap), count: 0 }
     }
 
     /// The next job's record, in job order.
@@ -167,7 +173,8 @@ impl SummaryBuilder {
         self.finish_with_queues(run).0
     }
 
-    /// The summary and the per-queue shares (`fairness::write_queue_shares_csv`).
+    /// The summary and the per-queue shares (`fairness::write_queue_shares_csv`; their p95 JCTs
+    /// only from a builder [`SummaryBuilder::with_queue_metrics`]).
     ///
     /// Panics if `run`'s queues are not the ones given to [`SummaryBuilder::new`].
     pub fn finish_with_queues(self, run: &RunResult) -> (Summary, Vec<QueueShare>) {

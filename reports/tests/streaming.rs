@@ -193,7 +193,7 @@ fn same_summary(a: &Summary, b: &Summary, what: &str) {
 #[test]
 fn a_built_summary_is_the_whole_runs() {
     for (name, run) in runs() {
-        let mut builder = SummaryBuilder::new(&run.queues);
+        let mut builder = SummaryBuilder::with_queue_metrics(&run.queues);
         stream(&run, &mut builder);
         let (summary, shares) = builder.finish_with_queues(&end_of(&run));
         same_summary(&summary, &Summary::of(&run), name);

@@ -66,15 +66,18 @@ impl Datasets {
         self.datasets.iter().position(|d| d.name == name).map(|i| i as u32)
     }
 
-    /// Each task's dataset index, in task order; an error names a task reading a dataset no
-    /// node holds. All `None` when there are no datasets.
+    /// Checks every task's dataset ([`Datasets::of_job`]); an error names a task reading a
+    /// dataset not defined.
     pub fn assign(&self, workload: &Workload) -> Result<(), String> {
         workload.jobs().iter().try_for_each(|job| self.of_job(job).map(drop))
     }
 
-    /// Each task's dataset of `job` (all `None` when the run defines none: dataset names are
-    /// then only labels); an error names a task reading a dataset not defined.
+    /// Each task's dataset of `job` (none when the run defines none: dataset names are then
+    /// only labels); an error names a task reading a dataset not defined.
     pub fn of_job(&self, job: &JobSpec) -> Result<Vec<Option<u32>>, String> {
+        if self.is_empty() {
+            return Ok(Vec::new()); // no allocation for the common run without datasets
+        }
         let mut out = Vec::with_capacity(job.tasks.len());
         for task in &job.tasks {
             let index = match (&task.options().dataset, self.is_empty()) {

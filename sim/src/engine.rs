@@ -22,6 +22,7 @@ use crate::sink::{Collect, RecordSink};
 use crate::time::{SimTime, earliest};
 use crate::wall::Reported;
 use crate::workload::JobSpec;
+use std::collections::VecDeque;
 
 /// Which clock drives the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,22 +84,16 @@ pub struct RunProgress {
 pub type JobFeed = Box<dyn Iterator<Item = Result<JobSpec, String>> + Send>;
 
 /// A workload's jobs given one by one, the memory of those given handed back as they go (a
-/// `Vec`'s own iterator keeps all of it to the end): reversed once, popped from the back,
-/// shrunk each time it halves.
-struct Draining(Vec<JobSpec>);
-
-impl Draining {
-    fn new(mut jobs: Vec<JobSpec>) -> Draining {
-        jobs.reverse();
-        Draining(jobs)
-    }
-}
+/// `Vec`'s own iterator keeps all of it to the end): popped from the front, shrunk each time
+/// it falls to a quarter (each shrink moves what is left, so all of them move a third of the
+/// jobs once).
+struct Draining(VecDeque<JobSpec>);
 
 impl Iterator for Draining {
     type Item = Result<JobSpec, String>;
     fn next(&mut self) -> Option<Self::Item> {
-        let job = self.0.pop()?;
-        if self.0.len() < self.0.capacity() / 2 && self.0.capacity() > 4096 {
+        let job = self.0.pop_front()?;
+        if self.0.len() < self.0.capacity() / 4 && self.0.capacity() > 4096 {
             self.0.shrink_to_fit();
         }
         Some(Ok(job))
@@ -118,7 +113,7 @@ impl Engine {
         let Scenario { cluster, workload, stream, events, feed, queues, datasets } = scenario;
         let (shape, jobs): (_, JobFeed) = match stream {
             Some((shape, jobs)) => (shape, jobs),
-            None => (workload.shape().clone(), Box::new(Draining::new(workload.into_jobs()))),
+            None => (workload.shape().clone(), Box::new(Draining(workload.into_jobs().into()))),
         };
         let controller = Controller::expecting(cluster, &shape, policy.name(), config)
             .with_queues(queues)
@@ -164,7 +159,7 @@ impl Engine {
     /// [`PROGRESS_EVERY`] timestamps and once at the end. What it shows, and when, is the
     /// caller's: the engine reads no clock.
     pub fn run_with_progress(self, policy: &mut dyn Policy, progress: &mut dyn FnMut(RunProgress)) -> RunResult {
-        let mut records = Collect::default();
+        let mut records = Collect::with_capacity(self.controller.shape().jobs());
         let end = self.run_into(policy, &mut records, progress).expect("a workload in memory reads without error");
         records.into_result(end)
     }

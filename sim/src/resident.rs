@@ -3,28 +3,28 @@
 //! reaches them and lets them go, oldest first, once they have ended and been recorded, so
 //! its memory follows the jobs in the system, not the jobs in the trace.
 
+use std::collections::VecDeque;
 use std::ops::{Index, IndexMut};
 
-/// Ids `base..base + items.len()` live in `items[..]`, of which the first `gone` have been let
-/// go and wait to be dropped: dropping them one at a time would move every value each time, so
-/// they go in one move once they are half of the list (each value moves at most once more).
+/// Ids `base..base + items.len()` live in `items`, oldest first: letting the oldest go pops
+/// it from the front, where no value moves (a `Vec` drained from the front moved every value
+/// held, each time).
 #[derive(Debug, Clone)]
 pub struct Resident<T> {
     base: usize,
-    gone: usize,
-    items: Vec<T>,
+    items: VecDeque<T>,
 }
 
 impl<T> Default for Resident<T> {
     fn default() -> Self {
-        Resident { base: 0, gone: 0, items: Vec::new() }
+        Resident { base: 0, items: VecDeque::new() }
     }
 }
 
 impl<T> Resident<T> {
     /// Adds the next id's value; returns its id.
     pub fn push(&mut self, value: T) -> usize {
-        self.items.push(value);
+        self.items.push_back(value);
         self.end() - 1
     }
 
@@ -35,73 +35,54 @@ impl<T> Resident<T> {
 
     /// The oldest id still held.
     pub fn first(&self) -> usize {
-        self.base + self.gone
+        self.base
     }
 
     /// How many ids are held.
     pub fn held(&self) -> usize {
-        self.items.len() - self.gone
+        self.items.len()
     }
 
     pub fn get(&self, id: usize) -> Option<&T> {
-        let at = id.checked_sub(self.first())?;
-        self.items.get(self.gone + at)
+        self.items.get(id.checked_sub(self.base)?)
     }
 
     pub fn get_mut(&mut self, id: usize) -> Option<&mut T> {
-        let at = id.checked_sub(self.first())?;
-        self.items.get_mut(self.gone + at)
+        self.items.get_mut(id.checked_sub(self.base)?)
     }
 
     /// The oldest value held.
     pub fn front(&self) -> Option<&T> {
-        self.items.get(self.gone)
+        self.items.front()
     }
 
     /// Lets the oldest id go.
     pub fn let_go(&mut self) {
-        assert!(self.gone < self.items.len(), "nothing held to let go");
-        self.gone += 1;
-        if self.gone * 2 >= self.items.len() && self.gone >= 64 {
-            self.items.drain(..self.gone);
-            self.base += self.gone;
-            self.gone = 0;
-        }
+        assert!(self.items.pop_front().is_some(), "nothing held to let go");
+        self.base += 1;
     }
 
     /// Lets every id before `id` go.
     pub fn let_go_before(&mut self, id: usize) {
-        while self.first() < id {
+        while self.base < id {
             self.let_go();
         }
     }
 
     /// The values held, with their ids, oldest first.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (usize, &T)> + ExactSizeIterator {
-        let first = self.first();
-        self.items[self.gone..].iter().enumerate().map(move |(i, v)| (first + i, v))
+        let first = self.base;
+        self.items.iter().enumerate().map(move |(i, v)| (first + i, v))
     }
 
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
-        self.items[self.gone..].iter_mut()
-    }
-
-    /// The held value with the highest id, taken out (records built from the back).
-    pub fn pop(&mut self) -> Option<T> {
-        if self.items.len() == self.gone {
-            return None;
-        }
-        self.items.pop()
-    }
-
-    pub fn shrink_to_fit(&mut self) {
-        self.items.shrink_to_fit();
+        self.items.iter_mut()
     }
 }
 
 impl<T: PartialEq> PartialEq for Resident<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.first() == other.first() && self.items[self.gone..] == other.items[other.gone..]
+        self.base == other.base && self.items == other.items
     }
 }
 
@@ -109,9 +90,9 @@ impl<T> Index<usize> for Resident<T> {
     type Output = T;
     #[inline]
     fn index(&self, id: usize) -> &T {
-        match id.checked_sub(self.base) {
-            Some(at) if at >= self.gone && at < self.items.len() => &self.items[at],
-            _ => gone(id, self.first(), self.end()),
+        match self.get(id) {
+            Some(value) => value,
+            None => gone(id, self.first(), self.end()),
         }
     }
 }
@@ -120,9 +101,9 @@ impl<T> IndexMut<usize> for Resident<T> {
     #[inline]
     fn index_mut(&mut self, id: usize) -> &mut T {
         let (first, end) = (self.first(), self.end());
-        match id.checked_sub(self.base) {
-            Some(at) if at >= self.gone && at < self.items.len() => &mut self.items[at],
-            _ => gone(id, first, end),
+        match self.get_mut(id) {
+            Some(value) => value,
+            None => gone(id, first, end),
         }
     }
 }
@@ -152,8 +133,8 @@ mod tests {
         assert_eq!(r.iter().next(), Some((700, &7000)));
         r.push(5);
         assert_eq!(r[1000], 5);
-        // The list was compacted: what is let go is dropped.
-        assert!(r.items.len() <= 600, "{} values kept", r.items.len());
+        // What is let go is dropped.
+        assert_eq!(r.items.len(), 301);
     }
 
     #[test]

@@ -37,6 +37,12 @@ impl RecordSink for Collect {
 }
 
 impl Collect {
+    /// Room for `jobs` records from the start (a run in memory knows its count): growing the
+    /// list by doubling copied every record about twice more.
+    pub fn with_capacity(jobs: usize) -> Collect {
+        Collect { jobs: Vec::with_capacity(jobs), ..Collect::default() }
+    }
+
     /// The run's end (its records left empty by a streamed run) with these records in it.
     pub fn into_result(self, mut end: RunResult) -> RunResult {
         end.jobs = self.jobs;

@@ -307,7 +307,7 @@ impl WorkloadShape {
     /// Counts `job`, the next in arrival order, after checking it as [`Workload::new`] checks
     /// each job; an error names a job submitted before the last one counted.
     pub fn add(&mut self, job: &JobSpec) -> Result<(), WorkloadError> {
-        check_job(job)?;
+        job.check()?;
         if let Some(last) = self.last_submit.filter(|&last| job.submit < last) {
             return Err(WorkloadError(format!(
                 "job `{}` is submitted at {}, before the job before it at {last}: jobs join in submit order",
@@ -339,13 +339,6 @@ impl WorkloadShape {
     pub fn tasks(&self) -> usize {
         self.tasks
     }
-    /// Whether some task waits on another (some job is a DAG).
-    pub fn has_dags(&self) -> bool {
-        self.dependencies
-    }
-    pub fn has_cancels(&self) -> bool {
-        self.cancels
-    }
     pub fn has_jobs_of_several_tasks(&self) -> bool {
         self.several_tasks
     }
@@ -362,7 +355,7 @@ impl WorkloadShape {
 impl Workload {
     pub fn new(mut jobs: Vec<JobSpec>) -> Result<Workload, WorkloadError> {
         for job in &jobs {
-            check_job(job)?;
+            job.check()?;
         }
         // Stable: equal submit times keep the caller's order.
         jobs.sort_by_key(|j| j.submit);
@@ -375,7 +368,7 @@ impl Workload {
     /// Appends `job`, which is submitted no earlier than every job already here (live mode:
     /// a job submitted now), checked as [`Workload::new`] checks each job.
     pub fn push(&mut self, job: JobSpec) -> Result<(), WorkloadError> {
-        check_job(&job)?;
+        job.check()?;
         if let Some(last) = self.jobs.last().filter(|last| job.submit < last.submit) {
             return Err(WorkloadError(format!(
                 "job `{}` is submitted at {}, before job `{}` at {}: jobs join in submit order",
@@ -439,8 +432,15 @@ fn bad_per_node(t: &TaskSpec) -> bool {
         .is_some_and(|n| !t.gpus.is_multiple_of(n) || t.gpu_milli.is_some() || (t.single_node && n != t.gpus))
 }
 
-/// What every job must be: tasks that ask for GPUs, shares of one GPU, GPUs per node that
-/// divide a gang, a cancel at or after its submit, and a valid DAG.
+impl JobSpec {
+    /// What every job must be: tasks that ask for GPUs, shares of one GPU, GPUs per node that
+    /// divide a gang, a cancel at or after its submit, and a valid DAG (what [`Workload::new`]
+    /// checks of each job, and a trace read as a run goes checks as it reads).
+    pub fn check(&self) -> Result<(), WorkloadError> {
+        check_job(self)
+    }
+}
+
 fn check_job(job: &JobSpec) -> Result<(), WorkloadError> {
     // The common job, one whole-GPU task that waits on nothing, passes every check below:
     // said once, without the walks over its tasks (a trace of a million jobs makes this

@@ -93,7 +93,7 @@ pub fn run(args: SimulateArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
 fn run_streamed(runner: &run::Runner, spec: &RunSpec, keep: Keep, order: traces::Order, json: bool) -> CliResult {
     let setup = runner.streamed_setup(spec)?;
     let mut policy = spec.build_policy(runner.registry())?;
-    let summary = reports::SummaryBuilder::new(setup.queues().iter().map(|(_, q)| q));
+    let summary = reports::SummaryBuilder::with_queue_metrics(setup.queues().iter().map(|(_, q)| q));
     let files = match &spec.out {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;

@@ -25,7 +25,7 @@ use crate::itp::{ItpRows, stable_order};
 use crate::philly::{Parsed, PhillyRows};
 use crate::rows::{Row, Rows, Unknown};
 use crate::{Format, itp, philly};
-use sim::{JobSpec, Workload};
+use sim::JobSpec;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -57,8 +57,6 @@ pub struct JobStream {
     check: bool,
     /// Jobs given so far.
     given: u64,
-    /// The vector a job is checked in, kept between jobs (no allocation per job).
-    one: Vec<JobSpec>,
     /// Nothing more to give (after an error or the end).
     done: bool,
 }
@@ -297,7 +295,7 @@ impl Format {
 impl JobStream {
     fn new(file: &str, format: Format, source: Source) -> JobStream {
         let check = format == Format::Canonical;
-        JobStream { file: file.to_owned(), source, check, given: 0, one: Vec::with_capacity(1), done: false }
+        JobStream { file: file.to_owned(), source, check, given: 0, done: false }
     }
 
     /// How many jobs the stream has given so far.
@@ -305,18 +303,15 @@ impl JobStream {
         self.given
     }
 
-    /// `job`, checked as [`sim::Workload::new`] checks each job; the error worded as the
+    /// `job`, checked as every job is (`JobSpec::check`); the error worded as the
     /// whole-file reader words it (`itp::finish`).
     fn checked(&mut self, job: JobSpec) -> Result<JobSpec, TraceError> {
         if !self.check {
-            debug_assert!(Workload::new(vec![job.clone()]).is_ok(), "a Philly or ITP job the simulator refuses");
+            debug_assert!(job.check().is_ok(), "a Philly or ITP job the simulator refuses");
             return Ok(job);
         }
-        let mut one = std::mem::take(&mut self.one);
-        one.push(job);
-        let workload = Workload::new(one).map_err(|e| TraceError::file(&self.file, e.0))?;
-        self.one = workload.into_jobs();
-        self.one.pop().ok_or_else(|| TraceError::file(&self.file, "a job was lost"))
+        job.check().map_err(|e| TraceError::file(&self.file, e.0))?;
+        Ok(job)
     }
 
     /// The next job from the source, unchecked; `None` at the end.

@@ -191,14 +191,10 @@ impl Controller {
         if self.queues.is_empty() {
             return Ok(self);
         }
-        for (index, spec) in self.specs.iter() {
-            let q = self.queues.queue_of(spec)?.unwrap_or(QueueId(0));
-            for t in self.jobs[index].tasks() {
-                let task = &mut self.tasks[t.index()];
-                task.pools = task.pools.and(self.queues.get(q).pools);
-            }
-            self.job_queue.push(q);
-            self.quota.add_job();
+        let queue_of = |spec| self.queues.queue_of(spec).map(|q| q.unwrap_or(QueueId(0)));
+        let queues: Vec<QueueId> = self.specs.iter().map(|(_, spec)| queue_of(spec)).collect::<Result<_, _>>()?;
+        for (index, q) in queues.into_iter().enumerate() {
+            self.join_queue(JobId::from_index(index), q);
         }
         Ok(self)
     }
@@ -220,15 +216,14 @@ impl Controller {
         let job = JobId::from_index(self.jobs.end());
         let first = TaskId::from_index(self.tasks.end());
         self.jobs.push(new_job_state(&spec, first));
-        for (i, t) in spec.tasks.iter().enumerate() {
-            let mut state = new_task_state(t, job, &self.cluster, &self.config, &mut self.speed_profiles);
-            if let Some(q) = queue {
-                state.pools = state.pools.and(self.queues.get(q).pools);
-            }
-            state.dataset = datasets.get(i).copied().flatten().into();
-            self.tasks.push(state);
+        for t in &spec.tasks {
+            self.tasks.push(new_task_state(t, job, &self.cluster, &self.config, &mut self.speed_profiles));
             self.marks.push(Mark::None);
         }
+        if let Some(q) = queue {
+            self.join_queue(job, q);
+        }
+        self.set_datasets(job, datasets);
         let series_queue = match spec.queue.as_deref() {
             Some(q) => {
                 let levels = self.levels();
@@ -240,16 +235,34 @@ impl Controller {
             }
         };
         self.series_queue.push(series_queue);
-        if !self.queues.is_empty() {
-            self.job_queue.push(queue.unwrap_or(QueueId(0)));
-            self.quota.add_job();
-        }
         if spec.tasks.iter().any(|t| !t.deps.is_empty()) {
             let tasks = &self.tasks;
             self.dag.add_job(&spec, first, |t| tasks[t.index()].checkpoint);
         }
         self.specs.push(spec);
         job
+    }
+
+    /// `job` (the first without a queue entry: jobs join queues in job order) runs in `queue`:
+    /// its tasks only in the queue's pools, counted against its quota.
+    fn join_queue(&mut self, job: JobId, queue: QueueId) {
+        let pools = self.queues.get(queue).pools;
+        for t in self.jobs[job.index()].tasks() {
+            let task = &mut self.tasks[t.index()];
+            task.pools = task.pools.and(pools);
+        }
+        self.job_queue.push(queue);
+        self.quota.add_job();
+    }
+
+    /// `job`'s tasks read `datasets`, in task order (empty: the run has none).
+    fn set_datasets(&mut self, job: JobId, datasets: Vec<Option<u32>>) {
+        if datasets.is_empty() {
+            return;
+        }
+        for (t, dataset) in self.jobs[job.index()].tasks().zip(datasets) {
+            self.tasks[t.index()].dataset = dataset.into();
+        }
     }
 
     /// Live mode: `spec`, submitted now or later (after every job already here), joins the run
@@ -284,10 +297,9 @@ impl Controller {
         if datasets.is_empty() && self.datasets.is_empty() {
             return Ok(self); // dataset names are only labels: every task's stays unset
         }
-        for (index, spec) in self.specs.iter() {
-            for (t, dataset) in self.jobs[index].tasks().zip(datasets.of_job(spec)?) {
-                self.tasks[t.index()].dataset = dataset.into();
-            }
+        let of_jobs: Vec<_> = self.specs.iter().map(|(_, spec)| datasets.of_job(spec)).collect::<Result<_, _>>()?;
+        for (index, of_job) in of_jobs.into_iter().enumerate() {
+            self.set_datasets(JobId::from_index(index), of_job);
         }
         self.datasets = datasets;
         Ok(self)

@@ -8,7 +8,7 @@ use crate::record::{JobRecord, RunResult, TaskRecord};
 use crate::sink::{Collect, RecordSink};
 use crate::state::{JobState, Losses, TaskStatus};
 use crate::time::{SimTime, earliest};
-use crate::workload::JobSpec;
+use crate::workload::{JobSpec, Name};
 
 impl Controller {
     /// Ends a simulated run: [`Self::finish`], with the span its failure feed covered
@@ -86,9 +86,12 @@ impl Controller {
     /// The oldest job held: its record (and its tasks') to `sink`, then every room lets it go.
     fn hand_over_front(&mut self, sink: &mut dyn RecordSink) {
         let index = self.specs.first();
+        // Its name and queue move to the record: the spec goes next.
+        let name = std::mem::take(&mut self.specs[index].name);
+        let queue = self.specs[index].queue.take();
         let state = &self.jobs[index];
         let spec = &self.specs[index];
-        let job = self.job_record(index, state, spec);
+        let job = self.job_record(index, state, spec, (name, queue));
         self.gone_mgpu_ms += u128::from(job.mgpu_ms);
         let tasks = if self.shape.has_jobs_of_several_tasks() { self.task_records(state, spec) } else { Vec::new() };
         sink.job(job, tasks);
@@ -106,9 +109,10 @@ impl Controller {
         self.quota.let_go();
     }
 
-    /// The record of job `index`. Built in one piece from locals: a record filled in after it
-    /// is built is copied whole more often.
-    fn job_record(&self, index: usize, state: &JobState, spec: &JobSpec) -> JobRecord {
+    /// The record of job `index`, with its `names` (the job's and its queue's, moved from its
+    /// spec). Built in one piece from locals: a record filled in after it is built is copied
+    /// whole more often.
+    fn job_record(&self, index: usize, state: &JobState, spec: &JobSpec, names: (Name, Option<Name>)) -> JobRecord {
         let sums = self.task_sums(state);
         let critical_path_ms = self.critical_path_ms(state, spec);
         let unfinished_reason = self.unfinished_reason(state, spec);
@@ -135,8 +139,8 @@ impl Controller {
             unfinished_reason,
             critical_path_ms,
             alone_ms,
-            name: spec.name.clone(),
-            queue: spec.queue.clone(),
+            name: names.0,
+            queue: names.1,
         }
     }
 
