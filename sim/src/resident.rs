@@ -24,6 +24,11 @@ impl<T> Default for Resident<T> {
 impl<T> Resident<T> {
     /// Adds the next id's value; returns its id.
     pub fn push(&mut self, value: T) -> usize {
+        // Grown by half, not doubled: a ring buffer cycles through all of its room, so all of
+        // it is memory in use, and the span held at the peak sets it for the whole run.
+        if self.items.len() == self.items.capacity() {
+            self.items.reserve_exact(self.items.len() / 2 + 16);
+        }
         self.items.push_back(value);
         self.end() - 1
     }
