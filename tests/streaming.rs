@@ -145,49 +145,46 @@ fn an_unsorted_trace_is_refused_by_file_line_and_times_unless_sorted() {
 }
 
 /// The command line's streamed run writes the same folder as its run in memory: every file,
-/// byte for byte, decisions.csv included (its policy column names the policy in full), summary.json
-/// but for its wall time. A DAG trace with queues, so tasks.csv and the queue files are written.
+/// byte for byte, decisions.csv included (its policy column names the policy in full),
+/// summary.json but for its wall time. A DAG trace with queues (tasks.csv and the queue files),
+/// and the built-in workload, whose jobs name no queue (queue_timeseries.csv's "-" rows).
 #[test]
 fn simulate_stream_writes_the_same_files_as_simulate() {
     let dir = scratch("streaming", "cli");
     let (trace, queues) = dag_queue_trace(&dir);
-    let run = |out: &str, stream: bool| {
-        let out = dir.join(out);
-        let (trace, queues, out_text) =
-            (trace.display().to_string(), queues.display().to_string(), out.display().to_string());
-        let mut args = vec!["simulate", "--trace", &trace, "--cluster", "6x8:V100", "--queues", &queues];
-        args.extend([
-            "--policy",
-            "tiresias",
-            "--failures",
-            "weibull:node_mtbf_h=100",
-            "--decisions",
-            "--out",
-            &out_text,
-        ]);
-        if stream {
-            args.push("--stream");
-        }
-        let output = common::schedlab(&args);
-        assert!(output.status.success(), "{}", common::stderr(&output));
-        out
-    };
-    let (memory, streamed) = (run("memory", false), run("streamed", true));
-    let names = |dir: &Path| {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .expect("listed")
-            .map(|e| e.expect("an entry").file_name().to_string_lossy().into())
-            .collect();
-        names.sort();
-        names
-    };
-    assert_eq!(names(&memory), names(&streamed));
-    assert!(names(&memory).contains(&"tasks.csv".to_string()), "{:?}", names(&memory));
-    for name in names(&memory) {
-        let read = |dir: &Path| {
-            let text = std::fs::read_to_string(dir.join(&name)).expect("read");
-            text.lines().filter(|l| !l.contains("\"wall_s\"")).collect::<Vec<_>>().join("\n")
+    let (trace, queues) = (trace.display().to_string(), queues.display().to_string());
+    let dag_run =
+        ["--trace", &trace, "--cluster", "6x8:V100", "--queues", &queues, "--failures", "weibull:node_mtbf_h=100"];
+    let builtin = ["--jobs", "300", "--cluster", "4x8:V100"];
+    for (case, args) in [("dags", &dag_run[..]), ("builtin", &builtin[..])] {
+        let run = |mode: &str| {
+            let out = dir.join(format!("{case}-{mode}"));
+            let out_text = out.display().to_string();
+            let mut all = vec!["simulate", "--policy", "tiresias", "--decisions", "--out", &out_text];
+            all.extend_from_slice(args);
+            if mode == "streamed" {
+                all.push("--stream");
+            }
+            let output = common::schedlab(&all);
+            assert!(output.status.success(), "{}", common::stderr(&output));
+            out
         };
-        assert!(read(&memory) == read(&streamed), "{name} differs between simulate and simulate --stream");
+        let (memory, streamed) = (run("memory"), run("streamed"));
+        let names = |dir: &Path| {
+            let entries = std::fs::read_dir(dir).expect("listed").map(|e| e.expect("an entry"));
+            let mut names: Vec<String> = entries.map(|e| e.file_name().to_string_lossy().into()).collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(&memory), names(&streamed), "{case}");
+        let expected = if case == "dags" { "tasks.csv" } else { "queue_timeseries.csv" };
+        assert!(names(&memory).contains(&expected.to_string()), "{case}: {:?}", names(&memory));
+        for name in names(&memory) {
+            let read = |dir: &Path| {
+                let text = std::fs::read_to_string(dir.join(&name)).expect("read");
+                text.lines().filter(|l| !l.contains("\"wall_s\"")).collect::<Vec<_>>().join("\n")
+            };
+            assert!(read(&memory) == read(&streamed), "{case}: {name} differs between simulate and simulate --stream");
+        }
     }
 }
