@@ -19,6 +19,7 @@ mod numbers;
 mod outputs;
 mod paths;
 pub mod per_queue;
+mod pipeline;
 mod queue_defaults;
 mod runner;
 mod seconds;

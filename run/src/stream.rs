@@ -5,6 +5,7 @@
 //! workload's shape: its span, queue names, kinds of job), as a run in memory checks its
 //! whole workload before it starts; the second feeds the run.
 
+use crate::pipeline::read_ahead;
 use crate::{Keep, RunError, RunSpec, Runner, Setup};
 use sim::{JobSpec, Policy, RecordSink, RunResult, Workload, WorkloadShape};
 use std::path::Path;
@@ -23,29 +24,50 @@ impl Runner {
         policy: &mut dyn Policy,
         keep: Keep,
         order: traces::Order,
-        sink: &mut dyn RecordSink,
+        sink: &mut (dyn RecordSink + Send),
     ) -> Result<RunResult, RunError> {
         let spec = setup.spec();
         let mut config = setup.config();
         config.record_decisions = keep.decisions;
         config.record_series = keep.series;
+        let mut report = |p: sim::RunProgress| self.report_progress(p);
+        std::thread::scope(|threads| {
+            let shape = self.check_pass(threads, setup, &*policy, &config, order)?;
+            let start = shape.submit_span().map_or(sim::SimTime::ZERO, |(first, _)| first);
+            let (events, feed) = crate::runner::resolve_failures(spec, setup, start, Vec::new())?;
+            let jobs = open_jobs(spec, setup, order)?.map(|job| job.map_err(|e| e.to_string()));
+            let jobs: sim::JobFeed = Box::new(read_ahead(threads, jobs));
+            let scenario = setup.streamed_scenario(shape, jobs, events, feed)?;
+            let mut behind = crate::pipeline::write_behind(threads, sink);
+            let end = sim::Engine::new(scenario, policy, config)?.run_into(policy, &mut behind, &mut report);
+            behind.finish();
+            Ok(end?)
+        })
+    }
+
+    /// The first pass: every job checked as a run in memory checks its workload, and the
+    /// workload's shape gathered.
+    fn check_pass<'scope>(
+        &self,
+        threads: &'scope std::thread::Scope<'scope, '_>,
+        setup: &Setup,
+        policy: &dyn Policy,
+        config: &sim::ControllerConfig,
+        order: traces::Order,
+    ) -> Result<WorkloadShape, RunError> {
+        let spec = setup.spec();
         let checker = setup.scenario(Workload::default(), Vec::new(), None)?;
         let mut shape = WorkloadShape::default();
-        for job in open_jobs(spec, setup, order)? {
+        for job in read_ahead(threads, open_jobs(spec, setup, order)?) {
             let job = job?;
-            checker.check_job(&job, policy, &config)?;
+            checker.check_job(&job, policy, config)?;
             shape.add(&job)?;
         }
         setup.check_queue_settings_used(&shape)?;
-        if let (true, Some(limit)) = (keep.series, self.series_limit()) {
+        if let (true, Some(limit)) = (config.record_series, self.series_limit()) {
             crate::series_limit::check(spec, shape.submit_span(), limit, self.spelling_used())?;
         }
-        let start = shape.submit_span().map_or(sim::SimTime::ZERO, |(first, _)| first);
-        let (events, feed) = crate::runner::resolve_failures(spec, setup, start, Vec::new())?;
-        let jobs = open_jobs(spec, setup, order)?.map(|job| job.map_err(|e| e.to_string()));
-        let scenario = setup.streamed_scenario(shape, Box::new(jobs), events, feed)?;
-        let mut report = |p: sim::RunProgress| self.report_progress(p);
-        Ok(sim::Engine::new(scenario, policy, config)?.run_into(policy, sink, &mut report)?)
+        Ok(shape)
     }
 
     /// The setup of a streamed run of `spec`: a trace of jobs alone describes no cluster,
