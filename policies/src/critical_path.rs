@@ -25,11 +25,12 @@
 //! Decision cost: O((starts + 1) x shapes x log n), plus O((tasks + edges) x log tasks) once per
 //! DAG job when its first task becomes ready (O(1) for a single-task job).
 
+use crate::id_table::IdTable;
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::Placer;
 use crate::tracking::{Aside, Placed, pass_over, place_and_start, put_back, reclaim_for_head, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
-use sim::{ClusterView, DepKind, DurationSource, JobId, Plan, Policy, TaskId};
+use sim::{Change, ClusterView, DepKind, DurationSource, JobId, Plan, Policy, TaskId};
 
 pub const PARAMS: &[ParamInfo] = &[DURATION, PLACEMENT, AVOID_FAILED];
 
@@ -48,8 +49,9 @@ pub struct CriticalPath {
     source: DurationSource,
     placer: Placer,
     waiting: WaitQueue,
-    /// By dense task id; filled for a whole job when its first task becomes ready.
-    rank: Vec<Option<Rank>>,
+    /// By task id; filled for a whole job when its first task becomes ready, emptied when
+    /// the job ends (paged: it holds the jobs in the system, not every task of the run).
+    rank: IdTable<Rank>,
 }
 
 impl CriticalPath {
@@ -61,7 +63,7 @@ impl CriticalPath {
             source,
             placer,
             waiting: WaitQueue::default(),
-            rank: Vec::new(),
+            rank: IdTable::default(),
         })
     }
 
@@ -73,7 +75,7 @@ impl CriticalPath {
         let durations: Vec<u64> =
             (0..spec.tasks.len()).map(|i| view.expected_duration(id(i), self.source).as_ms()).collect();
         if spec.tasks.len() == 1 {
-            self.rank[first as usize] = Some(Rank { path_ms: durations[0], slack_ms: 0 });
+            self.rank.insert(first as usize, Rank { path_ms: durations[0], slack_ms: 0 });
             return;
         }
         let lag = |t: usize, d: usize| {
@@ -88,22 +90,18 @@ impl CriticalPath {
         };
         let schedule = sim::dag::schedule(spec, |t| durations[t], lag);
         for t in 0..spec.tasks.len() {
-            self.rank[id(t).index()] = Some(Rank {
-                path_ms: schedule.length_ms - schedule.latest_start_ms[t],
-                slack_ms: schedule.slack_ms(t),
-            });
+            let rank =
+                Rank { path_ms: schedule.length_ms - schedule.latest_start_ms[t], slack_ms: schedule.slack_ms(t) };
+            self.rank.insert(id(t).index(), rank);
         }
     }
 
     /// Critical tasks first, then the longest remaining path, as a key (smaller first).
     fn key(&mut self, view: &ClusterView<'_>, task: TaskId) -> Key {
-        if self.rank.len() < view.task_count() {
-            self.rank.resize(view.task_count(), None);
-        }
-        if self.rank[task.index()].is_none() {
+        if !self.rank.contains(task.index()) {
             self.rank_job(view, view.task(task).job);
         }
-        let rank = self.rank[task.index()].expect("ranked with its job");
+        let rank = self.rank.get(task.index()).expect("ranked with its job");
         let done = view.expected_duration(task, self.source) - view.expected_remaining(task, self.source);
         let path = rank.path_ms.saturating_sub(done.as_ms()).min(PATH_MAX);
         (u64::from(rank.slack_ms > 0) << 62) | (PATH_MAX - path)
@@ -123,6 +121,12 @@ impl Policy for CriticalPath {
         let mut waiting = std::mem::take(&mut self.waiting);
         sync_waiting(view, &mut waiting, |t| self.key(view, t));
         self.waiting = waiting;
+        // After the waiting tasks' keys: no rank is needed for an ended job from here on.
+        for change in view.changes() {
+            if let Change::JobEnded(job) = *change {
+                view.job(job).tasks().for_each(|t| _ = self.rank.remove(t.index()));
+            }
+        }
         let mut aside = Aside::new();
         while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
             let placed = place_and_start(view, plan, self.placer, &mut self.waiting, task);
@@ -132,5 +136,17 @@ impl Policy for CriticalPath {
         }
         put_back(&mut self.waiting, aside);
         reclaim_for_head(view, plan, self.placer, &mut self.waiting);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ranks are held for the jobs in the system: none is left once every job has ended.
+    #[test]
+    fn ended_jobs_leave_no_rank() {
+        let policy = crate::run_to_the_end(CriticalPath::new(&crate::params_of("critical-path")).expect("builds"));
+        assert!(policy.rank.is_empty(), "ranks left for ended jobs");
     }
 }

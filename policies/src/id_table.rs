@@ -39,6 +39,12 @@ impl<T: Copy> IdTable<T> {
         self.pages.get(id / PAGE)?.as_ref()?.slots[id % PAGE]
     }
 
+    /// Whether no id has a value (then no page is held): what tests of a policy's memory read.
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.pages.iter().all(Option::is_none)
+    }
+
     pub fn contains(&self, id: usize) -> bool {
         self.get(id).is_some()
     }
@@ -51,6 +57,20 @@ impl<T: Copy> IdTable<T> {
             page.live += 1;
         }
         old
+    }
+
+    /// `id`'s value, made the default first if it has none.
+    #[inline]
+    pub fn get_or_default(&mut self, id: usize) -> &mut T
+    where
+        T: Default,
+    {
+        let page = self.page(id / PAGE);
+        let slot = &mut page.slots[id % PAGE];
+        if slot.is_none() {
+            page.live += 1;
+        }
+        slot.get_or_insert_with(T::default)
     }
 
     /// Takes `id`'s value out.
@@ -108,6 +128,11 @@ mod tests {
         assert!(table.spares.is_empty());
         assert_eq!((table.get(PAGE * 7), table.get(PAGE * 7 + 3)), (Some('e'), None));
         assert!(table.contains(PAGE * 5 + 1) && !table.contains(PAGE * 5));
+        *table.get_or_default(PAGE * 7 + 3) = 'f';
+        assert_eq!(*table.get_or_default(PAGE * 7 + 3), 'f', "an id with a value keeps it");
+        assert_eq!(*table.get_or_default(PAGE * 2), '\0', "an id without one gets the default");
+        assert_eq!(table.pages[7].as_ref().map(|p| p.live), Some(2));
+        assert_eq!(table.pages[2].as_ref().map(|p| p.live), Some(1));
     }
 
     #[test]

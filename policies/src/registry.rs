@@ -41,7 +41,7 @@ pub struct PolicyInfo {
     /// [`Registry::with`], which takes whatever keys its constructor reads.
     pub params: &'static [ParamInfo],
     /// Whether `params` is the whole list (keys outside it are refused before construction).
-    declared: bool,
+    pub(crate) declared: bool,
     build: Build,
 }
 
@@ -266,7 +266,7 @@ impl Registry {
         self.build(spec).map(drop)
     }
 
-    fn find(&self, name: &str) -> Option<&PolicyInfo> {
+    pub(crate) fn find(&self, name: &str) -> Option<&PolicyInfo> {
         self.listed.iter().chain(&self.test_aids).find(|p| p.name == name)
     }
 

@@ -237,8 +237,9 @@ pub struct Tiresias {
     running: RunningLevels,
     /// Tasks holding GPUs, as this policy knows it (its own starts and preemptions included).
     holds: Vec<bool>,
-    /// By job (a dense table: read on every refresh, the hottest path of the policy).
-    jobs: Vec<JobInfo>,
+    /// By job, for the jobs in the system (read on every refresh, the hottest path of the
+    /// policy; paged, so that it holds the jobs in the system, not every job of the run).
+    jobs: IdTable<JobInfo>,
     /// Each job's `crossing` and `promote_at` (those in `jobs` are the live entries).
     crossings: LazyHeap<(SimTime, JobId)>,
     promotions: LazyHeap<(SimTime, JobId)>,
@@ -294,7 +295,7 @@ impl Tiresias {
             queued_at: IdTable::default(),
             running: RunningLevels::default(),
             holds: Vec::new(),
-            jobs: Vec::new(),
+            jobs: IdTable::default(),
             crossings: LazyHeap::default(),
             promotions: LazyHeap::default(),
             order: (0..levels).collect(),
@@ -315,7 +316,7 @@ impl Tiresias {
     }
 
     fn job(&mut self, job: JobId) -> &mut JobInfo {
-        job_entry(&mut self.jobs, job)
+        self.jobs.get_or_default(job.index())
     }
 
     fn holds(&self, task: TaskId) -> bool {
@@ -465,7 +466,7 @@ impl Tiresias {
         }
         self.set_crossing(job, OptTime::NONE);
         self.set_promote_at(job, OptTime::NONE);
-        *self.job(job) = JobInfo::default();
+        self.jobs.remove(job.index());
         if self.mode == Mode::Gittins && view.job(job).outcome == Some(JobOutcome::Succeeded) {
             let size = executed(view, job);
             let level = self.level_of(size);
@@ -733,24 +734,25 @@ const PROMOTION: TimeField = TimeField { get: |info| info.promote_at, set: |info
 
 impl TimeField {
     /// Whether the heap's entry (`at`, `job`) is live: the job's time is still `at`.
-    fn holds(self, jobs: &[JobInfo], at: SimTime, job: JobId) -> bool {
-        jobs.get(job.index()).is_some_and(|info| (self.get)(info).get() == Some(at))
+    fn holds(self, jobs: &IdTable<JobInfo>, at: SimTime, job: JobId) -> bool {
+        jobs.get(job.index()).is_some_and(|info| (self.get)(&info).get() == Some(at))
     }
-}
-
-/// `job`'s entry in the job table, made (default) if the table does not reach it yet.
-fn job_entry(jobs: &mut Vec<JobInfo>, job: JobId) -> &mut JobInfo {
-    if jobs.len() <= job.index() {
-        jobs.resize(job.index() + 1, JobInfo::default());
-    }
-    &mut jobs[job.index()]
 }
 
 /// Gives `job` the time `at` in `field`, pushing it on `heap` (whose live entries are the
 /// jobs' `field`s) and retiring the old one; a job that had no time and gets none changes
 /// nothing.
-fn set_time(jobs: &mut Vec<JobInfo>, heap: &mut LazyHeap<(SimTime, JobId)>, field: TimeField, job: JobId, at: OptTime) {
-    let entry = job_entry(jobs, job);
+fn set_time(
+    jobs: &mut IdTable<JobInfo>,
+    heap: &mut LazyHeap<(SimTime, JobId)>,
+    field: TimeField,
+    job: JobId,
+    at: OptTime,
+) {
+    if at.is_none() && !jobs.contains(job.index()) {
+        return; // No entry made for nothing: an entry lasts until its job ends.
+    }
+    let entry = jobs.get_or_default(job.index());
     let old = (field.get)(entry);
     (field.set)(entry, at);
     if let Some(time) = at.get() {
@@ -858,6 +860,16 @@ impl Policy for Tiresias {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The job table holds the jobs in the system: empty once every job has ended.
+    #[test]
+    fn ended_jobs_leave_the_job_table() {
+        for mode in ["las", "gittins"] {
+            let spec = format!("tiresias[mode={mode},thresholds=600;6000]");
+            let policy = crate::run_to_the_end(Tiresias::new(&crate::params_of(&spec)).expect(&spec));
+            assert!(policy.jobs.is_empty(), "{spec}: jobs left in the table");
+        }
+    }
 
     /// The reason is hashed into every run's digest: it must stay what `format!` writes, for
     /// small and large numbers and every millisecond digit.

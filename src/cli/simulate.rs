@@ -111,6 +111,13 @@ fn run_streamed(runner: &run::Runner, spec: &RunSpec, keep: Keep, order: traces:
         emit(summary_json(&summary, None)?)?;
     } else {
         emit(reports::summary_table(&summary))?;
+        let held = end.stats.peak_jobs_held;
+        emit(format_args!(
+            "{:<43}{held} of {} ({:.2} %)\n",
+            "jobs held at most",
+            summary.jobs,
+            percent(held, summary.jobs)
+        ))?;
     }
     if let (Some(dir), Some(files)) = (&spec.out, sink.files) {
         files.finish().map_err(|e| format!("cannot write into {}: {e}", dir.display()))?;
@@ -122,6 +129,10 @@ fn run_streamed(runner: &run::Runner, spec: &RunSpec, keep: Keep, order: traces:
         }
     }
     Ok(())
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 { 0.0 } else { part as f64 * 100.0 / whole as f64 }
 }
 
 /// A streamed run's records to the summary being built and, with --out, to the files.
