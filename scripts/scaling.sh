@@ -72,12 +72,12 @@ point() {
     local seconds kib load mib
     read -r seconds kib load <<<"$(printf '%s\n' "${runs[@]}" | sort -n | sed -n "$(((REPEAT + 1) / 2))p")"
     mib=$(awk -v k="$kib" 'BEGIN { printf "%.1f", k / 1024 }')
-    echo "$axis,\"$policy\",$jobs,$gpus,$seconds,$mib,$COMMIT,$load" >>"$CSV.new"
+    echo "$axis,\"$policy\",$jobs,$gpus,$seconds,$mib,$COMMIT,$load" >>"$TMP/table.csv"
     echo "$axis $policy: $jobs jobs on $gpus GPUs: $seconds s, $mib MiB (s KiB load: ${runs[*]})" >&2
 }
 
-mkdir -p "$(dirname "$CSV")"
-echo "axis,policy,jobs,gpus,seconds,peak_mib,commit,load_1min" >"$CSV.new"
+# Gathered aside, so a failed run leaves the committed table as it was.
+echo "axis,policy,jobs,gpus,seconds,peak_mib,commit,load_1min" >"$TMP/table.csv"
 JOBS=(10000 100000 1000000 10000000)
 [[ -n "${SCALING_1E8:-}" ]] && JOBS+=(100000000)
 for policy in "${POLICIES[@]}"; do
@@ -86,6 +86,7 @@ for policy in "${POLICIES[@]}"; do
     # 10^6 jobs: seconds a run at every size, and at 10^6 GPUs a GPU per job.
     for gpus in 1000 10000 100000 1000000; do point gpus "$policy" 1000000 "$gpus"; done
 done
-mv "$CSV.new" "$CSV"
+mkdir -p "$(dirname "$CSV")"
+cp "$TMP/table.csv" "$CSV"
 echo "wrote $CSV" >&2
 draw
