@@ -105,7 +105,7 @@ fn report_peak_memory(jobs: usize, which: &str) {
         return eprintln!("{jobs} jobs, {which}: peak memory not measured (needs Linux's /proc/self/status)");
     };
     eprintln!(
-        "{jobs} jobs, {which}: peak RSS {:.0} MB, {:.0} bytes per job ({} events)",
+        "{jobs} jobs, {which}: peak RSS {:.0} MiB, {:.0} bytes per job ({} events)",
         peak_kib as f64 / 1024.0,
         peak_kib as f64 * 1024.0 / jobs as f64,
         summary.events
