@@ -11,13 +11,13 @@ use std::ops::Range;
 use super::legend::{Legend, Swatch};
 
 /// A linear f64 axis with ticks where asked (None: plotters' own round numbers).
-struct Ticked {
+pub(super) struct Ticked {
     inner: RangedCoordf64,
     ticks: Option<Vec<f64>>,
 }
 
 impl Ticked {
-    fn new(range: Range<f64>, ticks: Option<Vec<f64>>) -> Ticked {
+    pub(super) fn new(range: Range<f64>, ticks: Option<Vec<f64>>) -> Ticked {
         Ticked { inner: range.into(), ticks }
     }
 }
@@ -59,8 +59,8 @@ pub const PALETTE: [RGBColor; 10] = [
 ];
 
 pub(super) const FONT: &str = "sans-serif";
-const GRID: RGBColor = RGBColor(0xe4, 0xe4, 0xe4);
-const AXIS: RGBColor = RGBColor(0x55, 0x55, 0x55);
+pub(super) const GRID: RGBColor = RGBColor(0xe4, 0xe4, 0xe4);
+pub(super) const AXIS: RGBColor = RGBColor(0x55, 0x55, 0x55);
 
 /// The x axis of a chart.
 #[derive(Debug, Clone, PartialEq)]

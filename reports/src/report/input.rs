@@ -270,7 +270,9 @@ impl Fields<'_> {
         text.trim().parse::<u64>().map_err(|_| self.error(i, "a whole number", &format!("`{text}`")))
     }
 
-    fn error(&self, i: usize, expected: &str, got: &str) -> String {
+    /// An error for the `i`-th asked-for column of this row: `file:line: field `name`: expected
+    /// EXPECTED, got GOT`.
+    pub fn error(&self, i: usize, expected: &str, got: &str) -> String {
         format!(
             "{}:{}: field `{}`: expected {expected}, got {got}",
             self.path.display(),

@@ -6,7 +6,8 @@
 //! - `build`: which charts and tables a report holds, and the notes for what it leaves out;
 //! - `verdict`: the report's opening lines, which policy wins what, by how much, at what cost;
 //! - `charts`: drawing a chart with plotters (embedded font, byte-identical output);
-//! - `html`: the page.
+//! - `html`: the page;
+//! - `scaling`: the docs' scaling curves (time and memory against jobs and GPUs), log-log.
 
 pub mod build;
 pub mod charts;
@@ -15,6 +16,7 @@ pub mod html;
 pub mod input;
 mod interruptions;
 mod legend;
+pub mod scaling;
 pub mod stats;
 pub mod verdict;
 
