@@ -63,6 +63,11 @@ const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 /// (Digits formatted in a block on the stack and then copied stall the copy's loads on the
 /// digits' small stores: most of the row's time, measured.)
 pub(crate) fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
+    // Most counts (tasks, GPUs, preemptions, failures, retries) are one digit: one push.
+    if v < 10 {
+        buf.push(b'0' + v as u8);
+        return;
+    }
     let digits = v.checked_ilog10().unwrap_or(0) as usize + 1;
     let start = buf.len();
     buf.extend_from_slice(&[0; 20]);

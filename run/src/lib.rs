@@ -14,6 +14,7 @@ mod builtin;
 mod consolidation;
 mod flags;
 mod grid;
+mod kept;
 pub mod many;
 mod numbers;
 mod outputs;
@@ -29,6 +30,7 @@ mod setup;
 mod spec;
 mod spelling;
 mod stream;
+mod summarised;
 pub mod text;
 
 pub use grid::GRID_KEYS;
@@ -40,6 +42,7 @@ pub use series_limit::MAX_SERIES_BUCKETS;
 pub use setup::{Setup, parse_cluster_text};
 pub use spec::{BUILTIN_CLUSTER, BUILTIN_JOBS, BUILTIN_LOAD, MAX_HORIZON_DAYS, RunSpec};
 pub use spelling::Spelling;
+pub use summarised::Folder;
 
 use std::fmt;
 

@@ -4,10 +4,11 @@
 
 use crate::{RunError, RunSpec, Setup, builtin};
 use policies::Registry;
-use sim::{ClusterSpec, Policy, Scenario};
+use sim::{ClusterSpec, ControllerConfig, Policy, Scenario};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// What a run keeps beyond its summary and job records: only what will be used is paid for.
@@ -43,6 +44,36 @@ type ProgressSink = Box<dyn Fn(sim::RunProgress) + Send + Sync>;
 type RecordedStarts = BTreeMap<String, sim::SimTime>;
 type FailureFeed = Box<dyn sim::HardwareFeed>;
 
+/// A trace as a run takes it: its own (read for it alone, or handed in by the caller), or the
+/// one the runner keeps for every run of it, shared.
+pub(crate) enum Loaded {
+    Own(Box<traces::Trace>),
+    Kept(Arc<traces::Trace>),
+}
+
+/// The starts a run's trace recorded: taken from its own trace, or read in the kept one.
+pub(crate) enum Recorded {
+    Own(RecordedStarts),
+    Kept(Arc<traces::Trace>),
+}
+
+impl Recorded {
+    pub(crate) fn starts(&self) -> &RecordedStarts {
+        match self {
+            Recorded::Own(starts) => starts,
+            Recorded::Kept(trace) => &trace.recorded_starts,
+        }
+    }
+}
+
+/// A run ready to start: its scenario, checked; the Controller's settings with what the run
+/// keeps; the starts its trace recorded.
+pub(crate) struct Prepared {
+    pub(crate) scenario: Scenario,
+    pub(crate) config: ControllerConfig,
+    pub(crate) recorded: Recorded,
+}
+
 /// Runs RunSpecs. Hands the notes of each trace it reads (what its importer skipped or does
 /// not model) to a sink, and may keep the traces it read for later runs (a sweep reads each
 /// trace once).
@@ -53,7 +84,10 @@ pub struct Runner {
     series_limit: Option<u64>,
     /// How errors spell the settings (the command line's flags, or Python's keywords).
     spelling: crate::Spelling,
-    traces: Mutex<BTreeMap<(PathBuf, traces::Format), traces::Trace>>,
+    /// The traces kept (see [`Runner::keeping_traces`]), each shared by every run of it.
+    traces: Mutex<BTreeMap<(PathBuf, traces::Format), Arc<traces::Trace>>>,
+    /// How many times a trace file was read.
+    reads: AtomicUsize,
     notes: NoteSink,
     /// Told how far each run has got (see [`sim::Engine::run_with_progress`]).
     progress: Option<ProgressSink>,
@@ -74,6 +108,7 @@ impl Runner {
             series_limit: Some(crate::MAX_SERIES_BUCKETS),
             spelling: crate::Spelling::Cli,
             traces: Mutex::default(),
+            reads: AtomicUsize::new(0),
             notes: Box::new(|_, _| {}),
             progress: None,
         }
@@ -84,7 +119,9 @@ impl Runner {
         &self.registry
     }
 
-    /// Keeps every trace it reads, keyed by path and format, for the runs that follow.
+    /// Keeps every trace it reads, keyed by path and format, for the runs that follow: each
+    /// is read once, and every run of it reads its jobs from the one copy kept (cloning each
+    /// as it admits it), so parallel runs of one trace hold it once.
     pub fn keeping_traces(mut self) -> Runner {
         self.keep_traces = true;
         self
@@ -119,6 +156,18 @@ impl Runner {
         self
     }
 
+    /// The trace kept for `path` read as `format`, if one is (see [`Runner::keeping_traces`]):
+    /// the very copy its runs share.
+    pub fn kept_trace(&self, path: &Path, format: traces::Format) -> Option<Arc<traces::Trace>> {
+        let kept = self.traces.lock().ok()?;
+        kept.get(&(path.to_path_buf(), format)).cloned()
+    }
+
+    /// How many times this runner has read a trace file (each kept trace counts once).
+    pub fn traces_read(&self) -> usize {
+        self.reads.load(Ordering::Relaxed)
+    }
+
     /// The most time-series buckets a run may write (`None`: no limit).
     pub(crate) fn series_limit(&self) -> Option<u64> {
         self.series_limit
@@ -141,7 +190,7 @@ impl Runner {
     /// Runs `spec` under `policy` instead of the one it names (a policy built by the caller,
     /// such as one written in Python).
     pub fn run_with_policy(&self, spec: &RunSpec, policy: &mut dyn Policy, keep: Keep) -> Result<RunOutcome, RunError> {
-        let trace = spec.trace.as_deref().map(|path| self.load_trace(path, spec.format)).transpose()?;
+        let trace = self.load_trace_of(spec)?;
         self.run_parts(spec, trace, policy, keep)
     }
 
@@ -149,7 +198,7 @@ impl Runner {
     /// the one `spec` names, under `spec`'s policy.
     pub fn run_trace(&self, spec: &RunSpec, trace: traces::Trace, keep: Keep) -> Result<RunOutcome, RunError> {
         let mut policy = spec.build_policy(&self.registry)?;
-        self.run_parts(spec, Some(trace), policy.as_mut(), keep)
+        self.run_parts(spec, Some(Loaded::Own(Box::new(trace))), policy.as_mut(), keep)
     }
 
     /// [`Runner::run_trace`] under `policy` instead of the one `spec` names (a forecast's,
@@ -161,31 +210,32 @@ impl Runner {
         policy: &mut dyn Policy,
         keep: Keep,
     ) -> Result<RunOutcome, RunError> {
-        self.run_parts(spec, Some(trace), policy, keep)
+        self.run_parts(spec, Some(Loaded::Own(Box::new(trace))), policy, keep)
     }
 
     fn run_parts(
         &self,
         spec: &RunSpec,
-        trace: Option<traces::Trace>,
+        trace: Option<Loaded>,
         policy: &mut dyn Policy,
         keep: Keep,
     ) -> Result<RunOutcome, RunError> {
-        let (setup, scenario, recorded_starts) = self.scenario(spec, trace)?;
-        let mut config = setup.config();
-        config.record_decisions = keep.decisions;
-        config.record_series = keep.series;
-        if let (true, Some(limit)) = (keep.series, self.series_limit) {
-            crate::series_limit::check(spec, scenario.workload.shape().submit_span(), limit, self.spelling)?;
-        }
+        let prepared = self.prepare(spec, trace, policy, keep)?;
+        self.run_prepared(prepared, policy)
+    }
+
+    /// Runs `prepared` under `policy` with every record kept in memory.
+    pub(crate) fn run_prepared(&self, prepared: Prepared, policy: &mut dyn Policy) -> Result<RunOutcome, RunError> {
+        let Prepared { scenario, config, recorded } = prepared;
         let started = Instant::now();
         let mut report = |p: sim::RunProgress| self.report_progress(p);
         let result = sim::Engine::new(scenario, policy, config)?.run_with_progress(policy, &mut report);
         let mut summary = reports::Summary::of(&result);
         summary.wall_s = Some(started.elapsed().as_secs_f64());
         // Only a trace that records starts (sacct) pays for the comparison.
+        let recorded_starts = recorded.starts();
         let vs_recorded = (!recorded_starts.is_empty())
-            .then(|| reports::recorded::start_deviations(&result, &recorded_starts))
+            .then(|| reports::recorded::start_deviations(&result, recorded_starts))
             .and_then(|deviations| reports::recorded::StartDeviations::of(deviations.values()));
         if let Some(vs) = &vs_recorded {
             vs.fill_summary(&mut summary);
@@ -193,20 +243,58 @@ impl Runner {
         Ok(RunOutcome { result, summary, vs_recorded })
     }
 
-    /// The setup of `spec` on `trace` (or the built-in workload without one), the scenario it
-    /// builds (failures resolved on its cluster), and the starts the trace recorded.
-    fn scenario(
+    /// The run of `spec` on `trace` (or the built-in workload) under `policy`, ready to start.
+    pub(crate) fn prepare(
         &self,
         spec: &RunSpec,
-        mut trace: Option<traces::Trace>,
-    ) -> Result<(Setup, Scenario, RecordedStarts), RunError> {
-        let recorded_starts = trace.as_mut().map(|t| std::mem::take(&mut t.recorded_starts)).unwrap_or_default();
-        let trace_cluster = trace.as_ref().and_then(|t| t.cluster.clone());
+        trace: Option<Loaded>,
+        policy: &dyn Policy,
+        keep: Keep,
+    ) -> Result<Prepared, RunError> {
+        match trace {
+            Some(Loaded::Kept(trace)) => self.kept_scenario(spec, trace, policy, keep),
+            Some(Loaded::Own(trace)) => self.scenario(spec, Some(*trace), keep),
+            None => self.scenario(spec, None, keep),
+        }
+    }
+
+    /// The trace `spec` names, if any, read or shared (see [`Runner::keeping_traces`]).
+    pub(crate) fn load_trace_of(&self, spec: &RunSpec) -> Result<Option<Loaded>, RunError> {
+        spec.trace.as_deref().map(|path| self.load_trace(path, spec.format)).transpose()
+    }
+
+    /// The Controller's settings of `setup`, keeping what `keep` says.
+    fn config(setup: &Setup, keep: Keep) -> ControllerConfig {
+        let mut config = setup.config();
+        config.record_decisions = keep.decisions;
+        config.record_series = keep.series;
+        config
+    }
+
+    /// Refuses a run that keeps time series of more buckets than allowed over the
+    /// submissions of `span`.
+    fn check_series(
+        &self,
+        spec: &RunSpec,
+        span: Option<(sim::SimTime, sim::SimTime)>,
+        keep: Keep,
+    ) -> Result<(), RunError> {
+        match (keep.series, self.series_limit) {
+            (true, Some(limit)) => crate::series_limit::check(spec, span, limit, self.spelling),
+            _ => Ok(()),
+        }
+    }
+
+    /// The setup of `spec` on a cluster chosen from `spec` and `trace_cluster`, with the
+    /// queues and datasets `spec` names, else the trace's.
+    fn setup(
+        &self,
+        spec: &RunSpec,
+        trace_cluster: Option<ClusterSpec>,
+        trace_queues: Vec<sim::QueueSpec>,
+        trace_datasets: Vec<sim::DatasetSpec>,
+    ) -> Result<Setup, RunError> {
         let cluster_spec = choose_cluster(spec, trace_cluster, self.spelling)?;
-        let (workload, events, trace_queues, trace_datasets) = match trace {
-            Some(trace) => (Some(trace.workload), trace.events, trace.queues, trace.datasets),
-            None => (None, Vec::new(), Vec::new(), Vec::new()),
-        };
         let datasets = match &spec.datasets {
             Some(path) => traces::load_datasets_file(path)?,
             None => trace_datasets,
@@ -215,7 +303,20 @@ impl Runner {
             Some(path) => traces::load_queues_file(path)?,
             None => trace_queues,
         };
-        let setup = Setup::new(spec.clone(), cluster_spec, queues, datasets)?;
+        Setup::new(spec.clone(), cluster_spec, queues, datasets)
+    }
+
+    /// The run of `spec` on its own `trace` (or the built-in workload without one): the
+    /// workload moved into the scenario (failures resolved on its cluster), checked.
+    fn scenario(&self, spec: &RunSpec, trace: Option<traces::Trace>, keep: Keep) -> Result<Prepared, RunError> {
+        let (workload, events, setup, recorded_starts) = match trace {
+            Some(mut trace) => {
+                let recorded_starts = std::mem::take(&mut trace.recorded_starts);
+                let setup = self.setup(spec, trace.cluster, trace.queues, trace.datasets)?;
+                (Some(trace.workload), trace.events, setup, recorded_starts)
+            }
+            None => (None, Vec::new(), self.setup(spec, None, Vec::new(), Vec::new())?, RecordedStarts::new()),
+        };
         let workload = match workload {
             Some(workload) => workload,
             None => builtin::workload(setup.cluster().gpu_count(), spec)?,
@@ -223,26 +324,51 @@ impl Runner {
         let start = workload.jobs().first().map_or(sim::SimTime::ZERO, |j| j.submit);
         let (events, feed) = resolve_failures(spec, &setup, start, events)?;
         let scenario = setup.scenario(workload, events, feed)?;
-        Ok((setup, scenario, recorded_starts))
+        self.check_series(spec, scenario.workload.shape().submit_span(), keep)?;
+        Ok(Prepared { scenario, config: Runner::config(&setup, keep), recorded: Recorded::Own(recorded_starts) })
     }
 
-    /// Reads the trace at `path` (or takes the copy kept from an earlier run).
-    fn load_trace(&self, path: &Path, format: traces::Format) -> Result<traces::Trace, RunError> {
+    /// The run of `spec` on the kept `trace` under `policy`: its jobs fed from the one copy
+    /// (see crate::kept), refused for what the same run in memory is refused for, in the same
+    /// order.
+    fn kept_scenario(
+        &self,
+        spec: &RunSpec,
+        trace: Arc<traces::Trace>,
+        policy: &dyn Policy,
+        keep: Keep,
+    ) -> Result<Prepared, RunError> {
+        let setup = self.setup(spec, trace.cluster.clone(), trace.queues.clone(), trace.datasets.clone())?;
+        let config = Runner::config(&setup, keep);
+        let start = trace.workload.jobs().first().map_or(sim::SimTime::ZERO, |j| j.submit);
+        let (events, feed) = resolve_failures(spec, &setup, start, trace.events.clone())?;
+        let mut checked = crate::kept::check(&trace.workload, &setup, policy, &config)?;
+        let jobs = crate::kept::feed(Arc::clone(&trace), &setup);
+        let scenario = setup.streamed_scenario(checked.shape.clone(), jobs, events, feed)?;
+        checked.refuse_placement()?;
+        self.check_series(spec, checked.shape.submit_span(), keep)?;
+        checked.refuse_run()?;
+        Ok(Prepared { scenario, config, recorded: Recorded::Kept(trace) })
+    }
+
+    /// Reads the trace at `path`, or shares the copy kept from an earlier run.
+    fn load_trace(&self, path: &Path, format: traces::Format) -> Result<Loaded, RunError> {
         if !self.keep_traces {
-            return self.read_trace(path, format);
+            return Ok(Loaded::Own(Box::new(self.read_trace(path, format)?)));
         }
         // Held while reading, so parallel runs of one sweep read (and note) each trace once.
         let mut kept = self.traces.lock().map_err(|_| RunError::new("the trace cache is poisoned"))?;
         let key = (path.to_path_buf(), format);
         if let Some(trace) = kept.get(&key) {
-            return Ok(trace.clone());
+            return Ok(Loaded::Kept(Arc::clone(trace)));
         }
-        let trace = self.read_trace(path, format)?;
-        kept.insert(key, trace.clone());
-        Ok(trace)
+        let trace = Arc::new(self.read_trace(path, format)?);
+        kept.insert(key, Arc::clone(&trace));
+        Ok(Loaded::Kept(trace))
     }
 
     fn read_trace(&self, path: &Path, format: traces::Format) -> Result<traces::Trace, RunError> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
         let trace = traces::load(path, format)?;
         for note in &trace.notes {
             (self.notes)(path, note);

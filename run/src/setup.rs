@@ -99,10 +99,16 @@ impl Setup {
         }
     }
 
+    /// Whether [`Setup::shape_job`] may change a job: some per-queue default or strict
+    /// consolidation is set. Without, a run takes its jobs as they are, uncopied.
+    pub fn shapes_jobs(&self) -> bool {
+        !self.queue_defaults.is_empty() || consolidation::applies(&self.spec)
+    }
+
     /// `workload` shaped job by job ([`Setup::shape_job`]); a per-queue setting for a queue
     /// no job is in is refused.
     pub fn shape(&self, workload: Workload) -> Result<Workload, RunError> {
-        if self.queue_defaults.is_empty() && !consolidation::applies(&self.spec) {
+        if !self.shapes_jobs() {
             return Ok(workload);
         }
         self.queue_defaults.check_used(workload.shape())?;

@@ -2,7 +2,7 @@
 //! Python's `sweep`. Parallel across runs, never inside one; each trace read once (the
 //! runner keeps what it read); results in run order whatever the threads.
 
-use crate::{Keep, RunSpec, Runner};
+use crate::{Folder, Keep, RunSpec, Runner};
 use rayon::prelude::*;
 use reports::Summary;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -111,18 +111,13 @@ impl Executor {
         Ok(done)
     }
 
-    /// One run, as `simulate` runs it, its files written into its spec's `out`.
+    /// One run, as `simulate` runs it, its files written into its spec's `out` as it goes
+    /// (its records are not kept: see [`Runner::run_summarised`]).
     fn run_one(&self, runner: &Runner, spec: &RunSpec) -> Result<Done, String> {
         let keep = Keep { decisions: spec.decisions, series: spec.out.is_some() };
-        let mut outcome = runner.run(spec, keep).map_err(|e| e.to_string())?;
-        let wall_s = match self.wall_in_files {
-            true => outcome.summary.wall_s.unwrap_or(0.0),
-            false => outcome.summary.wall_s.take().unwrap_or(0.0),
-        };
-        if let Some(dir) = &spec.out {
-            outcome.write(dir, spec.decisions)?;
-        }
-        outcome.summary.wall_s = None;
-        Ok(Done { summary: outcome.summary, wall_s })
+        let out = spec.out.as_deref().map(|dir| Folder { dir, wall_s: self.wall_in_files });
+        let mut summary = runner.run_summarised(spec, keep, out).map_err(|e| e.to_string())?;
+        let wall_s = summary.wall_s.take().unwrap_or(0.0);
+        Ok(Done { summary, wall_s })
     }
 }
