@@ -42,7 +42,7 @@ pub use series_limit::MAX_SERIES_BUCKETS;
 pub use setup::{Setup, parse_cluster_text};
 pub use spec::{BUILTIN_CLUSTER, BUILTIN_JOBS, BUILTIN_LOAD, MAX_HORIZON_DAYS, RunSpec};
 pub use spelling::Spelling;
-pub use summarised::Folder;
+pub use summarised::{Folder, Tee};
 
 use std::fmt;
 

@@ -67,10 +67,11 @@ fn cannot(dir: &Path, e: std::io::Error) -> RunError {
     RunError::new(format!("cannot write into {}: {e}", dir.display()))
 }
 
-/// A run's records to the summary being built and, with a run folder, to its files.
-struct Tee {
-    summary: SummaryBuilder,
-    files: Option<RecordFiles>,
+/// A run's records to the summary being built and, with a run folder, to its files (what a
+/// streamed `simulate` and a sweep's runs hand their records to).
+pub struct Tee {
+    pub summary: SummaryBuilder,
+    pub files: Option<RecordFiles>,
 }
 
 impl RecordSink for Tee {

@@ -102,7 +102,7 @@ fn run_streamed(runner: &run::Runner, spec: &RunSpec, keep: Keep, order: traces:
         }
         None => None,
     };
-    let mut sink = Tee { summary, files };
+    let mut sink = run::Tee { summary, files };
     let started = std::time::Instant::now();
     let end = runner.run_streamed(&setup, policy.as_mut(), keep, order, &mut sink)?;
     let (mut summary, shares) = sink.summary.finish_with_queues(&end);
@@ -133,26 +133,6 @@ fn run_streamed(runner: &run::Runner, spec: &RunSpec, keep: Keep, order: traces:
 
 fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 { 0.0 } else { part as f64 * 100.0 / whole as f64 }
-}
-
-/// A streamed run's records to the summary being built and, with --out, to the files.
-struct Tee {
-    summary: reports::SummaryBuilder,
-    files: Option<reports::RecordFiles>,
-}
-
-impl sim::RecordSink for Tee {
-    fn decision(&mut self, decision: sim::DecisionRecord, job_name: &str, task_name: Option<&str>) {
-        if let Some(files) = &mut self.files {
-            files.decision(decision, job_name, task_name);
-        }
-    }
-    fn job(&mut self, job: sim::JobRecord, tasks: Vec<sim::TaskRecord>) {
-        self.summary.add(&job);
-        if let Some(files) = &mut self.files {
-            files.job(job, tasks);
-        }
-    }
 }
 
 /// `simulate --json`: summary.json's object, with `starts_vs_recorded` (the table's
