@@ -17,8 +17,12 @@ use sim::{JobSpec, SimDuration, SimTime, Workload};
 /// GPUs per job and their weights, after Philly (where 93 % of jobs use one GPU).
 pub const PHILLY_GPU_MIX: [(u32, f64); 6] = [(1, 0.80), (2, 0.05), (4, 0.06), (8, 0.06), (16, 0.02), (32, 0.01)];
 
-/// The most jobs one generation may ask for: a guard against typos, not a model limit.
+/// The most jobs one generation held in memory may ask for (about 440 bytes a job): a guard
+/// against typos and running out of memory, not a model limit.
 pub const MAX_SYNTH_JOBS: usize = 10_000_000;
+/// The most jobs drawn one at a time may number (a streamed run holds the jobs in the system,
+/// not the workload): a guard against typos.
+pub const MAX_DRAWN_SYNTH_JOBS: usize = 1_000_000_000;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SynthConfig {
@@ -91,8 +95,8 @@ impl SynthConfig {
     fn check(&self) -> Result<(), TraceError> {
         let bad = |message: String| Err(TraceError::value("synthetic workload settings", message));
         let positive = |x: f64| x.is_finite() && x > 0.0;
-        if self.jobs == 0 || self.jobs > MAX_SYNTH_JOBS {
-            return bad(format!("jobs must be 1..={MAX_SYNTH_JOBS}, got {}", self.jobs));
+        if self.jobs == 0 || self.jobs > MAX_DRAWN_SYNTH_JOBS {
+            return bad(format!("jobs must be 1..={MAX_DRAWN_SYNTH_JOBS}, got {}", self.jobs));
         }
         if !positive(self.arrival_rate_per_hour) {
             return bad(format!("arrival rate must be a positive number per hour, got {}", self.arrival_rate_per_hour));
@@ -116,6 +120,14 @@ impl SynthConfig {
 
     /// Draws the workload. Same settings and seed give the identical workload on every run.
     pub fn generate(&self) -> Result<Workload, TraceError> {
+        if self.jobs > MAX_SYNTH_JOBS {
+            let message = format!(
+                "jobs must be 1..={MAX_SYNTH_JOBS} for a workload held in memory, got {} \
+                 (drawn one at a time, as `simulate --stream` does, up to {MAX_DRAWN_SYNTH_JOBS})",
+                self.jobs
+            );
+            return Err(TraceError::value("synthetic workload settings", message));
+        }
         let mut jobs = Vec::with_capacity(self.jobs);
         for job in self.jobs()? {
             jobs.push(job?);
@@ -346,6 +358,11 @@ mod tests {
     fn bad_settings_are_errors() {
         let bad = |c: SynthConfig| c.generate().unwrap_err().to_string();
         assert!(bad(SynthConfig { jobs: 0, ..small(1) }).contains("jobs must be"));
+        let in_memory = SynthConfig { jobs: MAX_SYNTH_JOBS + 1, ..small(1) }.generate().unwrap_err().to_string();
+        assert!(in_memory.contains("held in memory") && in_memory.contains("--stream"), "{in_memory}");
+        let drawn = SynthConfig { jobs: MAX_SYNTH_JOBS + 1, ..small(1) }.jobs().map(|mut jobs| jobs.next().is_some());
+        assert!(matches!(drawn, Ok(true)), "more jobs than fit in memory can still be drawn");
+        assert!(SynthConfig { jobs: MAX_DRAWN_SYNTH_JOBS + 1, ..small(1) }.jobs().is_err());
         assert!(bad(SynthConfig { arrival_rate_per_hour: f64::NAN, ..small(1) }).contains("arrival rate"));
         assert!(bad(SynthConfig { gpu_mix: vec![], ..small(1) }).contains("GPU mix"));
         assert!(bad(SynthConfig { gpu_mix: vec![(0, 1.0)], ..small(1) }).contains("GPU mix"));
