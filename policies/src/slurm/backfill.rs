@@ -106,13 +106,14 @@ impl Slurm {
         let limit = candidate.limit.unwrap_or(self.config.bf_window);
         let mut from = now;
         let (mut usable, mut given) = (allowed.clone(), Vec::new());
+        let mut sweep = space.sweep();
         // Each try starts later: at most one per slot of the plan.
         for _ in 0..1_000 {
             if from > now {
                 ended.give_up_to(from, nodes, &ending.jobs);
             }
             usable.copy_from(allowed);
-            let later = space.restrict(from, from + limit, &mut usable).filter(|&t| t > from);
+            let later = sweep.restrict(from, from + limit, &mut usable).filter(|&t| t > from);
             let fits = ended.fits.as_ref();
             let tried = if Room::of(&ending.all_ended, candidate, &usable, fits.map(|f| &f.ended)).any() {
                 let running = &ending.jobs[ended.count..];

@@ -35,7 +35,18 @@ impl NodeSet {
 
     /// Keeps the nodes also in `other`.
     pub fn intersect(&mut self, other: &NodeSet) {
-        self.words.iter_mut().zip(&other.words).for_each(|(a, b)| *a &= b);
+        self.intersect_words(&other.words);
+    }
+
+    /// Keeps the nodes also in the set whose words are `words` (sets kept side by side in one
+    /// buffer, as [`NodeSet::words`] gives them).
+    pub fn intersect_words(&mut self, words: &[u64]) {
+        self.words.iter_mut().zip(words).for_each(|(a, b)| *a &= b);
+    }
+
+    /// The set as words of 64 nodes, the first node in the lowest bit of the first word.
+    pub fn words(&self) -> &[u64] {
+        &self.words
     }
 
     /// Drops the nodes in `other`.

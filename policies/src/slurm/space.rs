@@ -38,29 +38,32 @@ impl Space {
         SimTime(t.as_ms() / self.resolution * self.resolution)
     }
 
-    /// Clears in `allowed` the nodes promised to others at some time of `[from, to]`, and
-    /// returns the end of the first slot that overlaps it, a later start to try.
-    pub fn restrict(&self, from: SimTime, to: SimTime, allowed: &mut NodeSet) -> Option<SimTime> {
-        let overlapping = self.overlapping(from, |s| s.begin <= to);
-        let later = overlapping.clone().next().map(|s| s.end);
-        overlapping.for_each(|slot| allowed.intersect(&slot.free));
-        later.filter(|&t| t < self.end())
+    /// One job's tries over the plan, each later than the last ([`Sweep`]).
+    pub fn sweep(&self) -> Sweep<'_> {
+        let words = self.slots.first().map_or(0, |s| s.free.words().len());
+        let full = NodeSet::full(words * 64);
+        Sweep {
+            slots: &self.slots,
+            end: self.end(),
+            first: 0,
+            mid: 0,
+            last: 0,
+            base: 0,
+            front: Vec::new(),
+            back: full,
+            words,
+        }
     }
 
-    /// Whether some node of `nodes` is promised to another job at some time of `[from, to)`.
+    /// Whether some node of `nodes` is promised to another job at some time of `[from, to)`:
+    /// the slots tile the plan in time order, so the first that ends after `from` is found by
+    /// bisection.
     pub fn overlaps(&self, nodes: &[NodeId], from: SimTime, to: SimTime) -> bool {
-        self.overlapping(from, |s| s.begin < to).any(|s| nodes.iter().any(|n| !s.free.contains(n.index())))
-    }
-
-    /// The slots that end after `from` and begin as `before` says, in order: the slots tile
-    /// the plan in time order, so the first is found by bisection.
-    fn overlapping(
-        &self,
-        from: SimTime,
-        before: impl Fn(&Slot) -> bool + Clone,
-    ) -> impl Iterator<Item = &Slot> + Clone {
         let first = self.slots.partition_point(|s| s.end <= from);
-        self.slots[first..].iter().take_while(move |s| before(s))
+        self.slots[first..]
+            .iter()
+            .take_while(|s| s.begin < to)
+            .any(|s| nodes.iter().any(|n| !s.free.contains(n.index())))
     }
 
     /// Promises `nodes` (whole) over `[from, to)`.
@@ -84,6 +87,84 @@ impl Space {
     }
 }
 
+/// The nodes free over a job's tries, each from a later time than the last. A try from `from`
+/// to `to` needs the nodes free in every slot that overlaps it; as the tries move later, the
+/// slots they overlap only move forward, so their intersection is kept as a queue of two
+/// stacks: the older slots' suffix intersections and one running intersection of the newer.
+/// Each slot is intersected a few times a job, where intersecting every overlapped slot at
+/// every try cost slots × tries (a long queue holds hundreds of reservations, each a slot
+/// edge, and a job may try once per slot).
+pub struct Sweep<'a> {
+    slots: &'a [Slot],
+    /// The plan's end: no later start is offered from there.
+    end: SimTime,
+    /// The slots overlapped by the last try: `first..last`.
+    first: usize,
+    last: usize,
+    /// `base..mid`: slots whose suffix intersections `front` holds, `words` words each, the
+    /// one from slot `i` to `mid` at row `i - base`.
+    base: usize,
+    mid: usize,
+    front: Vec<u64>,
+    /// The intersection of slots `mid..last`.
+    back: NodeSet,
+    words: usize,
+}
+
+impl Sweep<'_> {
+    /// Clears in `allowed` the nodes promised to others at some time of `[from, to]`, and
+    /// returns the end of the first slot that overlaps it, a later start to try. `from` and
+    /// `to` are never earlier than the last try's.
+    pub fn restrict(&mut self, from: SimTime, to: SimTime, allowed: &mut NodeSet) -> Option<SimTime> {
+        let mut first = self.first;
+        while self.slots.get(first).is_some_and(|s| s.end <= from) {
+            first += 1;
+        }
+        if first >= self.last {
+            self.restart_at(first);
+        }
+        while let Some(slot) = self.slots.get(self.last).filter(|s| s.begin <= to) {
+            self.back.intersect(&slot.free);
+            self.last += 1;
+        }
+        self.first = first;
+        if first == self.last {
+            return None;
+        }
+        if first >= self.mid {
+            self.turn_over();
+        }
+        let row = (first - self.base) * self.words;
+        allowed.intersect_words(&self.front[row..row + self.words]);
+        if self.mid < self.last {
+            allowed.intersect(&self.back);
+        }
+        let later = self.slots[first].end;
+        (later < self.end).then_some(later)
+    }
+
+    /// Nothing overlapped yet from slot `at`.
+    fn restart_at(&mut self, at: usize) {
+        (self.first, self.last, self.base, self.mid) = (at, at, at, at);
+        self.back = NodeSet::full(self.words * 64);
+        self.front.clear();
+    }
+
+    /// Moves every slot of `first..last` to the front stack, as suffix intersections.
+    fn turn_over(&mut self) {
+        let (first, last, words) = (self.first, self.last, self.words);
+        self.front.clear();
+        self.front.resize((last - first) * words, u64::MAX);
+        let mut suffix = NodeSet::full(words * 64);
+        for i in (first..last).rev() {
+            suffix.intersect(&self.slots[i].free);
+            self.front[(i - first) * words..(i - first + 1) * words].copy_from_slice(suffix.words());
+        }
+        (self.base, self.mid) = (first, last);
+        self.back = NodeSet::full(words * 64);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,13 +180,50 @@ mod tests {
         space.reserve(&[NodeId(1)], s(180), s(300));
         let mut allowed = NodeSet::full(3);
         // [125, 170] ends before the reservation: every node; the first slot ends at 180.
-        assert_eq!(space.restrict(s(125), s(170), &mut allowed), Some(s(180)));
+        assert_eq!(space.sweep().restrict(s(125), s(170), &mut allowed), Some(s(180)));
         assert_eq!(allowed, NodeSet::full(3));
         // [125, 200] reaches into it: node 1 is taken.
-        space.restrict(s(125), s(200), &mut allowed);
+        space.sweep().restrict(s(125), s(200), &mut allowed);
         assert_eq!(allowed.iter().collect::<Vec<_>>(), [0, 2]);
         assert!(space.overlaps(&[NodeId(1)], s(250), s(400)));
         assert!(!space.overlaps(&[NodeId(1)], s(300), s(400)));
         assert!(!space.overlaps(&[NodeId(0), NodeId(2)], s(120), s(720)));
+    }
+
+    /// What a try from `from` to `to` may use: every slot that overlaps it, intersected one by
+    /// one.
+    fn by_every_slot(space: &Space, from: SimTime, to: SimTime, allowed: &mut NodeSet) -> Option<SimTime> {
+        let overlapping: Vec<&Slot> = space.slots.iter().filter(|s| s.end > from && s.begin <= to).collect();
+        overlapping.iter().for_each(|s| allowed.intersect(&s.free));
+        overlapping.first().map(|s| s.end).filter(|&t| t < space.end())
+    }
+
+    #[test]
+    fn a_sweep_of_later_and_later_tries_sees_what_every_slot_says() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        for _ in 0..200 {
+            let nodes = 1 + next(150) as usize;
+            let mut space = Space::new(s(0), SimDuration::from_secs(60), SimDuration::from_secs(6000), nodes);
+            for _ in 0..next(40) {
+                let begin = next(100) * 60;
+                let taken: Vec<NodeId> = (0..1 + next(4)).map(|_| NodeId(next(nodes as u64) as u32)).collect();
+                space.reserve(&taken, s(begin), s(begin + 60 * (1 + next(20))));
+            }
+            let limit = 60 * next(30);
+            let (mut sweep, mut from) = (space.sweep(), 0);
+            while from < 6100 {
+                let (mut swept, mut each) = (NodeSet::full(nodes), NodeSet::full(nodes));
+                let later = sweep.restrict(s(from), s(from + limit), &mut swept);
+                assert_eq!(later, by_every_slot(&space, s(from), s(from + limit), &mut each), "from {from}");
+                assert_eq!(swept, each, "from {from} to {}", from + limit);
+                from += next(400);
+            }
+        }
     }
 }
