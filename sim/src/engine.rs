@@ -296,6 +296,9 @@ impl Engine {
         let mut arrivals_due = true;
         let end_of_now = EventKey { time: now, phase: u8::MAX, seq: 0 };
         while let Some((key, event)) = self.queue.pop_before(end_of_now) {
+            if let Some(&Event::TaskFinished { task, job, .. }) = self.queue.peek_event() {
+                self.controller.prefetch_task(task, job);
+            }
             if key.phase < PHASE_COMPLETION {
                 changed |= self.observer.apply(event, &mut self.controller, &mut self.queue);
                 self.controller.count_event();
@@ -331,7 +334,7 @@ impl Engine {
 
     fn apply(&mut self, event: Event, woken: &mut bool) -> bool {
         match event {
-            Event::TaskFinished { task, attempt } => self.controller.task_finished(task, attempt),
+            Event::TaskFinished { task, attempt, .. } => self.controller.task_finished(task, attempt),
             Event::TaskExited { task, attempt, code } => {
                 let failure = (code != 0).then(|| crate::controller::exited_with(code));
                 let applied = self.controller.task_exited(task, attempt, failure.as_deref());
@@ -373,8 +376,8 @@ impl Engine {
             && self.next_arrival_time().is_none();
         for effect in self.effects.drain(..) {
             match effect {
-                Effect::Started { task, attempt, finish_at } => match self.clock {
-                    Clock::Virtual => self.queue.push(finish_at, Event::TaskFinished { task, attempt }),
+                Effect::Started { task, job, attempt, finish_at } => match self.clock {
+                    Clock::Virtual => self.queue.push(finish_at, Event::TaskFinished { task, job, attempt }),
                     Clock::Wall => self.reported.started(&mut self.queue, task, attempt),
                 },
                 Effect::Stopped { .. } => self.stale += 1,
@@ -396,7 +399,7 @@ impl Engine {
         let controller = &self.controller;
         let mut latest = self.purged_until;
         self.queue.retain(|key, event| {
-            let Event::TaskFinished { task, attempt } = *event else { return true };
+            let Event::TaskFinished { task, attempt, .. } = *event else { return true };
             // An ended attempt never runs again: a restart is a new attempt. (A task let go
             // with its job runs no more.)
             let live = controller

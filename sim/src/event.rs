@@ -43,6 +43,8 @@ pub enum Event {
     },
     TaskFinished {
         task: TaskId,
+        /// The task's job: the engine loads its state ahead (`prefetch.rs`).
+        job: JobId,
         attempt: u32,
     },
     /// Wall clock: the attempt's process exited with `code` (its place among same-time
@@ -221,6 +223,10 @@ impl EventQueue {
         let key = EventKey { time, phase: event.phase(), seq };
         self.heap.push(Scheduled { key: key.packed(), event });
     }
+    /// The next event, without its key.
+    pub fn peek_event(&self) -> Option<&Event> {
+        self.heap.peek().map(|s| &s.event)
+    }
     pub fn peek_key(&self) -> Option<EventKey> {
         self.heap.peek().map(|s| EventKey::unpacked(s.key))
     }
@@ -253,7 +259,7 @@ mod tests {
         let t = SimTime(5);
         q.push(t, Event::Wake);
         q.push(t, Event::JobArrival(JobId(1)));
-        q.push(t, Event::TaskFinished { task: TaskId(9), attempt: 1 });
+        q.push(t, Event::TaskFinished { task: TaskId(9), job: JobId(3), attempt: 1 });
         q.push(t, Event::JobArrival(JobId(0)));
         q.push(SimTime(4), Event::Wake);
         let order: Vec<Event> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
@@ -261,7 +267,7 @@ mod tests {
             order,
             vec![
                 Event::Wake,
-                Event::TaskFinished { task: TaskId(9), attempt: 1 },
+                Event::TaskFinished { task: TaskId(9), job: JobId(3), attempt: 1 },
                 Event::JobArrival(JobId(1)),
                 Event::JobArrival(JobId(0)),
                 Event::Wake,

@@ -25,6 +25,7 @@ mod occupancy;
 pub mod passes;
 mod plan;
 pub mod policy;
+mod prefetch;
 pub mod quota;
 pub mod record;
 mod release;

@@ -73,7 +73,7 @@ fn drive(mut controller: Controller, jobs: &[JobSpec], add: bool) -> Vec<String>
         }
         controller.decide(&mut policy, &mut effects);
         for e in effects.drain(..) {
-            if let Effect::Started { task, attempt, finish_at } = e {
+            if let Effect::Started { task, attempt, finish_at, .. } = e {
                 finishing.push((finish_at, task, attempt));
             }
         }

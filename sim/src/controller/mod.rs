@@ -44,7 +44,7 @@ use thin_vec::ThinVec;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effect {
     /// Run the task's attempt; undisturbed, it completes at `finish_at`.
-    Started { task: TaskId, attempt: u32, finish_at: SimTime },
+    Started { task: TaskId, job: JobId, attempt: u32, finish_at: SimTime },
     /// Stop the task (preempted); its completion event, if any, is now stale.
     Stopped { task: TaskId },
     /// Call the policy again at this time.
@@ -338,6 +338,16 @@ impl Controller {
     /// The task's state, unless a streamed run has let its job go.
     pub fn resident_task(&self, task: TaskId) -> Option<&TaskState> {
         self.tasks.get(task.index())
+    }
+    /// Starts loading the state of `task` and of its `job`, which a completion soon applied
+    /// reads ([`crate::prefetch`]).
+    pub(crate) fn prefetch_task(&self, task: TaskId, job: JobId) {
+        if let Some(t) = self.tasks.get(task.index()) {
+            crate::prefetch::prefetch(t);
+        }
+        if let Some(j) = self.jobs.get(job.index()) {
+            crate::prefetch::prefetch(j);
+        }
     }
     pub fn running_tasks(&self) -> u32 {
         self.occupancy.running_tasks()
@@ -655,7 +665,7 @@ impl Controller {
         let (attempt, finish_at) = (t.attempt, t.finish_if_undisturbed());
         self.changes.push(Change::TaskStarted(task));
         self.watch_progress(task);
-        effects.push(Effect::Started { task, attempt, finish_at });
+        effects.push(Effect::Started { task, job, attempt, finish_at });
     }
 
     /// A new attempt of `task` starts now on `gpus`: its speed there, and the overhead it pays

@@ -1,0 +1,22 @@
+//! A hint to the processor to start loading a value it will soon need. At 100,000 GPUs a run
+//! holds over a million jobs, and the task a completion ends was started long ago: its state
+//! is cold, a cache miss at each completion. The engine knows the next completion one event
+//! ahead (the heap's top), so it asks for that task's state while it applies this one.
+
+/// Asks for the cache lines of `value` (up to three); changes nothing else.
+pub(crate) fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        const LINE: usize = 64;
+        let start = std::ptr::from_ref(value).cast::<i8>();
+        for offset in (0..size_of::<T>().min(3 * LINE)).step_by(LINE) {
+            // SAFETY: a prefetch never dereferences its address and cannot fault; the
+            // address is inside `value` (SSE, and so the instruction, is part of every
+            // x86_64 target).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
