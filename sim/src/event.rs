@@ -166,12 +166,18 @@ impl QuadHeap {
         Some(top)
     }
 
-    /// The child of `at` with the smallest key, among the items before `end`.
+    /// The child of `at` with the smallest key, among the items before `end`. (Keys are
+    /// unique: their sequence numbers are.)
     fn smallest_child(&self, at: usize, end: usize) -> Option<usize> {
         let first = 4 * at + 1;
-        let children = self.items.get(first..end.min(first + 4))?;
-        let (offset, _) = children.iter().enumerate().min_by_key(|(_, s)| s.key)?;
-        Some(first + offset)
+        if first + 4 <= end {
+            // Most nodes have four children: two pairs, then their winners.
+            let key = |i: usize| self.items[i].key;
+            let left = if key(first) < key(first + 1) { first } else { first + 1 };
+            let right = if key(first + 2) < key(first + 3) { first + 2 } else { first + 3 };
+            return Some(if key(left) < key(right) { left } else { right });
+        }
+        (first..end).min_by_key(|&i| self.items[i].key)
     }
 
     fn sift_up(&mut self, mut at: usize) {
