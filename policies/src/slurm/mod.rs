@@ -54,6 +54,14 @@ pub struct Slurm {
     /// What each job is charged and ranked by, while it waits or runs.
     facts: BTreeMap<JobId, JobFacts>,
     running: BTreeMap<TaskId, Running>,
+    /// The running tasks in the order backfill plans with them ([`EndKey`]), with where they
+    /// run: kept as they start and stop, where sorting them anew cost every pass (and every
+    /// start in one) all of them.
+    by_end: BTreeMap<EndKey, Parts>,
+    /// Parts of running tasks on each node: each holds one of its CPUs.
+    held_cpus: Vec<u32>,
+    /// GPUs of running tasks on each node.
+    held_gpus: Vec<u32>,
     /// What the running jobs of each QOS with limits hold.
     qos_usage: QosUsage,
     /// When submissions and ends ask for a main pass (Slurm's `job_sched_cnt`): an end asks
@@ -99,6 +107,16 @@ impl Running {
     }
 }
 
+/// A running task's place in backfill's plan: by the end its limit gives, then its first node,
+/// then its id (the order of a stable sort of the running tasks by id on end and first node).
+type EndKey = (SimTime, Option<NodeId>, TaskId);
+
+impl Running {
+    fn end_key(&self, task: TaskId) -> EndKey {
+        (self.expected_end, self.parts.first().map(|p| p.0), task)
+    }
+}
+
 /// What one placement starts: a waiting task (the list leaves room for a job-level gang),
 /// each with its shape.
 #[derive(Debug, Clone)]
@@ -122,6 +140,9 @@ impl Slurm {
             pending: BTreeMap::new(),
             facts: BTreeMap::new(),
             running: BTreeMap::new(),
+            by_end: BTreeMap::new(),
+            held_cpus: Vec::new(),
+            held_gpus: Vec::new(),
             qos_usage: QosUsage::default(),
             requests: BTreeSet::new(),
             pass_now: false,
@@ -177,8 +198,9 @@ impl Slurm {
                 }
                 Change::TaskStarted(task) => self.started_elsewhere(view, task),
                 Change::JobEnded(job) => {
-                    let stopped: Vec<TaskId> =
-                        self.running.iter().filter(|(_, r)| r.job == job).map(|(&t, _)| t).collect();
+                    // Its tasks' ids are consecutive: a look-up each, not a walk over every
+                    // running task.
+                    let stopped: Vec<TaskId> = view.job(job).tasks().filter(|t| self.running.contains_key(t)).collect();
                     if !stopped.is_empty() {
                         self.requests.insert(now + view.release_latency());
                     }
@@ -240,7 +262,31 @@ impl Slurm {
         if let Some(facts) = self.facts.get(&run.job) {
             self.qos_usage.count(&self.config.qos_limits, facts, run.gpus(), true);
         }
+        if let Some(old) = self.running.remove(&task) {
+            self.hold(&old.parts, false);
+            self.by_end.remove(&old.end_key(task));
+        }
+        self.hold(&run.parts, true);
+        self.by_end.insert(run.end_key(task), run.parts.clone());
         self.running.insert(task, run);
+    }
+
+    /// Counts (or stops counting) what `parts` hold of their nodes.
+    fn hold(&mut self, parts: &Parts, add: bool) {
+        for &(node, gpus) in parts {
+            let n = node.index();
+            if n >= self.held_cpus.len() {
+                self.held_cpus.resize(n + 1, 0);
+                self.held_gpus.resize(n + 1, 0);
+            }
+            if add {
+                self.held_cpus[n] += 1;
+                self.held_gpus[n] += gpus;
+            } else {
+                self.held_cpus[n] -= 1;
+                self.held_gpus[n] -= gpus;
+            }
+        }
     }
 
     /// Which QOS limit `candidate` would pass if it started now.
@@ -253,6 +299,8 @@ impl Slurm {
     /// A task stopped at `now`: its job is charged for the time it ran.
     fn stopped(&mut self, task: TaskId, now: SimTime) {
         let Some(run) = self.running.remove(&task) else { return };
+        self.hold(&run.parts, false);
+        self.by_end.remove(&run.end_key(task));
         if let Some(facts) = self.facts.get(&run.job) {
             self.qos_usage.count(&self.config.qos_limits, facts, run.gpus(), false);
         }
@@ -320,15 +368,15 @@ impl Slurm {
         out
     }
 
-    /// Free GPUs and CPUs of every node now.
+    /// Free GPUs and CPUs of every node now: each part of a running task holds one CPU.
     fn nodes(&self, view: &ClusterView<'_>, plan: &Plan<'_>) -> Nodes {
         let cluster = view.cluster();
-        let mut cpus: Vec<u32> = cluster.nodes().iter().map(|n| self.config.node_cpus.unwrap_or(n.gpu_count)).collect();
-        for run in self.running.values() {
-            for &(node, _) in &run.parts {
-                cpus[node.index()] = cpus[node.index()].saturating_sub(1);
-            }
-        }
+        let held = |n: usize| self.held_cpus.get(n).copied().unwrap_or(0);
+        let cpus = cluster
+            .nodes()
+            .iter()
+            .map(|n| self.config.node_cpus.unwrap_or(n.gpu_count).saturating_sub(held(n.id.index())))
+            .collect();
         let gpus = cluster.nodes().iter().map(|n| plan.free().on_node(n.id)).collect();
         let pools = cluster.nodes().iter().map(|n| n.pool.0).collect();
         Nodes { gpus, cpus, pools }
@@ -561,6 +609,59 @@ impl Policy for Slurm {
         self.woken_at = self.next_wake(now, &clocks, !self.running.is_empty());
         if let Some(at) = self.woken_at {
             plan.wake_at(at).expect("a wake-up after now");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slurm() -> Slurm {
+        Slurm::new(&Params::new("slurm", BTreeMap::new(), Some(PARAMS)).unwrap()).unwrap()
+    }
+
+    /// What the kept running index must equal: every running task sorted by end and first
+    /// node, stably over task ids, and each node's parts and GPUs counted.
+    fn from_scratch(slurm: &Slurm, nodes: usize) -> (Vec<(EndKey, Parts)>, Vec<u32>, Vec<u32>) {
+        let mut by_end: Vec<(EndKey, Parts)> =
+            slurm.running.iter().map(|(&t, r)| (r.end_key(t), r.parts.clone())).collect();
+        by_end.sort_by_key(|((end, first, _), _)| (*end, *first));
+        let (mut cpus, mut gpus) = (vec![0; nodes], vec![0; nodes]);
+        for &(node, count) in slurm.running.values().flat_map(|r| &r.parts) {
+            cpus[node.index()] += 1;
+            gpus[node.index()] += count;
+        }
+        (by_end, cpus, gpus)
+    }
+
+    #[test]
+    fn the_running_index_kept_as_tasks_start_and_stop_is_the_one_sorted_anew() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        let nodes = 12;
+        let mut slurm = slurm();
+        for step in 0..3_000 {
+            let task = TaskId(next(60) as u32);
+            if slurm.running.contains_key(&task) && next(3) > 0 {
+                slurm.stopped(task, SimTime(step));
+            } else {
+                // Ends and first nodes collide often, so ties fall to the task ids.
+                let parts: Parts =
+                    (0..1 + next(3)).map(|_| (NodeId(next(nodes as u64) as u32), 1 + next(8) as u32)).collect();
+                let run = Running { job: JobId(0), parts, start: SimTime(step), expected_end: SimTime(next(5) * 1000) };
+                slurm.ran(task, run);
+            }
+            let (by_end, cpus, gpus) = from_scratch(&slurm, nodes);
+            let kept: Vec<(EndKey, Parts)> = slurm.by_end.iter().map(|(&k, p)| (k, p.clone())).collect();
+            assert_eq!(kept, by_end, "step {step}");
+            let held = |counts: &[u32]| (0..nodes).map(|n| counts.get(n).copied().unwrap_or(0)).collect::<Vec<_>>();
+            assert_eq!((held(&slurm.held_cpus), held(&slurm.held_gpus)), (cpus, gpus), "step {step}");
         }
     }
 }

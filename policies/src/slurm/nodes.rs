@@ -79,6 +79,19 @@ impl Nodes {
         set
     }
 
+    /// The nodes whose free GPUs a task of no fixed split may spread over: a free CPU and a
+    /// free GPU.
+    pub fn spreading(&self) -> NodeSet {
+        let mut set = NodeSet::empty(self.gpus.len());
+        (0..self.gpus.len()).filter(|&n| self.spreads_on(n)).for_each(|n| set.insert(n));
+        set
+    }
+
+    /// Whether a task of no fixed split may take GPUs of `node`.
+    pub fn spreads_on(&self, node: usize) -> bool {
+        self.cpus[node] >= 1 && self.gpus[node] > 0
+    }
+
     /// Whether `node` can take one share of `ask`: a free CPU and `per_node` free GPUs.
     pub fn takes_share(&self, node: usize, ask: &Ask) -> bool {
         self.cpus[node] >= 1 && self.gpus[node] >= ask.per_node
