@@ -37,18 +37,20 @@ impl Slurm {
     pub(super) fn backfill_pass(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
         let now = view.now();
         let queue = self.queue(view, plan);
-        let mut nodes = self.nodes(view, plan);
+        let mut nodes = self.nodes(plan);
         let mut space = Space::new(now, self.config.bf_resolution, self.config.bf_window, nodes.gpus.len());
         let (mut tested, mut per_user, mut per_part) = (0, BTreeMap::new(), BTreeMap::new());
-        let mut allowed = super::Allowed::default();
         let all_ended = self.all_ended(&nodes);
-        for candidate in &queue {
+        for candidate in queue.candidates.iter() {
             if tested >= self.config.bf_max_job_test {
                 break;
             }
-            let user = self.facts.get(&candidate.job).map(|f| f.assoc.1.clone()).unwrap_or_default();
+            if !super::waiting(view, plan, candidate) {
+                continue;
+            }
+            let user = self.facts.get(&candidate.job).map_or("", |f| f.assoc.1.as_str());
             if over(&mut per_user, user, self.config.bf_max_job_user)
-                || over(&mut per_part, candidate.partition.to_string(), self.config.bf_max_job_part)
+                || over(&mut per_part, candidate.partition.as_str(), self.config.bf_max_job_part)
             {
                 continue;
             }
@@ -60,9 +62,10 @@ impl Slurm {
             if qos == Over::Gpus {
                 continue; // tested, but no start and no reservation: its start is unknown
             }
-            let own = allowed.of(view, candidate);
+            let own = self.allowed.of(view, candidate);
             self.plan_one(view, plan, &mut nodes, &mut space, candidate, &own, &all_ended);
         }
+        self.keep(queue);
     }
 
     /// `nodes` as they will be once every running task has ended.
@@ -388,11 +391,14 @@ fn spread_gpus(nodes: &Nodes, usable: &NodeSet, spread: &NodeSet) -> u32 {
 }
 
 /// Counts one more job of `key`; true when that passes `limit` (0: none).
-fn over(counts: &mut BTreeMap<String, usize>, key: String, limit: usize) -> bool {
+fn over(counts: &mut BTreeMap<String, usize>, key: &str, limit: usize) -> bool {
     if limit == 0 {
         return false;
     }
-    let count = counts.entry(key).or_default();
+    if !counts.contains_key(key) {
+        counts.insert(key.to_string(), 0);
+    }
+    let count = counts.get_mut(key).expect("just counted");
     *count += 1;
     *count > limit
 }
