@@ -12,37 +12,45 @@ use super::node_set::NodeSet;
 use super::nodes::{Ask, Nodes, Parts};
 use super::qos::Over;
 use super::space::Space;
-use super::{Candidate, Slurm, select_all};
+use super::{Candidate, EndKey, Slurm, select_all};
 use sim::{ClusterView, NodeId, Plan, SimDuration, SimTime};
 use std::collections::BTreeMap;
+use std::collections::btree_map;
 
 /// The first group of running jobs taken away ends within this of the next multiple of it.
 const GROUP: u64 = 30_000;
 
 /// The running tasks as backfill plans with them: by the ends their limits give.
-struct Ending {
-    jobs: Vec<(SimTime, Parts)>,
+struct Ending<'a> {
+    jobs: &'a BTreeMap<EndKey, Parts>,
     /// The nodes once every one has ended: a job with no room there never has any (most tries
-    /// of a long queue), and is told so without a walk through the running tasks.
-    all_ended: Nodes,
+    /// of a long queue), and is told so without a walk through the running tasks. A task
+    /// started in the pass leaves it as it is (its nodes are taken from the pass's nodes and
+    /// given back here).
+    all_ended: &'a Nodes,
 }
+
+/// The running tasks from some place in end order on.
+type EndingFrom<'a> = btree_map::Iter<'a, EndKey, Parts>;
 
 impl Slurm {
     pub(super) fn backfill_pass(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
         let now = view.now();
         let queue = self.queue(view, plan);
-        let mut nodes = self.nodes(view, plan);
+        let mut nodes = self.nodes(plan);
         let mut space = Space::new(now, self.config.bf_resolution, self.config.bf_window, nodes.gpus.len());
         let (mut tested, mut per_user, mut per_part) = (0, BTreeMap::new(), BTreeMap::new());
-        let mut allowed = super::Allowed::default();
-        let mut ending = self.ending(&nodes);
-        for candidate in &queue {
+        let all_ended = self.all_ended(&nodes);
+        for candidate in queue.candidates.iter() {
             if tested >= self.config.bf_max_job_test {
                 break;
             }
-            let user = self.facts.get(&candidate.job).map(|f| f.assoc.1.clone()).unwrap_or_default();
+            if !super::waiting(view, plan, candidate) {
+                continue;
+            }
+            let user = self.facts.get(&candidate.job).map_or("", |f| f.assoc.1.as_str());
             if over(&mut per_user, user, self.config.bf_max_job_user)
-                || over(&mut per_part, candidate.partition.to_string(), self.config.bf_max_job_part)
+                || over(&mut per_part, candidate.partition.as_str(), self.config.bf_max_job_part)
             {
                 continue;
             }
@@ -54,22 +62,21 @@ impl Slurm {
             if qos == Over::Gpus {
                 continue; // tested, but no start and no reservation: its start is unknown
             }
-            let own = allowed.of(view, candidate);
-            if self.plan_one(view, plan, &mut nodes, &mut space, candidate, &own, &ending) {
-                ending = self.ending(&nodes);
-            }
+            let own = self.allowed.of(view, candidate);
+            self.plan_one(view, plan, &mut nodes, &mut space, candidate, &own, &all_ended);
         }
+        self.keep(queue);
     }
 
-    /// The running tasks by the end their time limits give, with where they run, and `nodes`
-    /// as they will be once all have ended.
-    fn ending(&self, nodes: &Nodes) -> Ending {
-        let mut jobs: Vec<(SimTime, Parts)> =
-            self.running.values().map(|r| (r.expected_end, r.parts.clone())).collect();
-        jobs.sort_by_key(|(end, parts)| (*end, parts.first().map(|p| p.0)));
+    /// `nodes` as they will be once every running task has ended.
+    fn all_ended(&self, nodes: &Nodes) -> Nodes {
         let mut all_ended = nodes.clone();
-        jobs.iter().for_each(|(_, parts)| all_ended.give(parts));
-        Ending { jobs, all_ended }
+        let held = |counts: &[u32], n: usize| counts.get(n).copied().unwrap_or(0);
+        for (n, (gpus, cpus)) in all_ended.gpus.iter_mut().zip(&mut all_ended.cpus).enumerate() {
+            *gpus += held(&self.held_gpus, n);
+            *cpus += held(&self.held_cpus, n);
+        }
+        all_ended
     }
 
     /// Starts `candidate` now (true) or reserves its earliest start in `space`.
@@ -82,26 +89,27 @@ impl Slurm {
         space: &mut Space,
         candidate: &Candidate,
         allowed: &NodeSet,
-        ending: &Ending,
+        all_ended: &Nodes,
     ) -> bool {
-        let mut ended = Ended { count: 0, fits: Fits::of(nodes, &ending.all_ended, candidate) };
-        let now_on = self.earliest(view.now(), nodes, space, candidate, allowed, ending, &mut ended);
-        ending.jobs[..ended.count].iter().for_each(|(_, parts)| nodes.take(parts));
+        let ending = Ending { jobs: &self.by_end, all_ended };
+        let mut ended = Ended { count: 0, rest: ending.jobs.iter(), fits: Fits::of(nodes, all_ended, candidate) };
+        let now_on = self.earliest(view.now(), nodes, space, candidate, allowed, &ending, &mut ended);
+        ending.jobs.values().take(ended.count).for_each(|parts| nodes.take(parts));
         now_on.is_some_and(|parts| self.start(view, plan, nodes, candidate, parts))
     }
 
     /// Tries `candidate` from now, one slot of the plan later each time, until it starts now
     /// (where, returned), reserves its start in `space`, or cannot (`None` both).
     #[allow(clippy::too_many_arguments)]
-    fn earliest(
+    fn earliest<'a>(
         &self,
         now: SimTime,
         nodes: &mut Nodes,
         space: &mut Space,
         candidate: &Candidate,
         allowed: &NodeSet,
-        ending: &Ending,
-        ended: &mut Ended,
+        ending: &Ending<'a>,
+        ended: &mut Ended<'a>,
     ) -> Option<Vec<Parts>> {
         let limit = candidate.limit.unwrap_or(self.config.bf_window);
         let mut from = now;
@@ -110,18 +118,18 @@ impl Slurm {
         // Each try starts later: at most one per slot of the plan.
         for _ in 0..1_000 {
             if from > now {
-                ended.give_up_to(from, nodes, &ending.jobs);
+                ended.give_up_to(from, nodes);
             }
             usable.copy_from(allowed);
             let later = sweep.restrict(from, from + limit, &mut usable).filter(|&t| t > from);
             let fits = ended.fits.as_ref();
-            let tried = if Room::of(&ending.all_ended, candidate, &usable, fits.map(|f| &f.ended)).any() {
-                let running = &ending.jobs[ended.count..];
+            let tried = if Room::any_in(ending.all_ended, candidate, &usable, fits.map(|f| &f.ended)) {
+                let running = ended.rest.clone();
                 will_run(now, from, later, nodes, running, candidate, &usable, fits.map(|f| &f.now), &mut given)
             } else {
                 WillRun::Never
             };
-            given.drain(..).for_each(|i| nodes.take(&ending.jobs[ended.count + i].1));
+            given.drain(..).for_each(|parts| nodes.take(parts));
             let (start, parts) = match (tried, later) {
                 (WillRun::At(start, parts), _) => (start, parts),
                 (_, Some(t)) => {
@@ -160,18 +168,21 @@ impl Slurm {
 /// The running tasks whose limits end by a try's start, given back to the nodes while one job
 /// is planned (its tries only move later, so they stay given until it is done), and the nodes
 /// that can take one share of it kept up to date with them.
-struct Ended {
+struct Ended<'a> {
     /// The first `count` of the running tasks by end.
     count: usize,
+    /// The others.
+    rest: EndingFrom<'a>,
     fits: Option<Fits>,
 }
 
-impl Ended {
+impl Ended<'_> {
     /// Gives back every task that ends by `from`.
-    fn give_up_to(&mut self, from: SimTime, nodes: &mut Nodes, running: &[(SimTime, Parts)]) {
-        while let Some((end, parts)) = running.get(self.count)
-            && *end <= from
+    fn give_up_to(&mut self, from: SimTime, nodes: &mut Nodes) {
+        while let Some((&(end, ..), parts)) = self.rest.clone().next()
+            && end <= from
         {
+            self.rest.next();
             nodes.give(parts);
             if let Some(fits) = self.fits.as_mut() {
                 parts.iter().for_each(|&(node, _)| fits.recount(nodes, node.index()));
@@ -194,24 +205,24 @@ enum WillRun {
 
 /// The earliest start at or after `from` of `candidate` on the `usable` nodes and where, by
 /// Slurm's will-run test over the running tasks `ending` (by their limits' ends), or that it
-/// starts after `beyond` or never. The tasks it takes away are given back to `nodes` and their
-/// places in `ending` listed in `given`, for the caller to take again (an undo costs what was
-/// given, where a copy of the nodes at every try cost them all). `fits_now`: the nodes that
-/// can take one share of a one-task job now ([`Fits`]).
+/// starts after `beyond` or never. The tasks it takes away are given back to `nodes` and
+/// listed in `given`, for the caller to take again (an undo costs what was given, where a copy
+/// of the nodes at every try cost them all). `fits_now`: the nodes that can take one share of
+/// a one-task job now ([`Fits`]).
 #[allow(clippy::too_many_arguments)]
-fn will_run(
+fn will_run<'a>(
     now: SimTime,
     from: SimTime,
     beyond: Option<SimTime>,
     nodes: &mut Nodes,
-    ending: &[(SimTime, Parts)],
+    ending: EndingFrom<'a>,
     candidate: &Candidate,
     usable: &NodeSet,
-    fits_now: Option<&NodeSet>,
-    given: &mut Vec<usize>,
+    fits_now: Option<&Fitting>,
+    given: &mut Vec<&'a Parts>,
 ) -> WillRun {
     let on_usable = |parts: &Parts| parts.iter().any(|&(n, _)| usable.contains(n.index()));
-    let mut ending = ending.iter().enumerate().filter(|(_, (_, parts))| on_usable(parts)).peekable();
+    let mut ending = ending.map(|(&(end, ..), parts)| (end, parts)).filter(|(_, parts)| on_usable(parts)).peekable();
     // The tasks that end by a later try's start are already given back (`Ended`).
     let mut room = Room::of(nodes, candidate, usable, fits_now);
     if room.any()
@@ -219,20 +230,19 @@ fn will_run(
     {
         return WillRun::At(from, parts);
     }
-    let Some(first) = ending.peek().map(|(_, (end, _))| end.as_ms()) else { return WillRun::Never };
+    let Some(first) = ending.peek().map(|(end, _)| end.as_ms()) else { return WillRun::Never };
     let anchor = first + (GROUP - first % GROUP);
     let mut window = GROUP;
     loop {
         let mut last_end = None;
-        while let Some((i, (end, parts))) = ending.next_if(|(_, (end, _))| end.as_ms() <= anchor.saturating_add(window))
-        {
+        while let Some((end, parts)) = ending.next_if(|(end, _)| end.as_ms() <= anchor.saturating_add(window)) {
             // Whatever group it fits after ends this late or later.
-            if beyond.is_some_and(|b| *end > b) {
+            if beyond.is_some_and(|b| end > b) {
                 return WillRun::Beyond;
             }
             room.give(nodes, parts, usable);
-            given.push(i);
-            last_end = Some(*end);
+            given.push(parts);
+            last_end = Some(end);
         }
         window = window.saturating_mul(2);
         if let Some(end) = last_end
@@ -253,28 +263,53 @@ fn will_run(
     }
 }
 
-/// The nodes that can take one share of a one-task job with a fixed split, now and once every
-/// running task has ended: worked out once per job, so that each try of it counts its usable
-/// nodes among them a word at a time.
+/// What a one-task job can use, now and once every running task has ended: worked out once
+/// per job, so that each try of it counts its usable nodes among them a word at a time.
 struct Fits {
     ask: Ask,
-    now: NodeSet,
-    ended: NodeSet,
+    now: Fitting,
+    ended: Fitting,
+}
+
+/// The nodes that can take one share of a job ([`Nodes::takes_share`]), and for a task of no
+/// fixed split those whose free GPUs count towards spreading it (a free CPU and a free GPU).
+struct Fitting {
+    share: NodeSet,
+    spread: Option<NodeSet>,
+}
+
+impl Fitting {
+    fn of(nodes: &Nodes, ask: &Ask) -> Fitting {
+        let spread = ask.spread.then(|| nodes.spreading());
+        Fitting { share: nodes.fitting(ask), spread }
+    }
+
+    /// `node` changed in `nodes`.
+    fn recount(&mut self, nodes: &Nodes, node: usize, ask: &Ask) {
+        set_to(&mut self.share, node, nodes.takes_share(node, ask));
+        if let Some(spread) = self.spread.as_mut() {
+            set_to(spread, node, nodes.spreads_on(node));
+        }
+    }
+}
+
+fn set_to(set: &mut NodeSet, node: usize, member: bool) {
+    if member {
+        set.insert(node);
+    } else {
+        set.remove(node);
+    }
 }
 
 impl Fits {
     fn of(nodes: &Nodes, all_ended: &Nodes, candidate: &Candidate) -> Option<Fits> {
         let [(_, ask)] = candidate.tasks[..] else { return None };
-        (!ask.spread).then(|| Fits { ask, now: nodes.fitting(&ask), ended: all_ended.fitting(&ask) })
+        Some(Fits { ask, now: Fitting::of(nodes, &ask), ended: Fitting::of(all_ended, &ask) })
     }
 
-    /// `node` changed in `nodes`.
+    /// `node` changed in `nodes` (the nodes now).
     fn recount(&mut self, nodes: &Nodes, node: usize) {
-        if nodes.takes_share(node, &self.ask) {
-            self.now.insert(node);
-        } else {
-            self.now.remove(node);
-        }
+        self.now.recount(nodes, node, &self.ask);
     }
 }
 
@@ -289,16 +324,28 @@ enum Room {
 }
 
 impl Room {
-    /// The room on `usable` nodes of `nodes`; `fits`: those of them that take one share, when
+    /// The room on `usable` nodes of `nodes`; `fits`: what of them the job can use, when
     /// known ([`Fits`]).
-    fn of(nodes: &Nodes, candidate: &Candidate, usable: &NodeSet, fits: Option<&NodeSet>) -> Room {
+    fn of(nodes: &Nodes, candidate: &Candidate, usable: &NodeSet, fits: Option<&Fitting>) -> Room {
         let [(_, ask)] = candidate.tasks[..] else { return Room::Several };
         if let Some(fits) = fits {
-            return Room::One { ask, fitting: usable.count_common(fits), gpus: 0 };
+            let gpus = fits.spread.as_ref().map_or(0, |spread| spread_gpus(nodes, usable, spread));
+            return Room::One { ask, fitting: usable.count_common(&fits.share), gpus };
         }
         let mut room = Room::One { ask, fitting: 0, gpus: 0 };
         usable.iter().for_each(|n| room.count(nodes, n, true));
         room
+    }
+
+    /// Whether [`Room::of`] has room; the free GPUs of a task of no fixed split are summed
+    /// only if no node takes it whole (once every task has ended, most nodes do).
+    fn any_in(nodes: &Nodes, candidate: &Candidate, usable: &NodeSet, fits: Option<&Fitting>) -> bool {
+        let ([(_, ask)], Some(fits)) = (&candidate.tasks[..], fits) else {
+            return Room::of(nodes, candidate, usable, fits).any();
+        };
+        let fitting = usable.count_common(&fits.share);
+        ask.has_room_in(fitting, 0)
+            || fits.spread.as_ref().is_some_and(|spread| ask.has_room_in(fitting, spread_gpus(nodes, usable, spread)))
     }
 
     fn any(&self) -> bool {
@@ -338,12 +385,73 @@ impl Room {
     }
 }
 
+/// The free GPUs of the `usable` nodes among `spread` (those with a free CPU and free GPUs).
+fn spread_gpus(nodes: &Nodes, usable: &NodeSet, spread: &NodeSet) -> u32 {
+    usable.common(spread).map(|n| nodes.gpus[n]).sum()
+}
+
 /// Counts one more job of `key`; true when that passes `limit` (0: none).
-fn over(counts: &mut BTreeMap<String, usize>, key: String, limit: usize) -> bool {
+fn over(counts: &mut BTreeMap<String, usize>, key: &str, limit: usize) -> bool {
     if limit == 0 {
         return false;
     }
-    let count = counts.entry(key).or_default();
+    if !counts.contains_key(key) {
+        counts.insert(key.to_string(), 0);
+    }
+    let count = counts.get_mut(key).expect("just counted");
     *count += 1;
     *count > limit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sim::{JobId, TaskId};
+
+    /// The room counted from the sets kept per job ([`Fitting`]), kept up to date as nodes
+    /// change, is the room counted node by node.
+    #[test]
+    fn room_from_the_kept_sets_is_room_counted_node_by_node() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        for _ in 0..500 {
+            let count = 1 + next(140) as usize;
+            let mut nodes = Nodes {
+                gpus: (0..count).map(|_| next(9) as u32).collect(),
+                cpus: (0..count).map(|_| next(3) as u32).collect(),
+                pools: vec![0; count],
+            };
+            let gpus = 1 + next(24) as u32;
+            let ask = Ask::of(gpus, (next(2) == 0).then(|| 1 + next(8) as u32));
+            let candidate =
+                Candidate { job: JobId(0), tasks: vec![(TaskId(0), ask)], partition: Default::default(), limit: None };
+            let mut usable = NodeSet::full(count);
+            (0..count).filter(|_| next(4) == 0).for_each(|n| usable.remove(n));
+            let mut fitting = Fitting::of(&nodes, &ask);
+            for _ in 0..20 {
+                let kept = Room::of(&nodes, &candidate, &usable, Some(&fitting));
+                let counted = Room::of(&nodes, &candidate, &usable, None);
+                let (Room::One { fitting: a, gpus: b, .. }, Room::One { fitting: c, gpus: d, .. }) = (&kept, &counted)
+                else {
+                    panic!("one task")
+                };
+                assert_eq!((a, b), (c, d));
+                assert_eq!(Room::any_in(&nodes, &candidate, &usable, Some(&fitting)), counted.any());
+                // A task ends or starts on a node.
+                let node = next(count as u64) as usize;
+                let part = [(NodeId(node as u32), 1 + next(4) as u32)];
+                if nodes.gpus[node] >= part[0].1 && nodes.cpus[node] > 0 && next(2) == 0 {
+                    nodes.take(&part);
+                } else {
+                    nodes.give(&part);
+                }
+                fitting.recount(&nodes, node, &ask);
+            }
+        }
+    }
 }

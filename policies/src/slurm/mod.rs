@@ -43,6 +43,7 @@ use priority::{JobFacts, Priorities};
 use qos::{Over, QosUsage};
 use sim::{Change, ClusterView, JobId, NodeId, Plan, Policy, SimDuration, SimTime, TaskId};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 pub struct Slurm {
     name: String,
@@ -54,6 +55,14 @@ pub struct Slurm {
     /// What each job is charged and ranked by, while it waits or runs.
     facts: BTreeMap<JobId, JobFacts>,
     running: BTreeMap<TaskId, Running>,
+    /// The running tasks in the order backfill plans with them ([`EndKey`]), with where they
+    /// run: kept as they start and stop, where sorting them anew cost every pass (and every
+    /// start in one) all of them.
+    by_end: BTreeMap<EndKey, Parts>,
+    /// Parts of running tasks on each node: each holds one of its CPUs.
+    held_cpus: Vec<u32>,
+    /// GPUs of running tasks on each node.
+    held_gpus: Vec<u32>,
     /// What the running jobs of each QOS with limits hold.
     qos_usage: QosUsage,
     /// When submissions and ends ask for a main pass (Slurm's `job_sched_cnt`): an end asks
@@ -67,8 +76,13 @@ pub struct Slurm {
     woken_at: Option<SimTime>,
     /// Counts the changes to the queue's order: a task joined it, or priorities changed.
     epoch: u64,
-    /// The queue in order as of `epoch`.
-    order: Option<(u64, Vec<Candidate>)>,
+    /// The queue in order as of its epoch (taken out while a pass reads it).
+    order: Option<Order>,
+    /// The nodes each set of pools allows, kept for the run (a cluster's pools never change).
+    allowed: Allowed,
+    /// Each node's CPUs and pool, as the cluster has them.
+    node_cpus: Vec<u32>,
+    node_pools: Vec<u32>,
     /// The free GPUs (their generation) and `epoch` a main pass (full or not) that started
     /// nothing saw: the same again would start nothing again.
     idle_pass: [Option<(u64, u64)>; 2],
@@ -99,6 +113,24 @@ impl Running {
     }
 }
 
+/// A running task's place in backfill's plan: by the end its limit gives, then its first node,
+/// then its id (the order of a stable sort of the running tasks by id on end and first node).
+type EndKey = (SimTime, Option<NodeId>, TaskId);
+
+impl Running {
+    fn end_key(&self, task: TaskId) -> EndKey {
+        (self.expected_end, self.parts.first().map(|p| p.0), task)
+    }
+}
+
+/// The queue in order as of `epoch`: the candidates that waited then (a pass reads them in
+/// place, skipping those started since), and how many partitions they are in.
+struct Order {
+    epoch: u64,
+    candidates: Vec<Candidate>,
+    partitions: usize,
+}
+
 /// What one placement starts: a waiting task (the list leaves room for a job-level gang),
 /// each with its shape.
 #[derive(Debug, Clone)]
@@ -122,6 +154,9 @@ impl Slurm {
             pending: BTreeMap::new(),
             facts: BTreeMap::new(),
             running: BTreeMap::new(),
+            by_end: BTreeMap::new(),
+            held_cpus: Vec::new(),
+            held_gpus: Vec::new(),
             qos_usage: QosUsage::default(),
             requests: BTreeSet::new(),
             pass_now: false,
@@ -130,6 +165,9 @@ impl Slurm {
             epoch: 0,
             order: None,
             idle_pass: [None, None],
+            allowed: Allowed::default(),
+            node_cpus: Vec::new(),
+            node_pools: Vec::new(),
         })
     }
 
@@ -142,7 +180,9 @@ impl Slurm {
         let threads = started + SimDuration::from_secs(1);
         let clocks = Clocks { started, last_sched: started, last_backfill: threads, next_calc: threads };
         let nodes = view.cluster().nodes();
-        let cpus: u32 = nodes.iter().map(|n| self.config.node_cpus.unwrap_or(n.gpu_count)).sum();
+        self.node_cpus = nodes.iter().map(|n| self.config.node_cpus.unwrap_or(n.gpu_count)).collect();
+        self.node_pools = nodes.iter().map(|n| n.pool.0).collect();
+        let cpus: u32 = self.node_cpus.iter().sum();
         self.priorities = Some(Priorities::new(&self.config, nodes.len() as u32, cpus));
         *self.clocks.insert(clocks)
     }
@@ -177,8 +217,9 @@ impl Slurm {
                 }
                 Change::TaskStarted(task) => self.started_elsewhere(view, task),
                 Change::JobEnded(job) => {
-                    let stopped: Vec<TaskId> =
-                        self.running.iter().filter(|(_, r)| r.job == job).map(|(&t, _)| t).collect();
+                    // Its tasks' ids are consecutive: a look-up each, not a walk over every
+                    // running task.
+                    let stopped: Vec<TaskId> = view.job(job).tasks().filter(|t| self.running.contains_key(t)).collect();
                     if !stopped.is_empty() {
                         self.requests.insert(now + view.release_latency());
                     }
@@ -194,8 +235,8 @@ impl Slurm {
         }
         // The queue order kept between passes drops ended jobs now: a streamed run lets a job
         // go once the policy has been told it ended, and nothing may read it after.
-        if let Some((_, order)) = self.order.as_mut().filter(|_| !ended.is_empty()) {
-            order.retain(|c| !ended.contains(&c.job));
+        if let Some(order) = self.order.as_mut().filter(|_| !ended.is_empty()) {
+            order.candidates.retain(|c| !ended.contains(&c.job));
         }
     }
 
@@ -240,7 +281,31 @@ impl Slurm {
         if let Some(facts) = self.facts.get(&run.job) {
             self.qos_usage.count(&self.config.qos_limits, facts, run.gpus(), true);
         }
+        if let Some(old) = self.running.remove(&task) {
+            self.hold(&old.parts, false);
+            self.by_end.remove(&old.end_key(task));
+        }
+        self.hold(&run.parts, true);
+        self.by_end.insert(run.end_key(task), run.parts.clone());
         self.running.insert(task, run);
+    }
+
+    /// Counts (or stops counting) what `parts` hold of their nodes.
+    fn hold(&mut self, parts: &Parts, add: bool) {
+        for &(node, gpus) in parts {
+            let n = node.index();
+            if n >= self.held_cpus.len() {
+                self.held_cpus.resize(n + 1, 0);
+                self.held_gpus.resize(n + 1, 0);
+            }
+            if add {
+                self.held_cpus[n] += 1;
+                self.held_gpus[n] += gpus;
+            } else {
+                self.held_cpus[n] -= 1;
+                self.held_gpus[n] -= gpus;
+            }
+        }
     }
 
     /// Which QOS limit `candidate` would pass if it started now.
@@ -253,6 +318,8 @@ impl Slurm {
     /// A task stopped at `now`: its job is charged for the time it ran.
     fn stopped(&mut self, task: TaskId, now: SimTime) {
         let Some(run) = self.running.remove(&task) else { return };
+        self.hold(&run.parts, false);
+        self.by_end.remove(&run.end_key(task));
         if let Some(facts) = self.facts.get(&run.job) {
             self.qos_usage.count(&self.config.qos_limits, facts, run.gpus(), false);
         }
@@ -276,13 +343,11 @@ impl Slurm {
 
     /// The pending jobs that can start, in Slurm's queue order: partition tier, priority,
     /// submit time, id. The order is kept from one pass to the next until a task joins the
-    /// queue or priorities change (`epoch`); started tasks are dropped as it is read.
-    fn queue(&mut self, view: &ClusterView<'_>, plan: &Plan<'_>) -> Vec<Candidate> {
-        let waiting = |c: &Candidate| view.task(c.tasks[0].0).status.is_startable() && !plan.is_decided(c.tasks[0].0);
-        if let Some((epoch, order)) = &self.order
-            && *epoch == self.epoch
-        {
-            return order.iter().filter(|c| waiting(c)).cloned().collect();
+    /// queue or priorities change (`epoch`): a pass takes it, skips the candidates that are
+    /// no longer [`waiting`] as it reads them, and gives it back ([`Slurm::keep`]).
+    fn queue(&mut self, view: &ClusterView<'_>, plan: &Plan<'_>) -> Order {
+        if let Some(order) = self.order.take().filter(|o| o.epoch == self.epoch) {
+            return order;
         }
         let mut out = Vec::new();
         let mut gone = Vec::new();
@@ -316,22 +381,21 @@ impl Slurm {
                 c.tasks[0].0,
             )
         });
-        self.order = Some((self.epoch, out.clone()));
-        out
+        let partitions = out.iter().map(|c| c.partition.as_str()).collect::<BTreeSet<_>>().len();
+        Order { epoch: self.epoch, candidates: out, partitions }
     }
 
-    /// Free GPUs and CPUs of every node now.
-    fn nodes(&self, view: &ClusterView<'_>, plan: &Plan<'_>) -> Nodes {
-        let cluster = view.cluster();
-        let mut cpus: Vec<u32> = cluster.nodes().iter().map(|n| self.config.node_cpus.unwrap_or(n.gpu_count)).collect();
-        for run in self.running.values() {
-            for &(node, _) in &run.parts {
-                cpus[node.index()] = cpus[node.index()].saturating_sub(1);
-            }
-        }
-        let gpus = cluster.nodes().iter().map(|n| plan.free().on_node(n.id)).collect();
-        let pools = cluster.nodes().iter().map(|n| n.pool.0).collect();
-        Nodes { gpus, cpus, pools }
+    /// Keeps the queue a pass read for the next.
+    fn keep(&mut self, order: Order) {
+        self.order = Some(order);
+    }
+
+    /// Free GPUs and CPUs of every node now: each part of a running task holds one CPU.
+    fn nodes(&self, plan: &Plan<'_>) -> Nodes {
+        let held = |n: usize| self.held_cpus.get(n).copied().unwrap_or(0);
+        let cpus = self.node_cpus.iter().enumerate().map(|(n, &cpus)| cpus.saturating_sub(held(n))).collect();
+        let gpus = (0..self.node_cpus.len()).map(|n| plan.free().on_node(NodeId::from_index(n))).collect();
+        Nodes { gpus, cpus, pools: self.node_pools.clone() }
     }
 
     /// Starts every waiting task of `candidate` on the nodes chosen for it, or none.
@@ -383,15 +447,22 @@ impl Slurm {
             return; // nothing was freed and nothing joined the queue since it started nothing
         }
         let queue = self.queue(view, plan);
-        let mut nodes = self.nodes(view, plan);
+        let mut nodes = self.nodes(plan);
         let mut visible = NodeSet::full(nodes.gpus.len());
         let mut usable = visible.clone();
         let mut blocked: Vec<&str> = Vec::new();
-        let mut allowed = Allowed::default();
         let mut started_any = false;
-        for (depth, candidate) in queue.iter().enumerate() {
-            if !full && depth > self.config.default_queue_depth {
+        let mut depth = 0;
+        for candidate in queue.candidates.iter() {
+            if !waiting(view, plan, candidate) {
+                continue;
+            }
+            depth += 1;
+            if !full && depth > self.config.default_queue_depth + 1 {
                 break;
+            }
+            if blocked.len() == queue.partitions {
+                break; // every later job would wait behind its partition's block
             }
             if blocked.contains(&candidate.partition.as_str()) {
                 continue;
@@ -400,7 +471,7 @@ impl Slurm {
             {
                 continue; // a QOS or quota limit holds it back without blocking its partition
             }
-            let own = allowed.of(view, candidate);
+            let own = self.allowed.of(view, candidate);
             usable.copy_from(&own);
             usable.intersect(&visible);
             let started = select_all(&nodes, &candidate.tasks, &usable)
@@ -412,6 +483,7 @@ impl Slurm {
             }
         }
         self.idle_pass[usize::from(full)] = if started_any { None } else { seen };
+        self.keep(queue);
     }
 
     /// A main pass at `now` answered every request made by then.
@@ -442,26 +514,31 @@ impl Slurm {
 }
 
 /// The nodes a job may use, those of its tasks' pools (its partition and GPU type), worked
-/// out once per set of pools in a pass.
+/// out once per set of pools in a run.
 #[derive(Default)]
-struct Allowed(BTreeMap<u64, std::rc::Rc<NodeSet>>);
+struct Allowed(BTreeMap<u64, Arc<NodeSet>>);
 
 impl Allowed {
-    fn of(&mut self, view: &ClusterView<'_>, candidate: &Candidate) -> std::rc::Rc<NodeSet> {
-        let masks: Vec<sim::PoolMask> = candidate.tasks.iter().map(|&(t, _)| view.task(t).pools).collect();
-        let key = masks.iter().fold(0, |k, m| k | m.0);
+    fn of(&mut self, view: &ClusterView<'_>, candidate: &Candidate) -> Arc<NodeSet> {
+        let key = candidate.tasks.iter().fold(0, |k, &(t, _)| k | view.task(t).pools.0);
         let cluster = view.cluster();
         self.0
             .entry(key)
             .or_insert_with(|| {
                 let mut allowed = NodeSet::empty(cluster.nodes().len());
-                for pool in masks.iter().flat_map(|m| m.iter()) {
+                for pool in sim::PoolMask(key).iter() {
                     cluster.pool(pool).nodes().for_each(|n| allowed.insert(n.index()));
                 }
-                std::rc::Rc::new(allowed)
+                Arc::new(allowed)
             })
             .clone()
     }
+}
+
+/// Whether `candidate` still waits: a kept queue holds candidates started since it was made.
+fn waiting(view: &ClusterView<'_>, plan: &Plan<'_>, candidate: &Candidate) -> bool {
+    let task = candidate.tasks[0].0;
+    view.task(task).status.is_startable() && !plan.is_decided(task)
 }
 
 /// Merges a co-start (heterogeneous) job's candidates, `out[from..]`, into one: its
@@ -561,6 +638,59 @@ impl Policy for Slurm {
         self.woken_at = self.next_wake(now, &clocks, !self.running.is_empty());
         if let Some(at) = self.woken_at {
             plan.wake_at(at).expect("a wake-up after now");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slurm() -> Slurm {
+        Slurm::new(&Params::new("slurm", BTreeMap::new(), Some(PARAMS)).unwrap()).unwrap()
+    }
+
+    /// What the kept running index must equal: every running task sorted by end and first
+    /// node, stably over task ids, and each node's parts and GPUs counted.
+    fn from_scratch(slurm: &Slurm, nodes: usize) -> (Vec<(EndKey, Parts)>, Vec<u32>, Vec<u32>) {
+        let mut by_end: Vec<(EndKey, Parts)> =
+            slurm.running.iter().map(|(&t, r)| (r.end_key(t), r.parts.clone())).collect();
+        by_end.sort_by_key(|((end, first, _), _)| (*end, *first));
+        let (mut cpus, mut gpus) = (vec![0; nodes], vec![0; nodes]);
+        for &(node, count) in slurm.running.values().flat_map(|r| &r.parts) {
+            cpus[node.index()] += 1;
+            gpus[node.index()] += count;
+        }
+        (by_end, cpus, gpus)
+    }
+
+    #[test]
+    fn the_running_index_kept_as_tasks_start_and_stop_is_the_one_sorted_anew() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        let nodes = 12;
+        let mut slurm = slurm();
+        for step in 0..3_000 {
+            let task = TaskId(next(60) as u32);
+            if slurm.running.contains_key(&task) && next(3) > 0 {
+                slurm.stopped(task, SimTime(step));
+            } else {
+                // Ends and first nodes collide often, so ties fall to the task ids.
+                let parts: Parts =
+                    (0..1 + next(3)).map(|_| (NodeId(next(nodes as u64) as u32), 1 + next(8) as u32)).collect();
+                let run = Running { job: JobId(0), parts, start: SimTime(step), expected_end: SimTime(next(5) * 1000) };
+                slurm.ran(task, run);
+            }
+            let (by_end, cpus, gpus) = from_scratch(&slurm, nodes);
+            let kept: Vec<(EndKey, Parts)> = slurm.by_end.iter().map(|(&k, p)| (k, p.clone())).collect();
+            assert_eq!(kept, by_end, "step {step}");
+            let held = |counts: &[u32]| (0..nodes).map(|n| counts.get(n).copied().unwrap_or(0)).collect::<Vec<_>>();
+            assert_eq!((held(&slurm.held_cpus), held(&slurm.held_gpus)), (cpus, gpus), "step {step}");
         }
     }
 }

@@ -59,6 +59,11 @@ impl NodeSet {
         self.words.iter().zip(&other.words).map(|(a, b)| (a & b).count_ones()).sum()
     }
 
+    /// The nodes in both sets, in order.
+    pub fn common<'a>(&'a self, other: &'a NodeSet) -> impl Iterator<Item = usize> + 'a {
+        self.words.iter().zip(&other.words).enumerate().flat_map(|(w, (&a, &b))| bits_of(w, a & b))
+    }
+
     /// Becomes `other`, keeping its own allocation.
     pub fn copy_from(&mut self, other: &NodeSet) {
         self.words.copy_from_slice(&other.words);
@@ -66,17 +71,20 @@ impl NodeSet {
 
     /// The nodes in the set, in order.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.words.iter().enumerate().flat_map(|(w, &word)| {
-            let mut bits = word;
-            std::iter::from_fn(move || {
-                (bits != 0).then(|| {
-                    let at = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    w * 64 + at
-                })
-            })
-        })
+        self.words.iter().enumerate().flat_map(|(w, &word)| bits_of(w, word))
     }
+}
+
+/// The nodes of word `w` whose bits are set in `word`.
+fn bits_of(w: usize, word: u64) -> impl Iterator<Item = usize> {
+    let mut bits = word;
+    std::iter::from_fn(move || {
+        (bits != 0).then(|| {
+            let at = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            w * 64 + at
+        })
+    })
 }
 
 #[cfg(test)]

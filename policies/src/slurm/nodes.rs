@@ -79,6 +79,19 @@ impl Nodes {
         set
     }
 
+    /// The nodes whose free GPUs a task of no fixed split may spread over: a free CPU and a
+    /// free GPU.
+    pub fn spreading(&self) -> NodeSet {
+        let mut set = NodeSet::empty(self.gpus.len());
+        (0..self.gpus.len()).filter(|&n| self.spreads_on(n)).for_each(|n| set.insert(n));
+        set
+    }
+
+    /// Whether a task of no fixed split may take GPUs of `node`.
+    pub fn spreads_on(&self, node: usize) -> bool {
+        self.cpus[node] >= 1 && self.gpus[node] > 0
+    }
+
     /// Whether `node` can take one share of `ask`: a free CPU and `per_node` free GPUs.
     pub fn takes_share(&self, node: usize, ask: &Ask) -> bool {
         self.cpus[node] >= 1 && self.gpus[node] >= ask.per_node
@@ -111,6 +124,42 @@ impl Nodes {
     }
 
     fn on_nodes(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
+        if ask.nodes == 1 {
+            return self.one_node(ask, allowed);
+        }
+        self.in_blocks(ask, allowed)
+    }
+
+    /// [`Nodes::in_blocks`] for a one-node task, in one walk over the nodes that keeps only
+    /// the best block so far (most tasks take one node, and each start chose among every node).
+    fn one_node(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
+        let fits = |n: usize| allowed.contains(n) && self.takes_share(n, ask);
+        let count = self.gpus.len();
+        // The block's free CPUs and its node with the fewest (the lowest on ties).
+        let mut best: Option<(u64, usize)> = None;
+        let mut n = 0;
+        while n < count {
+            if !fits(n) {
+                n += 1;
+                continue;
+            }
+            let (mut cpus, mut fewest) = (0, n);
+            while n < count && fits(n) {
+                cpus += u64::from(self.cpus[n]);
+                if self.cpus[n] < self.cpus[fewest] {
+                    fewest = n;
+                }
+                n += 1;
+            }
+            if best.is_none_or(|(most, _)| cpus < most) {
+                best = Some((cpus, fewest));
+            }
+        }
+        best.map(|(_, node)| vec![(NodeId(node as u32), ask.per_node)])
+    }
+
+    /// The nodes for `ask` block by block ([`pick_block`]).
+    fn in_blocks(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
         let fits = |n: usize| allowed.contains(n) && self.takes_share(n, ask);
         let mut taken = vec![false; self.gpus.len()];
         let mut chosen = Vec::with_capacity(ask.nodes as usize);
@@ -287,6 +336,24 @@ mod tests {
             (0..free.len()).filter(|&i| allowed_bits[i]).for_each(|i| allowed.insert(i));
             let ask = Ask::of(gpus, per_node);
             proptest::prop_assert_eq!(n.has_room(&ask, &allowed), n.on_nodes(&ask, &allowed).is_some() || (ask.spread && n.spread(ask.per_node, &allowed).is_some()));
+        }
+
+        /// A one-node task's walk chooses what the blocks choose.
+        #[test]
+        fn one_node_chooses_as_the_blocks_do(
+            free in proptest::collection::vec((0u32..=8, 0u32..=3), 1..40),
+            allowed_bits in proptest::collection::vec(proptest::bool::ANY, 40),
+            per_node in 1u32..=8,
+        ) {
+            let n = Nodes {
+                gpus: free.iter().map(|f| f.0).collect(),
+                cpus: free.iter().map(|f| f.1).collect(),
+                pools: vec![0; free.len()],
+            };
+            let mut allowed = NodeSet::empty(free.len());
+            (0..free.len()).filter(|&i| allowed_bits[i]).for_each(|i| allowed.insert(i));
+            let ask = Ask::of(per_node, Some(per_node));
+            proptest::prop_assert_eq!(n.one_node(&ask, &allowed), n.in_blocks(&ask, &allowed));
         }
     }
 }
