@@ -124,11 +124,21 @@ impl Running {
 }
 
 /// The queue in order as of `epoch`: the candidates that waited then (a pass reads them in
-/// place, skipping those started since), and how many partitions they are in.
+/// place, skipping those started since), and how many partitions they are in (counted at the
+/// first full main pass that reads them: only it can stop early on them).
 struct Order {
     epoch: u64,
     candidates: Vec<Candidate>,
-    partitions: usize,
+    partitions: Option<usize>,
+}
+
+impl Order {
+    fn partitions(&mut self) -> usize {
+        let candidates = &self.candidates;
+        *self
+            .partitions
+            .get_or_insert_with(|| candidates.iter().map(|c| c.partition.as_str()).collect::<BTreeSet<_>>().len())
+    }
 }
 
 /// What one placement starts: a waiting task (the list leaves room for a job-level gang),
@@ -381,8 +391,7 @@ impl Slurm {
                 c.tasks[0].0,
             )
         });
-        let partitions = out.iter().map(|c| c.partition.as_str()).collect::<BTreeSet<_>>().len();
-        Order { epoch: self.epoch, candidates: out, partitions }
+        Order { epoch: self.epoch, candidates: out, partitions: None }
     }
 
     /// Keeps the queue a pass read for the next.
@@ -446,7 +455,9 @@ impl Slurm {
         if self.idle_pass[usize::from(full)] == seen {
             return; // nothing was freed and nothing joined the queue since it started nothing
         }
-        let queue = self.queue(view, plan);
+        let mut queue = self.queue(view, plan);
+        // Only a full pass reads far enough for every partition to block.
+        let partitions = if full { queue.partitions() } else { usize::MAX };
         let mut nodes = self.nodes(plan);
         let mut visible = NodeSet::full(nodes.gpus.len());
         let mut usable = visible.clone();
@@ -461,7 +472,7 @@ impl Slurm {
             if !full && depth > self.config.default_queue_depth + 1 {
                 break;
             }
-            if blocked.len() == queue.partitions {
+            if blocked.len() == partitions {
                 break; // every later job would wait behind its partition's block
             }
             if blocked.contains(&candidate.partition.as_str()) {
