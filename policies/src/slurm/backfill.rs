@@ -412,13 +412,7 @@ mod tests {
     /// change, is the room counted node by node.
     #[test]
     fn room_from_the_kept_sets_is_room_counted_node_by_node() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut next = super::super::test_draws(0x9e37_79b9_7f4a_7c15_u64);
         for _ in 0..500 {
             let count = 1 + next(140) as usize;
             let mut nodes = Nodes {

@@ -677,13 +677,7 @@ mod tests {
 
     #[test]
     fn the_running_index_kept_as_tasks_start_and_stop_is_the_one_sorted_anew() {
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut next = test_draws(0x2545_f491_4f6c_dd1d_u64);
         let nodes = 12;
         let mut slurm = slurm();
         for step in 0..3_000 {
@@ -703,5 +697,17 @@ mod tests {
             let held = |counts: &[u32]| (0..nodes).map(|n| counts.get(n).copied().unwrap_or(0)).collect::<Vec<_>>();
             assert_eq!((held(&slurm.held_cpus), held(&slurm.held_gpus)), (cpus, gpus), "step {step}");
         }
+    }
+}
+
+/// Draws below a bound from a fixed xorshift stream, for the randomised tests of this module's
+/// kept structures against their from-scratch twins.
+#[cfg(test)]
+fn test_draws(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |below| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % below
     }
 }

@@ -200,13 +200,7 @@ mod tests {
 
     #[test]
     fn a_sweep_of_later_and_later_tries_sees_what_every_slot_says() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
+        let mut next = super::super::test_draws(0x9e37_79b9_7f4a_7c15_u64);
         for _ in 0..200 {
             let nodes = 1 + next(150) as usize;
             let mut space = Space::new(s(0), SimDuration::from_secs(60), SimDuration::from_secs(6000), nodes);
