@@ -653,6 +653,18 @@ impl Policy for Slurm {
     }
 }
 
+/// Draws below a bound from a fixed xorshift stream, for the randomised tests of this module's
+/// kept structures against their from-scratch twins.
+#[cfg(test)]
+fn test_draws(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |below| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % below
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -697,17 +709,5 @@ mod tests {
             let held = |counts: &[u32]| (0..nodes).map(|n| counts.get(n).copied().unwrap_or(0)).collect::<Vec<_>>();
             assert_eq!((held(&slurm.held_cpus), held(&slurm.held_gpus)), (cpus, gpus), "step {step}");
         }
-    }
-}
-
-/// Draws below a bound from a fixed xorshift stream, for the randomised tests of this module's
-/// kept structures against their from-scratch twins.
-#[cfg(test)]
-fn test_draws(mut seed: u64) -> impl FnMut(u64) -> u64 {
-    move |below| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % below
     }
 }
