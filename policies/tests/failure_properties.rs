@@ -1476,10 +1476,9 @@ fn first_difference(a: &[DecisionRecord], b: &[DecisionRecord]) -> String {
     format!("decision logs part at {at} of {} / {}:\n{}\nagainst\n{}", a.len(), b.len(), around(a), around(b))
 }
 
-/// What a run counted of failures, detections, spares and retirements. (Not the retired
-/// GPU-time: it runs to the run's last event, which a record on a retired node moves when a
-/// job never ends.)
-fn failure_counters(r: &RunResult) -> [u64; 8] {
+/// What a run counted of failures, detections, spares and retirements, and the retired
+/// GPU-time (to the end of the run: a record about a retired node must not move it).
+fn failure_counters(r: &RunResult) -> [u64; 9] {
     let s = &r.stats;
     [
         s.failures,
@@ -1490,6 +1489,7 @@ fn failure_counters(r: &RunResult) -> [u64; 8] {
         s.spare_swaps,
         s.restarts_without_spare,
         u64::from(s.retired_nodes),
+        s.retired_gpu_ms,
     ]
 }
 
@@ -1700,4 +1700,69 @@ fn an_explicit_heartbeat_node_down_before_its_first_beat_is_declared_dead() {
 /// 64 cases a property, or `SCHEDLAB_PROPTEST_CASES` for a longer hunt.
 fn cases() -> u32 {
     std::env::var("SCHEDLAB_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64)
+}
+
+/// 1 node x 1 GPU, retired after its first failure. x (1 GPU, 12 s) starts at 0; the GPU fails
+/// at 10 (repaired at 15), x fails, and at the repair the node is retired: x can never run
+/// again, and the run is out of events at 15 s (x's stale completion, at 12, is before it),
+/// with x waiting since 10.
+///
+/// A later record about the retired node changes nothing (its hardware no longer matters), so
+/// the run ends at 15 s with it too, and with it split into two overlapping records.
+///
+/// Bug: the engine let such a record make a timestamp of its own, so the run ended at the last
+/// of them: 50 s with the record, 51 s with it split, and x's `waited_ms` (to the end of the
+/// run) moved with them. (Found by `a_failure_split_into_overlapping_records_changes_nothing`
+/// with `PROPTEST_RNG_SEED=1`.)
+#[test]
+fn records_about_a_retired_node_do_not_move_the_end_of_the_run() {
+    use common::{cluster, gpu_fail, job, run_with_events};
+    let config = ControllerConfig {
+        failures: FailureConfig { gpu_detect_delay: SimDuration::ZERO, ..FailureConfig::default() },
+        retire: Some(RetireRule { failures: 1, window: SimDuration::from_secs(3_600) }),
+        ..ControllerConfig::default()
+    };
+    let first = gpu_fail(0, 0, 10, 5);
+    let variants =
+        [vec![first], vec![first, gpu_fail(0, 0, 50, 10)], vec![first, gpu_fail(0, 0, 50, 2), gpu_fail(0, 0, 51, 9)]];
+    for events in variants {
+        let r =
+            run_with_events("fifo", cluster(&[(1, 1, "A")]), vec![job("x", 0, 1, 12)], events.clone(), config.clone());
+        let x = &r.jobs[0];
+        assert_eq!(r.stats.retired_nodes, 1, "{events:?}");
+        assert_eq!(r.stats.last_event, SimTime::from_secs(15), "{events:?}");
+        assert_eq!((x.outcome.clone(), x.waited_ms), (None, 5_000), "{events:?}: {x:?}");
+    }
+}
+
+/// 1 node x 2 GPUs, retired after its first failure. x (2 GPUs, 12 s) starts at 0. GPU 1 breaks
+/// for good at 5 (x fails, and waits: one GPU is not enough); GPU 0 fails at 8 and is repaired
+/// at 15, where the node is retired (the failure left to repair is GPU 1's, for good). The run
+/// is out of events at 15 s, x waiting since 5.
+///
+/// A second failure of GPU 1 at 14, repaired at 64, leaves a repair pending at the retirement.
+/// It changes nothing when it comes (GPU 1 stays broken), so the run still ends at 15 s.
+///
+/// Bug: the engine let that repair make a timestamp of its own: the run ended at 64 s. (Found by
+/// `a_failure_split_into_overlapping_records_changes_nothing` with the CI seed and 512 cases.)
+#[test]
+fn a_repair_pending_on_a_retired_node_does_not_move_the_end_of_the_run() {
+    use common::{cluster, gpu_fail, job, run_with_events};
+    let config = ControllerConfig {
+        failures: FailureConfig { gpu_detect_delay: SimDuration::ZERO, ..FailureConfig::default() },
+        retire: Some(RetireRule { failures: 1, window: SimDuration::from_secs(3_600) }),
+        ..ControllerConfig::default()
+    };
+    let for_good = ClusterEvent::GpuFail { time: SimTime::from_secs(5), node: NodeId(0), gpu: 1, repair: None };
+    let events = vec![for_good, gpu_fail(0, 0, 8, 7)];
+    let mut with_pending_repair = events.clone();
+    with_pending_repair.push(gpu_fail(0, 1, 14, 50));
+    for events in [events, with_pending_repair] {
+        let r =
+            run_with_events("fifo", cluster(&[(1, 2, "A")]), vec![job("x", 0, 2, 12)], events.clone(), config.clone());
+        let x = &r.jobs[0];
+        assert_eq!(r.stats.retired_nodes, 1, "{events:?}");
+        assert_eq!(r.stats.last_event, SimTime::from_secs(15), "{events:?}");
+        assert_eq!((x.outcome.clone(), x.waited_ms), (None, 10_000), "{events:?}: {x:?}");
+    }
 }

@@ -328,8 +328,26 @@ impl Engine {
 
     /// The earliest of the heap's next event, the next arrival and the next hardware event.
     pub(crate) fn next_time(&mut self) -> Option<SimTime> {
+        self.drop_what_is_about_retired_nodes();
         let scheduled = self.queue.peek_key().map(|k| k.time);
         earliest(earliest(scheduled, self.next_arrival_time()), self.hardware.peek_time())
+    }
+
+    /// Drops what is next about retired nodes (hardware records, and the repairs and heartbeat
+    /// observations pending on the heap) before it makes a timestamp of its own. Out of the
+    /// fleet, a retired node's hardware no longer matters: none of these changes anything (see
+    /// `Observer::voided_by_retirement`), so none is an event of the run. Left in, they would
+    /// move the end of a run that runs out of events (and so the waiting time of a job that
+    /// never runs again), which would then depend on how many records a failure was written
+    /// as. (They are still counted as events read.)
+    fn drop_what_is_about_retired_nodes(&mut self) {
+        let observer = &self.observer;
+        let mut dropped = self.hardware.drop_while(|event| observer.is_about_a_retired_node(event));
+        while self.queue.peek_event().is_some_and(|e| observer.voided_by_retirement(e, &self.controller)) {
+            self.queue.pop();
+            dropped += 1;
+        }
+        self.controller.count_events(dropped);
     }
 
     fn apply(&mut self, event: Event, woken: &mut bool) -> bool {

@@ -36,11 +36,13 @@ pub trait HardwareFeed: std::fmt::Debug {
 pub(crate) struct Hardware {
     fixed: VecDeque<ClusterEvent>,
     feed: Option<Box<dyn HardwareFeed>>,
+    /// The feed's next event, taken to be looked at (by [`Self::drop_while`]) and kept.
+    fed_next: Option<ClusterEvent>,
 }
 
 impl Hardware {
     pub(crate) fn new(fixed: Vec<ClusterEvent>, feed: Option<Box<dyn HardwareFeed>>) -> Hardware {
-        Hardware { fixed: fixed.into(), feed }
+        Hardware { fixed: fixed.into(), feed, fed_next: None }
     }
 
     /// A fixed event learnt as it happens (wall clock), no earlier than those already given.
@@ -59,9 +61,18 @@ impl Hardware {
 
     /// The time of the next event, fixed or fed.
     pub(crate) fn peek_time(&mut self) -> Option<SimTime> {
-        let fixed = self.fixed.front().map(ClusterEvent::time);
-        let fed = self.feed.as_mut().and_then(|f| f.peek_time());
-        earliest(fixed, fed)
+        earliest(self.fixed.front().map(ClusterEvent::time), self.peek_fed_time())
+    }
+
+    fn peek_fed_time(&mut self) -> Option<SimTime> {
+        match &self.fed_next {
+            Some(event) => Some(event.time()),
+            None => self.feed.as_mut().and_then(|f| f.peek_time()),
+        }
+    }
+
+    fn pop_fed(&mut self) -> Option<ClusterEvent> {
+        self.fed_next.take().or_else(|| self.feed.as_mut()?.pop())
     }
 
     /// Takes the next event if it happens at `now`.
@@ -69,8 +80,34 @@ impl Hardware {
         if self.fixed.front().is_some_and(|e| e.time() == now) {
             return self.fixed.pop_front();
         }
-        let feed = self.feed.as_mut()?;
-        if feed.peek_time() == Some(now) { feed.pop() } else { None }
+        if self.peek_fed_time() == Some(now) { self.pop_fed() } else { None }
+    }
+
+    /// Drops the next events, in order, for as long as `drop` says so; returns how many.
+    pub(crate) fn drop_while(&mut self, mut drop: impl FnMut(&ClusterEvent) -> bool) -> u64 {
+        let mut dropped = 0;
+        loop {
+            let fixed_first = match (self.fixed.front().map(ClusterEvent::time), self.peek_fed_time()) {
+                (Some(fixed), fed) => fed.is_none_or(|t| fixed <= t),
+                (None, Some(_)) => false,
+                (None, None) => return dropped,
+            };
+            if fixed_first {
+                if !self.fixed.front().is_some_and(&mut drop) {
+                    return dropped;
+                }
+                self.fixed.pop_front();
+            } else {
+                if self.fed_next.is_none() {
+                    self.fed_next = self.feed.as_mut().and_then(|f| f.pop());
+                }
+                if !self.fed_next.as_ref().is_some_and(&mut drop) {
+                    return dropped;
+                }
+                self.fed_next = None;
+            }
+            dropped += 1;
+        }
     }
 
     /// With a feed: until when it covers (`None` inside: to the run's end). `None`: no feed.
@@ -118,5 +155,30 @@ mod tests {
         assert_eq!(seen, [(10, 1), (10, 0), (20, 0), (25, 1), (30, 0), (40, 0)]);
         assert_eq!(hw.peek_time(), Some(SimTime(50)));
         assert_eq!(Hardware::new(Vec::new(), None).peek_time(), None);
+    }
+
+    #[test]
+    fn dropped_events_are_gone_and_the_first_kept_is_next_whichever_source_it_is_from() {
+        let fixed = vec![
+            ClusterEvent::Heartbeat { time: SimTime(10), node: NodeId(1) },
+            ClusterEvent::Heartbeat { time: SimTime(20), node: NodeId(0) },
+            ClusterEvent::Heartbeat { time: SimTime(25), node: NodeId(1) },
+        ];
+        let mut hw = Hardware::new(fixed, Some(Box::new(Every { every: 10, next: 10 })));
+        let node0_before_40 = |e: &ClusterEvent| e.node() == NodeId(0) && e.time() < SimTime(40);
+        let mut seen = Vec::new();
+        let mut dropped = 0;
+        loop {
+            dropped += hw.drop_while(node0_before_40);
+            let Some(now) = hw.peek_time().filter(|t| t.as_ms() <= 50) else { break };
+            while let Some(e) = hw.pop_at(now) {
+                seen.push((e.time().as_ms(), e.node().0));
+            }
+        }
+        // Dropped: the fixed and fed 20 and the fed 30 (the fed 10 is taken with the fixed 10,
+        // at the instant the fixed one makes).
+        assert_eq!(seen, [(10, 1), (10, 0), (25, 1), (40, 0), (50, 0)]);
+        assert_eq!(dropped, 3);
+        assert_eq!(hw.peek_time(), Some(SimTime(60)));
     }
 }

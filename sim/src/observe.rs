@@ -119,12 +119,34 @@ impl Observer {
         self.last_beat.get(node.index()).copied().flatten()
     }
 
+    /// Whether `event` is about a node retired for good (it changes nothing).
+    pub(crate) fn is_about_a_retired_node(&self, event: &ClusterEvent) -> bool {
+        self.retire.retired[event.node().index()]
+    }
+
+    /// Whether heap event `event` is about a retired node and so changes nothing: a repair (a
+    /// node is retired only when every failure of its that has a repair is over: what is left
+    /// to repair is a GPU also broken for good, whose count never returns to 0) or a heartbeat
+    /// observation (retirement voided its epoch, and a retired node is dead). Not a GPU failure
+    /// seen: that one is counted as detected.
+    pub(crate) fn voided_by_retirement(&self, event: &Event, c: &Controller) -> bool {
+        let node = match *event {
+            Event::Repair(Part::Gpu(gpu)) => c.cluster().node_of(gpu),
+            Event::Repair(Part::Node(node))
+            | Event::NodeMissedBeats { node, .. }
+            | Event::NodeBeatsAgain { node, .. }
+            | Event::BeatDeadline { node, .. } => node,
+            _ => return false,
+        };
+        self.retire.retired[node.index()]
+    }
+
     /// Applies one ground-truth cluster event at the controller's current time; whether it
     /// changed anything (a failure of a part already down, a record about a retired node or a
     /// beat from a node the scheduler already counts up changes nothing, and is no reason to
     /// decide: the same history in other records must give the same schedule).
     pub(crate) fn apply_truth(&mut self, event: &ClusterEvent, c: &mut Controller, queue: &mut EventQueue) -> bool {
-        if self.retire.retired[event.node().index()] {
+        if self.is_about_a_retired_node(event) {
             return false; // out of the fleet: what its hardware does no longer matters
         }
         match *event {

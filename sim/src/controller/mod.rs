@@ -364,6 +364,10 @@ impl Controller {
         self.stats.events += 1;
     }
 
+    pub(crate) fn count_events(&mut self, events: u64) {
+        self.stats.events += events;
+    }
+
     /// Moves time forward to `now`, integrating allocated GPUs and jobs in the system.
     pub fn advance_to(&mut self, now: SimTime) {
         assert!(now >= self.now, "time went backwards: {} -> {} (seed {})", self.now, now, self.config.seed);
