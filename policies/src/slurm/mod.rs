@@ -70,6 +70,8 @@ pub struct Slurm {
     free_generation: Option<u64>,
     /// Nodes whose running parts changed since `free` was last brought up to date.
     touched: Vec<usize>,
+    /// Every node's free GPUs as the plan has them, read when `free` is brought up to date.
+    free_now: Vec<u32>,
     /// The free nodes once every running task has ended, as the last backfill pass saw them
     /// (backfill brings them up to date with the nodes of `free` changed since).
     all_ended: Nodes,
@@ -180,6 +182,7 @@ impl Slurm {
             free: Nodes::default(),
             free_generation: None,
             touched: Vec::new(),
+            free_now: Vec::new(),
             all_ended: Nodes::default(),
             qos_usage: QosUsage::default(),
             requests: BTreeSet::new(),
@@ -434,12 +437,19 @@ impl Slurm {
             self.touched = (0..count).collect();
         }
         if self.free_generation != Some(generation) {
-            for n in 0..count {
-                let gpus = on_node(n);
-                if gpus != nodes.gpus(n) {
-                    nodes.set_gpus(n, gpus);
+            // Read into a buffer and compared a chunk at a time: most passes follow a change
+            // to a few nodes, and a compare interleaved with updates cost most of a pass.
+            let mut now = std::mem::take(&mut self.free_now);
+            now.clear();
+            now.extend((0..count).map(&on_node));
+            for chunk in (0..count).step_by(16).map(|at| at..count.min(at + 16)) {
+                if nodes.all_gpus()[chunk.clone()] != now[chunk.clone()] {
+                    for n in chunk.filter(|&n| nodes.all_gpus()[n] != now[n]).collect::<Vec<_>>() {
+                        nodes.set_gpus(n, now[n]);
+                    }
                 }
             }
+            self.free_now = now;
         }
         for n in std::mem::take(&mut self.touched).into_iter().filter(|&n| n < count) {
             let held = self.held_cpus.get(n).copied().unwrap_or(0);

@@ -100,6 +100,11 @@ impl Nodes {
         self.gpus[node]
     }
 
+    /// Every node's free GPUs, in node order.
+    pub fn all_gpus(&self) -> &[u32] {
+        &self.gpus
+    }
+
     pub fn cpus(&self, node: usize) -> u32 {
         self.cpus[node]
     }
