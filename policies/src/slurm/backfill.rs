@@ -37,10 +37,10 @@ impl Slurm {
     pub(super) fn backfill_pass(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
         let now = view.now();
         let queue = self.queue(view, plan);
-        let mut nodes = self.nodes(plan);
-        let mut space = Space::new(now, self.config.bf_resolution, self.config.bf_window, nodes.gpus.len());
+        let mut nodes = self.take_free(plan);
+        let mut space = Space::new(now, self.config.bf_resolution, self.config.bf_window, nodes.len());
         let (mut tested, mut per_user, mut per_part) = (0, BTreeMap::new(), BTreeMap::new());
-        let all_ended = self.all_ended(&nodes);
+        let all_ended = self.all_ended(&mut nodes);
         for candidate in queue.candidates.iter() {
             if tested >= self.config.bf_max_job_test {
                 break;
@@ -65,18 +65,32 @@ impl Slurm {
             let own = self.allowed.of(view, candidate);
             self.plan_one(view, plan, &mut nodes, &mut space, candidate, &own, &all_ended);
         }
+        self.put_free(nodes, plan);
+        self.put_all_ended(all_ended);
         self.keep(queue);
     }
 
-    /// `nodes` as they will be once every running task has ended.
-    fn all_ended(&self, nodes: &Nodes) -> Nodes {
-        let mut all_ended = nodes.clone();
+    /// `nodes` as they will be once every running task has ended: the view kept from the last
+    /// backfill pass, with the nodes changed since counted anew (a pass's starts change a few,
+    /// where counting them all cost a walk over every node). Given back with
+    /// [`Slurm::put_all_ended`].
+    pub(super) fn all_ended(&mut self, nodes: &mut Nodes) -> Nodes {
+        let mut all_ended = std::mem::take(&mut self.all_ended);
+        let mut changed = nodes.take_changed();
+        if all_ended.len() != nodes.len() {
+            all_ended = nodes.clone();
+            changed = NodeSet::full(nodes.len());
+        }
         let held = |counts: &[u32], n: usize| counts.get(n).copied().unwrap_or(0);
-        for (n, (gpus, cpus)) in all_ended.gpus.iter_mut().zip(&mut all_ended.cpus).enumerate() {
-            *gpus += held(&self.held_gpus, n);
-            *cpus += held(&self.held_cpus, n);
+        for n in changed.iter() {
+            all_ended.set_gpus(n, nodes.gpus(n) + held(&self.held_gpus, n));
+            all_ended.set_cpus(n, nodes.cpus(n) + held(&self.held_cpus, n));
         }
         all_ended
+    }
+
+    pub(super) fn put_all_ended(&mut self, all_ended: Nodes) {
+        self.all_ended = all_ended;
     }
 
     /// Starts `candidate` now (true) or reserves its earliest start in `space`.
@@ -374,7 +388,7 @@ impl Room {
     fn count(&mut self, nodes: &Nodes, node: usize, add: bool) {
         let Room::One { ask, fitting, gpus } = self else { return };
         let fits = u32::from(nodes.takes_share(node, ask));
-        let free = if nodes.cpus[node] >= 1 && ask.spread { nodes.gpus[node] } else { 0 };
+        let free = if nodes.cpus(node) >= 1 && ask.spread { nodes.gpus(node) } else { 0 };
         if add {
             *fitting += fits;
             *gpus += free;
@@ -387,7 +401,7 @@ impl Room {
 
 /// The free GPUs of the `usable` nodes among `spread` (those with a free CPU and free GPUs).
 fn spread_gpus(nodes: &Nodes, usable: &NodeSet, spread: &NodeSet) -> u32 {
-    usable.common(spread).map(|n| nodes.gpus[n]).sum()
+    usable.common(spread).map(|n| nodes.gpus(n)).sum()
 }
 
 /// Counts one more job of `key`; true when that passes `limit` (0: none).
@@ -415,11 +429,8 @@ mod tests {
         let mut next = super::super::test_draws(0x9e37_79b9_7f4a_7c15_u64);
         for _ in 0..500 {
             let count = 1 + next(140) as usize;
-            let mut nodes = Nodes {
-                gpus: (0..count).map(|_| next(9) as u32).collect(),
-                cpus: (0..count).map(|_| next(3) as u32).collect(),
-                pools: vec![0; count],
-            };
+            let gpus = (0..count).map(|_| next(9) as u32).collect();
+            let mut nodes = Nodes::new(gpus, (0..count).map(|_| next(3) as u32).collect(), vec![0; count]);
             let gpus = 1 + next(24) as u32;
             let ask = Ask::of(gpus, (next(2) == 0).then(|| 1 + next(8) as u32));
             let candidate =
@@ -439,7 +450,7 @@ mod tests {
                 // A task ends or starts on a node.
                 let node = next(count as u64) as usize;
                 let part = [(NodeId(node as u32), 1 + next(4) as u32)];
-                if nodes.gpus[node] >= part[0].1 && nodes.cpus[node] > 0 && next(2) == 0 {
+                if nodes.gpus(node) >= part[0].1 && nodes.cpus(node) > 0 && next(2) == 0 {
                     nodes.take(&part);
                 } else {
                     nodes.give(&part);

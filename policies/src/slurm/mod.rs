@@ -63,6 +63,18 @@ pub struct Slurm {
     held_cpus: Vec<u32>,
     /// GPUs of running tasks on each node.
     held_gpus: Vec<u32>,
+    /// The free GPUs and CPUs of every node, kept from one pass to the next ([`Slurm::take_free`]):
+    /// rebuilding them for every pass cost a walk over every node.
+    free: Nodes,
+    /// The generation of the plan's free GPUs that `free`'s GPUs are those of.
+    free_generation: Option<u64>,
+    /// Nodes whose running parts changed since `free` was last brought up to date.
+    touched: Vec<usize>,
+    /// Every node's free GPUs as the plan has them, read when `free` is brought up to date.
+    free_now: Vec<u32>,
+    /// The free nodes once every running task has ended, as the last backfill pass saw them
+    /// (backfill brings them up to date with the nodes of `free` changed since).
+    all_ended: Nodes,
     /// What the running jobs of each QOS with limits hold.
     qos_usage: QosUsage,
     /// When submissions and ends ask for a main pass (Slurm's `job_sched_cnt`): an end asks
@@ -167,6 +179,11 @@ impl Slurm {
             by_end: BTreeMap::new(),
             held_cpus: Vec::new(),
             held_gpus: Vec::new(),
+            free: Nodes::default(),
+            free_generation: None,
+            touched: Vec::new(),
+            free_now: Vec::new(),
+            all_ended: Nodes::default(),
             qos_usage: QosUsage::default(),
             requests: BTreeSet::new(),
             pass_now: false,
@@ -308,6 +325,7 @@ impl Slurm {
                 self.held_cpus.resize(n + 1, 0);
                 self.held_gpus.resize(n + 1, 0);
             }
+            self.touched.push(n);
             if add {
                 self.held_cpus[n] += 1;
                 self.held_gpus[n] += gpus;
@@ -399,12 +417,56 @@ impl Slurm {
         self.order = Some(order);
     }
 
-    /// Free GPUs and CPUs of every node now: each part of a running task holds one CPU.
-    fn nodes(&self, plan: &Plan<'_>) -> Nodes {
-        let held = |n: usize| self.held_cpus.get(n).copied().unwrap_or(0);
-        let cpus = self.node_cpus.iter().enumerate().map(|(n, &cpus)| cpus.saturating_sub(held(n))).collect();
-        let gpus = (0..self.node_cpus.len()).map(|n| plan.free().on_node(NodeId::from_index(n))).collect();
-        Nodes { gpus, cpus, pools: self.node_pools.clone() }
+    /// Free GPUs and CPUs of every node now, for a pass to start jobs on: the view kept since
+    /// the last pass, brought up to date. [`Slurm::put_free`] keeps it for the next pass.
+    fn take_free(&mut self, plan: &Plan<'_>) -> Nodes {
+        let free = plan.free();
+        self.take_free_from(free.generation(), |n| free.on_node(NodeId::from_index(n)))
+    }
+
+    /// [`Slurm::take_free`] with `on_node` the free GPUs of each node at `generation`. Only
+    /// what changed is looked at: every node's GPUs if the plan's free GPUs changed since the
+    /// view was kept (the engine frees them, late or never, without telling which), and the
+    /// CPUs of nodes where tasks started or stopped (each part of a running task holds one).
+    fn take_free_from(&mut self, generation: u64, on_node: impl Fn(usize) -> u32) -> Nodes {
+        let count = self.node_cpus.len();
+        let mut nodes = std::mem::take(&mut self.free);
+        if nodes.len() != count {
+            nodes = Nodes::new(vec![0; count], self.node_cpus.clone(), self.node_pools.clone());
+            self.free_generation = None;
+            self.touched = (0..count).collect();
+        }
+        if self.free_generation != Some(generation) {
+            // Read into a buffer and compared a chunk at a time: most passes follow a change
+            // to a few nodes, and a compare interleaved with updates cost most of a pass.
+            let mut now = std::mem::take(&mut self.free_now);
+            now.clear();
+            now.extend((0..count).map(&on_node));
+            for chunk in (0..count).step_by(16).map(|at| at..count.min(at + 16)) {
+                if nodes.all_gpus()[chunk.clone()] != now[chunk.clone()] {
+                    for n in chunk.filter(|&n| nodes.all_gpus()[n] != now[n]).collect::<Vec<_>>() {
+                        nodes.set_gpus(n, now[n]);
+                    }
+                }
+            }
+            self.free_now = now;
+        }
+        for n in std::mem::take(&mut self.touched).into_iter().filter(|&n| n < count) {
+            let held = self.held_cpus.get(n).copied().unwrap_or(0);
+            nodes.set_cpus(n, self.node_cpus[n].saturating_sub(held));
+        }
+        nodes
+    }
+
+    /// Keeps the view a pass started jobs on (it took what they hold, as the plan did).
+    fn put_free(&mut self, nodes: Nodes, plan: &Plan<'_>) {
+        self.put_free_at(nodes, plan.free().generation());
+    }
+
+    /// [`Slurm::put_free`]: `nodes`' GPUs are those of the plan's free GPUs at `generation`.
+    fn put_free_at(&mut self, nodes: Nodes, generation: u64) {
+        self.free = nodes;
+        self.free_generation = Some(generation);
     }
 
     /// Starts every waiting task of `candidate` on the nodes chosen for it, or none.
@@ -458,8 +520,8 @@ impl Slurm {
         let mut queue = self.queue(view, plan);
         // Only a full pass reads far enough for every partition to block.
         let partitions = if full { queue.partitions() } else { usize::MAX };
-        let mut nodes = self.nodes(plan);
-        let mut visible = NodeSet::full(nodes.gpus.len());
+        let mut nodes = self.take_free(plan);
+        let mut visible = NodeSet::full(nodes.len());
         let mut usable = visible.clone();
         let mut blocked: Vec<&str> = Vec::new();
         let mut started_any = false;
@@ -494,6 +556,7 @@ impl Slurm {
             }
         }
         self.idle_pass[usize::from(full)] = if started_any { None } else { seen };
+        self.put_free(nodes, plan);
         self.keep(queue);
     }
 
@@ -708,6 +771,71 @@ mod tests {
             assert_eq!(kept, by_end, "step {step}");
             let held = |counts: &[u32]| (0..nodes).map(|n| counts.get(n).copied().unwrap_or(0)).collect::<Vec<_>>();
             assert_eq!((held(&slurm.held_cpus), held(&slurm.held_gpus)), (cpus, gpus), "step {step}");
+        }
+    }
+
+    /// What the kept free-node view must equal: each node's free GPUs as the plan has them,
+    /// and its CPUs less one for each part of a running task on it.
+    fn free_from_scratch(slurm: &Slurm, on_node: &[u32]) -> Nodes {
+        let held = |n: usize| slurm.held_cpus.get(n).copied().unwrap_or(0);
+        let cpus = slurm.node_cpus.iter().enumerate().map(|(n, &c)| c.saturating_sub(held(n))).collect();
+        Nodes::new(on_node.to_vec(), cpus, slurm.node_pools.clone())
+    }
+
+    /// Between passes tasks start and stop (some on nodes with few CPUs, so that they run
+    /// out) and the engine frees or takes GPUs; in passes tasks start on the view as the plan
+    /// takes their GPUs. Every pass's view, and backfill's view once every task has ended, is
+    /// the one built anew.
+    #[test]
+    fn the_free_view_kept_between_passes_is_the_one_built_anew() {
+        let mut next = test_draws(0x3c6e_f372_fe94_f82b_u64);
+        let nodes = 40;
+        let mut slurm = slurm();
+        slurm.node_cpus = (0..nodes).map(|_| 1 + next(4) as u32).collect();
+        slurm.node_pools = (0..nodes).map(|n| u32::from(n >= 30)).collect();
+        let (mut on_node, mut generation) = (vec![8u32; nodes], 0);
+        let part = |next: &mut dyn FnMut(u64) -> u64| (NodeId(next(nodes as u64) as u32), 1 + next(3) as u32);
+        for step in 0..4_000 {
+            let task = TaskId(next(80) as u32);
+            match next(4) {
+                0 => slurm.stopped(task, SimTime(step)),
+                1 => {
+                    let parts: Parts = (0..1 + next(2)).map(|_| part(&mut next)).collect();
+                    let run = Running { job: JobId(0), parts, start: SimTime(step), expected_end: SimTime(step) };
+                    slurm.ran(task, run);
+                }
+                2 => {
+                    on_node[next(nodes as u64) as usize] = next(9) as u32;
+                    generation += 1;
+                }
+                _ => {
+                    let mut view = slurm.take_free_from(generation, |n| on_node[n]);
+                    let built = free_from_scratch(&slurm, &on_node);
+                    assert_eq!(view, built, "step {step}");
+                    if next(2) == 0 {
+                        let all_ended = slurm.all_ended(&mut view);
+                        let held = |counts: &[u32], n: usize| counts.get(n).copied().unwrap_or(0);
+                        let gpus = (0..nodes).map(|n| on_node[n] + held(&slurm.held_gpus, n)).collect();
+                        let cpus = (0..nodes).map(|n| built.cpus(n) + held(&slurm.held_cpus, n)).collect();
+                        assert_eq!(all_ended, Nodes::new(gpus, cpus, slurm.node_pools.clone()), "step {step}");
+                        slurm.put_all_ended(all_ended);
+                    }
+                    let (node, gpus) = part(&mut next);
+                    if on_node[node.index()] >= gpus && !slurm.running.contains_key(&task) {
+                        view.take(&[(node, gpus)]);
+                        on_node[node.index()] -= gpus;
+                        generation += 1;
+                        let run = Running {
+                            job: JobId(0),
+                            parts: vec![(node, gpus)],
+                            start: SimTime(step),
+                            expected_end: SimTime(step),
+                        };
+                        slurm.ran(task, run);
+                    }
+                    slurm.put_free_at(view, generation);
+                }
+            }
         }
     }
 }

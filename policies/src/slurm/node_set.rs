@@ -1,7 +1,7 @@
 //! A set of nodes as bits, 64 nodes a word: backfill intersects a job's nodes with the nodes
 //! free in each slot of its plan at every try, so the intersection must cost words, not nodes.
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeSet {
     words: Vec<u64>,
 }
@@ -73,6 +73,33 @@ impl NodeSet {
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.words.iter().enumerate().flat_map(|(w, &word)| bits_of(w, word))
     }
+
+    /// The runs of consecutive nodes in the set, in order: found a word at a time (Slurm's
+    /// blocks of nodes), where a walk looked at every node.
+    pub fn runs(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        let mut from = 0;
+        std::iter::from_fn(move || {
+            let start = self.next_with(from, false)?;
+            // Bits past the last node are clear, so every run ends.
+            let end = self.next_with(start, true).unwrap_or(self.words.len() * 64);
+            from = end;
+            Some(start..end)
+        })
+    }
+
+    /// The first node at or after `from` that is in the set (`invert`: not in it).
+    fn next_with(&self, from: usize, invert: bool) -> Option<usize> {
+        let flip = if invert { u64::MAX } else { 0 };
+        let mut w = from / 64;
+        let mut word = (self.words.get(w)? ^ flip) & (u64::MAX << (from % 64));
+        loop {
+            if word != 0 {
+                return Some(w * 64 + word.trailing_zeros() as usize);
+            }
+            w += 1;
+            word = self.words.get(w)? ^ flip;
+        }
+    }
 }
 
 /// The nodes of word `w` whose bits are set in `word`.
@@ -105,5 +132,26 @@ mod tests {
         c.subtract(&a);
         assert_eq!(c.iter().count(), 68);
         assert_eq!((c.count_common(&b), c.count_common(&NodeSet::full(70))), (1, 68));
+    }
+
+    /// The runs found a word at a time are the runs of a walk over every node, on random
+    /// sets whose runs cross words and end at the last node.
+    #[test]
+    fn runs_are_the_runs_of_consecutive_members() {
+        let mut next = super::super::test_draws(0x1234_5678_9abc_def1_u64);
+        for _ in 0..500 {
+            let len = 1 + next(200) as usize;
+            let mut set = NodeSet::empty(len);
+            let dense = 1 + next(4);
+            (0..len).filter(|_| next(dense + 1) > 0).for_each(|n| set.insert(n));
+            let mut walked: Vec<std::ops::Range<usize>> = Vec::new();
+            for n in set.iter() {
+                match walked.last_mut() {
+                    Some(run) if run.end == n => run.end = n + 1,
+                    _ => walked.push(n..n + 1),
+                }
+            }
+            assert_eq!(set.runs().collect::<Vec<_>>(), walked);
+        }
     }
 }

@@ -45,15 +45,97 @@ impl Ask {
 }
 
 /// Free GPUs and CPUs of every node, as a pass sees them (it takes them as it starts jobs),
-/// and each node's pool.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// and each node's pool; indexed by sets of nodes, so that a choice or a count of the nodes
+/// that can take a share costs words, not a walk over every node.
+#[derive(Debug, Clone, Default)]
 pub struct Nodes {
-    pub gpus: Vec<u32>,
-    pub cpus: Vec<u32>,
-    pub pools: Vec<u32>,
+    gpus: Vec<u32>,
+    cpus: Vec<u32>,
+    pools: Vec<u32>,
+    /// `at_least[k]`: the nodes with `k` free GPUs or more (`at_least[0]`: every node).
+    at_least: Vec<NodeSet>,
+    /// The nodes with a free CPU.
+    with_cpu: NodeSet,
+    /// The nodes whose GPUs or CPUs were set since [`Nodes::take_changed`] (for a view
+    /// kept beside this one, [`super::Slurm`]'s nodes once every running task has ended).
+    changed: NodeSet,
+}
+
+/// The same free GPUs and CPUs on the same nodes (the sets by free GPUs follow from them: a
+/// view kept long may hold empty ones for counts no node has now; what changed is history).
+impl PartialEq for Nodes {
+    fn eq(&self, other: &Nodes) -> bool {
+        let level = |nodes: &Nodes, k: usize| nodes.at_least.get(k).filter(|s| s.iter().next().is_some()).cloned();
+        let levels = self.at_least.len().max(other.at_least.len());
+        (&self.gpus, &self.cpus, &self.pools, &self.with_cpu)
+            == (&other.gpus, &other.cpus, &other.pools, &other.with_cpu)
+            && (0..levels).all(|k| level(self, k) == level(other, k))
+    }
 }
 
 impl Nodes {
+    /// Nodes with these free GPUs, free CPUs and pools, node by node.
+    pub fn new(gpus: Vec<u32>, cpus: Vec<u32>, pools: Vec<u32>) -> Nodes {
+        let len = gpus.len();
+        let mut nodes = Nodes {
+            gpus: vec![0; len],
+            cpus: vec![0; len],
+            pools,
+            at_least: vec![NodeSet::full(len)],
+            with_cpu: NodeSet::empty(len),
+            changed: NodeSet::empty(len),
+        };
+        for n in 0..len {
+            nodes.set_gpus(n, gpus[n]);
+            nodes.set_cpus(n, cpus[n]);
+        }
+        nodes
+    }
+
+    pub fn len(&self) -> usize {
+        self.gpus.len()
+    }
+
+    pub fn gpus(&self, node: usize) -> u32 {
+        self.gpus[node]
+    }
+
+    /// Every node's free GPUs, in node order.
+    pub fn all_gpus(&self) -> &[u32] {
+        &self.gpus
+    }
+
+    pub fn cpus(&self, node: usize) -> u32 {
+        self.cpus[node]
+    }
+
+    /// `node` has `gpus` free GPUs: it moves between the sets by free GPUs.
+    pub fn set_gpus(&mut self, node: usize, gpus: u32) {
+        let old = self.gpus[node];
+        while self.at_least.len() <= gpus as usize {
+            self.at_least.push(NodeSet::empty(self.gpus.len()));
+        }
+        // The sets of more than the lower count and up to the higher one change.
+        for k in old.min(gpus) + 1..=old.max(gpus) {
+            set_to(&mut self.at_least[k as usize], node, gpus > old);
+        }
+        self.gpus[node] = gpus;
+        self.changed.insert(node);
+    }
+
+    /// `node` has `cpus` free CPUs.
+    pub fn set_cpus(&mut self, node: usize, cpus: u32) {
+        self.cpus[node] = cpus;
+        set_to(&mut self.with_cpu, node, cpus >= 1);
+        self.changed.insert(node);
+    }
+
+    /// The nodes set since the last call (all of them, the first time).
+    pub fn take_changed(&mut self) -> NodeSet {
+        let len = self.len();
+        std::mem::replace(&mut self.changed, NodeSet::empty(len))
+    }
+
     /// The nodes Slurm picks for `ask` among those `allowed`; `None`: it does not fit. A gang
     /// that Slurm would spread over two pools (two GPU types: schedlab's gangs stay in one)
     /// takes the first pool that holds it.
@@ -74,16 +156,27 @@ impl Nodes {
 
     /// The nodes that can take one share of `ask`: a free CPU and `per_node` free GPUs.
     pub fn fitting(&self, ask: &Ask) -> NodeSet {
-        let mut set = NodeSet::empty(self.gpus.len());
-        (0..self.gpus.len()).filter(|&n| self.takes_share(n, ask)).for_each(|n| set.insert(n));
-        set
+        self.with_at_least(ask.per_node)
     }
 
     /// The nodes whose free GPUs a task of no fixed split may spread over: a free CPU and a
     /// free GPU.
     pub fn spreading(&self) -> NodeSet {
-        let mut set = NodeSet::empty(self.gpus.len());
-        (0..self.gpus.len()).filter(|&n| self.spreads_on(n)).for_each(|n| set.insert(n));
+        self.with_at_least(1)
+    }
+
+    /// The nodes with a free CPU and `gpus` free GPUs or more.
+    fn with_at_least(&self, gpus: u32) -> NodeSet {
+        let Some(level) = self.at_least.get(gpus as usize) else { return NodeSet::empty(self.len()) };
+        let mut set = level.clone();
+        set.intersect(&self.with_cpu);
+        set
+    }
+
+    /// The `allowed` nodes that can take one share of a task of `per_node` GPUs.
+    fn fits(&self, per_node: u32, allowed: &NodeSet) -> NodeSet {
+        let mut set = self.with_at_least(per_node);
+        set.intersect(allowed);
         set
     }
 
@@ -97,19 +190,15 @@ impl Nodes {
         self.cpus[node] >= 1 && self.gpus[node] >= ask.per_node
     }
 
-    /// Whether [`Nodes::select_among`] finds room for `ask`, counted without choosing: backfill
-    /// asks far more often than a job fits, and choosing walks blocks of nodes.
+    /// Whether [`Nodes::select_among`] finds room for `ask`, counted without choosing: most
+    /// heads of the queue and most of backfill's tries do not fit. The counts over all the
+    /// usable nodes answer as the walk that stopped once they sufficed did.
     pub fn has_room(&self, ask: &Ask, allowed: &NodeSet) -> bool {
-        let mut fitting = 0;
-        let mut gpus = 0;
-        for n in allowed.iter().filter(|&n| self.cpus[n] >= 1) {
-            fitting += u32::from(self.takes_share(n, ask));
-            gpus += self.gpus[n];
-            if ask.has_room_in(fitting, gpus) {
-                return true;
-            }
+        let fitting = self.with_at_least(ask.per_node).count_common(allowed);
+        if ask.has_room_in(fitting, 0) {
+            return true;
         }
-        false
+        ask.spread && ask.has_room_in(fitting, self.fits(1, allowed).iter().map(|n| self.gpus[n]).sum())
     }
 
     fn select_among(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
@@ -130,42 +219,37 @@ impl Nodes {
         self.in_blocks(ask, allowed)
     }
 
-    /// [`Nodes::in_blocks`] for a one-node task, in one walk over the nodes that keeps only
-    /// the best block so far (most tasks take one node, and each start chose among every node).
+    /// [`Nodes::in_blocks`] for a one-node task: keeps only the best block so far, and looks
+    /// for its node only in a block that is the best so far.
     fn one_node(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
-        let fits = |n: usize| allowed.contains(n) && self.takes_share(n, ask);
-        let count = self.gpus.len();
-        // The block's free CPUs and its node with the fewest (the lowest on ties).
+        // The best block's free CPUs and its node with the fewest (the lowest on ties).
         let mut best: Option<(u64, usize)> = None;
-        let mut n = 0;
-        while n < count {
-            if !fits(n) {
-                n += 1;
+        for run in self.fits(ask.per_node, allowed).runs() {
+            // Each of its nodes has a free CPU: a block as long as the best's CPUs has as many.
+            if best.is_some_and(|(most, _)| run.len() as u64 >= most) {
                 continue;
             }
-            let (mut cpus, mut fewest) = (0, n);
-            while n < count && fits(n) {
-                cpus += u64::from(self.cpus[n]);
-                if self.cpus[n] < self.cpus[fewest] {
-                    fewest = n;
-                }
-                n += 1;
-            }
+            let cpus = self.block_cpus(&run);
             if best.is_none_or(|(most, _)| cpus < most) {
+                let fewest = run.min_by_key(|&n| (self.cpus[n], n)).expect("a run is not empty");
                 best = Some((cpus, fewest));
             }
         }
         best.map(|(_, node)| vec![(NodeId(node as u32), ask.per_node)])
     }
 
+    /// The free CPUs of a block of nodes.
+    fn block_cpus(&self, nodes: &std::ops::Range<usize>) -> u64 {
+        self.cpus[nodes.clone()].iter().map(|&c| u64::from(c)).sum()
+    }
+
     /// The nodes for `ask` block by block ([`pick_block`]).
     fn in_blocks(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
-        let fits = |n: usize| allowed.contains(n) && self.takes_share(n, ask);
-        let mut taken = vec![false; self.gpus.len()];
+        let mut fits = self.fits(ask.per_node, allowed);
         let mut chosen = Vec::with_capacity(ask.nodes as usize);
         let mut left = ask.nodes;
         while left > 0 {
-            let blocks = blocks(self.gpus.len(), |n| fits(n) && !taken[n], &self.cpus);
+            let blocks: Vec<Block> = fits.runs().map(|nodes| Block { cpus: self.block_cpus(&nodes), nodes }).collect();
             let block = pick_block(&blocks, left)?;
             let nodes: Vec<usize> = if left == 1 {
                 // The node with the fewest free CPUs, the lowest on ties.
@@ -175,7 +259,7 @@ impl Nodes {
                 block.nodes.clone().take(left as usize).collect()
             };
             for n in nodes {
-                taken[n] = true;
+                fits.remove(n);
                 chosen.push((NodeId(n as u32), ask.per_node));
                 left -= 1;
             }
@@ -187,7 +271,7 @@ impl Nodes {
     fn spread(&self, total: u32, allowed: &NodeSet) -> Option<Parts> {
         let mut left = total;
         let mut chosen = Vec::new();
-        for n in allowed.iter().filter(|&n| self.gpus[n] > 0 && self.cpus[n] > 0) {
+        for n in self.fits(1, allowed).iter() {
             let take = self.gpus[n].min(left);
             chosen.push((NodeId(n as u32), take));
             left -= take;
@@ -201,17 +285,27 @@ impl Nodes {
     /// Takes the GPUs and one CPU of each node of `parts`.
     pub fn take(&mut self, parts: &[(NodeId, u32)]) {
         for &(node, gpus) in parts {
-            self.gpus[node.index()] -= gpus;
-            self.cpus[node.index()] = self.cpus[node.index()].saturating_sub(1);
+            let n = node.index();
+            self.set_gpus(n, self.gpus[n] - gpus);
+            self.set_cpus(n, self.cpus[n].saturating_sub(1));
         }
     }
 
     /// Gives back what [`Nodes::take`] took.
     pub fn give(&mut self, parts: &[(NodeId, u32)]) {
         for &(node, gpus) in parts {
-            self.gpus[node.index()] += gpus;
-            self.cpus[node.index()] += 1;
+            let n = node.index();
+            self.set_gpus(n, self.gpus[n] + gpus);
+            self.set_cpus(n, self.cpus[n] + 1);
         }
+    }
+}
+
+fn set_to(set: &mut NodeSet, node: usize, member: bool) {
+    if member {
+        set.insert(node);
+    } else {
+        set.remove(node);
     }
 }
 
@@ -220,23 +314,6 @@ impl Nodes {
 struct Block {
     nodes: std::ops::Range<usize>,
     cpus: u64,
-}
-
-fn blocks(count: usize, fits: impl Fn(usize) -> bool, cpus: &[u32]) -> Vec<Block> {
-    let mut out = Vec::new();
-    let mut n = 0;
-    while n < count {
-        if !fits(n) {
-            n += 1;
-            continue;
-        }
-        let start = n;
-        while n < count && fits(n) {
-            n += 1;
-        }
-        out.push(Block { nodes: start..n, cpus: cpus[start..n].iter().map(|&c| u64::from(c)).sum() });
-    }
-    out
 }
 
 /// The first block of at least `nodes` nodes, or a later one with strictly fewer free CPUs;
@@ -257,7 +334,7 @@ mod tests {
     use super::*;
 
     fn nodes(gpus: &[u32], cpus: &[u32]) -> Nodes {
-        Nodes { gpus: gpus.to_vec(), cpus: cpus.to_vec(), pools: vec![0; gpus.len()] }
+        Nodes::new(gpus.to_vec(), cpus.to_vec(), vec![0; gpus.len()])
     }
 
     fn set(members: &[usize]) -> NodeSet {
@@ -311,7 +388,7 @@ mod tests {
     /// the gang takes the first pool with room.
     #[test]
     fn a_gang_stays_in_one_pool() {
-        let n = Nodes { gpus: vec![0, 8, 8, 8], cpus: vec![16; 4], pools: vec![0, 0, 1, 1] };
+        let n = Nodes::new(vec![0, 8, 8, 8], vec![16; 4], vec![0, 0, 1, 1]);
         assert_eq!(picked(n.select(&Ask::of(16, Some(8)), &NodeSet::full(4))), [2, 3]);
     }
 
@@ -327,11 +404,7 @@ mod tests {
             gpus in 1u32..=24,
             per_node in proptest::option::of(1u32..=8),
         ) {
-            let n = Nodes {
-                gpus: free.iter().map(|f| f.0).collect(),
-                cpus: free.iter().map(|f| f.1).collect(),
-                pools: vec![0; free.len()],
-            };
+            let n = Nodes::new(free.iter().map(|f| f.0).collect(), free.iter().map(|f| f.1).collect(), vec![0; free.len()]);
             let mut allowed = NodeSet::empty(free.len());
             (0..free.len()).filter(|&i| allowed_bits[i]).for_each(|i| allowed.insert(i));
             let ask = Ask::of(gpus, per_node);
@@ -345,15 +418,92 @@ mod tests {
             allowed_bits in proptest::collection::vec(proptest::bool::ANY, 40),
             per_node in 1u32..=8,
         ) {
-            let n = Nodes {
-                gpus: free.iter().map(|f| f.0).collect(),
-                cpus: free.iter().map(|f| f.1).collect(),
-                pools: vec![0; free.len()],
-            };
+            let n = Nodes::new(free.iter().map(|f| f.0).collect(), free.iter().map(|f| f.1).collect(), vec![0; free.len()]);
             let mut allowed = NodeSet::empty(free.len());
             (0..free.len()).filter(|&i| allowed_bits[i]).for_each(|i| allowed.insert(i));
             let ask = Ask::of(per_node, Some(per_node));
             proptest::prop_assert_eq!(n.one_node(&ask, &allowed), n.in_blocks(&ask, &allowed));
+        }
+    }
+
+    /// What Slurm chooses, by a walk over every node (the choice before the sets by free
+    /// GPUs): `None` where it does not fit.
+    fn walked(n: &Nodes, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
+        let fits = |node: usize, taken: &[bool]| allowed.contains(node) && n.takes_share(node, ask) && !taken[node];
+        let mut taken = vec![false; n.len()];
+        let mut chosen = Vec::new();
+        let mut left = ask.nodes;
+        while left > 0 {
+            let mut blocks = Vec::new();
+            let mut node = 0;
+            while node < n.len() {
+                let start = node;
+                while node < n.len() && fits(node, &taken) {
+                    node += 1;
+                }
+                if node > start {
+                    blocks.push(Block { nodes: start..node, cpus: (start..node).map(|m| u64::from(n.cpus(m))).sum() });
+                }
+                node += 1;
+            }
+            let Some(block) = pick_block(&blocks, left) else { break };
+            let picked: Vec<usize> = if left == 1 {
+                vec![block.nodes.clone().min_by_key(|&m| (n.cpus(m), m)).expect("not empty")]
+            } else {
+                block.nodes.clone().take(left as usize).collect()
+            };
+            for m in picked {
+                taken[m] = true;
+                chosen.push((NodeId(m as u32), ask.per_node));
+                left -= 1;
+            }
+        }
+        if left == 0 {
+            return Some(chosen);
+        }
+        if !ask.spread {
+            return None;
+        }
+        let (mut left, mut chosen) = (ask.per_node, Vec::new());
+        for m in (0..n.len()).filter(|&m| allowed.contains(m) && n.gpus(m) > 0 && n.cpus(m) > 0) {
+            let take = n.gpus(m).min(left);
+            chosen.push((NodeId(m as u32), take));
+            left -= take;
+            if left == 0 {
+                return Some(chosen);
+            }
+        }
+        None
+    }
+
+    /// The sets by free GPUs and by a free CPU, kept as tasks take and give back GPUs, are
+    /// those counted node by node; and the choices made with them are a walk's over every node.
+    #[test]
+    fn the_kept_sets_and_the_choices_made_with_them_match_a_walk_over_every_node() {
+        let mut next = super::super::test_draws(0x5851_f42d_4c95_7f2d_u64);
+        for _ in 0..200 {
+            let count = 1 + next(150) as usize;
+            let mut n = Nodes::new(vec![8; count], vec![1 + next(3) as u32; count], vec![0; count]);
+            let mut held: Vec<Parts> = Vec::new();
+            for _ in 0..60 {
+                if !held.is_empty() && next(3) == 0 {
+                    n.give(&held.swap_remove(next(held.len() as u64) as usize));
+                } else {
+                    let node = next(count as u64) as usize;
+                    let parts = vec![(NodeId(node as u32), n.gpus(node).min(1 + next(8) as u32))];
+                    n.take(&parts);
+                    held.push(parts);
+                }
+                for k in 0..=9u32 {
+                    let counted: Vec<usize> = (0..count).filter(|&m| n.cpus(m) >= 1 && n.gpus(m) >= k).collect();
+                    assert_eq!(n.with_at_least(k).iter().collect::<Vec<_>>(), counted, "{k} GPUs");
+                }
+                let mut allowed = NodeSet::full(count);
+                (0..count).filter(|_| next(5) == 0).for_each(|m| allowed.remove(m));
+                let ask = Ask::of(1 + next(20) as u32, [None, Some(1 + next(8) as u32)][next(2) as usize]);
+                assert_eq!(n.select_among(&ask, &allowed), walked(&n, &ask, &allowed), "{ask:?}");
+                assert_eq!(n, Nodes::new(n.gpus.clone(), n.cpus.clone(), n.pools.clone()));
+            }
         }
     }
 }
