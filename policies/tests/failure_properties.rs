@@ -1766,3 +1766,49 @@ fn a_repair_pending_on_a_retired_node_does_not_move_the_end_of_the_run() {
         assert_eq!((x.outcome.clone(), x.waited_ms), (None, 10_000), "{events:?}: {x:?}");
     }
 }
+
+/// GPU 0 of node 0 fails every 10 s from 10 s, each failure repaired after 1 s, for as long as
+/// the run reads on; it refuses to be read past 1,000 s.
+#[derive(Debug)]
+struct FailsEveryTenSeconds {
+    next_s: u64,
+}
+
+impl sim::HardwareFeed for FailsEveryTenSeconds {
+    fn peek_time(&mut self) -> Option<SimTime> {
+        Some(SimTime::from_secs(self.next_s))
+    }
+
+    fn pop(&mut self) -> Option<ClusterEvent> {
+        assert!(self.next_s <= 1_000, "the feed was read to {} s, far past the run's horizon (100 s)", self.next_s);
+        let event = common::gpu_fail(0, 0, self.next_s, 1);
+        self.next_s += 10;
+        Some(event)
+    }
+}
+
+/// 1 node x 1 GPU, retired after its first failure, under a failure model that goes on for
+/// ever; the horizon is 100 s. x (1 GPU, 12 s) fails at 10 and the node is retired at 11:
+/// every later failure is about a retired node and is dropped, up to the horizon. The next
+/// one lies past it, so the run stops there, x waiting since 10.
+///
+/// Bug: dropping them looked for the first record that was not about a retired node, which an
+/// endless feed about one node never gives: the run read the feed for ever.
+#[test]
+fn an_endless_failure_feed_about_a_retired_node_is_read_to_the_horizon_only() {
+    use common::{cluster, job};
+    let config = ControllerConfig {
+        failures: FailureConfig { gpu_detect_delay: SimDuration::ZERO, ..FailureConfig::default() },
+        retire: Some(RetireRule { failures: 1, window: SimDuration::from_secs(3_600) }),
+        horizon: SimDuration::from_secs(100),
+        ..ControllerConfig::default()
+    };
+    let workload = Workload::new(vec![job("x", 0, 1, 12)]).expect("valid workload");
+    let scenario =
+        Scenario::new(cluster(&[(1, 1, "A")]), workload).with_feed(Box::new(FailsEveryTenSeconds { next_s: 10 }));
+    let mut policy = policies::build("fifo").expect("fifo");
+    let r = sim::simulate(scenario, policy.as_mut(), config).expect("runs");
+    let x = &r.jobs[0];
+    assert_eq!((r.stats.retired_nodes, r.stats.horizon_reached), (1, Some(SimTime::from_secs(100))));
+    assert_eq!((x.outcome.clone(), x.waited_ms), (None, 90_000), "{x:?}");
+}

@@ -339,10 +339,14 @@ impl Engine {
     /// `Observer::voided_by_retirement`), so none is an event of the run. Left in, they would
     /// move the end of a run that runs out of events (and so the waiting time of a job that
     /// never runs again), which would then depend on how many records a failure was written
-    /// as. (They are still counted as events read.)
+    /// as. (They are still counted as events read.) Records are dropped up to the horizon only:
+    /// a failure model goes on for ever, and once every node it fails is retired it would
+    /// otherwise be read for ever; the first record past the horizon stops the run there.
     fn drop_what_is_about_retired_nodes(&mut self) {
         let observer = &self.observer;
-        let mut dropped = self.hardware.drop_while(|event| observer.is_about_a_retired_node(event));
+        let horizon = self.stop_after.unwrap_or(SimTime::MAX);
+        let mut dropped =
+            self.hardware.drop_while(|event| event.time() <= horizon && observer.is_about_a_retired_node(event));
         while self.queue.peek_event().is_some_and(|e| observer.voided_by_retirement(e, &self.controller)) {
             self.queue.pop();
             dropped += 1;
