@@ -1702,6 +1702,15 @@ fn cases() -> u32 {
     std::env::var("SCHEDLAB_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64)
 }
 
+/// GPU failures seen at once, and a node retired at the repair of its first failure.
+fn retired_at_first_failure() -> ControllerConfig {
+    ControllerConfig {
+        failures: FailureConfig { gpu_detect_delay: SimDuration::ZERO, ..FailureConfig::default() },
+        retire: Some(RetireRule { failures: 1, window: SimDuration::from_secs(3_600) }),
+        ..ControllerConfig::default()
+    }
+}
+
 /// 1 node x 1 GPU, retired after its first failure. x (1 GPU, 12 s) starts at 0; the GPU fails
 /// at 10 (repaired at 15), x fails, and at the repair the node is retired: x can never run
 /// again, and the run is out of events at 15 s (x's stale completion, at 12, is before it),
@@ -1717,11 +1726,7 @@ fn cases() -> u32 {
 #[test]
 fn records_about_a_retired_node_do_not_move_the_end_of_the_run() {
     use common::{cluster, gpu_fail, job, run_with_events};
-    let config = ControllerConfig {
-        failures: FailureConfig { gpu_detect_delay: SimDuration::ZERO, ..FailureConfig::default() },
-        retire: Some(RetireRule { failures: 1, window: SimDuration::from_secs(3_600) }),
-        ..ControllerConfig::default()
-    };
+    let config = retired_at_first_failure();
     let first = gpu_fail(0, 0, 10, 5);
     let variants =
         [vec![first], vec![first, gpu_fail(0, 0, 50, 10)], vec![first, gpu_fail(0, 0, 50, 2), gpu_fail(0, 0, 51, 9)]];
@@ -1748,11 +1753,7 @@ fn records_about_a_retired_node_do_not_move_the_end_of_the_run() {
 #[test]
 fn a_repair_pending_on_a_retired_node_does_not_move_the_end_of_the_run() {
     use common::{cluster, gpu_fail, job, run_with_events};
-    let config = ControllerConfig {
-        failures: FailureConfig { gpu_detect_delay: SimDuration::ZERO, ..FailureConfig::default() },
-        retire: Some(RetireRule { failures: 1, window: SimDuration::from_secs(3_600) }),
-        ..ControllerConfig::default()
-    };
+    let config = retired_at_first_failure();
     let for_good = ClusterEvent::GpuFail { time: SimTime::from_secs(5), node: NodeId(0), gpu: 1, repair: None };
     let events = vec![for_good, gpu_fail(0, 0, 8, 7)];
     let mut with_pending_repair = events.clone();
@@ -1797,12 +1798,7 @@ impl sim::HardwareFeed for FailsEveryTenSeconds {
 #[test]
 fn an_endless_failure_feed_about_a_retired_node_is_read_to_the_horizon_only() {
     use common::{cluster, job};
-    let config = ControllerConfig {
-        failures: FailureConfig { gpu_detect_delay: SimDuration::ZERO, ..FailureConfig::default() },
-        retire: Some(RetireRule { failures: 1, window: SimDuration::from_secs(3_600) }),
-        horizon: SimDuration::from_secs(100),
-        ..ControllerConfig::default()
-    };
+    let config = ControllerConfig { horizon: SimDuration::from_secs(100), ..retired_at_first_failure() };
     let workload = Workload::new(vec![job("x", 0, 1, 12)]).expect("valid workload");
     let scenario =
         Scenario::new(cluster(&[(1, 1, "A")]), workload).with_feed(Box::new(FailsEveryTenSeconds { next_s: 10 }));
