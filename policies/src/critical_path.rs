@@ -28,9 +28,11 @@
 use crate::id_table::IdTable;
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::Placer;
-use crate::tracking::{Aside, Placed, pass_over, place_and_start, put_back, reclaim_for_head, sync_waiting};
+use crate::tracking::{
+    Aside, Placed, pass_over, place_and_start, put_back, reclaim_for_head, sync_waiting, tasks_of_ended_jobs,
+};
 use crate::wait_queue::{Key, WaitQueue};
-use sim::{Change, ClusterView, DepKind, DurationSource, JobId, Plan, Policy, TaskId};
+use sim::{ClusterView, DepKind, DurationSource, JobId, Plan, Policy, TaskId};
 
 pub const PARAMS: &[ParamInfo] = &[DURATION, PLACEMENT, AVOID_FAILED];
 
@@ -122,11 +124,7 @@ impl Policy for CriticalPath {
         sync_waiting(view, &mut waiting, |t| self.key(view, t));
         self.waiting = waiting;
         // After the waiting tasks' keys: no rank is needed for an ended job from here on.
-        for change in view.changes() {
-            if let Change::JobEnded(job) = *change {
-                view.job(job).tasks().for_each(|t| _ = self.rank.remove(t.index()));
-            }
-        }
+        tasks_of_ended_jobs(view).for_each(|t| _ = self.rank.remove(t.index()));
         let mut aside = Aside::new();
         while let Some((_, task)) = self.waiting.first_fitting(plan.free()) {
             let placed = place_and_start(view, plan, self.placer, &mut self.waiting, task);

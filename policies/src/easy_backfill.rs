@@ -18,10 +18,11 @@
 //! Decision cost: O(starts x log n) for the in-order part, then the reservation walk
 //! O(running tasks in the head's pools) and at most `depth` backfill candidates examined.
 
+use crate::id_table::IdTable;
 use crate::params::{AVOID_FAILED, DURATION, PLACEMENT, ParamInfo, Params, Source, SpecError};
 use crate::placement::{Placer, Shape};
 use crate::running::RunningIndex;
-use crate::tracking::{Placed, place_and_start, sync_waiting};
+use crate::tracking::{Placed, place_and_start, sync_waiting, tasks_of_ended_jobs};
 use crate::wait_queue::WaitQueue;
 use sim::{ClusterView, DurationSource, Plan, Policy, PoolId, SimDuration, SimTime, TaskId};
 
@@ -50,8 +51,9 @@ pub struct EasyBackfill {
     /// By shape index: whether the shape was found not to fit in this decision's backfill.
     no_room: Vec<bool>,
     /// By task, set as it begins to wait: its restart overhead and expected remaining work,
-    /// which do not change while it waits (its expected end if started is now plus these).
-    work_if_started: Vec<SimDuration>,
+    /// which do not change while it waits (its expected end if started is now plus these);
+    /// let go of when its job ends, so that it holds the tasks in the system.
+    work_if_started: IdTable<SimDuration>,
 }
 
 /// Where and when the blocked head will start.
@@ -63,6 +65,11 @@ struct Reservation {
 }
 
 impl EasyBackfill {
+    /// What waiting `task` would do if started now (every waiting task has it noted).
+    fn work_if_started_of(&self, task: TaskId) -> SimDuration {
+        self.work_if_started.get(task.index()).unwrap_or(SimDuration::ZERO)
+    }
+
     pub fn new(params: &Params) -> Result<EasyBackfill, SpecError> {
         let Source(source) = params.get("duration")?;
         let depth: usize = params.get("depth")?;
@@ -79,7 +86,7 @@ impl EasyBackfill {
             running: RunningIndex::default(),
             candidates: Vec::new(),
             no_room: Vec::new(),
-            work_if_started: Vec::new(),
+            work_if_started: IdTable::default(),
         })
     }
 
@@ -216,12 +223,10 @@ impl Policy for EasyBackfill {
         let source = self.source;
         let work_if_started = &mut self.work_if_started;
         sync_waiting(view, &mut self.waiting, |task| {
-            if work_if_started.len() <= task.index() {
-                work_if_started.resize(task.index() + 1, SimDuration::ZERO);
-            }
-            work_if_started[task.index()] = view.start_overhead(task) + view.expected_remaining(task, source);
+            work_if_started.insert(task.index(), view.start_overhead(task) + view.expected_remaining(task, source));
             0
         });
+        tasks_of_ended_jobs(view).for_each(|t| _ = self.work_if_started.remove(t.index()));
         self.running.sync(view, source);
         let head = loop {
             let Some((_, head)) = self.waiting.head() else { return };
@@ -260,9 +265,9 @@ impl Policy for EasyBackfill {
             // head's pool, or whose shape has no room).
             // Its GPUs must be back (after the release latency) by the shadow time.
             let ends_in_time =
-                view.now() + self.work_if_started[task.index()] + view.release_latency() <= reservation.shadow;
+                view.now() + self.work_if_started_of(task) + view.release_latency() <= reservation.shadow;
             debug_assert_eq!(
-                view.now() + self.work_if_started[task.index()],
+                view.now() + self.work_if_started_of(task),
                 view.expected_end_if_started(task, source),
                 "{task}'s restart overhead and remaining work changed while it waited"
             );
@@ -295,5 +300,18 @@ impl Policy for EasyBackfill {
             }
         }
         self.candidates = candidates;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a waiting task would do is held for the tasks in the system: none is left once
+    /// every job has ended.
+    #[test]
+    fn ended_jobs_leave_no_expected_work() {
+        let policy = crate::run_to_the_end(EasyBackfill::new(&crate::params_of("easy-backfill")).expect("builds"));
+        assert!(policy.work_if_started.is_empty(), "expected work left for ended jobs' tasks");
     }
 }

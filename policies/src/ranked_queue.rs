@@ -17,6 +17,7 @@
 //! on what fits.
 
 use crate::heads::Heads;
+use crate::id_table::IdTable;
 use crate::lazy_sorted::LazySorted;
 use sim::TaskId;
 
@@ -26,9 +27,9 @@ pub struct RankedQueue<K: Ord + Copy> {
     by_shape: Vec<LazySorted<(K, TaskId)>>,
     /// Per shape: how many of its first tasks are known to have left.
     gone: Vec<usize>,
-    /// By task: its shape index while it is queued here (as a u32: 8 bytes a task of the
-    /// run, not 16).
-    shape_of: Vec<Option<u32>>,
+    /// By task: its shape index while it is queued here (paged: it holds the tasks queued,
+    /// not every task of the run).
+    shape_of: IdTable<u32>,
     len: usize,
     /// Each shape's first task still here (the one at `gone`), in order: a task that leaves
     /// as its shape's first is replaced at once, so these are always tasks still here.
@@ -42,7 +43,7 @@ impl<K: Ord + Copy> Default for RankedQueue<K> {
         RankedQueue {
             by_shape: Vec::new(),
             gone: Vec::new(),
-            shape_of: Vec::new(),
+            shape_of: IdTable::default(),
             len: 0,
             heads: Heads::default(),
             buckets: Vec::new(),
@@ -61,12 +62,9 @@ impl<K: Ord + Copy> RankedQueue<K> {
             if self.buckets.len() <= shape {
                 self.buckets.resize_with(shape + 1, Vec::new);
             }
-            if self.shape_of.len() <= task.index() {
-                self.shape_of.resize(task.index() + 1, None);
-            }
-            debug_assert!(self.shape_of[task.index()].is_none(), "{task} is queued once");
             self.buckets[shape].push((key, task));
-            self.shape_of[task.index()] = Some(u32::try_from(shape).expect("fewer than 2^32 shapes"));
+            let before = self.shape_of.insert(task.index(), u32::try_from(shape).expect("fewer than 2^32 shapes"));
+            debug_assert!(before.is_none(), "{task} is queued once");
             self.len += 1;
         }
         self.by_shape.resize_with(self.buckets.len(), LazySorted::default);
@@ -87,8 +85,8 @@ impl<K: Ord + Copy> RankedQueue<K> {
     pub fn drain(&mut self, mut each: impl FnMut(TaskId, usize, K)) {
         for (shape, list) in self.by_shape.iter().enumerate() {
             for (key, task) in list.iter_unordered() {
-                if self.shape_of[task.index()] == Some(shape as u32) {
-                    self.shape_of[task.index()] = None;
+                if self.shape_of.get(task.index()) == Some(shape as u32) {
+                    self.shape_of.remove(task.index());
                     each(task, shape, key);
                 }
             }
@@ -100,7 +98,7 @@ impl<K: Ord + Copy> RankedQueue<K> {
     /// Takes `task` out if it is here (a task of its shape's list further on is dropped when
     /// it comes to the front).
     pub fn remove(&mut self, task: TaskId) {
-        let Some(shape) = self.shape_of.get_mut(task.index()).and_then(Option::take) else { return };
+        let Some(shape) = self.shape_of.remove(task.index()) else { return };
         self.len -= 1;
         let shape = shape as usize;
         if let Some((key, first)) = self.by_shape[shape].get(self.gone[shape])
@@ -131,7 +129,7 @@ impl<K: Ord + Copy> RankedQueue<K> {
     fn head(&mut self, shape: usize) -> Option<(K, TaskId)> {
         loop {
             let (key, task) = self.by_shape[shape].get(self.gone[shape])?;
-            if self.shape_of[task.index()] == Some(shape as u32) {
+            if self.shape_of.get(task.index()) == Some(shape as u32) {
                 return Some((key, task));
             }
             self.gone[shape] += 1;
@@ -159,7 +157,7 @@ mod tests {
         queue.remove(t(7));
         queue.remove(t(7));
         assert_eq!(queue.len, 3);
-        assert_eq!(queue.shape_of[7], None);
+        assert_eq!(queue.shape_of.get(7), None);
         assert_eq!(queue.first(), Some((3, t(9))));
         queue.remove(t(9));
         assert_eq!(queue.first(), Some((5, t(1))));
@@ -176,6 +174,7 @@ mod tests {
         out.sort();
         assert_eq!(out, [(t(4), 0, 1), (t(5), 1, 2)]);
         assert!(queue.is_empty());
+        assert!(queue.shape_of.is_empty(), "a drained queue notes no task's shape");
         assert_eq!(queue.first(), None);
         // A drained task can come back in the next ranking.
         queue.rebuild([(1, 9u64, t(4))]);

@@ -236,7 +236,7 @@ pub struct Tiresias {
     queued_at: IdTable<u32>,
     running: RunningLevels,
     /// Tasks holding GPUs, as this policy knows it (its own starts and preemptions included).
-    holds: Vec<bool>,
+    holds: IdTable<()>,
     /// By job, for the jobs in the system (read on every refresh, the hottest path of the
     /// policy; paged, so that it holds the jobs in the system, not every job of the run).
     jobs: IdTable<JobInfo>,
@@ -294,7 +294,7 @@ impl Tiresias {
             queues: (0..levels).map(|_| WaitQueue::default()).collect(),
             queued_at: IdTable::default(),
             running: RunningLevels::default(),
-            holds: Vec::new(),
+            holds: IdTable::default(),
             jobs: IdTable::default(),
             crossings: LazyHeap::default(),
             promotions: LazyHeap::default(),
@@ -320,14 +320,15 @@ impl Tiresias {
     }
 
     fn holds(&self, task: TaskId) -> bool {
-        self.holds.get(task.index()).copied().unwrap_or(false)
+        self.holds.contains(task.index())
     }
 
     fn set_holds(&mut self, task: TaskId, holds: bool) {
-        if self.holds.len() <= task.index() {
-            self.holds.resize(task.index() + 1, false);
+        if holds {
+            self.holds.insert(task.index(), ());
+        } else {
+            self.holds.remove(task.index());
         }
-        self.holds[task.index()] = holds;
     }
 
     /// Notes that `task` holds no GPUs. Only a task that held them is in the running index
@@ -868,6 +869,7 @@ mod tests {
             let spec = format!("tiresias[mode={mode},thresholds=600;6000]");
             let policy = crate::run_to_the_end(Tiresias::new(&crate::params_of(&spec)).expect(&spec));
             assert!(policy.jobs.is_empty(), "{spec}: jobs left in the table");
+            assert!(policy.holds.is_empty(), "{spec}: tasks of ended jobs noted as holding GPUs");
         }
     }
 

@@ -54,6 +54,18 @@ pub fn sync_waiting(view: &ClusterView<'_>, queue: &mut WaitQueue, mut key: impl
     }
 }
 
+/// The tasks of the jobs that ended since the last decision: what a policy's tables by task
+/// let go of, so that they hold the tasks in the system, not every task of the run.
+pub fn tasks_of_ended_jobs<'v>(view: &'v ClusterView<'_>) -> impl Iterator<Item = TaskId> + 'v {
+    view.changes()
+        .iter()
+        .filter_map(|change| match *change {
+            Change::JobEnded(job) => Some(view.job(job).tasks()),
+            _ => None,
+        })
+        .flatten()
+}
+
 /// Places `task` with `placer` on the GPUs free now and starts it, taking it off `waiting`.
 /// A task its queue's quota holds back is parked. A task within its queue's GPU cap that does
 /// not fit may reclaim GPUs other queues borrowed (`crate::quota::reclaim`). A task of a

@@ -41,9 +41,10 @@
 //! room (O(shapes x nodes of its pools)), and each task passed over for locality costs
 //! O(log n) at every decision point during its W.
 
+use crate::id_table::IdTable;
 use crate::params::{AVOID_FAILED, PLACEMENT, ParamInfo, Params, SpecError};
 use crate::placement::{GpuList, Placer, Shape};
-use crate::tracking::{Placed, place_and_start, start_on, sync_waiting};
+use crate::tracking::{Placed, place_and_start, start_on, sync_waiting, tasks_of_ended_jobs};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{ClusterView, Plan, Policy, SimDuration, SimTime, TaskId};
 
@@ -101,8 +102,8 @@ pub struct WeightedScore {
     local_wait: SimDuration,
     placer: Placer,
     waiting: WaitQueue,
-    /// When each task last entered the queue, by dense task id (for `local_wait_s`).
-    entered: Vec<SimTime>,
+    /// When each task last entered the queue (for `local_wait_s`), for the tasks in the system.
+    entered: IdTable<SimTime>,
 }
 
 impl WeightedScore {
@@ -125,7 +126,7 @@ impl WeightedScore {
             local_wait: SimDuration::from_secs(local_wait_s),
             placer,
             waiting: WaitQueue::default(),
-            entered: Vec::new(),
+            entered: IdTable::default(),
         })
     }
 
@@ -167,8 +168,13 @@ impl WeightedScore {
             .map(|(_, task, key, shape, locality)| (key, shape, task, locality))
     }
 
+    /// When waiting `task` entered the queue (every waiting task has entered it).
+    fn entered_at(&self, task: TaskId) -> SimTime {
+        self.entered.get(task.index()).unwrap_or(SimTime::ZERO)
+    }
+
     fn still_waits_for_data(&self, view: &ClusterView<'_>, task: TaskId) -> bool {
-        view.now() < self.entered[task.index()] + self.local_wait
+        view.now() < self.entered_at(task) + self.local_wait
     }
 }
 
@@ -181,12 +187,10 @@ impl Policy for WeightedScore {
         let mut waiting = std::mem::take(&mut self.waiting);
         let mut entered = std::mem::take(&mut self.entered);
         sync_waiting(view, &mut waiting, |t| {
-            if entered.len() <= t.index() {
-                entered.resize(t.index() + 1, SimTime::ZERO);
-            }
-            entered[t.index()] = view.now();
+            entered.insert(t.index(), view.now());
             self.key(view, t)
         });
+        tasks_of_ended_jobs(view).for_each(|t| _ = entered.remove(t.index()));
         (self.waiting, self.entered) = (waiting, entered);
         // Tasks passed over while they wait for their data: out of the order for this decision.
         let mut passed_over: Vec<(TaskId, Key, Shape)> = Vec::new();
@@ -202,7 +206,7 @@ impl Policy for WeightedScore {
                 Locality::WaitForData => {
                     self.waiting.remove(task);
                     passed_over.push((task, key, shape));
-                    let until = self.entered[task.index()] + self.local_wait;
+                    let until = self.entered_at(task) + self.local_wait;
                     plan.wake_at(until).expect("a task still waiting for its data waits until later");
                     continue;
                 }
@@ -214,5 +218,18 @@ impl Policy for WeightedScore {
         for (task, key, shape) in passed_over {
             self.waiting.insert(task, key, shape);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// When each task entered the queue is held for the tasks in the system: none is left once
+    /// every job has ended.
+    #[test]
+    fn ended_jobs_leave_no_entry_time() {
+        let policy = crate::run_to_the_end(WeightedScore::new(&crate::params_of("weighted-score")).expect("builds"));
+        assert!(policy.entered.is_empty(), "entry times left for ended jobs' tasks");
     }
 }
