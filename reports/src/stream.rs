@@ -3,7 +3,7 @@
 //! formats as the whole-run writers (`write_job_records_csv`, `write_tasks_csv`,
 //! `write_decisions_csv`), so the same run gives the same bytes either way.
 
-use crate::csv_row::CsvOut;
+use crate::csv_row::{CsvOut, Escaped};
 use crate::tables::{DECISION_COLUMNS, JOB_COLUMNS, TASK_COLUMNS, decision_row, job_row, task_rows};
 use sim::{DecisionRecord, JobRecord, RecordSink, TaskRecord};
 use std::fs::{self, File};
@@ -50,7 +50,8 @@ fn named(path: &Path, e: io::Error) -> io::Error {
 /// [`RecordFiles::finish`] returns it.
 pub struct RecordFiles {
     dir: PathBuf,
-    policy: String,
+    /// decisions.csv's `policy` field, escaped once.
+    policy: Escaped,
     jobs: Table,
     tasks: Option<Table>,
     decisions: Option<Table>,
@@ -73,7 +74,7 @@ impl RecordFiles {
         };
         Ok(RecordFiles {
             dir: dir.to_path_buf(),
-            policy: policy.to_string(),
+            policy: Escaped::new(policy),
             jobs: Table::create(dir, "jobs.csv", &JOB_COLUMNS)?,
             tasks: None,
             decisions,

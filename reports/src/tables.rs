@@ -4,7 +4,7 @@
 //! ids as given, `job_index` and `task_index` the simulator's numbers (jobs in (submit, file)
 //! order, tasks in job order).
 
-use crate::csv_row::{CsvOut, Row};
+use crate::csv_row::{CsvOut, Escaped, Row};
 use crate::summary::{Summary, hours};
 use sim::{DecisionRecord, JobRecord, RunResult, SimTime, TaskRecord};
 use std::io::{self, Write};
@@ -151,7 +151,7 @@ pub(crate) fn decision_row(
     d: &DecisionRecord,
     job_name: &str,
     task_name: Option<&str>,
-    policy: &str,
+    policy: &Escaped,
 ) {
     let mut row = Row(buf);
     row.secs(d.time.as_ms());
@@ -169,7 +169,7 @@ pub(crate) fn decision_row(
     }
     row.empty();
     row.text(&d.detail);
-    row.text(policy);
+    row.escaped(policy);
     row.end();
 }
 
@@ -207,12 +207,13 @@ pub fn write_tasks_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
 /// log's order.
 pub fn write_decisions_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut table = CsvOut::new(out, &DECISION_COLUMNS);
+    let policy = Escaped::new(&run.policy);
     for d in &run.decisions {
         let task_name = d.task.and_then(|task| {
             let at = run.tasks.binary_search_by_key(&task, |t| t.task).ok()?;
             Some(run.tasks[at].name.as_str())
         });
-        decision_row(table.buf(), d, &run.jobs[d.job.index()].name, task_name, &run.policy);
+        decision_row(table.buf(), d, &run.jobs[d.job.index()].name, task_name, &policy);
         table.done()?;
     }
     table.finish().map(drop)
