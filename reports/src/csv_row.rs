@@ -88,20 +88,12 @@ pub(crate) fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Appends `v` in decimal with exactly `width` digits (leading zeros; `v < 10^width`).
-/// Two digits a step, from the right (as [`push_u64`]).
 fn push_padded(buf: &mut Vec<u8>, mut v: u64, width: usize) {
     let start = buf.len();
     buf.resize(start + width, b'0');
-    let out = &mut buf[start..];
-    let mut at = width;
-    while at >= 2 {
-        let pair = (v % 100) as usize * 2;
-        v /= 100;
-        at -= 2;
-        out[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    }
-    if at == 1 {
-        out[0] = b'0' + (v % 10) as u8;
+    for at in (start..start + width).rev() {
+        buf[at] = b'0' + (v % 10) as u8;
+        v /= 10;
     }
 }
 
