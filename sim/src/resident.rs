@@ -48,12 +48,14 @@ impl<T> Resident<T> {
         self.items.len()
     }
 
+    // An id before `base` wraps round to a position past the end: one comparison refuses
+    // both (indexing is on every path of the run).
     pub fn get(&self, id: usize) -> Option<&T> {
-        self.items.get(id.checked_sub(self.base)?)
+        self.items.get(id.wrapping_sub(self.base))
     }
 
     pub fn get_mut(&mut self, id: usize) -> Option<&mut T> {
-        self.items.get_mut(id.checked_sub(self.base)?)
+        self.items.get_mut(id.wrapping_sub(self.base))
     }
 
     /// The oldest value held.
@@ -105,11 +107,11 @@ impl<T> Index<usize> for Resident<T> {
 impl<T> IndexMut<usize> for Resident<T> {
     #[inline]
     fn index_mut(&mut self, id: usize) -> &mut T {
-        let (first, end) = (self.first(), self.end());
-        match self.get_mut(id) {
-            Some(value) => value,
-            None => gone(id, first, end),
+        let at = id.wrapping_sub(self.base);
+        if at >= self.items.len() {
+            gone(id, self.first(), self.end());
         }
+        &mut self.items[at]
     }
 }
 
