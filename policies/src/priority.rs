@@ -23,7 +23,7 @@ use crate::placement::{Placer, Shape};
 use crate::tracking::{Aside, Placed, pass_over, place_and_start, put_back, sync_waiting};
 use crate::wait_queue::{Key, WaitQueue};
 use sim::{Change, ClusterView, Plan, Policy, PoolId, SimDuration, TaskId, TaskStatus};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 pub const PARAMS: &[ParamInfo] = &[PLACEMENT, AVOID_FAILED];
 
@@ -36,10 +36,58 @@ pub struct Priority {
     name: String,
     placer: Placer,
     waiting: WaitQueue,
-    /// Running tasks (committed) per pool by (priority, task).
-    running: Vec<BTreeSet<(i32, TaskId)>>,
-    /// Each running task's pool and priority.
-    running_at: IdTable<(PoolId, i32)>,
+    /// Running tasks (committed) by pool and priority.
+    running: Running,
+}
+
+/// Running tasks per pool and priority, in no order within a priority: a preemption sorts
+/// its victims itself. Starts and ends cost O(log priorities): `IdList`'s dense lists, the
+/// last item taking the place of one removed, with one table of places for all of them (a
+/// table per list would multiply with the priorities a trace uses). A set ordered by
+/// (priority, task) cost a walk down a tree of every running task at each start and end:
+/// 11 % of a run at 100,000 GPUs.
+#[derive(Debug, Default)]
+struct Running {
+    lists: Vec<BTreeMap<i32, Vec<TaskId>>>,
+    /// Each running task's pool, priority and place in its list.
+    at: IdTable<RunningAt>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct RunningAt {
+    pool: PoolId,
+    priority: i32,
+    index: u32,
+}
+
+impl Running {
+    /// `task` runs in `pool` at `priority` (moved there if it was indexed elsewhere).
+    fn insert(&mut self, task: TaskId, pool: PoolId, priority: i32) {
+        self.remove(task);
+        if self.lists.len() <= pool.index() {
+            self.lists.resize_with(pool.index() + 1, BTreeMap::new);
+        }
+        let list = self.lists[pool.index()].entry(priority).or_default();
+        let index = u32::try_from(list.len()).expect("fewer running tasks than u32::MAX");
+        list.push(task);
+        self.at.insert(task.index(), RunningAt { pool, priority, index });
+    }
+
+    /// Forgets `task` if indexed: the last of its list takes its place.
+    fn remove(&mut self, task: TaskId) {
+        let Some(RunningAt { pool, priority, index }) = self.at.remove(task.index()) else { return };
+        let list = self.lists[pool.index()].get_mut(&priority).expect("an indexed task is listed");
+        list.swap_remove(index as usize);
+        if let Some(&moved) = list.get(index as usize) {
+            self.at.insert(moved.index(), RunningAt { pool, priority, index });
+        }
+    }
+
+    /// The tasks running in `pool` at a priority below `priority`, with theirs.
+    fn below(&self, pool: PoolId, priority: i32) -> impl Iterator<Item = (i32, TaskId)> + '_ {
+        let lists = self.lists.get(pool.index()).into_iter().flat_map(move |by| by.range(..priority));
+        lists.flat_map(|(&p, list)| list.iter().map(move |&task| (p, task)))
+    }
 }
 
 impl Priority {
@@ -49,28 +97,12 @@ impl Priority {
             name: format!("priority[{placer}]"),
             placer,
             waiting: WaitQueue::default(),
-            running: Vec::new(),
-            running_at: IdTable::default(),
+            running: Running::default(),
         })
     }
 
     fn priority(view: &ClusterView<'_>, task: TaskId) -> i32 {
         view.job_spec(view.task(task).job).priority
-    }
-
-    fn insert_running(&mut self, task: TaskId, pool: PoolId, priority: i32) {
-        self.remove_running(task);
-        if self.running.len() <= pool.index() {
-            self.running.resize_with(pool.index() + 1, BTreeSet::new);
-        }
-        self.running[pool.index()].insert((priority, task));
-        self.running_at.insert(task.index(), (pool, priority));
-    }
-
-    fn remove_running(&mut self, task: TaskId) {
-        if let Some((pool, priority)) = self.running_at.remove(task.index()) {
-            self.running[pool.index()].remove(&(priority, task));
-        }
     }
 
     fn sync(&mut self, view: &ClusterView<'_>) {
@@ -82,12 +114,12 @@ impl Priority {
                     if task.status == TaskStatus::Running
                         && let Some(&gpu) = task.placed.first()
                     {
-                        self.insert_running(t, view.cluster().pool_of(gpu), Self::priority(view, t));
+                        self.running.insert(t, view.cluster().pool_of(gpu), Self::priority(view, t));
                     }
                 }
-                Change::TaskPreempted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => self.remove_running(t),
+                Change::TaskPreempted(t) | Change::TaskFinished(t) | Change::TaskFailed(t) => self.running.remove(t),
                 Change::TaskReady(_) => {}
-                Change::JobEnded(job) => view.job(job).tasks().for_each(|t| self.remove_running(t)),
+                Change::JobEnded(job) => view.job(job).tasks().for_each(|t| self.running.remove(t)),
             }
         }
     }
@@ -98,11 +130,10 @@ impl Priority {
         let shape = Shape::of(view.task(task));
         let priority = Self::priority(view, task);
         for pool in shape.pools.iter() {
-            let Some(set) = self.running.get(pool.index()) else { continue };
-            let mut victims: Vec<(i32, SimDuration, TaskId)> = set
-                .range(..(priority, TaskId(0)))
-                .filter(|&&(_, v)| !plan.is_decided(v))
-                .map(|&(p, v)| (p, view.work_at_risk(v), v))
+            let mut victims: Vec<(i32, SimDuration, TaskId)> = (self.running)
+                .below(pool, priority)
+                .filter(|&(_, v)| !plan.is_decided(v))
+                .map(|(p, v)| (p, view.work_at_risk(v), v))
                 .collect();
             if !shape.is_share() {
                 let could_free: u64 = victims.iter().map(|&(_, _, v)| u64::from(view.task(v).gpus)).sum();
@@ -129,7 +160,7 @@ impl Priority {
                     && place_and_start(view, plan, self.placer, &mut self.waiting, task).started().is_some()
                 {
                     for v in preempted {
-                        self.remove_running(v);
+                        self.running.remove(v);
                         self.waiting.insert(v, key(Self::priority(view, v)), Shape::of(view.task(v)));
                     }
                     return true;
@@ -163,5 +194,46 @@ impl Policy for Priority {
             }
         }
         put_back(&mut self.waiting, aside);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Running;
+    use sim::{PoolId, TaskId};
+
+    fn below(running: &Running, pool: u32, priority: i32) -> Vec<(i32, TaskId)> {
+        let mut tasks: Vec<_> = running.below(PoolId(pool), priority).collect();
+        tasks.sort_unstable();
+        tasks
+    }
+
+    #[test]
+    fn the_index_follows_starts_moves_and_ends() {
+        let mut running = Running::default();
+        for (task, pool, priority) in [(1, 0, 5), (2, 0, 5), (3, 0, 5), (4, 0, 1), (5, 1, 1), (6, 0, 9)] {
+            running.insert(TaskId(task), PoolId(pool), priority);
+        }
+        let t = TaskId;
+        assert_eq!(below(&running, 0, 9), [(1, t(4)), (5, t(1)), (5, t(2)), (5, t(3))]);
+        assert_eq!(below(&running, 0, 5), [(1, t(4))]);
+        assert_eq!(below(&running, 0, 1), []);
+        assert_eq!(below(&running, 1, 2), [(1, t(5))]);
+        assert_eq!(below(&running, 2, 99), []);
+        // The first of a list goes: the last takes its place, and is still found and removable.
+        running.remove(t(1));
+        running.remove(t(3));
+        assert_eq!(below(&running, 0, 9), [(1, t(4)), (5, t(2))]);
+        running.remove(t(2));
+        running.remove(t(2));
+        // A task indexed again moves (to another pool and priority).
+        running.insert(t(4), PoolId(1), 0);
+        assert_eq!(below(&running, 0, 10), [(9, t(6))]);
+        assert_eq!(below(&running, 1, 2), [(0, t(4)), (1, t(5))]);
+        for task in [4, 5, 6] {
+            running.remove(t(task));
+        }
+        assert!(running.at.is_empty());
+        assert!(running.lists.iter().flat_map(|by| by.values()).all(Vec::is_empty));
     }
 }
