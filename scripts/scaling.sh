@@ -6,8 +6,8 @@
 #   scripts/scaling.sh            measure (a few minutes), write docs/scaling/scaling.csv, draw
 #   scripts/scaling.sh --charts   only redraw docs/img/scaling/*.svg from the committed CSV
 #
-#   SCALING_1E8=1      also 10^8 jobs on 10^6 GPUs (minutes a run; about 9 GiB and 13 GB of jobs.csv
-#                      by extrapolation from 10^7, not yet run)
+#   SCALING_1E8=1      also 10^8 jobs on 10^6 GPUs (6-9 minutes a run at cb7e01e, 6-6.5 GiB of
+#                      memory and about 13 GB of jobs.csv in the temporary folder)
 #   SCALING_REPEAT=N   runs per point, the median's row recorded (default 3)
 #   SCALING_CSV=PATH   where the table goes (default docs/scaling/scaling.csv)
 #   SCHEDLAB=PATH      the binary to measure (default: target/release/schedlab, built first)
