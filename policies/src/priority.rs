@@ -83,7 +83,7 @@ impl Running {
         }
     }
 
-    /// The tasks running in `pool` at a priority below `priority`, with theirs.
+    /// The tasks running in `pool` at a priority below `priority`, each with its priority.
     fn below(&self, pool: PoolId, priority: i32) -> impl Iterator<Item = (i32, TaskId)> + '_ {
         let lists = self.lists.get(pool.index()).into_iter().flat_map(move |by| by.range(..priority));
         lists.flat_map(|(&p, list)| list.iter().map(move |&task| (p, task)))
@@ -130,7 +130,8 @@ impl Priority {
         let shape = Shape::of(view.task(task));
         let priority = Self::priority(view, task);
         for pool in shape.pools.iter() {
-            let mut victims: Vec<(i32, SimDuration, TaskId)> = (self.running)
+            let mut victims: Vec<(i32, SimDuration, TaskId)> = self
+                .running
                 .below(pool, priority)
                 .filter(|&(_, v)| !plan.is_decided(v))
                 .map(|(p, v)| (p, view.work_at_risk(v), v))
