@@ -8,6 +8,7 @@
 //! later group's window twice the last) until the job fits, and it starts at the end of the
 //! last job taken. Estimates are as coarse as Slurm's.
 
+use super::later::{EndingFrom, Later};
 use super::node_set::NodeSet;
 use super::nodes::{Ask, Nodes, Parts};
 use super::qos::Over;
@@ -15,7 +16,6 @@ use super::space::Space;
 use super::{Candidate, EndKey, Slurm, select_all};
 use sim::{ClusterView, NodeId, Plan, SimDuration, SimTime};
 use std::collections::BTreeMap;
-use std::collections::btree_map;
 
 /// The first group of running jobs taken away ends within this of the next multiple of it.
 const GROUP: u64 = 30_000;
@@ -30,9 +30,6 @@ struct Ending<'a> {
     all_ended: &'a Nodes,
 }
 
-/// The running tasks from some place in end order on.
-type EndingFrom<'a> = btree_map::Iter<'a, EndKey, Parts>;
-
 impl Slurm {
     pub(super) fn backfill_pass(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
         let now = view.now();
@@ -40,7 +37,8 @@ impl Slurm {
         let mut nodes = self.take_free(plan);
         let mut space = Space::new(now, self.config.bf_resolution, self.config.bf_window, nodes.len());
         let (mut tested, mut per_user, mut per_part) = (0, BTreeMap::new(), BTreeMap::new());
-        let all_ended = self.all_ended(&mut nodes);
+        let mut all_ended = self.all_ended(&mut nodes);
+        let mut later = Later::new(&nodes);
         for candidate in queue.candidates.iter() {
             if tested >= self.config.bf_max_job_test {
                 break;
@@ -63,7 +61,7 @@ impl Slurm {
                 continue; // tested, but no start and no reservation: its start is unknown
             }
             let own = self.allowed.of(view, candidate);
-            self.plan_one(view, plan, &mut nodes, &mut space, candidate, &own, &all_ended);
+            self.plan_one(view, plan, &mut nodes, &mut space, candidate, &own, &mut all_ended, &mut later);
         }
         self.put_free(nodes, plan);
         self.put_all_ended(all_ended);
@@ -103,13 +101,23 @@ impl Slurm {
         space: &mut Space,
         candidate: &Candidate,
         allowed: &NodeSet,
-        all_ended: &Nodes,
+        all_ended: &mut Nodes,
+        later: &mut Later,
     ) -> bool {
+        let fits = Fits::of(nodes, later.nodes(), all_ended, candidate);
         let ending = Ending { jobs: &self.by_end, all_ended };
-        let mut ended = Ended { count: 0, rest: ending.jobs.iter(), fits: Fits::of(nodes, all_ended, candidate) };
-        let now_on = self.earliest(view.now(), nodes, space, candidate, allowed, &ending, &mut ended);
-        ending.jobs.values().take(ended.count).for_each(|parts| nodes.take(parts));
-        now_on.is_some_and(|parts| self.start(view, plan, nodes, candidate, parts))
+        let mut ended = Ended { jobs: ending.jobs, later, fits };
+        let Some(parts) = self.earliest(view.now(), nodes, space, candidate, allowed, &ending, &mut ended) else {
+            return false;
+        };
+        if !self.start(view, plan, nodes, candidate, parts) {
+            return false;
+        }
+        for &(task, _) in &candidate.tasks {
+            let run = &self.running[&task];
+            later.started(run.end_key(task), &run.parts);
+        }
+        true
     }
 
     /// Tries `candidate` from now, one slot of the plan later each time, until it starts now
@@ -123,27 +131,31 @@ impl Slurm {
         candidate: &Candidate,
         allowed: &NodeSet,
         ending: &Ending<'a>,
-        ended: &mut Ended<'a>,
+        ended: &mut Ended<'a, '_>,
     ) -> Option<Vec<Parts>> {
         let limit = candidate.limit.unwrap_or(self.config.bf_window);
         let mut from = now;
-        let (mut usable, mut given) = (allowed.clone(), Vec::new());
+        let (mut usable, mut lent) = (allowed.clone(), Vec::new());
         let mut sweep = space.sweep();
         // Each try starts later: at most one per slot of the plan.
         for _ in 0..1_000 {
-            if from > now {
-                ended.give_up_to(from, nodes);
-            }
             usable.copy_from(allowed);
             let later = sweep.restrict(from, from + limit, &mut usable).filter(|&t| t > from);
-            let fits = ended.fits.as_ref();
-            let tried = if Room::any_in(ending.all_ended, candidate, &usable, fits.map(|f| &f.ended)) {
-                let running = ended.rest.clone();
-                will_run(now, from, later, nodes, running, candidate, &usable, fits.map(|f| &f.now), &mut given)
-            } else {
+            let tried = if !Room::any_in(ending.all_ended, candidate, &usable, ended.fits.as_ref().map(|f| &f.ended)) {
                 WillRun::Never
+            } else if from > now && later.is_some_and(|t| ended.no_room_by(t, candidate, &usable)) {
+                // Every state this try plans on gives back only tasks that end by `later`.
+                WillRun::Beyond
+            } else {
+                let (on, running, fits) = if from > now {
+                    ended.at(from)
+                } else {
+                    (&mut *nodes, ended.jobs.range(..), ended.fits.as_ref().map(|f| &f.now))
+                };
+                let tried = will_run(now, from, later, on, running, candidate, &usable, fits, &mut lent);
+                lent.drain(..).for_each(|parts| on.take(parts));
+                tried
             };
-            given.drain(..).for_each(|parts| nodes.take(parts));
             let (start, parts) = match (tried, later) {
                 (WillRun::At(start, parts), _) => (start, parts),
                 (_, Some(t)) => {
@@ -179,30 +191,41 @@ impl Slurm {
     }
 }
 
-/// The running tasks whose limits end by a try's start, given back to the nodes while one job
-/// is planned (its tries only move later, so they stay given until it is done), and the nodes
-/// that can take one share of it kept up to date with them.
-struct Ended<'a> {
-    /// The first `count` of the running tasks by end.
-    count: usize,
-    /// The others.
-    rest: EndingFrom<'a>,
+/// One job's tries: from now on the pass's nodes, from later on `later`'s, and the nodes that
+/// can take one share of it kept up to date with both.
+struct Ended<'a, 'l> {
+    jobs: &'a BTreeMap<EndKey, Parts>,
+    later: &'l mut Later,
     fits: Option<Fits>,
 }
 
-impl Ended<'_> {
-    /// Gives back every task that ends by `from`.
-    fn give_up_to(&mut self, from: SimTime, nodes: &mut Nodes) {
-        while let Some((&(end, ..), parts)) = self.rest.clone().next()
-            && end <= from
-        {
-            self.rest.next();
-            nodes.give(parts);
-            if let Some(fits) = self.fits.as_mut() {
-                parts.iter().for_each(|&(node, _)| fits.recount(nodes, node.index()));
-            }
-            self.count += 1;
+impl<'a> Ended<'a, '_> {
+    /// The nodes, the running tasks not given back and the nodes that take one share of a
+    /// one-task job, as a try from `from` (later than now) plans on them.
+    fn at(&mut self, from: SimTime) -> (&mut Nodes, EndingFrom<'a>, Option<&Fitting>) {
+        let fits = &mut self.fits;
+        self.later.at(from, self.jobs, |nodes, parts| recount(fits, nodes, parts));
+        let running = self.later.rest(self.jobs);
+        (self.later.nodes(), running, self.fits.as_ref().map(|f| &f.later))
+    }
+
+    /// Whether a one-task job has no room even with every task that ends by `to` given back
+    /// (and perhaps more: fewer tasks given never make room that more do not). A job of several
+    /// tasks is always tried.
+    fn no_room_by(&mut self, to: SimTime, candidate: &Candidate, usable: &NodeSet) -> bool {
+        if self.fits.is_none() {
+            return false;
         }
+        let fits = &mut self.fits;
+        self.later.give_up_to(to, self.jobs, |nodes, parts| recount(fits, nodes, parts));
+        !Room::of(self.later.nodes(), candidate, usable, self.fits.as_ref().map(|f| &f.later)).any()
+    }
+}
+
+/// `parts` changed `later`'s nodes: a one-task job's sets there follow.
+fn recount(fits: &mut Option<Fits>, nodes: &Nodes, parts: &Parts) {
+    if let Some(fits) = fits.as_mut() {
+        parts.iter().for_each(|&(node, _)| fits.later.recount(nodes, node.index(), &fits.ask));
     }
 }
 
@@ -281,7 +304,9 @@ fn will_run<'a>(
 /// per job, so that each try of it counts its usable nodes among them a word at a time.
 struct Fits {
     ask: Ask,
+    /// On the pass's nodes, on `later`'s, and once every running task has ended.
     now: Fitting,
+    later: Fitting,
     ended: Fitting,
 }
 
@@ -293,7 +318,7 @@ struct Fitting {
 }
 
 impl Fitting {
-    fn of(nodes: &Nodes, ask: &Ask) -> Fitting {
+    fn of(nodes: &mut Nodes, ask: &Ask) -> Fitting {
         let spread = ask.spread.then(|| nodes.spreading());
         Fitting { share: nodes.fitting(ask), spread }
     }
@@ -316,14 +341,10 @@ fn set_to(set: &mut NodeSet, node: usize, member: bool) {
 }
 
 impl Fits {
-    fn of(nodes: &Nodes, all_ended: &Nodes, candidate: &Candidate) -> Option<Fits> {
+    fn of(nodes: &mut Nodes, later: &mut Nodes, all_ended: &mut Nodes, candidate: &Candidate) -> Option<Fits> {
         let [(_, ask)] = candidate.tasks[..] else { return None };
-        Some(Fits { ask, now: Fitting::of(nodes, &ask), ended: Fitting::of(all_ended, &ask) })
-    }
-
-    /// `node` changed in `nodes` (the nodes now).
-    fn recount(&mut self, nodes: &Nodes, node: usize) {
-        self.now.recount(nodes, node, &self.ask);
+        let (now, ended) = (Fitting::of(nodes, &ask), Fitting::of(all_ended, &ask));
+        Some(Fits { ask, now, later: Fitting::of(later, &ask), ended })
     }
 }
 
@@ -437,7 +458,7 @@ mod tests {
                 Candidate { job: JobId(0), tasks: vec![(TaskId(0), ask)], partition: Default::default(), limit: None };
             let mut usable = NodeSet::full(count);
             (0..count).filter(|_| next(4) == 0).for_each(|n| usable.remove(n));
-            let mut fitting = Fitting::of(&nodes, &ask);
+            let mut fitting = Fitting::of(&mut nodes, &ask);
             for _ in 0..20 {
                 let kept = Room::of(&nodes, &candidate, &usable, Some(&fitting));
                 let counted = Room::of(&nodes, &candidate, &usable, None);

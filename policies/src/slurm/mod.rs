@@ -27,6 +27,7 @@
 mod backfill;
 mod config;
 mod fairshare;
+mod later;
 mod node_set;
 mod nodes;
 mod priority;
@@ -547,7 +548,7 @@ impl Slurm {
             let own = self.allowed.of(view, candidate);
             usable.copy_from(&own);
             usable.intersect(&visible);
-            let started = select_all(&nodes, &candidate.tasks, &usable)
+            let started = select_all(&mut nodes, &candidate.tasks, &usable)
                 .is_some_and(|parts| self.start(view, plan, &mut nodes, candidate, parts));
             started_any |= started;
             if !started {
@@ -636,7 +637,7 @@ fn start_together(plan: &mut Plan<'_>, candidate: &Candidate, parts: &[Parts]) -
 }
 
 /// Places every task of a job on a copy of `nodes`; `None` if one does not fit.
-fn select_all(nodes: &Nodes, tasks: &[(TaskId, Ask)], allowed: &NodeSet) -> Option<Vec<Parts>> {
+fn select_all(nodes: &mut Nodes, tasks: &[(TaskId, Ask)], allowed: &NodeSet) -> Option<Vec<Parts>> {
     if let [(_, ask)] = tasks {
         return nodes.select(ask, allowed).map(|parts| vec![parts]);
     }

@@ -47,29 +47,41 @@ impl Ask {
 /// Free GPUs and CPUs of every node, as a pass sees them (it takes them as it starts jobs),
 /// and each node's pool; indexed by sets of nodes, so that a choice or a count of the nodes
 /// that can take a share costs words, not a walk over every node.
+///
+/// The sets follow the counts lazily: backfill's will-run test gives back and takes again
+/// thousands of running tasks' parts for each job it plans, and chooses nodes only a few
+/// times among them, so a change only marks its node, and the next choice
+/// ([`Nodes::settle`]) moves the nodes marked between the sets (where every change moving
+/// its node through up to eight sets was a quarter of a slurm run).
 #[derive(Debug, Clone, Default)]
 pub struct Nodes {
     gpus: Vec<u32>,
     cpus: Vec<u32>,
     pools: Vec<u32>,
-    /// `at_least[k]`: the nodes with `k` free GPUs or more (`at_least[0]`: every node).
+    /// `at_least[k]`: the nodes with `k` free GPUs or more (`at_least[0]`: every node), and
+    /// `with_cpu`: the nodes with a free CPU, as of the last settle: then each node had
+    /// `settled_gpus` free GPUs.
     at_least: Vec<NodeSet>,
-    /// The nodes with a free CPU.
     with_cpu: NodeSet,
+    settled_gpus: Vec<u32>,
+    /// The nodes whose GPUs or CPUs were set since the last settle.
+    unsettled: NodeSet,
     /// The nodes whose GPUs or CPUs were set since [`Nodes::take_changed`] (for a view
     /// kept beside this one, [`super::Slurm`]'s nodes once every running task has ended).
     changed: NodeSet,
 }
 
-/// The same free GPUs and CPUs on the same nodes (the sets by free GPUs follow from them: a
-/// view kept long may hold empty ones for counts no node has now; what changed is history).
+/// The same free GPUs and CPUs on the same nodes, and the same sets once both are settled (a
+/// view kept long may hold empty sets for counts no node has now; what changed is history).
 impl PartialEq for Nodes {
     fn eq(&self, other: &Nodes) -> bool {
+        let (mut a, mut b) = (self.clone(), other.clone());
+        a.settle();
+        b.settle();
         let level = |nodes: &Nodes, k: usize| nodes.at_least.get(k).filter(|s| s.iter().next().is_some()).cloned();
-        let levels = self.at_least.len().max(other.at_least.len());
-        (&self.gpus, &self.cpus, &self.pools, &self.with_cpu)
-            == (&other.gpus, &other.cpus, &other.pools, &other.with_cpu)
-            && (0..levels).all(|k| level(self, k) == level(other, k))
+        let levels = a.at_least.len().max(b.at_least.len());
+        (&a.gpus, &a.cpus, &a.pools, &a.with_cpu) == (&b.gpus, &b.cpus, &b.pools, &b.with_cpu)
+            && (0..levels).all(|k| level(&a, k) == level(&b, k))
     }
 }
 
@@ -78,17 +90,16 @@ impl Nodes {
     pub fn new(gpus: Vec<u32>, cpus: Vec<u32>, pools: Vec<u32>) -> Nodes {
         let len = gpus.len();
         let mut nodes = Nodes {
-            gpus: vec![0; len],
-            cpus: vec![0; len],
+            gpus,
+            cpus,
             pools,
             at_least: vec![NodeSet::full(len)],
             with_cpu: NodeSet::empty(len),
-            changed: NodeSet::empty(len),
+            settled_gpus: vec![0; len],
+            unsettled: NodeSet::full(len),
+            changed: NodeSet::full(len),
         };
-        for n in 0..len {
-            nodes.set_gpus(n, gpus[n]);
-            nodes.set_cpus(n, cpus[n]);
-        }
+        nodes.settle();
         nodes
     }
 
@@ -109,25 +120,44 @@ impl Nodes {
         self.cpus[node]
     }
 
-    /// `node` has `gpus` free GPUs: it moves between the sets by free GPUs.
+    /// `node` has `gpus` free GPUs.
+    #[inline]
     pub fn set_gpus(&mut self, node: usize, gpus: u32) {
-        let old = self.gpus[node];
-        while self.at_least.len() <= gpus as usize {
-            self.at_least.push(NodeSet::empty(self.gpus.len()));
-        }
-        // The sets of more than the lower count and up to the higher one change.
-        for k in old.min(gpus) + 1..=old.max(gpus) {
-            set_to(&mut self.at_least[k as usize], node, gpus > old);
-        }
         self.gpus[node] = gpus;
-        self.changed.insert(node);
+        self.mark(node);
     }
 
     /// `node` has `cpus` free CPUs.
+    #[inline]
     pub fn set_cpus(&mut self, node: usize, cpus: u32) {
         self.cpus[node] = cpus;
-        set_to(&mut self.with_cpu, node, cpus >= 1);
+        self.mark(node);
+    }
+
+    #[inline]
+    fn mark(&mut self, node: usize) {
+        self.unsettled.insert(node);
         self.changed.insert(node);
+    }
+
+    /// Brings the sets up to date with the counts: each node marked since the last settle
+    /// moves between the sets of more than its old count and up to its new one.
+    pub fn settle(&mut self) {
+        let len = self.len();
+        let mut unsettled = std::mem::take(&mut self.unsettled);
+        for node in unsettled.iter() {
+            let (old, gpus) = (self.settled_gpus[node], self.gpus[node]);
+            while self.at_least.len() <= gpus as usize {
+                self.at_least.push(NodeSet::empty(len));
+            }
+            for k in old.min(gpus) + 1..=old.max(gpus) {
+                set_to(&mut self.at_least[k as usize], node, gpus > old);
+            }
+            self.settled_gpus[node] = gpus;
+            set_to(&mut self.with_cpu, node, self.cpus[node] >= 1);
+        }
+        unsettled.clear();
+        self.unsettled = unsettled;
     }
 
     /// The nodes set since the last call (all of them, the first time).
@@ -139,7 +169,8 @@ impl Nodes {
     /// The nodes Slurm picks for `ask` among those `allowed`; `None`: it does not fit. A gang
     /// that Slurm would spread over two pools (two GPU types: schedlab's gangs stay in one)
     /// takes the first pool that holds it.
-    pub fn select(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
+    pub fn select(&mut self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
+        self.settle();
         let parts = self.select_among(ask, allowed)?;
         let pool = |&(n, _): &(NodeId, u32)| self.pools[n.index()];
         if parts.iter().all(|p| pool(p) == pool(&parts[0])) {
@@ -155,18 +186,21 @@ impl Nodes {
     }
 
     /// The nodes that can take one share of `ask`: a free CPU and `per_node` free GPUs.
-    pub fn fitting(&self, ask: &Ask) -> NodeSet {
+    pub fn fitting(&mut self, ask: &Ask) -> NodeSet {
+        self.settle();
         self.with_at_least(ask.per_node)
     }
 
     /// The nodes whose free GPUs a task of no fixed split may spread over: a free CPU and a
     /// free GPU.
-    pub fn spreading(&self) -> NodeSet {
+    pub fn spreading(&mut self) -> NodeSet {
+        self.settle();
         self.with_at_least(1)
     }
 
-    /// The nodes with a free CPU and `gpus` free GPUs or more.
+    /// The nodes with a free CPU and `gpus` free GPUs or more (the sets settled).
     fn with_at_least(&self, gpus: u32) -> NodeSet {
+        debug_assert!(self.unsettled.iter().next().is_none(), "the sets are read settled");
         let Some(level) = self.at_least.get(gpus as usize) else { return NodeSet::empty(self.len()) };
         let mut set = level.clone();
         set.intersect(&self.with_cpu);
@@ -286,8 +320,9 @@ impl Nodes {
     pub fn take(&mut self, parts: &[(NodeId, u32)]) {
         for &(node, gpus) in parts {
             let n = node.index();
-            self.set_gpus(n, self.gpus[n] - gpus);
-            self.set_cpus(n, self.cpus[n].saturating_sub(1));
+            self.gpus[n] -= gpus;
+            self.cpus[n] = self.cpus[n].saturating_sub(1);
+            self.mark(n);
         }
     }
 
@@ -295,8 +330,9 @@ impl Nodes {
     pub fn give(&mut self, parts: &[(NodeId, u32)]) {
         for &(node, gpus) in parts {
             let n = node.index();
-            self.set_gpus(n, self.gpus[n] + gpus);
-            self.set_cpus(n, self.cpus[n] + 1);
+            self.gpus[n] += gpus;
+            self.cpus[n] += 1;
+            self.mark(n);
         }
     }
 }
@@ -351,10 +387,10 @@ mod tests {
     /// form one block).
     #[test]
     fn a_one_node_job_takes_the_node_with_the_fewest_free_cpus() {
-        let n = nodes(&[0, 4, 4, 4], &[16, 15, 15, 14]);
+        let mut n = nodes(&[0, 4, 4, 4], &[16, 15, 15, 14]);
         assert_eq!(picked(n.select(&Ask::of(1, Some(1)), &NodeSet::full(4))), [3]);
         // Equal CPUs: the lowest node.
-        let n = nodes(&[8, 8, 8, 8], &[16, 16, 16, 16]);
+        let mut n = nodes(&[8, 8, 8, 8], &[16, 16, 16, 16]);
         assert_eq!(picked(n.select(&Ask::of(1, Some(1)), &NodeSet::full(4))), [0]);
     }
 
@@ -362,12 +398,12 @@ mod tests {
     /// block is kept, a later one replaces it only with strictly fewer CPUs.
     #[test]
     fn the_first_block_wins_unless_a_later_one_has_fewer_free_cpus() {
-        let n = nodes(&[8, 0, 8, 8], &[16, 16, 16, 16]);
+        let mut n = nodes(&[8, 0, 8, 8], &[16, 16, 16, 16]);
         assert_eq!(picked(n.select(&Ask::of(4, Some(4)), &NodeSet::full(4))), [0]);
-        let n = nodes(&[8, 0, 8, 8], &[16, 16, 6, 16]);
+        let mut n = nodes(&[8, 0, 8, 8], &[16, 16, 6, 16]);
         // {2, 3} has 22 CPUs, more than {0}'s 16: still node 0.
         assert_eq!(picked(n.select(&Ask::of(4, Some(4)), &NodeSet::full(4))), [0]);
-        let n = nodes(&[8, 0, 8, 8], &[16, 16, 6, 4]);
+        let mut n = nodes(&[8, 0, 8, 8], &[16, 16, 6, 4]);
         // {2, 3} has 10: it wins, and in it node 3 (4 CPUs).
         assert_eq!(picked(n.select(&Ask::of(4, Some(4)), &NodeSet::full(4))), [3]);
     }
@@ -376,9 +412,9 @@ mod tests {
     /// got n[2,4] when n1 and n3 could not take it.
     #[test]
     fn a_two_node_job_takes_nodes_in_order_across_blocks_if_it_must() {
-        let n = nodes(&[2, 6, 2, 6], &[16, 16, 16, 16]);
+        let mut n = nodes(&[2, 6, 2, 6], &[16, 16, 16, 16]);
         assert_eq!(picked(n.select(&Ask::of(12, Some(6)), &NodeSet::full(4))), [1, 3]);
-        let n = nodes(&[8, 8, 8, 8], &[16, 16, 16, 16]);
+        let mut n = nodes(&[8, 8, 8, 8], &[16, 16, 16, 16]);
         assert_eq!(picked(n.select(&Ask::of(16, Some(8)), &NodeSet::full(4))), [0, 1]);
         assert_eq!(picked(n.select(&Ask::of(16, Some(8)), &set(&[1, 3]))), [1, 3]);
         assert_eq!(n.select(&Ask::of(24, Some(8)), &set(&[0, 3])), None);
@@ -388,7 +424,7 @@ mod tests {
     /// the gang takes the first pool with room.
     #[test]
     fn a_gang_stays_in_one_pool() {
-        let n = Nodes::new(vec![0, 8, 8, 8], vec![16; 4], vec![0, 0, 1, 1]);
+        let mut n = Nodes::new(vec![0, 8, 8, 8], vec![16; 4], vec![0, 0, 1, 1]);
         assert_eq!(picked(n.select(&Ask::of(16, Some(8)), &NodeSet::full(4))), [2, 3]);
     }
 
@@ -494,6 +530,7 @@ mod tests {
                     n.take(&parts);
                     held.push(parts);
                 }
+                n.settle();
                 for k in 0..=9u32 {
                     let counted: Vec<usize> = (0..count).filter(|&m| n.cpus(m) >= 1 && n.gpus(m) >= k).collect();
                     assert_eq!(n.with_at_least(k).iter().collect::<Vec<_>>(), counted, "{k} GPUs");
