@@ -38,7 +38,7 @@ impl Slurm {
         let mut space = Space::new(now, self.config.bf_resolution, self.config.bf_window, nodes.len());
         let (mut tested, mut per_user, mut per_part) = (0, BTreeMap::new(), BTreeMap::new());
         let mut all_ended = self.all_ended(&mut nodes);
-        let mut later = Later::new(&nodes);
+        let mut later = Later::new(&nodes, &self.by_end);
         for candidate in queue.candidates.iter() {
             if tested >= self.config.bf_max_job_test {
                 break;

@@ -17,16 +17,19 @@ use std::ops::Bound;
 /// The running tasks from some place in end order on.
 pub type EndingFrom<'a> = btree_map::Range<'a, EndKey, Parts>;
 
-/// The pass's nodes with the running tasks up to `last` in end order given back.
+/// The pass's nodes with the running tasks up to `last` in end order given back; the next
+/// task's end is kept (`None`: none is left), as most tries give back nothing and a lookup
+/// of the next task by `last` was a quarter of a long queue's pass.
 pub struct Later {
     nodes: Nodes,
     last: Option<EndKey>,
+    next_end: Option<SimTime>,
 }
 
 impl Later {
     /// The pass's `nodes`, nothing given back.
-    pub fn new(nodes: &Nodes) -> Later {
-        Later { nodes: nodes.clone(), last: None }
+    pub fn new(nodes: &Nodes, jobs: &BTreeMap<EndKey, Parts>) -> Later {
+        Later { nodes: nodes.clone(), last: None, next_end: jobs.keys().next().map(|k| k.0) }
     }
 
     pub fn nodes(&mut self) -> &mut Nodes {
@@ -43,7 +46,16 @@ impl Later {
 
     /// Gives back every task that ends by `to`; `changed` hears of each.
     pub fn give_up_to(&mut self, to: SimTime, jobs: &BTreeMap<EndKey, Parts>, mut changed: impl FnMut(&Nodes, &Parts)) {
-        for (&key, parts) in self.rest(jobs).take_while(|(key, _)| key.0 <= to) {
+        if self.next_end.is_none_or(|end| end > to) {
+            return;
+        }
+        let mut rest = self.rest(jobs);
+        self.next_end = None;
+        for (&key, parts) in rest.by_ref() {
+            if key.0 > to {
+                self.next_end = Some(key.0);
+                break;
+            }
             self.nodes.give(parts);
             changed(&self.nodes, parts);
             self.last = Some(key);
@@ -62,6 +74,7 @@ impl Later {
                 }
                 self.nodes.take(parts);
                 changed(&self.nodes, parts);
+                self.next_end = Some(key.0);
             }
         }
         self.give_up_to(to, jobs, changed);
@@ -72,6 +85,7 @@ impl Later {
     pub fn started(&mut self, key: EndKey, parts: &Parts) {
         if self.last.is_none_or(|last| key > last) {
             self.nodes.take(parts);
+            self.next_end = Some(self.next_end.map_or(key.0, |end| end.min(key.0)));
         }
     }
 }
@@ -107,7 +121,7 @@ mod tests {
                 }
             }
             let pass = Nodes::new(free.clone(), vec![4; count], vec![0; count]);
-            let mut later = Later::new(&pass);
+            let mut later = Later::new(&pass, &jobs);
             let mut pass = pass;
             for step in 0..20 {
                 let to = s(next(60));
