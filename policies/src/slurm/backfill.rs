@@ -38,7 +38,7 @@ impl Slurm {
         let mut space = Space::new(now, self.config.bf_resolution, self.config.bf_window, nodes.len());
         let (mut tested, mut per_user, mut per_part) = (0, BTreeMap::new(), BTreeMap::new());
         let mut all_ended = self.all_ended(&mut nodes);
-        let mut later = Later::new(&nodes, &self.by_end);
+        let mut later = Later::default();
         for candidate in queue.candidates.iter() {
             if tested >= self.config.bf_max_job_test {
                 break;
@@ -104,7 +104,7 @@ impl Slurm {
         all_ended: &mut Nodes,
         later: &mut Later,
     ) -> bool {
-        let fits = Fits::of(nodes, later.nodes(), all_ended, candidate);
+        let fits = Fits::of(nodes, all_ended, candidate);
         let ending = Ending { jobs: &self.by_end, all_ended };
         let mut ended = Ended { jobs: ending.jobs, later, fits };
         let Some(parts) = self.earliest(view.now(), nodes, space, candidate, allowed, &ending, &mut ended) else {
@@ -143,12 +143,12 @@ impl Slurm {
             let later = sweep.restrict(from, from + limit, &mut usable).filter(|&t| t > from);
             let tried = if !Room::any_in(ending.all_ended, candidate, &usable, ended.fits.as_ref().map(|f| &f.ended)) {
                 WillRun::Never
-            } else if from > now && later.is_some_and(|t| ended.no_room_by(t, candidate, &usable)) {
+            } else if from > now && later.is_some_and(|t| ended.no_room_by(t, nodes, candidate, &usable)) {
                 // Every state this try plans on gives back only tasks that end by `later`.
                 WillRun::Beyond
             } else {
                 let (on, running, fits) = if from > now {
-                    ended.at(from)
+                    ended.at(from, nodes)
                 } else {
                     (&mut *nodes, ended.jobs.range(..), ended.fits.as_ref().map(|f| &f.now))
                 };
@@ -202,30 +202,34 @@ struct Ended<'a, 'l> {
 impl<'a> Ended<'a, '_> {
     /// The nodes, the running tasks not given back and the nodes that take one share of a
     /// one-task job, as a try from `from` (later than now) plans on them.
-    fn at(&mut self, from: SimTime) -> (&mut Nodes, EndingFrom<'a>, Option<&Fitting>) {
+    fn at(&mut self, from: SimTime, pass: &Nodes) -> (&mut Nodes, EndingFrom<'a>, Option<&Fitting>) {
         let fits = &mut self.fits;
-        self.later.at(from, self.jobs, |nodes, parts| recount(fits, nodes, parts));
+        self.later.at(pass, from, self.jobs, |nodes, parts| recount(fits, nodes, parts));
         let running = self.later.rest(self.jobs);
-        (self.later.nodes(), running, self.fits.as_ref().map(|f| &f.later))
+        let nodes = self.later.nodes(pass, self.jobs);
+        let fitting = self.fits.as_mut().map(|f| f.later_on(nodes));
+        (nodes, running, fitting)
     }
 
     /// Whether a one-task job has no room even with every task that ends by `to` given back
     /// (and perhaps more: fewer tasks given never make room that more do not). A job of several
     /// tasks is always tried.
-    fn no_room_by(&mut self, to: SimTime, candidate: &Candidate, usable: &NodeSet) -> bool {
+    fn no_room_by(&mut self, to: SimTime, pass: &Nodes, candidate: &Candidate, usable: &NodeSet) -> bool {
         if self.fits.is_none() {
             return false;
         }
         let fits = &mut self.fits;
-        self.later.give_up_to(to, self.jobs, |nodes, parts| recount(fits, nodes, parts));
-        !Room::of(self.later.nodes(), candidate, usable, self.fits.as_ref().map(|f| &f.later)).any()
+        self.later.give_up_to(pass, to, self.jobs, |nodes, parts| recount(fits, nodes, parts));
+        let nodes = self.later.nodes(pass, self.jobs);
+        let fitting = self.fits.as_mut().map(|f| f.later_on(nodes));
+        !Room::of(nodes, candidate, usable, fitting).any()
     }
 }
 
-/// `parts` changed `later`'s nodes: a one-task job's sets there follow.
+/// `parts` changed `later`'s nodes: a one-task job's sets there follow, once made.
 fn recount(fits: &mut Option<Fits>, nodes: &Nodes, parts: &Parts) {
-    if let Some(fits) = fits.as_mut() {
-        parts.iter().for_each(|&(node, _)| fits.later.recount(nodes, node.index(), &fits.ask));
+    if let Some(Fits { ask, later: Some(later), .. }) = fits.as_mut() {
+        parts.iter().for_each(|&(node, _)| later.recount(nodes, node.index(), ask));
     }
 }
 
@@ -304,9 +308,10 @@ fn will_run<'a>(
 /// per job, so that each try of it counts its usable nodes among them a word at a time.
 struct Fits {
     ask: Ask,
-    /// On the pass's nodes, on `later`'s, and once every running task has ended.
+    /// On the pass's nodes, on `later`'s (made at the job's first try from later than now),
+    /// and once every running task has ended.
     now: Fitting,
-    later: Fitting,
+    later: Option<Fitting>,
     ended: Fitting,
 }
 
@@ -341,10 +346,14 @@ fn set_to(set: &mut NodeSet, node: usize, member: bool) {
 }
 
 impl Fits {
-    fn of(nodes: &mut Nodes, later: &mut Nodes, all_ended: &mut Nodes, candidate: &Candidate) -> Option<Fits> {
+    fn of(nodes: &mut Nodes, all_ended: &mut Nodes, candidate: &Candidate) -> Option<Fits> {
         let [(_, ask)] = candidate.tasks[..] else { return None };
-        let (now, ended) = (Fitting::of(nodes, &ask), Fitting::of(all_ended, &ask));
-        Some(Fits { ask, now, later: Fitting::of(later, &ask), ended })
+        Some(Fits { ask, now: Fitting::of(nodes, &ask), later: None, ended: Fitting::of(all_ended, &ask) })
+    }
+
+    /// The sets on `later`'s nodes, made if they were not.
+    fn later_on(&mut self, later: &mut Nodes) -> &Fitting {
+        self.later.get_or_insert_with(|| Fitting::of(later, &self.ask))
     }
 }
 

@@ -19,21 +19,28 @@ pub type EndingFrom<'a> = btree_map::Range<'a, EndKey, Parts>;
 
 /// The pass's nodes with the running tasks up to `last` in end order given back; the next
 /// task's end is kept (`None`: none is left), as most tries give back nothing and a lookup
-/// of the next task by `last` was a quarter of a long queue's pass.
+/// of the next task by `last` was a quarter of a long queue's pass. The nodes are copied from
+/// the pass's at the first try from later than now: most passes of a cluster with room have
+/// none.
+#[derive(Default)]
 pub struct Later {
-    nodes: Nodes,
+    nodes: Option<Nodes>,
     last: Option<EndKey>,
     next_end: Option<SimTime>,
 }
 
 impl Later {
-    /// The pass's `nodes`, nothing given back.
-    pub fn new(nodes: &Nodes, jobs: &BTreeMap<EndKey, Parts>) -> Later {
-        Later { nodes: nodes.clone(), last: None, next_end: jobs.keys().next().map(|k| k.0) }
+    /// The nodes, copied from the pass's `pass` (nothing given back) if they were not yet.
+    fn begin(&mut self, pass: &Nodes, jobs: &BTreeMap<EndKey, Parts>) -> &mut Nodes {
+        if self.nodes.is_none() {
+            (self.last, self.next_end) = (None, jobs.keys().next().map(|k| k.0));
+        }
+        self.nodes.get_or_insert_with(|| pass.clone())
     }
 
-    pub fn nodes(&mut self) -> &mut Nodes {
-        &mut self.nodes
+    /// The nodes as the last move left them (copied from `pass` if there was none).
+    pub fn nodes(&mut self, pass: &Nodes, jobs: &BTreeMap<EndKey, Parts>) -> &mut Nodes {
+        self.begin(pass, jobs)
     }
 
     /// The running tasks not given back, in end order.
@@ -44,27 +51,44 @@ impl Later {
         }
     }
 
-    /// Gives back every task that ends by `to`; `changed` hears of each.
-    pub fn give_up_to(&mut self, to: SimTime, jobs: &BTreeMap<EndKey, Parts>, mut changed: impl FnMut(&Nodes, &Parts)) {
+    /// Gives back every task that ends by `to` (on nodes copied from `pass` if need be);
+    /// `changed` hears of each.
+    pub fn give_up_to(
+        &mut self,
+        pass: &Nodes,
+        to: SimTime,
+        jobs: &BTreeMap<EndKey, Parts>,
+        mut changed: impl FnMut(&Nodes, &Parts),
+    ) {
+        self.begin(pass, jobs);
         if self.next_end.is_none_or(|end| end > to) {
             return;
         }
-        let mut rest = self.rest(jobs);
+        let rest = self.rest(jobs);
+        let nodes = self.nodes.as_mut().expect("begun");
         self.next_end = None;
-        for (&key, parts) in rest.by_ref() {
+        for (&key, parts) in rest {
             if key.0 > to {
                 self.next_end = Some(key.0);
                 break;
             }
-            self.nodes.give(parts);
-            changed(&self.nodes, parts);
+            nodes.give(parts);
+            changed(nodes, parts);
             self.last = Some(key);
         }
     }
 
     /// Exactly the tasks that end by `to` given back: those that end later taken again, then
     /// those that end by then given; `changed` hears of each.
-    pub fn at(&mut self, to: SimTime, jobs: &BTreeMap<EndKey, Parts>, mut changed: impl FnMut(&Nodes, &Parts)) {
+    pub fn at(
+        &mut self,
+        pass: &Nodes,
+        to: SimTime,
+        jobs: &BTreeMap<EndKey, Parts>,
+        mut changed: impl FnMut(&Nodes, &Parts),
+    ) {
+        self.begin(pass, jobs);
+        let nodes = self.nodes.as_mut().expect("begun");
         if let Some(last) = self.last {
             self.last = None;
             for (&key, parts) in jobs.range(..=last).rev() {
@@ -72,19 +96,21 @@ impl Later {
                     self.last = Some(key);
                     break;
                 }
-                self.nodes.take(parts);
-                changed(&self.nodes, parts);
+                nodes.take(parts);
+                changed(nodes, parts);
                 self.next_end = Some(key.0);
             }
         }
-        self.give_up_to(to, jobs, changed);
+        self.give_up_to(pass, to, jobs, changed);
     }
 
     /// A task the pass started now, on `parts`, its place `key`: it holds them here too,
-    /// unless it ends by the tasks given back (then it is one of them).
+    /// unless it ends by the tasks given back (then it is one of them). Nodes not yet copied
+    /// will be copied with it.
     pub fn started(&mut self, key: EndKey, parts: &Parts) {
+        let Some(nodes) = self.nodes.as_mut() else { return };
         if self.last.is_none_or(|last| key > last) {
-            self.nodes.take(parts);
+            nodes.take(parts);
             self.next_end = Some(self.next_end.map_or(key.0, |end| end.min(key.0)));
         }
     }
@@ -120,18 +146,19 @@ mod tests {
                     );
                 }
             }
-            let pass = Nodes::new(free.clone(), vec![4; count], vec![0; count]);
-            let mut later = Later::new(&pass, &jobs);
-            let mut pass = pass;
+            let mut pass = Nodes::new(free.clone(), vec![4; count], vec![0; count]);
+            let mut later = Later::default();
             for step in 0..20 {
                 let to = s(next(60));
-                if next(4) == 0 {
-                    later.give_up_to(to, &jobs, |_, _| ());
-                } else {
-                    later.at(to, &jobs, |_, _| ());
-                    let mut expected = pass.clone();
-                    jobs.iter().filter(|(k, _)| k.0 <= to).for_each(|(_, parts)| expected.give(parts));
-                    assert_eq!(later.nodes, expected, "step {step}, to {to:?}");
+                match next(5) {
+                    0 => later.give_up_to(&pass, to, &jobs, |_, _| ()),
+                    1 => {} // not copied yet, or kept as it is
+                    _ => {
+                        later.at(&pass, to, &jobs, |_, _| ());
+                        let mut expected = pass.clone();
+                        jobs.iter().filter(|(k, _)| k.0 <= to).for_each(|(_, parts)| expected.give(parts));
+                        assert_eq!(later.nodes(&pass, &jobs), &expected, "step {step}, to {to:?}");
+                    }
                 }
                 // A task starts now on a node with room, ending some time later.
                 let node = next(count as u64) as usize;
