@@ -58,10 +58,14 @@ pub struct Nodes {
     gpus: Vec<u32>,
     cpus: Vec<u32>,
     pools: Vec<u32>,
-    /// `at_least[k]`: the nodes with `k` free GPUs or more (`at_least[0]`: every node), and
-    /// `with_cpu`: the nodes with a free CPU, as of the last settle: then each node had
-    /// `settled_gpus` free GPUs.
-    at_least: Vec<NodeSet>,
+    /// The sets by free GPUs, one after another in one buffer, `words` words each: the `k`th
+    /// holds the nodes with `k` free GPUs or more (the first: every node); and `with_cpu`, the
+    /// nodes with a free CPU; as of the last settle, when each node had `settled_gpus` free
+    /// GPUs. One buffer, as a node that changes flips its bit in each set between its old and
+    /// new counts, a stride apart (a set each, behind a pointer each, cost a third of a saturated
+    /// run on big gangs, where tasks of eight GPUs come and go).
+    at_least: Vec<u64>,
+    words: usize,
     with_cpu: NodeSet,
     settled_gpus: Vec<u32>,
     /// The nodes whose GPUs or CPUs were set since the last settle.
@@ -78,8 +82,9 @@ impl PartialEq for Nodes {
         let (mut a, mut b) = (self.clone(), other.clone());
         a.settle();
         b.settle();
-        let level = |nodes: &Nodes, k: usize| nodes.at_least.get(k).filter(|s| s.iter().next().is_some()).cloned();
-        let levels = a.at_least.len().max(b.at_least.len());
+        let level =
+            |nodes: &Nodes, k: usize| nodes.level(k).filter(|words| words.iter().any(|&w| w != 0)).map(<[u64]>::to_vec);
+        let levels = a.levels().max(b.levels());
         (&a.gpus, &a.cpus, &a.pools, &a.with_cpu) == (&b.gpus, &b.cpus, &b.pools, &b.with_cpu)
             && (0..levels).all(|k| level(&a, k) == level(&b, k))
     }
@@ -93,7 +98,8 @@ impl Nodes {
             gpus,
             cpus,
             pools,
-            at_least: vec![NodeSet::full(len)],
+            at_least: NodeSet::full(len).words().to_vec(),
+            words: len.div_ceil(64),
             with_cpu: NodeSet::empty(len),
             settled_gpus: vec![0; len],
             unsettled: NodeSet::full(len),
@@ -143,15 +149,19 @@ impl Nodes {
     /// Brings the sets up to date with the counts: each node marked since the last settle
     /// moves between the sets of more than its old count and up to its new one.
     pub fn settle(&mut self) {
-        let len = self.len();
+        let words = self.words;
         let mut unsettled = std::mem::take(&mut self.unsettled);
         for node in unsettled.iter() {
             let (old, gpus) = (self.settled_gpus[node], self.gpus[node]);
-            while self.at_least.len() <= gpus as usize {
-                self.at_least.push(NodeSet::empty(len));
+            let (low, high) = (old.min(gpus) as usize + 1, old.max(gpus) as usize);
+            if self.at_least.len() < (high + 1) * words {
+                self.at_least.resize((high + 1) * words, 0);
             }
-            for k in old.min(gpus) + 1..=old.max(gpus) {
-                set_to(&mut self.at_least[k as usize], node, gpus > old);
+            if low <= high {
+                // The node's bit is in the sets of `low..=high` exactly when it had more GPUs.
+                let (word, bit) = (node / 64, 1u64 << (node % 64));
+                let flipped = self.at_least[low * words + word..].iter_mut().step_by(words).take(high + 1 - low);
+                flipped.for_each(|w| *w ^= bit);
             }
             self.settled_gpus[node] = gpus;
             set_to(&mut self.with_cpu, node, self.cpus[node] >= 1);
@@ -201,10 +211,20 @@ impl Nodes {
     /// The nodes with a free CPU and `gpus` free GPUs or more (the sets settled).
     fn with_at_least(&self, gpus: u32) -> NodeSet {
         debug_assert!(self.unsettled.iter().next().is_none(), "the sets are read settled");
-        let Some(level) = self.at_least.get(gpus as usize) else { return NodeSet::empty(self.len()) };
-        let mut set = level.clone();
-        set.intersect(&self.with_cpu);
+        let Some(level) = self.level(gpus as usize) else { return NodeSet::empty(self.len()) };
+        let mut set = self.with_cpu.clone();
+        set.intersect_words(level);
         set
+    }
+
+    /// The words of the set of nodes with `k` free GPUs or more, if any node ever had so many.
+    fn level(&self, k: usize) -> Option<&[u64]> {
+        self.at_least.get(k * self.words..(k + 1) * self.words)
+    }
+
+    /// How many sets by free GPUs are kept.
+    fn levels(&self) -> usize {
+        self.at_least.len().checked_div(self.words).unwrap_or(0)
     }
 
     /// The `allowed` nodes that can take one share of a task of `per_node` GPUs.
