@@ -30,17 +30,13 @@ pub struct Later {
 }
 
 impl Later {
-    /// The nodes, copied from the pass's `pass` (nothing given back) if they were not yet.
-    fn begin(&mut self, pass: &Nodes, jobs: &BTreeMap<EndKey, Parts>) -> &mut Nodes {
+    /// The nodes as the last move left them, copied from the pass's `pass` (nothing given
+    /// back) if there was none.
+    pub fn nodes(&mut self, pass: &Nodes, jobs: &BTreeMap<EndKey, Parts>) -> &mut Nodes {
         if self.nodes.is_none() {
             (self.last, self.next_end) = (None, jobs.keys().next().map(|k| k.0));
         }
         self.nodes.get_or_insert_with(|| pass.clone())
-    }
-
-    /// The nodes as the last move left them (copied from `pass` if there was none).
-    pub fn nodes(&mut self, pass: &Nodes, jobs: &BTreeMap<EndKey, Parts>) -> &mut Nodes {
-        self.begin(pass, jobs)
     }
 
     /// The running tasks not given back, in end order.
@@ -60,7 +56,7 @@ impl Later {
         jobs: &BTreeMap<EndKey, Parts>,
         mut changed: impl FnMut(&Nodes, &Parts),
     ) {
-        self.begin(pass, jobs);
+        self.nodes(pass, jobs);
         if self.next_end.is_none_or(|end| end > to) {
             return;
         }
@@ -87,7 +83,7 @@ impl Later {
         jobs: &BTreeMap<EndKey, Parts>,
         mut changed: impl FnMut(&Nodes, &Parts),
     ) {
-        self.begin(pass, jobs);
+        self.nodes(pass, jobs);
         let nodes = self.nodes.as_mut().expect("begun");
         if let Some(last) = self.last {
             self.last = None;
