@@ -44,7 +44,14 @@ pub struct FreeGpus {
     shared_out: BTreeSet<GpuId>,
     /// Changes to what is free so far (see `generation`).
     generation: u64,
+    /// The node of each of the latest changes, oldest first: the change that moved the
+    /// generation to `log_base + i + 1` was on `log[i]` (see [`FreeGpus::changed_since`]).
+    log: Vec<NodeId>,
+    log_base: u64,
 }
+
+/// The most changes [`FreeGpus`] remembers the nodes of; half are let go when it is full.
+const LOG_KEEP: usize = 1 << 14;
 
 /// One pool's nodes with free GPUs: `levels[f]` holds the nodes with exactly `f` free, by their
 /// position in the pool (the pool's nodes are consecutive from `first_node`).
@@ -230,6 +237,8 @@ impl FreeGpus {
             by_room: vec![BTreeSet::new(); cluster.pools().len()],
             shared_out: BTreeSet::new(),
             generation: 0,
+            log: Vec::new(),
+            log_base: 0,
         }
     }
 
@@ -240,6 +249,25 @@ impl FreeGpus {
     /// freed nothing (an arrival).
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// The nodes whose free GPUs may have changed since `generation` (each change's node, in
+    /// order, some more than once), or `None` if that is further back than is remembered
+    /// (then any node may have). A planner that keeps its own count of each node's free GPUs
+    /// brings it up to date from these instead of reading every node.
+    pub fn changed_since(&self, generation: u64) -> Option<&[NodeId]> {
+        let from = generation.checked_sub(self.log_base)?;
+        self.log.get(usize::try_from(from).ok()?..)
+    }
+
+    /// A change to what is free, on `node`: the generation moves on and the node is logged.
+    fn moved_on(&mut self, node: NodeId) {
+        self.generation += 1;
+        if self.log.len() == LOG_KEEP {
+            self.log.drain(..LOG_KEEP / 2);
+            self.log_base += (LOG_KEEP / 2) as u64;
+        }
+        self.log.push(node);
     }
 
     /// Milli-GPUs left on `gpu` if fractional tasks share it now.
@@ -275,7 +303,7 @@ impl FreeGpus {
             }
         };
         debug_assert!(used + milli <= WHOLE_GPU_MILLI, "{gpu} overcommitted");
-        self.generation += 1;
+        self.moved_on(self.gpu_node[gpu.index()]);
         self.shared_used.insert(gpu, used + milli);
         self.by_room[pool].insert((WHOLE_GPU_MILLI - used - milli, gpu));
     }
@@ -284,7 +312,7 @@ impl FreeGpus {
     pub(crate) fn release_share(&mut self, gpu: GpuId, milli: u32, usable: bool) {
         let pool = self.node_pool[self.gpu_node[gpu.index()].index()].index();
         let used = self.shared_used.remove(&gpu).expect("a share is held on this GPU");
-        self.generation += 1;
+        self.moved_on(self.gpu_node[gpu.index()]);
         self.by_room[pool].remove(&(WHOLE_GPU_MILLI - used, gpu));
         let left = used - milli;
         if left > 0 {
@@ -303,7 +331,7 @@ impl FreeGpus {
     /// share) or back into it. Nothing for a GPU nobody shares.
     pub(crate) fn set_shared_usable(&mut self, gpu: GpuId, usable: bool) {
         let Some(&used) = self.shared_used.get(&gpu) else { return };
-        self.generation += 1;
+        self.moved_on(self.gpu_node[gpu.index()]);
         let pool = self.node_pool[self.gpu_node[gpu.index()].index()].index();
         let entry = (WHOLE_GPU_MILLI - used, gpu);
         if usable {
@@ -330,6 +358,11 @@ impl FreeGpus {
     }
     pub fn on_node(&self, node: NodeId) -> u32 {
         self.node_free[node.index()]
+    }
+    /// Every node's free GPUs ([`FreeGpus::on_node`]), in node order: a planner that keeps its
+    /// own copy compares it with this in place instead of reading the nodes one by one.
+    pub fn by_node(&self) -> &[u32] {
+        &self.node_free
     }
     /// The most free GPUs on any one node of `pool`.
     pub fn max_on_one_node(&self, pool: PoolId) -> u32 {
@@ -496,7 +529,7 @@ impl FreeGpus {
         self.node_free[n] = new_free;
         self.pool_free[pool] = self.pool_free[pool] + new_free - old_free;
         self.total_free = self.total_free + new_free - old_free;
-        self.generation += 1;
+        self.moved_on(node);
     }
 
     /// Recomputes the indexes from the masks and compares: the invariant check.
@@ -669,6 +702,50 @@ mod tests {
         assert_eq!(free.generation(), before, "looking");
         free.release_share(g2, 300, true);
         moved_on(&free, "release_share of the last share");
+    }
+
+    /// `changed_since` names every node whose free GPUs changed since a generation it still
+    /// remembers (here the log wraps round several times), and refuses one it has let go of.
+    #[test]
+    fn changed_since_names_every_node_that_changed() {
+        let cluster = Cluster::new(&ClusterSpec { pools: vec![PoolSpec::of_type("A", 12, 4)] }).expect("valid");
+        let mut free = FreeGpus::all_free(&cluster);
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        let counts = |free: &FreeGpus| (0..12).map(|n| free.on_node(NodeId(n))).collect::<Vec<u32>>();
+        let mut marks: Vec<(u64, Vec<u32>)> = vec![(free.generation(), counts(&free))];
+        for step in 0..60_000 {
+            let gpu = GpuId(next(48) as u32);
+            let node = cluster.node_of(gpu);
+            if free.is_free(node, gpu) {
+                free.take(node, gpu);
+            } else {
+                free.release(node, gpu);
+            }
+            if step % 997 == 0 {
+                marks.push((free.generation(), counts(&free)));
+            }
+            if step % 1_499 == 0 {
+                let now = counts(&free);
+                for (generation, then) in &marks {
+                    let Some(changed) = free.changed_since(*generation) else {
+                        assert!(free.generation() - generation > (LOG_KEEP / 2) as u64, "{generation} let go too soon");
+                        continue;
+                    };
+                    assert_eq!(changed.len() as u64, free.generation() - generation);
+                    for n in (0..12).filter(|&n| now[n] != then[n]) {
+                        assert!(changed.contains(&NodeId(n as u32)), "node {n} changed since {generation}");
+                    }
+                }
+            }
+        }
+        assert!(free.changed_since(0).is_none(), "the log wrapped round");
+        assert_eq!(free.changed_since(free.generation()), Some(&[][..]));
     }
 
     /// One step of the gang proptest: take a gang (GPU ids, some past the cluster's, in a

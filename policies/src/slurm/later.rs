@@ -138,7 +138,7 @@ mod tests {
                     free[node] -= gpus;
                     jobs.insert(
                         (s(1 + next(50)), Some(NodeId(node as u32)), TaskId(t as u32)),
-                        vec![(NodeId(node as u32), gpus)],
+                        smallvec::smallvec![(NodeId(node as u32), gpus)],
                     );
                 }
             }
@@ -161,7 +161,7 @@ mod tests {
                 if pass.gpus(node) >= 1 && pass.cpus(node) >= 1 {
                     let (key, parts) = (
                         (s(1 + next(50)), Some(NodeId(node as u32)), TaskId(100 + step)),
-                        vec![(NodeId(node as u32), 1)],
+                        smallvec::smallvec![(NodeId(node as u32), 1)],
                     );
                     pass.take(&parts);
                     later.started(key, &parts);

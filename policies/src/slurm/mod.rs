@@ -43,6 +43,7 @@ use nodes::{Ask, Nodes, Parts};
 use priority::{JobFacts, Priorities};
 use qos::{Over, QosUsage};
 use sim::{Change, ClusterView, JobId, NodeId, Plan, Policy, SimDuration, SimTime, TaskId};
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -71,8 +72,6 @@ pub struct Slurm {
     free_generation: Option<u64>,
     /// Nodes whose running parts changed since `free` was last brought up to date.
     touched: Vec<usize>,
-    /// Every node's free GPUs as the plan has them, read when `free` is brought up to date.
-    free_now: Vec<u32>,
     /// The free nodes once every running task has ended, as the last backfill pass saw them
     /// (backfill brings them up to date with the nodes of `free` changed since).
     all_ended: Nodes,
@@ -115,7 +114,7 @@ struct Clocks {
 #[derive(Debug, Clone)]
 struct Running {
     job: JobId,
-    parts: Vec<(NodeId, u32)>,
+    parts: Parts,
     start: SimTime,
     expected_end: SimTime,
 }
@@ -183,7 +182,6 @@ impl Slurm {
             free: Nodes::default(),
             free_generation: None,
             touched: Vec::new(),
-            free_now: Vec::new(),
             all_ended: Nodes::default(),
             qos_usage: QosUsage::default(),
             requests: BTreeSet::new(),
@@ -309,13 +307,22 @@ impl Slurm {
         if let Some(facts) = self.facts.get(&run.job) {
             self.qos_usage.count(&self.config.qos_limits, facts, run.gpus(), true);
         }
-        if let Some(old) = self.running.remove(&task) {
+        self.hold(&run.parts, true);
+        let (key, parts) = (run.end_key(task), run.parts.clone());
+        // One search of the running tasks, not a removal (which almost always finds nothing:
+        // a task starts from waiting) and an insertion.
+        let old = match self.running.entry(task) {
+            Entry::Vacant(entry) => {
+                entry.insert(run);
+                None
+            }
+            Entry::Occupied(mut entry) => Some(entry.insert(run)),
+        };
+        if let Some(old) = old {
             self.hold(&old.parts, false);
             self.by_end.remove(&old.end_key(task));
         }
-        self.hold(&run.parts, true);
-        self.by_end.insert(run.end_key(task), run.parts.clone());
-        self.running.insert(task, run);
+        self.by_end.insert(key, parts);
     }
 
     /// Counts (or stops counting) what `parts` hold of their nodes.
@@ -422,14 +429,15 @@ impl Slurm {
     /// the last pass, brought up to date. [`Slurm::put_free`] keeps it for the next pass.
     fn take_free(&mut self, plan: &Plan<'_>) -> Nodes {
         let free = plan.free();
-        self.take_free_from(free.generation(), |n| free.on_node(NodeId::from_index(n)))
+        let changed = self.free_generation.and_then(|g| free.changed_since(g));
+        self.take_free_from(free.generation(), free.by_node(), changed)
     }
 
-    /// [`Slurm::take_free`] with `on_node` the free GPUs of each node at `generation`. Only
-    /// what changed is looked at: every node's GPUs if the plan's free GPUs changed since the
-    /// view was kept (the engine frees them, late or never, without telling which), and the
+    /// [`Slurm::take_free`] with `by_node` the free GPUs of each node at `generation`, and
+    /// `changed` the nodes whose GPUs changed since the view was kept (`None`: unknown, so
+    /// every node is compared). Only what changed is looked at: those nodes' GPUs, and the
     /// CPUs of nodes where tasks started or stopped (each part of a running task holds one).
-    fn take_free_from(&mut self, generation: u64, on_node: impl Fn(usize) -> u32) -> Nodes {
+    fn take_free_from(&mut self, generation: u64, by_node: &[u32], changed: Option<&[NodeId]>) -> Nodes {
         let count = self.node_cpus.len();
         let mut nodes = std::mem::take(&mut self.free);
         if nodes.len() != count {
@@ -437,25 +445,20 @@ impl Slurm {
             self.free_generation = None;
             self.touched = (0..count).collect();
         }
-        if self.free_generation != Some(generation) {
-            // Read into a buffer and compared a chunk at a time: most passes follow a change
-            // to a few nodes, and a compare interleaved with updates cost most of a pass.
-            let mut now = std::mem::take(&mut self.free_now);
-            now.clear();
-            now.extend((0..count).map(&on_node));
-            for chunk in (0..count).step_by(16).map(|at| at..count.min(at + 16)) {
-                if nodes.all_gpus()[chunk.clone()] != now[chunk.clone()] {
-                    for n in chunk.filter(|&n| nodes.all_gpus()[n] != now[n]).collect::<Vec<_>>() {
-                        nodes.set_gpus(n, now[n]);
-                    }
-                }
+        match changed.filter(|_| self.free_generation.is_some()) {
+            // Most passes follow a change to a few nodes: reading every node cost a pass on a
+            // big cluster more than the pass itself.
+            Some(changed) => changed.iter().for_each(|n| nodes.set_gpus_if_changed(n.index(), by_node)),
+            None if self.free_generation != Some(generation) => {
+                (0..count).for_each(|n| nodes.set_gpus_if_changed(n, by_node));
             }
-            self.free_now = now;
+            None => {}
         }
-        for n in std::mem::take(&mut self.touched).into_iter().filter(|&n| n < count) {
+        for &n in self.touched.iter().filter(|&&n| n < count) {
             let held = self.held_cpus.get(n).copied().unwrap_or(0);
             nodes.set_cpus(n, self.node_cpus[n].saturating_sub(held));
         }
+        self.touched.clear();
         nodes
     }
 
@@ -795,6 +798,8 @@ mod tests {
         slurm.node_cpus = (0..nodes).map(|_| 1 + next(4) as u32).collect();
         slurm.node_pools = (0..nodes).map(|n| u32::from(n >= 30)).collect();
         let (mut on_node, mut generation) = (vec![8u32; nodes], 0);
+        // The nodes changed since the view was kept, as the plan's free GPUs log them.
+        let mut changed: Vec<NodeId> = Vec::new();
         let part = |next: &mut dyn FnMut(u64) -> u64| (NodeId(next(nodes as u64) as u32), 1 + next(3) as u32);
         for step in 0..4_000 {
             let task = TaskId(next(80) as u32);
@@ -806,11 +811,15 @@ mod tests {
                     slurm.ran(task, run);
                 }
                 2 => {
-                    on_node[next(nodes as u64) as usize] = next(9) as u32;
+                    let node = next(nodes as u64) as usize;
+                    on_node[node] = next(9) as u32;
                     generation += 1;
+                    changed.push(NodeId(node as u32));
                 }
                 _ => {
-                    let mut view = slurm.take_free_from(generation, |n| on_node[n]);
+                    // Brought up to date from the log or, now and then, by comparing every node.
+                    let log = (next(3) != 0).then_some(&changed[..]);
+                    let mut view = slurm.take_free_from(generation, &on_node, log);
                     let built = free_from_scratch(&slurm, &on_node);
                     assert_eq!(view, built, "step {step}");
                     if next(2) == 0 {
@@ -828,13 +837,14 @@ mod tests {
                         generation += 1;
                         let run = Running {
                             job: JobId(0),
-                            parts: vec![(node, gpus)],
+                            parts: smallvec::smallvec![(node, gpus)],
                             start: SimTime(step),
                             expected_end: SimTime(step),
                         };
                         slurm.ran(task, run);
                     }
                     slurm.put_free_at(view, generation);
+                    changed.clear();
                 }
             }
         }

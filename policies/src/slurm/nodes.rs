@@ -11,7 +11,7 @@ use super::node_set::NodeSet;
 use sim::NodeId;
 
 /// Where one task goes: each node and the GPUs it gives.
-pub type Parts = Vec<(NodeId, u32)>;
+pub type Parts = smallvec::SmallVec<[(NodeId, u32); 2]>;
 
 /// A job's part: `nodes` nodes with `per_node` GPUs on each; `spread`: a gang of no fixed
 /// split, on one node if one holds it, else over as many as it takes.
@@ -117,11 +117,6 @@ impl Nodes {
         self.gpus[node]
     }
 
-    /// Every node's free GPUs, in node order.
-    pub fn all_gpus(&self) -> &[u32] {
-        &self.gpus
-    }
-
     pub fn cpus(&self, node: usize) -> u32 {
         self.cpus[node]
     }
@@ -131,6 +126,13 @@ impl Nodes {
     pub fn set_gpus(&mut self, node: usize, gpus: u32) {
         self.gpus[node] = gpus;
         self.mark(node);
+    }
+
+    /// `node` has `by_node[node]` free GPUs (marked only if that is a change).
+    pub fn set_gpus_if_changed(&mut self, node: usize, by_node: &[u32]) {
+        if self.gpus.get(node).is_some_and(|&gpus| gpus != by_node[node]) {
+            self.set_gpus(node, by_node[node]);
+        }
     }
 
     /// `node` has `cpus` free CPUs.
@@ -289,7 +291,7 @@ impl Nodes {
                 best = Some((cpus, fewest));
             }
         }
-        best.map(|(_, node)| vec![(NodeId(node as u32), ask.per_node)])
+        best.map(|(_, node)| smallvec::smallvec![(NodeId(node as u32), ask.per_node)])
     }
 
     /// The free CPUs of a block of nodes.
@@ -300,7 +302,7 @@ impl Nodes {
     /// The nodes for `ask` block by block ([`pick_block`]).
     fn in_blocks(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
         let mut fits = self.fits(ask.per_node, allowed);
-        let mut chosen = Vec::with_capacity(ask.nodes as usize);
+        let mut chosen = Parts::with_capacity(ask.nodes as usize);
         let mut left = ask.nodes;
         while left > 0 {
             let blocks: Vec<Block> = fits.runs().map(|nodes| Block { cpus: self.block_cpus(&nodes), nodes }).collect();
@@ -324,7 +326,7 @@ impl Nodes {
     /// `total` GPUs from the allowed nodes in order, as many from each as it has free.
     fn spread(&self, total: u32, allowed: &NodeSet) -> Option<Parts> {
         let mut left = total;
-        let mut chosen = Vec::new();
+        let mut chosen = Parts::new();
         for n in self.fits(1, allowed).iter() {
             let take = self.gpus[n].min(left);
             chosen.push((NodeId(n as u32), take));
@@ -487,7 +489,7 @@ mod tests {
     fn walked(n: &Nodes, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
         let fits = |node: usize, taken: &[bool]| allowed.contains(node) && n.takes_share(node, ask) && !taken[node];
         let mut taken = vec![false; n.len()];
-        let mut chosen = Vec::new();
+        let mut chosen = Parts::new();
         let mut left = ask.nodes;
         while left > 0 {
             let mut blocks = Vec::new();
@@ -520,7 +522,7 @@ mod tests {
         if !ask.spread {
             return None;
         }
-        let (mut left, mut chosen) = (ask.per_node, Vec::new());
+        let (mut left, mut chosen) = (ask.per_node, Parts::new());
         for m in (0..n.len()).filter(|&m| allowed.contains(m) && n.gpus(m) > 0 && n.cpus(m) > 0) {
             let take = n.gpus(m).min(left);
             chosen.push((NodeId(m as u32), take));
@@ -546,7 +548,7 @@ mod tests {
                     n.give(&held.swap_remove(next(held.len() as u64) as usize));
                 } else {
                     let node = next(count as u64) as usize;
-                    let parts = vec![(NodeId(node as u32), n.gpus(node).min(1 + next(8) as u32))];
+                    let parts = smallvec::smallvec![(NodeId(node as u32), n.gpus(node).min(1 + next(8) as u32))];
                     n.take(&parts);
                     held.push(parts);
                 }
