@@ -281,17 +281,33 @@ impl Nodes {
         // The best block's free CPUs and its node with the fewest (the lowest on ties).
         let mut best: Option<(u64, usize)> = None;
         for run in self.fits(ask.per_node, allowed).runs() {
+            let most = best.map_or(u64::MAX, |(most, _)| most);
             // Each of its nodes has a free CPU: a block as long as the best's CPUs has as many.
-            if best.is_some_and(|(most, _)| run.len() as u64 >= most) {
+            if run.len() as u64 >= most {
                 continue;
             }
-            let cpus = self.block_cpus(&run);
-            if best.is_none_or(|(most, _)| cpus < most) {
-                let fewest = run.min_by_key(|&n| (self.cpus[n], n)).expect("a run is not empty");
-                best = Some((cpus, fewest));
+            if let Some(better) = self.fewer_cpus(run, most) {
+                best = Some(better);
             }
         }
         best.map(|(_, node)| smallvec::smallvec![(NodeId(node as u32), ask.per_node)])
+    }
+
+    /// The free CPUs of the block `nodes` and its node with the fewest (the lowest on ties), if
+    /// it has fewer than `most` in all: one pass over the block's counts, given up once they
+    /// reach `most` (where the block was counted whole, then walked again for its node).
+    fn fewer_cpus(&self, nodes: std::ops::Range<usize>, most: u64) -> Option<(u64, usize)> {
+        let (mut total, mut fewest, mut at) = (0u64, u32::MAX, nodes.start);
+        for (n, &cpus) in nodes.clone().zip(&self.cpus[nodes]) {
+            total += u64::from(cpus);
+            if total >= most {
+                return None;
+            }
+            if cpus < fewest {
+                (fewest, at) = (cpus, n);
+            }
+        }
+        Some((total, at))
     }
 
     /// The free CPUs of a block of nodes.
@@ -416,6 +432,28 @@ mod tests {
         assert_eq!(picked(n.select(&Ask::of(1, Some(1)), &NodeSet::full(4))), [0]);
     }
 
+    /// Blocks of many nodes, and one cut short once it has more CPUs than the best: the block
+    /// with fewer CPUs wins, and of two with as many the first in node order.
+    #[test]
+    fn a_block_with_fewer_cpus_wins_and_the_first_of_equals() {
+        let long = 70;
+        // Blocks: nodes 0..long, a hole, then `rest` nodes; CPUs per node in each block.
+        let choose = |first_cpus: u32, rest: usize, rest_cpus: u32| {
+            let count = long + 1 + rest;
+            let gpus = (0..count).map(|n| if n == long { 0 } else { 8 }).collect();
+            let cpus = (0..count).map(|n| if n < long { first_cpus } else { rest_cpus }).collect();
+            let mut n = Nodes::new(gpus, cpus, vec![0; count]);
+            picked(n.select(&Ask::of(1, Some(1)), &NodeSet::full(count)))
+        };
+        // As many CPUs in both (70 each): the first block, its lowest node.
+        assert_eq!(choose(1, long / 2, 2), [0]);
+        assert_eq!(choose(1, long, 1), [0]);
+        // Fewer in the first (70 against 90).
+        assert_eq!(choose(1, 30, 3), [0]);
+        // Fewer in the second (15 against 140): its lowest node of the fewest.
+        assert_eq!(choose(2, 5, 3), [long as u32 + 1]);
+    }
+
     /// Node 1 cannot take the job, so blocks are {0} (16 CPUs) and {2, 3} (32): the first
     /// block is kept, a later one replaces it only with strictly fewer CPUs.
     #[test]
@@ -481,6 +519,19 @@ mod tests {
             (0..free.len()).filter(|&i| allowed_bits[i]).for_each(|i| allowed.insert(i));
             let ask = Ask::of(per_node, Some(per_node));
             proptest::prop_assert_eq!(n.one_node(&ask, &allowed), n.in_blocks(&ask, &allowed));
+        }
+
+        /// The same with blocks of hundreds of nodes, few holes between them (those counted
+        /// last when met first), and blocks of equal CPUs.
+        #[test]
+        fn one_node_chooses_as_the_blocks_do_among_long_blocks(
+            nodes in proptest::collection::vec((0u32..60, 1u32..=3), 1..600),
+        ) {
+            let gpus = nodes.iter().map(|&(hole, _)| if hole == 0 { 0 } else { 8 }).collect();
+            let n = Nodes::new(gpus, nodes.iter().map(|&(_, cpus)| cpus).collect(), vec![0; nodes.len()]);
+            let ask = Ask::of(1, Some(1));
+            let all = NodeSet::full(nodes.len());
+            proptest::prop_assert_eq!(n.one_node(&ask, &all), n.in_blocks(&ask, &all));
         }
     }
 
