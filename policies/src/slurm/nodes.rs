@@ -521,8 +521,8 @@ mod tests {
             proptest::prop_assert_eq!(n.one_node(&ask, &allowed), n.in_blocks(&ask, &allowed));
         }
 
-        /// The same with blocks of hundreds of nodes, few holes between them (those counted
-        /// last when met first), and blocks of equal CPUs.
+        /// The same with blocks of hundreds of nodes and few holes between them (blocks that
+        /// a walk cuts short once they have as many CPUs as the best).
         #[test]
         fn one_node_chooses_as_the_blocks_do_among_long_blocks(
             nodes in proptest::collection::vec((0u32..60, 1u32..=3), 1..600),
