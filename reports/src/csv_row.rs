@@ -4,6 +4,10 @@
 //! (its quotes doubled) only when it holds `,` `"` `\r` or `\n`, rows end in `\n`, integers are
 //! in decimal, times are seconds with 3 decimals, and each fixed-point decimal is the one
 //! `format!("{:.N}", x)` writes of the same `f64` (see [`Row::fixed`]).
+//!
+//! A row is written through a cursor into room the buffer already has ([`Rows`]): each field
+//! makes sure of its room with one comparison and then stores its bytes at known places,
+//! instead of a `Vec` growing (its length loaded, checked and stored) byte by byte.
 
 use sim::SimTime;
 use std::io::{self, Write};
@@ -11,41 +15,73 @@ use std::io::{self, Write};
 /// Rows are gathered up to this many bytes, then written out at once.
 const CHUNK: usize = 1 << 16;
 
+/// Room added at a time when a row needs more: enough for most rows whole.
+const GROW: usize = 1 << 10;
+
+/// The most bytes a `u64` takes in decimal.
+const U64_DIGITS: usize = 20;
+
+/// Rows being formatted: `bytes[..len]` are whole rows, and the rest is room for the next.
+/// The room holds earlier rows' bytes; a row writes each byte before it reads it.
+pub(crate) struct Rows {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl Rows {
+    fn new() -> Rows {
+        Rows { bytes: vec![0; CHUNK + GROW], len: 0 }
+    }
+
+    /// A new row at the end of the rows: its bytes count once [`Row::end`] ends it.
+    pub(crate) fn row(&mut self) -> Row<'_> {
+        Row { at: self.len, rows: self }
+    }
+
+    fn whole(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
 /// One table being written: rows formatted into a buffer that is handed to `out` in chunks of
 /// about [`CHUNK`] bytes (so `out` needs no buffer of its own).
 pub(crate) struct CsvOut<W: Write> {
     out: W,
-    buf: Vec<u8>,
+    rows: Rows,
 }
 
 impl<W: Write> CsvOut<W> {
     /// A table with its header row (names that need no quotes).
     pub(crate) fn new(out: W, header: &[&str]) -> CsvOut<W> {
-        let mut buf = Vec::with_capacity(CHUNK + 4096);
-        buf.extend_from_slice(header.join(",").as_bytes());
-        buf.push(b'\n');
-        CsvOut { out, buf }
+        let mut rows = Rows::new();
+        let mut row = rows.row();
+        for name in header {
+            row.put(name.as_bytes());
+            row.comma();
+        }
+        row.end();
+        CsvOut { out, rows }
     }
 
-    /// The buffer rows are formatted into (see [`Row`]); call [`CsvOut::done`] after each
-    /// row or group of rows.
-    pub(crate) fn buf(&mut self) -> &mut Vec<u8> {
-        &mut self.buf
+    /// The rows to format into (see [`Row`]); call [`CsvOut::done`] after each row or group
+    /// of rows.
+    pub(crate) fn rows(&mut self) -> &mut Rows {
+        &mut self.rows
     }
 
     /// Writes the rows gathered so far once they fill a chunk.
     pub(crate) fn done(&mut self) -> io::Result<()> {
-        if self.buf.len() >= CHUNK {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
+        if self.rows.len >= CHUNK {
+            self.out.write_all(self.rows.whole())?;
+            self.rows.len = 0;
         }
         Ok(())
     }
 
     /// Writes what is left and flushes `out`.
     pub(crate) fn finish(mut self) -> io::Result<W> {
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
+        self.out.write_all(self.rows.whole())?;
+        self.rows.len = 0;
         self.out.flush()?;
         Ok(self.out)
     }
@@ -58,51 +94,73 @@ const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
-/// Appends `v` in decimal, its digits written in place: the buffer grows by a fixed 20 bytes
-/// (a store of known length, no call), the digits go over them, and it is cut to the digits.
-/// (Digits formatted in a block on the stack and then copied stall the copy's loads on the
-/// digits' small stores: most of the row's time, measured.)
-pub(crate) fn push_u64(buf: &mut Vec<u8>, mut v: u64) {
-    // Most counts (tasks, GPUs, preemptions, failures, retries) are one digit: one push.
+/// Writes `v` in decimal at `out[at..]` (which has room for [`U64_DIGITS`]) and returns where
+/// its digits end. The digits go in place, two at a time from the last: formatting them in a
+/// block on the stack and copying it stalls the copy's loads on the digits' small stores, and
+/// all eight digits of a block at once in the lanes of one word (three dependent
+/// multiplications) was slower than the few pairs of most fields (measured).
+#[inline(always)]
+fn put_u64(out: &mut [u8], at: usize, mut v: u64) -> usize {
+    // Most counts (tasks, GPUs, preemptions, failures, retries) are one digit: one store.
     if v < 10 {
-        buf.push(b'0' + v as u8);
-        return;
+        out[at] = b'0' + v as u8;
+        return at + 1;
     }
-    let digits = v.checked_ilog10().unwrap_or(0) as usize + 1;
-    let start = buf.len();
-    buf.extend_from_slice(&[0; 20]);
-    let out = &mut buf[start..start + digits];
-    let mut at = digits;
+    let end = at + v.ilog10() as usize + 1;
+    let mut last = end;
     while v >= 100 {
         let pair = (v % 100) as usize * 2;
         v /= 100;
-        at -= 2;
-        out[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        last -= 2;
+        out[last..last + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
     }
     if v >= 10 {
-        out[..2].copy_from_slice(&PAIRS[v as usize * 2..v as usize * 2 + 2]);
+        out[at..at + 2].copy_from_slice(&PAIRS[v as usize * 2..v as usize * 2 + 2]);
     } else {
-        out[0] = b'0' + v as u8;
+        out[at] = b'0' + v as u8;
     }
-    buf.truncate(start + digits);
+    end
 }
 
-/// Appends `v` in decimal with exactly `width` digits (leading zeros; `v < 10^width`).
-fn push_padded(buf: &mut Vec<u8>, mut v: u64, width: usize) {
-    let start = buf.len();
-    buf.resize(start + width, b'0');
-    for at in (start..start + width).rev() {
-        buf[at] = b'0' + (v % 10) as u8;
-        v /= 10;
+/// Writes `v` in decimal with exactly `width` digits (leading zeros; `v < 10^width`) at
+/// `out[at..at + width]`; returns `at + width`.
+#[inline]
+fn put_padded(out: &mut [u8], at: usize, mut v: u64, width: usize) -> usize {
+    let end = at + width;
+    let mut last = end;
+    while last >= at + 2 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        last -= 2;
+        out[last..last + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
     }
+    if last > at {
+        out[at] = b'0' + v as u8;
+    }
+    end
 }
 
-/// Appends `v` in decimal.
-fn push_u128(buf: &mut Vec<u8>, v: u128) {
-    match u64::try_from(v) {
-        Ok(v) => push_u64(buf, v),
-        Err(_) => write!(buf, "{v}").expect("writing to memory cannot fail"),
+/// Whether `field` holds a byte that makes the `csv` crate quote it: `,` `"` `\r` or `\n`.
+/// Eight bytes at a time: a byte of `x ^ every(b)` is zero where `x` holds `b`, and
+/// `has_zero` is exact in saying whether a word has a zero byte (its false marks lie only above
+/// a true one).
+fn needs_quotes(field: &[u8]) -> bool {
+    const fn every(b: u8) -> u64 {
+        u64::from_ne_bytes([b; 8])
     }
+    let has_zero = |x: u64| x.wrapping_sub(every(1)) & !x & every(0x80) != 0;
+    let special = |x: u64| {
+        has_zero(x ^ every(b',')) as u8
+            | has_zero(x ^ every(b'"')) as u8
+            | has_zero(x ^ every(b'\r')) as u8
+            | has_zero(x ^ every(b'\n')) as u8
+            != 0
+    };
+    let mut words = field.chunks_exact(8);
+    if words.by_ref().any(|w| special(u64::from_ne_bytes(w.try_into().expect("eight bytes")))) {
+        return true;
+    }
+    words.remainder().iter().any(|&b| matches!(b, b',' | b'"' | b'\r' | b'\n'))
 }
 
 /// A text field escaped once, comma included, for a value every row of a table repeats (the
@@ -112,68 +170,117 @@ pub(crate) struct Escaped(Vec<u8>);
 
 impl Escaped {
     pub(crate) fn new(text: &str) -> Escaped {
-        let mut bytes = Vec::new();
-        Row(&mut bytes).text(text);
-        Escaped(bytes)
+        let mut rows = Rows { bytes: Vec::new(), len: 0 };
+        let mut row = rows.row();
+        row.text(text);
+        let end = row.at;
+        Escaped(rows.bytes[..end].to_vec())
     }
 }
 
-/// One row being formatted: each call appends a field and its comma; [`Row::end`] ends it.
-pub(crate) struct Row<'a>(pub(crate) &'a mut Vec<u8>);
+/// One row being formatted: each call appends a field and its comma; [`Row::end`] ends it. A
+/// row dropped without its end is not part of the rows.
+pub(crate) struct Row<'a> {
+    rows: &'a mut Rows,
+    /// Where the next byte goes in `rows.bytes`.
+    at: usize,
+}
 
 impl Row<'_> {
+    /// Makes sure `n` bytes of room follow the row's bytes.
+    #[inline]
+    fn room(&mut self, n: usize) {
+        if self.rows.bytes.len() - self.at < n {
+            self.grow(n);
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, n: usize) {
+        self.rows.bytes.resize(self.at + n + GROW, 0);
+    }
+
+    /// Appends bytes as they are (no comma, no quotes).
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.room(bytes.len());
+        self.rows.bytes[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
+    }
+
+    #[inline]
+    fn comma(&mut self) {
+        self.room(1);
+        self.rows.bytes[self.at] = b',';
+        self.at += 1;
+    }
+
     /// A text field, quoted when the `csv` crate would quote it.
     pub(crate) fn text(&mut self, s: &str) {
-        let start = self.0.len();
-        self.0.extend_from_slice(s.as_bytes());
-        self.quote_from(start);
-        self.0.push(b',');
+        let start = self.mark();
+        self.put(s.as_bytes());
+        self.end_text(start);
+    }
+
+    /// A text field known to need no quotes (a fixed word of the format, such as a state).
+    pub(crate) fn word(&mut self, word: &'static str) {
+        debug_assert!(!needs_quotes(word.as_bytes()), "{word:?} needs quotes");
+        self.put(word.as_bytes());
+        self.comma();
     }
 
     /// A text field escaped beforehand: the same bytes as [`Row::text`] of its text.
     pub(crate) fn escaped(&mut self, field: &Escaped) {
-        self.0.extend_from_slice(&field.0);
+        self.put(&field.0);
     }
 
-    /// Ends a text field written straight into the buffer from `start` (quoting it if needed).
+    /// Where the row's next field starts: for a text field written in parts ([`Row::part`])
+    /// and ended with [`Row::end_text`].
+    pub(crate) fn mark(&self) -> usize {
+        self.at
+    }
+
+    /// Part of a text field, as it is.
+    pub(crate) fn part(&mut self, bytes: &[u8]) {
+        self.put(bytes);
+    }
+
+    /// Ends a text field written in parts from `start` (quoting it if needed).
     pub(crate) fn end_text(&mut self, start: usize) {
-        self.quote_from(start);
-        self.0.push(b',');
+        if needs_quotes(&self.rows.bytes[start..self.at]) {
+            self.quote_from(start);
+        }
+        self.comma();
     }
 
-    /// Quotes the bytes from `start` on, in place, if they hold a delimiter, quote or line end.
+    /// Quotes the bytes from `start` on, in place, doubling each quote.
     fn quote_from(&mut self, start: usize) {
-        let field = &self.0[start..];
-        if !field.iter().any(|&b| matches!(b, b',' | b'"' | b'\r' | b'\n')) {
-            return;
-        }
-        let quotes = field.iter().filter(|&&b| b == b'"').count();
-        let old_end = self.0.len();
-        self.0.resize(old_end + quotes + 2, 0);
+        let quotes = self.rows.bytes[start..self.at].iter().filter(|&&b| b == b'"').count();
+        let old_end = self.at;
+        self.room(quotes + 2);
+        self.at += quotes + 2;
+        let bytes = &mut self.rows.bytes;
         // Move the field right, back to front, doubling each quote; then the opening quote.
-        let mut to = self.0.len() - 1;
-        self.0[to] = b'"';
+        let mut to = self.at - 1;
+        bytes[to] = b'"';
         for from in (start..old_end).rev() {
-            let b = self.0[from];
+            let b = bytes[from];
             to -= 1;
-            self.0[to] = b;
+            bytes[to] = b;
             if b == b'"' {
                 to -= 1;
-                self.0[to] = b'"';
+                bytes[to] = b'"';
             }
         }
         debug_assert_eq!(to, start + 1);
-        self.0[start] = b'"';
-    }
-
-    /// The buffer, to write a field's text straight into (then [`Row::end_text`]).
-    pub(crate) fn raw(&mut self) -> &mut Vec<u8> {
-        self.0
+        bytes[start] = b'"';
     }
 
     pub(crate) fn int(&mut self, v: impl Into<u64>) {
-        push_u64(self.0, v.into());
-        self.0.push(b',');
+        self.room(U64_DIGITS + 1);
+        let at = put_u64(&mut self.rows.bytes, self.at, v.into());
+        self.rows.bytes[at] = b',';
+        self.at = at + 1;
     }
 
     pub(crate) fn opt_int(&mut self, v: Option<impl Into<u64>>) {
@@ -183,16 +290,31 @@ impl Row<'_> {
         }
     }
 
+    /// Integers separated by `separator`, as one field (that needs no quotes).
+    pub(crate) fn ints(&mut self, values: impl Iterator<Item = u64>, separator: u8) {
+        for (i, v) in values.enumerate() {
+            self.room(U64_DIGITS + 1);
+            if i > 0 {
+                self.rows.bytes[self.at] = separator;
+                self.at += 1;
+            }
+            self.at = put_u64(&mut self.rows.bytes, self.at, v);
+        }
+        self.comma();
+    }
+
     pub(crate) fn empty(&mut self) {
-        self.0.push(b',');
+        self.comma();
     }
 
     /// Milliseconds as seconds with 3 decimals: `12.345`.
     pub(crate) fn secs(&mut self, ms: u64) {
-        push_u64(self.0, ms / 1000);
+        self.room(U64_DIGITS + 5);
+        let at = put_u64(&mut self.rows.bytes, self.at, ms / 1000);
         let r = (ms % 1000) as usize;
         let (hundreds, rest) = (r / 100, r % 100 * 2);
-        self.0.extend_from_slice(&[b'.', b'0' + hundreds as u8, PAIRS[rest], PAIRS[rest + 1], b',']);
+        self.rows.bytes[at..at + 5].copy_from_slice(&[b'.', b'0' + hundreds as u8, PAIRS[rest], PAIRS[rest + 1], b',']);
+        self.at = at + 5;
     }
 
     pub(crate) fn opt_secs(&mut self, t: Option<SimTime>) {
@@ -210,6 +332,19 @@ impl Row<'_> {
         }
     }
 
+    /// `units / 10^digits` with its `digits` decimals and a comma (`digits` at most 19).
+    /// Inlined, so that `digits` is a constant and the divisions multiplications.
+    #[inline(always)]
+    fn decimal(&mut self, units: u64, digits: u32) {
+        let scale = 10u64.pow(digits);
+        self.room(2 * U64_DIGITS + 2);
+        let at = put_u64(&mut self.rows.bytes, self.at, units / scale);
+        self.rows.bytes[at] = b'.';
+        let at = put_padded(&mut self.rows.bytes, at + 1, units % scale, digits as usize);
+        self.rows.bytes[at] = b',';
+        self.at = at + 1;
+    }
+
     /// The `f64` `value()` with `digits` decimals, byte for byte as `format!("{:.digits$}")`
     /// writes it, where `value()` is `num / den / 10^digits` computed in floating point with a
     /// relative error below 2^-50 (a few roundings: each conversion and division adds at most
@@ -221,50 +356,48 @@ impl Row<'_> {
     /// lies within `(q + 1) 2^-50` units of the rational, so when that is less than the
     /// distance, both round to the same integer: `q`, or `q + 1` above the boundary, written
     /// with integer arithmetic. Otherwise (an exact tie, a value too close to one, or numbers
-    /// too large for the check) the `f64` is formatted by `std`, into the buffer, as before.
+    /// too large for the check) the `f64` is formatted by `std`, as before.
+    #[inline(always)]
     pub(crate) fn fixed(&mut self, num: u128, den: u128, digits: u32, value: impl FnOnce() -> f64) {
         debug_assert!(den > 0);
-        if let (Ok(n), Ok(d)) = (u64::try_from(num), u64::try_from(den)) {
-            // The usual case, in 64 bits: the check halved, `(q + 1) den < |2r - den| 2^49`
-            // (no overflow: both sides are below 2^128), and passing it means q < 2^49.
-            let (q, r) = (n / d, n % d);
-            let distance = (2 * u128::from(r)).abs_diff(u128::from(d));
-            if (u128::from(q) + 1) * u128::from(d) < distance << 49 {
-                let units = q + u64::from(2 * u128::from(r) > u128::from(d));
-                let scale = 10u64.pow(digits);
-                push_u64(self.0, units / scale);
-                self.0.push(b'.');
-                push_padded(self.0, units % scale, digits as usize);
-                self.0.push(b',');
-                return;
-            }
-        } else {
-            let (q, r) = (num / den, num % den);
-            let distance = (2 * r).abs_diff(den);
-            let error = (q + 1).checked_mul(den);
-            let margin = distance.checked_mul(1 << 49);
-            if let (Some(error), Some(margin)) = (error, margin)
-                && error < margin
-            {
-                let units = if 2 * r > den { q + 1 } else { q };
-                let scale = 10u128.pow(digits);
-                push_u128(self.0, units / scale);
-                self.0.push(b'.');
-                push_padded(self.0, (units % scale) as u64, digits as usize);
-                self.0.push(b',');
-                return;
-            }
-        }
-        write!(self.0, "{:.*}", digits as usize, value()).expect("writing to memory cannot fail");
-        self.0.push(b',');
+        let text = match rounded_units(num, den) {
+            Some(units) => match u64::try_from(units) {
+                Ok(units) => return self.decimal(units, digits),
+                Err(_) => {
+                    let scale = 10u128.pow(digits);
+                    format!("{}.{:0width$}", units / scale, units % scale, width = digits as usize)
+                }
+            },
+            None => format!("{:.*}", digits as usize, value()),
+        };
+        self.put(text.as_bytes());
+        self.comma();
     }
 
-    /// Ends the row: its last comma becomes the line's end.
+    /// Ends the row: its last comma becomes the line's end, and the row counts.
     pub(crate) fn end(self) {
-        let last = self.0.last_mut().expect("a row has fields");
-        debug_assert_eq!(*last, b',');
-        *last = b'\n';
+        debug_assert_eq!(self.rows.bytes[self.at - 1], b',', "a row has fields");
+        self.rows.bytes[self.at - 1] = b'\n';
+        self.rows.len = self.at;
     }
+}
+
+/// The integer nearest `num / den`, where the `f64` of it provably rounds to the same (see
+/// [`Row::fixed`]); `None` where that is not shown (at or near a tie, or too large to check).
+fn rounded_units(num: u128, den: u128) -> Option<u128> {
+    if let (Ok(n), Ok(d)) = (u64::try_from(num), u64::try_from(den)) {
+        // The usual case, in 64 bits: the check halved, `(q + 1) den < |2r - den| 2^49`
+        // (no overflow: both sides are below 2^128), and passing it means q < 2^49.
+        let (q, r) = (u128::from(n / d), u128::from(n % d));
+        let d = u128::from(d);
+        let distance = (2 * r).abs_diff(d);
+        return ((q + 1) * d < distance << 49).then_some(q + u128::from(2 * r > d));
+    }
+    let (q, r) = (num / den, num % den);
+    let distance = (2 * r).abs_diff(den);
+    let error = (q + 1).checked_mul(den)?;
+    let margin = distance.checked_mul(1 << 49)?;
+    (error < margin).then_some(if 2 * r > den { q + 1 } else { q })
 }
 
 #[cfg(test)]
@@ -279,14 +412,25 @@ mod tests {
         w.into_inner().unwrap()
     }
 
+    /// The bytes `write` formats into a row after `before` (so that a field is checked away
+    /// from the buffer's start), up to its cursor: the row is not ended.
+    fn formatted(before: &[u8], write: impl FnOnce(&mut Row)) -> Vec<u8> {
+        let mut rows = Rows { bytes: Vec::new(), len: 0 };
+        let mut row = rows.row();
+        row.put(before);
+        write(&mut row);
+        let end = row.at;
+        rows.bytes[before.len()..end].to_vec()
+    }
+
     fn ours(fields: &[&str]) -> Vec<u8> {
-        let mut buf = Vec::new();
-        let mut row = Row(&mut buf);
+        let mut rows = Rows { bytes: Vec::new(), len: 0 };
+        let mut row = rows.row();
         for f in fields {
             row.text(f);
         }
         row.end();
-        buf
+        rows.whole().to_vec()
     }
 
     #[test]
@@ -308,20 +452,58 @@ mod tests {
     fn an_escaped_field_is_the_text_as_the_csv_crate_quotes_it() {
         for text in ["fifo", "fifo[skip=false,placement=pack]", "say \"hi\", then", "", "line\nbreak"] {
             let field = Escaped::new(text);
-            let mut buf = Vec::new();
-            let mut row = Row(&mut buf);
+            let mut rows = Rows::new();
+            let mut row = rows.row();
             row.escaped(&field);
             row.text("x");
             row.escaped(&field);
             row.end();
-            assert_eq!(buf, csv_crate(&[text, "x", text]), "{text:?}");
+            assert_eq!(rows.whole(), csv_crate(&[text, "x", text]), "{text:?}");
         }
     }
 
+    /// Every number of digits, at its edges.
+    #[test]
+    fn integers_at_each_power_of_ten_as_to_string_writes_them() {
+        for power in 0..=19 {
+            let p = 10u64.pow(power);
+            for v in [p - 1, p, p + 1, p.saturating_mul(10) - 1, u64::MAX] {
+                assert_eq!(formatted(b"x", |row| row.int(v)), format!("{v},").into_bytes(), "{v}");
+                assert_eq!(formatted(b"x", |row| row.secs(v)), format!("{}.{:03},", v / 1000, v % 1000).into_bytes());
+            }
+        }
+    }
+
+    /// A row longer than the room the rows start with grows it, keeping what came before;
+    /// a row dropped without its end is not written, and the next row starts where it did.
+    #[test]
+    fn rows_grow_as_needed_and_count_only_ended_rows() {
+        let long = "x\"".repeat(3 * GROW);
+        let mut rows = Rows::new();
+        let mut row = rows.row();
+        row.int(7u64);
+        row.end();
+        rows.row().text("dropped"); // never ended
+        while rows.len < CHUNK {
+            let mut row = rows.row();
+            row.text("filler");
+            row.end();
+        }
+        let mut row = rows.row();
+        row.text(&long);
+        row.secs(1_234);
+        row.end();
+        let whole = rows.whole();
+        let fillers = (whole.len() - 2 - csv_crate(&[&long, "1.234"]).len()) / "filler\n".len();
+        let mut expected = b"7\n".to_vec();
+        expected.extend("filler\n".repeat(fillers).bytes());
+        expected.extend(csv_crate(&[&long, "1.234"]));
+        assert_eq!(whole, expected);
+    }
+
     fn fixed(num: u128, den: u128, digits: u32, value: f64) -> String {
-        let mut buf = Vec::new();
-        Row(&mut buf).fixed(num, den, digits, || value);
-        buf.pop();
+        let mut buf = formatted(b"", |row| row.fixed(num, den, digits, || value));
+        assert_eq!(buf.pop(), Some(b','));
         String::from_utf8(buf).unwrap()
     }
 
@@ -349,20 +531,32 @@ mod tests {
 
         #[test]
         fn integers_as_to_string_writes_them(v in prop_oneof![0u64..1_000, any::<u64>()], ms in any::<u64>()) {
-            let mut buf = b"x".to_vec();
-            push_u64(&mut buf, v);
-            prop_assert_eq!(buf[1..].to_vec(), v.to_string().into_bytes());
-            let mut buf = Vec::new();
-            Row(&mut buf).secs(ms);
-            prop_assert_eq!(buf, format!("{}.{:03},", ms / 1000, ms % 1000).into_bytes());
+            prop_assert_eq!(formatted(b"x", |row| row.int(v)), format!("{v},").into_bytes());
+            prop_assert_eq!(formatted(b"x", |row| row.secs(ms)), format!("{}.{:03},", ms / 1000, ms % 1000).into_bytes());
+        }
+
+        /// The word-at-a-time check finds each special byte wherever it is, and only them.
+        #[test]
+        fn quotes_are_needed_exactly_where_a_special_byte_is(
+            field in proptest::collection::vec(prop_oneof![any::<u8>(), Just(b','), Just(b'"'), Just(b'\r'), Just(b'\n')], 0..40)
+        ) {
+            let naive = field.iter().any(|&b| matches!(b, b',' | b'"' | b'\r' | b'\n'));
+            prop_assert_eq!(needs_quotes(&field), naive);
+        }
+
+        #[test]
+        fn integer_lists_as_format_writes_them(values in proptest::collection::vec(any::<u64>(), 0..6)) {
+            let spaced = values.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+            prop_assert_eq!(formatted(b"x", |row| row.ints(values.iter().copied(), b' ')), format!("{spaced},").into_bytes());
         }
 
         #[test]
         fn padded_as_format_writes_it(width in 1usize..=12, v in any::<u64>()) {
             let v = v % 10u64.pow(width as u32);
-            let mut buf = b"x".to_vec();
-            push_padded(&mut buf, v, width);
-            prop_assert_eq!(buf[1..].to_vec(), format!("{v:0width$}").into_bytes());
+            let mut out = [b'x'; 14];
+            prop_assert_eq!(put_padded(&mut out, 1, v, width), 1 + width);
+            prop_assert_eq!(out[1..1 + width].to_vec(), format!("{v:0width$}").into_bytes());
+            prop_assert_eq!((out[0], out[1 + width]), (b'x', b'x'));
         }
 
         #[test]

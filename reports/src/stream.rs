@@ -103,7 +103,7 @@ impl RecordFiles {
     }
 
     fn write_job(&mut self, job: &JobRecord, tasks: &[TaskRecord]) -> io::Result<()> {
-        job_row(self.jobs.out.buf(), job);
+        job_row(self.jobs.out.rows(), job);
         self.jobs.done()?;
         if tasks.is_empty() {
             return Ok(());
@@ -112,7 +112,7 @@ impl RecordFiles {
             Some(table) => table,
             None => self.tasks.insert(Table::create(&self.dir, "tasks.csv", &TASK_COLUMNS)?),
         };
-        task_rows(table.out.buf(), &job.name, tasks);
+        task_rows(table.out.rows(), &job.name, tasks);
         table.done()
     }
 }
@@ -123,7 +123,7 @@ impl RecordSink for RecordFiles {
             return;
         }
         if let Some(table) = &mut self.decisions {
-            decision_row(table.out.buf(), &decision, job_name, task_name, &self.policy);
+            decision_row(table.out.rows(), &decision, job_name, task_name, &self.policy);
             if let Err(e) = table.done() {
                 self.error = Some(e);
             }

@@ -4,7 +4,7 @@
 //! ids as given, `job_index` and `task_index` the simulator's numbers (jobs in (submit, file)
 //! order, tasks in job order).
 
-use crate::csv_row::{CsvOut, Escaped, Row};
+use crate::csv_row::{CsvOut, Escaped, Row, Rows};
 use crate::summary::{Summary, hours};
 use sim::{DecisionRecord, JobRecord, RunResult, SimTime, TaskRecord};
 use std::io::{self, Write};
@@ -58,8 +58,8 @@ fn gpu_hours(row: &mut Row, mgpu_ms: u64) {
 }
 
 /// jobs.csv's row of one job: the one format of it, for the whole-run and the streaming writer.
-pub(crate) fn job_row(buf: &mut Vec<u8>, j: &JobRecord) {
-    let mut row = Row(buf);
+pub(crate) fn job_row(rows: &mut Rows, j: &JobRecord) {
+    let mut row = rows.row();
     row.text(&j.name);
     row.int(j.job.0);
     row.text(j.queue.as_deref().unwrap_or(""));
@@ -88,7 +88,7 @@ pub(crate) fn job_row(buf: &mut Vec<u8>, j: &JobRecord) {
     row.int(j.retries);
     gpu_hours(&mut row, j.mgpu_ms);
     gpu_hours(&mut row, lost_mgpu_ms(j));
-    row.text(sim::JobStatus::at_end(j.outcome.as_ref()).as_str());
+    row.word(sim::JobStatus::at_end(j.outcome.as_ref()).as_str());
     row.text(j.outcome.as_ref().map_or(j.unfinished_reason.as_deref().unwrap_or(""), |o| o.reason()));
     match j.critical_path_ms {
         Some(ms) => row.secs(ms),
@@ -117,27 +117,26 @@ pub(crate) fn job_row(buf: &mut Vec<u8>, j: &JobRecord) {
 
 /// tasks.csv's rows of one job's tasks (all of them, in task order: `depends_on` names the
 /// upstream tasks among them): the one format of them, for both writers.
-pub(crate) fn task_rows(buf: &mut Vec<u8>, job_name: &str, tasks: &[TaskRecord]) {
+pub(crate) fn task_rows(rows: &mut Rows, job_name: &str, tasks: &[TaskRecord]) {
     for t in tasks {
-        let mut row = Row(buf);
+        let mut row = rows.row();
         row.text(job_name);
         row.text(&t.name);
         row.int(t.job.0);
         row.int(t.task.0);
-        row.text(t.status.as_str());
+        row.word(t.status.as_str());
         row.opt_secs(t.first_start);
         row.opt_secs(t.finish);
         row.int(t.gpus);
-        let start = row.raw().len();
+        let start = row.mark();
         for (i, d) in t.deps.iter().enumerate() {
-            let out = row.raw();
             if i > 0 {
-                out.push(b';');
+                row.part(b";");
             }
-            out.extend_from_slice(tasks[d.upstream].name.as_bytes());
+            row.part(tasks[d.upstream].name.as_bytes());
             if d.kind != sim::DepKind::Success {
-                out.push(b':');
-                out.extend_from_slice(d.kind.spelling().as_bytes());
+                row.part(b":");
+                row.part(d.kind.spelling().as_bytes());
             }
         }
         row.end_text(start);
@@ -147,27 +146,20 @@ pub(crate) fn task_rows(buf: &mut Vec<u8>, job_name: &str, tasks: &[TaskRecord])
 
 /// decisions.csv's row of one decision: the one format of it, for both writers.
 pub(crate) fn decision_row(
-    buf: &mut Vec<u8>,
+    rows: &mut Rows,
     d: &DecisionRecord,
     job_name: &str,
     task_name: Option<&str>,
     policy: &Escaped,
 ) {
-    let mut row = Row(buf);
+    let mut row = rows.row();
     row.secs(d.time.as_ms());
-    row.text(d.kind.as_str());
+    row.word(d.kind.as_str());
     row.text(job_name);
     row.text(task_name.unwrap_or_default());
     row.int(d.job.0);
     row.opt_int(d.task.map(|t| t.0));
-    let out = row.raw();
-    for (i, g) in d.gpus.iter().enumerate() {
-        if i > 0 {
-            out.push(b' ');
-        }
-        crate::csv_row::push_u64(out, u64::from(g.0));
-    }
-    row.empty();
+    row.ints(d.gpus.iter().map(|g| u64::from(g.0)), b' ');
     row.text(&d.detail);
     row.escaped(policy);
     row.end();
@@ -181,7 +173,7 @@ pub(crate) fn decision_row(
 pub fn write_job_records_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut table = CsvOut::new(out, &JOB_COLUMNS);
     for j in &run.jobs {
-        job_row(table.buf(), j);
+        job_row(table.rows(), j);
         table.done()?;
     }
     table.finish().map(drop)
@@ -193,7 +185,7 @@ pub fn write_job_records_csv(run: &RunResult, out: impl Write) -> io::Result<()>
 pub fn write_tasks_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut table = CsvOut::new(out, &TASK_COLUMNS);
     for tasks in run.tasks.chunk_by(|a, b| a.job == b.job) {
-        task_rows(table.buf(), &run.jobs[tasks[0].job.index()].name, tasks);
+        task_rows(table.rows(), &run.jobs[tasks[0].job.index()].name, tasks);
         table.done()?;
     }
     table.finish().map(drop)
@@ -213,7 +205,7 @@ pub fn write_decisions_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
             let at = run.tasks.binary_search_by_key(&task, |t| t.task).ok()?;
             Some(run.tasks[at].name.as_str())
         });
-        decision_row(table.buf(), d, &run.jobs[d.job.index()].name, task_name, &policy);
+        decision_row(table.rows(), d, &run.jobs[d.job.index()].name, task_name, &policy);
         table.done()?;
     }
     table.finish().map(drop)
