@@ -36,15 +36,7 @@ impl<T> Default for IdTable<T> {
 impl<T: Copy> IdTable<T> {
     #[inline]
     pub fn get(&self, id: usize) -> Option<T> {
-        self.get_ref(id).copied()
-    }
-}
-
-impl<T> IdTable<T> {
-    /// `id`'s value, in place (for values that are not `Copy`).
-    #[inline]
-    pub fn get_ref(&self, id: usize) -> Option<&T> {
-        self.pages.get(id / PAGE)?.as_ref()?.slots[id % PAGE].as_ref()
+        self.pages.get(id / PAGE)?.as_ref()?.slots[id % PAGE]
     }
 
     /// Whether no id has a value (then no page is held): what tests of a policy's memory read.
@@ -54,7 +46,7 @@ impl<T> IdTable<T> {
     }
 
     pub fn contains(&self, id: usize) -> bool {
-        self.get_ref(id).is_some()
+        self.get(id).is_some()
     }
 
     /// Sets `id`'s value, returning the one it replaces.
@@ -73,18 +65,12 @@ impl<T> IdTable<T> {
     where
         T: Default,
     {
-        self.get_or_insert_with(id, T::default)
-    }
-
-    /// `id`'s value, made by `make` first if it has none.
-    #[inline]
-    pub fn get_or_insert_with(&mut self, id: usize, make: impl FnOnce() -> T) -> &mut T {
         let page = self.page(id / PAGE);
         let slot = &mut page.slots[id % PAGE];
         if slot.is_none() {
             page.live += 1;
         }
-        slot.get_or_insert_with(make)
+        slot.get_or_insert_with(T::default)
     }
 
     /// Takes `id`'s value out.
@@ -115,10 +101,8 @@ impl<T> IdTable<T> {
             self.pages.resize_with(index + 1, || None);
         }
         let spares = &mut self.spares;
-        self.pages[index].get_or_insert_with(|| Page {
-            slots: spares.pop().unwrap_or_else(|| Box::new([const { None }; PAGE])),
-            live: 0,
-        })
+        self.pages[index]
+            .get_or_insert_with(|| Page { slots: spares.pop().unwrap_or_else(|| Box::new([None; PAGE])), live: 0 })
     }
 }
 
@@ -166,30 +150,5 @@ mod tests {
             let live = table.pages.iter().flatten().map(|p| p.live).sum::<usize>();
             assert_eq!(live, plain.iter().flatten().count());
         }
-    }
-
-    /// Values that are not `Copy` (slurm's facts of a job: strings) are read in place, made
-    /// on first use and let go with their page, as a plain vector of them says.
-    #[test]
-    fn holds_values_that_are_not_copy_as_a_plain_vector_does() {
-        let mut next = crate::test_numbers(0x9e37_79b9_7f4a_7c15);
-        let mut table: IdTable<String> = IdTable::default();
-        let mut plain: Vec<Option<String>> = vec![None; PAGE * 4];
-        for step in 0..10_000u64 {
-            let id = (next() % (PAGE as u64 * 4)) as usize;
-            match next() % 4 {
-                0 => assert_eq!(table.insert(id, step.to_string()), plain[id].replace(step.to_string())),
-                1 => assert_eq!(table.remove(id), plain[id].take()),
-                2 => {
-                    let made = table.get_or_insert_with(id, || format!("made {step}")).clone();
-                    assert_eq!(&made, plain[id].get_or_insert_with(|| format!("made {step}")));
-                }
-                _ => assert_eq!(table.get_ref(id), plain[id].as_ref()),
-            }
-            assert_eq!(table.contains(id), plain[id].is_some());
-        }
-        let held = table.pages.iter().flatten().count();
-        let with_values = plain.chunks(PAGE).filter(|page| page.iter().any(Option::is_some)).count();
-        assert_eq!(held, with_values, "a page is held only while one of its ids has a value");
     }
 }

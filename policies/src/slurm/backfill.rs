@@ -46,7 +46,7 @@ impl Slurm {
             if !super::waiting(view, plan, candidate) {
                 continue;
             }
-            let user = self.facts.get_ref(candidate.job.index()).map_or("", |f| f.assoc.1.as_str());
+            let user = self.facts.get(candidate.job).map_or("", |f| f.assoc.1.as_str());
             if over(&mut per_user, user, self.config.bf_max_job_user)
                 || over(&mut per_part, candidate.partition.as_str(), self.config.bf_max_job_part)
             {

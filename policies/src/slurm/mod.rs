@@ -26,6 +26,7 @@
 
 mod backfill;
 mod config;
+mod facts;
 mod fairshare;
 mod later;
 mod node_set;
@@ -36,9 +37,9 @@ mod space;
 
 pub use config::PARAMS;
 
-use crate::id_table::IdTable;
 use crate::params::{Params, SpecError};
 use config::SlurmConfig;
+use facts::Facts;
 use node_set::NodeSet;
 use nodes::{Ask, Nodes, Parts};
 use priority::{JobFacts, Priorities};
@@ -55,9 +56,8 @@ pub struct Slurm {
     priorities: Option<Priorities>,
     /// Jobs with tasks waiting to start, and when each became eligible.
     pending: BTreeMap<JobId, SimTime>,
-    /// What each job is charged and ranked by, while it waits or runs, by job id: looked up
-    /// at every start and stop (a tree's search missed the cache at every level at scale).
-    facts: IdTable<JobFacts>,
+    /// What each job is charged and ranked by, while it waits or runs.
+    facts: Facts,
     running: BTreeMap<TaskId, Running>,
     /// The running tasks in the order backfill plans with them ([`EndKey`]), with where they
     /// run: kept as they start and stop, where sorting them anew cost every pass (and every
@@ -176,7 +176,7 @@ impl Slurm {
             clocks: None,
             priorities: None,
             pending: BTreeMap::new(),
-            facts: IdTable::default(),
+            facts: Facts::default(),
             running: BTreeMap::new(),
             by_end: BTreeMap::new(),
             held_cpus: Vec::new(),
@@ -253,7 +253,7 @@ impl Slurm {
                     }
                     stopped.into_iter().for_each(|t| self.stopped(t, now));
                     self.pending.remove(&job);
-                    self.facts.remove(job.index());
+                    self.facts.remove(job);
                     if let Some(p) = self.priorities.as_mut() {
                         p.forget(job);
                     }
@@ -275,12 +275,11 @@ impl Slurm {
             return;
         }
         self.pending.insert(job, now);
-        if !self.facts.contains(job.index()) {
-            let facts = JobFacts::of(view, job, now);
+        if !self.facts.contains(job) {
+            let facts = self.facts.get_or_insert_with(job, || JobFacts::of(view, job, now));
             if let Some(p) = self.priorities.as_mut() {
-                p.submitted(&self.config, job, &facts);
+                p.submitted(&self.config, job, facts);
             }
-            self.facts.insert(job.index(), facts);
         }
     }
 
@@ -300,13 +299,13 @@ impl Slurm {
         let expected_end = t.estimate.get().map_or(SimTime(u64::MAX / 2), |l| t.run_start + l);
         // Its job may never have been seen waiting (started at its arrival): its QOS and
         // owner count it all the same.
-        self.facts.get_or_insert_with(t.job.index(), || JobFacts::of(view, t.job, t.run_start));
+        self.facts.get_or_insert_with(t.job, || JobFacts::of(view, t.job, t.run_start));
         self.ran(task, Running { job: t.job, parts, start: t.run_start, expected_end });
     }
 
     /// `task` runs as `run`: backfill plans with its end, and its QOS counts it.
     fn ran(&mut self, task: TaskId, run: Running) {
-        if let Some(facts) = self.facts.get_ref(run.job.index()) {
+        if let Some(facts) = self.facts.get(run.job) {
             self.qos_usage.count(&self.config.qos_limits, facts, run.gpus(), true);
         }
         self.hold(&run.parts, true);
@@ -348,7 +347,7 @@ impl Slurm {
 
     /// Which QOS limit `candidate` would pass if it started now.
     fn qos_over(&self, candidate: &Candidate) -> Over {
-        let Some(facts) = self.facts.get_ref(candidate.job.index()) else { return Over::Nothing };
+        let Some(facts) = self.facts.get(candidate.job) else { return Over::Nothing };
         let gpus = candidate.tasks.iter().map(|&(_, ask)| ask.gpus()).sum();
         self.qos_usage.check(&self.config.qos_limits, facts, candidate.tasks.len() as u32, gpus)
     }
@@ -358,10 +357,10 @@ impl Slurm {
         let Some(run) = self.running.remove(&task) else { return };
         self.hold(&run.parts, false);
         self.by_end.remove(&run.end_key(task));
-        if let Some(facts) = self.facts.get_ref(run.job.index()) {
+        if let Some(facts) = self.facts.get(run.job) {
             self.qos_usage.count(&self.config.qos_limits, facts, run.gpus(), false);
         }
-        if let (Some(p), Some(facts)) = (self.priorities.as_mut(), self.facts.get_ref(run.job.index())) {
+        if let (Some(p), Some(facts)) = (self.priorities.as_mut(), self.facts.get(run.job)) {
             p.charge(&self.config, facts, run.start, now);
         }
     }
@@ -371,8 +370,8 @@ impl Slurm {
         let Some(p) = self.priorities.as_mut() else { return };
         while clocks.next_calc <= now {
             let at = clocks.next_calc;
-            let running = self.running.values().filter_map(|r| Some((self.facts.get_ref(r.job.index())?, r.start)));
-            let pending = self.pending.keys().filter_map(|&j| Some((j, self.facts.get_ref(j.index())?)));
+            let running = self.running.values().filter_map(|r| Some((self.facts.get(r.job)?, r.start)));
+            let pending = self.pending.keys().filter_map(|&j| Some((j, self.facts.get(j)?)));
             p.recalculate(&self.config, at, running, pending);
             self.epoch += 1;
             clocks.next_calc = at + self.config.calc_period;
