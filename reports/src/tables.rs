@@ -131,12 +131,12 @@ pub(crate) fn task_rows(rows: &mut Rows, job_name: &str, tasks: &[TaskRecord]) {
         let start = row.mark();
         for (i, d) in t.deps.iter().enumerate() {
             if i > 0 {
-                row.part(b";");
+                row.put(b";");
             }
-            row.part(tasks[d.upstream].name.as_bytes());
+            row.put(tasks[d.upstream].name.as_bytes());
             if d.kind != sim::DepKind::Success {
-                row.part(b":");
-                row.part(d.kind.spelling().as_bytes());
+                row.put(b":");
+                row.put(d.kind.spelling().as_bytes());
             }
         }
         row.end_text(start);

@@ -25,21 +25,15 @@ impl Facts {
         self.slots[self.slot_of.get(job.index())? as usize].as_ref()
     }
 
-    pub fn contains(&self, job: JobId) -> bool {
-        self.slot_of.contains(job.index())
-    }
-
-    /// `job`'s facts, made by `make` first if it has none.
-    pub fn get_or_insert_with(&mut self, job: JobId, make: impl FnOnce() -> JobFacts) -> &JobFacts {
-        let slot = match self.slot_of.get(job.index()) {
-            Some(slot) => slot as usize,
-            None => {
-                let slot = self.place(make());
-                self.slot_of.insert(job.index(), slot as u32);
-                slot
-            }
-        };
-        self.slots[slot].as_ref().expect("a job's slot holds its facts")
+    /// Makes `job`'s facts with `make` if it has none, and returns them; `None` if it had
+    /// some (they are kept).
+    pub fn add_if_missing(&mut self, job: JobId, make: impl FnOnce() -> JobFacts) -> Option<&JobFacts> {
+        if self.slot_of.contains(job.index()) {
+            return None;
+        }
+        let slot = self.place(make());
+        self.slot_of.insert(job.index(), slot as u32);
+        self.slots[slot].as_ref()
     }
 
     pub fn remove(&mut self, job: JobId) {
@@ -93,8 +87,10 @@ mod tests {
             let job = (next() % 2_000) as u32;
             match next() % 3 {
                 0 => {
-                    let got = table.get_or_insert_with(JobId(job), || facts(step)).nodes;
-                    assert_eq!(got, *plain.entry(job).or_insert(step));
+                    let added = table.add_if_missing(JobId(job), || facts(step)).map(|f| f.nodes);
+                    let missing = !plain.contains_key(&job);
+                    assert_eq!(added, missing.then_some(step));
+                    plain.entry(job).or_insert(step);
                 }
                 1 => {
                     table.remove(JobId(job));
@@ -102,7 +98,6 @@ mod tests {
                 }
                 _ => assert_eq!(table.get(JobId(job)).map(|f| f.nodes), plain.get(&job).copied()),
             }
-            assert_eq!(table.contains(JobId(job)), plain.contains_key(&job));
             most = most.max(plain.len());
         }
         assert!(table.slots.len() <= most, "{} slots for at most {most} jobs", table.slots.len());

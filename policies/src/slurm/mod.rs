@@ -275,11 +275,10 @@ impl Slurm {
             return;
         }
         self.pending.insert(job, now);
-        if !self.facts.contains(job) {
-            let facts = self.facts.get_or_insert_with(job, || JobFacts::of(view, job, now));
-            if let Some(p) = self.priorities.as_mut() {
-                p.submitted(&self.config, job, facts);
-            }
+        if let Some(facts) = self.facts.add_if_missing(job, || JobFacts::of(view, job, now))
+            && let Some(p) = self.priorities.as_mut()
+        {
+            p.submitted(&self.config, job, facts);
         }
     }
 
@@ -299,7 +298,7 @@ impl Slurm {
         let expected_end = t.estimate.get().map_or(SimTime(u64::MAX / 2), |l| t.run_start + l);
         // Its job may never have been seen waiting (started at its arrival): its QOS and
         // owner count it all the same.
-        self.facts.get_or_insert_with(t.job, || JobFacts::of(view, t.job, t.run_start));
+        self.facts.add_if_missing(t.job, || JobFacts::of(view, t.job, t.run_start));
         self.ran(task, Running { job: t.job, parts, start: t.run_start, expected_end });
     }
 
