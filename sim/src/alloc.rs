@@ -9,6 +9,7 @@
 //! and sit in a per-pool set keyed by the room (milli-GPUs) they have left.
 
 use crate::cluster::Cluster;
+use crate::gpu_layout::GpuLayout;
 use crate::ids::{GpuId, NodeId, PoolId};
 use crate::node_bits::NodeBits;
 use std::collections::{BTreeMap, BTreeSet};
@@ -33,7 +34,8 @@ pub struct FreeGpus {
     /// Per pool, the nodes with at least one free GPU by their free count.
     by_free: Vec<FreeLevels>,
     total_free: u32,
-    gpu_node: Vec<NodeId>,
+    /// Which node holds each GPU.
+    layout: GpuLayout,
     /// Milli-GPUs used on each GPU held by fractional tasks (and only those).
     shared_used: BTreeMap<GpuId, u32>,
     /// Per pool: `(room left, GPU)` for every shared GPU the scheduler may use.
@@ -232,7 +234,7 @@ impl FreeGpus {
             pool_free,
             by_free,
             total_free: cluster.gpu_count(),
-            gpu_node: (0..cluster.gpu_count()).map(|g| cluster.node_of(GpuId(g))).collect(),
+            layout: cluster.layout().clone(),
             shared_used: BTreeMap::new(),
             by_room: vec![BTreeSet::new(); cluster.pools().len()],
             shared_out: BTreeSet::new(),
@@ -278,7 +280,7 @@ impl FreeGpus {
     pub fn can_share(&self, gpu: GpuId, milli: u32) -> bool {
         match self.shared_room(gpu) {
             Some(room) => room >= milli && !self.shared_out.contains(&gpu),
-            None => self.is_free(self.gpu_node[gpu.index()], gpu),
+            None => self.is_free(self.layout.node_of(gpu), gpu),
         }
     }
     /// Shared GPUs of `pool` with at least `milli` room, least room first, ties by GPU id.
@@ -286,33 +288,33 @@ impl FreeGpus {
         self.by_room[pool.index()].range((milli, GpuId(0))..).map(|&(room, gpu)| (gpu, room))
     }
     pub fn node_of(&self, gpu: GpuId) -> NodeId {
-        self.gpu_node[gpu.index()]
+        self.layout.node_of(gpu)
     }
 
     /// Puts a share of `milli` on `gpu` (free, or shared with room: the caller checked).
     pub(crate) fn take_share(&mut self, gpu: GpuId, milli: u32) {
-        let pool = self.node_pool[self.gpu_node[gpu.index()].index()].index();
+        let pool = self.layout.pool_of(gpu).index();
         let used = match self.shared_used.get(&gpu).copied() {
             Some(used) => {
                 self.by_room[pool].remove(&(WHOLE_GPU_MILLI - used, gpu));
                 used
             }
             None => {
-                self.take(self.gpu_node[gpu.index()], gpu);
+                self.take(self.layout.node_of(gpu), gpu);
                 0
             }
         };
         debug_assert!(used + milli <= WHOLE_GPU_MILLI, "{gpu} overcommitted");
-        self.moved_on(self.gpu_node[gpu.index()]);
+        self.moved_on(self.layout.node_of(gpu));
         self.shared_used.insert(gpu, used + milli);
         self.by_room[pool].insert((WHOLE_GPU_MILLI - used - milli, gpu));
     }
     /// Takes a share of `milli` off `gpu`. When the last share leaves, the GPU is free again if
     /// `usable` (otherwise it stays out: its node is dead or it failed).
     pub(crate) fn release_share(&mut self, gpu: GpuId, milli: u32, usable: bool) {
-        let pool = self.node_pool[self.gpu_node[gpu.index()].index()].index();
+        let pool = self.layout.pool_of(gpu).index();
         let used = self.shared_used.remove(&gpu).expect("a share is held on this GPU");
-        self.moved_on(self.gpu_node[gpu.index()]);
+        self.moved_on(self.layout.node_of(gpu));
         self.by_room[pool].remove(&(WHOLE_GPU_MILLI - used, gpu));
         let left = used - milli;
         if left > 0 {
@@ -324,15 +326,15 @@ impl FreeGpus {
         }
         self.shared_out.remove(&gpu);
         if usable {
-            self.release(self.gpu_node[gpu.index()], gpu);
+            self.release(self.layout.node_of(gpu), gpu);
         }
     }
     /// A shared `gpu` goes out of service (`usable` false: its room is offered to no new
     /// share) or back into it. Nothing for a GPU nobody shares.
     pub(crate) fn set_shared_usable(&mut self, gpu: GpuId, usable: bool) {
         let Some(&used) = self.shared_used.get(&gpu) else { return };
-        self.moved_on(self.gpu_node[gpu.index()]);
-        let pool = self.node_pool[self.gpu_node[gpu.index()].index()].index();
+        self.moved_on(self.layout.node_of(gpu));
+        let pool = self.layout.pool_of(gpu).index();
         let entry = (WHOLE_GPU_MILLI - used, gpu);
         if usable {
             self.shared_out.remove(&gpu);
@@ -500,10 +502,10 @@ impl FreeGpus {
     /// past the end, or when the GPU at `at` does not exist. The run ends before a GPU that
     /// does not exist.
     fn run_at(&self, gpus: &[GpuId], at: usize) -> Option<Run> {
-        let node = *self.gpu_node.get(gpus.get(at)?.index())?;
+        let node = self.layout.get(*gpus.get(at)?)?;
         let first = self.node_first_gpu[node.index()].0;
         let mut run = Run { node, bits: 0, len: 0, repeats: false };
-        for &g in gpus[at..].iter().take_while(|&&g| self.gpu_node.get(g.index()) == Some(&node)) {
+        for &g in gpus[at..].iter().take_while(|&&g| self.layout.get(g) == Some(node)) {
             let bit = 1u64 << (g.0 - first);
             run.repeats |= run.bits & bit != 0;
             run.bits |= bit;
@@ -559,7 +561,7 @@ impl FreeGpus {
             return Err("the free index's non-empty levels disagree with its levels".into());
         }
         for (&gpu, &used) in &self.shared_used {
-            let node = self.gpu_node[gpu.index()];
+            let node = self.layout.node_of(gpu);
             let pool = self.node_pool[node.index()].index();
             let offered = self.by_room[pool].contains(&(WHOLE_GPU_MILLI - used, gpu));
             if used == 0 || used > WHOLE_GPU_MILLI || offered == self.shared_out.contains(&gpu) {

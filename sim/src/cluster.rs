@@ -2,6 +2,7 @@
 //! pool's type, nodes grouped into racks. Built once from a [`ClusterSpec`] and then immutable;
 //! what changes at run time (which GPU is free) lives in [`crate::alloc::FreeGpus`].
 
+use crate::gpu_layout::GpuLayout;
 use crate::ids::{GpuId, NodeId, PoolId};
 use std::fmt;
 
@@ -9,6 +10,8 @@ use std::fmt;
 pub const MAX_GPUS_PER_NODE: u32 = 64;
 /// The most pools a cluster may have: a task's eligible pools are kept in one `u64` bit mask.
 pub const MAX_POOLS: usize = 64;
+
+const TOO_MANY_GPUS: &str = "a cluster may have at most 4,294,967,295 GPUs";
 
 /// One pool as the user describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,8 +104,8 @@ impl Node {
 pub struct Cluster {
     pools: Vec<Pool>,
     nodes: Vec<Node>,
-    /// For each GPU, the node that holds it.
-    gpu_node: Vec<NodeId>,
+    /// Which node holds each GPU.
+    layout: GpuLayout,
 }
 
 impl Cluster {
@@ -118,7 +121,7 @@ impl Cluster {
         }
         let mut pools = Vec::with_capacity(spec.pools.len());
         let mut nodes = Vec::new();
-        let mut gpu_node = Vec::new();
+        let mut gpus = 0u32;
         let mut rack_base = 0u32;
         for (index, p) in spec.pools.iter().enumerate() {
             if p.name.is_empty() || p.gpu_type.is_empty() {
@@ -144,10 +147,8 @@ impl Cluster {
             let per_rack = if p.nodes_per_rack == 0 { p.nodes } else { p.nodes_per_rack };
             for n in 0..p.nodes {
                 let node = NodeId::from_index(nodes.len());
-                let first_gpu = GpuId::from_index(gpu_node.len());
-                for _ in 0..p.gpus_per_node {
-                    gpu_node.push(node);
-                }
+                let first_gpu = GpuId(gpus);
+                gpus = gpus.checked_add(p.gpus_per_node).ok_or_else(|| ClusterError(TOO_MANY_GPUS.into()))?;
                 nodes.push(Node {
                     id: node,
                     pool: id,
@@ -167,7 +168,8 @@ impl Cluster {
                 node_count: p.nodes,
             });
         }
-        Ok(Cluster { pools, nodes, gpu_node })
+        let layout = GpuLayout::new(pools.iter().map(|p: &Pool| (p.node_count, p.gpus_per_node)));
+        Ok(Cluster { pools, nodes, layout })
     }
 
     pub fn pools(&self) -> &[Pool] {
@@ -183,10 +185,14 @@ impl Cluster {
         &self.nodes[id.index()]
     }
     pub fn gpu_count(&self) -> u32 {
-        self.gpu_node.len() as u32
+        self.layout.gpu_count()
     }
     pub fn node_of(&self, gpu: GpuId) -> NodeId {
-        self.gpu_node[gpu.index()]
+        self.layout.node_of(gpu)
+    }
+    /// Which node holds each GPU (what the free index and the health record look GPUs up by).
+    pub fn layout(&self) -> &GpuLayout {
+        &self.layout
     }
     /// Whether every node `gpus` use holds exactly `per_node` of them (all on one node when
     /// `per_node` is their number). Allocates only for a gang over several nodes.
@@ -203,7 +209,7 @@ impl Cluster {
         on_node.values().all(|&n| n == per_node)
     }
     pub fn pool_of(&self, gpu: GpuId) -> PoolId {
-        self.node(self.node_of(gpu)).pool
+        self.layout.pool_of(gpu)
     }
     /// Why `task` can never run in `pools` (its eligible pools), with `spare_nodes` of each
     /// pool kept in reserve, if it cannot: a GPU type none of them has, or more GPUs than the

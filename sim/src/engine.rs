@@ -296,7 +296,12 @@ impl Engine {
         let mut arrivals_due = true;
         let end_of_now = EventKey { time: now, phase: u8::MAX, seq: 0 };
         while let Some((key, event)) = self.queue.pop_before(end_of_now) {
-            if let Some(&Event::TaskFinished { task, job, .. }) = self.queue.peek_event() {
+            // Two completions ahead: the next one's GPU list (its state was asked for one event
+            // ago), and the state of the one after it.
+            if let Some(&Event::TaskFinished { task, .. }) = self.queue.peek_event() {
+                self.controller.prefetch_gpus(task);
+            }
+            if let Some(&Event::TaskFinished { task, job, .. }) = self.queue.peek_second_event() {
                 self.controller.prefetch_task(task, job);
             }
             if key.phase < PHASE_COMPLETION {

@@ -147,6 +147,11 @@ impl QuadHeap {
         self.items.first()
     }
 
+    /// The item that pops after the first: the smallest of the root's children.
+    fn second(&self) -> Option<&Scheduled> {
+        self.items.get(1..self.items.len().min(5))?.iter().min_by_key(|s| s.key)
+    }
+
     fn pop(&mut self) -> Option<Scheduled> {
         let last = self.items.pop()?;
         if self.items.is_empty() {
@@ -233,6 +238,11 @@ impl EventQueue {
     pub fn peek_event(&self) -> Option<&Event> {
         self.heap.peek().map(|s| &s.event)
     }
+    /// The event that pops after the next one, as things stand (what is pushed meanwhile may
+    /// come first): for loading what it will read ahead of time.
+    pub fn peek_second_event(&self) -> Option<&Event> {
+        self.heap.second().map(|s| &s.event)
+    }
     pub fn peek_key(&self) -> Option<EventKey> {
         self.heap.peek().map(|s| EventKey::unpacked(s.key))
     }
@@ -300,7 +310,7 @@ mod tests {
     }
 
     #[test]
-    fn the_heap_pops_in_key_order_through_pushes_pops_and_retains() {
+    fn the_heap_pops_and_peeks_two_deep_in_key_order_through_pushes_pops_and_retains() {
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = move |below: u64| {
             seed ^= seed << 13;
@@ -322,6 +332,7 @@ mod tests {
                 reference.retain(|k| k % 3 != 0);
             }
             assert_eq!(heap.peek().map(|s| s.key), reference.first().copied());
+            assert_eq!(heap.second().map(|s| s.key), reference.iter().nth(1).copied(), "round {round}");
         }
         while let Some(key) = reference.pop_first() {
             assert_eq!(heap.pop().map(|s| s.key), Some(key));

@@ -3,11 +3,12 @@
 //! point: tasks sit on broken hardware, making no progress, until the scheduler finds out.
 
 use crate::cluster::Cluster;
+use crate::gpu_layout::GpuLayout;
 use crate::ids::{GpuId, NodeId};
 
 #[derive(Debug, Clone)]
 pub struct Health {
-    gpu_node: Vec<NodeId>,
+    layout: GpuLayout,
     /// Truth: this GPU is broken on its own (an XID/ECC-type failure).
     gpu_broken: Vec<bool>,
     /// Truth: the node is down (all its GPUs, and its heartbeats).
@@ -29,7 +30,7 @@ impl Health {
         let gpus = cluster.gpu_count() as usize;
         let nodes = cluster.nodes().len();
         Health {
-            gpu_node: (0..gpus).map(|g| cluster.node_of(GpuId::from_index(g))).collect(),
+            layout: cluster.layout().clone(),
             gpu_broken: vec![false; gpus],
             node_down: vec![false; nodes],
             node_dead: vec![false; nodes],
@@ -44,13 +45,13 @@ impl Health {
     /// Truth: the GPU cannot compute now.
     #[inline]
     pub fn broken(&self, gpu: GpuId) -> bool {
-        self.gpu_broken[gpu.index()] || self.node_down[self.gpu_node[gpu.index()].index()]
+        self.gpu_broken[gpu.index()] || self.node_down[self.layout.node_of(gpu).index()]
     }
     /// Known: the scheduler may place work on this GPU (not failed, not on a dead node, not on
     /// a spare in reserve).
     #[inline]
     pub fn usable(&self, gpu: GpuId) -> bool {
-        let node = self.gpu_node[gpu.index()].index();
+        let node = self.layout.node_of(gpu).index();
         !self.gpu_out[gpu.index()] && !self.node_dead[node] && !self.node_reserved[node]
     }
     pub fn node_down(&self, node: NodeId) -> bool {

@@ -15,6 +15,7 @@ pub mod engine;
 pub mod event;
 pub mod failure;
 mod faults;
+pub mod gpu_layout;
 pub mod hardware;
 pub mod health;
 pub mod ids;

@@ -10,15 +10,16 @@
 use crate::alloc::WHOLE_GPU_MILLI;
 use crate::ids::{GpuId, TaskId};
 use crate::resident::Resident;
-use crate::state::{TaskState, TaskStatus};
+use crate::state::{OptIndex, TaskState, TaskStatus};
 use crate::time::SimTime;
 use std::collections::BTreeMap;
 use thin_vec::ThinVec;
 
 #[derive(Debug)]
 pub(crate) struct Occupancy {
-    /// The task holding each GPU whole.
-    owner: Vec<Option<TaskId>>,
+    /// The task holding each GPU whole, by task index. 4 bytes a GPU (an `Option<TaskId>` takes
+    /// 8): an end reads its gang's entries, random GPUs, a cache miss each at 100,000 GPUs.
+    owner: Vec<OptIndex>,
     /// The fractional tasks sharing each shared GPU (a GPU has an owner or sharers, never both).
     sharers: BTreeMap<GpuId, Vec<TaskId>>,
     running_tasks: u32,
@@ -31,7 +32,7 @@ pub(crate) struct Occupancy {
 impl Occupancy {
     pub(crate) fn new(gpus: u32) -> Occupancy {
         Occupancy {
-            owner: vec![None; gpus as usize],
+            owner: vec![OptIndex::NONE; gpus as usize],
             sharers: BTreeMap::new(),
             running_tasks: 0,
             allocated_mgpus: 0,
@@ -47,7 +48,7 @@ impl Occupancy {
             if shares {
                 self.sharers.entry(gpu).or_default().push(task);
             } else {
-                self.owner[gpu.index()] = Some(task);
+                self.owner[gpu.index()] = OptIndex::from(Some(task.0));
             }
         }
         t.placed = gpus;
@@ -67,7 +68,7 @@ impl Occupancy {
     /// The tasks on `gpu` (its broken hardware) stop making progress now.
     pub(crate) fn stall_holders(&mut self, gpu: GpuId, tasks: &mut Resident<TaskState>, now: SimTime) {
         let sharers = self.sharers.get(&gpu).into_iter().flatten();
-        for &task in self.owner[gpu.index()].iter().chain(sharers) {
+        for &task in self.owner(gpu).iter().chain(sharers) {
             stall(&mut self.stalled_mgpus, &mut tasks[task.index()], now);
         }
     }
@@ -91,16 +92,21 @@ impl Occupancy {
                     self.sharers.remove(&gpu);
                 }
             }
-            if self.owner[gpu.index()] == Some(task) {
-                self.owner[gpu.index()] = None;
+            if self.owner(gpu) == Some(task) {
+                self.owner[gpu.index()] = OptIndex::NONE;
             }
         }
         gpus
     }
 
-    /// The task holding `gpu` whole, by GPU index (what a policy's view reads).
-    pub(crate) fn owners(&self) -> &[Option<TaskId>] {
+    /// The task holding each GPU whole, by GPU index (what a policy's view reads).
+    pub(crate) fn owners(&self) -> &[OptIndex] {
         &self.owner
+    }
+
+    /// The task holding `gpu` whole, if one does.
+    pub(crate) fn owner(&self, gpu: GpuId) -> Option<TaskId> {
+        self.owner[gpu.index()].get().map(TaskId)
     }
 
     /// The fractional tasks sharing `gpu`, if it is shared.
@@ -110,12 +116,12 @@ impl Occupancy {
 
     /// The tasks holding `gpu`: its owner, or the fractional tasks sharing it.
     pub(crate) fn holders(&self, gpu: GpuId) -> impl Iterator<Item = TaskId> + '_ {
-        self.owner[gpu.index()].into_iter().chain(self.sharers.get(&gpu).into_iter().flatten().copied())
+        self.owner(gpu).into_iter().chain(self.sharers.get(&gpu).into_iter().flatten().copied())
     }
 
     /// Whether some task holds `gpu`, whole or shared.
     pub(crate) fn held(&self, gpu: GpuId) -> bool {
-        self.owner[gpu.index()].is_some() || self.sharers.contains_key(&gpu)
+        self.owner(gpu).is_some() || self.sharers.contains_key(&gpu)
     }
 
     pub(crate) fn running_tasks(&self) -> u32 {
@@ -173,9 +179,9 @@ impl Occupancy {
         // Counted by task id from the oldest task held.
         let base = tasks.first();
         let mut owned = vec![0usize; tasks.held()];
-        for (index, owner) in self.owner.iter().enumerate() {
+        for index in 0..self.owner.len() {
             let gpu = GpuId::from_index(index);
-            match (owner, self.sharers.get(&gpu)) {
+            match (self.owner(gpu), self.sharers.get(&gpu)) {
                 (Some(_), Some(_)) => return Err(format!("{gpu} has an owner and sharers")),
                 (Some(task), None) => {
                     let t = &tasks[task.index()];

@@ -486,7 +486,7 @@ impl<'a> Plan<'a> {
             if !free {
                 return Err(PlanError::GpuNotFree { gpu });
             }
-            if self.cluster.node(gpu_node).pool != pool {
+            if self.cluster.pool_of(gpu) != pool {
                 return Err(PlanError::MixedPools { task });
             }
         }

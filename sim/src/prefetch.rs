@@ -3,20 +3,26 @@
 //! is cold, a cache miss at each completion. The engine knows the next completion one event
 //! ahead (the heap's top), so it asks for that task's state while it applies this one.
 
+const LINE: usize = 64;
+
 /// Asks for the cache lines of `value` (up to three); changes nothing else.
 pub(crate) fn prefetch<T>(value: &T) {
+    let start = std::ptr::from_ref(value).cast::<u8>();
+    for offset in (0..size_of::<T>().min(3 * LINE)).step_by(LINE) {
+        prefetch_line(start.wrapping_add(offset));
+    }
+}
+
+/// Asks for the cache line holding `address`, which need not be valid (nothing is read).
+#[inline]
+pub(crate) fn prefetch_line(address: *const u8) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        const LINE: usize = 64;
-        let start = std::ptr::from_ref(value).cast::<i8>();
-        for offset in (0..size_of::<T>().min(3 * LINE)).step_by(LINE) {
-            // SAFETY: a prefetch never dereferences its address and cannot fault; the
-            // address is inside `value` (SSE, and so the instruction, is part of every
-            // x86_64 target).
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
-        }
+        // SAFETY: a prefetch never dereferences its address and cannot fault (SSE, and so
+        // the instruction, is part of every x86_64 target).
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(address.cast::<i8>()) };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = address;
 }

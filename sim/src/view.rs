@@ -66,7 +66,7 @@ pub struct ClusterView<'a> {
     pub(crate) failures_seen: &'a BTreeSet<(SimTime, NodeId)>,
     pub(crate) queues: &'a Queues,
     pub(crate) job_queue: &'a crate::quota::JobQueues,
-    pub(crate) owner: &'a [Option<TaskId>],
+    pub(crate) owner: &'a [crate::state::OptIndex],
     pub(crate) datasets: &'a crate::data::Datasets,
     pub(crate) speed_profiles: &'a crate::speeds::SpeedProfiles,
     pub(crate) releases: &'a crate::release::Releases,
@@ -116,7 +116,7 @@ impl<'a> ClusterView<'a> {
     }
     /// The task holding `gpu` whole (as of the start of this decision), if any.
     pub fn gpu_owner(&self, gpu: crate::ids::GpuId) -> Option<TaskId> {
-        self.owner[gpu.index()]
+        self.owner[gpu.index()].get().map(TaskId)
     }
     /// How fast a task with `profile` (`TaskState::speed_profile`) runs work in `pool`, in
     /// thousandths of the reference type: its own speed for that GPU type, else the pool's.

@@ -47,9 +47,9 @@ impl Controller {
     /// in the free index is what its sharers and releasing shares leave. Every GPU is held,
     /// free, or idle and unusable.
     fn check_free_index(&self) -> Result<(), String> {
-        let owners = self.occupancy.owners();
-        for (index, owner) in owners.iter().enumerate() {
-            let gpu = GpuId::from_index(index);
+        let gpus = || (0..self.cluster.gpu_count()).map(GpuId);
+        for gpu in gpus() {
+            let owner = self.occupancy.owner(gpu);
             let free = self.free.is_free(self.cluster.node_of(gpu), gpu);
             let usable = self.health.usable(gpu);
             let sharers = self.occupancy.sharers(gpu);
@@ -82,7 +82,6 @@ impl Controller {
                 return Err(format!("{gpu} is shared in the free index but by no task nor releasing share"));
             }
         }
-        let gpus = || (0..owners.len()).map(GpuId::from_index);
         let held = gpus().filter(|&g| !self.idle(g)).count() as u32;
         let idle_unusable = gpus().filter(|&g| self.idle(g) && !self.health.usable(g)).count() as u32;
         if held + self.free.total() + idle_unusable != self.cluster.gpu_count() {

@@ -349,6 +349,18 @@ impl Controller {
             crate::prefetch::prefetch(j);
         }
     }
+    /// Starts loading the GPU list of `task`, whose state [`Controller::prefetch_task`] asked
+    /// for an event earlier (by now in the cache, so reading where the list lies costs little):
+    /// the list is a block of its own, a miss of its own at the task's end.
+    pub(crate) fn prefetch_gpus(&self, task: TaskId) {
+        if let Some(t) = self.tasks.get(task.index()) {
+            // The list's address, not its length: reading the length would wait for the very
+            // line asked for. Its header (16 bytes) lies just before it, maybe a line earlier.
+            let gpus = t.placed.as_ptr().cast::<u8>();
+            crate::prefetch::prefetch_line(gpus.wrapping_sub(16));
+            crate::prefetch::prefetch_line(gpus);
+        }
+    }
     pub fn running_tasks(&self) -> u32 {
         self.occupancy.running_tasks()
     }
