@@ -212,12 +212,14 @@ impl Percentiles {
     pub fn percentile_s(&mut self, p: u32) -> f64 {
         match &self.sketch {
             Some(sketch) => sketch.percentile_ms(p).map_or(0.0, |ms| ms as f64 / 1000.0),
+            None if self.sorted => crate::summary::percentile_s(&self.values, p),
             None => {
-                if !self.sorted {
-                    self.values.sort_unstable();
-                    self.sorted = true;
-                }
-                crate::summary::percentile_s(&self.values, p)
+                // The value of that rank in sorted order, found without sorting: a selection
+                // is linear, where sorting millions of values took a tenth of a second at the
+                // end of every large run.
+                let Some(rank) = nearest_rank(self.values.len() as u64, p) else { return 0.0 };
+                let (_, &mut ms, _) = self.values.select_nth_unstable(rank as usize - 1);
+                ms as f64 / 1000.0
             }
         }
     }
@@ -268,7 +270,8 @@ mod tests {
             sorted.sort_unstable();
             prop_assert!(p.is_exact());
             prop_assert_eq!(p.len(), values.len() as u64);
-            for q in PS {
+            // Asked in rising and then falling order: each answer partly orders the values.
+            for q in PS.into_iter().chain(PS.into_iter().rev()) {
                 prop_assert_eq!(p.percentile_s(q).to_bits(), percentile_s(&sorted, q).to_bits());
             }
         }

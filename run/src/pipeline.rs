@@ -44,10 +44,13 @@ enum Record {
 }
 
 /// The engine's side of a sink on a thread of its own: records gathered into batches and sent.
-/// [`WriteBehind::finish`] sends the last batch; the sink's thread then ends.
+/// [`WriteBehind::finish`] sends the last batch; the sink's thread then ends. The sink's thread
+/// gives each batch back empty, and the next is gathered in it: a new batch each time (a
+/// megabyte) was fresh pages to fault in on the engine's thread.
 pub(crate) struct WriteBehind {
     batch: Vec<Record>,
     send: SyncSender<Vec<Record>>,
+    emptied: Receiver<Vec<Record>>,
 }
 
 /// `sink`, fed on a thread of `scope` from the [`WriteBehind`] returned; the thread ends once
@@ -57,16 +60,22 @@ pub(crate) fn write_behind<'scope, 'env>(
     sink: &'env mut (dyn RecordSink + Send),
 ) -> WriteBehind {
     let (send, receive) = sync_channel::<Vec<Record>>(IN_FLIGHT);
-    scope.spawn(move || drain(receive, sink));
-    WriteBehind { batch: Vec::with_capacity(BATCH), send }
+    let (give_back, emptied) = sync_channel::<Vec<Record>>(IN_FLIGHT + 1);
+    scope.spawn(move || drain(receive, &give_back, sink));
+    WriteBehind { batch: Vec::with_capacity(BATCH), send, emptied }
 }
 
-fn drain(receive: Receiver<Vec<Record>>, sink: &mut (dyn RecordSink + Send)) {
-    for record in receive.into_iter().flatten() {
-        match record {
-            Record::Decision(decision, job, task) => sink.decision(decision, &job, task.as_deref()),
-            Record::Job(job, tasks) => sink.job(job, tasks),
+fn drain(receive: Receiver<Vec<Record>>, give_back: &SyncSender<Vec<Record>>, sink: &mut (dyn RecordSink + Send)) {
+    for mut batch in receive {
+        for record in batch.drain(..) {
+            match record {
+                Record::Decision(decision, job, task) => sink.decision(decision, &job, task.as_deref()),
+                Record::Job(job, tasks) => sink.job(job, tasks),
+            }
         }
+        // Never waits: with more room than batches in flight, a full channel means the
+        // engine's side is gone or has batches enough.
+        let _ = give_back.try_send(batch);
     }
 }
 
@@ -79,7 +88,8 @@ impl WriteBehind {
     }
 
     fn send_batch(&mut self) {
-        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        let next = self.emptied.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        let batch = std::mem::replace(&mut self.batch, next);
         // The sink's thread only stops early by panicking, which the scope then raises.
         let _ = self.send.send(batch);
     }
