@@ -34,7 +34,32 @@ pub(crate) fn read_ahead<'scope, T: Send + 'static>(
             }
         }
     });
-    receive.into_iter().flatten()
+    Ahead { receive, batch: Vec::new().into_iter() }
+}
+
+/// The items of the batches received, in order. Each batch was written on the reading
+/// thread's core: every item handed out asks for the one after the next, so that its
+/// lines travel from that core while the engine applies this one (a job's spec, a few lines,
+/// was otherwise read cold as it was moved out: 3-5 % of the engine's thread).
+struct Ahead<T> {
+    receive: Receiver<Vec<T>>,
+    batch: std::vec::IntoIter<T>,
+}
+
+impl<T> Iterator for Ahead<T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        loop {
+            if let Some(item) = self.batch.next() {
+                if let Some(later) = self.batch.as_slice().get(1) {
+                    sim::prefetch::prefetch_bytes(later, usize::MAX);
+                }
+                return Some(item);
+            }
+            self.batch = self.receive.recv().ok()?.into_iter();
+        }
+    }
 }
 
 /// One record in a batch on its way to the sink.

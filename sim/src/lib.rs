@@ -26,7 +26,7 @@ mod occupancy;
 pub mod passes;
 mod plan;
 pub mod policy;
-mod prefetch;
+pub mod prefetch;
 pub mod quota;
 pub mod record;
 mod release;

@@ -7,15 +7,23 @@ const LINE: usize = 64;
 
 /// Asks for the cache lines of `value` (up to three); changes nothing else.
 pub(crate) fn prefetch<T>(value: &T) {
+    prefetch_bytes(value, 3 * LINE);
+}
+
+/// Asks for the cache lines of `value`'s first `bytes` bytes (all of it if shorter).
+#[inline]
+pub fn prefetch_bytes<T>(value: &T, bytes: usize) {
     let start = std::ptr::from_ref(value).cast::<u8>();
-    for offset in (0..size_of::<T>().min(3 * LINE)).step_by(LINE) {
+    // The last byte's line too: a value need not start on a line.
+    let end = size_of::<T>().min(bytes);
+    for offset in (0..end).step_by(LINE).chain((end > 0).then(|| end - 1)) {
         prefetch_line(start.wrapping_add(offset));
     }
 }
 
 /// Asks for the cache line holding `address`, which need not be valid (nothing is read).
 #[inline]
-pub(crate) fn prefetch_line(address: *const u8) {
+pub fn prefetch_line(address: *const u8) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
