@@ -501,12 +501,12 @@ impl FreeGpus {
     /// The run of `gpus` from `at` on one node (a node may come back in a later run); `None`
     /// past the end, or when the GPU at `at` does not exist. The run ends before a GPU that
     /// does not exist.
+    #[inline(always)] // a start's and an end's inner step; left out of line, 5 % more of their instructions
     fn run_at(&self, gpus: &[GpuId], at: usize) -> Option<Run> {
-        let node = self.layout.get(*gpus.get(at)?)?;
-        let first = self.node_first_gpu[node.index()].0;
+        let (node, on_node) = self.layout.locate(*gpus.get(at)?)?;
         let mut run = Run { node, bits: 0, len: 0, repeats: false };
-        for &g in gpus[at..].iter().take_while(|&&g| self.layout.get(g) == Some(node)) {
-            let bit = 1u64 << (g.0 - first);
+        for &g in gpus[at..].iter().take_while(|g| on_node.contains(&g.0)) {
+            let bit = 1u64 << (g.0 - on_node.start);
             run.repeats |= run.bits & bit != 0;
             run.bits |= bit;
             run.len += 1;

@@ -8,6 +8,7 @@
 //! it). The pools' ranges are a few dozen bytes, always in the cache.
 
 use crate::ids::{GpuId, NodeId, PoolId};
+use std::ops::Range;
 
 /// The GPU ranges of a cluster's pools, in pool (and so GPU) order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,13 +50,21 @@ impl GpuLayout {
     /// The node that holds `gpu`, or `None` past the cluster's last GPU.
     #[inline]
     pub fn get(&self, gpu: GpuId) -> Option<NodeId> {
+        self.locate(gpu).map(|(node, _)| node)
+    }
+
+    /// The node that holds `gpu` and that node's GPU ids, or `None` past the cluster's last
+    /// GPU: which of a gang's GPUs share a node is then a comparison each.
+    #[inline]
+    pub fn locate(&self, gpu: GpuId) -> Option<(NodeId, Range<u32>)> {
         let pool = &self.pools[self.pool_index(gpu)?];
         let offset = gpu.0 - pool.first_gpu;
         let node = match pool.shift {
             Some(shift) => offset >> shift,
             None => offset / pool.gpus_per_node,
         };
-        Some(NodeId(pool.first_node + node))
+        let first = pool.first_gpu + node * pool.gpus_per_node;
+        Some((NodeId(pool.first_node + node), first..first + pool.gpus_per_node))
     }
 
     /// The pool that holds `gpu`, which must be one of the cluster's.
@@ -130,6 +139,9 @@ mod tests {
             for (gpu, &(node, pool)) in table.iter().enumerate() {
                 assert_eq!(layout.node_of(GpuId::from_index(gpu)), node, "GPU {gpu} of {pools:?}");
                 assert_eq!(layout.pool_of(GpuId::from_index(gpu)), pool, "GPU {gpu} of {pools:?}");
+                let on_node: Vec<usize> = (0..table.len()).filter(|&g| table[g].0 == node).collect();
+                let (_, range) = layout.locate(GpuId::from_index(gpu)).expect("a GPU of the cluster");
+                assert_eq!(range.map(|g| g as usize).collect::<Vec<_>>(), on_node, "GPU {gpu} of {pools:?}");
             }
             assert_eq!(layout.get(GpuId::from_index(table.len())), None, "{pools:?}");
             assert_eq!(layout.get(GpuId(u32::MAX)), None, "{pools:?}");

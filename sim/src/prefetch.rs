@@ -1,7 +1,10 @@
 //! A hint to the processor to start loading a value it will soon need. At 100,000 GPUs a run
 //! holds over a million jobs, and the task a completion ends was started long ago: its state
-//! is cold, a cache miss at each completion. The engine knows the next completion one event
-//! ahead (the heap's top), so it asks for that task's state while it applies this one.
+//! is cold, a cache miss at each completion, and its GPU list, a block of its own, a second
+//! one behind it. The engine knows the next two completions (the heap's top and the least of
+//! its children): while it applies one, it asks for the state of the one after next, and for
+//! the GPU list of the next (whose state, asked for an event earlier, tells where it lies).
+//! A streamed run's reader asks for the job after the next in its batch the same way.
 
 const LINE: usize = 64;
 
