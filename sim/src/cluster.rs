@@ -11,8 +11,6 @@ pub const MAX_GPUS_PER_NODE: u32 = 64;
 /// The most pools a cluster may have: a task's eligible pools are kept in one `u64` bit mask.
 pub const MAX_POOLS: usize = 64;
 
-const TOO_MANY_GPUS: &str = "a cluster may have at most 4,294,967,295 GPUs";
-
 /// One pool as the user describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolSpec {
@@ -145,15 +143,18 @@ impl Cluster {
             let id = PoolId::from_index(index);
             let first_node = NodeId::from_index(nodes.len());
             let per_rack = if p.nodes_per_rack == 0 { p.nodes } else { p.nodes_per_rack };
+            // GPU ids are 32 bits: checked before a node is made, so too large a cluster is
+            // refused at once, not after gigabytes of nodes.
+            let pool_first_gpu = gpus;
+            gpus = p.nodes.checked_mul(p.gpus_per_node).and_then(|g| gpus.checked_add(g)).ok_or_else(|| {
+                ClusterError(format!("pool `{}`: the cluster would have more than {} GPUs", p.name, u32::MAX))
+            })?;
             for n in 0..p.nodes {
-                let node = NodeId::from_index(nodes.len());
-                let first_gpu = GpuId(gpus);
-                gpus = gpus.checked_add(p.gpus_per_node).ok_or_else(|| ClusterError(TOO_MANY_GPUS.into()))?;
                 nodes.push(Node {
-                    id: node,
+                    id: NodeId::from_index(nodes.len()),
                     pool: id,
                     rack: rack_base + n / per_rack,
-                    first_gpu,
+                    first_gpu: GpuId(pool_first_gpu + n * p.gpus_per_node),
                     gpu_count: p.gpus_per_node,
                 });
             }
@@ -307,5 +308,26 @@ impl PoolMask {
             rest &= rest - 1;
             Some(PoolId(pool))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_past_32_bit_gpu_ids_is_refused_before_its_nodes_are_made() {
+        let spec = |pools: &[(u32, u32)]| ClusterSpec {
+            pools: pools.iter().enumerate().map(|(i, &(n, g))| PoolSpec::of_type(&format!("T{i}"), n, g)).collect(),
+        };
+        // 2^26 nodes of 64 GPUs: 2^32 GPUs, one past the last id.
+        let error = Cluster::new(&spec(&[(1 << 26, 64)])).expect_err("2^32 GPUs");
+        assert!(error.0.contains("pool `T0`") && error.0.contains("more than 4294967295 GPUs"), "{}", error.0);
+        let error = Cluster::new(&spec(&[(2, 8), (1 << 26, 64)])).expect_err("2^32 + 16 GPUs");
+        assert!(error.0.contains("pool `T1`"), "{}", error.0);
+        let cluster = Cluster::new(&spec(&[(3, 8), (2, 6)])).expect("a small cluster");
+        let firsts: Vec<u32> = cluster.nodes().iter().map(|n| n.first_gpu.0).collect();
+        assert_eq!(firsts, [0, 8, 16, 24, 30]);
+        assert_eq!(cluster.gpu_count(), 36);
     }
 }

@@ -256,7 +256,7 @@ impl Losses {
 const REFERENCE_SPEED_MILLI: u32 = 1000;
 
 /// An optional index in 4 bytes (`u32::MAX` meaning none), where `Option<u32>` takes 8: a
-/// task's dataset and speed profile, on every task of a run. No ordering, as `OptMs` has
+/// task's dataset and speed profile, on every task of a run; the task holding each GPU. No ordering, as `OptMs` has
 /// none: a derived one would put none after every index, where `Option` puts it first;
 /// compare `get()`s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
