@@ -35,8 +35,8 @@ fn files(outcome: &RunOutcome, name: &str) -> Vec<(String, Vec<u8>)> {
 }
 
 /// Runs `spec` in memory and streamed (twice: a streamed run is deterministic too) and checks
-/// that they agree byte for byte.
-fn same_both_ways(name: &str, spec: &RunSpec, order: traces::Order) {
+/// that they agree byte for byte. Returns how many jobs the runs set aside.
+fn same_both_ways(name: &str, spec: &RunSpec, order: traces::Order) -> u64 {
     let runner = Runner::default();
     let mut in_memory = runner.run(spec, Keep::ALL).expect("runs in memory");
     in_memory.summary.wall_s = None;
@@ -66,6 +66,8 @@ fn same_both_ways(name: &str, spec: &RunSpec, order: traces::Order) {
         first.result.stats.peak_jobs_held,
         in_memory.result.jobs.len()
     );
+    assert_eq!(first.result.stats.jobs_set_aside, in_memory.result.stats.jobs_set_aside);
+    first.result.stats.jobs_set_aside
 }
 
 #[test]
@@ -113,7 +115,24 @@ fn dags_queues_and_failures_streamed_are_the_same_run_in_memory() {
         let mut spec = spec(Some(&trace), "canonical", "6x8:V100", policy);
         spec.queues = Some(queues.clone());
         spec.failures = Some("weibull:node_mtbf_h=100".into());
-        same_both_ways(&format!("dags-{i}"), &spec, traces::Order::Sorted);
+        assert_eq!(same_both_ways(&format!("dags-{i}"), &spec, traces::Order::Sorted), 0, "{policy}");
+    }
+}
+
+/// As above, with jobs set aside after 4 ended jobs wait for them: their rows come out of job
+/// order, the same way in memory and streamed (decisions.csv included, which names each
+/// decision's job and task by looking its record up).
+#[test]
+fn jobs_set_aside_leave_the_same_way_streamed_and_in_memory() {
+    let dir = scratch("streaming", "aside");
+    let (trace, queues) = dag_queue_trace(&dir);
+    for (i, policy) in ["fifo", "critical-path", "srtf[duration=oracle]"].into_iter().enumerate() {
+        let mut spec = spec(Some(&trace), "canonical", "6x8:V100", policy);
+        spec.queues = Some(queues.clone());
+        spec.failures = Some("weibull:node_mtbf_h=100".into());
+        spec.set_aside_after = 4;
+        let aside = same_both_ways(&format!("aside-{i}"), &spec, traces::Order::Sorted);
+        assert!(aside > 10, "{policy}: {aside} jobs set aside");
     }
 }
 
@@ -147,7 +166,8 @@ fn an_unsorted_trace_is_refused_by_file_line_and_times_unless_sorted() {
 /// The command line's streamed run writes the same folder as its run in memory: every file,
 /// byte for byte, decisions.csv included (its policy column names the policy in full),
 /// summary.json but for its wall time. A DAG trace with queues (tasks.csv and the queue files),
-/// and the built-in workload, whose jobs name no queue (queue_timeseries.csv's "-" rows).
+/// the built-in workload, whose jobs name no queue (queue_timeseries.csv's "-" rows), and the
+/// DAG trace with jobs set aside (rows out of job order).
 #[test]
 fn simulate_stream_writes_the_same_files_as_simulate() {
     let dir = scratch("streaming", "cli");
@@ -156,7 +176,8 @@ fn simulate_stream_writes_the_same_files_as_simulate() {
     let dag_run =
         ["--trace", &trace, "--cluster", "6x8:V100", "--queues", &queues, "--failures", "weibull:node_mtbf_h=100"];
     let builtin = ["--jobs", "300", "--cluster", "4x8:V100"];
-    for (case, args) in [("dags", &dag_run[..]), ("builtin", &builtin[..])] {
+    let aside = [&dag_run[..], &["--set-aside-after", "4"]].concat();
+    for (case, args) in [("dags", &dag_run[..]), ("builtin", &builtin[..]), ("aside", &aside[..])] {
         let run = |mode: &str| {
             let out = dir.join(format!("{case}-{mode}"));
             let out_text = out.display().to_string();
@@ -177,7 +198,7 @@ fn simulate_stream_writes_the_same_files_as_simulate() {
             names
         };
         assert_eq!(names(&memory), names(&streamed), "{case}");
-        let expected = if case == "dags" { "tasks.csv" } else { "queue_timeseries.csv" };
+        let expected = if case == "builtin" { "queue_timeseries.csv" } else { "tasks.csv" };
         assert!(names(&memory).contains(&expected.to_string()), "{case}: {:?}", names(&memory));
         for name in names(&memory) {
             let read = |dir: &Path| {
@@ -186,5 +207,9 @@ fn simulate_stream_writes_the_same_files_as_simulate() {
             };
             assert!(read(&memory) == read(&streamed), "{case}: {name} differs between simulate and simulate --stream");
         }
+        // jobs.csv's job_index column: in order unless jobs were set aside.
+        let jobs = std::fs::read_to_string(streamed.join("jobs.csv")).expect("read");
+        let index: Vec<u64> = jobs.lines().skip(1).map(|l| l.split(',').nth(1).unwrap().parse().unwrap()).collect();
+        assert_eq!(index.is_sorted(), case != "aside", "{case}: job_index in order");
     }
 }

@@ -36,7 +36,7 @@ pub const DEFAULT_WORK_MS: u64 = 3_600_000;
 
 /// The RunSpec settings live mode cannot honour on a wall clock, and why: each is refused by
 /// name when it differs from its default.
-pub const REFUSED: [(&str, &str); 12] = [
+pub const REFUSED: [(&str, &str); 13] = [
     ("trace", "a live session's jobs are submitted through its API (`live submit`)"),
     ("format", "a live session reads no trace"),
     ("jobs", "a live session runs no built-in workload"),
@@ -45,6 +45,7 @@ pub const REFUSED: [(&str, &str); 12] = [
     ("gpu_detect_s", "a live session learns of a GPU failure when its agent reports it (that is the detection)"),
     ("series_bucket_s", "a live session writes no time series"),
     ("horizon_days", "a live session runs until it is stopped"),
+    ("set_aside_after", "a live session keeps every job, ended or not: its API answers for each"),
     (
         "retire_after",
         "a live session's nodes are retired by their operators (drain the node, or stop its agent): on the wall \

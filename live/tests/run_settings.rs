@@ -21,7 +21,7 @@ enum Fate {
     Text,
 }
 
-const FIELDS: [(&str, Fate); 30] = [
+const FIELDS: [(&str, Fate); 31] = [
     ("trace", Fate::Refused(&["--trace", "jobs.csv"])),
     ("format", Fate::Refused(&["--format", "philly"])),
     ("cluster", Fate::Text),
@@ -52,6 +52,7 @@ const FIELDS: [(&str, Fate); 30] = [
     ("check_invariants", Fate::Honoured(&["--check-invariants"])),
     ("series_bucket_s", Fate::Refused(&["--series-bucket-s", "60"])),
     ("horizon_days", Fate::Refused(&["--horizon-days", "1"])),
+    ("set_aside_after", Fate::Refused(&["--set-aside-after", "10"])),
 ];
 
 /// `simulate`'s outputs: fields of RunSpec, not flags.

@@ -15,21 +15,25 @@ pub struct View {
 
 /// The task `id`, or Python's IndexError naming the ids there are.
 pub(crate) fn checked_task(view: &ClusterView<'_>, id: u32) -> PyResult<TaskId> {
-    let held = view.tasks_held();
-    if held.contains(&(id as usize)) {
+    if view.holds_task(TaskId(id)) {
         Ok(TaskId(id))
     } else {
-        Err(PyIndexError::new_err(format!("no task {id}: the tasks in the run are {}..{}", held.start, held.end)))
+        Err(PyIndexError::new_err(format!(
+            "no task {id} in the run (tasks joined so far: {}; a job's tasks leave once it has ended)",
+            view.task_count()
+        )))
     }
 }
 
 /// The job `id`, or Python's IndexError naming the ids there are.
 pub(crate) fn checked_job(view: &ClusterView<'_>, id: u32) -> PyResult<JobId> {
-    let held = view.jobs_held();
-    if held.contains(&(id as usize)) {
+    if view.holds_job(JobId(id)) {
         Ok(JobId(id))
     } else {
-        Err(PyIndexError::new_err(format!("no job {id}: the jobs in the run are {}..{}", held.start, held.end)))
+        Err(PyIndexError::new_err(format!(
+            "no job {id} in the run (jobs joined so far: {}; a job leaves once it has ended)",
+            view.job_count()
+        )))
     }
 }
 
@@ -101,7 +105,7 @@ impl View {
 
     #[getter]
     fn job_count(&self) -> PyResult<u32> {
-        self.call.with(|view, _| Ok(view.jobs_held().end as u32))
+        self.call.with(|view, _| Ok(view.job_count() as u32))
     }
 
     #[getter]

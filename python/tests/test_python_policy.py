@@ -105,12 +105,12 @@ def test_the_view_reports_arrivals_incrementally_with_their_lookups(small_trace)
     ]
 
 
-def test_a_bad_id_is_an_index_error_naming_the_range(small_trace):
+def test_a_bad_id_is_an_index_error_naming_the_ids_joined(small_trace):
     class BadId:
         def decide(self, view, plan):
             view.task_gpus(4)
 
-    with pytest.raises(schedlab.RunError, match=r"IndexError: no task 4: the tasks in the run are 0\.\.1"):
+    with pytest.raises(schedlab.RunError, match=r"IndexError: no task 4 in the run \(tasks joined so far: 1;"):
         schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, policy=BadId())
 
 

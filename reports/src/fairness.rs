@@ -75,7 +75,8 @@ impl QueueSums {
     }
 }
 
-/// The queues' shares gathered one job at a time, in job order (float sums run in that order).
+/// The queues' shares gathered one job at a time, in the order handed over (float sums run in
+/// that order).
 /// A job without a queue is the cluster's first queue's (or "-" when it has none), so the
 /// cluster's queues are known before the first job. The queues' JCTs are kept exactly while
 /// they are at most `cap` values all together, then every queue's are sketched (see

@@ -1,7 +1,7 @@
 //! The per-job half of the summary, gathered in one pass over the job records, fed one at a
-//! time in job order (a streamed run's records are never all in memory; at a million jobs
-//! every pass reads hundreds of megabytes, so the summary reads them once). Sums of floats run
-//! in job order, as the metric definitions in `summary.rs` state them.
+//! time in the order the run hands them over (a streamed run's records are never all in memory;
+//! at a million jobs every pass reads hundreds of megabytes, so the summary reads them once).
+//! Sums of floats run in that order (job order, but for jobs set aside: see `sim::RecordSink`).
 
 use crate::fairness::rho;
 use crate::percentiles::Percentiles;

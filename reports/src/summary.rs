@@ -133,9 +133,10 @@ impl Summary {
 }
 
 /// A run's summary and queue metrics gathered in one pass over its job records, fed one at a
-/// time in job order (as a streamed run hands them to a [`RecordSink`]), then finished with
+/// time in the order a run hands them to a [`RecordSink`] (streamed or not), then finished with
 /// the run's end (its records may be empty: only its policy, seed, queues and stats are read).
-/// The result is the same, bit for bit, however the records came: float sums run in job order.
+/// The result is the same, bit for bit, for a run in memory and streamed: float sums run in the
+/// records' order, which is the same both ways.
 #[derive(Debug)]
 pub struct SummaryBuilder {
     jobs: JobTally,
@@ -161,7 +162,7 @@ impl SummaryBuilder {
         SummaryBuilder { jobs: JobTally::new(cap), queues: QueueTally::new(queues, true, cap), count: 0 }
     }
 
-    /// The next job's record, in job order.
+    /// The next job's record, in the order handed over.
     pub fn add(&mut self, job: &JobRecord) {
         self.jobs.add(job);
         self.queues.add(job);

@@ -168,8 +168,9 @@ pub(crate) fn decision_row(
 /// A run's per-job table, the job records the run directory's `jobs.csv` holds (a run's
 /// output; the canonical trace's input `jobs.csv`, a schema of its own, is
 /// `traces::write_trace_jobs_csv`'s). Times in seconds with millisecond precision; empty where
-/// not applicable. One row per job in job order (see [`crate::RecordFiles`], which writes the
-/// same bytes as a run streams its records).
+/// not applicable. One row per job in the order the run handed the records over (job order, but
+/// for jobs set aside: see [`sim::RecordSink`]); [`crate::RecordFiles`] writes the same bytes
+/// as a run streams its records.
 pub fn write_job_records_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut table = CsvOut::new(out, &JOB_COLUMNS);
     for j in &run.jobs {
@@ -181,11 +182,14 @@ pub fn write_job_records_csv(run: &RunResult, out: impl Write) -> io::Result<()>
 
 /// Per-task table of jobs with several tasks (DAG jobs and gangs): what a Gantt chart is
 /// drawn from. `depends_on` lists the upstream tasks as the trace's `depends_on` spells them
-/// (`name` or `name:kind`), `;`-separated. Rows in task order (so jobs in job order).
+/// (`name` or `name:kind`), `;`-separated. Rows in task order within a job, jobs as in
+/// jobs.csv.
 pub fn write_tasks_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut table = CsvOut::new(out, &TASK_COLUMNS);
+    let jobs = ById::new(&run.jobs, |j| j.job);
     for tasks in run.tasks.chunk_by(|a, b| a.job == b.job) {
-        task_rows(table.rows(), &run.jobs[tasks[0].job.index()].name, tasks);
+        let job = jobs.at(tasks[0].job).expect("every task's job has a record");
+        task_rows(table.rows(), &run.jobs[job].name, tasks);
         table.done()?;
     }
     table.finish().map(drop)
@@ -200,15 +204,31 @@ pub fn write_tasks_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
 pub fn write_decisions_csv(run: &RunResult, out: impl Write) -> io::Result<()> {
     let mut table = CsvOut::new(out, &DECISION_COLUMNS);
     let policy = Escaped::new(&run.policy);
+    let (jobs, tasks) = (ById::new(&run.jobs, |j| j.job), ById::new(&run.tasks, |t| t.task));
     for d in &run.decisions {
-        let task_name = d.task.and_then(|task| {
-            let at = run.tasks.binary_search_by_key(&task, |t| t.task).ok()?;
-            Some(run.tasks[at].name.as_str())
-        });
-        decision_row(table.rows(), d, &run.jobs[d.job.index()].name, task_name, &policy);
+        let task_name = d.task.and_then(|task| Some(run.tasks[tasks.at(task)?].name.as_str()));
+        let job = jobs.at(d.job).expect("every decision's job has a record");
+        decision_row(table.rows(), d, &run.jobs[job].name, task_name, &policy);
         table.done()?;
     }
     table.finish().map(drop)
+}
+
+/// Where each record is in its list. The lists are in id order but for the jobs a run set
+/// aside (`ControllerConfig::set_aside_after`), whose records came when they ended.
+struct ById<K>(Vec<(K, usize)>);
+
+impl<K: Ord + Copy> ById<K> {
+    fn new<T>(records: &[T], id: impl Fn(&T) -> K) -> ById<K> {
+        let mut at: Vec<(K, usize)> = records.iter().enumerate().map(|(i, r)| (id(r), i)).collect();
+        // Linear on a list already in order, as nearly every run's is.
+        at.sort_unstable();
+        ById(at)
+    }
+
+    fn at(&self, id: K) -> Option<usize> {
+        self.0.binary_search_by_key(&id, |&(k, _)| k).ok().map(|i| self.0[i].1)
+    }
 }
 
 /// Broken (ground truth) and unusable (known to the scheduler) GPUs over time: one row per

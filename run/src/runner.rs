@@ -264,7 +264,7 @@ impl Runner {
     }
 
     /// The Controller's settings of `setup`, keeping what `keep` says.
-    fn config(setup: &Setup, keep: Keep) -> ControllerConfig {
+    pub(crate) fn config(setup: &Setup, keep: Keep) -> ControllerConfig {
         let mut config = setup.config();
         config.record_decisions = keep.decisions;
         config.record_series = keep.series;

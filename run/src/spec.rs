@@ -155,6 +155,13 @@ pub struct RunSpec {
     /// as a run lasts, so a job that can never start would otherwise never let it end.
     #[arg(long, default_value_t = 3650, value_parser = numbers::horizon_days)]
     pub horizon_days: u64,
+    /// Jobs leave a run in job order once ended, and so do their rows in jobs.csv and
+    /// tasks.csv. A job still in the system while this many jobs after it have ended is set
+    /// aside so that they can leave: its rows come when it ends, after theirs (`simulate`
+    /// says how many were). The jobs a run holds are then at most those in the system plus
+    /// this many (300 to 450 bytes each); a larger value keeps job order longer.
+    #[arg(long, value_name = "JOBS", default_value_t = sim::SET_ASIDE_AFTER, value_parser = numbers::jobs)]
+    pub set_aside_after: usize,
     /// The folder the run's files go to (summary.json, jobs.csv, ...); none: only the summary.
     /// A flag of `simulate` (a sweep names its runs' folders itself).
     #[arg(skip)]
@@ -220,6 +227,7 @@ impl RunSpec {
             horizon: SimDuration::from_secs(self.horizon_days * 86_400),
             pass_interval: self.pass_interval_s.0,
             release_latency: self.release_latency_s.0,
+            set_aside_after: self.set_aside_after,
             ..ControllerConfig::default()
         })
     }

@@ -27,9 +27,7 @@ impl Runner {
         sink: &mut (dyn RecordSink + Send),
     ) -> Result<RunResult, RunError> {
         let spec = setup.spec();
-        let mut config = setup.config();
-        config.record_decisions = keep.decisions;
-        config.record_series = keep.series;
+        let config = Runner::config(setup, keep);
         let mut report = |p: sim::RunProgress| self.report_progress(p);
         std::thread::scope(|threads| {
             let shape = self.check_pass(threads, setup, &*policy, &config, order)?;

@@ -44,6 +44,7 @@ fn every_field() -> RunSpec {
         check_invariants: true,
         series_bucket_s: Some(60),
         horizon_days: 30,
+        set_aside_after: 1_000,
         out: Some(PathBuf::from("out/run")),
         decisions: true,
     }

@@ -46,7 +46,7 @@ pub mod workload;
 pub use alloc::{FreeGpus, GpuList, WHOLE_GPU_MILLI};
 pub use checkpoints::Progress;
 pub use cluster::{Cluster, ClusterError, ClusterSpec, Node, Pool, PoolMask, PoolSpec};
-pub use controller::{Controller, ControllerConfig, Effect, RetireRule};
+pub use controller::{Controller, ControllerConfig, Effect, RetireRule, SET_ASIDE_AFTER};
 pub use data::{Dataset, DatasetSpec, Datasets};
 pub use deps::Timer;
 pub use engine::{Engine, JobFeed, PROGRESS_EVERY, RunProgress, simulate};

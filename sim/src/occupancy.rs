@@ -176,16 +176,20 @@ impl Occupancy {
     /// holds the GPU would cost O(gang) per GPU; with `check`'s other half (each GPU a task
     /// holds names it), equal counts mean each GPU naming a task is one it holds.
     fn check_names(&self, tasks: &Resident<TaskState>) -> Result<(), String> {
-        // Counted by task id from the oldest task held.
+        // Counted by task id from the oldest task held in order; those set aside apart.
         let base = tasks.first();
-        let mut owned = vec![0usize; tasks.held()];
+        let mut owned = vec![0usize; tasks.end() - base];
+        let mut owned_aside = std::collections::BTreeMap::<usize, usize>::new();
         for index in 0..self.owner.len() {
             let gpu = GpuId::from_index(index);
             match (self.owner(gpu), self.sharers.get(&gpu)) {
                 (Some(_), Some(_)) => return Err(format!("{gpu} has an owner and sharers")),
                 (Some(task), None) => {
                     let t = &tasks[task.index()];
-                    owned[task.index() - base] += 1;
+                    match task.index().checked_sub(base) {
+                        Some(at) => owned[at] += 1,
+                        None => *owned_aside.entry(task.index()).or_default() += 1,
+                    }
                     if t.status != TaskStatus::Running || t.milli != WHOLE_GPU_MILLI {
                         return Err(format!("{gpu} names {task} as owner, which does not hold it whole"));
                     }
@@ -199,12 +203,10 @@ impl Occupancy {
             }
         }
         let whole = |t: &TaskState| t.status == TaskStatus::Running && t.milli == WHOLE_GPU_MILLI;
-        if let Some((index, t)) = tasks.iter().find(|(i, t)| whole(t) && owned[*i - base] != t.placed.len()) {
-            return Err(format!(
-                "task t{index} holds {} GPUs but {} name it as owner",
-                t.placed.len(),
-                owned[index - base]
-            ));
+        let named =
+            |i: usize| i.checked_sub(base).map_or_else(|| owned_aside.get(&i).copied().unwrap_or(0), |at| owned[at]);
+        if let Some((index, t)) = tasks.iter().find(|(i, t)| whole(t) && named(*i) != t.placed.len()) {
+            return Err(format!("task t{index} holds {} GPUs but {} name it as owner", t.placed.len(), named(index)));
         }
         Ok(())
     }

@@ -169,10 +169,16 @@ impl JobQueues {
     pub(crate) fn push(&mut self, queue: QueueId) {
         self.0.push(queue);
     }
-    /// Lets the oldest job's go (a streamed run letting the job go).
-    pub(crate) fn let_go(&mut self) {
+    /// Lets `job`'s go (a streamed run letting the job go).
+    pub(crate) fn let_go(&mut self, job: JobId) {
         if self.0.held() > 0 {
-            self.0.let_go();
+            self.0.let_go(job.index());
+        }
+    }
+    /// Sets the oldest job's aside (see [`Resident::set_aside_front`]).
+    pub(crate) fn set_aside_front(&mut self) {
+        if self.0.held() > 0 {
+            self.0.set_aside_front();
         }
     }
 }
@@ -220,10 +226,16 @@ impl QuotaUsage {
     pub(crate) fn add_job(&mut self) {
         self.job_running_tasks.push(0);
     }
-    /// Lets the oldest job's count go (a streamed run letting the job go).
-    pub(crate) fn let_go(&mut self) {
+    /// Lets `job`'s count go (a streamed run letting the job go).
+    pub(crate) fn let_go(&mut self, job: JobId) {
         if self.job_running_tasks.held() > 0 {
-            self.job_running_tasks.let_go();
+            self.job_running_tasks.let_go(job.index());
+        }
+    }
+    /// Sets the oldest job's count aside (see [`Resident::set_aside_front`]).
+    pub(crate) fn set_aside_front(&mut self) {
+        if self.job_running_tasks.held() > 0 {
+            self.job_running_tasks.set_aside_front();
         }
     }
 

@@ -124,6 +124,10 @@ pub struct RunStats {
     /// system to the newest arrived; see `resident.rs`). Not in the summary: it describes the
     /// simulator, not the cluster.
     pub peak_jobs_held: u64,
+    /// Jobs set aside while still in the system, so that the ended jobs after them could
+    /// leave (see `ControllerConfig::set_aside_after`): their records came out of job order.
+    /// Not in the summary either.
+    pub jobs_set_aside: u64,
     pub decision_points: u64,
     pub starts: u64,
     pub preemptions: u64,
@@ -191,8 +195,12 @@ pub struct HealthSample {
 pub struct RunResult {
     pub policy: String,
     pub seed: u64,
+    /// In the order the run handed them over ([`crate::RecordSink`]): job order, unless the
+    /// run set jobs aside (`stats.jobs_set_aside`), which only runs of tens of thousands of
+    /// jobs do by default. Index by `JobRecord::job` only when none was.
     pub jobs: Vec<JobRecord>,
-    /// The tasks of jobs with several tasks, in task order (empty when every job has one).
+    /// The tasks of jobs with several tasks, in task order within a job, jobs as in `jobs`
+    /// (empty when every job has one).
     pub tasks: Vec<TaskRecord>,
     /// The cluster's queues with their quotas (empty: queue names were only labels).
     pub queues: Vec<crate::quota::Queue>,

@@ -5,10 +5,13 @@
 
 use crate::record::{DecisionRecord, JobRecord, RunResult, TaskRecord};
 
-/// Receives a run's records in a fixed order, the same for every run of the same input:
-/// decisions in the log's order (when the run keeps a log), jobs in job order (the order of
-/// submission, ties in trace order), each as soon as it and every job before it have ended
-/// (jobs still in the system at the run's end come last, in order, unfinished).
+/// Receives a run's records in a fixed order, the same for every run of the same input (in
+/// memory or streamed): decisions in the log's order (when the run keeps a log); jobs in job
+/// order (the order of submission, ties in trace order), each as soon as it and every job
+/// before it have ended, with one exception. A job still in the system while
+/// `ControllerConfig::set_aside_after` (262,144) jobs after it have ended is set aside, so that
+/// they can go: its record comes when it ends, after theirs (`RunStats::jobs_set_aside`
+/// counts them). Jobs still in the system at the run's end come last, in job order, unfinished.
 pub trait RecordSink {
     /// One line of the decision log, with its job's name and, for a task of a job of several
     /// tasks, the task's name (both gone from the run once the job has left it).
@@ -18,7 +21,7 @@ pub trait RecordSink {
     fn job(&mut self, job: JobRecord, tasks: Vec<TaskRecord>);
 }
 
-/// Keeps every record, in order: the records of a [`RunResult`].
+/// Keeps every record, in the order handed over: the records of a [`RunResult`].
 #[derive(Debug, Default)]
 pub struct Collect {
     pub jobs: Vec<JobRecord>,

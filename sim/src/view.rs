@@ -163,14 +163,19 @@ impl<'a> ClusterView<'a> {
     pub fn failures_seen_since(&self, since: SimTime) -> impl Iterator<Item = NodeId> + 'a {
         self.failures_seen.range((since, NodeId(0))..).map(|&(_, node)| node)
     }
-    /// The task ids in the run now: those of jobs that have joined and not been let go (a job
-    /// leaves once it has ended and a decision has told the policy so).
-    pub fn tasks_held(&self) -> std::ops::Range<usize> {
-        self.tasks.first()..self.tasks.end()
+    /// Whether `task` is in the run now: its job has joined and not been let go (a job leaves
+    /// once it has ended and a decision has told the policy so). Not a range of ids: a job
+    /// still in the system after many later ones have left is held on its own.
+    pub fn holds_task(&self, task: TaskId) -> bool {
+        self.tasks.get(task.index()).is_some()
     }
-    /// The job ids in the run now (see [`ClusterView::tasks_held`]).
-    pub fn jobs_held(&self) -> std::ops::Range<usize> {
-        self.jobs.first()..self.jobs.end()
+    /// Whether `job` is in the run now (see [`ClusterView::holds_task`]).
+    pub fn holds_job(&self, job: JobId) -> bool {
+        self.jobs.get(job.index()).is_some()
+    }
+    /// How many jobs have joined the run so far (job ids are `0..job_count`).
+    pub fn job_count(&self) -> usize {
+        self.jobs.end()
     }
     /// How many tasks have joined the run so far (task ids are `0..task_count`; a streamed
     /// run admits jobs as they are submitted).

@@ -50,7 +50,8 @@ pub enum LiveCommand {
     mut_arg("failures", |a| a.hide(true)),
     mut_arg("gpu_detect_s", |a| a.hide(true)),
     mut_arg("series_bucket_s", |a| a.hide(true)),
-    mut_arg("horizon_days", |a| a.hide(true))
+    mut_arg("horizon_days", |a| a.hide(true)),
+    mut_arg("set_aside_after", |a| a.hide(true))
 )]
 pub struct ServeArgs {
     /// State directory: live.db (SQLite), token, addr, journal/.

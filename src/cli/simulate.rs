@@ -118,6 +118,10 @@ fn run_streamed(runner: &run::Runner, spec: &RunSpec, keep: Keep, order: traces:
             summary.jobs,
             percent(held, summary.jobs)
         ))?;
+        if end.stats.jobs_set_aside > 0 {
+            let aside = end.stats.jobs_set_aside;
+            emit(format_args!("{:<43}{aside} (their jobs.csv rows come when they end)\n", "jobs set aside"))?;
+        }
     }
     if let (Some(dir), Some(files)) = (&spec.out, sink.files) {
         files.finish().map_err(|e| format!("cannot write into {}: {e}", dir.display()))?;

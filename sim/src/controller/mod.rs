@@ -12,7 +12,7 @@ mod records;
 mod release;
 mod spares;
 
-pub use config::{ControllerConfig, DEFAULT_HORIZON, RetireRule};
+pub use config::{ControllerConfig, DEFAULT_HORIZON, RetireRule, SET_ASIDE_AFTER};
 
 use crate::alloc::FreeGpus;
 use crate::alloc::WHOLE_GPU_MILLI;
@@ -105,6 +105,8 @@ pub struct Controller {
     /// The GPU-time the tasks of jobs let go held (what the invariants' sum over the tasks
     /// held misses).
     gone_mgpu_ms: u128,
+    /// Jobs ended and told, waiting to leave (see `records.rs`).
+    leaving: records::Leaving,
 }
 
 impl Controller {
@@ -177,6 +179,7 @@ impl Controller {
             jobs: Resident::default(),
             tasks: Resident::default(),
             gone_mgpu_ms: 0,
+            leaving: Default::default(),
         }
     }
 
@@ -640,9 +643,9 @@ impl Controller {
         policy.decide(&view, &mut plan);
         let mut decisions = std::mem::take(&mut plan.decisions);
         self.stats.refused += plan.refused;
-        for change in &self.changes {
-            if let Change::JobEnded(job) = *change {
-                self.jobs[job.index()].told_ended = true;
+        for i in 0..self.changes.len() {
+            if let Change::JobEnded(job) = self.changes[i] {
+                self.told_ended(job);
             }
         }
         self.changes.clear();

@@ -1,6 +1,6 @@
 //! A run's records: each job's (and each task's, for jobs of several tasks) built once the job
-//! can change no more, handed to a [`RecordSink`] in job order; the decision log with the
-//! names it needs; and at the end, the counters and digest.
+//! can change no more, handed to a [`RecordSink`] (in job order, but for jobs set aside); the
+//! decision log with the names it needs; and at the end, the counters and digest.
 
 use super::Controller;
 use crate::ids::JobId;
@@ -9,6 +9,15 @@ use crate::sink::{Collect, RecordSink};
 use crate::state::{JobState, Losses, TaskStatus};
 use crate::time::{SimTime, earliest};
 use crate::workload::{JobSpec, Name};
+
+/// The jobs ended and told, waiting to leave the run.
+#[derive(Debug, Default)]
+pub(super) struct Leaving {
+    /// Those held in order (not set aside): each waits for every job before it.
+    ended_in_order: usize,
+    /// Those set aside, in the order they were told: each leaves at the next hand-over.
+    ended_aside: Vec<JobId>,
+}
 
 impl Controller {
     /// Ends a simulated run: [`Self::finish`], with the span its failure feed covered
@@ -38,8 +47,13 @@ impl Controller {
     pub fn finish_into(mut self, sink: &mut dyn RecordSink) -> RunResult {
         self.stats.peak_jobs_held = self.stats.peak_jobs_held.max(self.specs.held() as u64);
         self.hand_over_decisions(sink);
-        while self.specs.held() > 0 {
-            self.hand_over_front(sink);
+        // Every job still held, in job order: those set aside come before the rest.
+        self.leaving.ended_aside.clear();
+        for index in self.specs.aside_ids() {
+            self.hand_over_job(JobId::from_index(index), sink);
+        }
+        while self.specs.front().is_some() {
+            self.hand_over_job(JobId::from_index(self.specs.first()), sink);
         }
         let levels = self.levels();
         let mut series = self.series;
@@ -62,13 +76,56 @@ impl Controller {
 
     /// A streamed run, between timestamps: the decision log so far goes to `sink`, then the
     /// oldest jobs, as long as each has ended and the policy has been told so (it may read an
-    /// ended job until then): their records go to `sink` and the run lets them go.
+    /// ended job until then): their records go to `sink` and the run lets them go. When more
+    /// than `set_aside_after` ended jobs wait behind the oldest, which is still in the system,
+    /// it is set aside and they go; a job set aside goes once it has ended and been told.
     pub fn hand_over(&mut self, sink: &mut dyn RecordSink) {
         self.stats.peak_jobs_held = self.stats.peak_jobs_held.max(self.specs.held() as u64);
         self.hand_over_decisions(sink);
-        while self.jobs.front().is_some_and(|j| j.told_ended) {
-            self.hand_over_front(sink);
+        loop {
+            while self.jobs.front().is_some_and(|j| j.told_ended) {
+                self.hand_over_job(JobId::from_index(self.jobs.first()), sink);
+            }
+            if self.leaving.ended_in_order <= self.config.set_aside_after || self.jobs.front().is_none() {
+                break;
+            }
+            self.set_aside_oldest();
         }
+        for job in std::mem::take(&mut self.leaving.ended_aside) {
+            self.hand_over_job(job, sink);
+        }
+    }
+
+    /// Notes that the policy has been told `job` ended: it may leave the run now.
+    pub(super) fn told_ended(&mut self, job: JobId) {
+        let state = &mut self.jobs[job.index()];
+        if state.told_ended {
+            return;
+        }
+        state.told_ended = true;
+        if self.jobs.is_aside(job.index()) {
+            self.leaving.ended_aside.push(job);
+        } else {
+            self.leaving.ended_in_order += 1;
+        }
+    }
+
+    /// Sets the oldest job held in order aside, with its tasks: every room holding something
+    /// by job or task id holds it alone from now on.
+    fn set_aside_oldest(&mut self) {
+        let state = &self.jobs[self.jobs.first()];
+        let tasks = state.tasks();
+        debug_assert_eq!(self.tasks.first(), state.first_task.index(), "the oldest job's tasks are the oldest held");
+        for _ in tasks {
+            self.tasks.set_aside_front();
+            self.marks.set_aside_front();
+        }
+        self.specs.set_aside_front();
+        self.jobs.set_aside_front();
+        self.series_queue.set_aside_front();
+        self.job_queue.set_aside_front();
+        self.quota.set_aside_front();
+        self.stats.jobs_set_aside += 1;
     }
 
     fn hand_over_decisions(&mut self, sink: &mut dyn RecordSink) {
@@ -83,9 +140,13 @@ impl Controller {
         }
     }
 
-    /// The oldest job held: its record (and its tasks') to `sink`, then every room lets it go.
-    fn hand_over_front(&mut self, sink: &mut dyn RecordSink) {
-        let index = self.specs.first();
+    /// Job `job`, the oldest held in order or one set aside: its record (and its tasks') to
+    /// `sink`, then every room lets it go.
+    fn hand_over_job(&mut self, id: JobId, sink: &mut dyn RecordSink) {
+        let index = id.index();
+        if self.jobs[index].told_ended && !self.jobs.is_aside(index) {
+            self.leaving.ended_in_order -= 1;
+        }
         // Its name and queue move to the record: the spec goes next.
         let name = std::mem::take(&mut self.specs[index].name);
         let queue = self.specs[index].queue.take();
@@ -95,18 +156,16 @@ impl Controller {
         self.gone_mgpu_ms += u128::from(job.mgpu_ms);
         let tasks = if self.shape.has_jobs_of_several_tasks() { self.task_records(state, spec) } else { Vec::new() };
         sink.job(job, tasks);
-        let state = &self.jobs[index];
-        let after = state.first_task.index() + state.task_count as usize;
-        for t in state.tasks() {
+        for t in self.jobs[index].tasks() {
             self.dag.let_go(t);
+            self.tasks.let_go(t.index());
+            self.marks.let_go(t.index());
         }
-        self.tasks.let_go_before(after);
-        self.marks.let_go_before(after);
-        self.specs.let_go();
-        self.jobs.let_go();
-        self.series_queue.let_go();
-        self.job_queue.let_go();
-        self.quota.let_go();
+        self.specs.let_go(index);
+        self.jobs.let_go(index);
+        self.series_queue.let_go(index);
+        self.job_queue.let_go(id);
+        self.quota.let_go(id);
     }
 
     /// The record of job `index`, with its `names` (the job's and its queue's, moved from its
