@@ -6,7 +6,7 @@
 #   scripts/scaling.sh            measure (a few minutes), write docs/scaling/scaling.csv, draw
 #   scripts/scaling.sh --charts   only redraw docs/img/scaling/*.svg from the committed CSV
 #
-#   SCALING_1E8=1      also 10^8 jobs on 10^6 GPUs (6-9 minutes a run at cb7e01e, 6-6.5 GiB of
+#   SCALING_1E8=1      also 10^8 jobs on 10^6 GPUs (4.5-9 minutes a run at fcf57ab, 0.9-1.6 GiB of
 #                      memory and about 13 GB of jobs.csv in the temporary folder)
 #   SCALING_REPEAT=N   runs per point, the median's row recorded (default 3)
 #   SCALING_CSV=PATH   where the table goes (default docs/scaling/scaling.csv)
