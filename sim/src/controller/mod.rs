@@ -278,8 +278,8 @@ impl Controller {
         if spec.submit < self.now {
             return Err(format!("job `{}` is submitted at {}, before now ({})", spec.name, spec.submit, self.now));
         }
-        if let Some(last) = self.specs.iter().next_back().map(|(_, last)| last).filter(|last| spec.submit < last.submit)
-        {
+        let newest = self.specs.end().checked_sub(1).and_then(|id| self.specs.get(id));
+        if let Some(last) = newest.filter(|last| spec.submit < last.submit) {
             return Err(format!(
                 "job `{}` is submitted at {}, before job `{}` at {}: jobs join in submit order",
                 spec.name, spec.submit, last.name, last.submit
