@@ -225,7 +225,11 @@ pub fn compare(
     let mut slurm = Stats::default();
     let mut policy = Stats::default();
     let mut differ = Vec::new();
-    for (j, r) in jobs.iter().zip(&result.jobs) {
+    // By name: the run's records follow submit order (and a job it set aside comes when it
+    // ends), not the mirror's order of Slurm job ids.
+    let records: BTreeMap<&str, &sim::JobRecord> = result.jobs.iter().map(|r| (r.name.as_str(), r)).collect();
+    for j in &jobs {
+        let r = records.get(job_name(j.job_id).as_str()).ok_or_else(|| format!("job {} has no record", j.job_id))?;
         let gpus = r.gpus as f64;
         let slurm_start = (j.start_time != 0).then_some(j.start_time);
         let slurm_end = if matches!(j.phase(), Phase::Ended(_)) { j.end_time } else { now_unix };
@@ -419,5 +423,24 @@ mod tests {
         assert_eq!(c.differ, [Differ { job: 2, slurm_start_unix: Some(1100), policy_start_unix: Some(1010) }]);
         // Slurm: 8 GPUs x (100 + 50) s; fifo: the same run times.
         assert_eq!((c.slurm_gpu_hours * 3600.0, c.policy_gpu_hours * 3600.0), (1200.0, 1200.0));
+    }
+
+    /// Slurm's job ids need not follow submit order (a requeued job is submitted again under
+    /// its old id): each job is put beside its own simulated record, not the one at its place.
+    #[test]
+    fn the_comparison_matches_jobs_by_id_not_by_place() {
+        let mut mirror = Mirror::new(1000);
+        // X (id 7, submitted first) ran at once; Y (id 3) waited for Slurm until 1100.
+        let mut x = job(7, 1, 8, 2, 1000, "n1", 1000);
+        x.job_state = "COMPLETED".into();
+        x.end_time = 1100;
+        let mut y = job(3, 1, 8, 2, 1010, "n2", 1100);
+        y.job_state = "COMPLETED".into();
+        y.end_time = 1150;
+        mirror.update(&[x, y]);
+        let cluster = traces::parse_cluster_shorthand("2x8:gpu").unwrap();
+        let run = RunSpec { policy: "fifo".parse().unwrap(), ..RunSpec::default() };
+        let c = compare(&mirror, &cluster, 1200, &run, &policies::Registry::builtin()).unwrap();
+        assert_eq!(c.differ, [Differ { job: 3, slurm_start_unix: Some(1100), policy_start_unix: Some(1010) }]);
     }
 }
