@@ -71,10 +71,15 @@ impl PyPolicy {
         });
     }
 
-    /// Every job in the system when `decide` first failed.
+    /// Every job in the system when `decide` first failed. Jobs that have left the run are
+    /// skipped (a job leaves whole, so the next task held is its job's first).
     fn doom_all(&mut self, view: &ClusterView<'_>) {
         let mut task = 0;
         while task < view.task_count() {
+            if !view.holds_task(TaskId(task as u32)) {
+                task += 1;
+                continue;
+            }
             let job = view.task(TaskId(task as u32)).job;
             let state = view.job(job);
             if state.in_system() {

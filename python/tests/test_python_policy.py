@@ -66,6 +66,21 @@ def test_an_exception_in_decide_surfaces_as_a_python_traceback(small_trace):
     assert isinstance(raised.value.__cause__, ZeroDivisionError)
 
 
+class FailsOnceALeft(Fifo):
+    """FIFO until job a has ended and left the run (its end is told at 100), then it raises."""
+
+    def decide(self, view, plan):
+        if view.now >= 150_000:
+            explode()
+        super().decide(view, plan)
+
+
+def test_an_exception_after_jobs_have_left_the_run_still_surfaces_as_a_traceback(small_trace):
+    with pytest.raises(schedlab.RunError) as raised:
+        schedlab.simulate(trace=small_trace, cluster=SMALL_CLUSTER, policy=FailsOnceALeft())
+    assert str(raised.value).rstrip().endswith("ZeroDivisionError: division by zero")
+
+
 class KeepsTheView(Fifo):
     def decide(self, view, plan):
         self.view, self.plan = view, plan
