@@ -188,6 +188,8 @@ fn simulate_stream_writes_the_same_files_as_simulate() {
             }
             let output = common::schedlab(&all);
             assert!(output.status.success(), "{}", common::stderr(&output));
+            let said = String::from_utf8_lossy(&output.stdout).contains("jobs set aside");
+            assert_eq!(said, case == "aside", "{case} {mode}: simulate says how many jobs were set aside");
             out
         };
         let (memory, streamed) = (run("memory"), run("streamed"));

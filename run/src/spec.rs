@@ -156,10 +156,10 @@ pub struct RunSpec {
     #[arg(long, default_value_t = 3650, value_parser = numbers::horizon_days)]
     pub horizon_days: u64,
     /// Jobs leave a run in job order once ended, and so do their rows in jobs.csv and
-    /// tasks.csv. A job still in the system while this many jobs after it have ended is set
-    /// aside so that they can leave: its rows come when it ends, after theirs (`simulate`
-    /// says how many were). The jobs a run holds are then at most those in the system plus
-    /// this many (300 to 450 bytes each); a larger value keeps job order longer.
+    /// tasks.csv. A job still in the system while more than this many jobs after it have
+    /// ended is set aside so that they can leave: its rows come when it ends, after theirs
+    /// (`simulate` says how many were). The jobs a run holds are then at most those in the
+    /// system plus this many (300 to 450 bytes each); a larger value keeps job order longer.
     #[arg(long, value_name = "JOBS", default_value_t = sim::SET_ASIDE_AFTER, value_parser = numbers::jobs)]
     pub set_aside_after: usize,
     /// The folder the run's files go to (summary.json, jobs.csv, ...); none: only the summary.

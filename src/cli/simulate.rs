@@ -75,6 +75,7 @@ pub fn run(args: SimulateArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
         if let Some(vs) = &outcome.vs_recorded {
             emit(format_args!("{:<42} {}\n", "starts vs the trace's recorded starts", vs.line()))?;
         }
+        say_set_aside(&outcome.result.stats)?;
     }
     if let Some(dir) = &spec.out {
         outcome.write(dir, spec.decisions)?;
@@ -86,6 +87,15 @@ pub fn run(args: SimulateArgs, typed: &dyn Fn(&str) -> bool) -> CliResult {
         }
     }
     super::leave_for_exit(outcome);
+    Ok(())
+}
+
+/// The jobs set aside, when there were any: their rows are out of job order.
+fn say_set_aside(stats: &sim::RunStats) -> CliResult {
+    if stats.jobs_set_aside > 0 {
+        let aside = stats.jobs_set_aside;
+        emit(format_args!("{:<43}{aside} (their jobs.csv rows come when they end)\n", "jobs set aside"))?;
+    }
     Ok(())
 }
 
@@ -118,10 +128,7 @@ fn run_streamed(runner: &run::Runner, spec: &RunSpec, keep: Keep, order: traces:
             summary.jobs,
             percent(held, summary.jobs)
         ))?;
-        if end.stats.jobs_set_aside > 0 {
-            let aside = end.stats.jobs_set_aside;
-            emit(format_args!("{:<43}{aside} (their jobs.csv rows come when they end)\n", "jobs set aside"))?;
-        }
+        say_set_aside(&end.stats)?;
     }
     if let (Some(dir), Some(files)) = (&spec.out, sink.files) {
         files.finish().map_err(|e| format!("cannot write into {}: {e}", dir.display()))?;

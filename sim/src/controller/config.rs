@@ -46,8 +46,8 @@ pub struct ControllerConfig {
     /// `COMPLETING`, a pod's termination; see `release.rs`); zero (the default): at once.
     pub release_latency: SimDuration,
     /// Jobs leave a run oldest first once ended, so that their records come in job order. A
-    /// job still in the system while this many jobs after it have ended and wait for it is
-    /// set aside: held alone, its record handed over when it ends, after theirs. The jobs
+    /// job still in the system while more than this many jobs after it have ended (and the
+    /// policy has been told so) and wait for it is set aside: held alone, its record handed over when it ends, after theirs. The jobs
     /// held are then at most those in the system plus this many (see [`SET_ASIDE_AFTER`]);
     /// `usize::MAX`: records always in job order, whatever that holds.
     pub set_aside_after: usize,

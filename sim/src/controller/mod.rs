@@ -327,7 +327,7 @@ impl Controller {
         self.specs.end()
     }
     /// The jobs whose state the Controller holds: from the oldest a streamed run has not let
-    /// go to the newest admitted (what its memory follows).
+    /// go to the newest admitted, and those set aside before them (what its memory follows).
     pub fn jobs_held(&self) -> usize {
         self.specs.held()
     }
