@@ -403,21 +403,25 @@ mod tests {
         assert_eq!(forecast_at_1030("slurm", &jobs), [(3, Some(1180)), (4, Some(1120))]);
     }
 
-    #[test]
-    fn the_comparison_puts_slurms_starts_beside_the_policys() {
+    /// Slurm ran X (a node, 100 s of its 2 min) at 1000 and Y (a node) only at 1100; both
+    /// nodes were free, so fifo starts Y at once (1010). `ids`: X's and Y's job ids. The
+    /// comparison at 1200 under fifo on two nodes of 8 GPUs.
+    fn compare_x_and_y(ids: (u64, u64)) -> Comparison {
+        let ended = |id, submit, on, start, end| SlurmJob {
+            job_state: "COMPLETED".into(),
+            end_time: end,
+            ..job(id, 1, 8, 2, submit, on, start)
+        };
         let mut mirror = Mirror::new(1000);
-        // Slurm ran X (a node, 100 s of its 2 min) at 1000 and Y (a node) only at 1100; both
-        // nodes were free, so fifo starts Y at once (1010).
-        let mut x = job(1, 1, 8, 2, 1000, "n1", 1000);
-        x.job_state = "COMPLETED".into();
-        x.end_time = 1100;
-        let mut y = job(2, 1, 8, 2, 1010, "n2", 1100);
-        y.job_state = "COMPLETED".into();
-        y.end_time = 1150;
-        mirror.update(&[x, y]);
+        mirror.update(&[ended(ids.0, 1000, "n1", 1000, 1100), ended(ids.1, 1010, "n2", 1100, 1150)]);
         let cluster = traces::parse_cluster_shorthand("2x8:gpu").unwrap();
         let run = RunSpec { policy: "fifo".parse().unwrap(), ..RunSpec::default() };
-        let c = compare(&mirror, &cluster, 1200, &run, &policies::Registry::builtin()).unwrap();
+        compare(&mirror, &cluster, 1200, &run, &policies::Registry::builtin()).unwrap()
+    }
+
+    #[test]
+    fn the_comparison_puts_slurms_starts_beside_the_policys() {
+        let c = compare_x_and_y((1, 2));
         assert_eq!(c.jobs, 2);
         assert_eq!((c.slurm_mean_wait_s, c.policy_mean_wait_s), (45.0, 0.0));
         assert_eq!(c.differ, [Differ { job: 2, slurm_start_unix: Some(1100), policy_start_unix: Some(1010) }]);
@@ -429,18 +433,7 @@ mod tests {
     /// its old id): each job is put beside its own simulated record, not the one at its place.
     #[test]
     fn the_comparison_matches_jobs_by_id_not_by_place() {
-        let mut mirror = Mirror::new(1000);
-        // X (id 7, submitted first) ran at once; Y (id 3) waited for Slurm until 1100.
-        let mut x = job(7, 1, 8, 2, 1000, "n1", 1000);
-        x.job_state = "COMPLETED".into();
-        x.end_time = 1100;
-        let mut y = job(3, 1, 8, 2, 1010, "n2", 1100);
-        y.job_state = "COMPLETED".into();
-        y.end_time = 1150;
-        mirror.update(&[x, y]);
-        let cluster = traces::parse_cluster_shorthand("2x8:gpu").unwrap();
-        let run = RunSpec { policy: "fifo".parse().unwrap(), ..RunSpec::default() };
-        let c = compare(&mirror, &cluster, 1200, &run, &policies::Registry::builtin()).unwrap();
+        let c = compare_x_and_y((7, 3));
         assert_eq!(c.differ, [Differ { job: 3, slurm_start_unix: Some(1100), policy_start_unix: Some(1010) }]);
     }
 }
