@@ -49,6 +49,12 @@ impl<T: Copy> IdTable<T> {
         self.get(id).is_some()
     }
 
+    /// The ids with a value, with their values, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, T)> + '_ {
+        let pages = self.pages.iter().enumerate().filter_map(|(p, page)| Some((p * PAGE, page.as_ref()?)));
+        pages.flat_map(|(first, page)| page.slots.iter().enumerate().filter_map(move |(i, v)| Some((first + i, (*v)?))))
+    }
+
     /// Sets `id`'s value, returning the one it replaces.
     pub fn insert(&mut self, id: usize, value: T) -> Option<T> {
         let page = self.page(id / PAGE);

@@ -114,7 +114,7 @@ impl Slurm {
             return false;
         }
         for &(task, _) in &candidate.tasks {
-            let run = &self.running[&task];
+            let run = self.running.get(task).expect("just started");
             later.started(run.end_key(task), &run.parts);
         }
         true

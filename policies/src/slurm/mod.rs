@@ -33,6 +33,7 @@ mod node_set;
 mod nodes;
 mod priority;
 mod qos;
+mod running;
 mod space;
 
 pub use config::PARAMS;
@@ -44,8 +45,8 @@ use node_set::NodeSet;
 use nodes::{Ask, Nodes, Parts};
 use priority::{JobFacts, Priorities};
 use qos::{Over, QosUsage};
+use running::RunningTasks;
 use sim::{Change, ClusterView, JobId, NodeId, Plan, Policy, SimDuration, SimTime, TaskId};
-use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -58,7 +59,7 @@ pub struct Slurm {
     pending: BTreeMap<JobId, SimTime>,
     /// What each job is charged and ranked by, while it waits or runs.
     facts: Facts,
-    running: BTreeMap<TaskId, Running>,
+    running: RunningTasks,
     /// The running tasks in the order backfill plans with them ([`EndKey`]), with where they
     /// run: kept as they start and stop, where sorting them anew cost every pass (and every
     /// start in one) all of them.
@@ -177,7 +178,7 @@ impl Slurm {
             priorities: None,
             pending: BTreeMap::new(),
             facts: Facts::default(),
-            running: BTreeMap::new(),
+            running: RunningTasks::default(),
             by_end: BTreeMap::new(),
             held_cpus: Vec::new(),
             held_gpus: Vec::new(),
@@ -247,7 +248,7 @@ impl Slurm {
                 Change::JobEnded(job) => {
                     // Its tasks' ids are consecutive: a look-up each, not a walk over every
                     // running task.
-                    let stopped: Vec<TaskId> = view.job(job).tasks().filter(|t| self.running.contains_key(t)).collect();
+                    let stopped: Vec<TaskId> = view.job(job).tasks().filter(|&t| self.running.contains(t)).collect();
                     if !stopped.is_empty() {
                         self.requests.insert(now + view.release_latency());
                     }
@@ -286,7 +287,7 @@ impl Slurm {
     /// first decision): it runs where it was put, and backfill plans with its time limit as
     /// for the tasks this policy starts. A task this policy started is already known.
     fn started_elsewhere(&mut self, view: &ClusterView<'_>, task: TaskId) {
-        if self.running.contains_key(&task) {
+        if self.running.contains(task) {
             return;
         }
         let t = view.task(task);
@@ -309,16 +310,7 @@ impl Slurm {
         }
         self.hold(&run.parts, true);
         let (key, parts) = (run.end_key(task), run.parts.clone());
-        // One search of the running tasks, not a removal (which almost always finds nothing:
-        // a task starts from waiting) and an insertion.
-        let old = match self.running.entry(task) {
-            Entry::Vacant(entry) => {
-                entry.insert(run);
-                None
-            }
-            Entry::Occupied(mut entry) => Some(entry.insert(run)),
-        };
-        if let Some(old) = old {
+        if let Some(old) = self.running.insert(task, run) {
             self.hold(&old.parts, false);
             self.by_end.remove(&old.end_key(task));
         }
@@ -353,7 +345,7 @@ impl Slurm {
 
     /// A task stopped at `now`: its job is charged for the time it ran.
     fn stopped(&mut self, task: TaskId, now: SimTime) {
-        let Some(run) = self.running.remove(&task) else { return };
+        let Some(run) = self.running.remove(task) else { return };
         self.hold(&run.parts, false);
         self.by_end.remove(&run.end_key(task));
         if let Some(facts) = self.facts.get(run.job) {
@@ -744,7 +736,7 @@ mod tests {
     /// node, stably over task ids, and each node's parts and GPUs counted.
     fn from_scratch(slurm: &Slurm, nodes: usize) -> (Vec<(EndKey, Parts)>, Vec<u32>, Vec<u32>) {
         let mut by_end: Vec<(EndKey, Parts)> =
-            slurm.running.iter().map(|(&t, r)| (r.end_key(t), r.parts.clone())).collect();
+            slurm.running.iter().map(|(t, r)| (r.end_key(t), r.parts.clone())).collect();
         by_end.sort_by_key(|((end, first, _), _)| (*end, *first));
         let (mut cpus, mut gpus) = (vec![0; nodes], vec![0; nodes]);
         for &(node, count) in slurm.running.values().flat_map(|r| &r.parts) {
@@ -761,7 +753,7 @@ mod tests {
         let mut slurm = slurm();
         for step in 0..3_000 {
             let task = TaskId(next(60) as u32);
-            if slurm.running.contains_key(&task) && next(3) > 0 {
+            if slurm.running.contains(task) && next(3) > 0 {
                 slurm.stopped(task, SimTime(step));
             } else {
                 // Ends and first nodes collide often, so ties fall to the task ids.
@@ -831,7 +823,7 @@ mod tests {
                         slurm.put_all_ended(all_ended);
                     }
                     let (node, gpus) = part(&mut next);
-                    if on_node[node.index()] >= gpus && !slurm.running.contains_key(&task) {
+                    if on_node[node.index()] >= gpus && !slurm.running.contains(task) {
                         view.take(&[(node, gpus)]);
                         on_node[node.index()] -= gpus;
                         generation += 1;
