@@ -21,6 +21,16 @@ impl NodeSet {
         set
     }
 
+    /// The set whose words are `words` ([`NodeSet::words`]).
+    pub fn from_words(words: Vec<u64>) -> NodeSet {
+        NodeSet { words }
+    }
+
+    /// How many nodes are in the set.
+    pub fn count(&self) -> u32 {
+        self.words.iter().map(|w| w.count_ones()).sum()
+    }
+
     pub fn contains(&self, node: usize) -> bool {
         self.words[node / 64] & (1 << (node % 64)) != 0
     }

@@ -229,11 +229,12 @@ impl Nodes {
         self.at_least.len().checked_div(self.words).unwrap_or(0)
     }
 
-    /// The `allowed` nodes that can take one share of a task of `per_node` GPUs.
+    /// The `allowed` nodes that can take one share of a task of `per_node` GPUs, read from
+    /// the three sets word by word into one.
     fn fits(&self, per_node: u32, allowed: &NodeSet) -> NodeSet {
-        let mut set = self.with_at_least(per_node);
-        set.intersect(allowed);
-        set
+        let Some(level) = self.level(per_node as usize) else { return NodeSet::empty(self.len()) };
+        let words = self.with_cpu.words().iter().zip(level).zip(allowed.words());
+        NodeSet::from_words(words.map(|((cpu, gpus), allowed)| cpu & gpus & allowed).collect())
     }
 
     /// Whether a task of no fixed split may take GPUs of `node`.
@@ -246,41 +247,26 @@ impl Nodes {
         self.cpus[node] >= 1 && self.gpus[node] >= ask.per_node
     }
 
-    /// Whether [`Nodes::select_among`] finds room for `ask`, counted without choosing: most
-    /// heads of the queue and most of backfill's tries do not fit. The counts over all the
-    /// usable nodes answer as the walk that stopped once they sufficed did.
-    pub fn has_room(&self, ask: &Ask, allowed: &NodeSet) -> bool {
-        let fitting = self.with_at_least(ask.per_node).count_common(allowed);
-        if ask.has_room_in(fitting, 0) {
-            return true;
-        }
-        ask.spread && ask.has_room_in(fitting, self.fits(1, allowed).iter().map(|n| self.gpus[n]).sum())
-    }
-
+    /// The nodes for `ask` among those `allowed`: on nodes that each take a share, else (a
+    /// task of no fixed split) spread over the free GPUs. Most heads of the queue do not fit,
+    /// and are told so by the count of the nodes that take a share.
     fn select_among(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
-        if !self.has_room(ask, allowed) {
-            return None;
+        let fits = self.fits(ask.per_node, allowed);
+        if fits.count() >= ask.nodes {
+            let on_nodes = if ask.nodes == 1 { self.one_node(ask, &fits) } else { self.in_blocks(ask, fits) };
+            if on_nodes.is_some() {
+                return on_nodes;
+            }
         }
-        let on_nodes = self.on_nodes(ask, allowed);
-        if ask.spread && on_nodes.is_none() {
-            return self.spread(ask.per_node, allowed);
-        }
-        on_nodes
-    }
-
-    fn on_nodes(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
-        if ask.nodes == 1 {
-            return self.one_node(ask, allowed);
-        }
-        self.in_blocks(ask, allowed)
+        if ask.spread { self.spread(ask.per_node, allowed) } else { None }
     }
 
     /// [`Nodes::in_blocks`] for a one-node task: keeps only the best block so far, and looks
     /// for its node only in a block that is the best so far.
-    fn one_node(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
+    fn one_node(&self, ask: &Ask, fits: &NodeSet) -> Option<Parts> {
         // The best block's free CPUs and its node with the fewest (the lowest on ties).
         let mut best: Option<(u64, usize)> = None;
-        for run in self.fits(ask.per_node, allowed).runs() {
+        for run in fits.runs() {
             let most = best.map_or(u64::MAX, |(most, _)| most);
             // Each of its nodes has a free CPU: a block as long as the best's CPUs has as many.
             if run.len() as u64 >= most {
@@ -315,9 +301,9 @@ impl Nodes {
         self.cpus[nodes.clone()].iter().map(|&c| u64::from(c)).sum()
     }
 
-    /// The nodes for `ask` block by block ([`pick_block`]).
-    fn in_blocks(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
-        let mut fits = self.fits(ask.per_node, allowed);
+    /// The nodes for `ask` block by block ([`pick_block`]) among `fits`, the allowed nodes
+    /// that take a share.
+    fn in_blocks(&self, ask: &Ask, mut fits: NodeSet) -> Option<Parts> {
         let mut chosen = Parts::with_capacity(ask.nodes as usize);
         let mut left = ask.nodes;
         while left > 0 {
@@ -492,21 +478,6 @@ mod tests {
         // No regression files: the crate's tests share one folder; a failure prints its case.
         #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
 
-        /// The count that spares backfill a choice says yes exactly when a choice is found.
-        #[test]
-        fn has_room_says_whether_a_choice_is_found(
-            free in proptest::collection::vec((0u32..=8, 0u32..=2), 1..40),
-            allowed_bits in proptest::collection::vec(proptest::bool::ANY, 40),
-            gpus in 1u32..=24,
-            per_node in proptest::option::of(1u32..=8),
-        ) {
-            let n = Nodes::new(free.iter().map(|f| f.0).collect(), free.iter().map(|f| f.1).collect(), vec![0; free.len()]);
-            let mut allowed = NodeSet::empty(free.len());
-            (0..free.len()).filter(|&i| allowed_bits[i]).for_each(|i| allowed.insert(i));
-            let ask = Ask::of(gpus, per_node);
-            proptest::prop_assert_eq!(n.has_room(&ask, &allowed), n.on_nodes(&ask, &allowed).is_some() || (ask.spread && n.spread(ask.per_node, &allowed).is_some()));
-        }
-
         /// A one-node task's walk chooses what the blocks choose.
         #[test]
         fn one_node_chooses_as_the_blocks_do(
@@ -518,7 +489,8 @@ mod tests {
             let mut allowed = NodeSet::empty(free.len());
             (0..free.len()).filter(|&i| allowed_bits[i]).for_each(|i| allowed.insert(i));
             let ask = Ask::of(per_node, Some(per_node));
-            proptest::prop_assert_eq!(n.one_node(&ask, &allowed), n.in_blocks(&ask, &allowed));
+            let fits = n.fits(per_node, &allowed);
+            proptest::prop_assert_eq!(n.one_node(&ask, &fits), n.in_blocks(&ask, fits.clone()));
         }
 
         /// The same with blocks of hundreds of nodes and few holes between them (blocks that
@@ -530,8 +502,8 @@ mod tests {
             let gpus = nodes.iter().map(|&(hole, _)| if hole == 0 { 0 } else { 8 }).collect();
             let n = Nodes::new(gpus, nodes.iter().map(|&(_, cpus)| cpus).collect(), vec![0; nodes.len()]);
             let ask = Ask::of(1, Some(1));
-            let all = NodeSet::full(nodes.len());
-            proptest::prop_assert_eq!(n.one_node(&ask, &all), n.in_blocks(&ask, &all));
+            let fits = n.fits(1, &NodeSet::full(nodes.len()));
+            proptest::prop_assert_eq!(n.one_node(&ask, &fits), n.in_blocks(&ask, fits.clone()));
         }
     }
 
