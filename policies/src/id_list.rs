@@ -8,7 +8,8 @@
 //!
 //! The listing order depends only on the sequence of insertions and removals, so it is
 //! deterministic, but it is not the task order: a reader must not let it decide anything
-//! (sort, or use keys that are unique, as a heap of (rho, task) is).
+//! (sort, or use keys that are unique, as a heap of (rho, task) is). A reader that needs the
+//! task order (sums that must add in the same order) walks [`IdList::by_task`].
 
 use crate::id_table::IdTable;
 use sim::TaskId;
@@ -26,17 +27,39 @@ impl<T> Default for IdList<T> {
     }
 }
 
-impl<T: Copy> IdList<T> {
-    /// Sets `task`'s value, replacing any it had.
-    pub fn insert(&mut self, task: TaskId, value: T) {
+impl<T> IdList<T> {
+    /// Sets `task`'s value, returning the one it replaces.
+    pub fn insert(&mut self, task: TaskId, value: T) -> Option<T> {
         match self.position.get(task.index()) {
-            Some(at) => self.items[at as usize].1 = value,
+            Some(at) => Some(std::mem::replace(&mut self.items[at as usize].1, value)),
             None => {
                 let at = u32::try_from(self.items.len()).expect("fewer than 2^32 tasks listed");
                 self.position.insert(task.index(), at);
                 self.items.push((task, value));
+                None
             }
         }
+    }
+
+    pub fn get(&self, task: TaskId) -> Option<&T> {
+        let at = self.position.get(task.index())?;
+        Some(&self.items[at as usize].1)
+    }
+
+    pub fn contains(&self, task: TaskId) -> bool {
+        self.position.contains(task.index())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Every listed task with its value, in task order: a walk over the pages of positions.
+    pub fn by_task(&self) -> impl Iterator<Item = (TaskId, &T)> + '_ {
+        self.position.iter().map(|(_, at)| {
+            let (task, value) = &self.items[at as usize];
+            (*task, value)
+        })
     }
 
     /// Takes `task`'s value out, if it has one.
@@ -48,7 +71,9 @@ impl<T: Copy> IdList<T> {
         }
         Some(value)
     }
+}
 
+impl<T: Copy> IdList<T> {
     /// Every listed task with its value, in no particular order (see the module's note).
     pub fn iter(&self) -> impl Iterator<Item = (TaskId, T)> + '_ {
         self.items.iter().copied()
@@ -70,12 +95,15 @@ mod tests {
             if next().is_multiple_of(3) {
                 assert_eq!(list.remove(task), model.remove(&task), "step {step}");
             } else {
-                list.insert(task, step);
-                model.insert(task, step);
+                assert_eq!(list.insert(task, step), model.insert(task, step), "step {step}");
             }
+            assert_eq!(list.get(task), model.get(&task), "step {step}");
+            assert_eq!(list.contains(task), model.contains_key(&task), "step {step}");
             let mut listed: Vec<(TaskId, u64)> = list.iter().collect();
             listed.sort();
             assert!(listed.iter().copied().eq(model.iter().map(|(&t, &v)| (t, v))), "step {step}");
+            assert!(list.by_task().eq(model.iter().map(|(&t, v)| (t, v))), "step {step}: in task order");
+            assert_eq!(list.is_empty(), model.is_empty(), "step {step}");
         }
     }
 }
