@@ -55,12 +55,25 @@ impl Runner {
     ) -> Result<WorkloadShape, RunError> {
         let spec = setup.spec();
         let checker = setup.scenario(Workload::default(), Vec::new(), None)?;
-        let mut shape = WorkloadShape::default();
-        for job in read_ahead(threads, open_jobs(spec, setup, order)?) {
-            let job = job?;
-            checker.check_job(&job, policy, config)?;
-            shape.add(&job)?;
-        }
+        let shape = if spec.trace.is_some() {
+            let mut shape = WorkloadShape::default();
+            for job in read_ahead(threads, open_jobs(spec, setup, order)?) {
+                let job = job?;
+                checker.check_job(&job, policy, config)?;
+                shape.add(&job)?;
+            }
+            shape
+        } else {
+            // Each kind of synthetic job passes or fails as every job like it does: checking
+            // them in the order they first appear finds the first job a check refuses.
+            let mut survey = crate::builtin::jobs(setup.cluster().gpu_count(), spec)?.survey()?;
+            for (job, _) in &mut survey.kinds {
+                setup.shape_job(job);
+                checker.check_job(job, policy, config)?;
+                job.check()?;
+            }
+            WorkloadShape::of_kinds(&survey.kinds, survey.span)?
+        };
         setup.check_queue_settings_used(&shape)?;
         if let (true, Some(limit)) = (config.record_series, self.series_limit()) {
             crate::series_limit::check(spec, shape.submit_span(), limit, self.spelling_used())?;

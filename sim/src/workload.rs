@@ -318,6 +318,25 @@ impl WorkloadShape {
         Ok(())
     }
 
+    /// The shape of a workload known by its kinds of job and its span rather than job by job
+    /// (a drawn workload's, which learns them without building each job): `kinds` pairs a job
+    /// with how many jobs are like it (the same tasks, queue and cancel, at some time from
+    /// `first` to `last`), each kind checked as [`WorkloadShape::add`] checks a job.
+    pub fn of_kinds(
+        kinds: &[(JobSpec, usize)],
+        span: Option<(SimTime, SimTime)>,
+    ) -> Result<WorkloadShape, WorkloadError> {
+        let mut shape = WorkloadShape::default();
+        for (job, like) in kinds.iter().filter(|(_, like)| *like > 0) {
+            job.check()?;
+            shape.count(job);
+            shape.jobs += like - 1;
+            shape.tasks += (like - 1) * job.tasks.len();
+        }
+        (shape.first_submit, shape.last_submit) = (span.map(|s| s.0), span.map(|s| s.1));
+        Ok(shape)
+    }
+
     fn count(&mut self, job: &JobSpec) {
         self.jobs += 1;
         self.tasks += job.tasks.len();
@@ -579,6 +598,21 @@ mod tests {
             assert_eq!(at_once, pushed);
         }
         assert_eq!(census_of(&Workload::new(jobs.to_vec()).expect("valid")), (7, true, true, true, true));
+    }
+
+    #[test]
+    fn a_shape_of_kinds_is_the_shape_of_the_jobs_it_stands_for() {
+        let plain = |i: u64| JobSpec::single(format!("j{i}"), SimTime(i), 1, SimDuration(1000));
+        let mut gang = plain(1);
+        gang.tasks.push(TaskSpec::new("1", 2, SimDuration(1000)));
+        let queued = |i: u64| JobSpec { queue: Some("q".into()), ..plain(i) };
+        let jobs = vec![plain(0), gang.clone(), queued(2), plain(3), gang.clone(), queued(5), plain(6)];
+        let kinds = [(plain(0), 3), (gang, 2), (queued(2), 2), (queued(9), 0)];
+        let shape = WorkloadShape::of_kinds(&kinds, Some((SimTime(0), SimTime(6)))).expect("valid kinds");
+        assert_eq!(&shape, Workload::new(jobs).expect("valid jobs").shape());
+        assert_eq!(WorkloadShape::of_kinds(&[], None), Ok(WorkloadShape::default()));
+        let no_tasks = JobSpec { tasks: Tasks::new(), ..plain(0) };
+        assert!(WorkloadShape::of_kinds(&[(no_tasks, 1)], Some((SimTime(0), SimTime(0)))).is_err());
     }
 
     #[test]

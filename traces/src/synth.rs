@@ -165,10 +165,19 @@ pub struct SynthJobs {
     submit_ms: u64,
 }
 
-impl Iterator for SynthJobs {
-    type Item = Result<JobSpec, TraceError>;
+/// One job's draws, before it is built (see [`SynthJobs::survey`]).
+struct Draw {
+    index: usize,
+    submit_ms: u64,
+    work_ms: u64,
+    gpus: u32,
+    /// The estimate's factor of the true duration (drawn whether or not estimates are kept).
+    factor: f64,
+}
 
-    fn next(&mut self) -> Option<Self::Item> {
+impl SynthJobs {
+    /// The next job's draws, or the error that ends the workload.
+    fn draw(&mut self) -> Option<Result<Draw, TraceError>> {
         if self.index == self.config.jobs {
             return None;
         }
@@ -181,9 +190,8 @@ impl Iterator for SynthJobs {
         let duration_s: f64 = self.durations.sample(rng);
         let pick: f64 = rng.random::<f64>() * self.total_weight;
         let factor: f64 = self.noise.sample(rng);
-        let max_ms = MAX_SECONDS * 1000;
         self.submit_ms = self.submit_ms.saturating_add(to_ms(gap_s));
-        if self.submit_ms > max_ms {
+        if self.submit_ms > MAX_SECONDS * 1000 {
             self.index = self.config.jobs; // nothing after the error
             return Some(Err(TraceError::value(
                 "synthetic workload settings",
@@ -192,13 +200,55 @@ impl Iterator for SynthJobs {
         }
         let work_ms = to_ms(duration_s.min(self.config.duration_cap_s)).max(1_000);
         let gpus = choose(&self.config.gpu_mix, pick);
-        let mut job =
-            JobSpec::single(numbered("synth-", index as u64), SimTime(self.submit_ms), gpus, SimDuration(work_ms));
+        Some(Ok(Draw { index, submit_ms: self.submit_ms, work_ms, gpus, factor }))
+    }
+
+    fn build(&self, draw: &Draw) -> JobSpec {
+        let name = numbered("synth-", draw.index as u64);
+        let mut job = JobSpec::single(name, SimTime(draw.submit_ms), draw.gpus, SimDuration(draw.work_ms));
         if self.config.estimate_sigma.is_some() {
-            let estimate_ms = to_ms(work_ms as f64 / 1000.0 * factor).clamp(1_000, max_ms);
+            let estimate_ms = to_ms(draw.work_ms as f64 / 1000.0 * draw.factor).clamp(1_000, MAX_SECONDS * 1000);
             job.tasks[0].estimate = SimDuration(estimate_ms).into();
         }
-        Some(Ok(job))
+        job
+    }
+
+    /// What a run must know of the rest of the workload before it starts, learnt by drawing
+    /// it as [`Iterator::next`] does without building a job (a third of the cost of a job
+    /// drawn whole and handed on): the span of submissions, and the kinds of job. Synthetic
+    /// jobs differ only in their times and GPU counts, so each kind is the first job drawn of
+    /// its GPU count, with how many jobs are like it, in the order the kinds first appear.
+    /// The error is the one the jobs drawn whole would end with.
+    pub fn survey(mut self) -> Result<SynthSurvey, TraceError> {
+        let mut survey = SynthSurvey { kinds: Vec::new(), span: None };
+        while let Some(draw) = self.draw() {
+            let draw = draw?;
+            let submit = SimTime(draw.submit_ms);
+            survey.span = Some(survey.span.map_or((submit, submit), |(first, _)| (first, submit)));
+            match survey.kinds.iter_mut().find(|(job, _)| job.tasks[0].gpus == draw.gpus) {
+                Some((_, count)) => *count += 1,
+                None => survey.kinds.push((self.build(&draw), 1)),
+            }
+        }
+        Ok(survey)
+    }
+}
+
+/// The drawn workload in brief (see [`SynthJobs::survey`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SynthSurvey {
+    /// Each kind of job (the first drawn of its GPU count) and how many jobs are like it, in
+    /// the order the kinds first appear.
+    pub kinds: Vec<(JobSpec, usize)>,
+    /// The first and the last submission, if any job was drawn.
+    pub span: Option<(SimTime, SimTime)>,
+}
+
+impl Iterator for SynthJobs {
+    type Item = Result<JobSpec, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.draw()?.map(|draw| self.build(&draw)))
     }
 }
 
@@ -368,6 +418,25 @@ mod tests {
         assert!(bad(SynthConfig { gpu_mix: vec![(0, 1.0)], ..small(1) }).contains("GPU mix"));
         assert!(bad(SynthConfig { duration_sigma: -1.0, ..small(1) }).contains("sigma"));
         assert!(bad(SynthConfig { arrival_rate_per_hour: 1e-12, ..small(1) }).contains("arrivals run past"));
+    }
+
+    #[test]
+    fn a_survey_counts_the_kinds_and_the_span_of_the_jobs_drawn_whole() {
+        let config = SynthConfig::for_load(20_000, 64, 0.9, 4);
+        let jobs: Vec<JobSpec> = config.jobs().unwrap().map(Result::unwrap).collect();
+        let survey = config.jobs().unwrap().survey().unwrap();
+        assert_eq!(survey.span, Some((jobs[0].submit, jobs[jobs.len() - 1].submit)));
+        let mut kinds: Vec<(JobSpec, usize)> = Vec::new();
+        for job in &jobs {
+            match kinds.iter_mut().find(|(kind, _)| kind.tasks[0].gpus == job.tasks[0].gpus) {
+                Some((_, count)) => *count += 1,
+                None => kinds.push((job.clone(), 1)),
+            }
+        }
+        assert_eq!(kinds.len(), 6, "every GPU count of the mix is drawn");
+        assert_eq!(survey.kinds, kinds);
+        let late = SynthConfig { arrival_rate_per_hour: 1e-12, ..small(1) };
+        assert_eq!(late.jobs().unwrap().survey().unwrap_err(), late.jobs().unwrap().find_map(Result::err).unwrap());
     }
 
     #[test]
