@@ -162,13 +162,28 @@ impl QuadHeap {
         // to a leaf, then the item up from there (fewer comparisons than stopping on the way).
         let end = self.items.len();
         let mut hole = 0;
-        while let Some(child) = self.smallest_child(hole, end) {
+        while let Some(child) = self.load_grandchildren(hole).smallest_child(hole, end) {
             self.items[hole] = self.items[child];
             hole = child;
         }
         self.items[hole] = last;
         self.sift_up(hole);
         Some(top)
+    }
+
+    /// Asks for `at`'s grandchildren, among whom the pop compares next: each level's keys
+    /// then load while the level above is compared, where they were a cache miss after it
+    /// (the bottom levels of a large heap are out of the core's caches).
+    fn load_grandchildren(&self, at: usize) -> &QuadHeap {
+        // The children of `at` are 4at+1 to 4at+4; theirs are the 16 items after 16at+4.
+        let first = (16 * at + 5).min(self.items.len());
+        let grandchildren = &self.items[first..(first + 16).min(self.items.len())];
+        let (start, bytes) = (grandchildren.as_ptr().cast::<u8>(), size_of_val(grandchildren));
+        // Every line they touch: the first, each 64 bytes on, and the one holding their end.
+        for offset in (0..bytes).step_by(64).chain(bytes.checked_sub(1)) {
+            crate::prefetch::prefetch_line(start.wrapping_add(offset));
+        }
+        self
     }
 
     /// The child of `at` with the smallest key, among the items before `end`. (Keys are
