@@ -11,8 +11,7 @@
 //! a small heap is not rebuilt at every change) the heap keeps only its live entries, O(n)
 //! amortised over the n changes that made them stale.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use sim::quad_heap::QuadHeap;
 
 /// Stale entries allowed beyond the live ones before the heap is rebuilt.
 const SLACK: usize = 64;
@@ -23,21 +22,21 @@ const SLACK: usize = 64;
 /// it may be in the heap twice: the copies are equal, so which one is read first is the same.
 #[derive(Debug)]
 pub struct LazyHeap<T> {
-    heap: BinaryHeap<Reverse<T>>,
+    heap: QuadHeap<T>,
     /// Items pushed and neither retired nor popped.
     live: usize,
 }
 
 impl<T: Ord> Default for LazyHeap<T> {
     fn default() -> Self {
-        LazyHeap { heap: BinaryHeap::new(), live: 0 }
+        LazyHeap { heap: QuadHeap::default(), live: 0 }
     }
 }
 
 impl<T: Ord + Copy> LazyHeap<T> {
     /// Adds `item`, live.
     pub fn push(&mut self, item: T) {
-        self.heap.push(Reverse(item));
+        self.heap.push(item);
         self.live += 1;
     }
 
@@ -52,7 +51,7 @@ impl<T: Ord + Copy> LazyHeap<T> {
 
     /// The smallest live item, dropping the stale ones above it.
     pub fn first(&mut self, is_live: impl Fn(&T) -> bool) -> Option<T> {
-        while let Some(&Reverse(top)) = self.heap.peek() {
+        while let Some(&top) = self.heap.peek() {
             if is_live(&top) {
                 return Some(top);
             }
@@ -69,12 +68,12 @@ impl<T: Ord + Copy> LazyHeap<T> {
 
     /// Rebuilds the heap from its live items, one copy each.
     fn keep_live(&mut self, is_live: impl Fn(&T) -> bool) {
-        let mut items: Vec<T> = std::mem::take(&mut self.heap).into_iter().map(|Reverse(item)| item).collect();
+        let mut items = std::mem::take(&mut self.heap).into_vec();
         items.retain(|item| is_live(item));
         items.sort_unstable();
         items.dedup();
         debug_assert_eq!(items.len(), self.live, "every live item is in the heap");
-        self.heap = BinaryHeap::from(items.into_iter().map(Reverse).collect::<Vec<_>>());
+        self.heap = QuadHeap::from(items);
     }
 }
 

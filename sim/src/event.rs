@@ -4,6 +4,7 @@
 
 use crate::deps::Timer;
 use crate::ids::{GpuId, JobId, NodeId, TaskId};
+use crate::quad_heap::QuadHeap;
 use crate::time::SimTime;
 
 /// What can happen. Phases, in the order they apply at one timestamp: hardware first (the
@@ -121,114 +122,34 @@ impl EventKey {
     }
 }
 
+/// An event on the heap, ordered by its packed key alone (keys are unique: their sequence
+/// numbers are).
 #[derive(Debug, Clone, Copy)]
 struct Scheduled {
     key: u128,
     event: Event,
 }
 
-/// A min-heap of four children a node ([`Scheduled`] by key). A run at scale holds a
-/// completion for every running task (over a million at 100,000 GPUs), and each pop walks
-/// from the root to a leaf: four children a node halves the levels of a binary heap, and the
-/// four keys compared at a level sit side by side (two cache lines), where a binary heap took
-/// a cache miss per level.
-#[derive(Debug, Default)]
-struct QuadHeap {
-    items: Vec<Scheduled>,
+impl PartialEq for Scheduled {
+    fn eq(&self, other: &Scheduled) -> bool {
+        self.key == other.key
+    }
 }
-
-impl QuadHeap {
-    fn push(&mut self, item: Scheduled) {
-        self.items.push(item);
-        self.sift_up(self.items.len() - 1);
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, other: &Scheduled) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
-
-    fn peek(&self) -> Option<&Scheduled> {
-        self.items.first()
-    }
-
-    /// The item that pops after the first: the smallest of the root's children.
-    fn second(&self) -> Option<&Scheduled> {
-        self.items.get(1..self.items.len().min(5))?.iter().min_by_key(|s| s.key)
-    }
-
-    fn pop(&mut self) -> Option<Scheduled> {
-        let last = self.items.pop()?;
-        if self.items.is_empty() {
-            return Some(last);
-        }
-        let top = std::mem::replace(&mut self.items[0], last);
-        // The last item most often belongs near the bottom: move the smallest children up
-        // to a leaf, then the item up from there (fewer comparisons than stopping on the way).
-        let end = self.items.len();
-        let mut hole = 0;
-        while let Some(child) = self.load_grandchildren(hole).smallest_child(hole, end) {
-            self.items[hole] = self.items[child];
-            hole = child;
-        }
-        self.items[hole] = last;
-        self.sift_up(hole);
-        Some(top)
-    }
-
-    /// Asks for `at`'s grandchildren, among whom the pop compares next: each level's keys
-    /// then load while the level above is compared, where they were a cache miss after it
-    /// (the bottom levels of a large heap are out of the core's caches).
-    fn load_grandchildren(&self, at: usize) -> &QuadHeap {
-        // The children of `at` are 4at+1 to 4at+4; theirs are the 16 items after 16at+4.
-        let first = (16 * at + 5).min(self.items.len());
-        let grandchildren = &self.items[first..(first + 16).min(self.items.len())];
-        let (start, bytes) = (grandchildren.as_ptr().cast::<u8>(), size_of_val(grandchildren));
-        // Every line they touch: the first, each 64 bytes on, and the one holding their end.
-        for offset in (0..bytes).step_by(64).chain(bytes.checked_sub(1)) {
-            crate::prefetch::prefetch_line(start.wrapping_add(offset));
-        }
-        self
-    }
-
-    /// The child of `at` with the smallest key, among the items before `end`. (Keys are
-    /// unique: their sequence numbers are.)
-    fn smallest_child(&self, at: usize, end: usize) -> Option<usize> {
-        let first = 4 * at + 1;
-        if first + 4 <= end {
-            // Most nodes have four children: two pairs, then their winners.
-            let key = |i: usize| self.items[i].key;
-            let left = if key(first) < key(first + 1) { first } else { first + 1 };
-            let right = if key(first + 2) < key(first + 3) { first + 2 } else { first + 3 };
-            return Some(if key(left) < key(right) { left } else { right });
-        }
-        (first..end).min_by_key(|&i| self.items[i].key)
-    }
-
-    fn sift_up(&mut self, mut at: usize) {
-        let item = self.items[at];
-        while at > 0 {
-            let parent = (at - 1) / 4;
-            if self.items[parent].key <= item.key {
-                break;
-            }
-            self.items[at] = self.items[parent];
-            at = parent;
-        }
-        self.items[at] = item;
-    }
-
-    fn retain(&mut self, keep: impl FnMut(&Scheduled) -> bool) {
-        self.items.retain(keep);
-        let mut sorted: Vec<Scheduled> = std::mem::take(&mut self.items);
-        // A sorted list is a heap; the order it pops in is the keys' either way.
-        sorted.sort_unstable_by_key(|s| s.key);
-        self.items = sorted;
-    }
-
-    fn len(&self) -> usize {
-        self.items.len()
+}
+impl Ord for Scheduled {
+    fn cmp(&self, other: &Scheduled) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
     }
 }
 
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: QuadHeap,
+    heap: QuadHeap<Scheduled>,
     next_seq: u64,
 }
 
@@ -322,36 +243,5 @@ mod tests {
         for k in keys {
             assert_eq!(EventKey::unpacked(k.packed()), k);
         }
-    }
-
-    #[test]
-    fn the_heap_pops_and_peeks_two_deep_in_key_order_through_pushes_pops_and_retains() {
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |below: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % below
-        };
-        let (mut heap, mut reference) = (QuadHeap::default(), std::collections::BTreeSet::new());
-        for round in 0..20_000 {
-            if next(3) > 0 {
-                let key = u128::from(next(1_000)) << 64 | u128::from(round as u64);
-                heap.push(Scheduled { key, event: Event::Wake });
-                reference.insert(key);
-            } else {
-                assert_eq!(heap.pop().map(|s| s.key), reference.pop_first(), "round {round}");
-            }
-            if round % 5_000 == 4_999 {
-                heap.retain(|s| s.key % 3 != 0);
-                reference.retain(|k| k % 3 != 0);
-            }
-            assert_eq!(heap.peek().map(|s| s.key), reference.first().copied());
-            assert_eq!(heap.second().map(|s| s.key), reference.iter().nth(1).copied(), "round {round}");
-        }
-        while let Some(key) = reference.pop_first() {
-            assert_eq!(heap.pop().map(|s| s.key), Some(key));
-        }
-        assert_eq!(heap.len(), 0);
     }
 }

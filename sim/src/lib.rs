@@ -27,6 +27,7 @@ pub mod passes;
 mod plan;
 pub mod policy;
 pub mod prefetch;
+pub mod quad_heap;
 pub mod quota;
 pub mod record;
 mod release;
