@@ -117,7 +117,8 @@ struct JobInfo {
     promote_at: OptTime,
 }
 
-/// Running tasks (committed ones: started in an earlier decision) per pool and level.
+/// Running tasks (committed ones: started in an earlier decision) per pool and level. Each
+/// task's [`Entry`] is kept by the policy, in its one table by task (`TaskPlace::Running`).
 ///
 /// Tasks that checkpoint continuously never have work at risk, so their victim order is
 /// their id order alone and they are kept apart from the others: walking victims then costs
@@ -129,8 +130,19 @@ struct RunningLevels {
     interval: Vec<Vec<IdSet>>,
     /// GPUs held per pool and level: a quick bound on what preempting a level frees.
     gpus: Vec<Vec<u64>>,
-    /// Each indexed task's place, for the tasks running.
-    at: IdTable<Entry>,
+}
+
+/// Where a task stands with this policy: its one entry in the policy's table by task (three
+/// tables, queued, holding and indexed, were three cache misses for a task's one change). No
+/// entry: neither queued nor holding GPUs.
+#[derive(Debug, Clone, Copy)]
+enum TaskPlace {
+    /// Waiting in the queue of this level.
+    Queued(u32),
+    /// Holding GPUs: started by this policy, its start not yet seen committed.
+    Holds,
+    /// Holding GPUs, its committed start indexed in the running levels there.
+    Running(Entry),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -142,18 +154,18 @@ struct Entry {
 }
 
 impl RunningLevels {
-    /// Indexes a task that is not (a started task; `relevel` moves one that is): no removal
-    /// to try first, on every start.
-    fn insert(&mut self, task: TaskId, pool: PoolId, level: usize, gpus: u32, continuous: bool, levels: usize) {
-        debug_assert!(self.at.get(task.index()).is_none(), "t{} is indexed once", task.0);
+    /// Indexes a task that is not (a started task; `relevel` moves one that is), at `e`'s
+    /// place; gives the entry to keep.
+    fn insert(&mut self, task: TaskId, e: Entry, levels: usize) -> Entry {
+        let (pool, level) = (e.pool, e.level as usize);
         if self.gpus.len() <= pool.index() {
             self.continuous.resize_with(pool.index() + 1, || vec![IdSet::default(); levels]);
             self.interval.resize_with(pool.index() + 1, || vec![IdSet::default(); levels]);
             self.gpus.resize_with(pool.index() + 1, || vec![0; levels]);
         }
-        self.set_of(pool, level, continuous).insert(task.index());
-        self.gpus[pool.index()][level] += u64::from(gpus);
-        self.at.insert(task.index(), Entry { pool, level: narrow(level), gpus, continuous });
+        self.set_of(pool, level, e.continuous).insert(task.index());
+        self.gpus[pool.index()][level] += u64::from(e.gpus);
+        e
     }
 
     fn set_of(&mut self, pool: PoolId, level: usize, continuous: bool) -> &mut IdSet {
@@ -161,19 +173,16 @@ impl RunningLevels {
         &mut sets[pool.index()][level]
     }
 
-    /// Takes `task` out of the index, if there, giving its place.
-    fn remove(&mut self, task: TaskId) -> Option<Entry> {
-        let e = self.at.remove(task.index())?;
+    /// Takes `task`, indexed at `e`, out of the index.
+    fn remove(&mut self, task: TaskId, e: Entry) {
         self.set_of(e.pool, e.level as usize, e.continuous).remove(task.index());
         self.gpus[e.pool.index()][e.level as usize] -= u64::from(e.gpus);
-        Some(e)
     }
 
-    /// Moves a running task to `level` (nothing if it is not running).
-    fn relevel(&mut self, task: TaskId, level: usize, levels: usize) {
-        if let Some(e) = self.remove(task) {
-            self.insert(task, e.pool, level, e.gpus, e.continuous, levels);
-        }
+    /// Moves `task`, indexed at `e`, to `level`; gives its new entry.
+    fn relevel(&mut self, task: TaskId, e: Entry, level: usize, levels: usize) -> Entry {
+        self.remove(task, e);
+        self.insert(task, Entry { level: narrow(level), ..e }, levels)
     }
 
     /// The running tasks of `level` in `pool` in victim order: least work at risk first,
@@ -232,11 +241,10 @@ pub struct Tiresias {
     placer: Placer,
     /// Waiting tasks, one FIFO queue per level.
     queues: Vec<WaitQueue>,
-    /// Each queued task's level.
-    queued_at: IdTable<u32>,
+    /// Each task queued or holding GPUs, as this policy knows it (its own starts and
+    /// preemptions included).
+    tasks: IdTable<TaskPlace>,
     running: RunningLevels,
-    /// Tasks holding GPUs, as this policy knows it (its own starts and preemptions included).
-    holds: IdTable<()>,
     /// By job, for the jobs in the system (read on every refresh, the hottest path of the
     /// policy; paged, so that it holds the jobs in the system, not every job of the run).
     jobs: IdTable<JobInfo>,
@@ -292,9 +300,8 @@ impl Tiresias {
             promote_after,
             placer,
             queues: (0..levels).map(|_| WaitQueue::default()).collect(),
-            queued_at: IdTable::default(),
+            tasks: IdTable::default(),
             running: RunningLevels::default(),
-            holds: IdTable::default(),
             jobs: IdTable::default(),
             crossings: LazyHeap::default(),
             promotions: LazyHeap::default(),
@@ -320,24 +327,25 @@ impl Tiresias {
     }
 
     fn holds(&self, task: TaskId) -> bool {
-        self.holds.contains(task.index())
+        matches!(self.tasks.get(task.index()), Some(TaskPlace::Holds | TaskPlace::Running(_)))
     }
 
-    fn set_holds(&mut self, task: TaskId, holds: bool) {
-        if holds {
-            self.holds.insert(task.index(), ());
-        } else {
-            self.holds.remove(task.index());
-        }
+    /// Notes that `task` holds GPUs (a task queued no longer is).
+    fn note_holds(&mut self, task: TaskId) {
+        self.tasks.insert(task.index(), TaskPlace::Holds);
     }
 
-    /// Notes that `task` holds no GPUs. Only a task that held them is in the running index
-    /// (a ready task never was, a victim of this policy was taken out when preempted): the
-    /// index's lookup is skipped for the others.
+    /// Notes that `task` holds no GPUs, taking it out of the running index if it is there.
     fn let_go(&mut self, task: TaskId) {
-        if self.holds(task) {
-            self.set_holds(task, false);
-            self.running.remove(task);
+        match self.tasks.get(task.index()) {
+            Some(TaskPlace::Holds) => {
+                self.tasks.remove(task.index());
+            }
+            Some(TaskPlace::Running(e)) => {
+                self.tasks.remove(task.index());
+                self.running.remove(task, e);
+            }
+            Some(TaskPlace::Queued(_)) | None => {}
         }
     }
 
@@ -354,21 +362,31 @@ impl Tiresias {
         // A victim is queued at once, and the next decision's changes name it again at the
         // same level: `WaitQueue::insert` then leaves it where it is (or puts it back in
         // order if it was parked), with no removal and insertion.
-        if self.queued_at.get(task.index()) != Some(narrow(level)) {
+        debug_assert!(!self.holds(task), "t{} holds GPUs: it waits in no queue", task.0);
+        if self.queued_at(task) != Some(narrow(level)) {
             self.dequeue(task);
-            self.queued_at.insert(task.index(), narrow(level));
+            self.tasks.insert(task.index(), TaskPlace::Queued(narrow(level)));
         }
         self.queues[level].insert(task, 0, Shape::of(view.task(task)));
     }
 
     fn dequeue(&mut self, task: TaskId) {
-        if let Some(level) = self.queued_at.remove(task.index()) {
+        if let Some(level) = self.queued_at(task) {
+            self.tasks.remove(task.index());
             self.queues[level as usize].remove(task);
         }
     }
 
+    /// The level of the queue `task` waits in, if it waits.
+    fn queued_at(&self, task: TaskId) -> Option<u32> {
+        match self.tasks.get(task.index()) {
+            Some(TaskPlace::Queued(level)) => Some(level),
+            _ => None,
+        }
+    }
+
     fn is_queued(&self, task: TaskId) -> bool {
-        self.queued_at.contains(task.index())
+        self.queued_at(task).is_some()
     }
 
     /// Service the job has attained since its last promotion, in milli-GPU-ms.
@@ -389,10 +407,14 @@ impl Tiresias {
         if level != self.job(job).level as usize {
             self.job(job).level = narrow(level);
             for t in view.job(job).tasks() {
-                if self.is_queued(t) {
-                    self.enqueue(view, t);
+                match self.tasks.get(t.index()) {
+                    Some(TaskPlace::Queued(_)) => self.enqueue(view, t),
+                    Some(TaskPlace::Running(e)) => {
+                        let e = self.running.relevel(t, e, level, levels);
+                        self.tasks.insert(t.index(), TaskPlace::Running(e));
+                    }
+                    Some(TaskPlace::Holds) | None => {}
                 }
-                self.running.relevel(t, level, levels);
             }
         }
         // Each task holding GPUs adds its milli-GPUs to the rate once its restart overhead is
@@ -462,8 +484,7 @@ impl Tiresias {
     fn forget(&mut self, view: &ClusterView<'_>, job: JobId) {
         for t in view.job(job).tasks() {
             self.dequeue(t);
-            self.running.remove(t);
-            self.set_holds(t, false);
+            self.let_go(t);
         }
         self.set_crossing(job, OptTime::NONE);
         self.set_promote_at(job, OptTime::NONE);
@@ -561,10 +582,16 @@ impl Tiresias {
                     if task.status == TaskStatus::Running
                         && let Some(&gpu) = task.placed.first()
                     {
-                        self.set_holds(t, true);
-                        let level = self.job(task.job).level as usize;
+                        let level = narrow(self.job(task.job).level as usize);
                         let continuous = task.checkpoint == SimDuration::ZERO;
-                        self.running.insert(t, view.cluster().pool_of(gpu), level, task.gpus, continuous, levels);
+                        let e = Entry { pool: view.cluster().pool_of(gpu), level, gpus: task.gpus, continuous };
+                        debug_assert!(
+                            !matches!(self.tasks.get(t.index()), Some(TaskPlace::Running(_))),
+                            "t{} indexed once",
+                            t.0
+                        );
+                        let e = self.running.insert(t, e, levels);
+                        self.tasks.insert(t.index(), TaskPlace::Running(e));
                     }
                     // The decision that started it refreshed its job, counting it from then plus
                     // its restart overhead, as the start did unless a dataset transfer added to
@@ -609,7 +636,7 @@ impl Tiresias {
     /// Starts the queued `task` where its placement puts it, within its queue's quota (a
     /// task the quota holds back is parked in its level until its queue has room again).
     fn try_start(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>, task: TaskId) -> Placed {
-        let level = self.queued_at.get(task.index()).expect("only queued tasks are started") as usize;
+        let level = self.queued_at(task).expect("only queued tasks are started") as usize;
         let placed = place_and_start(view, plan, self.placer, &mut self.queues[level], task);
         if placed.started().is_some() {
             self.note_started(view, task);
@@ -619,8 +646,7 @@ impl Tiresias {
 
     /// Notes that the queued `task` started: no longer queued, holding GPUs, its job to refresh.
     fn note_started(&mut self, view: &ClusterView<'_>, task: TaskId) {
-        self.queued_at.remove(task.index());
-        self.set_holds(task, true);
+        self.note_holds(task);
         self.touched.push(view.task(task).job);
     }
 
@@ -631,8 +657,7 @@ impl Tiresias {
         let Some(preempted) = self.preempt_in_pools(view, plan, task, level, shape) else { return false };
         self.note_started(view, task);
         for v in preempted {
-            self.running.remove(v);
-            self.set_holds(v, false);
+            self.let_go(v);
             self.enqueue(view, v);
             self.touched.push(view.task(v).job);
         }
@@ -869,7 +894,7 @@ mod tests {
             let spec = format!("tiresias[mode={mode},thresholds=600;6000]");
             let policy = crate::run_to_the_end(Tiresias::new(&crate::params_of(&spec)).expect(&spec));
             assert!(policy.jobs.is_empty(), "{spec}: jobs left in the table");
-            assert!(policy.holds.is_empty(), "{spec}: tasks of ended jobs noted as holding GPUs");
+            assert!(policy.tasks.is_empty(), "{spec}: tasks of ended jobs noted as queued or holding GPUs");
         }
     }
 
