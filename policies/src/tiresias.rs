@@ -154,9 +154,8 @@ struct Entry {
 }
 
 impl RunningLevels {
-    /// Indexes a task that is not (a started task; `relevel` moves one that is), at `e`'s
-    /// place; gives the entry to keep.
-    fn insert(&mut self, task: TaskId, e: Entry, levels: usize) -> Entry {
+    /// Indexes a task that is not (a started task; `relevel` moves one that is) at `e`'s place.
+    fn insert(&mut self, task: TaskId, e: Entry, levels: usize) {
         let (pool, level) = (e.pool, e.level as usize);
         if self.gpus.len() <= pool.index() {
             self.continuous.resize_with(pool.index() + 1, || vec![IdSet::default(); levels]);
@@ -165,7 +164,6 @@ impl RunningLevels {
         }
         self.set_of(pool, level, e.continuous).insert(task.index());
         self.gpus[pool.index()][level] += u64::from(e.gpus);
-        e
     }
 
     fn set_of(&mut self, pool: PoolId, level: usize, continuous: bool) -> &mut IdSet {
@@ -182,7 +180,9 @@ impl RunningLevels {
     /// Moves `task`, indexed at `e`, to `level`; gives its new entry.
     fn relevel(&mut self, task: TaskId, e: Entry, level: usize, levels: usize) -> Entry {
         self.remove(task, e);
-        self.insert(task, Entry { level: narrow(level), ..e }, levels)
+        let moved = Entry { level: narrow(level), ..e };
+        self.insert(task, moved, levels);
+        moved
     }
 
     /// The running tasks of `level` in `pool` in victim order: least work at risk first,
@@ -590,7 +590,7 @@ impl Tiresias {
                             "t{} indexed once",
                             t.0
                         );
-                        let e = self.running.insert(t, e, levels);
+                        self.running.insert(t, e, levels);
                         self.tasks.insert(t.index(), TaskPlace::Running(e));
                     }
                     // The decision that started it refreshed its job, counting it from then plus

@@ -320,8 +320,9 @@ impl WorkloadShape {
 
     /// The shape of a workload known by its kinds of job and its span rather than job by job
     /// (a drawn workload's, which learns them without building each job): `kinds` pairs a job
-    /// with how many jobs are like it (the same tasks, queue and cancel, at some time from
-    /// `first` to `last`), each kind checked as [`WorkloadShape::add`] checks a job.
+    /// with how many jobs are like it (the same tasks, queue and cancel, each submitted within
+    /// `span`, the first and the last submission), each kind checked as [`WorkloadShape::add`]
+    /// checks a job.
     pub fn of_kinds(
         kinds: &[(JobSpec, usize)],
         span: Option<(SimTime, SimTime)>,
