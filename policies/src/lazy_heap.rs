@@ -44,9 +44,7 @@ impl<T: Ord + Copy> LazyHeap<T> {
     /// keeps only the live items once the stale ones are too many.
     pub fn retire(&mut self, is_live: impl Fn(&T) -> bool) {
         self.live -= 1;
-        if self.heap.len() > 2 * self.live + SLACK {
-            self.keep_live(is_live);
-        }
+        self.bound_stale(is_live);
     }
 
     /// The smallest live item, dropping the stale ones above it.
@@ -60,10 +58,20 @@ impl<T: Ord + Copy> LazyHeap<T> {
         None
     }
 
-    /// Takes out the smallest item, which `first` just gave (the owner no longer holds it).
-    pub fn pop_first(&mut self) {
+    /// Takes out the smallest item, which `first` just gave and the owner no longer holds
+    /// (`is_live` says so); keeps only the live items once the stale ones are too many, as
+    /// taking live items from above stale ones can leave those the majority.
+    pub fn pop_first(&mut self, is_live: impl Fn(&T) -> bool) {
         self.heap.pop();
         self.live -= 1;
+        self.bound_stale(is_live);
+    }
+
+    /// Holds the heap to at most twice its live items plus the slack.
+    fn bound_stale(&mut self, is_live: impl Fn(&T) -> bool) {
+        if self.heap.len() > 2 * self.live + SLACK {
+            self.keep_live(is_live);
+        }
     }
 
     /// Rebuilds the heap from its live items, one copy each.
@@ -124,6 +132,33 @@ mod tests {
             let times = &self.times;
             self.heap.first(|&(at, key)| times[key as usize] == Some(at))
         }
+
+        /// Takes out the item `first` just gave.
+        fn take_first(&mut self) {
+            let (_, key) = self.heap.heap.peek().copied().expect("first gave an item");
+            self.times[key as usize] = None;
+            let times = &self.times;
+            self.heap.pop_first(|&(at, key)| times[key as usize] == Some(at));
+        }
+    }
+
+    /// Entries made stale deep in the heap (their keys moved earlier) stay there while the live
+    /// ones above them are taken: taking them must keep the stale ones bounded too.
+    #[test]
+    fn taking_live_items_keeps_the_stale_ones_bounded() {
+        let mut owner = Owner { times: vec![None; 1000], heap: LazyHeap::default() };
+        for key in 0..1000 {
+            owner.set(key, Some(10_000 + u64::from(key)));
+        }
+        for key in 0..900 {
+            owner.set(key, Some(u64::from(key)));
+        }
+        for key in 0..900 {
+            assert_eq!(owner.first(), Some((u64::from(key), key)));
+            owner.take_first();
+            assert!(owner.heap.heap.len() <= 2 * owner.heap.live + SLACK, "after taking key {key}");
+        }
+        assert_eq!(owner.first(), Some((10_900, 900)));
     }
 
     proptest! {
@@ -150,15 +185,14 @@ mod tests {
                         let due = owner.first().filter(|&(at, _)| at <= now);
                         prop_assert_eq!(due, model.first().copied().filter(|&(at, _)| at <= now));
                         if let Some((at, key)) = due {
-                            owner.heap.pop_first();
-                            owner.times[key as usize] = None;
+                            owner.take_first();
                             model.remove(&(at, key));
                         }
                     }
                 }
                 prop_assert_eq!(owner.first(), model.first().copied());
                 prop_assert_eq!(owner.heap.live, model.len());
-                prop_assert!(owner.heap.heap.len() <= 2 * model.len() + SLACK + 1);
+                prop_assert!(owner.heap.heap.len() <= 2 * model.len() + SLACK);
             }
         }
 
@@ -172,8 +206,7 @@ mod tests {
             }
             let at = if (flips - 1) % 2 == 0 { 5 } else { 7 };
             prop_assert_eq!(owner.first(), Some((at, 0)));
-            owner.heap.pop_first();
-            owner.times[0] = None;
+            owner.take_first();
             prop_assert_eq!(owner.first(), None);
             prop_assert_eq!(owner.heap.live, 0);
         }

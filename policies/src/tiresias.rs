@@ -840,16 +840,18 @@ impl Policy for Tiresias {
         self.sync(view);
         self.refresh_touched(view);
         while let Some((_, job)) = self.next_crossing().filter(|&(at, _)| at <= now) {
-            self.crossings.pop_first();
             self.job(job).crossing = OptTime::NONE;
+            let jobs = &self.jobs;
+            self.crossings.pop_first(|&(at, job)| CROSSING.holds(jobs, at, job));
             self.refresh(view, job);
         }
         while let Some((_, job)) = self.next_promotion().filter(|&(at, _)| at <= now) {
-            self.promotions.pop_first();
             let held = executed(view, job);
             let info = self.job(job);
             info.promote_at = OptTime::NONE;
             info.base = held;
+            let jobs = &self.jobs;
+            self.promotions.pop_first(|&(at, job)| PROMOTION.holds(jobs, at, job));
             self.refresh(view, job);
         }
         while let Some((level, task)) = self.first(|q| q.head().map(|(_, t)| t)) {
