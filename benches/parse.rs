@@ -14,6 +14,11 @@
 //! - `philly_streamed_sort`: philly.csv from its path (the page cache after the first sample),
 //!   `Order::Sort`, as the file is unsorted.
 //!
+//! And the built-in workload of `simulate --stream` (1,000,000 jobs for 100,000 GPUs at load
+//! 0.9), whose jobs are drawn, not parsed:
+//! - `synth_survey`: the check pass before the run (`SynthJobs::survey`: draws, kinds, span);
+//! - `synth_drawn`: every job drawn whole, as the run's reading thread draws them.
+//!
 //! The shared traces need ../shared/traces beside the checkout; without it each prints SKIPPED.
 
 use divan::counter::BytesCount;
@@ -122,4 +127,23 @@ fn philly_streamed_sort(bencher: divan::Bencher) {
         let stream = traces::stream_jobs(&path, Format::Philly, traces::Order::Sort).expect("the trace streams");
         stream.inspect(|job| assert!(job.is_ok(), "the trace parses: {job:?}")).count()
     });
+}
+
+/// The built-in workload of `simulate --jobs 1000000 --cluster 12500x8:V100 --stream`.
+fn synth_jobs() -> traces::synth::SynthJobs {
+    traces::SynthConfig::for_load(SYNTH_JOBS, 100_000, 0.9, 0).jobs().expect("valid settings")
+}
+
+const SYNTH_JOBS: usize = 1_000_000;
+
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn synth_survey(bencher: divan::Bencher) {
+    bencher.counter(divan::counter::ItemsCount::new(SYNTH_JOBS)).bench(|| synth_jobs().survey().expect("drawn"));
+}
+
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn synth_drawn(bencher: divan::Bencher) {
+    bencher
+        .counter(divan::counter::ItemsCount::new(SYNTH_JOBS))
+        .bench(|| synth_jobs().inspect(|job| assert!(job.is_ok(), "drawn: {job:?}")).count());
 }

@@ -11,7 +11,7 @@ use crate::error::TraceError;
 use crate::names::numbered;
 use crate::timeparse::MAX_SECONDS;
 use rand::RngExt;
-use rand_distr::{Distribution, Exp, LogNormal};
+use rand_distr::{Distribution, Exp, LogNormal, StandardNormal};
 use sim::{JobSpec, SimDuration, SimTime, Workload};
 
 /// GPUs per job and their weights, after Philly (where 93 % of jobs use one GPU).
@@ -165,14 +165,18 @@ pub struct SynthJobs {
     submit_ms: u64,
 }
 
-/// One job's draws, before it is built (see [`SynthJobs::survey`]).
+/// One job's draws, before it is built (see [`SynthJobs::survey`]). The two log-normal draws
+/// are kept as the standard normal values they are made from: the survey builds few jobs,
+/// and the two `exp` of every job were a fifth of its time.
 struct Draw {
     index: usize,
     submit_ms: u64,
-    work_ms: u64,
     gpus: u32,
-    /// The estimate's factor of the true duration (drawn whether or not estimates are kept).
-    factor: f64,
+    /// The duration's draw, as a z-score of `durations`.
+    duration_z: f64,
+    /// The estimate's factor of the true duration, as a z-score of `noise` (drawn whether or
+    /// not estimates are kept).
+    factor_z: f64,
 }
 
 impl SynthJobs {
@@ -186,10 +190,11 @@ impl SynthJobs {
         // Same draws in the same order for every job, whether or not estimates are kept,
         // so switching estimates off changes nothing else.
         let rng = &mut self.rng;
+        // A log-normal sample is its z-score's `from_zscore` (rand_distr's own `sample`).
         let gap_s: f64 = self.gaps.sample(rng);
-        let duration_s: f64 = self.durations.sample(rng);
+        let duration_z: f64 = rng.sample(StandardNormal);
         let pick: f64 = rng.random::<f64>() * self.total_weight;
-        let factor: f64 = self.noise.sample(rng);
+        let factor_z: f64 = rng.sample(StandardNormal);
         self.submit_ms = self.submit_ms.saturating_add(to_ms(gap_s));
         if self.submit_ms > MAX_SECONDS * 1000 {
             self.index = self.config.jobs; // nothing after the error
@@ -198,16 +203,18 @@ impl SynthJobs {
                 format!("arrivals run past {MAX_SECONDS} s; raise the arrival rate or lower the job count"),
             )));
         }
-        let work_ms = to_ms(duration_s.min(self.config.duration_cap_s)).max(1_000);
         let gpus = choose(&self.config.gpu_mix, pick);
-        Some(Ok(Draw { index, submit_ms: self.submit_ms, work_ms, gpus, factor }))
+        Some(Ok(Draw { index, submit_ms: self.submit_ms, gpus, duration_z, factor_z }))
     }
 
     fn build(&self, draw: &Draw) -> JobSpec {
         let name = numbered("synth-", draw.index as u64);
-        let mut job = JobSpec::single(name, SimTime(draw.submit_ms), draw.gpus, SimDuration(draw.work_ms));
+        let duration_s = self.durations.from_zscore(draw.duration_z);
+        let work_ms = to_ms(duration_s.min(self.config.duration_cap_s)).max(1_000);
+        let mut job = JobSpec::single(name, SimTime(draw.submit_ms), draw.gpus, SimDuration(work_ms));
         if self.config.estimate_sigma.is_some() {
-            let estimate_ms = to_ms(draw.work_ms as f64 / 1000.0 * draw.factor).clamp(1_000, MAX_SECONDS * 1000);
+            let factor = self.noise.from_zscore(draw.factor_z);
+            let estimate_ms = to_ms(work_ms as f64 / 1000.0 * factor).clamp(1_000, MAX_SECONDS * 1000);
             job.tasks[0].estimate = SimDuration(estimate_ms).into();
         }
         job
