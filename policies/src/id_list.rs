@@ -46,6 +46,15 @@ impl<T> IdList<T> {
         Some(&self.items[at as usize].1)
     }
 
+    /// Asks the processor to start loading `task`'s value (a hint: it reads where the value
+    /// lies, and changes nothing).
+    #[inline]
+    pub fn prefetch(&self, task: TaskId) {
+        if let Some(at) = self.position.get(task.index()) {
+            sim::prefetch::prefetch(&self.items[at as usize]);
+        }
+    }
+
     pub fn contains(&self, task: TaskId) -> bool {
         self.position.contains(task.index())
     }

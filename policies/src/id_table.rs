@@ -49,6 +49,15 @@ impl<T: Copy> IdTable<T> {
         self.get(id).is_some()
     }
 
+    /// Asks the processor to start loading `id`'s slot, if its page is held (a hint: changes
+    /// nothing, reads nothing but the page's address).
+    #[inline]
+    pub fn prefetch(&self, id: usize) {
+        if let Some(Some(page)) = self.pages.get(id / PAGE) {
+            sim::prefetch::prefetch(&page.slots[id % PAGE]);
+        }
+    }
+
     /// The ids with a value, with their values, in id order.
     pub fn iter(&self) -> impl Iterator<Item = (usize, T)> + '_ {
         let pages = self.pages.iter().enumerate().filter_map(|(p, page)| Some((p * PAGE, page.as_ref()?)));

@@ -835,6 +835,13 @@ impl Policy for Tiresias {
         &self.name
     }
 
+    /// The task's place and its job's entry: the decision after its end reads both (`let_go`,
+    /// then the job's crossing and refresh), and at 100,000 GPUs both are cold by then.
+    fn prefetch_ending(&self, task: TaskId, job: JobId) {
+        self.tasks.prefetch(task.index());
+        self.jobs.prefetch(job.index());
+    }
+
     fn decide(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
         let now = view.now();
         self.sync(view);

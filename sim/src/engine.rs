@@ -278,7 +278,7 @@ impl Engine {
             changed |= self.observer.apply_truth(&event, &mut self.controller, &mut self.queue);
             self.controller.count_event();
         }
-        changed |= self.apply_scheduled(now, &mut woken);
+        changed |= self.apply_scheduled(now, &mut woken, policy);
         if changed || woken {
             match self.passes.as_mut().map_or(PassDue::Now { changed }, |p| p.due(now, changed)) {
                 PassDue::Now { changed } => self.decide(policy, changed),
@@ -296,13 +296,13 @@ impl Engine {
     /// clock), cancels and wake-ups. One pass over the heap, each event popped once and no
     /// look past it but the one that ends the pass: the events applied, and so the order, are
     /// those of one loop per phase group. Returns whether anything changed.
-    fn apply_scheduled(&mut self, now: SimTime, woken: &mut bool) -> bool {
+    fn apply_scheduled(&mut self, now: SimTime, woken: &mut bool, policy: &dyn Policy) -> bool {
         let mut changed = false;
         let mut arrivals_due = true;
         let end_of_now = EventKey { time: now, phase: u8::MAX, seq: 0 };
         while let Some((key, event)) = self.queue.pop_before(end_of_now) {
             if self.queue.len() >= LOAD_AHEAD_FROM {
-                self.load_ahead();
+                self.load_ahead(policy);
             }
             if key.phase < PHASE_COMPLETION {
                 changed |= self.observer.apply(event, &mut self.controller, &mut self.queue);
@@ -322,11 +322,13 @@ impl Engine {
     }
 
     /// Asks for what the next two completions will read (`prefetch.rs`): the next one's GPU
-    /// list (its state was asked for an event ago, and says where the list lies), and the
-    /// state of the one after it.
-    fn load_ahead(&self) {
-        if let Some(&Event::TaskFinished { task, .. }) = self.queue.peek_event() {
+    /// list (its state was asked for an event ago, and says where the list lies) and the
+    /// policy's state about it ([`Policy::prefetch_ending`]: the policy reads it once the
+    /// completion is applied, in the decision after it), and the state of the one after it.
+    fn load_ahead(&self, policy: &dyn Policy) {
+        if let Some(&Event::TaskFinished { task, job, .. }) = self.queue.peek_event() {
             self.controller.prefetch_gpus(task);
+            policy.prefetch_ending(task, job);
         }
         if let Some(&Event::TaskFinished { task, job, .. }) = self.queue.peek_second_event() {
             self.controller.prefetch_task(task, job);

@@ -2,6 +2,7 @@
 
 #![deny(missing_docs)]
 
+use crate::ids::{JobId, TaskId};
 use crate::plan::Plan;
 use crate::view::ClusterView;
 
@@ -64,4 +65,12 @@ pub trait Policy {
     fn needs_estimates(&self) -> bool {
         false
     }
+
+    /// A hint, for speed alone: `task` of `job` is the next completion the engine applies, an
+    /// event or more from now. A policy that reads its own state about them when it learns of
+    /// the end may ask the processor to start loading it now ([`crate::prefetch`]), so that the
+    /// miss overlaps the engine's work (at 100,000 GPUs a task's entry in a policy's table is
+    /// cold when its task ends). It must change nothing: a run is the same with or without it,
+    /// and the hint can name a task that does not end then (a preemption may come first).
+    fn prefetch_ending(&self, _task: TaskId, _job: JobId) {}
 }

@@ -9,7 +9,7 @@
 const LINE: usize = 64;
 
 /// Asks for the cache lines of `value` (up to three); changes nothing else.
-pub(crate) fn prefetch<T>(value: &T) {
+pub fn prefetch<T>(value: &T) {
     prefetch_bytes(value, 3 * LINE);
 }
 

@@ -667,6 +667,13 @@ impl Policy for Slurm {
         &self.name
     }
 
+    /// The task's running entry and its job's facts: `stopped` reads both when the end is
+    /// learnt, and at 100,000 GPUs both are cold by then.
+    fn prefetch_ending(&self, task: TaskId, job: JobId) {
+        self.running.prefetch(task);
+        self.facts.prefetch(job);
+    }
+
     fn decide(&mut self, view: &ClusterView<'_>, plan: &mut Plan<'_>) {
         let now = view.now();
         let mut clocks = match self.clocks {
