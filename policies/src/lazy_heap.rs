@@ -58,6 +58,12 @@ impl<T: Ord + Copy> LazyHeap<T> {
         None
     }
 
+    /// The smallest item, live or stale (for a hint: which item is next, without the owner's
+    /// liveness test).
+    pub fn peek_any(&self) -> Option<&T> {
+        self.heap.peek()
+    }
+
     /// Takes out the smallest item, which `first` just gave and the owner no longer holds
     /// (`is_live` says so); keeps only the live items once the stale ones are too many, as
     /// taking live items from above stale ones can leave those the majority.

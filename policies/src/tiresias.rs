@@ -259,6 +259,8 @@ pub struct Tiresias {
     touched: Vec<JobId>,
     /// `refresh`'s list of when each task of a job adds to its rate (kept: no allocation).
     growth: Vec<(SimTime, u64)>,
+    /// The job of the next crossing whose state was asked for ([`Tiresias::load_next_crossing`]).
+    crossing_loaded: Option<JobId>,
 }
 
 impl Tiresias {
@@ -310,6 +312,7 @@ impl Tiresias {
             finished: vec![(0, 0); levels],
             touched: Vec::new(),
             growth: Vec::new(),
+            crossing_loaded: None,
         })
     }
 
@@ -473,6 +476,20 @@ impl Tiresias {
     fn next_crossing(&mut self) -> Option<(SimTime, JobId)> {
         let jobs = &self.jobs;
         self.crossings.first(|&(at, job)| CROSSING.holds(jobs, at, job))
+    }
+
+    /// Asks for the engine's state of the job whose crossing comes next (its refresh reads the
+    /// job and its tasks when it comes, and at 100,000 GPUs a job running that long is cold):
+    /// the job the first time it is next, its tasks from the next decision on, when the job's
+    /// state is in the cache to say where they are.
+    fn load_next_crossing(&mut self, view: &ClusterView<'_>) {
+        let Some(&(_, job)) = self.crossings.peek_any() else { return };
+        if self.crossing_loaded == Some(job) {
+            view.prefetch_tasks(job);
+        } else {
+            view.prefetch_job(job);
+            self.crossing_loaded = Some(job);
+        }
     }
 
     /// The earliest promotion of a waiting job, if any.
@@ -852,6 +869,7 @@ impl Policy for Tiresias {
             self.crossings.pop_first(|&(at, job)| CROSSING.holds(jobs, at, job));
             self.refresh(view, job);
         }
+        self.load_next_crossing(view);
         while let Some((_, job)) = self.next_promotion().filter(|&(at, _)| at <= now) {
             let held = executed(view, job);
             let info = self.job(job);

@@ -105,6 +105,22 @@ impl<'a> ClusterView<'a> {
     pub fn job(&self, job: JobId) -> &'a JobState {
         &self.jobs[job.index()]
     }
+    /// A hint, for speed alone: asks the processor to start loading `job`'s state, which the
+    /// policy will read soon (a job whose threshold comes next). Reads nothing of it, changes
+    /// nothing; a job no longer held is passed over.
+    pub fn prefetch_job(&self, job: JobId) {
+        if let Some(state) = self.jobs.get(job.index()) {
+            crate::prefetch::prefetch(state);
+        }
+    }
+    /// A hint, as [`ClusterView::prefetch_job`], for the state of `job`'s tasks (up to four):
+    /// it reads the job's state to find them, so it is for a job asked for earlier.
+    pub fn prefetch_tasks(&self, job: JobId) {
+        let Some(state) = self.jobs.get(job.index()) else { return };
+        for task in state.tasks().take(4).filter_map(|t| self.tasks.get(t.index())) {
+            crate::prefetch::prefetch(task);
+        }
+    }
     /// The job as submitted (name, submit time, priority, tasks and their DAG).
     pub fn job_spec(&self, job: JobId) -> &'a JobSpec {
         &self.specs[job.index()]
