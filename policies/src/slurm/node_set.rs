@@ -117,6 +117,38 @@ impl NodeSet {
     }
 }
 
+/// The starts of the runs of consecutive members that start in `word` and are shorter than
+/// `len`: `previous` and `next` are the words either side, and a run that starts in `word` is
+/// `len` long or more, for `len` up to 64, within `word` and `next` (past that, every start).
+/// A few operations a word, where a walk over the runs cost two searches each.
+pub fn runs_shorter(previous: u64, word: u64, next: u64, len: u64) -> u64 {
+    let starts = word & !(word << 1 | previous >> 63);
+    if starts == 0 || len > 64 {
+        return starts;
+    }
+    let both = u128::from(word) | u128::from(next) << 64;
+    // Bit p of `long`: bits p..p + covered of `both` are all set (doubled at most six times).
+    let (mut long, mut covered) = (both, 1);
+    while covered < len {
+        let step = covered.min(len - covered);
+        long &= long >> step;
+        covered += step;
+    }
+    starts & !(long as u64)
+}
+
+/// The length of the run of members that starts at bit `bit` of word `w`, in a set of
+/// `words` words, word `k` of which is `word_at(k)` (read only as far as the run goes).
+pub fn run_length(word_at: impl Fn(usize) -> u64, words: usize, w: usize, bit: usize) -> usize {
+    let mut length = (!(word_at(w) >> bit)).trailing_zeros() as usize;
+    let mut k = w + 1;
+    while k < words && bit + length == (k - w) * 64 {
+        length += word_at(k).trailing_ones() as usize;
+        k += 1;
+    }
+    length
+}
+
 /// The nodes of word `w` whose bits are set in `word`.
 fn bits_of(w: usize, word: u64) -> impl Iterator<Item = usize> {
     let mut bits = word;
@@ -167,6 +199,19 @@ mod tests {
                 }
             }
             assert_eq!(set.runs().collect::<Vec<_>>(), walked);
+            let words = set.words();
+            let word_at = |k: usize| words[k];
+            for len in [0, 1, 2, 3, 5, 8, 17, 63, 64, 65, u64::MAX] {
+                let mut short = Vec::new();
+                for w in 0..words.len() {
+                    let (previous, next) =
+                        (if w > 0 { words[w - 1] } else { 0 }, words.get(w + 1).copied().unwrap_or(0));
+                    let starts = runs_shorter(previous, words[w], next, len);
+                    short.extend(bits_of(w, starts).map(|n| n..n + run_length(word_at, words.len(), w, n % 64)));
+                }
+                let expected: Vec<_> = walked.iter().filter(|r| len > 64 || (r.len() as u64) < len).cloned().collect();
+                assert_eq!(short, expected, "runs shorter than {len}");
+            }
         }
     }
 }
