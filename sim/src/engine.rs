@@ -22,7 +22,7 @@ use crate::sink::{Collect, RecordSink};
 use crate::time::{SimTime, earliest};
 use crate::wall::Reported;
 use crate::workload::JobSpec;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Which clock drives the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +66,11 @@ pub struct Engine {
     pub(crate) reported: Reported,
     /// Periodic scheduling passes, when the run has them.
     passes: Option<Passes>,
+    /// The wake-ups asked for and not yet applied, by time, with how often each was asked:
+    /// one queued event a time. A policy that asks again for its next pass at every decision
+    /// (`slurm`) asked for the same time hundreds of times, each a push and a pop of the
+    /// heap (about a tenth of its run); each asking still counts as an event applied.
+    wakes: BTreeMap<SimTime, u64>,
 }
 
 /// How often (in timestamps applied) [`Engine::run_with_progress`] reports: rare enough to
@@ -82,6 +87,15 @@ pub struct RunProgress {
 /// Where a run's jobs come from, in arrival order: a workload's, or a trace read as the run
 /// goes (checked beforehand: an error is one of reading it, such as a file changed since).
 pub type JobFeed = Box<dyn Iterator<Item = Result<JobSpec, String>> + Send>;
+
+/// Queues a wake-up at `at`, unless one is queued for then (`Engine::wakes`).
+fn wake_at(wakes: &mut BTreeMap<SimTime, u64>, queue: &mut EventQueue, at: SimTime) {
+    let asked = wakes.entry(at).or_insert(0);
+    if *asked == 0 {
+        queue.push(at, Event::Wake);
+    }
+    *asked += 1;
+}
 
 /// A workload's jobs given one by one, the memory of those given handed back as they go (a
 /// `Vec`'s own iterator keeps all of it to the end): popped from the front, shrunk each time
@@ -152,6 +166,7 @@ impl Engine {
             purged_until: None,
             reported: Reported::default(),
             passes,
+            wakes: BTreeMap::new(),
         }
     }
 
@@ -313,7 +328,7 @@ impl Engine {
                 arrivals_due = false;
                 changed |= self.arrive_at(now);
             }
-            changed |= self.apply(event, woken);
+            changed |= self.apply(key.time, event, woken);
         }
         if arrivals_due {
             changed |= self.arrive_at(now);
@@ -376,7 +391,8 @@ impl Engine {
         self.controller.count_events(dropped);
     }
 
-    fn apply(&mut self, event: Event, woken: &mut bool) -> bool {
+    /// Applies `event`, scheduled at `at` (on the wall clock, maybe before now).
+    fn apply(&mut self, at: SimTime, event: Event, woken: &mut bool) -> bool {
         match event {
             Event::TaskFinished { task, attempt, .. } => self.controller.task_finished(task, attempt),
             Event::TaskExited { task, attempt, code } => {
@@ -394,7 +410,7 @@ impl Engine {
             Event::Timer(timer) => self.controller.timer_fired(timer),
             Event::Cancel(job) => self.controller.cancel_job(job),
             Event::Wake => {
-                self.controller.wake();
+                self.controller.wake(self.wakes.remove(&at).unwrap_or(1));
                 *woken = true;
                 false
             }
@@ -425,7 +441,7 @@ impl Engine {
                     Clock::Wall => self.reported.started(&mut self.queue, task, attempt),
                 },
                 Effect::Stopped { .. } => self.stale += 1,
-                Effect::WakeAt(at) if !spinning => self.queue.push(at, Event::Wake),
+                Effect::WakeAt(at) if !spinning => wake_at(&mut self.wakes, &mut self.queue, at),
                 Effect::WakeAt(_) => {}
             }
         }
@@ -467,5 +483,22 @@ impl Engine {
             Some(end) if last > end => self.controller.stop_at_horizon(end),
             _ => self.controller.advance_to(last),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three askings for one time and one for another queue two wake-ups, and remember how
+    /// often each time was asked for.
+    #[test]
+    fn wake_ups_asked_for_one_time_are_queued_once() {
+        let (mut wakes, mut queue) = (BTreeMap::new(), EventQueue::default());
+        for at in [5, 9, 5, 5] {
+            wake_at(&mut wakes, &mut queue, SimTime(at));
+        }
+        assert_eq!(queue.len(), 2);
+        assert_eq!(wakes, BTreeMap::from([(SimTime(5), 3), (SimTime(9), 1)]));
     }
 }

@@ -504,9 +504,9 @@ impl Controller {
         true
     }
 
-    /// Counts a wake-up the policy asked for.
-    pub fn wake(&mut self) {
-        self.stats.events += 1;
+    /// Counts a wake-up the policy asked for `asked` times.
+    pub fn wake(&mut self, asked: u64) {
+        self.stats.events += asked;
     }
 
     /// Ends `job`, in the system, with `outcome` now.
