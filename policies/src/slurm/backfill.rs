@@ -463,8 +463,12 @@ mod tests {
             let mut nodes = Nodes::new(gpus, (0..count).map(|_| next(3) as u32).collect(), vec![0; count]);
             let gpus = 1 + next(24) as u32;
             let ask = Ask::of(gpus, (next(2) == 0).then(|| 1 + next(8) as u32));
-            let candidate =
-                Candidate { job: JobId(0), tasks: vec![(TaskId(0), ask)], partition: Default::default(), limit: None };
+            let candidate = Candidate {
+                job: JobId(0),
+                tasks: smallvec::smallvec![(TaskId(0), ask)],
+                partition: Default::default(),
+                limit: None,
+            };
             let mut usable = NodeSet::full(count);
             (0..count).filter(|_| next(4) == 0).for_each(|n| usable.remove(n));
             let mut fitting = Fitting::of(&mut nodes, &ask);

@@ -162,7 +162,9 @@ impl Order {
 #[derive(Debug, Clone)]
 struct Candidate {
     job: JobId,
-    tasks: Vec<(TaskId, Ask)>,
+    /// Held in place for one task: the queue is made anew after each arrival, and a list on
+    /// the heap for each candidate was 2 % of a run's samples in the allocator.
+    tasks: smallvec::SmallVec<[(TaskId, Ask); 1]>,
     partition: sim::Name,
     /// How long it asks for (its time limit, the task's estimate), for backfill; `None`: no
     /// limit (Slurm's INFINITE), planned to the end of the backfill window.
@@ -386,7 +388,7 @@ impl Slurm {
             let before = out.len();
             for task in view.job(job).tasks().filter(|&t| view.task(t).status.is_startable() && !plan.is_decided(t)) {
                 let s = view.task(task);
-                let tasks = vec![(task, Ask::of(s.gpus.max(1), s.per_node()))];
+                let tasks = smallvec::smallvec![(task, Ask::of(s.gpus.max(1), s.per_node()))];
                 out.push(Candidate { job, tasks, partition: partition.clone(), limit: s.estimate.get() });
             }
             if spec.co_start && out.len() > before + 1 {
