@@ -69,12 +69,12 @@ fn each_completion_is_named_with_its_job_before_it_applies() {
     assert_eq!(result.jobs.iter().filter(|j| j.end.is_some()).count(), 5_000);
     assert_eq!(policy.finished, 5_000);
     // Task i ends at i + 1 s, alone. Popping it leaves 4,999 - i completions queued, and the
-    // engine names the next one while 4,096 or more are: after tasks 0..=903, so tasks 1..=904
-    // are named; task 0 (nothing popped before it) and tasks 905.. are not.
+    // engine names the next one while 1,024 or more are: after tasks 0..=3,975, so tasks
+    // 1..=3,976 are named; task 0 (nothing popped before it) and tasks 3,977.. are not.
     let unhinted: Vec<u32> = policy.unhinted.iter().map(|t| t.0).collect();
-    let expected: Vec<u32> = std::iter::once(0).chain(905..5_000).collect();
+    let expected: Vec<u32> = std::iter::once(0).chain(3_977..5_000).collect();
     assert!(unhinted == expected, "{} unhinted, from {:?} to {:?}", unhinted.len(), unhinted.first(), unhinted.last());
     let hinted = policy.hinted.borrow();
     assert!(hinted.iter().all(|&(t, j)| t.0 == j.0), "each task named with its own job");
-    assert_eq!(hinted.len(), 904);
+    assert_eq!(hinted.len(), 3_976);
 }
