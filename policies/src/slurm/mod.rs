@@ -567,22 +567,17 @@ impl Slurm {
     /// When to be called next: the next pass of any kind that is due with jobs waiting.
     fn next_wake(&self, now: SimTime, clocks: &Clocks, running: bool) -> Option<SimTime> {
         let waiting = !self.pending.is_empty();
-        let mut next: Vec<SimTime> = Vec::new();
-        if let Some(&asked) = self.requests.first() {
+        let asked = self.requests.first().map(|&asked| {
             let gate = clocks.last_sched + self.config.batch_sched_delay;
-            next.push(gate.max(asked).max(now).max(clocks.started));
-        }
+            gate.max(asked).max(now).max(clocks.started)
+        });
         // Periodic passes only while something runs: with nothing running, nothing changes
         // that a pass asked for by the next change would not see (a decision point that starts
         // nothing while nothing runs ends the run's wake-ups). A priority calculation is
         // caught up at the next pass.
-        if waiting && running {
-            next.push(next_full_pass(clocks.started, self.config.sched_interval, now));
-        }
-        if self.config.backfill && running {
-            next.push(clocks.last_backfill + self.config.bf_interval);
-        }
-        next.into_iter().filter(|&t| t > now).min()
+        let full = (waiting && running).then(|| next_full_pass(clocks.started, self.config.sched_interval, now));
+        let backfill = (self.config.backfill && running).then(|| clocks.last_backfill + self.config.bf_interval);
+        [asked, full, backfill].into_iter().flatten().filter(|&t| t > now).min()
     }
 }
 
