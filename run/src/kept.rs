@@ -14,8 +14,8 @@ use sim::{ControllerConfig, JobSpec, Policy, Workload, WorkloadShape};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-/// The kept trace's jobs in arrival order for one run: each cloned as the run admits it,
-/// shaped by the run's setup when it shapes jobs.
+/// The kept trace's jobs in arrival order for one run: cloned a batch at a time as the run
+/// admits them, each shaped by the run's setup when it shapes jobs.
 struct Feed {
     trace: Arc<traces::Trace>,
     next: usize,
@@ -24,15 +24,19 @@ struct Feed {
 }
 
 impl Iterator for Feed {
-    type Item = Result<JobSpec, String>;
+    type Item = Result<Vec<JobSpec>, String>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let mut job = self.trace.workload.jobs().get(self.next)?.clone();
-        self.next += 1;
-        if let Some(setup) = &self.shaping {
-            setup.shape_job(&mut job);
+        let jobs = self.trace.workload.jobs().get(self.next..)?;
+        let mut batch = jobs[..jobs.len().min(sim::FEED_BATCH)].to_vec();
+        if batch.is_empty() {
+            return None;
         }
-        Some(Ok(job))
+        self.next += batch.len();
+        if let Some(setup) = &self.shaping {
+            batch.iter_mut().for_each(|job| setup.shape_job(job));
+        }
+        Some(Ok(batch))
     }
 }
 

@@ -17,49 +17,43 @@ const BATCH: usize = 4096;
 /// Batches in flight a side: the reader may get this far ahead, the writer this far behind.
 const IN_FLIGHT: usize = 2;
 
-/// `items` (jobs, parsed or drawn), read on a thread of `scope` ahead of the iterator
-/// returned; the thread stops when the items run out or that iterator is dropped (a run that
-/// stops early).
-pub(crate) fn read_ahead<'scope, T: Send + 'static>(
+/// `items` (jobs, parsed or drawn), read on a thread of `scope` in batches, handed out as
+/// they come: the items before an error, then the error, where the thread stops reading.
+/// The thread also stops when the items run out or the iterator returned is dropped (a run
+/// that stops early). The engine admits a job straight from its batch ([`sim::JobFeed`]).
+pub(crate) fn read_ahead<'scope, T: Send + 'static, E: Send + 'static>(
     scope: &'scope std::thread::Scope<'scope, '_>,
-    mut items: impl Iterator<Item = T> + Send + 'scope,
-) -> impl Iterator<Item = T> + Send + 'static {
-    let (send, receive) = sync_channel::<Vec<T>>(IN_FLIGHT);
+    mut items: impl Iterator<Item = Result<T, E>> + Send + 'scope,
+) -> impl Iterator<Item = Result<Vec<T>, E>> + Send + 'static {
+    let (send, receive) = sync_channel::<Result<Vec<T>, E>>(IN_FLIGHT);
     scope.spawn(move || {
         loop {
-            let batch: Vec<T> = items.by_ref().take(BATCH).collect();
+            let (batch, error) = next_batch(&mut items);
             let last = batch.len() < BATCH;
-            if batch.is_empty() || send.send(batch).is_err() || last {
+            if !batch.is_empty() && send.send(Ok(batch)).is_err() {
+                return;
+            }
+            if let Some(error) = error {
+                let _ = send.send(Err(error));
+            }
+            if last {
                 return;
             }
         }
     });
-    Ahead { receive, batch: Vec::new().into_iter() }
+    receive.into_iter()
 }
 
-/// The items of the batches received, in order. Each batch was written on the reading
-/// thread's core: every item handed out asks for the one after the next, so that its
-/// lines travel from that core while the engine applies this one (a job's spec, a few lines,
-/// was otherwise read cold as it was moved out: 3-5 % of the engine's thread).
-struct Ahead<T> {
-    receive: Receiver<Vec<T>>,
-    batch: std::vec::IntoIter<T>,
-}
-
-impl<T> Iterator for Ahead<T> {
-    type Item = T;
-
-    fn next(&mut self) -> Option<T> {
-        loop {
-            if let Some(item) = self.batch.next() {
-                if let Some(later) = self.batch.as_slice().get(1) {
-                    sim::prefetch::prefetch_bytes(later, usize::MAX);
-                }
-                return Some(item);
-            }
-            self.batch = self.receive.recv().ok()?.into_iter();
+/// The next items, up to a batch's, and the error that stopped it short.
+fn next_batch<T, E>(items: &mut impl Iterator<Item = Result<T, E>>) -> (Vec<T>, Option<E>) {
+    let mut batch = Vec::with_capacity(BATCH);
+    for item in items.take(BATCH) {
+        match item {
+            Ok(item) => batch.push(item),
+            Err(error) => return (batch, Some(error)),
         }
     }
+    (batch, None)
 }
 
 /// One record in a batch on its way to the sink.
@@ -139,21 +133,31 @@ impl RecordSink for WriteBehind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sim::{JobFeed, JobId, JobSpec, SimTime};
+    use sim::{JobId, JobSpec, SimTime};
 
-    /// A feed of `n` single-task jobs named by their number, an error after the last when
-    /// `fail` (as a trace with a bad row past its good ones).
-    fn feed(n: usize, fail: bool) -> JobFeed {
+    /// `n` single-task jobs named by their number, an error after the last when `fail` (as a
+    /// trace with a bad row past its good ones).
+    fn feed(n: usize, fail: bool) -> impl Iterator<Item = Result<JobSpec, String>> + Send {
         let jobs = (0..n).map(|i| {
             Ok(JobSpec::single(i.to_string(), SimTime::from_secs(i as u64), 1, sim::SimDuration::from_secs(1)))
         });
-        Box::new(jobs.chain(fail.then(|| Err("jobs.csv:9: bad".to_string()))))
+        jobs.chain(fail.then(|| Err("jobs.csv:9: bad".to_string())))
+    }
+
+    /// The items of batches read ahead, one by one, the error in its place.
+    fn one_by_one<T>(batches: impl Iterator<Item = Result<Vec<T>, String>>) -> Vec<Result<T, String>> {
+        batches
+            .flat_map(|batch| match batch {
+                Ok(items) => items.into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error)],
+            })
+            .collect()
     }
 
     #[test]
     fn jobs_read_ahead_arrive_all_and_in_order() {
         for n in [0, 1, BATCH - 1, BATCH, BATCH + 1, 5 * BATCH + 7] {
-            let got: Vec<_> = std::thread::scope(|s| read_ahead(s, feed(n, true)).collect());
+            let got = std::thread::scope(|s| one_by_one(read_ahead(s, feed(n, true))));
             assert_eq!(got.len(), n + 1, "{n} jobs and the error");
             for (i, job) in got[..n].iter().enumerate() {
                 assert_eq!(job.as_ref().map(|j| j.name.as_str()), Ok(i.to_string().as_str()));
@@ -166,7 +170,7 @@ mod tests {
     fn a_feed_dropped_early_stops_its_reader() {
         // Only two batches are read here; the reader, blocked on a full channel, must see the
         // channel closed and end, or the scope never returns.
-        let first: Vec<_> = std::thread::scope(|s| read_ahead(s, feed(100 * BATCH, false)).take(2 * BATCH).collect());
+        let first = std::thread::scope(|s| one_by_one(read_ahead(s, feed(100 * BATCH, false)).take(2)));
         assert_eq!(first.len(), 2 * BATCH);
     }
 

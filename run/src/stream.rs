@@ -57,10 +57,11 @@ impl Runner {
         let checker = setup.scenario(Workload::default(), Vec::new(), None)?;
         let shape = if spec.trace.is_some() {
             let mut shape = WorkloadShape::default();
-            for job in read_ahead(threads, open_jobs(spec, setup, order)?) {
-                let job = job?;
-                checker.check_job(&job, policy, config)?;
-                shape.add(&job)?;
+            for batch in read_ahead(threads, open_jobs(spec, setup, order)?) {
+                for job in batch? {
+                    checker.check_job(&job, policy, config)?;
+                    shape.add(&job)?;
+                }
             }
             shape
         } else {

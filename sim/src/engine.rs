@@ -9,6 +9,7 @@
 //! failures, repairs, cancels) and runs the engine to "now". Both apply a timestamp with the
 //! same code, so a live session and the simulation of its export make the same decisions.
 
+use crate::arrivals::{Arrivals, Draining, JobFeed};
 use crate::controller::{Controller, ControllerConfig, Effect};
 use crate::event::{Event, EventKey, EventQueue, PHASE_ARRIVAL, PHASE_COMPLETION};
 use crate::hardware::Hardware;
@@ -21,8 +22,7 @@ use crate::scenario::{Scenario, SimError};
 use crate::sink::{Collect, RecordSink};
 use crate::time::{SimTime, earliest};
 use crate::wall::Reported;
-use crate::workload::JobSpec;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// Which clock drives the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,11 +49,10 @@ pub struct Engine {
     pub(crate) queue: EventQueue,
     /// The next job to arrive (admitted or still in the feed).
     pub(crate) next_arrival: usize,
-    /// Virtual clock: the jobs not yet admitted, in arrival order, and the next of them.
-    feed: JobFeed,
-    next_in_feed: Option<JobSpec>,
-    /// What the feed failed with (a streamed trace that could not be read on): the run stops.
-    feed_error: Option<String>,
+    /// Virtual clock: the jobs not yet admitted, in arrival order, and what their feed failed
+    /// with (a streamed trace that could not be read on; a job's queue unknown): the run
+    /// stops there.
+    arrivals: Arrivals,
     effects: Vec<Effect>,
     pub(crate) clock: Clock,
     /// The horizon: the last submission plus `ControllerConfig::horizon` (virtual clock).
@@ -84,10 +83,6 @@ pub struct RunProgress {
     pub jobs: usize,
 }
 
-/// Where a run's jobs come from, in arrival order: a workload's, or a trace read as the run
-/// goes (checked beforehand: an error is one of reading it, such as a file changed since).
-pub type JobFeed = Box<dyn Iterator<Item = Result<JobSpec, String>> + Send>;
-
 /// Queues a wake-up at `at`, unless one is queued for then (`Engine::wakes`).
 fn wake_at(wakes: &mut BTreeMap<SimTime, u64>, queue: &mut EventQueue, at: SimTime) {
     let asked = wakes.entry(at).or_insert(0);
@@ -95,23 +90,6 @@ fn wake_at(wakes: &mut BTreeMap<SimTime, u64>, queue: &mut EventQueue, at: SimTi
         queue.push(at, Event::Wake);
     }
     *asked += 1;
-}
-
-/// A workload's jobs given one by one, the memory of those given handed back as they go (a
-/// `Vec`'s own iterator keeps all of it to the end): popped from the front, shrunk each time
-/// it falls to a quarter (each shrink moves what is left, so all of them move a third of the
-/// jobs once).
-struct Draining(VecDeque<JobSpec>);
-
-impl Iterator for Draining {
-    type Item = Result<JobSpec, String>;
-    fn next(&mut self) -> Option<Self::Item> {
-        let job = self.0.pop_front()?;
-        if self.0.len() < self.0.capacity() / 4 && self.0.capacity() > 4096 {
-            self.0.shrink_to_fit();
-        }
-        Some(Ok(job))
-    }
 }
 
 /// Stale completions are purged once there are this many, and they are half the queue.
@@ -144,8 +122,7 @@ impl Engine {
         let mut engine = Engine::around(controller, observer, Clock::Virtual);
         engine.hardware = Hardware::new(events, feed);
         engine.stop_after = shape.submit_span().map(|(_, last)| last.saturating_add(horizon));
-        engine.feed = jobs;
-        engine.take_from_feed();
+        engine.arrivals = Arrivals::new(jobs);
         Ok(engine)
     }
 
@@ -158,9 +135,7 @@ impl Engine {
             hardware: Hardware::default(),
             queue: EventQueue::default(),
             next_arrival: 0,
-            feed: Box::new(std::iter::empty()),
-            next_in_feed: None,
-            feed_error: None,
+            arrivals: Arrivals::default(),
             effects: Vec::new(),
             clock,
             stop_after: None,
@@ -205,8 +180,8 @@ impl Engine {
                 progress(RunProgress { arrived: self.next_arrival, jobs });
             }
         }
-        if let Some(error) = self.feed_error {
-            return Err(SimError::Feed(error));
+        if let Some(error) = self.arrivals.error() {
+            return Err(SimError::Feed(error.to_string()));
         }
         progress(RunProgress { arrived: jobs, jobs });
         let fed = self.hardware.covered_until();
@@ -222,30 +197,19 @@ impl Engine {
         if self.next_arrival < self.controller.jobs_admitted() {
             return Some(self.controller.job_spec(JobId::from_index(self.next_arrival)).submit);
         }
-        self.next_in_feed.as_ref().map(|j| j.submit)
-    }
-
-    /// Reads the feed's next job, if any; a feed error ends the feed.
-    fn take_from_feed(&mut self) {
-        self.next_in_feed = match self.feed.next() {
-            Some(Ok(job)) => Some(job),
-            Some(Err(error)) => {
-                self.feed_error = Some(error);
-                None
-            }
-            None => None,
-        };
+        self.arrivals.peek().map(|j| j.submit)
     }
 
     /// Admits the feed's jobs submitted at `now`, before anything of `now` applies (their
     /// cancels are then queued like every other event of `now`).
     fn admit_due(&mut self, now: SimTime) {
-        while let Some(job) = self.next_in_feed.take_if(|j| j.submit == now) {
+        while self.arrivals.peek().is_some_and(|j| j.submit == now) {
+            let job = self.arrivals.take().expect("a job peeked is there");
             let resolved = self.controller.queue_of(&job).and_then(|q| Ok((q, self.controller.datasets_of(&job)?)));
             let (queue, datasets) = match resolved {
                 Ok(resolved) => resolved,
                 Err(error) => {
-                    self.feed_error = Some(error);
+                    self.arrivals.fail(error);
                     return;
                 }
             };
@@ -254,7 +218,6 @@ impl Engine {
             if let Some(at) = cancel {
                 self.queue.push(at, Event::Cancel(id));
             }
-            self.take_from_feed();
         }
     }
 
@@ -263,7 +226,9 @@ impl Engine {
     /// nothing measured), nothing is left to happen, or the next event is past the horizon
     /// (what has not ended is reported unfinished).
     fn step(&mut self, policy: &mut dyn Policy) -> bool {
-        if self.feed_error.is_some() || (self.next_arrival_time().is_none() && !self.controller.has_jobs_in_system()) {
+        if self.arrivals.error().is_some()
+            || (self.next_arrival_time().is_none() && !self.controller.has_jobs_in_system())
+        {
             return false;
         }
         let Some(now) = self.next_time() else {

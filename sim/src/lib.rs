@@ -3,6 +3,7 @@
 //! and the virtual-time engine. No IO, no clock, no threads: see ARCHITECTURE.md.
 
 pub mod alloc;
+mod arrivals;
 mod census;
 mod checkpoints;
 pub mod cluster;
@@ -45,12 +46,13 @@ mod wall;
 pub mod workload;
 
 pub use alloc::{FreeGpus, GpuList, WHOLE_GPU_MILLI};
+pub use arrivals::{FEED_BATCH, JobFeed};
 pub use checkpoints::Progress;
 pub use cluster::{Cluster, ClusterError, ClusterSpec, Node, Pool, PoolMask, PoolSpec};
 pub use controller::{Controller, ControllerConfig, Effect, RetireRule, SET_ASIDE_AFTER};
 pub use data::{Dataset, DatasetSpec, Datasets};
 pub use deps::Timer;
-pub use engine::{Engine, JobFeed, PROGRESS_EVERY, RunProgress, simulate};
+pub use engine::{Engine, PROGRESS_EVERY, RunProgress, simulate};
 pub use failure::{ClusterEvent, FailureConfig};
 pub use hardware::HardwareFeed;
 pub use ids::{GpuId, JobId, NodeId, PoolId, TaskId};

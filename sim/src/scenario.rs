@@ -55,7 +55,7 @@ pub struct Scenario {
     pub workload: Workload,
     /// A streamed run's jobs: the workload's shape, gathered beforehand, and the feed that
     /// gives its jobs in arrival order as the run reaches them.
-    pub(crate) stream: Option<(WorkloadShape, crate::engine::JobFeed)>,
+    pub(crate) stream: Option<(WorkloadShape, crate::arrivals::JobFeed)>,
     pub(crate) events: Vec<ClusterEvent>,
     pub(crate) feed: Option<Box<dyn HardwareFeed>>,
     pub(crate) queues: Queues,
@@ -90,7 +90,7 @@ impl Scenario {
     /// A run whose jobs are read as it goes: `jobs` gives them in arrival order, each already
     /// counted into `shape` and checked ([`Scenario::check_job`], with the queues and
     /// datasets this scenario will have) by a pass over the same jobs before the run.
-    pub fn streamed(cluster: Cluster, shape: WorkloadShape, jobs: crate::engine::JobFeed) -> Scenario {
+    pub fn streamed(cluster: Cluster, shape: WorkloadShape, jobs: crate::arrivals::JobFeed) -> Scenario {
         Scenario { stream: Some((shape, jobs)), ..Scenario::new(cluster, Workload::default()) }
     }
 
