@@ -268,7 +268,8 @@ impl Nodes {
     /// (no set of the nodes that fit is built or counted: that and a walk over every block
     /// were a fifth of a run at 12,500 nodes). It keeps only the best block so far, and looks
     /// at a block only if it is shorter than the best's free CPUs: each node that takes a
-    /// share has a free CPU, so a block as long has as many ([`node_set::runs_shorter`]).
+    /// share has a free CPU, so a block as long has as many ([`node_set::runs_shorter`]). For
+    /// the same reason it stops at a block of one free CPU: none can have fewer.
     fn one_node(&self, ask: &Ask, allowed: &NodeSet) -> Option<Parts> {
         let count = self.words;
         // Each cut to the count of words, so that reading word `w < count` checks nothing.
@@ -278,7 +279,7 @@ impl Nodes {
         // The best block's free CPUs and its node with the fewest (the lowest on ties).
         let mut best: Option<(u64, usize)> = None;
         let (mut previous, mut word) = (0, if count > 0 { fits(0) } else { 0 });
-        for w in 0..count {
+        'words: for w in 0..count {
             let next = if w + 1 < count { fits(w + 1) } else { 0 };
             let mut starts = node_set::runs_shorter(previous, word, next, best.map_or(u64::MAX, |b| b.0));
             while starts != 0 {
@@ -290,6 +291,11 @@ impl Nodes {
                     && let Some(better) = self.fewer_cpus(start..end, most)
                 {
                     best = Some(better);
+                    if better.0 == 1 {
+                        // No block has fewer: each of its nodes has a free CPU. At 12,500
+                        // nodes, three choices in five find one, a quarter of the way in.
+                        break 'words;
+                    }
                 }
             }
             (previous, word) = (word, next);
