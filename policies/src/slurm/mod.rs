@@ -521,7 +521,7 @@ impl Slurm {
         let partitions = if full { queue.partitions() } else { usize::MAX };
         let mut nodes = self.take_free(plan);
         let mut visible = NodeSet::full(nodes.len());
-        let mut usable = visible.clone();
+        let mut masked = visible.clone();
         let mut blocked: Vec<&str> = Vec::new();
         let mut started_any = false;
         let mut depth = 0;
@@ -544,9 +544,16 @@ impl Slurm {
                 continue; // a QOS or quota limit holds it back without blocking its partition
             }
             let own = self.allowed.of(view, candidate);
-            usable.copy_from(&own);
-            usable.intersect(&visible);
-            let started = select_all(&mut nodes, &candidate.tasks, &usable)
+            // Until a partition blocks, every node is visible and the job's own are usable
+            // (two passes over every node's word per job saved, at 12,500 nodes).
+            let usable: &NodeSet = if blocked.is_empty() {
+                &own
+            } else {
+                masked.copy_from(&own);
+                masked.intersect(&visible);
+                &masked
+            };
+            let started = select_all(&mut nodes, &candidate.tasks, usable)
                 .is_some_and(|parts| self.start(view, plan, &mut nodes, candidate, parts));
             started_any |= started;
             if !started {
