@@ -203,8 +203,7 @@ impl Engine {
     /// Admits the feed's jobs submitted at `now`, before anything of `now` applies (their
     /// cancels are then queued like every other event of `now`).
     fn admit_due(&mut self, now: SimTime) {
-        while self.arrivals.peek().is_some_and(|j| j.submit == now) {
-            let job = self.arrivals.take().expect("a job peeked is there");
+        while let Some(job) = self.arrivals.take_if(|j| j.submit == now) {
             let resolved = self.controller.queue_of(&job).and_then(|q| Ok((q, self.controller.datasets_of(&job)?)));
             let (queue, datasets) = match resolved {
                 Ok(resolved) => resolved,
