@@ -9,7 +9,7 @@
 //! loads while the one above is compared (60 % of the engine's pop time was the wait for the
 //! first child's key, before).
 
-use crate::prefetch::prefetch_line;
+use crate::prefetch::prefetch_span;
 
 /// Items in a min-heap; equal items pop in either order (the engine's keys are unique).
 #[derive(Debug, Clone)]
@@ -91,11 +91,7 @@ impl<T: Ord + Copy> QuadHeap<T> {
         // The children of `at` are 4at+1 to 4at+4; theirs are the 16 items after 16at+4.
         let first = (16 * at + 5).min(self.items.len());
         let grandchildren = &self.items[first..(first + 16).min(self.items.len())];
-        let (start, bytes) = (grandchildren.as_ptr().cast::<u8>(), size_of_val(grandchildren));
-        // Every line they touch: the first, each 64 bytes on, and the one holding their end.
-        for offset in (0..bytes).step_by(64).chain(bytes.checked_sub(1)) {
-            prefetch_line(start.wrapping_add(offset));
-        }
+        prefetch_span(grandchildren.as_ptr().cast::<u8>(), size_of_val(grandchildren));
         self
     }
 
