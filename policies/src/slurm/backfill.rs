@@ -10,7 +10,7 @@
 
 use super::later::{EndingFrom, Later};
 use super::node_set::NodeSet;
-use super::nodes::{Ask, Nodes, Parts};
+use super::nodes::{Ask, Nodes, Parts, TaskParts};
 use super::qos::Over;
 use super::space::Space;
 use super::{Candidate, EndKey, Slurm, select_all};
@@ -132,7 +132,7 @@ impl Slurm {
         allowed: &NodeSet,
         ending: &Ending<'a>,
         ended: &mut Ended<'a, '_>,
-    ) -> Option<Vec<Parts>> {
+    ) -> Option<TaskParts> {
         let limit = candidate.limit.unwrap_or(self.config.bf_window);
         let mut from = now;
         let (mut usable, mut lent) = (allowed.clone(), Vec::new());
@@ -236,7 +236,7 @@ fn recount(fits: &mut Option<Fits>, nodes: &Nodes, parts: &Parts) {
 /// What the will-run test found for a job.
 enum WillRun {
     /// It starts then, there.
-    At(SimTime, Vec<Parts>),
+    At(SimTime, TaskParts),
     /// Not before the plan's next slot (`beyond`): the caller tries again from there, so
     /// where it would go is not worked out.
     Beyond,

@@ -42,7 +42,7 @@ use crate::params::{Params, SpecError};
 use config::SlurmConfig;
 use facts::Facts;
 use node_set::NodeSet;
-use nodes::{Ask, Nodes, Parts};
+use nodes::{Ask, Nodes, Parts, TaskParts};
 use priority::{JobFacts, Priorities};
 use qos::{Over, QosUsage};
 use sim::{Change, ClusterView, JobId, NodeId, Plan, Policy, SimDuration, SimTime, TaskId};
@@ -102,6 +102,9 @@ pub struct Slurm {
     /// The free GPUs (their generation) and `epoch` a main pass (full or not) that started
     /// nothing saw: the same again would start nothing again.
     idle_pass: [Option<(u64, u64)>; 2],
+    /// The main pass's sets of the nodes still visible and of a job's usable ones, kept
+    /// between passes (two allocations a pass, before).
+    pass_sets: [NodeSet; 2],
 }
 
 /// slurmctld's clocks: when each kind of pass last ran.
@@ -197,6 +200,7 @@ impl Slurm {
             epoch: 0,
             order: None,
             idle_pass: [None, None],
+            pass_sets: Default::default(),
             allowed: Allowed::default(),
             node_cpus: Vec::new(),
             node_pools: Vec::new(),
@@ -223,7 +227,9 @@ impl Slurm {
     fn observe(&mut self, view: &ClusterView<'_>) {
         let now = view.now();
         self.changed_since_backfill |= !view.changes().is_empty();
-        let mut ended = std::collections::BTreeSet::new();
+        // The jobs that ended, in place for a few (a set on the heap was an allocation and a
+        // free per job); sorted before they are looked up.
+        let mut ended = smallvec::SmallVec::<[JobId; 4]>::new();
         for change in view.changes() {
             match *change {
                 Change::TaskReady(task) => {
@@ -261,14 +267,15 @@ impl Slurm {
                     if let Some(p) = self.priorities.as_mut() {
                         p.forget(job);
                     }
-                    ended.insert(job);
+                    ended.push(job);
                 }
             }
         }
         // The queue order kept between passes drops ended jobs now: a streamed run lets a job
         // go once the policy has been told it ended, and nothing may read it after.
         if let Some(order) = self.order.as_mut().filter(|_| !ended.is_empty()) {
-            order.candidates.retain(|c| !ended.contains(&c.job));
+            ended.sort_unstable();
+            order.candidates.retain(|c| ended.binary_search(&c.job).is_err());
         }
     }
 
@@ -377,10 +384,17 @@ impl Slurm {
     /// queue or priorities change (`epoch`): a pass takes it, skips the candidates that are
     /// no longer [`waiting`] as it reads them, and gives it back ([`Slurm::keep`]).
     fn queue(&mut self, view: &ClusterView<'_>, plan: &Plan<'_>) -> Order {
-        if let Some(order) = self.order.take().filter(|o| o.epoch == self.epoch) {
-            return order;
-        }
-        let mut out = Vec::new();
+        let mut out = match self.order.take() {
+            Some(order) if order.epoch == self.epoch => return order,
+            // A stale order's list is filled anew: a new list at each arrival was an
+            // allocation and a free per job.
+            Some(order) => {
+                let mut list = order.candidates;
+                list.clear();
+                list
+            }
+            None => Vec::new(),
+        };
         let mut gone = Vec::new();
         for &job in self.pending.keys() {
             let spec = view.job_spec(job);
@@ -475,14 +489,15 @@ impl Slurm {
         plan: &mut Plan<'_>,
         nodes: &mut Nodes,
         candidate: &Candidate,
-        parts: Vec<Parts>,
+        parts: TaskParts,
     ) -> bool {
         if !candidate.tasks.iter().all(|&(t, _)| plan.quota_allows(t)) {
             return false;
         }
         let savepoint = plan.savepoint();
         let now = view.now();
-        let mut started = Vec::new();
+        // Held in place for one task, as the candidate's tasks are.
+        let mut started = smallvec::SmallVec::<[TaskId; 1]>::new();
         // A co-start job's candidate, even of one task (the one left to retry after a failure).
         let together = plan.co_starts(candidate.tasks[0].0);
         if together && !start_together(plan, candidate, &parts) {
@@ -520,8 +535,9 @@ impl Slurm {
         // Only a full pass reads far enough for every partition to block.
         let partitions = if full { queue.partitions() } else { usize::MAX };
         let mut nodes = self.take_free(plan);
-        let mut visible = NodeSet::full(nodes.len());
-        let mut masked = visible.clone();
+        let [mut visible, mut masked] = std::mem::take(&mut self.pass_sets);
+        visible.fill(nodes.len());
+        masked.fill(nodes.len());
         let mut blocked: Vec<&str> = Vec::new();
         let mut started_any = false;
         let mut depth = 0;
@@ -562,13 +578,17 @@ impl Slurm {
             }
         }
         self.idle_pass[usize::from(full)] = if started_any { None } else { seen };
+        self.pass_sets = [visible, masked];
         self.put_free(nodes, plan);
         self.keep(queue);
     }
 
     /// A main pass at `now` answered every request made by then.
     fn answered(&mut self, now: SimTime) {
-        self.requests = self.requests.split_off(&(now + SimDuration(1)));
+        // Dropped in place: a new set for the requests left cost an allocation a pass.
+        while self.requests.first().is_some_and(|&asked| asked <= now) {
+            self.requests.pop_first();
+        }
     }
 
     /// When to be called next: the next pass of any kind that is due with jobs waiting.
@@ -637,12 +657,12 @@ fn start_together(plan: &mut Plan<'_>, candidate: &Candidate, parts: &[Parts]) -
 }
 
 /// Places every task of a job on a copy of `nodes`; `None` if one does not fit.
-fn select_all(nodes: &mut Nodes, tasks: &[(TaskId, Ask)], allowed: &NodeSet) -> Option<Vec<Parts>> {
+fn select_all(nodes: &mut Nodes, tasks: &[(TaskId, Ask)], allowed: &NodeSet) -> Option<TaskParts> {
     if let [(_, ask)] = tasks {
-        return nodes.select(ask, allowed).map(|parts| vec![parts]);
+        return nodes.select(ask, allowed).map(|parts| smallvec::smallvec![parts]);
     }
     let mut left = nodes.clone();
-    let mut all = Vec::with_capacity(tasks.len());
+    let mut all = TaskParts::with_capacity(tasks.len());
     for (_, ask) in tasks {
         let parts = left.select(ask, allowed)?;
         left.take(&parts);

@@ -14,11 +14,18 @@ impl NodeSet {
 
     /// Nodes `0..len`, all in the set.
     pub fn full(len: usize) -> NodeSet {
-        let mut set = NodeSet { words: vec![u64::MAX; len.div_ceil(64)] };
-        if let Some(last) = set.words.last_mut().filter(|_| !len.is_multiple_of(64)) {
+        let mut set = NodeSet::default();
+        set.fill(len);
+        set
+    }
+
+    /// Becomes [`NodeSet::full`]`(len)`, keeping its own allocation.
+    pub fn fill(&mut self, len: usize) {
+        self.words.clear();
+        self.words.resize(len.div_ceil(64), u64::MAX);
+        if let Some(last) = self.words.last_mut().filter(|_| !len.is_multiple_of(64)) {
             *last = (1 << (len % 64)) - 1;
         }
-        set
     }
 
     /// The set whose words are `words` ([`NodeSet::words`]).

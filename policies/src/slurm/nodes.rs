@@ -13,6 +13,10 @@ use sim::NodeId;
 /// Where one task goes: each node and the GPUs it gives.
 pub type Parts = smallvec::SmallVec<[(NodeId, u32); 2]>;
 
+/// The parts of each task of a candidate, in its tasks' order: held in place for one task,
+/// as most candidates are (a list on the heap was an allocation and a free per job started).
+pub type TaskParts = smallvec::SmallVec<[Parts; 1]>;
+
 /// A job's part: `nodes` nodes with `per_node` GPUs on each; `spread`: a gang of no fixed
 /// split, on one node if one holds it, else over as many as it takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
