@@ -50,11 +50,6 @@ impl NodeSet {
         self.words[node / 64] &= !(1 << (node % 64));
     }
 
-    /// Drops every node.
-    pub fn clear(&mut self) {
-        self.words.fill(0);
-    }
-
     /// Keeps the nodes also in `other`.
     pub fn intersect(&mut self, other: &NodeSet) {
         self.intersect_words(&other.words);

@@ -72,8 +72,11 @@ pub struct Nodes {
     words: usize,
     with_cpu: NodeSet,
     settled_gpus: Vec<u32>,
-    /// The nodes whose GPUs or CPUs were set since the last settle.
+    /// The nodes whose GPUs or CPUs were set since the last settle, as a set and as a list
+    /// in the order first set: a settle reads the list alone, where reading the set cost it
+    /// every word, 196 at 12,500 nodes.
     unsettled: NodeSet,
+    unsettled_list: Vec<u32>,
     /// The nodes whose GPUs or CPUs were set since [`Nodes::take_changed`] (for a view
     /// kept beside this one, [`super::Slurm`]'s nodes once every running task has ended).
     changed: NodeSet,
@@ -107,6 +110,7 @@ impl Nodes {
             with_cpu: NodeSet::empty(len),
             settled_gpus: vec![0; len],
             unsettled: NodeSet::full(len),
+            unsettled_list: (0..len as u32).collect(),
             changed: NodeSet::full(len),
         };
         nodes.settle();
@@ -148,7 +152,10 @@ impl Nodes {
 
     #[inline]
     fn mark(&mut self, node: usize) {
-        self.unsettled.insert(node);
+        if !self.unsettled.contains(node) {
+            self.unsettled.insert(node);
+            self.unsettled_list.push(node as u32);
+        }
         self.changed.insert(node);
     }
 
@@ -156,8 +163,9 @@ impl Nodes {
     /// moves between the sets of more than its old count and up to its new one.
     pub fn settle(&mut self) {
         let words = self.words;
-        let mut unsettled = std::mem::take(&mut self.unsettled);
-        for node in unsettled.iter() {
+        let mut unsettled = std::mem::take(&mut self.unsettled_list);
+        for node in unsettled.drain(..).map(|n| n as usize) {
+            self.unsettled.remove(node);
             let (old, gpus) = (self.settled_gpus[node], self.gpus[node]);
             let (low, high) = (old.min(gpus) as usize + 1, old.max(gpus) as usize);
             if self.at_least.len() < (high + 1) * words {
@@ -172,8 +180,7 @@ impl Nodes {
             self.settled_gpus[node] = gpus;
             set_to(&mut self.with_cpu, node, self.cpus[node] >= 1);
         }
-        unsettled.clear();
-        self.unsettled = unsettled;
+        self.unsettled_list = unsettled;
     }
 
     /// The nodes set since the last call (all of them, the first time).
@@ -216,7 +223,7 @@ impl Nodes {
 
     /// The nodes with a free CPU and `gpus` free GPUs or more (the sets settled).
     fn with_at_least(&self, gpus: u32) -> NodeSet {
-        debug_assert!(self.unsettled.iter().next().is_none(), "the sets are read settled");
+        debug_assert!(self.unsettled_list.is_empty(), "the sets are read settled");
         let Some(level) = self.level(gpus as usize) else { return NodeSet::empty(self.len()) };
         let mut set = self.with_cpu.clone();
         set.intersect_words(level);
