@@ -12,13 +12,24 @@ use super::later::{EndingFrom, Later};
 use super::node_set::NodeSet;
 use super::nodes::{Ask, Nodes, Parts, TaskParts};
 use super::qos::Over;
-use super::space::Space;
+use super::space::{Space, SweepBuffers};
 use super::{Candidate, EndKey, Slurm, select_all};
 use sim::{ClusterView, NodeId, Plan, SimDuration, SimTime};
 use std::collections::BTreeMap;
 
 /// The first group of running jobs taken away ends within this of the next multiple of it.
 const GROUP: u64 = 30_000;
+
+/// What backfill keeps from one job's tries to the next, and from one pass to the next: the
+/// sets of a one-task job ([`Fits`]), the sweep's buffers and the nodes a try may use. Made
+/// anew for each job tried, they were allocations and frees for each (a tenth of a run's
+/// instructions where backfill tries hundreds of jobs a pass).
+#[derive(Default)]
+pub(super) struct Scratch {
+    fits: Option<Fits>,
+    sweep: SweepBuffers,
+    usable: NodeSet,
+}
 
 /// The running tasks as backfill plans with them: by the ends their limits give.
 struct Ending<'a> {
@@ -39,6 +50,7 @@ impl Slurm {
         let (mut tested, mut per_user, mut per_part) = (0, BTreeMap::new(), BTreeMap::new());
         let mut all_ended = self.all_ended(&mut nodes);
         let mut later = Later::default();
+        let mut scratch = std::mem::take(&mut self.backfill_scratch);
         for candidate in queue.candidates.iter() {
             if tested >= self.config.bf_max_job_test {
                 break;
@@ -61,8 +73,10 @@ impl Slurm {
                 continue; // tested, but no start and no reservation: its start is unknown
             }
             let own = self.allowed.of(view, candidate);
-            self.plan_one(view, plan, &mut nodes, &mut space, candidate, &own, &mut all_ended, &mut later);
+            let (ended, later, scratch) = (&mut all_ended, &mut later, &mut scratch);
+            self.plan_one(view, plan, &mut nodes, &mut space, candidate, &own, ended, later, scratch);
         }
+        self.backfill_scratch = scratch;
         self.put_free(nodes, plan);
         self.put_all_ended(all_ended);
         self.keep(queue);
@@ -103,11 +117,17 @@ impl Slurm {
         allowed: &NodeSet,
         all_ended: &mut Nodes,
         later: &mut Later,
+        scratch: &mut Scratch,
     ) -> bool {
-        let fits = Fits::of(nodes, all_ended, candidate);
+        let fits = Fits::of(&mut scratch.fits, nodes, all_ended, candidate);
         let ending = Ending { jobs: &self.by_end, all_ended };
         let mut ended = Ended { jobs: ending.jobs, later, fits };
-        let Some(parts) = self.earliest(view.now(), nodes, space, candidate, allowed, &ending, &mut ended) else {
+        let (sweep, usable) = (&mut scratch.sweep, &mut scratch.usable);
+        let earliest = self.earliest(view.now(), nodes, space, candidate, allowed, &ending, &mut ended, sweep, usable);
+        if let Some(fits) = ended.fits.take() {
+            scratch.fits = Some(fits);
+        }
+        let Some(parts) = earliest else {
             return false;
         };
         if !self.start(view, plan, nodes, candidate, parts) {
@@ -132,18 +152,20 @@ impl Slurm {
         allowed: &NodeSet,
         ending: &Ending<'a>,
         ended: &mut Ended<'a, '_>,
+        sweep_buffers: &mut SweepBuffers,
+        usable: &mut NodeSet,
     ) -> Option<TaskParts> {
         let limit = candidate.limit.unwrap_or(self.config.bf_window);
         let mut from = now;
-        let (mut usable, mut lent) = (allowed.clone(), Vec::new());
-        let mut sweep = space.sweep();
+        let mut lent = Vec::new();
+        let mut sweep = space.sweep(sweep_buffers);
         // Each try starts later: at most one per slot of the plan.
         for _ in 0..1_000 {
             usable.copy_from(allowed);
-            let later = sweep.restrict(from, from + limit, &mut usable).filter(|&t| t > from);
-            let tried = if !Room::any_in(ending.all_ended, candidate, &usable, ended.fits.as_ref().map(|f| &f.ended)) {
+            let later = sweep.restrict(from, from + limit, usable).filter(|&t| t > from);
+            let tried = if !Room::any_in(ending.all_ended, candidate, usable, ended.fits.as_ref().map(|f| &f.ended)) {
                 WillRun::Never
-            } else if from > now && later.is_some_and(|t| ended.no_room_by(t, nodes, candidate, &usable)) {
+            } else if from > now && later.is_some_and(|t| ended.no_room_by(t, nodes, candidate, usable)) {
                 // Every state this try plans on gives back only tasks that end by `later`.
                 WillRun::Beyond
             } else {
@@ -152,7 +174,7 @@ impl Slurm {
                 } else {
                     (&mut *nodes, ended.jobs.range(..), ended.fits.as_ref().map(|f| &f.now))
                 };
-                let tried = will_run(now, from, later, on, running, candidate, &usable, fits, &mut lent);
+                let tried = will_run(now, from, later, on, running, candidate, usable, fits, &mut lent);
                 lent.drain(..).for_each(|parts| on.take(parts));
                 tried
             };
@@ -228,7 +250,7 @@ impl<'a> Ended<'a, '_> {
 
 /// `parts` changed `later`'s nodes: a one-task job's sets there follow, once made.
 fn recount(fits: &mut Option<Fits>, nodes: &Nodes, parts: &Parts) {
-    if let Some(Fits { ask, later: Some(later), .. }) = fits.as_mut() {
+    if let Some(Fits { ask, later, later_made: true, .. }) = fits.as_mut() {
         parts.iter().for_each(|&(node, _)| later.recount(nodes, node.index(), ask));
     }
 }
@@ -308,31 +330,50 @@ fn will_run<'a>(
 /// per job, so that each try of it counts its usable nodes among them a word at a time.
 struct Fits {
     ask: Ask,
-    /// On the pass's nodes, on `later`'s (made at the job's first try from later than now),
-    /// and once every running task has ended.
+    /// On the pass's nodes, on `later`'s (made at the job's first try from later than now:
+    /// `later_made`), and once every running task has ended.
     now: Fitting,
-    later: Option<Fitting>,
+    later: Fitting,
+    later_made: bool,
     ended: Fitting,
 }
 
 /// The nodes that can take one share of a job ([`Nodes::takes_share`]), and for a task of no
 /// fixed split those whose free GPUs count towards spreading it (a free CPU and a free GPU).
+#[derive(Default)]
 struct Fitting {
     share: NodeSet,
-    spread: Option<NodeSet>,
+    /// Read only for a task of no fixed split (`spreads`), kept otherwise for the next job.
+    spread_set: NodeSet,
+    spreads: bool,
 }
 
 impl Fitting {
+    #[cfg(test)]
     fn of(nodes: &mut Nodes, ask: &Ask) -> Fitting {
-        let spread = ask.spread.then(|| nodes.spreading());
-        Fitting { share: nodes.fitting(ask), spread }
+        let mut fitting = Fitting::default();
+        fitting.fill(nodes, ask);
+        fitting
+    }
+
+    /// Becomes the sets of `ask` on `nodes`, in its own sets' memory.
+    fn fill(&mut self, nodes: &mut Nodes, ask: &Ask) {
+        nodes.fitting_into(ask, &mut self.share);
+        self.spreads = ask.spread;
+        if ask.spread {
+            nodes.spreading_into(&mut self.spread_set);
+        }
+    }
+
+    fn spread(&self) -> Option<&NodeSet> {
+        self.spreads.then_some(&self.spread_set)
     }
 
     /// `node` changed in `nodes`.
     fn recount(&mut self, nodes: &Nodes, node: usize, ask: &Ask) {
         set_to(&mut self.share, node, nodes.takes_share(node, ask));
-        if let Some(spread) = self.spread.as_mut() {
-            set_to(spread, node, nodes.spreads_on(node));
+        if self.spreads {
+            set_to(&mut self.spread_set, node, nodes.spreads_on(node));
         }
     }
 }
@@ -346,14 +387,32 @@ fn set_to(set: &mut NodeSet, node: usize, member: bool) {
 }
 
 impl Fits {
-    fn of(nodes: &mut Nodes, all_ended: &mut Nodes, candidate: &Candidate) -> Option<Fits> {
+    /// The sets of a one-task `candidate` (`None` for a job of several tasks), made in those
+    /// of `spare` (the last job's) if there are any.
+    fn of(spare: &mut Option<Fits>, nodes: &mut Nodes, all_ended: &mut Nodes, candidate: &Candidate) -> Option<Fits> {
         let [(_, ask)] = candidate.tasks[..] else { return None };
-        Some(Fits { ask, now: Fitting::of(nodes, &ask), later: None, ended: Fitting::of(all_ended, &ask) })
+        let blank = || Fits {
+            ask,
+            now: Fitting::default(),
+            later: Fitting::default(),
+            later_made: false,
+            ended: Fitting::default(),
+        };
+        let mut fits = spare.take().unwrap_or_else(blank);
+        fits.ask = ask;
+        fits.now.fill(nodes, &ask);
+        fits.ended.fill(all_ended, &ask);
+        fits.later_made = false;
+        Some(fits)
     }
 
     /// The sets on `later`'s nodes, made if they were not.
     fn later_on(&mut self, later: &mut Nodes) -> &Fitting {
-        self.later.get_or_insert_with(|| Fitting::of(later, &self.ask))
+        if !self.later_made {
+            self.later.fill(later, &self.ask);
+            self.later_made = true;
+        }
+        &self.later
     }
 }
 
@@ -373,7 +432,7 @@ impl Room {
     fn of(nodes: &Nodes, candidate: &Candidate, usable: &NodeSet, fits: Option<&Fitting>) -> Room {
         let [(_, ask)] = candidate.tasks[..] else { return Room::Several };
         if let Some(fits) = fits {
-            let gpus = fits.spread.as_ref().map_or(0, |spread| spread_gpus(nodes, usable, spread));
+            let gpus = fits.spread().map_or(0, |spread| spread_gpus(nodes, usable, spread));
             return Room::One { ask, fitting: usable.count_common(&fits.share), gpus };
         }
         let mut room = Room::One { ask, fitting: 0, gpus: 0 };
@@ -389,7 +448,7 @@ impl Room {
         };
         let fitting = usable.count_common(&fits.share);
         ask.has_room_in(fitting, 0)
-            || fits.spread.as_ref().is_some_and(|spread| ask.has_room_in(fitting, spread_gpus(nodes, usable, spread)))
+            || fits.spread().is_some_and(|spread| ask.has_room_in(fitting, spread_gpus(nodes, usable, spread)))
     }
 
     fn any(&self) -> bool {

@@ -105,6 +105,8 @@ pub struct Slurm {
     /// The main pass's sets of the nodes still visible and of a job's usable ones, kept
     /// between passes (two allocations a pass, before).
     pass_sets: [NodeSet; 2],
+    /// What backfill reuses from one job's tries to the next ([`backfill::Scratch`]).
+    backfill_scratch: backfill::Scratch,
 }
 
 /// slurmctld's clocks: when each kind of pass last ran.
@@ -201,6 +203,7 @@ impl Slurm {
             order: None,
             idle_pass: [None, None],
             pass_sets: Default::default(),
+            backfill_scratch: Default::default(),
             allowed: Allowed::default(),
             node_cpus: Vec::new(),
             node_pools: Vec::new(),

@@ -19,6 +19,12 @@ impl NodeSet {
         set
     }
 
+    /// Becomes [`NodeSet::empty`]`(len)`, keeping its own allocation.
+    pub fn empty_to(&mut self, len: usize) {
+        self.words.clear();
+        self.words.resize(len.div_ceil(64), 0);
+    }
+
     /// Becomes [`NodeSet::full`]`(len)`, keeping its own allocation.
     pub fn fill(&mut self, len: usize) {
         self.words.clear();
@@ -81,9 +87,10 @@ impl NodeSet {
         self.words.iter().zip(&other.words).enumerate().flat_map(|(w, (&a, &b))| bits_of(w, a & b))
     }
 
-    /// Becomes `other`, keeping its own allocation.
+    /// Becomes `other`, keeping its own allocation (grown if `other` has more nodes).
     pub fn copy_from(&mut self, other: &NodeSet) {
-        self.words.copy_from_slice(&other.words);
+        self.words.clear();
+        self.words.extend_from_slice(&other.words);
     }
 
     /// The nodes in the set, in order.

@@ -208,26 +208,31 @@ impl Nodes {
         })
     }
 
-    /// The nodes that can take one share of `ask`: a free CPU and `per_node` free GPUs.
-    pub fn fitting(&mut self, ask: &Ask) -> NodeSet {
+    /// Makes `out` the nodes that can take one share of `ask`: a free CPU and `per_node` free
+    /// GPUs. Into a set of the caller's: backfill asks once per job tried, and a new set each
+    /// time was an allocation and a free.
+    pub fn fitting_into(&mut self, ask: &Ask, out: &mut NodeSet) {
         self.settle();
-        self.with_at_least(ask.per_node)
+        self.with_at_least_into(ask.per_node, out);
     }
 
-    /// The nodes whose free GPUs a task of no fixed split may spread over: a free CPU and a
-    /// free GPU.
-    pub fn spreading(&mut self) -> NodeSet {
+    /// Makes `out` the nodes whose free GPUs a task of no fixed split may spread over: a free
+    /// CPU and a free GPU.
+    pub fn spreading_into(&mut self, out: &mut NodeSet) {
         self.settle();
-        self.with_at_least(1)
+        self.with_at_least_into(1, out);
     }
 
-    /// The nodes with a free CPU and `gpus` free GPUs or more (the sets settled).
-    fn with_at_least(&self, gpus: u32) -> NodeSet {
+    /// Makes `out` the nodes with a free CPU and `gpus` free GPUs or more (the sets settled).
+    fn with_at_least_into(&self, gpus: u32, out: &mut NodeSet) {
         debug_assert!(self.unsettled_list.is_empty(), "the sets are read settled");
-        let Some(level) = self.level(gpus as usize) else { return NodeSet::empty(self.len()) };
-        let mut set = self.with_cpu.clone();
-        set.intersect_words(level);
-        set
+        match self.level(gpus as usize) {
+            Some(level) => {
+                out.copy_from(&self.with_cpu);
+                out.intersect_words(level);
+            }
+            None => out.empty_to(self.len()),
+        }
     }
 
     /// The words of the set of nodes with `k` free GPUs or more, if any node ever had so many.
@@ -612,7 +617,9 @@ mod tests {
                 n.settle();
                 for k in 0..=9u32 {
                     let counted: Vec<usize> = (0..count).filter(|&m| n.cpus(m) >= 1 && n.gpus(m) >= k).collect();
-                    assert_eq!(n.with_at_least(k).iter().collect::<Vec<_>>(), counted, "{k} GPUs");
+                    let mut set = NodeSet::default();
+                    n.with_at_least_into(k, &mut set);
+                    assert_eq!(set.iter().collect::<Vec<_>>(), counted, "{k} GPUs");
                 }
                 let mut allowed = NodeSet::full(count);
                 (0..count).filter(|_| next(5) == 0).for_each(|m| allowed.remove(m));

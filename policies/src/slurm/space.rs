@@ -38,21 +38,12 @@ impl Space {
         SimTime(t.as_ms() / self.resolution * self.resolution)
     }
 
-    /// One job's tries over the plan, each later than the last ([`Sweep`]).
-    pub fn sweep(&self) -> Sweep<'_> {
+    /// One job's tries over the plan, each later than the last ([`Sweep`]), in `buffers`.
+    pub fn sweep<'a>(&'a self, buffers: &'a mut SweepBuffers) -> Sweep<'a> {
         let words = self.slots.first().map_or(0, |s| s.free.words().len());
-        let full = NodeSet::full(words * 64);
-        Sweep {
-            slots: &self.slots,
-            end: self.end(),
-            first: 0,
-            mid: 0,
-            last: 0,
-            base: 0,
-            front: Vec::new(),
-            back: full,
-            words,
-        }
+        buffers.front.clear();
+        buffers.back.fill(words * 64);
+        Sweep { slots: &self.slots, end: self.end(), first: 0, mid: 0, last: 0, base: 0, buffers, words }
     }
 
     /// Whether some node of `nodes` is promised to another job at some time of `[from, to)`:
@@ -101,14 +92,24 @@ pub struct Sweep<'a> {
     /// The slots overlapped by the last try: `first..last`.
     first: usize,
     last: usize,
-    /// `base..mid`: slots whose suffix intersections `front` holds, `words` words each, the
-    /// one from slot `i` to `mid` at row `i - base`.
+    /// `base..mid`: slots whose suffix intersections `buffers.front` holds.
     base: usize,
     mid: usize,
+    buffers: &'a mut SweepBuffers,
+    words: usize,
+}
+
+/// A [`Sweep`]'s memory, kept from one job's sweep to the next (backfill sweeps for each job
+/// it tries, and memory of a sweep's own was allocations and frees for each).
+#[derive(Debug, Default)]
+pub struct SweepBuffers {
+    /// `base..mid`: slots whose suffix intersections `front` holds, `words` words each, the
+    /// one from slot `i` to `mid` at row `i - base`.
     front: Vec<u64>,
     /// The intersection of slots `mid..last`.
     back: NodeSet,
-    words: usize,
+    /// Where `front` is worked out.
+    suffix: NodeSet,
 }
 
 impl Sweep<'_> {
@@ -124,7 +125,7 @@ impl Sweep<'_> {
             self.restart_at(first);
         }
         while let Some(slot) = self.slots.get(self.last).filter(|s| s.begin <= to) {
-            self.back.intersect(&slot.free);
+            self.buffers.back.intersect(&slot.free);
             self.last += 1;
         }
         self.first = first;
@@ -135,9 +136,9 @@ impl Sweep<'_> {
             self.turn_over();
         }
         let row = (first - self.base) * self.words;
-        allowed.intersect_words(&self.front[row..row + self.words]);
+        allowed.intersect_words(&self.buffers.front[row..row + self.words]);
         if self.mid < self.last {
-            allowed.intersect(&self.back);
+            allowed.intersect(&self.buffers.back);
         }
         let later = self.slots[first].end;
         (later < self.end).then_some(later)
@@ -146,22 +147,23 @@ impl Sweep<'_> {
     /// Nothing overlapped yet from slot `at`.
     fn restart_at(&mut self, at: usize) {
         (self.first, self.last, self.base, self.mid) = (at, at, at, at);
-        self.back = NodeSet::full(self.words * 64);
-        self.front.clear();
+        self.buffers.back.fill(self.words * 64);
+        self.buffers.front.clear();
     }
 
     /// Moves every slot of `first..last` to the front stack, as suffix intersections.
     fn turn_over(&mut self) {
         let (first, last, words) = (self.first, self.last, self.words);
-        self.front.clear();
-        self.front.resize((last - first) * words, u64::MAX);
-        let mut suffix = NodeSet::full(words * 64);
+        let SweepBuffers { front, back, suffix } = &mut *self.buffers;
+        front.clear();
+        front.resize((last - first) * words, u64::MAX);
+        suffix.fill(words * 64);
         for i in (first..last).rev() {
             suffix.intersect(&self.slots[i].free);
-            self.front[(i - first) * words..(i - first + 1) * words].copy_from_slice(suffix.words());
+            front[(i - first) * words..(i - first + 1) * words].copy_from_slice(suffix.words());
         }
         (self.base, self.mid) = (first, last);
-        self.back = NodeSet::full(words * 64);
+        back.fill(words * 64);
     }
 }
 
@@ -180,10 +182,10 @@ mod tests {
         space.reserve(&[NodeId(1)], s(180), s(300));
         let mut allowed = NodeSet::full(3);
         // [125, 170] ends before the reservation: every node; the first slot ends at 180.
-        assert_eq!(space.sweep().restrict(s(125), s(170), &mut allowed), Some(s(180)));
+        assert_eq!(space.sweep(&mut SweepBuffers::default()).restrict(s(125), s(170), &mut allowed), Some(s(180)));
         assert_eq!(allowed, NodeSet::full(3));
         // [125, 200] reaches into it: node 1 is taken.
-        space.sweep().restrict(s(125), s(200), &mut allowed);
+        space.sweep(&mut SweepBuffers::default()).restrict(s(125), s(200), &mut allowed);
         assert_eq!(allowed.iter().collect::<Vec<_>>(), [0, 2]);
         assert!(space.overlaps(&[NodeId(1)], s(250), s(400)));
         assert!(!space.overlaps(&[NodeId(1)], s(300), s(400)));
@@ -201,6 +203,9 @@ mod tests {
     #[test]
     fn a_sweep_of_later_and_later_tries_sees_what_every_slot_says() {
         let mut next = super::super::test_draws(0x9e37_79b9_7f4a_7c15_u64);
+        // One set of buffers for every plan, as backfill keeps them: what one sweep left in
+        // them (of another count of nodes, too) must not show in the next.
+        let mut buffers = SweepBuffers::default();
         for _ in 0..200 {
             let nodes = 1 + next(150) as usize;
             let mut space = Space::new(s(0), SimDuration::from_secs(60), SimDuration::from_secs(6000), nodes);
@@ -210,7 +215,7 @@ mod tests {
                 space.reserve(&taken, s(begin), s(begin + 60 * (1 + next(20))));
             }
             let limit = 60 * next(30);
-            let (mut sweep, mut from) = (space.sweep(), 0);
+            let (mut sweep, mut from) = (space.sweep(&mut buffers), 0);
             while from < 6100 {
                 let (mut swept, mut each) = (NodeSet::full(nodes), NodeSet::full(nodes));
                 let later = sweep.restrict(s(from), s(from + limit), &mut swept);
