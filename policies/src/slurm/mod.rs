@@ -538,9 +538,9 @@ impl Slurm {
         // Only a full pass reads far enough for every partition to block.
         let partitions = if full { queue.partitions() } else { usize::MAX };
         let mut nodes = self.take_free(plan);
+        // `masked` is read only once copied from a job's own nodes, which sizes it.
         let [mut visible, mut masked] = std::mem::take(&mut self.pass_sets);
         visible.fill(nodes.len());
-        masked.fill(nodes.len());
         let mut blocked: Vec<&str> = Vec::new();
         let mut started_any = false;
         let mut depth = 0;
